@@ -1,0 +1,66 @@
+// Package env is the only door between the engine and a machine: every file the tools
+// read or write, every directory they list, goes through an ExecutionEnv. The host
+// implementation talks to the local operating system; tests use implementations that
+// inject faults.
+//
+// Answers are result-shaped: an operation that fails returns an error that keeps the
+// operating system's code (an *fs.PathError wrapping a syscall.Errno on the host), so a
+// caller can tell a proven failure (EACCES: nothing was written) from an ambiguous one.
+// An env never hides an error and never guesses.
+package env
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// ExecutionEnv is a view of one filesystem. All paths are absolute and cleaned; callers
+// pass canonical paths (see package fence) and the env does not resolve them again.
+type ExecutionEnv interface {
+	// Identity names the filesystem tree this env is a view of. Two envs with equal
+	// identities see the same files ("host" for the host env).
+	Identity() string
+	// CaseInsensitive reports whether names on this filesystem compare without case.
+	CaseInsensitive() bool
+
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	// Lstat is Stat without following a final symlink.
+	Lstat(ctx context.Context, path string) (FileInfo, error)
+	Readlink(ctx context.Context, path string) (string, error)
+	// ReadDir lists a directory, sorted by name.
+	ReadDir(ctx context.Context, path string) ([]DirEntry, error)
+	// ReadFile reads a whole regular file. It refuses to follow a symlink in the final
+	// component (so a link swapped in after the path was checked is not followed).
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// Open opens a regular file for streaming reads, with ReadFile's symlink rule.
+	Open(ctx context.Context, path string) (io.ReadCloser, error)
+}
+
+// FileInfo describes a file. Dev and Ino identify it on its filesystem where the
+// platform provides them (zero otherwise).
+type FileInfo struct {
+	Name    string
+	Size    int64
+	Mode    fs.FileMode
+	ModTime time.Time
+	Dev     uint64
+	Ino     uint64
+}
+
+// IsDir reports whether the file is a directory.
+func (fi FileInfo) IsDir() bool { return fi.Mode.IsDir() }
+
+// IsSymlink reports whether the file is a symbolic link (only from Lstat).
+func (fi FileInfo) IsSymlink() bool { return fi.Mode&fs.ModeSymlink != 0 }
+
+// IsRegular reports whether the file is a regular file.
+func (fi FileInfo) IsRegular() bool { return fi.Mode.IsRegular() }
+
+// DirEntry is one entry of a directory listing. Type holds only the type bits
+// (fs.ModeDir, fs.ModeSymlink, …), as fs.DirEntry.Type does.
+type DirEntry struct {
+	Name string
+	Type fs.FileMode
+}

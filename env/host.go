@@ -1,0 +1,102 @@
+package env
+
+import (
+	"context"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Host is the ExecutionEnv of the local machine. Its zero value is ready to use.
+type Host struct{}
+
+// NewHost returns the host env.
+func NewHost() *Host { return &Host{} }
+
+// HostIdentity is the Identity of every host env: one machine, one tree.
+const HostIdentity = "host"
+
+func (*Host) Identity() string { return HostIdentity }
+
+// CaseInsensitive reports the platform default: macOS and Windows volumes are usually
+// case-insensitive, Linux filesystems are not.
+func (*Host) CaseInsensitive() bool {
+	return runtime.GOOS == "darwin" || runtime.GOOS == "windows"
+}
+
+func (*Host) Stat(ctx context.Context, path string) (FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return infoOf(fi), nil
+}
+
+func (*Host) Lstat(ctx context.Context, path string) (FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, err
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return infoOf(fi), nil
+}
+
+func (*Host) Readlink(ctx context.Context, path string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return os.Readlink(path)
+}
+
+func (*Host) ReadDir(ctx context.Context, path string) ([]DirEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DirEntry, len(ents))
+	for i, e := range ents {
+		out[i] = DirEntry{Name: e.Name(), Type: e.Type()}
+	}
+	slices.SortFunc(out, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (h *Host) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	f, err := h.openNoFollow(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func (h *Host) Open(ctx context.Context, path string) (io.ReadCloser, error) {
+	return h.openNoFollow(ctx, path)
+}
+
+func (*Host) openNoFollow(ctx context.Context, path string) (*os.File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+}
+
+func infoOf(fi os.FileInfo) FileInfo {
+	out := FileInfo{Name: fi.Name(), Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		out.Dev = uint64(st.Dev)
+		out.Ino = uint64(st.Ino)
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+// Package fs holds the workspace file tools the model uses: Read, Glob, Grep and LS (the
+// read tools), and Write, Edit, MultiEdit and NotebookEdit with the write lane they share.
+// Every path goes through the run's fence (package fence) and every byte through its env
+// (package env). Tools answer with tools.Result values; they never judge permissions.
+package fs
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/fence"
+)
+
+// Config is what the file tools of one leg share.
+type Config struct {
+	Env   env.ExecutionEnv
+	Fence *fence.Fence
+	// ReadState records what this session read; the write lane checks it. Required.
+	ReadState *ReadState
+}
+
+// ReadRecord is what a Read saw of a file.
+type ReadRecord struct {
+	Size    int64
+	ModTime time.Time
+	// Hash is the hex sha256 of the bytes read.
+	Hash string
+}
+
+// ReadState is the set of files a session has read, keyed by canonical path. It is safe
+// for concurrent use.
+type ReadState struct {
+	mu sync.Mutex
+	m  map[string]ReadRecord
+}
+
+// NewReadState returns an empty ReadState.
+func NewReadState() *ReadState { return &ReadState{m: map[string]ReadRecord{}} }
+
+// Record notes that the file at canonical path was read as rec.
+func (s *ReadState) Record(path string, rec ReadRecord) {
+	s.mu.Lock()
+	s.m[path] = rec
+	s.mu.Unlock()
+}
+
+// Lookup returns the record for canonical path.
+func (s *ReadState) Lookup(path string) (ReadRecord, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[path]
+	return r, ok
+}
+
+// Forget drops the record for canonical path (a rewind changed the file).
+func (s *ReadState) Forget(path string) {
+	s.mu.Lock()
+	delete(s.m, path)
+	s.mu.Unlock()
+}

@@ -1,0 +1,135 @@
+// Package tools defines what a tool is to the engine: a spec the model sees (name,
+// description, JSON schema), the effect the permission gate reasons about, and a Run
+// method that always answers with a Result. It knows no particular tool; the tool
+// packages (tools/fs, tools/shell, …) build them and the runner assembles a Roster.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/model"
+)
+
+// Effect is what a tool can do to the world, as the permission gate reads it.
+type Effect string
+
+const (
+	// EffectRead tools only read (Read, Glob, Grep, LS). Calls of read tools in one model
+	// turn may run concurrently.
+	EffectRead Effect = "read"
+	// EffectWrite tools change files through the write lane (Write, Edit, …).
+	EffectWrite Effect = "write"
+	// EffectExec tools run programs (Bash).
+	EffectExec Effect = "exec"
+)
+
+// Spec is a tool's description.
+type Spec struct {
+	Name        string
+	Description string
+	// InputSchema is a JSON Schema object for the tool's input.
+	InputSchema json.RawMessage
+	Effect      Effect
+}
+
+// ModelSpec is the part of s the model sees.
+func (s Spec) ModelSpec() model.ToolSpec {
+	return model.ToolSpec{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema}
+}
+
+// Tool is one callable tool of a leg. Run must always return a Result: failures the
+// model should see (a bad path, a refused write) are error Results with a code, never Go
+// errors or panics. Run honours ctx.
+type Tool interface {
+	Spec() Spec
+	Run(ctx context.Context, input json.RawMessage) Result
+}
+
+// Result is a tool's answer. Content holds text and image blocks. An error Result has
+// IsError set and a stable Code ("fs.path_not_in_root", "tool.input_invalid", …).
+type Result struct {
+	Content []model.Block
+	IsError bool
+	Code    string
+	// EditedFile is the canonical path a write tool changed (or may have changed), empty
+	// for every other call. The runner lists these in TaskResult.EditedFiles.
+	EditedFile string
+}
+
+// Text returns a successful text Result.
+func Text(s string) Result { return Result{Content: []model.Block{model.TextBlock(s)}} }
+
+// Fail returns an error Result with a code and a message for the model.
+func Fail(code, format string, args ...any) Result {
+	return Result{Content: []model.Block{model.TextBlock(fmt.Sprintf(format, args...))}, IsError: true, Code: code}
+}
+
+// FromError turns err into an error Result, keeping the code of a *sema.Error (code
+// fallback otherwise).
+func FromError(err error, fallback string) Result {
+	var se *sema.Error
+	if errors.As(err, &se) {
+		return Result{Content: []model.Block{model.TextBlock(se.Message)}, IsError: true, Code: se.Code}
+	}
+	return Fail(fallback, "%v", err)
+}
+
+// TextOf returns the concatenated text of r's content.
+func (r Result) TextOf() string {
+	var s string
+	for _, b := range r.Content {
+		if b.Kind == model.KindText {
+			s += b.Text
+		}
+	}
+	return s
+}
+
+// Codes every tool uses.
+const (
+	CodeInputInvalid = "tool.input_invalid" // the input does not match the schema
+	CodeUnknown      = "tool.unknown"       // no tool of that name on this leg
+	CodePanic        = "tool.panic"         // the tool panicked; the panic was contained
+	CodeCancelled    = "tool.cancelled"     // the run was cancelled before or during the call
+)
+
+// Decode unmarshals input into v strictly: unknown fields are refused, so a model that
+// misspells a field learns it instead of having it ignored.
+func Decode(input json.RawMessage, v any) error {
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return sema.Errorf(CodeInputInvalid, "invalid input: %v", err)
+	}
+	return nil
+}
+
+// Roster is the ordered set of tools mounted on a leg.
+type Roster []Tool
+
+// Lookup returns the tool named name, or nil.
+func (r Roster) Lookup(name string) Tool {
+	for _, t := range r {
+		if t.Spec().Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Names lists the tool names in order.
+func (r Roster) Names() []string {
+	out := make([]string, len(r))
+	for i, t := range r {
+		out[i] = t.Spec().Name
+	}
+	return out
+}
