@@ -36,6 +36,21 @@ type ExecutionEnv interface {
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 	// Open opens a regular file for streaming reads, with ReadFile's symlink rule.
 	Open(ctx context.Context, path string) (io.ReadCloser, error)
+
+	// WriteFile replaces path atomically: the bytes go to a temporary file in the same
+	// directory, are synced, and the temporary file is renamed over path, so a reader (or
+	// a crash) sees the old bytes or the new ones, never a mix. An existing file keeps its
+	// mode; a new one gets perm. It does not follow a symlink in the final component.
+	WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error
+	// CreateExclusive creates path with data, failing with fs.ErrExist (EEXIST) when
+	// anything — a file, a directory, a dangling link — is already there.
+	CreateExclusive(ctx context.Context, path string, data []byte, perm fs.FileMode) error
+	// Mkdir creates one directory (EEXIST when present).
+	Mkdir(ctx context.Context, path string, perm fs.FileMode) error
+	// Remove removes a file or an empty directory; it never follows a symlink.
+	Remove(ctx context.Context, path string) error
+	// Chmod sets the mode bits of path.
+	Chmod(ctx context.Context, path string, mode fs.FileMode) error
 }
 
 // FileInfo describes a file. Dev and Ino identify it on its filesystem where the

@@ -1,0 +1,112 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+var tmpSeq atomic.Uint64
+
+func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return &fs.PathError{Op: "write", Path: path, Err: syscall.ELOOP}
+		}
+		if fi.IsDir() {
+			return &fs.PathError{Op: "write", Path: path, Err: syscall.EISDIR}
+		}
+		perm = fi.Mode().Perm()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	dir, base := filepath.Split(path)
+	tmp := filepath.Join(dir, "."+base+".sema-"+strconv.FormatInt(time.Now().UnixNano(), 36)+"-"+strconv.FormatUint(tmpSeq.Add(1), 36)+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: errors.Unwrap(err)}
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	// The umask may have narrowed perm at create; set the mode the file must keep.
+	if err := f.Chmod(perm); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	syncDir(dir)
+	return nil
+}
+
+// syncDir makes a rename durable. Failure is ignored: the rename itself succeeded and
+// some filesystems do not support syncing a directory.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+func (*Host) CreateExclusive(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (*Host) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return os.Mkdir(path, perm)
+}
+
+func (*Host) Remove(ctx context.Context, path string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return os.Remove(path)
+}
+
+func (*Host) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
+}
