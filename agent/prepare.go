@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/tools"
+	fstools "github.com/sema-agent/sema/tools/fs"
+)
+
+// leg is one prepared run. It lives for one call of Runner.Run.
+type leg struct {
+	deps      *Deps
+	spec      TaskSpec
+	emit      func(Event)
+	sessionID string
+	mode      string
+	fence     *fence.Fence
+	roster    tools.Roster
+	specs     []model.ToolSpec
+	system    string
+	manifest  Manifest
+
+	mu      sync.Mutex
+	notices []sema.Notice
+	// pending holds notices raised off the loop goroutine, emitted at the next safe point.
+	pending []sema.Notice
+	edited  []string
+	denials []PermissionDenial
+}
+
+// validateSpec is the door: it refuses a spec by name before anything runs.
+func validateSpec(deps *Deps, spec *TaskSpec) error {
+	if deps.Provider == nil {
+		return configError("config.provider_missing", "no model provider is configured; set Deps.Provider")
+	}
+	if strings.TrimSpace(spec.Prompt) == "" {
+		return configError("config.prompt_missing", "the task has no prompt; give a prompt to run")
+	}
+	if spec.Root == "" || !filepath.IsAbs(spec.Root) {
+		return configError("config.root_invalid", "the task root %q is not an absolute path; give an absolute directory", spec.Root)
+	}
+	if spec.MaxTurns < 0 {
+		return configError("config.max_turns_invalid", "max turns is %d; give a positive number, or 0 for no limit", spec.MaxTurns)
+	}
+	if spec.MaxTokens < 0 {
+		return configError("config.max_tokens_invalid", "max tokens is %d; give a positive number, or 0 for the provider's default", spec.MaxTokens)
+	}
+	if spec.PermissionMode != "" && !slices.Contains(modes, spec.PermissionMode) {
+		return configError("config.permission_mode_invalid", "unknown permission mode %q; use one of %s", spec.PermissionMode, strings.Join(modes, ", ")).
+			With("mode", spec.PermissionMode)
+	}
+	return nil
+}
+
+func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (*leg, error) {
+	if err := validateSpec(deps, &spec); err != nil {
+		return nil, err
+	}
+	l := &leg{deps: deps, spec: spec, emit: emit, sessionID: newSessionID(), mode: spec.PermissionMode}
+	if l.mode == "" {
+		l.mode = ModeDefault
+	}
+	f, err := fence.New(ctx, fence.Config{
+		Env:                       deps.Env,
+		Root:                      spec.Root,
+		AdditionalDirectories:     spec.AdditionalDirectories,
+		AdditionalReadDirectories: spec.AdditionalReadDirectories,
+		OnNotice:                  l.notice,
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.fence = f
+	l.roster = l.buildRoster()
+	for _, t := range l.roster {
+		l.specs = append(l.specs, t.Spec().ModelSpec())
+	}
+	l.manifest = Manifest{
+		SessionID:   l.sessionID,
+		Provider:    deps.Provider.Name(),
+		Model:       spec.Model,
+		Platform:    runtime.GOOS + "/" + runtime.GOARCH,
+		Root:        f.Root(),
+		WriteRoots:  f.WriteRoots(),
+		ReadRoots:   f.ReadRoots(),
+		ReadFace:    "roots",
+		WriteFace:   "roots",
+		Tools:       l.roster.Names(),
+		Mode:        ModeReceipt{Requested: l.mode, Effective: l.mode},
+		FileHistory: "disabled",
+		ReadOnly:    spec.HandsReadOnly,
+	}
+	l.system = systemPrompt(l)
+	return l, nil
+}
+
+// buildRoster mounts the leg's tools.
+func (l *leg) buildRoster() tools.Roster {
+	cfg := fstools.Config{Env: l.deps.Env, Fence: l.fence, ReadState: fstools.NewReadState()}
+	_ = cfg
+	var r tools.Roster
+	r = append(r, l.deps.Tools...)
+	return r
+}
+
+// notice records a notice, delivers it to the deployment's sink, and queues it for the
+// event stream. It is safe to call from any goroutine.
+func (l *leg) notice(n sema.Notice) {
+	l.mu.Lock()
+	l.notices = append(l.notices, n)
+	l.pending = append(l.pending, n)
+	l.mu.Unlock()
+	if l.deps.OnNotice != nil {
+		l.deps.OnNotice(n)
+	}
+}
+
+// flushNotices emits queued notices; only the loop goroutine calls it.
+func (l *leg) flushNotices(turn int) {
+	l.mu.Lock()
+	p := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for i := range p {
+		l.emit(Event{Type: EventNotice, Turn: turn, Notice: &p[i]})
+	}
+}

@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/model"
+)
+
+// Status is how a run ended.
+type Status string
+
+const (
+	StatusCompleted        Status = "completed"
+	StatusAwaitingApproval Status = "awaiting_approval"
+	StatusMaxTurns         Status = "max_turns"
+	StatusError            Status = "error"
+	StatusCancelled        Status = "cancelled"
+)
+
+// TaskResult is the outcome of one run.
+type TaskResult struct {
+	SessionID string `json:"session_id"`
+	Status    Status `json:"status"`
+	// Result is the model's final text.
+	Result string `json:"result"`
+	// Error is set when Status is error (a model failure, a broken stream) or cancelled.
+	Error    *sema.Error `json:"error,omitempty"`
+	NumTurns int         `json:"num_turns"`
+	Usage    model.Usage `json:"usage"`
+	// PermissionDenials lists every tool call the permission gate refused.
+	PermissionDenials []PermissionDenial `json:"permission_denials"`
+	// EditedFiles lists the canonical paths the write tools changed (or may have changed),
+	// in the order first edited.
+	EditedFiles []string      `json:"edited_files"`
+	Manifest    Manifest      `json:"manifest"`
+	Notices     []sema.Notice `json:"notices"`
+	// Messages is the leg's transcript, the prompt first.
+	Messages []model.Message `json:"-"`
+}
+
+// PermissionDenial is one refused tool call.
+type PermissionDenial struct {
+	Tool   string `json:"tool"`
+	Input  any    `json:"input"`
+	Reason string `json:"reason"`
+	Code   string `json:"code"`
+}
+
+// Manifest is the run's resolved facts, fixed when the leg is prepared.
+type Manifest struct {
+	SessionID string `json:"session_id"`
+	Provider  string `json:"provider"`
+	Model     string `json:"model"`
+	Platform  string `json:"platform"`
+	Root      string `json:"root"`
+	// WriteRoots and ReadRoots are canonical.
+	WriteRoots []string `json:"write_roots"`
+	ReadRoots  []string `json:"read_roots"`
+	ReadFace   string   `json:"read_face"`
+	WriteFace  string   `json:"write_face"`
+	// Advertised lists the scratchpad and memory directories with their verdicts.
+	Advertised []AdvertisedDir `json:"advertised_dirs,omitempty"`
+	Tools      []string        `json:"tools"`
+	Mode       ModeReceipt     `json:"permission_mode"`
+	// FileHistory is "on" when edits are recorded for rewind, else "disabled".
+	FileHistory string `json:"file_history"`
+	ReadOnly    bool   `json:"read_only"`
+}
+
+// AdvertisedDir is a writable directory the prompt may advertise, with its verdict.
+type AdvertisedDir struct {
+	Kind     string `json:"kind"`
+	Path     string `json:"path"`
+	Admitted bool   `json:"admitted"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// ModeReceipt records how the leg's permission mode was resolved.
+type ModeReceipt struct {
+	Requested string `json:"requested"`
+	Effective string `json:"effective"`
+	FoldedBy  string `json:"folded_by,omitempty"`
+}
+
+// EventType names an event of the stream.
+type EventType string
+
+const (
+	// EventInit carries the manifest, once, before the first model call.
+	EventInit EventType = "system/init"
+	// EventText carries a piece of the model's text as it streams.
+	EventText EventType = "text"
+	// EventAssistant carries one complete model response.
+	EventAssistant EventType = "assistant"
+	// EventToolUse announces a tool call about to run.
+	EventToolUse EventType = "tool_use"
+	// EventToolResult carries a tool call's answer.
+	EventToolResult EventType = "tool_result"
+	// EventPermission carries a permission decision that refused or asked.
+	EventPermission EventType = "permission"
+	// EventNotice carries a notice.
+	EventNotice EventType = "notice"
+	// EventResult carries the TaskResult; it is always the last event.
+	EventResult EventType = "result"
+)
+
+// Event is one item of a run's stream. Which fields are set depends on Type.
+type Event struct {
+	Type EventType
+	// Turn is the 1-based turn the event belongs to (0 before the first turn).
+	Turn       int
+	Manifest   *Manifest
+	Text       string
+	Message    *model.Message
+	ToolUse    *ToolUse
+	ToolResult *ToolResult
+	Denial     *PermissionDenial
+	Notice     *sema.Notice
+	Result     *TaskResult
+}
+
+// ToolUse is a tool call as the model made it.
+type ToolUse struct {
+	ID    string
+	Name  string
+	Input []byte
+}
+
+// ToolResult is a tool call's answer as the model sees it.
+type ToolResult struct {
+	ID      string
+	Name    string
+	IsError bool
+	Code    string
+	Text    string
+}

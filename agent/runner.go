@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
+)
+
+// Runner runs tasks. It holds only the deployment's Deps; it is safe for concurrent use
+// and keeps no task state between calls.
+type Runner struct {
+	deps Deps
+}
+
+// New returns a Runner over deps. Defaults are filled in here (Env: the host; Now:
+// time.Now); a missing Provider is refused by Run, so that the refusal carries a code.
+func New(deps Deps) *Runner {
+	if deps.Env == nil {
+		deps.Env = env.NewHost()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	return &Runner{deps: deps}
+}
+
+// Run runs one task to its end. The error is non-nil only when the spec or the deps are
+// refused before anything runs (a *sema.Error with a config.* code); every failure after
+// that — a model error, cancellation, the turn limit — is a TaskResult status.
+func (r *Runner) Run(ctx context.Context, spec TaskSpec) (*TaskResult, error) {
+	return r.run(ctx, spec, nil)
+}
+
+// Events runs one task and streams what happens: system/init first, then the model's
+// responses, tool calls and results, notices and permission events, and the TaskResult
+// as the last event. Breaking out of the range cancels the run. A refused spec yields a
+// single error.
+func (r *Runner) Events(ctx context.Context, spec TaskSpec) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopped := false
+		emit := func(e Event) {
+			if stopped {
+				return
+			}
+			if !yield(e, nil) {
+				stopped = true
+				cancel()
+			}
+		}
+		res, err := r.run(ctx, spec, emit)
+		if stopped {
+			return
+		}
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		yield(Event{Type: EventResult, Turn: res.NumTurns, Result: res}, nil)
+	}
+}
+
+func (r *Runner) run(ctx context.Context, spec TaskSpec, emit func(Event)) (*TaskResult, error) {
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	l, err := prepare(ctx, &r.deps, spec, emit)
+	if err != nil {
+		return nil, err
+	}
+	return l.loop(ctx), nil
+}
+
+// newSessionID returns a random RFC 4122 version 4 UUID.
+func newSessionID() string {
+	var b [16]byte
+	rand.Read(b[:]) // crypto/rand.Read never fails (it panics instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// configError is a refusal at a door.
+func configError(code, format string, args ...any) *sema.Error {
+	return sema.Errorf(code, format, args...)
+}

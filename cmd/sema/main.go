@@ -1,0 +1,123 @@
+// Command sema runs one agent task against a workspace: `sema run PROMPT` (or
+// `sema -p PROMPT`) with a real model, or `sema demo` with the built-in scripted one.
+//
+// Exit codes: 0 completed, 1 error, 2 bad usage or refused spec, 3 awaiting approval,
+// 4 max turns.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sema-agent/sema"
+)
+
+// Exit codes of the command-line contract.
+const (
+	exitOK        = 0
+	exitError     = 1
+	exitUsage     = 2
+	exitAwaiting  = 3
+	exitMaxTurns  = 4
+	codeUsage     = "cli.usage"
+	codeNotYet    = "config.not_supported"
+	versionString = "0.1.0-dev"
+)
+
+// exitError carries an exit code out of a cobra command.
+type exitErr struct {
+	code int
+	err  error
+}
+
+func (e *exitErr) Error() string { return e.err.Error() }
+func (e *exitErr) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdin, stdout, stderr)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.code != exitOK && ee.code != exitAwaiting && ee.code != exitMaxTurns {
+			printErr(stderr, ee.err)
+		}
+		return ee.code
+	}
+	// Errors from cobra itself (unknown flag, bad argument count) are usage errors.
+	printErr(stderr, err)
+	return exitUsage
+}
+
+func printErr(w io.Writer, err error) {
+	var se *sema.Error
+	if errors.As(err, &se) {
+		fmt.Fprintf(w, "sema: %s (%s)\n", se.Message, se.Code)
+		return
+	}
+	fmt.Fprintf(w, "sema: %v\n", err)
+}
+
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var opts runOptions
+	root := &cobra.Command{
+		Use:   "sema",
+		Short: "sema runs one agent task — a prompt against a workspace — through a model and tools",
+		Long: `sema runs one agent task — a prompt against a workspace — through a model-and-tools loop.
+
+  sema demo                         run the built-in scripted demo (no API key needed)
+  sema run "explain this repo"      run a task with a real model (sema -p "…" is the same)
+
+The model comes from --model or SEMA_MODEL (anthropic/claude-sonnet-4-5, openai/gpt-4.1,
+openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.print == "" {
+				return cmd.Help()
+			}
+			return runTask(cmd.Context(), &opts, opts.print, stdin, stdout, stderr)
+		},
+		Version: versionString,
+	}
+	addRunFlags(root, &opts)
+	root.Flags().StringVarP(&opts.print, "print", "p", "", "run PROMPT non-interactively (same as `sema run PROMPT`)")
+	root.AddCommand(newRunCmd(stdin, stdout, stderr), newDemoCmd(stdout, stderr))
+	return root
+}
+
+func newRunCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var opts runOptions
+	cmd := &cobra.Command{
+		Use:   "run [flags] PROMPT",
+		Short: "Run one task (PROMPT '-' reads the prompt from stdin)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTask(cmd.Context(), &opts, args[0], stdin, stdout, stderr)
+		},
+	}
+	addRunFlags(cmd, &opts)
+	return cmd
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/model"
+)
+
+// printer writes a run's events in one of the output formats.
+type printer struct {
+	format string
+	out    io.Writer
+	errw   io.Writer
+	enc    *json.Encoder
+}
+
+func newPrinter(format string, out, errw io.Writer) *printer {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	return &printer{format: format, out: out, errw: errw, enc: enc}
+}
+
+func (p *printer) event(ev agent.Event) {
+	switch p.format {
+	case "stream-json":
+		if obj := streamObject(ev); obj != nil {
+			p.enc.Encode(obj)
+		}
+	case "json":
+		if ev.Type == agent.EventResult {
+			p.enc.Encode(resultObject(ev.Result))
+		}
+	default:
+		p.text(ev)
+	}
+}
+
+// text prints the final answer on stdout and notices and failures on stderr, so that
+// `sema -p … > answer.txt` captures only the answer.
+func (p *printer) text(ev agent.Event) {
+	switch ev.Type {
+	case agent.EventNotice:
+		fmt.Fprintf(p.errw, "sema: notice: %s (%s)\n", ev.Notice.Message, ev.Notice.Code)
+	case agent.EventPermission:
+		fmt.Fprintf(p.errw, "sema: denied %s: %s\n", ev.Denial.Tool, ev.Denial.Reason)
+	case agent.EventResult:
+		r := ev.Result
+		if r.Result != "" {
+			fmt.Fprintln(p.out, strings.TrimRight(r.Result, "\n"))
+		}
+		if r.Status == agent.StatusMaxTurns {
+			fmt.Fprintf(p.errw, "sema: stopped after %d turns (--max-turns)\n", r.NumTurns)
+		}
+	}
+}
+
+// wireBlock is a content block in the JSON output, in the familiar Messages shape.
+type wireBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	MediaType string          `json:"media_type,omitempty"`
+}
+
+func wireBlocks(bs []model.Block) []wireBlock {
+	out := make([]wireBlock, 0, len(bs))
+	for _, b := range bs {
+		w := wireBlock{Type: string(b.Kind), Text: b.Text, ID: b.ID, Name: b.Name, Input: b.Input}
+		if b.Kind == model.KindImage {
+			w.MediaType = b.MediaType
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func streamObject(ev agent.Event) any {
+	switch ev.Type {
+	case agent.EventInit:
+		return map[string]any{"type": "system", "subtype": "init", "session_id": ev.Manifest.SessionID, "manifest": ev.Manifest}
+	case agent.EventAssistant:
+		return map[string]any{"type": "assistant", "turn": ev.Turn, "message": map[string]any{"role": "assistant", "content": wireBlocks(ev.Message.Content)}}
+	case agent.EventToolUse:
+		return map[string]any{"type": "tool_use", "turn": ev.Turn, "id": ev.ToolUse.ID, "name": ev.ToolUse.Name, "input": json.RawMessage(orEmptyObject(ev.ToolUse.Input))}
+	case agent.EventToolResult:
+		r := ev.ToolResult
+		obj := map[string]any{"type": "tool_result", "turn": ev.Turn, "tool_use_id": r.ID, "name": r.Name, "is_error": r.IsError, "content": r.Text}
+		if r.Code != "" {
+			obj["code"] = r.Code
+		}
+		return obj
+	case agent.EventPermission:
+		return map[string]any{"type": "permission", "turn": ev.Turn, "tool": ev.Denial.Tool, "input": ev.Denial.Input, "reason": ev.Denial.Reason, "code": ev.Denial.Code}
+	case agent.EventNotice:
+		return map[string]any{"type": "notice", "turn": ev.Turn, "code": ev.Notice.Code, "message": ev.Notice.Message, "detail": ev.Notice.Detail}
+	case agent.EventResult:
+		return resultObject(ev.Result)
+	}
+	return nil // text deltas are not part of stream-json
+}
+
+func orEmptyObject(b []byte) []byte {
+	if len(b) == 0 || !json.Valid(b) {
+		return []byte("{}")
+	}
+	return b
+}
+
+func resultObject(r *agent.TaskResult) map[string]any {
+	obj := map[string]any{
+		"type":               "result",
+		"session_id":         r.SessionID,
+		"status":             r.Status,
+		"result":             r.Result,
+		"num_turns":          r.NumTurns,
+		"usage":              r.Usage,
+		"permission_denials": nonNil(r.PermissionDenials),
+		"edited_files":       nonNil(r.EditedFiles),
+		"manifest":           r.Manifest,
+		"notices":            nonNil(r.Notices),
+	}
+	if r.Error != nil {
+		obj["error"] = r.Error
+	}
+	return obj
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+)
+
+// runOptions are the flags of `sema run` / `sema -p`.
+type runOptions struct {
+	print          string
+	cwd            string
+	model          string
+	baseURL        string
+	permissionMode string
+	allowedTools   []string
+	disallowed     []string
+	addDirs        []string
+	addReadDirs    []string
+	readOnly       bool
+	maxTurns       int
+	outputFormat   string
+	resume         string
+	continueLast   bool
+	forkSession    bool
+	onAsk          string
+	settings       string
+	home           string
+	appendSystem   string
+}
+
+func addRunFlags(cmd *cobra.Command, o *runOptions) {
+	f := cmd.Flags()
+	f.StringVar(&o.cwd, "cwd", ".", "task root: the directory the task works in")
+	f.StringVar(&o.model, "model", "", "PROVIDER/MODEL: anthropic/…, openai/…, openai-compatible/… (default $SEMA_MODEL)")
+	f.StringVar(&o.baseURL, "base-url", "", "base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter)")
+	f.StringVar(&o.permissionMode, "permission-mode", "default", "default|acceptEdits|plan|auto|dontAsk|bypassPermissions")
+	f.StringSliceVar(&o.allowedTools, "allowed-tools", nil, "permission rules that allow tool calls without asking")
+	f.StringSliceVar(&o.disallowed, "disallowed-tools", nil, "permission rules that deny tool calls")
+	f.StringArrayVar(&o.addDirs, "add-dir", nil, "an additional writable (and readable) root; repeatable")
+	f.StringArrayVar(&o.addReadDirs, "add-read-dir", nil, "an additional read-only root; repeatable")
+	f.BoolVar(&o.readOnly, "read-only", false, "mount the read-only band: no write tools")
+	f.IntVar(&o.maxTurns, "max-turns", 0, "stop after N model turns (0: no limit)")
+	f.StringVar(&o.outputFormat, "output-format", "text", "text|json|stream-json")
+	f.StringVar(&o.resume, "resume", "", "resume the session ID")
+	f.BoolVar(&o.continueLast, "continue", false, "continue the newest session of this root")
+	f.BoolVar(&o.forkSession, "fork-session", false, "with --resume/--continue, fork into a new session")
+	f.StringVar(&o.onAsk, "on-ask", "", "who answers a permission question: deny|park|prompt (default: prompt on a terminal, else deny)")
+	f.StringVar(&o.settings, "settings", "", "a settings file")
+	f.StringVar(&o.home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
+	f.StringVar(&o.appendSystem, "append-system-prompt", "", "text added to the system prompt")
+}
+
+var outputFormats = []string{"text", "json", "stream-json"}
+
+// notYet refuses a flag whose feature is not built yet, by name.
+func notYet(flag string) error {
+	return &exitErr{code: exitUsage, err: sema.Errorf(codeNotYet, "%s is not supported yet; run without it", flag)}
+}
+
+func usageErr(err error) error { return &exitErr{code: exitUsage, err: err} }
+
+func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if !slices.Contains(outputFormats, o.outputFormat) {
+		return usageErr(sema.Errorf("config.output_format_invalid", "unknown output format %q; use text, json or stream-json", o.outputFormat))
+	}
+	switch {
+	case o.resume != "":
+		return notYet("--resume")
+	case o.continueLast:
+		return notYet("--continue")
+	case o.forkSession:
+		return notYet("--fork-session")
+	case o.settings != "":
+		return notYet("--settings")
+	case len(o.allowedTools) > 0:
+		return notYet("--allowed-tools")
+	case len(o.disallowed) > 0:
+		return notYet("--disallowed-tools")
+	}
+	switch o.onAsk {
+	case "", "deny", "prompt":
+	case "park":
+		return notYet("--on-ask park")
+	default:
+		return usageErr(sema.Errorf("config.on_ask_invalid", "unknown --on-ask value %q; use deny, park or prompt", o.onAsk))
+	}
+	if prompt == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return usageErr(sema.Errorf(codeUsage, "cannot read the prompt from stdin: %v", err))
+		}
+		prompt = string(data)
+	}
+	root, err := filepath.Abs(o.cwd)
+	if err != nil {
+		return usageErr(sema.Errorf("config.root_invalid", "cannot resolve --cwd %q: %v", o.cwd, err))
+	}
+	ref := o.model
+	if ref == "" {
+		ref = os.Getenv("SEMA_MODEL")
+	}
+	provider, modelName, err := openProvider(ref, o.baseURL)
+	if err != nil {
+		return usageErr(err)
+	}
+	home, err := stateDir(o.home)
+	if err != nil {
+		return usageErr(err)
+	}
+	deps := agent.Deps{Provider: provider, StateDir: home}
+	spec := agent.TaskSpec{
+		Prompt:                    prompt,
+		Root:                      root,
+		Model:                     modelName,
+		MaxTurns:                  o.maxTurns,
+		PermissionMode:            o.permissionMode,
+		AdditionalDirectories:     o.addDirs,
+		AdditionalReadDirectories: o.addReadDirs,
+		HandsReadOnly:             o.readOnly,
+		AppendSystemPrompt:        o.appendSystem,
+	}
+	out := newPrinter(o.outputFormat, stdout, stderr)
+	var res *agent.TaskResult
+	for ev, err := range agent.New(deps).Events(ctx, spec) {
+		if err != nil {
+			return usageErr(err)
+		}
+		out.event(ev)
+		if ev.Type == agent.EventResult {
+			res = ev.Result
+		}
+	}
+	return exitFor(res)
+}
+
+// exitFor maps a result's status to the exit code of the contract.
+func exitFor(res *agent.TaskResult) error {
+	switch res.Status {
+	case agent.StatusCompleted:
+		return nil
+	case agent.StatusAwaitingApproval:
+		return &exitErr{code: exitAwaiting}
+	case agent.StatusMaxTurns:
+		return &exitErr{code: exitMaxTurns}
+	default:
+		var err error = sema.Errorf("run.failed", "the run ended with status %s", res.Status)
+		if res.Error != nil {
+			err = res.Error
+		}
+		return &exitErr{code: exitError, err: err}
+	}
+}
+
+// stateDir resolves --home, $SEMA_HOME, then ~/.sema. It does not create the directory.
+func stateDir(flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		dir = os.Getenv("SEMA_HOME")
+	}
+	if dir == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", nil // no home: nothing to protect
+		}
+		dir = filepath.Join(h, ".sema")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", sema.Errorf("config.home_invalid", "cannot resolve the state directory %q: %v", dir, err)
+	}
+	return abs, nil
+}
+
+// splitRef splits PROVIDER/MODEL at the first slash.
+func splitRef(ref string) (provider, name string) {
+	p, n, _ := strings.Cut(ref, "/")
+	return p, n
+}
