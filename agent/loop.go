@@ -12,7 +12,7 @@ import (
 // ends, and returns the finished TaskResult.
 func (l *leg) loop(ctx context.Context) *TaskResult {
 	res := &TaskResult{SessionID: l.sessionID, Manifest: l.manifest}
-	l.flushNotices(0)
+	l.flush(0)
 	l.emit(Event{Type: EventInit, Manifest: &res.Manifest})
 
 	msgs := []model.Message{{Role: model.RoleUser, Content: []model.Block{model.TextBlock(l.spec.Prompt)}}}
@@ -56,11 +56,11 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		}
 		results := l.dispatch(ctx, turn, calls)
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: results})
-		l.flushNotices(turn)
+		l.flush(turn)
 	}
 	res.NumTurns = turn
 	res.Messages = msgs
-	l.flushNotices(turn)
+	l.flush(turn)
 	l.mu.Lock()
 	res.Notices = append([]sema.Notice{}, l.notices...)
 	res.EditedFiles = append([]string{}, l.edited...)

@@ -30,8 +30,9 @@ type leg struct {
 
 	mu      sync.Mutex
 	notices []sema.Notice
-	// pending holds notices raised off the loop goroutine, emitted at the next safe point.
-	pending []sema.Notice
+	// pending holds events raised off the loop goroutine (notices, denials), emitted by the
+	// loop at its next safe point so the stream is only ever written from one goroutine.
+	pending []Event
 	edited  []string
 	denials []PermissionDenial
 }
@@ -116,20 +117,30 @@ func (l *leg) buildRoster() tools.Roster {
 func (l *leg) notice(n sema.Notice) {
 	l.mu.Lock()
 	l.notices = append(l.notices, n)
-	l.pending = append(l.pending, n)
+	l.pending = append(l.pending, Event{Type: EventNotice, Notice: &n})
 	l.mu.Unlock()
 	if l.deps.OnNotice != nil {
 		l.deps.OnNotice(n)
 	}
 }
 
-// flushNotices emits queued notices; only the loop goroutine calls it.
-func (l *leg) flushNotices(turn int) {
+// deny records a refused tool call and queues its permission event. It is safe to call
+// from any goroutine.
+func (l *leg) deny(d PermissionDenial) {
+	l.mu.Lock()
+	l.denials = append(l.denials, d)
+	l.pending = append(l.pending, Event{Type: EventPermission, Denial: &d})
+	l.mu.Unlock()
+}
+
+// flush emits queued events; only the loop goroutine calls it.
+func (l *leg) flush(turn int) {
 	l.mu.Lock()
 	p := l.pending
 	l.pending = nil
 	l.mu.Unlock()
-	for i := range p {
-		l.emit(Event{Type: EventNotice, Turn: turn, Notice: &p[i]})
+	for _, ev := range p {
+		ev.Turn = turn
+		l.emit(ev)
 	}
 }
