@@ -33,6 +33,7 @@ func (l *leg) dispatch(ctx context.Context, turn int, calls []model.Block) []mod
 			results[i] = l.runTool(ctx, c)
 		}
 	}
+	l.flush(turn) // permission events and notices of these calls precede their results
 	blocks := make([]model.Block, len(calls))
 	for i, c := range calls {
 		r := results[i]
