@@ -69,11 +69,26 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 	if l.mode == "" {
 		l.mode = ModeDefault
 	}
+	var modeFace fence.Face
+	if l.mode == ModeBypassPermissions {
+		modeFace = fence.FaceOpen // the mode table's write face
+	}
 	f, err := fence.New(ctx, fence.Config{
 		Env:                       deps.Env,
 		Root:                      spec.Root,
 		AdditionalDirectories:     spec.AdditionalDirectories,
 		AdditionalReadDirectories: spec.AdditionalReadDirectories,
+		TaskReadFace:              faceSeat(spec.ReadFace),
+		TaskWriteFace:             faceSeat(spec.WriteFace),
+		DeploymentReadFace:        faceSeat(deps.ReadFace),
+		DeploymentWriteFace:       faceSeat(deps.WriteFace),
+		ReadOnlyMount:             spec.HandsReadOnly,
+		OrgGoverned:               deps.OrgGoverned,
+		ModeWriteFace:             modeFace,
+		StateDir:                  deps.StateDir,
+		DenyGlobs:                 deps.DenyGlobs,
+		Scratchpad:                fence.AdvertisedSpec{Path: spec.Scratchpad},
+		MemoryDir:                 fence.AdvertisedSpec{Path: deps.MemoryDir},
 		OnNotice:                  l.notice,
 	})
 	if err != nil {
@@ -92,8 +107,9 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		Root:        f.Root(),
 		WriteRoots:  f.WriteRoots(),
 		ReadRoots:   f.ReadRoots(),
-		ReadFace:    "roots",
-		WriteFace:   "roots",
+		ReadFace:    string(f.ReadFace()),
+		WriteFace:   string(f.WriteFace()),
+		Advertised:  advertisedOf(f),
 		Tools:       l.roster.Names(),
 		Mode:        ModeReceipt{Requested: l.mode, Effective: l.mode},
 		FileHistory: "disabled",
@@ -106,10 +122,46 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 // buildRoster mounts the leg's tools.
 func (l *leg) buildRoster() tools.Roster {
 	cfg := fstools.Config{Env: l.deps.Env, Fence: l.fence, ReadState: fstools.NewReadState()}
-	_ = cfg
 	var r tools.Roster
+	r = append(r, fstools.ReadTools(cfg)...)
+	if !l.spec.HandsReadOnly {
+		r = append(r, fstools.WriteTools(cfg, fstools.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: fstools.Hooks{
+			Permission:    l.permitWrite,
+			BeforeWrite:   l.deps.BeforeWrite,
+			TrackFileEdit: l.deps.TrackFileEdit,
+			FileEdited:    l.deps.OnFileEdited,
+		}})...)
+	}
 	r = append(r, l.deps.Tools...)
 	return r
+}
+
+// faceSeat turns a seat's value into the fence's raw form: nil when nothing was declared.
+func faceSeat(f fence.Face) *string {
+	if f == "" {
+		return nil
+	}
+	s := string(f)
+	return &s
+}
+
+func advertisedOf(f *fence.Fence) []AdvertisedDir {
+	var out []AdvertisedDir
+	for _, d := range f.Advertised() {
+		out = append(out, AdvertisedDir{Kind: string(d.Kind), Path: d.Path, Admitted: d.Admitted, Reason: d.Reason})
+	}
+	return out
+}
+
+// admittedDirs returns the canonical paths of the admitted advertised directories of a kind.
+func admittedDirs(f *fence.Fence, kind fence.Advertiser) []string {
+	var out []string
+	for _, d := range f.Advertised() {
+		if d.Admitted && d.Kind == kind {
+			out = append(out, d.Canonical)
+		}
+	}
+	return out
 }
 
 // notice records a notice, delivers it to the deployment's sink, and queues it for the

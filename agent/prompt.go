@@ -2,6 +2,8 @@ package agent
 
 import (
 	"strings"
+
+	"github.com/sema-agent/sema/fence"
 )
 
 // systemPrompt describes the environment to the model. It is rebuilt for every leg and
@@ -21,6 +23,17 @@ Paths may be absolute or relative to the working directory. Tools refuse paths o
 	}
 	if ro := readOnlyRoots(l); len(ro) > 0 {
 		b.WriteString("- Read-only directories: " + strings.Join(ro, ", ") + "\n")
+	}
+	for _, d := range l.fence.Advertised() {
+		if !d.Admitted {
+			continue // only admitted directories are advertised
+		}
+		switch d.Kind {
+		case fence.AdvertiserScratchpad:
+			b.WriteString("- Scratchpad (writable, for temporary files): " + d.Canonical + "\n")
+		case fence.AdvertiserMemory:
+			b.WriteString("- Memory directory (writable, for notes that outlive this task): " + d.Canonical + "\n")
+		}
 	}
 	b.WriteString("- Platform: " + l.manifest.Platform + "\n")
 	b.WriteString("- Today's date: " + l.deps.Now().Format("2006-01-02") + "\n")

@@ -27,7 +27,9 @@ func (f *fakeTool) Spec() tools.Spec {
 	return tools.Spec{Name: f.name, Description: "test tool", InputSchema: json.RawMessage(`{"type":"object"}`), Effect: f.effect}
 }
 
-func (f *fakeTool) Run(ctx context.Context, input json.RawMessage) tools.Result { return f.run(ctx, input) }
+func (f *fakeTool) Run(ctx context.Context, input json.RawMessage) tools.Result {
+	return f.run(ctx, input)
+}
 
 func call(name, input string) scripted.ToolCall {
 	return scripted.ToolCall{Name: name, Input: json.RawMessage(input)}
@@ -83,8 +85,16 @@ func TestRunCompletesWithFinalText(t *testing.T) {
 	if len(reqs) != 2 || len(reqs[1].Messages) != 3 || reqs[1].Messages[2].Content[0].Kind != model.KindToolResult {
 		t.Fatalf("second request messages: %+v", reqs[1].Messages)
 	}
-	if !strings.Contains(reqs[0].System, res.Manifest.Root) || len(reqs[0].Tools) != 1 || reqs[0].Tools[0].Name != "Echo" {
-		t.Fatalf("system prompt or tools missing: %q %+v", reqs[0].System, reqs[0].Tools)
+	var names []string
+	for _, ts := range reqs[0].Tools {
+		names = append(names, ts.Name)
+	}
+	// The engine's file tools come first, the deployment's own tools after them.
+	if !strings.Contains(reqs[0].System, res.Manifest.Root) || names[len(names)-1] != "Echo" || !slices.Contains(names, "Read") {
+		t.Fatalf("system prompt or tools missing: %q %v", reqs[0].System, names)
+	}
+	if !slices.Equal(names, res.Manifest.Tools) {
+		t.Fatalf("manifest tools %v, request tools %v", res.Manifest.Tools, names)
 	}
 	if res.SessionID == "" || res.Manifest.SessionID != res.SessionID {
 		t.Fatalf("session id %q manifest %q", res.SessionID, res.Manifest.SessionID)

@@ -5,8 +5,10 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/tools"
+	fstools "github.com/sema-agent/sema/tools/fs"
 )
 
 // TaskSpec is what the caller of one task declares (the task seat). Its zero value is
@@ -35,12 +37,14 @@ type TaskSpec struct {
 	// AdditionalReadDirectories are extra read-only roots.
 	AdditionalReadDirectories []string
 	// ReadFace and WriteFace are the task seats of the containment faces: "roots",
-	// "open", or empty (not declared). Other values are refused.
-	ReadFace, WriteFace string
+	// "open", or empty (not declared). Any other value, "Open" included, is refused
+	// (config.read_face_invalid / config.write_face_invalid).
+	ReadFace, WriteFace fence.Face
 	// HandsReadOnly mounts the read-only band: no write tools.
 	HandsReadOnly bool
 	// Scratchpad is a directory the system prompt advertises as writable scratch space;
-	// it is admitted as a write root only if it passes the fence's admission rules.
+	// it is admitted as a write root only if it passes the fence's admission rules (it
+	// must not be, or contain, a root), and created when missing.
 	Scratchpad string
 }
 
@@ -56,19 +60,31 @@ type Deps struct {
 	OnNotice func(sema.Notice)
 	// Now is the clock for the system prompt's date. Default: time.Now.
 	Now func() time.Time
-	// ReadFace and WriteFace are the deployment seats of the containment faces.
-	ReadFace, WriteFace string
+	// ReadFace and WriteFace are the deployment seats of the containment faces, with the
+	// task seats' values. A task seat outranks them, except where governance or a
+	// read-only mount forbids opening (see fence.ResolveFace).
+	ReadFace, WriteFace fence.Face
 	// StateDir is sema's own state directory (store, history). It is never readable or
 	// writable by tools. Empty: no state directory to protect.
 	StateDir string
 	// DenyGlobs are paths (doublestar globs over canonical paths) no tool may touch.
 	DenyGlobs []string
 	// MemoryDir is a directory the system prompt advertises for long-lived notes; it is
-	// admitted as a write root only if it passes the fence's admission rules.
+	// admitted as a write root only if it exists and passes the fence's admission rules.
+	// Writes into it are scanned for secrets.
 	MemoryDir string
 	// Tools are the deployment's own tools, mounted after the engine's on every leg. Their
 	// declared Effect is what the permission gate reasons about.
 	Tools []tools.Tool
+	// BeforeWrite is the deployment's content gate: it sees the final bytes of every write
+	// and may refuse them. An error or a panic refuses (fails closed).
+	BeforeWrite fstools.BeforeWriteHook
+	// TrackFileEdit is the first-touch history seat, called before every write. Nil: the
+	// runner's own file history, when a store is configured.
+	TrackFileEdit fstools.TrackFileEditHook
+	// OnFileEdited observes every write that changed, or may have changed, a file. It cannot
+	// refuse, is not awaited, and its panics are recovered.
+	OnFileEdited fstools.FileEditedHook
 	// OrgGoverned declares organization governance: the task seat may only tighten faces.
 	OrgGoverned bool
 }

@@ -70,18 +70,34 @@ func (m *Mem) resolve(p string, follow bool) (string, *memNode, error) {
 	if !filepath.IsAbs(p) {
 		return "", nil, syscall.EINVAL
 	}
-	rest := splitPath(p)
-	cur := "/"
+	p = filepath.Clean(p)
+	cur, rest := "/", p[1:]
+	// While no link was expanded and no ".." met, cur is a prefix of p and the next path
+	// is a substring of p: the walk allocates nothing.
+	aligned := true
 	links := 0
-	for i := 0; i < len(rest); i++ {
-		name := rest[i]
-		if name == ".." {
-			cur = filepath.Dir(cur)
+	for rest != "" {
+		name, tail, _ := strings.Cut(rest, "/")
+		rest = tail
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur, aligned = filepath.Dir(cur), false
 			continue
 		}
-		next := filepath.Join(cur, name)
+		var next string
+		if aligned {
+			end := len(cur) + 1 + len(name)
+			if cur == "/" {
+				end--
+			}
+			next = p[:end]
+		} else {
+			next = filepath.Join(cur, name)
+		}
 		n, ok := m.nodes[next]
-		last := i == len(rest)-1
+		last := rest == ""
 		if !ok {
 			if last {
 				return next, nil, syscall.ENOENT
@@ -93,12 +109,14 @@ func (m *Mem) resolve(p string, follow bool) (string, *memNode, error) {
 			if links > maxMemLinks {
 				return "", nil, syscall.ELOOP
 			}
-			target := splitPath(n.target)
-			if filepath.IsAbs(n.target) {
-				cur = "/"
+			target := filepath.Clean(n.target)
+			if filepath.IsAbs(target) {
+				cur, target = "/", target[1:]
 			}
-			rest = append(target, rest[i+1:]...)
-			i = -1
+			if rest != "" {
+				target += "/" + rest
+			}
+			rest, aligned = target, false
 			continue
 		}
 		if !last && !n.mode.IsDir() {
@@ -107,16 +125,6 @@ func (m *Mem) resolve(p string, follow bool) (string, *memNode, error) {
 		cur = next
 	}
 	return cur, m.nodes[cur], nil
-}
-
-func splitPath(p string) []string {
-	var out []string
-	for _, s := range strings.Split(filepath.Clean(p), "/") {
-		if s != "" && s != "." {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func pathErr(op, path string, err error) error { return &fs.PathError{Op: op, Path: path, Err: err} }
@@ -379,4 +387,14 @@ func (m *Mem) MkdirAll(path string, perm fs.FileMode) error {
 		return pathErr("mkdir", path, syscall.ENOTDIR)
 	}
 	return nil
+}
+
+func splitPath(p string) []string {
+	var out []string
+	for _, s := range strings.Split(filepath.Clean(p), "/") {
+		if s != "" && s != "." {
+			out = append(out, s)
+		}
+	}
+	return out
 }

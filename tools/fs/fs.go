@@ -10,6 +10,7 @@ import (
 
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/tools"
 )
 
 // Config is what the file tools of one leg share.
@@ -58,4 +59,11 @@ func (s *ReadState) Forget(path string) {
 	s.mu.Lock()
 	delete(s.m, path)
 	s.mu.Unlock()
+}
+
+// ReadTools returns the read tools of a leg, in the order the model sees them: Read, Glob,
+// Grep and LS. They share cfg: every path goes through cfg.Fence with the read face and
+// every byte through cfg.Env; Read records what it read in cfg.ReadState.
+func ReadTools(cfg Config) []tools.Tool {
+	return []tools.Tool{&readTool{cfg}, &globTool{cfg}, &grepTool{cfg}, &lsTool{cfg}}
 }

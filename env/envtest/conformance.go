@@ -1,0 +1,207 @@
+package envtest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/sema-agent/sema/env"
+)
+
+// Tree is one ExecutionEnv under test, with an empty directory the suite may fill.
+type Tree struct {
+	Env env.ExecutionEnv
+	// Dir is an existing, empty, canonical directory of Env.
+	Dir string
+	// Symlink creates a symbolic link at path pointing to target; ExecutionEnv has no
+	// such operation, so each implementation says how its tests make one.
+	Symlink func(target, path string) error
+}
+
+// RunConformance checks the parts of the ExecutionEnv contract the engine relies on:
+// error shapes (an *fs.PathError wrapping a syscall.Errno), the symlink rules of
+// ReadFile, WriteFile and Remove, WriteFile keeping an existing file's mode, exclusive
+// create, sorted listings and cancellation. newTree is called once per subtest. An env
+// is done when this suite passes.
+func RunConformance(t *testing.T, newTree func(t *testing.T) Tree) {
+	ctx := context.Background()
+	type check func(t *testing.T, tr Tree, p func(string) string)
+	cases := []struct {
+		name string
+		run  check
+	}{
+		{"write then read", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.WriteFile(ctx, p("a"), []byte("hello"), 0o640))
+			got, err := tr.Env.ReadFile(ctx, p("a"))
+			must(t, err)
+			if string(got) != "hello" {
+				t.Fatalf("ReadFile = %q, want %q", got, "hello")
+			}
+			fi, err := tr.Env.Stat(ctx, p("a"))
+			must(t, err)
+			if fi.Size != 5 || !fi.IsRegular() || fi.Mode.Perm() != 0o640 || fi.Name != "a" {
+				t.Fatalf("Stat = %+v, want a regular 5-byte file named a with mode 0640", fi)
+			}
+		}},
+		{"overwrite keeps mode", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.WriteFile(ctx, p("a"), []byte("one"), 0o644))
+			must(t, tr.Env.Chmod(ctx, p("a"), 0o600))
+			must(t, tr.Env.WriteFile(ctx, p("a"), []byte("two"), 0o644))
+			fi, err := tr.Env.Stat(ctx, p("a"))
+			must(t, err)
+			if fi.Mode.Perm() != 0o600 {
+				t.Fatalf("mode after overwrite = %v, want 0600", fi.Mode.Perm())
+			}
+		}},
+		{"write refuses final symlink", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.WriteFile(ctx, p("target"), []byte("keep"), 0o644))
+			must(t, tr.Symlink(p("target"), p("link")))
+			wantErrno(t, tr.Env.WriteFile(ctx, p("link"), []byte("x"), 0o644), syscall.ELOOP)
+			got, err := tr.Env.ReadFile(ctx, p("target"))
+			must(t, err)
+			if string(got) != "keep" {
+				t.Fatalf("target changed to %q through a link", got)
+			}
+		}},
+		{"write on directory", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.Mkdir(ctx, p("d"), 0o755))
+			wantErrno(t, tr.Env.WriteFile(ctx, p("d"), []byte("x"), 0o644), syscall.EISDIR)
+		}},
+		{"write with missing parent", func(t *testing.T, tr Tree, p func(string) string) {
+			wantErrno(t, tr.Env.WriteFile(ctx, p("no/such"), []byte("x"), 0o644), syscall.ENOENT)
+		}},
+		{"read refuses final symlink", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.WriteFile(ctx, p("target"), []byte("x"), 0o644))
+			must(t, tr.Symlink(p("target"), p("link")))
+			_, err := tr.Env.ReadFile(ctx, p("link"))
+			wantErrno(t, err, syscall.ELOOP)
+			_, err = tr.Env.Open(ctx, p("link"))
+			wantErrno(t, err, syscall.ELOOP)
+		}},
+		{"read missing", func(t *testing.T, tr Tree, p func(string) string) {
+			_, err := tr.Env.ReadFile(ctx, p("missing"))
+			wantErrno(t, err, syscall.ENOENT)
+			if !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("ReadFile of a missing file: %v does not match fs.ErrNotExist", err)
+			}
+		}},
+		{"open streams", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.WriteFile(ctx, p("a"), []byte("stream"), 0o644))
+			rc, err := tr.Env.Open(ctx, p("a"))
+			must(t, err)
+			defer rc.Close()
+			got, err := io.ReadAll(rc)
+			must(t, err)
+			if string(got) != "stream" {
+				t.Fatalf("Open read %q", got)
+			}
+		}},
+		{"exclusive create", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.CreateExclusive(ctx, p("x"), []byte("1"), 0o644))
+			err := tr.Env.CreateExclusive(ctx, p("x"), []byte("2"), 0o644)
+			wantErrno(t, err, syscall.EEXIST)
+			if !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("second create: %v does not match fs.ErrExist", err)
+			}
+			must(t, tr.Symlink(p("nowhere"), p("dangling")))
+			wantErrno(t, tr.Env.CreateExclusive(ctx, p("dangling"), []byte("2"), 0o644), syscall.EEXIST)
+			if _, err := tr.Env.Lstat(ctx, p("nowhere")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("exclusive create wrote through a dangling link: %v", err)
+			}
+		}},
+		{"links", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.WriteFile(ctx, p("target"), []byte("abc"), 0o644))
+			must(t, tr.Symlink(p("target"), p("link")))
+			li, err := tr.Env.Lstat(ctx, p("link"))
+			must(t, err)
+			if !li.IsSymlink() {
+				t.Fatalf("Lstat(link).Mode = %v, want a symlink", li.Mode)
+			}
+			si, err := tr.Env.Stat(ctx, p("link"))
+			must(t, err)
+			if !si.IsRegular() || si.Size != 3 {
+				t.Fatalf("Stat(link) = %+v, want the 3-byte target", si)
+			}
+			target, err := tr.Env.Readlink(ctx, p("link"))
+			must(t, err)
+			if target != p("target") {
+				t.Fatalf("Readlink = %q, want %q", target, p("target"))
+			}
+			must(t, tr.Env.Remove(ctx, p("link")))
+			if _, err := tr.Env.Stat(ctx, p("target")); err != nil {
+				t.Fatalf("Remove(link) removed the target: %v", err)
+			}
+		}},
+		{"mkdir and remove", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.Mkdir(ctx, p("d"), 0o755))
+			wantErrno(t, tr.Env.Mkdir(ctx, p("d"), 0o755), syscall.EEXIST)
+			must(t, tr.Env.WriteFile(ctx, p("d/f"), []byte("x"), 0o644))
+			if err := tr.Env.Remove(ctx, p("d")); err == nil {
+				t.Fatal("Remove of a non-empty directory succeeded")
+			}
+			must(t, tr.Env.Remove(ctx, p("d/f")))
+			must(t, tr.Env.Remove(ctx, p("d")))
+			if _, err := tr.Env.Lstat(ctx, p("d")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("directory still there after Remove: %v", err)
+			}
+		}},
+		{"listing sorted with types", func(t *testing.T, tr Tree, p func(string) string) {
+			must(t, tr.Env.WriteFile(ctx, p("b"), nil, 0o644))
+			must(t, tr.Env.Mkdir(ctx, p("a"), 0o755))
+			must(t, tr.Symlink("b", p("c")))
+			got, err := tr.Env.ReadDir(ctx, tr.Dir)
+			must(t, err)
+			want := []env.DirEntry{{Name: "a", Type: fs.ModeDir}, {Name: "b"}, {Name: "c", Type: fs.ModeSymlink}}
+			if len(got) != len(want) {
+				t.Fatalf("ReadDir = %+v, want %+v", got, want)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("ReadDir = %+v, want %+v", got, want)
+				}
+			}
+		}},
+		{"cancelled context", func(t *testing.T, tr Tree, p func(string) string) {
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := tr.Env.WriteFile(cctx, p("a"), []byte("x"), 0o644); !errors.Is(err, context.Canceled) {
+				t.Fatalf("WriteFile with a cancelled ctx = %v, want context.Canceled", err)
+			}
+			if _, err := tr.Env.Lstat(ctx, p("a")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("a cancelled WriteFile created the file: %v", err)
+			}
+			if _, err := tr.Env.Stat(cctx, tr.Dir); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Stat with a cancelled ctx = %v, want context.Canceled", err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := newTree(t)
+			c.run(t, tr, func(name string) string { return filepath.Join(tr.Dir, name) })
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantErrno fails t unless err is an *fs.PathError wrapping errno.
+func wantErrno(t *testing.T, err error, errno syscall.Errno) {
+	t.Helper()
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		t.Fatalf("error %v (%T) is not an *fs.PathError", err, err)
+	}
+	if got, ok := pe.Err.(syscall.Errno); !ok || got != errno {
+		t.Fatalf("error %v wraps %v, want %v", err, pe.Err, errno)
+	}
+}

@@ -1,0 +1,86 @@
+package fence
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sema-agent/sema/env"
+)
+
+// deepRel is a file ten directories below the root.
+const deepRel = "d0/d1/d2/d3/d4/d5/d6/d7/d8/d9/file.go"
+
+// BenchmarkResolve is the containment check of a file ten levels below the root on the
+// host: one Lstat per component of the canonical path, every call, with no cache of
+// resolved directories (see the package documentation for why).
+func BenchmarkResolve(b *testing.B) {
+	root := realTempDir(b)
+	tree(b, root, deepRel)
+	f, err := New(context.Background(), Config{Env: env.NewHost(), Root: root, StateDir: filepath.Join(root, ".sema-state")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportMetric(float64(strings.Count(root+"/"+deepRel, "/")), "lstats/op")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Resolve(ctx, deepRel, Write); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLstatChain is the floor BenchmarkResolve stands on: the same Lstat calls,
+// through the same env, with no judgment.
+func BenchmarkLstatChain(b *testing.B) {
+	root := realTempDir(b)
+	tree(b, root, deepRel)
+	full := root + "/" + deepRel
+	var prefixes []string
+	for i := 1; i < len(full); i++ {
+		if full[i] == '/' {
+			prefixes = append(prefixes, full[:i])
+		}
+	}
+	prefixes = append(prefixes, full)
+	e := env.NewHost()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range prefixes {
+			if _, err := e.Lstat(ctx, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkResolveMemEnv is the fence's own cost: the same tree in memory, so no system
+// call is made.
+func BenchmarkResolveMemEnv(b *testing.B) {
+	m := newMemEnv()
+	root := "/home/user/src/project"
+	cur := ""
+	for _, n := range strings.Split(root[1:], "/") {
+		cur += "/" + n
+		m.dir(cur)
+	}
+	for _, n := range strings.Split(filepath.Dir(deepRel), "/") {
+		cur += "/" + n
+		m.dir(cur)
+	}
+	m.file(root + "/" + deepRel)
+	f, err := New(context.Background(), Config{Env: m, Root: root, StateDir: "/home/user/.sema", DenyGlobs: []string{"**/*.pem"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Resolve(ctx, deepRel, Write); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,283 @@
+// Package anthropic is the model.Provider for the Anthropic Messages API, built on the
+// official Go SDK (github.com/anthropics/anthropic-sdk-go/v2). No SDK type leaves the
+// package: requests are translated from model.Request, streamed events are assembled
+// into a model.Response, and failures become *sema.Error values with model.* codes.
+//
+// Invariants:
+//   - Every request streams (stream: true). The system prompt is one text block with a
+//     cache breakpoint (cache_control: ephemeral), the last tool spec carries a second
+//     one and the last block of the conversation a third, so the stable prefix (tools,
+//     system, earlier turns) is read from the prompt cache on the next turn.
+//   - A response is returned only when its stream ended with message_stop and every
+//     event fit the wire format; anything else is model.malformed_stream, never a
+//     partial response. Tool input is the exact concatenation of its input_json_delta
+//     pieces, and an empty input is {}.
+//   - Transient failures (429, 5xx, 529 overloaded, a connection that fails) are retried
+//     with exponential backoff that honours retry-after and retry-after-ms, up to
+//     Config.MaxRetries times in all; 400, 401, 403 and 404 never are. A stream that
+//     fails before it delivered any delta counts as transient in the same budget.
+//   - Stream honours ctx: cancellation, also mid-stream, returns promptly with
+//     model.cancelled wrapping ctx.Err(). A stream that goes silent for
+//     Config.IdleTimeout fails with model.network instead of hanging.
+package anthropic
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/model"
+)
+
+// Defaults of Config and Request fields left zero.
+const (
+	// DefaultMaxRetries is how many times a transient failure is retried.
+	DefaultMaxRetries = 4
+	// DefaultMaxTokens bounds a response when Request.MaxTokens is zero.
+	DefaultMaxTokens = 8192
+	// DefaultIdleTimeout is how long a stream may stay silent (no bytes at all; the API
+	// sends ping events while it works) before the attempt is abandoned.
+	DefaultIdleTimeout = 5 * time.Minute
+	// defaultHeaderTimeout bounds the wait for response headers with the default
+	// HTTP client; streams themselves are bounded by the idle timeout instead.
+	defaultHeaderTimeout = 10 * time.Minute
+)
+
+// Config configures a Provider. The zero value of every field but APIKey is useful.
+type Config struct {
+	// APIKey authenticates every request; it is sent in the x-api-key header. Required.
+	APIKey string
+	// BaseURL replaces the public endpoint (https://api.anthropic.com), for a gateway,
+	// a proxy or a test server. Empty means the public endpoint.
+	BaseURL string
+	// HTTPClient sends the requests. Nil means a client of its own over a clone of
+	// http.DefaultTransport that waits at most 10 minutes for response headers; it has
+	// no overall timeout, since a stream may legitimately last long.
+	HTTPClient *http.Client
+	// MaxRetries is how many times a transient failure (429, 5xx, 529, a failed
+	// connection, a stream that broke before its first delta) is retried, in all, per
+	// Stream call. Zero means DefaultMaxRetries (4); a negative value turns retries off.
+	MaxRetries int
+	// IdleTimeout abandons an attempt whose response has sent nothing for this long.
+	// Zero means DefaultIdleTimeout (5 minutes); a negative value turns it off.
+	IdleTimeout time.Duration
+}
+
+// Provider streams responses from the Anthropic Messages API. It holds no state between
+// calls and is safe for concurrent use.
+type Provider struct {
+	client      sdk.Client
+	http        *http.Client
+	maxRetries  int
+	idleTimeout time.Duration
+	baseURL     string
+	// backoff is the wait before stream-level retry n (0-based); tests shorten it.
+	backoff func(n int) time.Duration
+}
+
+var _ model.Provider = (*Provider)(nil)
+
+// New returns a Provider for cfg. It refuses a missing API key and a base URL that is
+// not an absolute http(s) URL, with code model.config.
+func New(cfg Config) (*Provider, error) {
+	if strings.TrimSpace(cfg.APIKey) == "" {
+		return nil, sema.Errorf(model.CodeConfig, "no Anthropic API key is configured; set ANTHROPIC_API_KEY to a key from the Anthropic console")
+	}
+	p := &Provider{maxRetries: cfg.MaxRetries, idleTimeout: cfg.IdleTimeout, backoff: backoff}
+	switch {
+	case p.maxRetries == 0:
+		p.maxRetries = DefaultMaxRetries
+	case p.maxRetries < 0:
+		p.maxRetries = 0
+	}
+	if p.idleTimeout == 0 {
+		p.idleTimeout = DefaultIdleTimeout
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = defaultHTTPClient()
+	}
+	p.http = hc
+	opts := []option.RequestOption{
+		// The provider resolves its own configuration; the SDK must not add a credential
+		// or a base URL from the environment or a profile on disk.
+		option.WithoutEnvironmentDefaults(),
+		option.WithHeader("x-api-key", cfg.APIKey),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(p.maxRetries),
+	}
+	p.baseURL = "https://api.anthropic.com"
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, sema.Errorf(model.CodeConfig, "the Anthropic base URL %q is not an absolute http(s) URL; set ANTHROPIC_BASE_URL to one such as https://api.anthropic.com", cfg.BaseURL).
+				With("base_url", cfg.BaseURL)
+		}
+		p.baseURL = cfg.BaseURL
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	p.client = sdk.NewClient(opts...)
+	return p, nil
+}
+
+// FromEnv returns a Provider configured from ANTHROPIC_API_KEY (required) and
+// ANTHROPIC_BASE_URL (optional), with the defaults of Config otherwise.
+func FromEnv() (*Provider, error) {
+	return New(Config{APIKey: os.Getenv("ANTHROPIC_API_KEY"), BaseURL: os.Getenv("ANTHROPIC_BASE_URL")})
+}
+
+// Name returns "anthropic".
+func (p *Provider) Name() string { return "anthropic" }
+
+// Stream sends req and returns the assembled response; see the package documentation
+// for the guarantees. onDelta, which may be nil, is called on the caller's goroutine for
+// each text and thinking delta and when a tool call starts.
+func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	if req == nil {
+		return nil, sema.Errorf(model.CodeBadRequest, "the model request is nil; pass a request with a model and messages")
+	}
+	params, err := buildParams(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, cancelled(err)
+	}
+
+	c := &call{p: p, ctx: ctx, model: req.Model, onDelta: onDelta}
+	for n := 0; ; n++ {
+		resp, err := c.attempt(params)
+		if err == nil {
+			return resp, nil
+		}
+		// The SDK has already retried what failed before a response started; what is
+		// left is a stream that broke early. It may be sent again only while the
+		// caller has seen nothing of it and the budget lasts.
+		code := sema.CodeOf(err)
+		transient := code == model.CodeOverloaded || code == model.CodeRateLimited || code == model.CodeNetwork
+		if !transient || !c.streamed || c.emitted || c.attempts > p.maxRetries {
+			return nil, err
+		}
+		t := time.NewTimer(p.backoff(n))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, cancelled(ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// call is the state of one Stream call across its attempts.
+type call struct {
+	p       *Provider
+	ctx     context.Context
+	model   string
+	onDelta func(model.Delta)
+	// attempts counts HTTP attempts, the SDK's retries included.
+	attempts int
+	// streamed is set when the last attempt got a 2xx response and began to stream.
+	streamed bool
+	// emitted is set once onDelta has been called; no retry may follow then.
+	emitted bool
+}
+
+func (c *call) delta(d model.Delta) {
+	c.emitted = true
+	if c.onDelta != nil {
+		c.onDelta(d)
+	}
+}
+
+// attempt sends the request once (with the SDK's retries of failed responses) and
+// assembles the stream.
+func (c *call) attempt(params sdk.MessageNewParams) (*model.Response, error) {
+	actx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	w := newWatch(c.p.idleTimeout, cancel)
+	defer w.stop()
+	c.streamed = false
+
+	retries := max(0, c.p.maxRetries-c.attempts)
+	stream := c.p.client.Messages.NewStreaming(actx, params,
+		option.WithMaxRetries(retries),
+		option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			c.attempts++
+			w.arm()
+			res, err := next(r)
+			if err != nil || res.StatusCode >= 300 {
+				// The SDK may now wait out a retry-after; that silence is not idleness.
+				w.stop()
+				return res, err
+			}
+			c.streamed = true
+			res.Body = &watchedBody{rc: res.Body, w: w}
+			return res, nil
+		}))
+	defer stream.Close()
+
+	acc := newAccumulator(c.delta)
+	// Reading stops at message_stop: the response is complete then, and a server that
+	// kept the connection open afterwards must not hold it back.
+	for !acc.stopped && stream.Next() {
+		if err := acc.add(stream.Current()); err != nil {
+			return nil, c.fail(malformed(err.Error()), w)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, c.fail(c.classify(err), w)
+	}
+	if !acc.stopped {
+		return nil, c.fail(malformed("the stream ended before message_stop"), w)
+	}
+	resp, err := acc.response()
+	if err != nil {
+		return nil, c.fail(malformed(err.Error()), w)
+	}
+	return resp, nil
+}
+
+// fail gives cancellation by the caller and the idle watchdog precedence over whatever
+// error the interrupted read produced.
+func (c *call) fail(err error, w *watch) error {
+	if cerr := c.ctx.Err(); cerr != nil {
+		return cancelled(cerr)
+	}
+	if w.fired() {
+		return sema.Errorf(model.CodeNetwork, "the Anthropic API stream sent nothing for %s; check the network (or the proxy at ANTHROPIC_BASE_URL) and try again", c.p.idleTimeout).
+			With("idle_timeout", c.p.idleTimeout.String())
+	}
+	return err
+}
+
+// backoff is the wait before stream-level retry n: 0.5s doubling per retry up to 8s,
+// less up to a quarter of jitter, as the SDK waits between its own retries.
+func backoff(n int) time.Duration {
+	d := min(500*time.Millisecond<<min(n, 4), 8*time.Second)
+	return d - time.Duration(rand.Int64N(int64(d/4)))
+}
+
+func defaultHTTPClient() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = defaultHeaderTimeout
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: http.DefaultTransport}
+}
+
+func cancelled(err error) error {
+	return &sema.Error{
+		Code:    model.CodeCancelled,
+		Message: "the model call was cancelled before the response was complete: " + err.Error(),
+		Err:     err,
+	}
+}

@@ -1,0 +1,53 @@
+// Package openai is the model.Provider for OpenAI's Chat Completions API and for every
+// server that speaks it (Ollama, vLLM, the llama.cpp server, OpenRouter, …). It uses the
+// official SDK (github.com/openai/openai-go/v3) for requests, authentication, retries and
+// API errors; no SDK type leaves the package.
+//
+// Invariants:
+//   - Every call streams ("stream": true with "stream_options": {"include_usage": true})
+//     and returns a response only when the stream carried a finish_reason and ended with
+//     "data: [DONE]"; anything less is model.malformed_stream, never a partial response
+//     presented as complete.
+//   - Every error Stream returns is a *sema.Error with one of the model.Code* codes and
+//     a sentence saying what to change. A cancelled ctx yields model.cancelled wrapping
+//     ctx.Err(); nothing panics on any input the server can send.
+//   - Transient failures (429, 5xx, connection errors before the response started) are
+//     retried with backoff by the SDK; 400, 401, 403 and 404 are not. Once the stream
+//     has started nothing is retried, so onDelta never sees a text twice.
+//   - A stream that sends no byte for Config.StreamIdleTimeout is abandoned
+//     (model.network), so a stalled server cannot hang a run.
+//   - New reads no environment variable; FromEnv is the one place that does.
+//
+// Translation to the wire format:
+//   - The system prompt is a "system" message. Thinking blocks are not sent (Chat
+//     Completions has no field for them).
+//   - Each tool_result block becomes its own "tool" message carrying tool_call_id; tool
+//     messages are placed before the rest of the user message, because the API requires
+//     them right after the assistant message that made the calls. Their text is the
+//     result's text blocks; an image becomes the text "[image omitted]" (tool messages
+//     cannot carry images); an error result is prefixed with "Error: ".
+//   - Images in user content become image_url parts with data: URLs.
+//   - Tool inputs are sent as the arguments string verbatim (an empty input as "{}").
+//
+// Assembly of the stream:
+//   - Tool-call deltas are keyed by their index. A delta without an index continues the
+//     call with its id, else starts a new call when it names a function, else continues
+//     the last call. A delta whose id differs from the id of the call at its index, or
+//     that names a function for a call whose arguments are already complete, starts a
+//     new call (servers that reuse index 0 for every call).
+//   - A call the server sent without an id gets a generated one ("call_" and 26 random
+//     characters), assigned once.
+//   - Empty arguments become {}. Arguments that are not valid JSON become a JSON string
+//     holding the text the model sent: the transcript keeps what the model said, and
+//     the engine answers the call with tool.input_invalid (the input is not an object)
+//     without running anything.
+//   - finish_reason stop → end_turn (tool_use when the response made tool calls, as
+//     some servers say "stop" then), tool_calls → tool_use, length → max_tokens,
+//     content_filter → refusal. A response that streamed a refusal stops with refusal.
+//   - Usage: InputTokens is prompt_tokens minus the cached and cache-written tokens
+//     (the uncached input, as model.Usage counts it for every provider);
+//     prompt_tokens_details.cached_tokens → CacheReadTokens, cache_write_tokens →
+//     CacheWriteTokens, completion_tokens → OutputTokens.
+//   - Reasoning text that compatible servers stream as delta.reasoning_content or
+//     delta.reasoning becomes a thinking block (and DeltaThinking increments).
+package openai

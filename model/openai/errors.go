@@ -1,0 +1,377 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/model"
+)
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 1 << 20
+
+// errStalled is the cancellation cause the watchdog sets.
+var errStalled = errors.New("the server sent nothing for too long")
+
+// apiError is what an error response said, in whichever of the shapes compatible
+// servers use.
+type apiError struct {
+	Status  int
+	Message string
+	Type    string
+	Code    string
+}
+
+// capture records the last attempt of one call: how many attempts were made and what
+// an error response said. It also rewrites every error body into the OpenAI shape
+// {"error":{…}}, because the SDK cannot decode the others ({"error":"text"} from some
+// servers, a top-level message from vLLM, plain text from a proxy) and would then lose
+// the status code.
+type capture struct {
+	mu       sync.Mutex
+	attempts int
+	last     *apiError
+}
+
+func (c *capture) middleware(wd *watchdog) option.Middleware {
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		wd.arm()
+		c.mu.Lock()
+		c.attempts++
+		c.mu.Unlock()
+		res, err := next(req)
+		if err != nil || res == nil {
+			wd.pause()
+			return res, err
+		}
+		if res.StatusCode >= 400 {
+			// The SDK either retries (and the next attempt re-arms the watchdog) or
+			// returns; the wait for a retry must not count as a stall.
+			wd.pause()
+			body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+			res.Body.Close()
+			ae := parseAPIError(res.StatusCode, body)
+			c.mu.Lock()
+			c.last = &ae
+			c.mu.Unlock()
+			norm, _ := json.Marshal(map[string]any{"error": map[string]any{"message": ae.Message, "type": ae.Type, "code": ae.Code}})
+			res.Body = io.NopCloser(bytes.NewReader(norm))
+			res.ContentLength = int64(len(norm))
+			return res, nil
+		}
+		res.Body = &touchReader{ReadCloser: res.Body, wd: wd}
+		return res, nil
+	}
+}
+
+func (c *capture) snapshot() (int, *apiError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.attempts, c.last
+}
+
+// parseAPIError reads an error body in any of the shapes seen in the wild.
+func parseAPIError(status int, body []byte) apiError {
+	ae := apiError{Status: status}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) == nil {
+		src := top
+		if e, ok := top["error"]; ok {
+			var inner map[string]json.RawMessage
+			if json.Unmarshal(e, &inner) == nil {
+				src = inner
+			} else {
+				ae.Message = jsonText(e)
+				src = nil
+			}
+		}
+		if src != nil {
+			ae.Message = jsonText(src["message"])
+			ae.Type = jsonText(src["type"])
+			ae.Code = jsonText(src["code"])
+			if ae.Message == "" {
+				ae.Message = jsonText(top["detail"])
+			}
+		}
+	} else {
+		ae.Message = strings.TrimSpace(string(body))
+	}
+	if ae.Message == "" {
+		ae.Message = strings.TrimSpace(http.StatusText(status))
+	}
+	ae.Message = clip(oneLine(ae.Message), 300)
+	return ae
+}
+
+// jsonText renders a JSON scalar as text: strings unquoted, numbers as written, null
+// and absent as "".
+func jsonText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// cancelled is the error of a call whose ctx ended.
+func cancelled(err error) *sema.Error {
+	return &sema.Error{Code: model.CodeCancelled, Message: "the model call was cancelled", Err: err}
+}
+
+// interrupted reports the error for a call that ended because ctx (the caller's) or
+// callCtx (the watchdog's) ended, or nil when neither did.
+func (p *Provider) interrupted(ctx, callCtx context.Context, err error) *sema.Error {
+	if ctx.Err() != nil {
+		return cancelled(ctx.Err())
+	}
+	if errors.Is(context.Cause(callCtx), errStalled) {
+		return &sema.Error{Code: model.CodeNetwork,
+			Message: fmt.Sprintf("%s sent nothing for %s and the call was abandoned: check that the server is running and not overloaded, or raise the stream idle timeout", p.baseURL, p.idle),
+			Err:     err, Detail: map[string]any{"base_url": p.baseURL, "idle_timeout": p.idle.String()}}
+	}
+	return nil
+}
+
+// requestError maps an error of the request phase (before the stream started).
+func (p *Provider) requestError(ctx, callCtx context.Context, err error, c *capture, modelName string) error {
+	if e := p.interrupted(ctx, callCtx, err); e != nil {
+		return e
+	}
+	attempts, last := c.snapshot()
+	var oe *oai.Error
+	if errors.As(err, &oe) {
+		ae := apiError{Status: oe.StatusCode, Message: oe.Message, Type: oe.Type, Code: oe.Code}
+		if last != nil {
+			ae = *last
+		}
+		return p.apiFailure(ae, attempts, modelName, err)
+	}
+	return &sema.Error{Code: model.CodeNetwork,
+		Message: fmt.Sprintf("cannot reach %s (%s): check the base URL and your network connection", p.baseURL, netReason(err)),
+		Err:     err, Detail: map[string]any{"base_url": p.baseURL, "attempts": attempts}}
+}
+
+// apiFailure maps an error response (or an error the server reported inside the
+// stream, with Status 0) to a coded error.
+func (p *Provider) apiFailure(ae apiError, attempts int, modelName string, cause error) *sema.Error {
+	detail := map[string]any{"status": ae.Status, "base_url": p.baseURL}
+	if ae.Type != "" {
+		detail["type"] = ae.Type
+	}
+	if ae.Code != "" {
+		detail["error_code"] = ae.Code
+	}
+	if attempts > 0 {
+		detail["attempts"] = attempts
+	}
+	mk := func(code, format string, args ...any) *sema.Error {
+		return &sema.Error{Code: code, Message: fmt.Sprintf(format, args...), Err: cause, Detail: detail}
+	}
+	msg := ae.Message
+	low := strings.ToLower(ae.Code + " " + ae.Type + " " + msg)
+	refusedInput := ae.Status == 0 || ae.Status == http.StatusBadRequest || ae.Status == http.StatusRequestEntityTooLarge ||
+		ae.Status == http.StatusUnprocessableEntity
+	switch {
+	case ae.Code == "context_length_exceeded" || ae.Status == http.StatusRequestEntityTooLarge ||
+		(refusedInput && (strings.Contains(low, "context length") || strings.Contains(low, "context_length") ||
+			strings.Contains(low, "context window") || strings.Contains(low, "maximum context"))):
+		return mk(model.CodeContextTooLong, "the conversation is too long for model %q (%s): start a new session or use a model with a larger context window", modelName, msg)
+	case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden ||
+		ae.Code == "invalid_api_key" || ae.Type == "authentication_error":
+		if p.custom {
+			return mk(model.CodeAuth, "%s refused the credentials (%s): set %s to a key this server accepts", p.baseURL, statusText(ae, msg), EnvAPIKey)
+		}
+		return mk(model.CodeAuth, "OpenAI refused the API key (%s): set %s to a valid key", statusText(ae, msg), EnvAPIKey)
+	case ae.Status == http.StatusNotFound || ae.Code == "model_not_found":
+		if p.custom {
+			return mk(model.CodeNotFound, "%s does not serve model %q (%s): check the model name, and that the base URL ends with the API version (such as /v1)", p.baseURL, modelName, msg)
+		}
+		return mk(model.CodeNotFound, "model %q was not found (%s): check the model name and that your key has access to it", modelName, msg)
+	case ae.Code == "insufficient_quota":
+		return mk(model.CodeRateLimited, "the account's quota is exhausted (%s): check the plan and billing of the key in %s", msg, EnvAPIKey)
+	case ae.Status == http.StatusTooManyRequests || ae.Code == "rate_limit_exceeded" || ae.Type == "rate_limit_error":
+		if ae.Status == 0 {
+			return mk(model.CodeRateLimited, "the server stopped the response at a rate limit (%s): wait a minute and retry", msg)
+		}
+		return mk(model.CodeRateLimited, "the rate limit was still exceeded after %s (%s): wait a minute and retry, or lower the request rate", attemptsText(attempts), msg)
+	case ae.Status == 0:
+		return mk(model.CodeOverloaded, "%s reported an error during the response (%s): retry later", p.baseURL, msg)
+	case ae.Status >= 500:
+		return mk(model.CodeOverloaded, "%s failed with a server error after %s (%d: %s): retry later", p.baseURL, attemptsText(attempts), ae.Status, msg)
+	default:
+		return mk(model.CodeBadRequest, "the server refused the request (%d: %s): check the model name and the request options", ae.Status, msg)
+	}
+}
+
+func statusText(ae apiError, msg string) string {
+	if ae.Status == 0 {
+		return msg
+	}
+	return fmt.Sprintf("%d: %s", ae.Status, msg)
+}
+
+func attemptsText(n int) string {
+	if n <= 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
+// streamError maps an error that ended the stream after it started.
+func (p *Provider) streamError(ctx, callCtx context.Context, err error) error {
+	if e := p.interrupted(ctx, callCtx, err); e != nil {
+		return e
+	}
+	var se *sema.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	var ae *streamAPIError
+	if errors.As(err, &ae) {
+		return p.apiFailure(ae.apiError, 0, "", err)
+	}
+	return &sema.Error{Code: model.CodeNetwork,
+		Message: fmt.Sprintf("the connection to %s broke during the response (%s): retry the task", p.baseURL, netReason(err)),
+		Err:     err, Detail: map[string]any{"base_url": p.baseURL}}
+}
+
+// netReason names a transport failure in a few words.
+func netReason(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "the server closed the connection"
+	case errors.As(err, &op) && op.Op == "dial":
+		var dns *net.DNSError
+		if errors.As(err, &dns) {
+			return "the host name does not resolve"
+		}
+		return "connection refused"
+	default:
+		var dns *net.DNSError
+		if errors.As(err, &dns) {
+			return "the host name does not resolve"
+		}
+		var te interface{ Timeout() bool }
+		if errors.As(err, &te) && te.Timeout() {
+			return "timed out"
+		}
+		return clip(oneLine(err.Error()), 200)
+	}
+}
+
+// watchdog abandons a call (cancels its context with errStalled) when no byte has
+// arrived for d while a request is in flight. Activity is a timestamp store, so the
+// per-read cost is one atomic write; the timer re-checks it when it fires.
+type watchdog struct {
+	d      time.Duration
+	cancel context.CancelCauseFunc
+	last   atomic.Int64
+
+	mu    sync.Mutex
+	timer *time.Timer
+	armed bool
+}
+
+// newWatchdog returns nil when d is zero (no limit); a nil watchdog ignores every call.
+func newWatchdog(d time.Duration, cancel context.CancelCauseFunc) *watchdog {
+	if d <= 0 {
+		return nil
+	}
+	return &watchdog{d: d, cancel: cancel}
+}
+
+func (w *watchdog) arm() {
+	if w == nil {
+		return
+	}
+	w.touch()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.armed = true
+	if w.timer == nil {
+		w.timer = time.AfterFunc(w.d, w.fire)
+	} else {
+		w.timer.Reset(w.d)
+	}
+}
+
+func (w *watchdog) pause() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.armed = false
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+func (w *watchdog) stop() { w.pause() }
+
+func (w *watchdog) touch() {
+	if w != nil {
+		w.last.Store(time.Now().UnixNano())
+	}
+}
+
+func (w *watchdog) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.armed {
+		return
+	}
+	idle := time.Duration(time.Now().UnixNano() - w.last.Load())
+	if idle < w.d {
+		w.timer.Reset(w.d - idle)
+		return
+	}
+	w.armed = false
+	w.cancel(errStalled)
+}
+
+// touchReader marks activity on every read that returned bytes.
+type touchReader struct {
+	io.ReadCloser
+	wd *watchdog
+}
+
+func (r *touchReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		r.wd.touch()
+	}
+	return n, err
+}

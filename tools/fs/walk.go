@@ -1,0 +1,221 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	iofs "io/fs"
+	"path"
+	"path/filepath"
+
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/fence"
+)
+
+// vcsDirs are version-control metadata directories: never listed, never searched.
+var vcsDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".bzr": true, ".jj": true, ".sl": true}
+
+// walkFile is a regular file met during a walk.
+type walkFile struct {
+	// Path is where the walk met the file: under the (canonical) walk root, so it is the
+	// path to show. For a symlinked file it is the link's path.
+	Path string
+	// Canonical is the path to do I/O on: Path itself, or the link's resolved target.
+	Canonical string
+	// Rel is Path relative to the walk root, "/"-separated.
+	Rel string
+}
+
+// walkOptions shape a walk.
+type walkOptions struct {
+	// Gitignore applies the .gitignore files of the tree (and of the walk root's ancestors
+	// inside its read root).
+	Gitignore bool
+	// MaxDepth bounds how deep files are reported (1 = the root's own entries); 0 means
+	// no bound.
+	MaxDepth int
+}
+
+// walkStats counts what a walk had to skip.
+type walkStats struct {
+	// Unreadable counts directories and links that could not be read or resolved
+	// (permission denied, vanished, dangling).
+	Unreadable int
+}
+
+// walker walks a directory tree through the env of a Config. It does not follow
+// symlinked directories; a symlinked file is resolved through the fence and reported
+// only when the fence admits its target for reading. Entries in the fence's deny set are
+// skipped. Other entries are not resolved one by one: below a canonical directory that
+// is not a link, every entry's path is canonical and inside the same root.
+type walker struct {
+	cfg   Config
+	opts  walkOptions
+	fn    func(walkFile) error
+	stats walkStats
+}
+
+// errStopWalk ends a walk early without an error.
+var errStopWalk = errors.New("stop walk")
+
+// walk calls fn for each regular file under the canonical directory root, in name order
+// depth first. An error returned by fn ends the walk and is returned (errStopWalk ends it
+// quietly); a cancelled ctx ends it with ctx's error.
+func (c Config) walk(ctx context.Context, root string, opts walkOptions, fn func(walkFile) error) (walkStats, error) {
+	w := &walker{cfg: c, opts: opts, fn: fn}
+	var ign *ignoreStack
+	if opts.Gitignore {
+		ign = c.ancestorIgnores(ctx, root)
+	}
+	err := w.dir(ctx, root, "", 0, ign)
+	if errors.Is(err, errStopWalk) {
+		err = nil
+	}
+	return w.stats, err
+}
+
+func (w *walker) dir(ctx context.Context, dir, rel string, depth int, ign *ignoreStack) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ents, err := w.cfg.Env.ReadDir(ctx, dir)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		w.stats.Unreadable++
+		return nil
+	}
+	if w.opts.Gitignore {
+		ign = ign.push(w.cfg.dirIgnores(ctx, dir, ents))
+	}
+	for _, e := range ents {
+		if vcsDirs[e.Name] {
+			continue
+		}
+		p := filepath.Join(dir, e.Name)
+		if w.cfg.Fence.Denied(p) {
+			continue // the deny set is never read, whatever the face
+		}
+		r := e.Name
+		if rel != "" {
+			r = rel + "/" + e.Name
+		}
+		switch {
+		case e.Type.IsDir():
+			if w.opts.MaxDepth > 0 && depth+1 >= w.opts.MaxDepth {
+				continue
+			}
+			if ign.ignored(p, true) {
+				continue
+			}
+			if err := w.dir(ctx, p, r, depth+1, ign); err != nil {
+				return err
+			}
+		case e.Type&iofs.ModeSymlink != 0:
+			if ign.ignored(p, false) {
+				continue
+			}
+			canon, ok := w.cfg.linkedFile(ctx, p)
+			if !ok {
+				continue
+			}
+			if err := w.fn(walkFile{Path: p, Canonical: canon, Rel: r}); err != nil {
+				return err
+			}
+		case e.Type.IsRegular():
+			if ign.ignored(p, false) {
+				continue
+			}
+			if err := w.fn(walkFile{Path: p, Canonical: p, Rel: r}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// linkedFile resolves the symlink at p through the fence and reports its canonical target
+// when that is a regular file inside the read roots. Links to directories are not
+// followed: a walk never leaves the tree it was asked for, and cannot loop.
+func (c Config) linkedFile(ctx context.Context, p string) (string, bool) {
+	rp, err := c.Fence.Resolve(ctx, p, fence.Read)
+	if err != nil || !rp.Exists {
+		return "", false
+	}
+	fi, err := c.Env.Stat(ctx, rp.Canonical)
+	if err != nil || !fi.IsRegular() {
+		return "", false
+	}
+	return rp.Canonical, true
+}
+
+// dirIgnores reads the ignore files of the canonical directory dir whose listing is ents:
+// its .gitignore, and .git/info/exclude when dir holds a repository.
+func (c Config) dirIgnores(ctx context.Context, dir string, ents []env.DirEntry) *ignoreFile {
+	var content []byte
+	for _, e := range ents {
+		switch e.Name {
+		case ".gitignore":
+			p := filepath.Join(dir, e.Name)
+			if e.Type&iofs.ModeSymlink != 0 {
+				canon, ok := c.linkedFile(ctx, p)
+				if !ok {
+					continue
+				}
+				p = canon
+			} else if !e.Type.IsRegular() {
+				continue
+			}
+			if b, err := c.Env.ReadFile(ctx, p); err == nil {
+				content = append(append(content, b...), '\n')
+			}
+		case ".git":
+			if !e.Type.IsDir() {
+				continue
+			}
+			rp, err := c.Fence.Resolve(ctx, filepath.Join(dir, ".git", "info", "exclude"), fence.Read)
+			if err != nil || !rp.Exists {
+				continue
+			}
+			if b, err := c.Env.ReadFile(ctx, rp.Canonical); err == nil {
+				// exclude comes first so the .gitignore of the same directory overrides it.
+				content = append(append(b, '\n'), content...)
+			}
+		}
+	}
+	if content == nil {
+		return nil
+	}
+	return parseIgnore(dir, content)
+}
+
+// ancestorIgnores collects the ignore files of root's ancestors, from the read root that
+// holds root down to root's parent: a search of a subdirectory honours the .gitignore of
+// the project around it, and never reads a file outside the read roots.
+func (c Config) ancestorIgnores(ctx context.Context, root string) *ignoreStack {
+	var top string
+	for _, r := range c.Fence.ReadRoots() {
+		if fence.Contains(r, root) && len(r) > len(top) {
+			top = r
+		}
+	}
+	if top == "" || top == root {
+		return nil
+	}
+	var chain []string
+	for d := path.Dir(root); ; d = path.Dir(d) {
+		chain = append(chain, d)
+		if d == top || d == "/" {
+			break
+		}
+	}
+	var st *ignoreStack
+	for i := len(chain) - 1; i >= 0; i-- {
+		ents, err := c.Env.ReadDir(ctx, chain[i])
+		if err != nil {
+			continue
+		}
+		st = st.push(c.dirIgnores(ctx, chain[i], ents))
+	}
+	return st
+}
