@@ -28,13 +28,18 @@
 //     cannot carry images); an error result is prefixed with "Error: ".
 //   - Images in user content become image_url parts with data: URLs.
 //   - Tool inputs are sent as the arguments string verbatim (an empty input as "{}").
+//   - Request.MaxTokens (zero: DefaultMaxTokens) is sent as max_completion_tokens to
+//     api.openai.com, whose newer models refuse max_tokens, and as max_tokens to every
+//     other server, since that is the field all of them understand.
 //
 // Assembly of the stream:
-//   - Tool-call deltas are keyed by their index. A delta without an index continues the
-//     call with its id, else starts a new call when it names a function, else continues
-//     the last call. A delta whose id differs from the id of the call at its index, or
-//     that names a function for a call whose arguments are already complete, starts a
-//     new call (servers that reuse index 0 for every call).
+//   - A tool-call delta belongs to the call with its index; without an index, to the
+//     call with its id; without either, to the last call. It starts a new call instead
+//     when none matches, when its id differs from that call's, or when it names a
+//     different function, or the same one again with new arguments after the call's
+//     arguments already form complete JSON (servers that reuse index 0 for every
+//     call). Whole calls in one chunk, ids sent once or on every delta, and arguments
+//     sent as an object rather than a string are all read.
 //   - A call the server sent without an id gets a generated one ("call_" and 26 random
 //     characters), assigned once.
 //   - Empty arguments become {}. Arguments that are not valid JSON become a JSON string

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -268,25 +269,18 @@ func (p *Provider) streamError(ctx, callCtx context.Context, err error) error {
 
 // netReason names a transport failure in a few words.
 func netReason(err error) string {
-	var op *net.OpError
+	var dns *net.DNSError
+	var te interface{ Timeout() bool }
 	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return "the server closed the connection"
-	case errors.As(err, &op) && op.Op == "dial":
-		var dns *net.DNSError
-		if errors.As(err, &dns) {
-			return "the host name does not resolve"
-		}
+	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
+	case errors.As(err, &dns):
+		return "the host name does not resolve"
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		return "the server closed the connection"
+	case errors.As(err, &te) && te.Timeout():
+		return "timed out"
 	default:
-		var dns *net.DNSError
-		if errors.As(err, &dns) {
-			return "the host name does not resolve"
-		}
-		var te interface{ Timeout() bool }
-		if errors.As(err, &te) && te.Timeout() {
-			return "timed out"
-		}
 		return clip(oneLine(err.Error()), 200)
 	}
 }

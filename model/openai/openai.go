@@ -50,8 +50,9 @@ type Config struct {
 	MaxRetries int
 	// StreamIdleTimeout is how long a call may wait for the next byte from the server
 	// (the response headers, or the next piece of the stream) before it is abandoned
-	// with model.network. Zero means DefaultStreamIdleTimeout (10 minutes, long enough
-	// for a local server to load a model); negative disables the limit.
+	// with model.network. Time spent in onDelta counts, so onDelta must not block.
+	// Zero means DefaultStreamIdleTimeout (10 minutes, long enough for a local server
+	// to load a model); negative disables the limit.
 	StreamIdleTimeout time.Duration
 	// Header holds extra request headers (OpenRouter's "HTTP-Referer", a proxy's
 	// token, …). It cannot replace Authorization; use APIKey for that.

@@ -548,7 +548,7 @@ func TestBrokenStreams(t *testing.T) {
 	}
 }
 
-// waitForRequest polls until the server has seen n requests or the test deadline nears.
+// waitForRequest polls until the server has seen n requests.
 func waitForRequest(t *testing.T, s *openaitest.Server, n int) {
 	t.Helper()
 	for s.RequestCount() < n {
@@ -793,8 +793,8 @@ func TestConnectionRefused(t *testing.T) {
 	p := newProvider(t, "http://"+addr+"/v1", func(c *openai.Config) { c.MaxRetries = -1 })
 	_, err = p.Stream(context.Background(), simpleRequest(), nil)
 	se := wantCode(t, err, model.CodeNetwork)
-	if !strings.Contains(se.Message, addr) {
-		t.Errorf("message %q does not name the server", se.Message)
+	if !strings.Contains(se.Message, addr) || !strings.Contains(se.Message, "connection refused") {
+		t.Errorf("message %q does not name the server and the failure", se.Message)
 	}
 }
 

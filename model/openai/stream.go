@@ -9,8 +9,6 @@ import (
 	"io"
 	"strings"
 
-	oai "github.com/openai/openai-go/v3"
-
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
 )
@@ -138,32 +136,30 @@ func (a *assembler) event(typ string, data []byte) error {
 	if len(payload) == 0 {
 		return nil
 	}
-	var chunk oai.ChatCompletionChunk
+	var chunk wireChunk
 	if err := json.Unmarshal(payload, &chunk); err != nil {
-		return malformed("the server sent a stream event that is not a JSON chunk (%q): check that the base URL points at a Chat Completions API", clip(string(payload), 80))
+		return malformed("the server sent a stream event that is not a JSON chunk (%q): retry the task, and check that the base URL points at a Chat Completions API", clip(string(payload), 80))
 	}
-	// Extra fields are never Valid in the SDK's sense; their raw text tells presence.
-	if f, ok := chunk.JSON.ExtraFields["error"]; (ok && f.Raw() != "" && f.Raw() != "null") || typ == "error" {
+	if e := bytes.TrimSpace(chunk.Error); (len(e) > 0 && string(e) != "null") || typ == "error" {
 		return &streamAPIError{parseAPIError(0, payload)}
 	}
 	if a.model == "" {
-		a.model = chunk.Model
+		a.model = string(chunk.Model)
 	}
 	for i := range chunk.Choices {
 		ch := &chunk.Choices[i]
 		// Only the first choice is read; the request never asks for more (n = 1).
-		if ch.JSON.Index.Valid() && ch.Index != 0 {
+		if ch.Index.OK && ch.Index.V != 0 {
 			continue
 		}
 		a.choice(ch)
 	}
-	if chunk.JSON.Usage.Valid() {
-		u := chunk.Usage
-		cached := u.PromptTokensDetails.CachedTokens
-		written := u.PromptTokensDetails.CacheWriteTokens
+	if u := chunk.Usage; u != nil {
+		cached := u.PromptTokensDetails.CachedTokens.V
+		written := u.PromptTokensDetails.CacheWriteTokens.V
 		a.usage = model.Usage{
-			InputTokens:      max(u.PromptTokens-cached-written, 0),
-			OutputTokens:     u.CompletionTokens,
+			InputTokens:      max(u.PromptTokens.V-cached-written, 0),
+			OutputTokens:     u.CompletionTokens.V,
 			CacheReadTokens:  cached,
 			CacheWriteTokens: written,
 		}
@@ -171,39 +167,35 @@ func (a *assembler) event(typ string, data []byte) error {
 	return nil
 }
 
-// reasoningFields are the delta fields compatible servers stream reasoning in.
-var reasoningFields = [...]string{"reasoning_content", "reasoning"}
-
-func (a *assembler) choice(ch *oai.ChatCompletionChunkChoice) {
+func (a *assembler) choice(ch *wireChoice) {
 	d := &ch.Delta
-	for _, key := range reasoningFields {
-		if f, ok := d.JSON.ExtraFields[key]; ok {
-			var s string
-			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-				a.thinking.WriteString(s)
-				a.emit(model.Delta{Kind: model.DeltaThinking, Text: s})
-			}
+	// Compatible servers stream reasoning as reasoning_content (vLLM, DeepSeek) or
+	// reasoning (Ollama, OpenRouter).
+	for _, r := range [...]flexString{d.ReasoningContent, d.Reasoning} {
+		if r != "" {
+			a.thinking.WriteString(string(r))
+			a.emit(model.Delta{Kind: model.DeltaThinking, Text: string(r)})
 		}
 	}
 	if d.Content != "" {
-		a.text.WriteString(d.Content)
-		a.emit(model.Delta{Kind: model.DeltaText, Text: d.Content})
+		a.text.WriteString(string(d.Content))
+		a.emit(model.Delta{Kind: model.DeltaText, Text: string(d.Content)})
 	}
 	if d.Refusal != "" {
 		a.refusal = true
-		a.text.WriteString(d.Refusal)
-		a.emit(model.Delta{Kind: model.DeltaText, Text: d.Refusal})
+		a.text.WriteString(string(d.Refusal))
+		a.emit(model.Delta{Kind: model.DeltaText, Text: string(d.Refusal)})
 	}
 	for i := range d.ToolCalls {
 		tc := &d.ToolCalls[i]
-		a.toolDelta(tc.JSON.Index.Valid(), tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+		a.toolDelta(tc.Index.OK, tc.Index.V, string(tc.ID), string(tc.Function.Name), string(tc.Function.Arguments))
 	}
 	// The deprecated single function_call of older servers is one call without index.
 	if fc := d.FunctionCall; fc.Name != "" || fc.Arguments != "" {
-		a.toolDelta(false, 0, "", fc.Name, fc.Arguments)
+		a.toolDelta(false, 0, "", string(fc.Name), string(fc.Arguments))
 	}
 	if ch.FinishReason != "" {
-		a.finish = ch.FinishReason
+		a.finish = string(ch.FinishReason)
 	}
 }
 

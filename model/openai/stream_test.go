@@ -200,6 +200,29 @@ func TestEventStreamFraming(t *testing.T) {
 	}
 }
 
+func TestLenientChunks(t *testing.T) {
+	t.Parallel()
+	body := sse(
+		`{"model":"m","choices":[{"index":"0","delta":{"content":[{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]}}]}`,
+		`{"model":7,"choices":[{"index":0.0,"delta":{"content":null,"tool_calls":[{"index":"0","id":"a","function":{"name":"LS","arguments":{"path":"/"}}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":12.0,"completion_tokens":"3","prompt_tokens_details":null}}`,
+		"[DONE]")
+	resp, err := assemble(t, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &model.Response{
+		Model: "m",
+		Content: []model.Block{model.TextBlock("Hello"),
+			{Kind: model.KindToolUse, ID: "a", Name: "LS", Input: json.RawMessage(`{"path":"/"}`)}},
+		StopReason: model.StopToolUse,
+		Usage:      model.Usage{InputTokens: 12, OutputTokens: 3},
+	}
+	if d := cmp.Diff(want, resp); d != "" {
+		t.Errorf("response (-want +got):\n%s", d)
+	}
+}
+
 func TestErrorEventIsAPIError(t *testing.T) {
 	t.Parallel()
 	tests := []string{
