@@ -300,7 +300,7 @@ func TestMemSymlinkResolution(t *testing.T) {
 	m := NewMem()
 	must(t, m.MkdirAll("/r/real/sub", 0o755))
 	must(t, m.WriteFile(ctx, "/r/real/sub/f", []byte("deep"), 0o644))
-	must(t, m.Symlink("real", "/r/rel"))       // relative
+	must(t, m.Symlink("real", "/r/rel"))        // relative
 	must(t, m.Symlink("/r/real/sub", "/r/abs")) // absolute
 	must(t, m.Symlink("loop2", "/r/loop1"))
 	must(t, m.Symlink("loop1", "/r/loop2"))

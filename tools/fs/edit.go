@@ -11,7 +11,7 @@ import (
 )
 
 // editTool is Edit{file_path, old_string, new_string, replace_all}.
-type editTool struct{ lane *Lane }
+type editTool struct{ lane *lane }
 
 var editSchema = json.RawMessage(`{
   "type": "object",

@@ -140,6 +140,9 @@ func compileIgnoreRule(line string) (r ignoreRule, ok bool) {
 	for strings.HasSuffix(line, " ") && !strings.HasSuffix(line, "\\ ") {
 		line = line[:len(line)-1]
 	}
+	if line == "" {
+		return r, false
+	}
 	if line[0] == '!' {
 		r.negate = true
 		line = line[1:]

@@ -74,6 +74,9 @@ func TestGitignoreRules(t *testing.T) {
 		{"escaped star is literal", `\*.md`, []probe{
 			{rel: "*.md", want: true}, {rel: "a.md"},
 		}},
+		{"a line of spaces is blank", "   \n \n*.x", []probe{
+			{rel: " "}, {rel: "a.x", want: true},
+		}},
 		{"a lone slash matches nothing", "/\n!\n", []probe{
 			{rel: "a"}, {rel: "a", dir: true},
 		}},
@@ -182,4 +185,24 @@ func assertSameLines(t *testing.T, got string, want []string) {
 	for l := range seen {
 		t.Errorf("unexpected line %q in:\n%s", l, got)
 	}
+}
+
+// FuzzGitignoreRule compiles arbitrary lines: none may panic, and a compiled rule is
+// consistent with itself on the probe paths (a rule without "!" never re-includes).
+func FuzzGitignoreRule(f *testing.F) {
+	for _, s := range []string{"*.log", "build/", "/a/**/b", "!keep", `\#x`, "[!a-z]?", "[[:alpha:]]", "a\\", "[", "**", "a/**", "[]]"} {
+		f.Add(s, "a/b.log")
+	}
+	f.Fuzz(func(t *testing.T, line, rel string) {
+		r, ok := compileIgnoreRule(line)
+		if !ok {
+			return
+		}
+		st := (*ignoreStack)(nil).push(&ignoreFile{base: "/r", rules: []ignoreRule{r}})
+		for _, dir := range []bool{false, true} {
+			if st.ignored("/r/"+rel, dir) && r.negate {
+				t.Fatalf("the negated rule %q ignored %q", line, rel)
+			}
+		}
+	})
 }

@@ -164,5 +164,5 @@ func skippedNote(s walkStats) string {
 	if s.Unreadable == 0 {
 		return ""
 	}
-	return fmt.Sprintf("\n(%d directories could not be read and were skipped.)", s.Unreadable)
+	return fmt.Sprintf("\n(%s could not be read; what is below is not listed.)", plural(s.Unreadable, "directory"))
 }

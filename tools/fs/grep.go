@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"runtime"
 	"slices"
 	"strconv"
@@ -43,8 +44,8 @@ type grepInput struct {
 	OutputMode  string `json:"output_mode"`
 	IgnoreCase  bool   `json:"-i"`
 	LineNumbers *bool  `json:"-n"`
-	After       int    `json:"-A"`
-	Before      int    `json:"-B"`
+	After       *int   `json:"-A"`
+	Before      *int   `json:"-B"`
 	Context     int    `json:"-C"`
 	HeadLimit   int    `json:"head_limit"`
 	Multiline   bool   `json:"multiline"`
@@ -59,7 +60,7 @@ const (
 
 const grepDescription = `Searches file contents with a regular expression, fast in trees of any size (a parallel, .gitignore-aware search like ripgrep).
 
-- pattern is an RE2 regular expression (Go syntax, like ripgrep's: "log.*Error", "func\\s+\\w+"); escape literal braces and dots ("interface\\{\\}"). No lookaround or backreferences.
+- pattern is an RE2 regular expression (Go syntax, like ripgrep's: "log.*Error", "func\s+\w+"); escape literal braces and dots ("interface\{\}"). No lookaround or backreferences.
 - path is the file or directory to search (default: the task root). Files ignored by .gitignore, version-control directories (.git) and binary files are skipped; hidden files are searched.
 - Filter files with glob ("*.js", "*.{ts,tsx}", "src/**/*.go"; "!" excludes) or type ("go", "py", "js", "ts", "rust", "java", "c", "cpp", "md", "json", "yaml", "sh", …).
 - output_mode: "files_with_matches" (default) lists the matching files, most recently modified first; "content" shows the matching lines as path:line:text (with -A, -B, -C context lines as path-line-text and "--" between groups; -n shows line numbers, on by default); "count" shows path:count of matching lines.
@@ -166,7 +167,7 @@ func (in *grepInput) query() (*grepQuery, *tools.Result) {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"-A", in.After}, {"-B", in.Before}, {"-C", in.Context}, {"head_limit", in.HeadLimit}} {
+	}{{"-A", deref(in.After)}, {"-B", deref(in.Before)}, {"-C", in.Context}, {"head_limit", in.HeadLimit}} {
 		if n.v < 0 {
 			return fail(tools.CodeInputInvalid, "%s must be 0 or more, not %d", n.name, n.v)
 		}
@@ -185,13 +186,27 @@ func (in *grepInput) query() (*grepQuery, *tools.Result) {
 	}
 	q := &grepQuery{m: m, filter: filter, mode: mode, lineNumbers: in.LineNumbers == nil || *in.LineNumbers}
 	if mode == grepContent {
-		q.before, q.after = cmp.Or(in.Before, in.Context), cmp.Or(in.After, in.Context)
+		// An explicit -A or -B (even 0) wins over -C, as in ripgrep.
+		q.before, q.after = in.Context, in.Context
+		if in.Before != nil {
+			q.before = *in.Before
+		}
+		if in.After != nil {
+			q.after = *in.After
+		}
 		q.keepLines = GrepMaxOutputBytes / 4
 		if in.HeadLimit > 0 {
 			q.keepLines = min(q.keepLines, in.HeadLimit)
 		}
 	}
 	return q, nil
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // grepHit is what one file contributed.
@@ -216,7 +231,9 @@ type grepStats struct {
 func (c Config) grepTree(ctx context.Context, root string, q *grepQuery) ([]grepHit, grepStats, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	jobs := make(chan walkFile, 256)
+	// Files travel in batches: one channel operation per file costs more in wake-ups
+	// than searching a small file does.
+	jobs := make(chan []walkFile, 64)
 	workers := runtime.GOMAXPROCS(0)
 	results := make([]grepWorker, workers)
 	var wg sync.WaitGroup
@@ -224,24 +241,40 @@ func (c Config) grepTree(ctx context.Context, root string, q *grepQuery) ([]grep
 		w := &results[i]
 		w.cfg, w.q = c, q
 		wg.Go(func() {
-			for f := range jobs {
-				if ctx.Err() == nil {
+			defer w.release()
+			for batch := range jobs {
+				for _, f := range batch {
+					if ctx.Err() != nil {
+						break
+					}
 					w.file(ctx, f)
 				}
 			}
 		})
 	}
-	ws, err := c.walk(ctx, root, walkOptions{Gitignore: true}, func(f walkFile) error {
-		if !q.filter.allows(f.Rel) {
-			return nil
-		}
+	var batch []walkFile
+	send := func() error {
 		select {
-		case jobs <- f:
+		case jobs <- batch:
+			batch = make([]walkFile, 0, grepBatch)
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	ws, err := c.walk(ctx, root, walkOptions{Gitignore: true}, func(f walkFile) error {
+		if !q.filter.allows(f.Rel) {
+			return nil
+		}
+		batch = append(batch, f)
+		if len(batch) == grepBatch {
+			return send()
+		}
+		return nil
 	})
+	if err == nil && len(batch) > 0 {
+		err = send()
+	}
 	close(jobs)
 	wg.Wait()
 	stats := grepStats{walkStats: ws}
@@ -260,6 +293,7 @@ func (c Config) grepTree(ctx context.Context, root string, q *grepQuery) ([]grep
 // grepFiles searches the given files sequentially (an explicit file path).
 func (c Config) grepFiles(ctx context.Context, q *grepQuery, files []walkFile) ([]grepHit, grepStats, error) {
 	w := &grepWorker{cfg: c, q: q}
+	defer w.release()
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, grepStats{}, err
@@ -269,30 +303,46 @@ func (c Config) grepFiles(ctx context.Context, q *grepQuery, files []walkFile) (
 	return w.hits, w.stats, ctx.Err()
 }
 
+// grepBuffers are read buffers shared by the searches of a process, so a search does not
+// grow a fresh one for every call.
+var grepBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// grepBatch is how many files a worker is handed at once.
+const grepBatch = 32
+
 // grepWorker searches files one at a time, reusing its buffers.
 type grepWorker struct {
 	cfg   Config
 	q     *grepQuery
-	buf   []byte
+	buf   *[]byte // from grepBuffers
 	hits  []grepHit
 	stats grepStats
-	// lineStarts holds the offsets of a file's lines (content mode with context).
+	// lineStarts holds the offsets of a file's lines (content mode).
 	lineStarts []int
+}
+
+// release returns the worker's buffer to the pool, unless a huge file grew it.
+func (w *grepWorker) release() {
+	if w.buf != nil && cap(*w.buf) <= grepKeepBuffer {
+		grepBuffers.Put(w.buf)
+	}
+	w.buf = nil
 }
 
 func (w *grepWorker) file(ctx context.Context, f walkFile) {
 	rc, err := w.cfg.Env.Open(ctx, f.Canonical)
 	if err != nil {
-		w.stats.unreadable++
+		if !errors.Is(err, iofs.ErrNotExist) {
+			w.stats.unreadable++ // a file removed since the walk met it is simply gone
+		}
 		return
 	}
-	buf, tooLarge, err := readInto(rc, w.buf[:0], GrepMaxFileBytes)
-	rc.Close()
-	if cap(buf) <= grepKeepBuffer {
-		w.buf = buf
-	} else {
-		w.buf = nil
+	if w.buf == nil {
+		w.buf = grepBuffers.Get().(*[]byte)
 	}
+	buf, tooLarge, err := readInto(rc, (*w.buf)[:0], GrepMaxFileBytes)
+	rc.Close()
+	*w.buf = buf
 	switch {
 	case err != nil:
 		w.stats.unreadable++
@@ -473,7 +523,7 @@ func formatGrep(hits []grepHit, stats grepStats, q *grepQuery, headLimit int) st
 			lines = append(lines, h.path+":"+strconv.Itoa(h.count))
 			total += h.count
 		}
-		summary = fmt.Sprintf("Found %d matching lines in %d files.", total, len(hits))
+		summary = fmt.Sprintf("Found %s in %s.", plural(total, "matching line"), plural(len(hits), "file"))
 	case grepContent:
 		slices.SortFunc(hits, func(a, b grepHit) int { return comparePaths(a.path, b.path) })
 		for i, h := range hits {
@@ -493,7 +543,7 @@ func formatGrep(hits []grepHit, stats grepStats, q *grepQuery, headLimit int) st
 	}
 	var b strings.Builder
 	if q.mode == grepFiles {
-		fmt.Fprintf(&b, "Found %d files\n", len(hits))
+		fmt.Fprintf(&b, "Found %s\n", plural(len(hits), "file"))
 	}
 	shown := 0
 	for _, l := range lines {
@@ -533,17 +583,28 @@ func contentCut(hits []grepHit, q *grepQuery) bool {
 	return false
 }
 
+// plural spells n things: "1 file", "2 files".
+func plural(n int, thing string) string {
+	switch {
+	case n == 1:
+		return "1 " + thing
+	case strings.HasSuffix(thing, "y"):
+		return strconv.Itoa(n) + " " + thing[:len(thing)-1] + "ies"
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}
+
 // grepNotes tells the model what the search had to skip.
 func grepNotes(s grepStats) string {
 	var n []string
 	if s.Unreadable > 0 {
-		n = append(n, fmt.Sprintf("%d directories could not be read", s.Unreadable))
+		n = append(n, plural(s.Unreadable, "directory")+" could not be read")
 	}
 	if s.unreadable > 0 {
-		n = append(n, fmt.Sprintf("%d files could not be read", s.unreadable))
+		n = append(n, plural(s.unreadable, "file")+" could not be read")
 	}
 	if s.tooLarge > 0 {
-		n = append(n, fmt.Sprintf("%d files larger than %d MB were not searched", s.tooLarge, GrepMaxFileBytes>>20))
+		n = append(n, fmt.Sprintf("%s larger than %d MB not searched", plural(s.tooLarge, "file"), GrepMaxFileBytes>>20))
 	}
 	if len(n) == 0 {
 		return ""

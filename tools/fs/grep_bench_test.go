@@ -58,8 +58,8 @@ func benchRun(b *testing.B, t tools.Tool, input map[string]any) tools.Result {
 	return r
 }
 
-// BenchmarkGrepGOROOT searches the Go source tree in files_with_matches mode; compare with
-// `rg -l` and `grep -rl` for the same patterns (see BENCHMARKS.md).
+// BenchmarkGrepGOROOT searches the Go source tree in files_with_matches mode (and once in
+// content mode); compare with `rg -l --hidden` and `grep -rl` for the same patterns.
 func BenchmarkGrepGOROOT(b *testing.B) {
 	src := goSrc(b)
 	ts := benchTools(b, src)

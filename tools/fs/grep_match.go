@@ -25,7 +25,18 @@ type grepMatcher struct {
 	pure bool
 	// foldRisk: some literal has grepLiteral.foldRisk.
 	foldRisk bool
+	// chunk is how many bytes of whole lines one regexp call is given when the regexp
+	// must scan a buffer without multiline: small enough for Go's backtracking matcher,
+	// which is several times faster than its NFA on long inputs. 0: the whole buffer.
+	chunk int
 }
+
+// Go's regexp backtracks (instead of running its NFA) when the program has at most
+// 500 instructions and the input is shorter than 256 Kbit divided by their number.
+const (
+	reMaxBacktrackProg   = 500
+	reMaxBacktrackVector = 256 * 1024
+)
 
 // grepLiteral is a byte string a prefilter searches for.
 type grepLiteral struct {
@@ -66,6 +77,9 @@ func compileGrep(pattern string, ignoreCase, multiline bool) (*grepMatcher, erro
 		return nil, sema.Errorf(CodePatternInvalid, "the regular expression %q does not compile: %v", pattern, err)
 	}
 	m := &grepMatcher{re: re, multiline: multiline}
+	if prog, err := syntax.Compile(tree); err == nil && !multiline && len(prog.Inst) <= reMaxBacktrackProg {
+		m.chunk = reMaxBacktrackVector/len(prog.Inst) - 1
+	}
 	if lits, ok := requiredLiterals(tree); ok && usefulLiterals(lits) {
 		m.lits = lits
 		for i := range m.lits {
@@ -406,15 +420,25 @@ func (m *grepMatcher) scan(buf []byte, hit func(start, end int) bool) {
 		m.scanByLiteral(buf, hit)
 		return
 	}
-	pos := 0
-	for pos <= len(buf) {
-		loc := m.re.FindIndex(buf[pos:])
+	if m.chunk > 0 && !m.multiline {
+		m.scanByChunk(buf, hit)
+		return
+	}
+	m.scanFrom(buf, 0, len(buf), hit)
+}
+
+// scanFrom runs the regexp over buf[from:to] (whole lines) and reports the lines of its
+// matches; it reports whether the caller should go on.
+func (m *grepMatcher) scanFrom(buf []byte, from, to int, hit func(start, end int) bool) bool {
+	pos := from
+	for pos <= to {
+		loc := m.re.FindIndex(buf[pos:to])
 		if loc == nil {
-			return
+			return true
 		}
 		s, e := pos+loc[0], pos+loc[1]
 		if s == len(buf) && (s == 0 || buf[s-1] == '\n') {
-			return // an empty match after the last line is not on a line
+			return true // an empty match after the last line is not on a line
 		}
 		last := s
 		if e > s {
@@ -422,7 +446,7 @@ func (m *grepMatcher) scan(buf []byte, hit func(start, end int) bool) {
 		}
 		ls, le := lineStart(buf, s), lineEnd(buf, last)
 		if !hit(ls, le) {
-			return
+			return false
 		}
 		if m.multiline {
 			// The next match may start on a line this one ended on; the caller merges lines.
@@ -430,6 +454,27 @@ func (m *grepMatcher) scan(buf []byte, hit func(start, end int) bool) {
 			continue
 		}
 		pos = le + 1
+	}
+	return true
+}
+
+// scanByChunk runs the regexp over runs of whole lines of about m.chunk bytes: without
+// multiline no match crosses a line, so the answer is the same as over the whole buffer.
+func (m *grepMatcher) scanByChunk(buf []byte, hit func(start, end int) bool) {
+	for pos := 0; pos <= len(buf); {
+		end := len(buf)
+		if pos+m.chunk < len(buf) {
+			if j := bytes.IndexByte(buf[pos+m.chunk:], '\n'); j >= 0 {
+				end = pos + m.chunk + j
+			}
+			if j := bytes.LastIndexByte(buf[pos:pos+m.chunk], '\n'); j > 0 {
+				end = pos + j // end the chunk at the last line that fits
+			}
+		}
+		if !m.scanFrom(buf, pos, end, hit) {
+			return
+		}
+		pos = end + 1
 	}
 }
 

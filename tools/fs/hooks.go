@@ -152,6 +152,16 @@ type LaneConfig struct {
 	// AnnulWait bounds how long a failed write's answer waits for TrackEditResult.Annul;
 	// the Annul's ctx expires then too. Zero means 5 seconds.
 	AnnulWait time.Duration
+	// MaxFileBytes is the largest existing file the lane will load to check and change
+	// (the whole file is held in memory, twice, during an edit). Zero means 256 MiB.
+	MaxFileBytes int64
+}
+
+func (lc LaneConfig) maxFileBytes() int64 {
+	if lc.MaxFileBytes > 0 {
+		return lc.MaxFileBytes
+	}
+	return 256 << 20
 }
 
 func (lc LaneConfig) annulWait() time.Duration {

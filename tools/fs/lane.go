@@ -8,10 +8,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	"path/filepath"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
@@ -21,7 +18,7 @@ import (
 
 // Codes of the write lane's answers. The lane also answers with the read tools' codes
 // where the fact is the same (CodeFileNotFound, CodeIsDirectory, CodeNotRegular,
-// CodeReadFailed) and with the fence's for refused paths.
+// CodeReadFailed, CodeFileTooLarge) and with the fence's for refused paths.
 const (
 	CodeNotRead            = "fs.not_read"             // an existing file was not read by this session
 	CodeChangedSinceRead   = "fs.changed_since_read"   // the file changed after this session read it
@@ -45,9 +42,10 @@ const (
 	newDirPerm  = 0o755
 )
 
-// Lane is the write lane: the one path every Write, Edit, MultiEdit and NotebookEdit
-// call takes to the disk. Its stations run in this order, and the first refusal ends the
-// call with a structured tool error and nothing written:
+// WriteTools returns Write, Edit, MultiEdit and NotebookEdit. They share one write
+// lane: the one path every call of theirs takes to the disk. Its stations run in this
+// order, and the first refusal ends the call with a structured tool error and nothing
+// written:
 //
 //  1. argument checks — the tool's own, on its input; the checks that need the file's
 //     text (old_string found, unique, cell present) run right after station 3, still
@@ -72,28 +70,27 @@ const (
 //
 // Stations 3 to 9 of one file run under a per-file lock shared by every lane of the
 // process, so concurrent edits of a file by two sessions are serialized and the second
-// one fails fs.changed_since_read instead of clobbering the first.
-type Lane struct {
+// one fails fs.changed_since_read instead of clobbering the first. A Config without a
+// ReadState gets an empty one (every existing file then counts as unread), so a wiring
+// mistake refuses edits rather than allowing blind ones.
+func WriteTools(cfg Config, lc LaneConfig) []tools.Tool {
+	l := newLane(cfg, lc)
+	return []tools.Tool{&writeTool{l}, &editTool{l}, &multiEditTool{l}, &notebookEditTool{l}}
+}
+
+// lane is the write lane of one leg's tools.
+type lane struct {
 	cfg Config
 	lc  LaneConfig
 	// observers counts FileEdited calls in flight; nothing waits for it but tests.
 	observers sync.WaitGroup
 }
 
-// NewLane returns the lane of one leg. A Config without a ReadState gets an empty one
-// (every existing file then counts as unread), so a wiring mistake refuses edits rather
-// than allowing blind ones.
-func NewLane(cfg Config, lc LaneConfig) *Lane {
+func newLane(cfg Config, lc LaneConfig) *lane {
 	if cfg.ReadState == nil {
 		cfg.ReadState = NewReadState()
 	}
-	return &Lane{cfg: cfg, lc: lc}
-}
-
-// WriteTools returns Write, Edit, MultiEdit and NotebookEdit, sharing one lane.
-func WriteTools(cfg Config, lc LaneConfig) []tools.Tool {
-	l := NewLane(cfg, lc)
-	return []tools.Tool{&writeTool{l}, &editTool{l}, &multiEditTool{l}, &notebookEditTool{l}}
+	return &lane{cfg: cfg, lc: lc}
 }
 
 // mutation is one call's way through the lane.
@@ -145,7 +142,7 @@ func (h *heldLock) handOff(done <-chan struct{}) {
 }
 
 // run takes m through stations 2 to 9; the tool has done station 1's input checks.
-func (l *Lane) run(ctx context.Context, m mutation) tools.Result {
+func (l *lane) run(ctx context.Context, m mutation) tools.Result {
 	if ctx.Err() != nil {
 		return writeCancelled(m.spelled)
 	}
@@ -172,7 +169,10 @@ func (l *Lane) run(ctx context.Context, m mutation) tools.Result {
 	if refusal != nil {
 		return *refusal
 	}
-	diff := unifiedDiff(m.spelled, now.text, ch.text)
+	var diff string
+	if ch.showDiff || l.lc.Hooks.Permission != nil {
+		diff = unifiedDiff(m.spelled, now.text, ch.text)
+	}
 	if r := l.askPermission(ctx, m, p, now.exists, ch.text, diff); r != nil {
 		return *r
 	}
@@ -206,7 +206,7 @@ func writeCancelled(spelled string) tools.Result {
 
 // readBeforeEdit is station 3: it returns the file as it is now, refusing a file this
 // session has not read or that changed since.
-func (l *Lane) readBeforeEdit(ctx context.Context, m mutation, key string) (current, *tools.Result) {
+func (l *lane) readBeforeEdit(ctx context.Context, m mutation, key string) (current, *tools.Result) {
 	e := l.cfg.Env
 	fi, err := e.Lstat(ctx, key)
 	if errors.Is(err, iofs.ErrNotExist) {
@@ -227,26 +227,33 @@ func (l *Lane) readBeforeEdit(ctx context.Context, m mutation, key string) (curr
 		r := tools.Fail(CodeNotRegular, "%s is not a regular file; only regular files can be written.", m.spelled)
 		return current{}, &r
 	}
+	if fi.Size > l.lc.maxFileBytes() {
+		r := tools.Fail(CodeFileTooLarge, "%s is %d bytes, more than the write tools change (%d); edit it with a command instead.", m.spelled, fi.Size, l.lc.maxFileBytes())
+		return current{}, &r
+	}
 	rec, ok := l.cfg.ReadState.Lookup(key)
 	if !ok {
 		r := tools.Fail(CodeNotRead, "%s has not been read in this session. Read it first, then write to it.", m.spelled)
 		return current{}, &r
 	}
-	changed := tools.Fail(CodeChangedSinceRead, "%s has changed since it was last read (by the user, a command or another session). Read it again, then retry the edit.", m.spelled)
+	changed := func() (current, *tools.Result) {
+		r := tools.Fail(CodeChangedSinceRead, "%s has changed since it was last read (by the user, a command or another session). Read it again, then retry the edit.", m.spelled)
+		return current{}, &r
+	}
 	if rec.Size != fi.Size {
-		return current{}, &changed
+		return changed()
 	}
 	data, err := readSized(ctx, e, key, fi.Size)
 	if err != nil {
 		return current{}, l.unreadable(ctx, m, err)
 	}
 	if contentHash(data) != rec.Hash {
-		return current{}, &changed
+		return changed()
 	}
 	return current{exists: true, text: string(data), info: fi}, nil
 }
 
-func (l *Lane) unreadable(ctx context.Context, m mutation, err error) *tools.Result {
+func (l *lane) unreadable(ctx context.Context, m mutation, err error) *tools.Result {
 	if ctx.Err() != nil {
 		r := writeCancelled(m.spelled)
 		return &r
@@ -294,7 +301,7 @@ func hashAside(data []byte) func() string {
 }
 
 // askPermission is station 4.
-func (l *Lane) askPermission(ctx context.Context, m mutation, p fence.Path, exists bool, text, diff string) *tools.Result {
+func (l *lane) askPermission(ctx context.Context, m mutation, p fence.Path, exists bool, text, diff string) *tools.Result {
 	h := l.lc.Hooks.Permission
 	if h == nil {
 		return nil
@@ -303,7 +310,7 @@ func (l *Lane) askPermission(ctx context.Context, m mutation, p fence.Path, exis
 		Protected: p.Protected, ProtectedReason: p.ProtectedReason}
 	g, abandoned, _ := callHook(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, h(ctx, req) })
 	switch {
-	case abandoned:
+	case abandoned || (g.err != nil && ctx.Err() != nil):
 		r := tools.Fail(CodePermissionFailed, "The write to %s was not made: the permission check did not answer before the call ended. Nothing was written.", m.spelled)
 		return &r
 	case g.panicked:
@@ -321,7 +328,7 @@ func (l *Lane) askPermission(ctx context.Context, m mutation, p fence.Path, exis
 }
 
 // beforeWrite is station 5: the deployment's content gate, then the memory scan.
-func (l *Lane) beforeWrite(ctx context.Context, m mutation, key, text string) *tools.Result {
+func (l *lane) beforeWrite(ctx context.Context, m mutation, key, text string) *tools.Result {
 	if h := l.lc.Hooks.BeforeWrite; h != nil {
 		req := BeforeWriteRequest{Tool: m.hook, Path: m.spelled, Key: key, Content: text}
 		g, abandoned, _ := callHook(ctx, func(ctx context.Context) (BeforeWriteResult, error) { return h(ctx, req) })
@@ -355,7 +362,7 @@ func (l *Lane) beforeWrite(ctx context.Context, m mutation, key, text string) *t
 }
 
 // track is station 6. It returns the Annul to call if the write fails.
-func (l *Lane) track(ctx context.Context, m mutation, key string, held *heldLock) (func(context.Context, Proof), *tools.Result) {
+func (l *lane) track(ctx context.Context, m mutation, key string, held *heldLock) (func(context.Context, Proof), *tools.Result) {
 	h := l.lc.Hooks.TrackFileEdit
 	if h == nil {
 		return nil, nil
@@ -392,171 +399,4 @@ func (l *Lane) track(ctx context.Context, m mutation, key string, held *heldLock
 		return nil, &r
 	}
 	return g.v.Annul, nil
-}
-
-// annul calls a history Annul with its panics recovered, on a context that outlives the
-// call's (a write that failed because the call was cancelled must still be retracted)
-// but expires after AnnulWait.
-func (l *Lane) annul(ctx context.Context, annul func(context.Context, Proof), proof Proof) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.lc.annulWait())
-	defer cancel()
-	defer func() { _ = recover() }()
-	annul(actx, proof)
-}
-
-// annulWithin runs annul and waits for it at most AnnulWait; an Annul that overruns
-// keeps the file locked until it returns, so no later write of the path can interleave
-// with the retraction.
-func (l *Lane) annulWithin(ctx context.Context, annul func(context.Context, Proof), proof Proof, held *heldLock) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.annul(ctx, annul, proof)
-	}()
-	t := time.NewTimer(l.lc.annulWait())
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		held.handOff(done)
-	}
-}
-
-// errChanged is station 7's refusal when the file moved since station 3.
-var errChanged = errors.New("changed since it was checked")
-
-// write is station 7. touched reports whether env.WriteFile was called: an error
-// before that (the re-check, a parent directory) wrote nothing to the file.
-func (l *Lane) write(ctx context.Context, key string, now current, data []byte) (touched bool, err error) {
-	e := l.cfg.Env
-	// Stations 4 to 6 may have waited on a person or a store; the file must still be
-	// the one station 3 judged.
-	fi, err := e.Lstat(ctx, key)
-	switch {
-	case errors.Is(err, iofs.ErrNotExist):
-		if now.exists {
-			return false, errChanged
-		}
-		if err := l.makeParents(ctx, key); err != nil {
-			return false, err
-		}
-	case err != nil:
-		return false, err
-	case !now.exists || fi.Size != now.info.Size || !fi.ModTime.Equal(now.info.ModTime) || fi.Ino != now.info.Ino || fi.Mode != now.info.Mode:
-		return false, errChanged
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the env panicked while writing: %v", r)
-		}
-	}()
-	touched = true
-	return touched, e.WriteFile(ctx, key, data, newFilePerm)
-}
-
-// makeParents creates the missing directories above key, top down. Each one is judged
-// by the fence (under the write face in force) before it is made and re-resolved after,
-// so a directory swapped for a link in between cannot carry the write out of the roots.
-func (l *Lane) makeParents(ctx context.Context, key string) error {
-	e := l.cfg.Env
-	var missing []string
-	for d := filepath.Dir(key); ; d = filepath.Dir(d) {
-		fi, err := e.Lstat(ctx, d)
-		if err == nil {
-			if !fi.IsDir() {
-				return &iofs.PathError{Op: "mkdir", Path: d, Err: syscall.ENOTDIR}
-			}
-			break
-		}
-		if !errors.Is(err, iofs.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, d)
-		if d == filepath.Dir(d) {
-			break
-		}
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		d := missing[i]
-		if p, err := l.cfg.Fence.Resolve(ctx, d, fence.Write); err != nil {
-			return err
-		} else if p.Canonical != d {
-			return sema.Errorf(fence.CodeUnresolvable, "the directory %s changed before it could be created", d)
-		}
-		if err := e.Mkdir(ctx, d, newDirPerm); err != nil && !errors.Is(err, iofs.ErrExist) {
-			return err
-		}
-		p, err := l.cfg.Fence.Resolve(ctx, d, fence.Write)
-		if err != nil {
-			return err
-		}
-		if p.Canonical != d || !p.Exists {
-			return sema.Errorf(fence.CodeUnresolvable, "the directory %s changed while it was being created", d)
-		}
-	}
-	return nil
-}
-
-// failed is stations 8 and 9 for a write that did not succeed.
-func (l *Lane) failed(ctx context.Context, m mutation, key string, err error, touched bool, annul func(context.Context, Proof), held *heldLock) tools.Result {
-	proof := ProofProven
-	if touched {
-		proof = proofOf(err)
-	}
-	if annul != nil {
-		l.annulWithin(ctx, annul, proof, held)
-	}
-	var res tools.Result
-	switch {
-	case !touched && ctx.Err() != nil:
-		res = writeCancelled(m.spelled)
-	case errors.Is(err, errChanged):
-		res = tools.Fail(CodeChangedSinceRead, "%s changed while the write was being approved; nothing was written. Read it again, then retry.", m.spelled)
-	case sema.CodeOf(err) != "":
-		res = tools.FromError(err, CodeWriteFailed)
-	case proof == ProofProven:
-		res = tools.Fail(CodeWriteFailed, "Writing %s failed (%s); nothing was written.", m.spelled, describeErr(err))
-	default:
-		res = tools.Fail(CodeWriteFailed, "Writing %s failed (%s); the file may be partly changed. Read it before editing it again.", m.spelled, describeErr(err))
-	}
-	if proof == ProofVerify {
-		l.observe(m, key)
-		res.EditedFile = key
-	}
-	return res
-}
-
-// describeErr names the errno first, so the model (and a person reading the
-// transcript) sees ENOSPC rather than only "no space left on device".
-func describeErr(err error) string {
-	if n := errnoName(err); n != "" {
-		return n + ": " + err.Error()
-	}
-	return err.Error()
-}
-
-// recordWritten points the read-state at the bytes just written, so a second edit of
-// the same file in this session needs no new read.
-func (l *Lane) recordWritten(ctx context.Context, key string, size int64, hash string) {
-	rec := ReadRecord{Size: size, Hash: hash}
-	if fi, err := l.cfg.Env.Lstat(context.WithoutCancel(ctx), key); err == nil {
-		rec.ModTime = fi.ModTime
-	}
-	l.cfg.ReadState.Record(key, rec)
-}
-
-// observe is station 9: the FileEdited hook on its own goroutine, not awaited, its
-// panic recovered.
-func (l *Lane) observe(m mutation, key string) {
-	h := l.lc.Hooks.FileEdited
-	if h == nil {
-		return
-	}
-	n := FileEditedNotice{Tool: m.hook, Path: m.spelled, Key: key}
-	l.observers.Add(1)
-	go func() {
-		defer l.observers.Done()
-		defer func() { _ = recover() }()
-		h(n)
-	}()
 }

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -129,6 +130,9 @@ func firstLines(s string, n int) []string {
 // added block) when more than diffMaxEdits lines differ.
 func lineDiff(a, b []string) []diffLine {
 	n, m := len(a), len(b)
+	if n == 0 || m == 0 || (n == 1 && m == 1 && a[0] != b[0]) {
+		return replaceBlock(a, b)
+	}
 	maxD := min(n+m, diffMaxEdits)
 	off := maxD + 1
 	v := make([]int, 2*maxD+3)
@@ -153,7 +157,12 @@ func lineDiff(a, b []string) []diffLine {
 			}
 		}
 	}
-	out := make([]diffLine, 0, n+m)
+	return replaceBlock(a, b)
+}
+
+// replaceBlock is the script that removes all of a and adds all of b.
+func replaceBlock(a, b []string) []diffLine {
+	out := make([]diffLine, 0, len(a)+len(b))
 	for _, l := range a {
 		out = append(out, diffLine{'-', l})
 	}
@@ -201,6 +210,11 @@ func backtrack(a, b []string, trace [][]int, off int) []diffLine {
 // hunks whose gap is at most twice that) and prints them, cut at diffMaxLines.
 func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
 	var b strings.Builder
+	size := 2*len(path) + 64
+	for _, op := range ops[:min(len(ops), diffMaxLines)] {
+		size += min(len(op.text), diffMaxWidth+3) + 2
+	}
+	b.Grow(size)
 	b.WriteString("--- " + path + "\n+++ " + path + "\n")
 	shown := 0
 	i := 0
@@ -248,14 +262,18 @@ func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
 				newCount++
 			}
 		}
-		fmt.Fprintf(&b, "@@ -%s +%s @@\n", hunkRange(oldNo, oldCount), hunkRange(newNo, newCount))
+		b.WriteString("@@ -")
+		writeRange(&b, oldNo, oldCount)
+		b.WriteString(" +")
+		writeRange(&b, newNo, newCount)
+		b.WriteString(" @@\n")
 		for _, op := range ops[start:end] {
 			if shown == diffMaxLines {
 				fmt.Fprintf(&b, "… (diff cut after %d lines)\n", diffMaxLines)
 				return b.String()
 			}
 			b.WriteByte(op.kind)
-			b.WriteString(displayLine(op.text))
+			writeDisplayLine(&b, op.text)
 			b.WriteByte('\n')
 			shown++
 		}
@@ -264,23 +282,29 @@ func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
 	return b.String()
 }
 
-// hunkRange prints "start,count"; an empty range names the line before it, as diff does.
-func hunkRange(start, count int) string {
+// writeRange prints "start,count"; an empty range names the line before it, as diff
+// does.
+func writeRange(b *strings.Builder, start, count int) {
 	if count == 0 {
 		start--
 	}
-	return fmt.Sprintf("%d,%d", start, count)
+	b.WriteString(strconv.Itoa(start))
+	b.WriteByte(',')
+	b.WriteString(strconv.Itoa(count))
 }
 
-func displayLine(l string) string {
+// writeDisplayLine prints a line without its line break, cut at diffMaxWidth bytes.
+func writeDisplayLine(b *strings.Builder, l string) {
 	l = strings.TrimSuffix(l, "\n")
 	l = strings.TrimSuffix(l, "\r")
-	if len(l) > diffMaxWidth {
-		cut := diffMaxWidth
-		for cut > 0 && l[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
-			cut--
-		}
-		l = l[:cut] + "…"
+	if len(l) <= diffMaxWidth {
+		b.WriteString(l)
+		return
 	}
-	return l
+	cut := diffMaxWidth
+	for cut > 0 && l[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+		cut--
+	}
+	b.WriteString(l[:cut])
+	b.WriteString("…")
 }

@@ -24,7 +24,7 @@ type laneFix struct {
 	rs    *ReadState
 	rec   *laneRec
 	lc    LaneConfig
-	lane  *Lane
+	lane  *lane
 	tools map[string]tools.Tool
 }
 

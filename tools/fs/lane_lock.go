@@ -14,12 +14,16 @@ import (
 // process-wide on purpose — sessions of one process are exactly the writers that would
 // otherwise race — and keyed by the env's identity and the canonical path, so two trees
 // that happen to share a spelling do not wait on each other.
-var laneLocks = &keyedLocks{m: map[string]*keyedLock{}}
+var laneLocks = &keyedLocks{m: map[lockID]*keyedLock{}}
 
 type keyedLocks struct {
 	mu sync.Mutex
-	m  map[string]*keyedLock
+	m  map[lockID]*keyedLock
 }
+
+// lockID names one file: the env's identity and the canonical path (folded to lower
+// case on a case-insensitive filesystem, where two spellings are one file).
+type lockID struct{ tree, path string }
 
 // keyedLock is a mutex whose acquisition can be abandoned: the channel holds one token
 // while the lock is free.
@@ -29,16 +33,16 @@ type keyedLock struct {
 }
 
 // lockKey is the key a canonical path locks under in e.
-func lockKey(e env.ExecutionEnv, canonical string) string {
+func lockKey(e env.ExecutionEnv, canonical string) lockID {
 	if e.CaseInsensitive() {
 		canonical = strings.ToLower(canonical)
 	}
-	return e.Identity() + "\x00" + canonical
+	return lockID{e.Identity(), canonical}
 }
 
 // lock acquires key, or gives up with ctx's error. The returned unlock must be called
 // exactly once.
-func (k *keyedLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+func (k *keyedLocks) lock(ctx context.Context, key lockID) (unlock func(), err error) {
 	k.mu.Lock()
 	l := k.m[key]
 	if l == nil {
@@ -58,7 +62,7 @@ func (k *keyedLocks) lock(ctx context.Context, key string) (unlock func(), err e
 	}
 }
 
-func (k *keyedLocks) release(key string, l *keyedLock) {
+func (k *keyedLocks) release(key lockID, l *keyedLock) {
 	k.mu.Lock()
 	l.refs--
 	if l.refs == 0 {

@@ -355,7 +355,7 @@ func TestLateTrackKeepsFileLocked(t *testing.T) {
 }
 
 // waitLockWaiters waits until n holders or waiters share the lane lock of key.
-func waitLockWaiters(t *testing.T, key string, n int) {
+func waitLockWaiters(t *testing.T, key lockID, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -540,6 +540,18 @@ func TestReadBeforeEdit(t *testing.T) {
 			t.Fatalf("file = %q", f.bytes("f.txt"))
 		}
 	})
+	t.Run("too large to load", func(t *testing.T) {
+		t.Parallel()
+		f := newLaneFix(t)
+		f.lc.MaxFileBytes = 10
+		f.mount(f.rs)
+		f.put("big.txt", "eleven byte")
+		f.markRead("big.txt")
+		wantCode(t, f.call("Edit", map[string]any{"file_path": "big.txt", "old_string": "byte", "new_string": "b"}), CodeFileTooLarge)
+		if f.env.Calls(envtest.OpOpen) != 0 {
+			t.Fatal("the lane read a file it should refuse by its size")
+		}
+	})
 	t.Run("directory", func(t *testing.T) {
 		t.Parallel()
 		f := newLaneFix(t)
@@ -566,10 +578,14 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	})
 	ra := make(chan tools.Result, 1)
-	go func() { ra <- a.call("Edit", map[string]any{"file_path": "f.txt", "old_string": "count: 0", "new_string": "count: A"}) }()
+	go func() {
+		ra <- a.call("Edit", map[string]any{"file_path": "f.txt", "old_string": "count: 0", "new_string": "count: A"})
+	}()
 	<-entered
 	rb := make(chan tools.Result, 1)
-	go func() { rb <- b.call("Edit", map[string]any{"file_path": "f.txt", "old_string": "count: 0", "new_string": "count: B"}) }()
+	go func() {
+		rb <- b.call("Edit", map[string]any{"file_path": "f.txt", "old_string": "count: 0", "new_string": "count: B"})
+	}()
 	// B is now waiting for the file's lock, not inside its own stations.
 	waitLockWaiters(t, lockKey(a.env, a.path("f.txt")), 2)
 	close(release)
@@ -652,4 +668,56 @@ func TestProofOf(t *testing.T) {
 	if got := errnoName(&os.PathError{Err: syscall.Errno(200)}); got != "errno 200" {
 		t.Errorf("errnoName of an unnamed errno = %q", got)
 	}
+}
+
+// TestAnnulNeverBlocksTheAnswer: an Annul that panics or hangs changes neither the
+// answer nor its arrival; a hanging one keeps the file locked until it returns.
+func TestAnnulNeverBlocksTheAnswer(t *testing.T) {
+	t.Parallel()
+	t.Run("panics", func(t *testing.T) {
+		t.Parallel()
+		f := newLaneFix(t)
+		f.rec.set(func(r *laneRec) {
+			r.trackFn = func(context.Context, TrackEditRequest) (TrackEditResult, error) {
+				return TrackEditResult{OK: true, Annul: func(context.Context, Proof) { panic("history bug") }}, nil
+			}
+		})
+		f.env.Inject(envtest.Errno(envtest.OpWriteFile, f.path("x.txt"), syscall.EROFS))
+		r := f.call("Write", map[string]any{"file_path": "x.txt", "content": "x"})
+		wantCode(t, r, CodeWriteFailed)
+		if !strings.Contains(r.TextOf(), "EROFS") {
+			t.Fatalf("the write's own error is not the answer: %q", r.TextOf())
+		}
+	})
+	t.Run("hangs", func(t *testing.T) {
+		t.Parallel()
+		f := newLaneFix(t)
+		f.lc.AnnulWait = time.Millisecond
+		f.mount(f.rs)
+		release := make(chan struct{})
+		var gotCtxDeadline bool
+		f.rec.set(func(r *laneRec) {
+			r.trackFn = func(context.Context, TrackEditRequest) (TrackEditResult, error) {
+				return TrackEditResult{OK: true, Annul: func(ctx context.Context, _ Proof) {
+					_, gotCtxDeadline = ctx.Deadline()
+					<-release
+				}}, nil
+			}
+		})
+		remove := f.env.Inject(envtest.Errno(envtest.OpWriteFile, f.path("x.txt"), syscall.EACCES))
+		wantCode(t, f.call("Write", map[string]any{"file_path": "x.txt", "content": "x"}), CodeWriteFailed)
+		remove()
+		f.rec.set(func(r *laneRec) { r.trackFn = nil })
+		second := make(chan tools.Result, 1)
+		go func() { second <- f.call("Write", map[string]any{"file_path": "x.txt", "content": "y"}) }()
+		waitLockWaiters(t, lockKey(f.env, f.path("x.txt")), 2)
+		if got := f.bytes("x.txt"); got != "<missing>" {
+			t.Fatalf("a write ran while the Annul still held the file: %q", got)
+		}
+		close(release)
+		wantCode(t, <-second, "")
+		if !gotCtxDeadline {
+			t.Fatal("the Annul's ctx has no deadline")
+		}
+	})
 }

@@ -154,7 +154,7 @@ func renderTree(root string, entries []lsEntry, truncated bool, unreadable int) 
 		b.WriteString("  (empty directory)\n")
 	}
 	if unreadable > 0 {
-		fmt.Fprintf(&b, "(%d directories could not be read.)\n", unreadable)
+		fmt.Fprintf(&b, "(%s could not be read.)\n", plural(unreadable, "directory"))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

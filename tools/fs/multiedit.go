@@ -10,7 +10,7 @@ import (
 // multiEditTool is MultiEdit{file_path, edits[{old_string, new_string, replace_all}]}:
 // several Edits of one file, applied in order to the text in memory and written once,
 // all or none. It reports to the band's hooks as HookEdit.
-type multiEditTool struct{ lane *Lane }
+type multiEditTool struct{ lane *lane }
 
 var multiEditSchema = json.RawMessage(`{
   "type": "object",

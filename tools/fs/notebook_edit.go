@@ -25,7 +25,7 @@ const (
 // edit_mode}. It rewrites the notebook's JSON keeping what it does not change: member
 // order, the indentation style (Jupyter writes one space), non-ASCII text as it was, the
 // final newline.
-type notebookEditTool struct{ lane *Lane }
+type notebookEditTool struct{ lane *lane }
 
 var notebookEditSchema = json.RawMessage(`{
   "type": "object",

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sema-agent/sema/env"
@@ -54,6 +55,13 @@ const (
 )
 
 type readTool struct{ cfg Config }
+
+// readBufferSize is the buffer of the readers Read streams files through.
+const readBufferSize = 64 << 10
+
+// readers are reused across calls: a Read of a small file should not cost a fresh
+// 64 KB buffer.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
 
 type readInput struct {
 	FilePath string `json:"file_path"`
@@ -124,7 +132,12 @@ func (t *readTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 		return readFailure(ctx, in.FilePath, err)
 	}
 	defer rc.Close()
-	br := bufio.NewReaderSize(rc, 64<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(rc)
+	defer func() {
+		br.Reset(nil) // drop rc, keep the buffer
+		readers.Put(br)
+	}()
 	head, err := br.Peek(readSniffBytes)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return readFailure(ctx, in.FilePath, err)
@@ -141,7 +154,7 @@ func (t *readTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 	return t.readText(ctx, in, p.Canonical, fi, br)
 }
 
-// readText answers with the numbered lines of the window in asks for and records the read.
+// readText answers with the numbered lines the input asks for and records the read.
 func (t *readTool) readText(ctx context.Context, in readInput, canonical string, fi env.FileInfo, r io.Reader) tools.Result {
 	start, limit := in.Offset, in.Limit
 	if start == 0 {
@@ -150,7 +163,7 @@ func (t *readTool) readText(ctx context.Context, in readInput, canonical string,
 	if limit == 0 {
 		limit = ReadDefaultLimit
 	}
-	w, err := scanLines(ctx, r, start, limit, fi.Size > ReadMaxBytes)
+	w, err := scanLines(ctx, r, int(min(fi.Size, ReadMaxBytes)), start, limit, fi.Size > ReadMaxBytes)
 	if err != nil {
 		return readFailure(ctx, in.FilePath, err)
 	}
@@ -176,8 +189,9 @@ func (t *readTool) readText(ctx context.Context, in readInput, canonical string,
 	return tools.Text(text)
 }
 
-// record notes a successful read for the write lane's read-before-edit check. ModTime is
-// the one seen before reading, so a file changed during the read never matches later.
+// record notes a successful read for the write lane's read-before-edit check. Size and
+// Hash are of the bytes actually read (the whole file, even for a partial window), so the
+// record describes what the model was shown; ModTime is the one Stat saw before reading.
 func (t *readTool) record(canonical string, fi env.FileInfo, size int64, hash string) {
 	if t.cfg.ReadState == nil {
 		return
@@ -195,15 +209,16 @@ type lineWindow struct {
 	tooLarge bool            // the window is over ReadMaxBytes (only when bounded)
 }
 
-// scanLines streams r once: it hashes every byte, counts the lines, and renders lines
-// start..start+limit-1 "cat -n" style. With bounded set it stops early (tooLarge) when the
+// scanLines streams r (of about size bytes) once: it hashes every byte, counts the lines,
+// and renders lines start..start+limit-1 "cat -n" style. With bounded set it stops early (tooLarge) when the
 // window's content passes ReadMaxBytes.
-func scanLines(ctx context.Context, r io.Reader, start, limit int, bounded bool) (*lineWindow, error) {
+func scanLines(ctx context.Context, r io.Reader, size int, start, limit int, bounded bool) (*lineWindow, error) {
 	w := &lineWindow{}
+	w.out.Grow(min(size, ReadMaxBytes) + min(limit, ReadDefaultLimit)*8)
 	h := sha256.New()
 	br, ok := r.(*bufio.Reader)
 	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
+		br = bufio.NewReaderSize(r, readBufferSize)
 	}
 	var (
 		line     []byte // the kept prefix of the current line
@@ -213,10 +228,11 @@ func scanLines(ctx context.Context, r io.Reader, start, limit int, bounded bool)
 		keepMax  = ReadMaxLineChars * utf8.UTFMax
 	)
 	inWindow := func() bool { return lineNo >= start && lineNo < start+limit }
-	finish := func() {
+	// finish ends the current line, whose kept prefix is text.
+	finish := func(text []byte) {
 		if inWindow() {
-			w.renderLine(lineNo, line, lineLen)
-			windowed += min(len(line), keepMax) + 8
+			w.renderLine(lineNo, text, lineLen)
+			windowed += min(len(text), keepMax) + 8
 			w.shown++
 		}
 		w.total = lineNo
@@ -230,12 +246,17 @@ func scanLines(ctx context.Context, r io.Reader, start, limit int, bounded bool)
 		chunk, err := br.ReadSlice('\n')
 		h.Write(chunk)
 		w.size += int64(len(chunk))
-		if inWindow() && len(line) < keepMax {
+		whole := lineLen == 0 && len(chunk) <= keepMax // the usual case: render from the reader's buffer
+		if !whole && inWindow() && len(line) < keepMax {
 			line = append(line, chunk[:min(len(chunk), keepMax-len(line))]...)
 		}
 		lineLen += len(chunk)
 		if len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
-			finish()
+			if whole {
+				finish(chunk)
+			} else {
+				finish(line)
+			}
 			if bounded && windowed > ReadMaxBytes {
 				w.tooLarge = true
 				return w, nil
@@ -245,7 +266,11 @@ func scanLines(ctx context.Context, r io.Reader, start, limit int, bounded bool)
 		case err == nil, errors.Is(err, bufio.ErrBufferFull):
 		case errors.Is(err, io.EOF):
 			if lineLen > 0 {
-				finish()
+				if whole {
+					finish(chunk)
+				} else {
+					finish(line)
+				}
 			}
 			if bounded && windowed > ReadMaxBytes {
 				w.tooLarge = true
@@ -269,14 +294,19 @@ func (w *lineWindow) renderLine(n int, line []byte, fullLen int) {
 	if w.shown > 0 {
 		w.out.WriteByte('\n')
 	}
-	num := strconv.Itoa(n)
-	for i := len(num); i < 6; i++ {
+	var num [24]byte
+	digits := strconv.AppendInt(num[:0], int64(n), 10)
+	for i := len(digits); i < 6; i++ {
 		w.out.WriteByte(' ')
 	}
-	w.out.WriteString(num)
+	w.out.Write(digits)
 	w.out.WriteByte('\t')
 	cut, truncated := cutRunes(line, ReadMaxLineChars)
-	w.out.WriteString(strings.ToValidUTF8(string(cut), "\uFFFD"))
+	if utf8.Valid(cut) {
+		w.out.Write(cut)
+	} else {
+		w.out.WriteString(strings.ToValidUTF8(string(cut), "\uFFFD"))
+	}
 	if truncated {
 		fmt.Fprintf(&w.out, " … [line truncated: it is %d bytes long]", fullLen)
 	}
@@ -284,6 +314,9 @@ func (w *lineWindow) renderLine(n int, line []byte, fullLen int) {
 
 // cutRunes returns the first n characters of b, and whether anything was cut.
 func cutRunes(b []byte, n int) ([]byte, bool) {
+	if len(b) <= n {
+		return b, false // no more characters than bytes
+	}
 	i := 0
 	for c := 0; i < len(b); c++ {
 		if c == n {

@@ -2,7 +2,6 @@ package fs
 
 import (
 	"context"
-	"errors"
 	iofs "io/fs"
 	"path"
 	"path/filepath"
@@ -52,28 +51,27 @@ type walker struct {
 	opts  walkOptions
 	fn    func(walkFile) error
 	stats walkStats
+	// relFrom is where the walk root's relative paths start in a full path.
+	relFrom int
 }
 
-// errStopWalk ends a walk early without an error.
-var errStopWalk = errors.New("stop walk")
-
 // walk calls fn for each regular file under the canonical directory root, in name order
-// depth first. An error returned by fn ends the walk and is returned (errStopWalk ends it
-// quietly); a cancelled ctx ends it with ctx's error.
+// depth first. An error returned by fn ends the walk and is returned; a cancelled ctx
+// ends it with ctx's error.
 func (c Config) walk(ctx context.Context, root string, opts walkOptions, fn func(walkFile) error) (walkStats, error) {
-	w := &walker{cfg: c, opts: opts, fn: fn}
+	w := &walker{cfg: c, opts: opts, fn: fn, relFrom: len(root) + 1}
+	if root == "/" {
+		w.relFrom = 1
+	}
 	var ign *ignoreStack
 	if opts.Gitignore {
 		ign = c.ancestorIgnores(ctx, root)
 	}
-	err := w.dir(ctx, root, "", 0, ign)
-	if errors.Is(err, errStopWalk) {
-		err = nil
-	}
+	err := w.dir(ctx, root, 0, ign)
 	return w.stats, err
 }
 
-func (w *walker) dir(ctx context.Context, dir, rel string, depth int, ign *ignoreStack) error {
+func (w *walker) dir(ctx context.Context, dir string, depth int, ign *ignoreStack) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -92,14 +90,11 @@ func (w *walker) dir(ctx context.Context, dir, rel string, depth int, ign *ignor
 		if vcsDirs[e.Name] {
 			continue
 		}
-		p := filepath.Join(dir, e.Name)
+		p := joinName(dir, e.Name)
 		if w.cfg.Fence.Denied(p) {
 			continue // the deny set is never read, whatever the face
 		}
-		r := e.Name
-		if rel != "" {
-			r = rel + "/" + e.Name
-		}
+		r := p[w.relFrom:]
 		switch {
 		case e.Type.IsDir():
 			if w.opts.MaxDepth > 0 && depth+1 >= w.opts.MaxDepth {
@@ -108,7 +103,7 @@ func (w *walker) dir(ctx context.Context, dir, rel string, depth int, ign *ignor
 			if ign.ignored(p, true) {
 				continue
 			}
-			if err := w.dir(ctx, p, r, depth+1, ign); err != nil {
+			if err := w.dir(ctx, p, depth+1, ign); err != nil {
 				return err
 			}
 		case e.Type&iofs.ModeSymlink != 0:
@@ -134,6 +129,15 @@ func (w *walker) dir(ctx context.Context, dir, rel string, depth int, ign *ignor
 	return nil
 }
 
+// joinName appends a directory entry's name to the canonical directory dir. It is
+// filepath.Join without the cleaning, which neither needs.
+func joinName(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
 // linkedFile resolves the symlink at p through the fence and reports its canonical target
 // when that is a regular file inside the read roots. Links to directories are not
 // followed: a walk never leaves the tree it was asked for, and cannot loop.
@@ -156,7 +160,10 @@ func (c Config) dirIgnores(ctx context.Context, dir string, ents []env.DirEntry)
 	for _, e := range ents {
 		switch e.Name {
 		case ".gitignore":
-			p := filepath.Join(dir, e.Name)
+			p := joinName(dir, e.Name)
+			if c.Fence.Denied(p) {
+				continue
+			}
 			if e.Type&iofs.ModeSymlink != 0 {
 				canon, ok := c.linkedFile(ctx, p)
 				if !ok {

@@ -9,7 +9,7 @@ import (
 )
 
 // writeTool is Write{file_path, content}: create or overwrite a file.
-type writeTool struct{ lane *Lane }
+type writeTool struct{ lane *lane }
 
 var writeSchema = json.RawMessage(`{
   "type": "object",
