@@ -1,0 +1,210 @@
+package permission
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+
+	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/tools"
+)
+
+// Behavior is a decision's verdict.
+type Behavior string
+
+const (
+	// Allow lets the call run.
+	Allow Behavior = "allow"
+	// Deny refuses the call; the model sees the decision's sentence.
+	Deny Behavior = "deny"
+	// Ask puts the call to the leg's answerers (AnswerAsk).
+	Ask Behavior = "ask"
+)
+
+// Reason says which layer decided (the seed's decisionReason).
+type Reason string
+
+const (
+	// ReasonRule: an allow, deny or ask rule.
+	ReasonRule Reason = "rule"
+	// ReasonHook: a PreToolUse hook.
+	ReasonHook Reason = "hook"
+	// ReasonMode: the mode's own answer or question (the write gate, the plan question,
+	// the unstated question, dontAsk's refusal).
+	ReasonMode Reason = "mode"
+	// ReasonSafety: a safety station (delete guard, protected path, boundary finding).
+	ReasonSafety Reason = "safety"
+	// ReasonTool: the tool's own station (the shell station, a read-only tool).
+	ReasonTool Reason = "tool"
+	// ReasonClassifier: the auto-mode classifier answered the question.
+	ReasonClassifier Reason = "classifier"
+	// ReasonUser: a person (or the host's approver) answered the question.
+	ReasonUser Reason = "user"
+)
+
+// The questions an ask can be, as a parked checkpoint records them.
+const (
+	// GateToolPermission is the ordinary question about one tool call.
+	GateToolPermission = "tool_permission"
+	// GatePlanReview is ExitPlanMode's question: approve the plan and leave plan mode.
+	GatePlanReview = "plan_review"
+)
+
+// Decision is the gate's answer for one call.
+type Decision struct {
+	Behavior Behavior `json:"behavior"`
+	Reason   Reason   `json:"reason"`
+	// Message is one sentence for the model (on a deny) or for the person asked.
+	Message string `json:"message"`
+	// Rule is the rule that decided, in rule syntax, when Reason is rule.
+	Rule string `json:"rule,omitempty"`
+	// UpdatedInput, when set, is the input the tool must run with instead of the
+	// model's: a hook's rewrite, or an approver's edit (already judged again by the deny
+	// rules).
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	// PersonOnly marks a question of the plan gate or the safety stations: no rule,
+	// hook allow or classifier may answer it, only a person (or, non-interactively, a
+	// refusal).
+	PersonOnly bool `json:"person_only,omitempty"`
+	// Gate names the question of an ask: GateToolPermission or GatePlanReview.
+	Gate string `json:"gate,omitempty"`
+}
+
+// DeclaredBy says who defined the called tool.
+type DeclaredBy string
+
+const (
+	// DeclaredByEngine: one of sema's own tools (Read, Write, Bash, …). The zero value.
+	DeclaredByEngine DeclaredBy = ""
+	// DeclaredByCaller: a tool the deployment or the task's caller mounted.
+	DeclaredByCaller DeclaredBy = "caller"
+	// DeclaredByMCP: a tool an MCP server mounted. An MCP tool states no permission of
+	// its own: it is always a passthrough tool.
+	DeclaredByMCP DeclaredBy = "mcp"
+)
+
+// Scope is what one leg's calls are judged against. Every path is canonical. The caller
+// fills it once per leg (from the fence) and copies it into every Call.
+type Scope struct {
+	// Root is the canonical task root: path rules and relative shell paths resolve
+	// against it. Empty: the first write root.
+	Root string
+	// Home is the canonical home directory: "~" in rules and commands, and a removal
+	// target the delete guard keeps. Empty: no home directory is known.
+	Home string
+	// WriteRoots are the leg's write roots: the task root, the additional directories
+	// and the admitted advertised directories.
+	WriteRoots []string
+	// ReadRoots are the read roots: the write roots and the additional read directories.
+	ReadRoots []string
+	// ExemptDirs are the directories no mode write question covers (the scratchpad, the
+	// admitted advertised directories). An entry that equals or contains a write root
+	// is ignored (the swallowed-root rule; see ScreenExemptDirs).
+	ExemptDirs []string
+}
+
+func (s *Scope) root() string {
+	if s.Root != "" {
+		return s.Root
+	}
+	if len(s.WriteRoots) > 0 {
+		return s.WriteRoots[0]
+	}
+	return "/"
+}
+
+// PathTarget is one path a file tool call names, resolved by the caller through the
+// fence.
+type PathTarget struct {
+	// Abs is the path as spelled, made absolute against the task root and cleaned
+	// lexically (symbolic links not resolved).
+	Abs string
+	// Canonical is the path with every symbolic link resolved; "" when it could not be
+	// resolved (the call's target cannot be placed).
+	Canonical string
+	// Protected marks a write target in the protected set (fence.IsProtected).
+	Protected bool
+	// ProtectedReason says why, when Protected.
+	ProtectedReason string
+}
+
+// Call is one tool call as the gate judges it.
+type Call struct {
+	// Tool is the called tool's name.
+	Tool string
+	// Effect is the tool's effect on the leg's roster.
+	Effect tools.Effect
+	// EffectDefaulted reports that nobody declared the effect and Effect is the
+	// fail-closed default (exec); only then does ReadOnlyHint count.
+	EffectDefaulted bool
+	// DeclaredBy says who defined the tool.
+	DeclaredBy DeclaredBy
+	// ReadOnlyHint is an MCP server's readOnlyHint for the tool.
+	ReadOnlyHint bool
+	// Passthrough marks a tool that states no permission of its own: an allow nobody
+	// stated meets the mode's Unstated answer. MCP tools are always passthrough.
+	Passthrough bool
+	// PassthroughQuestion is the question put for an unstated call; "" puts the
+	// standard sentence.
+	PassthroughQuestion string
+	// Input is the call's raw JSON input.
+	Input json.RawMessage
+	// Paths are the file targets of a file tool (Read, Write, Edit, …), resolved through
+	// the fence. Gate.Prepare fills them from Input.
+	Paths []PathTarget
+	// Command is a Bash call's command, RunInBackground its run_in_background flag.
+	// Gate.Prepare fills them from Input.
+	Command         string
+	RunInBackground bool
+	// URL is a WebFetch call's url. Gate.Prepare fills it from Input.
+	URL string
+
+	Scope
+}
+
+// Resolver is what the gate resolves paths through: the shell targets of a Bash call
+// and the paths of a rewritten input. FenceResolver adapts a *fence.Fence.
+type Resolver interface {
+	// Canonicalize resolves every symbolic link of the absolute path abs, fail-closed
+	// (see fence.Canonicalize); a path that does not exist yet resolves to its canonical
+	// deepest existing ancestor with the rest appended.
+	Canonicalize(ctx context.Context, abs string) (string, error)
+	// IsProtected reports whether a write to the canonical path needs a person's yes.
+	IsProtected(canonical string) (bool, string)
+	// Denied reports whether the canonical path is in the deny set no tool may touch.
+	Denied(canonical string) bool
+}
+
+// FenceResolver returns the Resolver of a leg's fence.
+func FenceResolver(f *fence.Fence) Resolver { return fenceResolver{f} }
+
+type fenceResolver struct{ f *fence.Fence }
+
+func (r fenceResolver) Canonicalize(ctx context.Context, abs string) (string, error) {
+	c, _, err := fence.Canonicalize(ctx, r.f.Env(), abs)
+	return c, err
+}
+
+func (r fenceResolver) IsProtected(c string) (bool, string) { return r.f.IsProtected(c) }
+func (r fenceResolver) Denied(c string) bool                { return r.f.Denied(c) }
+
+// ScopeOf returns the Scope of a leg's fence: its root, write roots, read roots and
+// admitted advertised directories (as exempt directories), and the home directory home
+// (absolute; "" for none) canonicalized through the fence's env. A home that does not
+// resolve is kept as spelled, cleaned: the delete guard still keeps that spelling.
+func ScopeOf(ctx context.Context, f *fence.Fence, home string) Scope {
+	if home != "" {
+		if c, _, err := fence.Canonicalize(ctx, f.Env(), home); err == nil {
+			home = c
+		} else {
+			home = filepath.Clean(home)
+		}
+	}
+	s := Scope{Root: f.Root(), Home: home, WriteRoots: f.WriteRoots(), ReadRoots: f.ReadRoots()}
+	for _, a := range f.Advertised() {
+		if a.Admitted {
+			s.ExemptDirs = append(s.ExemptDirs, a.Canonical)
+		}
+	}
+	return s
+}

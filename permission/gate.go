@@ -1,0 +1,606 @@
+package permission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/tools"
+)
+
+// ModeSource is where the gate reads the leg's mode, live, on every call.
+// *ModeController is one.
+type ModeSource interface {
+	Current() Mode
+}
+
+// FixedMode is a ModeSource that always answers its own word (tests, one-shot tools).
+type FixedMode Mode
+
+// Current returns m.
+func (m FixedMode) Current() Mode { return Mode(m) }
+
+// HookDecision is a PreToolUse hook's answer. The zero value has no opinion.
+type HookDecision struct {
+	// Behavior is allow, deny, ask, or "" (no opinion). Any other word fails closed
+	// (deny).
+	Behavior Behavior
+	// Reason is the hook's sentence, shown with its deny or ask.
+	Reason string
+	// UpdatedInput, with an allow (or no opinion), replaces the call's input for the
+	// rest of the fold and for the tool.
+	UpdatedInput json.RawMessage
+}
+
+// Hook is a PreToolUse hook. An error or a panic fails closed: the call is denied. The
+// gate calls hooks from concurrent calls at once; a hook must be safe for that.
+type Hook func(ctx context.Context, call Call) (HookDecision, error)
+
+// GateConfig configures a Gate.
+type GateConfig struct {
+	// Modes is read on every call; required.
+	Modes ModeSource
+	// Rules are the merged rules of every layer (flags, task, deployment, settings).
+	Rules RuleSet
+	// Hooks are the PreToolUse hooks, run in order.
+	Hooks []Hook
+	// Resolver resolves the shell targets of a Bash call and the paths of a rewritten
+	// input. Without one no shell target can be placed: every shell write or read of a
+	// file is a finding and no Bash call is answered by a mode.
+	Resolver Resolver
+	// ReadOnlyAllow overrides the shell read-only allowlist (nil: the built-in one).
+	ReadOnlyAllow []string
+}
+
+// Gate is the permission fold of one leg. It holds no per-call state and is safe for
+// concurrent use.
+type Gate struct {
+	modes    ModeSource
+	rules    RuleSet
+	hooks    []Hook
+	resolver Resolver
+	roAllow  []string
+	// bashDeny reports that some deny rule names Bash (with or without a specifier), so
+	// a command that cannot be analyzed is refused rather than asked about.
+	bashDeny bool
+	// globs caches the path rules' patterns for the leg's root and home.
+	globs atomic.Pointer[globCache]
+	// roMemo remembers single-command read-only verdicts (text → bool); roMemoN counts
+	// its entries.
+	roMemo  sync.Map
+	roMemoN atomic.Int64
+}
+
+// CodeGateConfig refuses a GateConfig without a mode source.
+const CodeGateConfig = "config.permission_gate_invalid"
+
+// NewGate builds a leg's gate.
+func NewGate(cfg GateConfig) (*Gate, error) {
+	if cfg.Modes == nil {
+		return nil, sema.Errorf(CodeGateConfig, "the permission gate needs a mode source (GateConfig.Modes)")
+	}
+	g := &Gate{modes: cfg.Modes, rules: cfg.Rules.Merge(), hooks: append([]Hook(nil), cfg.Hooks...), resolver: cfg.Resolver, roAllow: cfg.ReadOnlyAllow}
+	for _, r := range g.rules.Deny {
+		if r.Tool == "Bash" {
+			g.bashDeny = true
+		}
+	}
+	return g, nil
+}
+
+// Rules returns the gate's rules.
+func (g *Gate) Rules() RuleSet { return g.rules.Merge() }
+
+// fold is the state of one Decide.
+type fold struct {
+	call   Call
+	mode   Mode
+	policy ModePolicy
+	// updated is the hook's rewrite of the input, carried on every later decision.
+	updated json.RawMessage
+	shell   *shellFacts
+}
+
+func (f *fold) decide(d Decision) Decision {
+	if d.Behavior != Deny && f.updated != nil {
+		d.UpdatedInput = f.updated
+	}
+	if d.Behavior == Ask && d.Gate == "" {
+		d.Gate = GateToolPermission
+	}
+	return d
+}
+
+// Decide folds the layers of the leg's permissions into one decision for call, in
+// SEMANTICS.md §4's order; the first station that decides ends it:
+//
+//  1. deny rules (every mode), and a shell command touching the deny set;
+//  2. PreToolUse hooks: deny → deny; ask → ask; allow (with its rewrite) is remembered;
+//  3. ask rules;
+//  4. the plan gate (plan mode): a person-only question, Reason mode;
+//  5. the safety stations: the delete guard in every mode; outside bypassPermissions
+//     protected paths and write- and read-boundary findings: person-only questions;
+//  6. a hook's allow, then allow rules;
+//  7. the mode's own answer (bypassPermissions; acceptEdits' writes and file commands;
+//     a read-only tool or a shell command proven read-only in every mode);
+//  8. the ordinary question: a covered write, a shell command, an unstated call; else
+//     allow.
+//
+// The mode is read once, live, at the start of the call.
+func (g *Gate) Decide(ctx context.Context, call Call) Decision {
+	f := &fold{call: call}
+	f.mode = g.modes.Current()
+	f.policy = ModePolicyOf(f.mode)
+	// The input is the authority: a Bash command is always read from it, and the fields
+	// a caller did not prepare are filled from it, so a rule never misses a call because
+	// its caller skipped Prepare.
+	if len(call.Input) > 0 && (call.Tool == "Bash" || call.Tool == "WebFetch" && call.URL == "" || pathFields[call.Tool] != "" && call.Paths == nil) {
+		prepared, err := g.rederive(ctx, call, call.Input)
+		if err != nil {
+			return f.decide(Decision{Behavior: Deny, Reason: ReasonTool, Message: "The call cannot be judged: " + errMessage(err) + "."})
+		}
+		f.call = prepared
+	}
+
+	// 1. Deny rules.
+	if d, ok := g.denyStation(ctx, f); ok {
+		return d
+	}
+	// 2. Hooks.
+	hookAllow, d, ok := g.hookStation(ctx, f)
+	if ok {
+		return d
+	}
+	// 3. Ask rules.
+	for i := range g.rules.Ask {
+		r := &g.rules.Ask[i]
+		if g.matchesRestrictive(ctx, f, r) {
+			return f.decide(Decision{Behavior: Ask, Reason: ReasonRule, Rule: r.String(),
+				Message: fmt.Sprintf("The rule %s asks before %s.", r.String(), describe(&f.call))})
+		}
+	}
+	// 4. The plan gate.
+	if d, ok := planStation(f); ok {
+		return f.decide(d)
+	}
+	// 5. Safety stations.
+	if d, ok := g.safetyStation(ctx, f); ok {
+		return f.decide(d)
+	}
+	// 6. A hook's allow, then allow rules.
+	if hookAllow != nil {
+		return f.decide(*hookAllow)
+	}
+	if d, ok := g.allowStation(ctx, f); ok {
+		return f.decide(d)
+	}
+	// 7. The mode's own answer.
+	if d, ok := g.modeStation(ctx, f); ok {
+		return f.decide(d)
+	}
+	// 8. The ordinary question.
+	return f.decide(g.ordinaryQuestion(f))
+}
+
+// denyStation is station 1.
+func (g *Gate) denyStation(ctx context.Context, f *fold) (Decision, bool) {
+	for i := range g.rules.Deny {
+		r := &g.rules.Deny[i]
+		if g.matchesRestrictive(ctx, f, r) {
+			return f.decide(Decision{Behavior: Deny, Reason: ReasonRule, Rule: r.String(),
+				Message: fmt.Sprintf("Permission to use %s has been denied by the rule %s.", f.call.Tool, r.String())}), true
+		}
+	}
+	if f.call.Tool == "Bash" {
+		if d, ok := g.shellDenyStation(ctx, f); ok {
+			return f.decide(d), true
+		}
+	}
+	return Decision{}, false
+}
+
+// hookStation is station 2. It returns the remembered allow, or a final decision.
+func (g *Gate) hookStation(ctx context.Context, f *fold) (*Decision, Decision, bool) {
+	var allow *Decision
+	var ask *Decision
+	for i, h := range g.hooks {
+		hd, err := runHook(ctx, h, f.call)
+		if err != nil {
+			return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook,
+				Message: fmt.Sprintf("A PreToolUse hook failed (%v), so the call was refused.", err)}), true
+		}
+		switch hd.Behavior {
+		case "", Allow:
+		case Deny:
+			msg := "A PreToolUse hook denied the call."
+			if hd.Reason != "" {
+				msg = "A PreToolUse hook denied the call: " + hd.Reason
+			}
+			return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook, Message: msg}), true
+		case Ask:
+			if ask == nil {
+				msg := "A PreToolUse hook asks before " + describe(&f.call) + "."
+				if hd.Reason != "" {
+					msg = "A PreToolUse hook asks: " + hd.Reason
+				}
+				ask = &Decision{Behavior: Ask, Reason: ReasonHook, Message: msg}
+			}
+		default:
+			return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook,
+				Message: fmt.Sprintf("PreToolUse hook %d answered %q, which is not allow, deny or ask, so the call was refused.", i+1, hd.Behavior)}), true
+		}
+		if len(hd.UpdatedInput) > 0 {
+			if !json.Valid(hd.UpdatedInput) {
+				return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook,
+					Message: "A PreToolUse hook rewrote the input into invalid JSON, so the call was refused."}), true
+			}
+			next, err := g.rederive(ctx, f.call, hd.UpdatedInput)
+			if err != nil {
+				return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook,
+					Message: "A PreToolUse hook rewrote the input, and the rewrite cannot be judged: " + err.Error() + "."}), true
+			}
+			f.call, f.shell = next, nil
+			f.updated = append(json.RawMessage(nil), hd.UpdatedInput...)
+			// A hook never overrides rules: the rewrite meets the deny rules again.
+			if d, ok := g.denyStation(ctx, f); ok {
+				return nil, d, true
+			}
+		}
+		if hd.Behavior == Allow {
+			msg := "A PreToolUse hook allowed the call."
+			if hd.Reason != "" {
+				msg = "A PreToolUse hook allowed the call: " + hd.Reason
+			}
+			allow = &Decision{Behavior: Allow, Reason: ReasonHook, Message: msg}
+		}
+	}
+	if ask != nil {
+		return nil, f.decide(*ask), true
+	}
+	return allow, Decision{}, false
+}
+
+// runHook runs one hook with its panic contained.
+func runHook(ctx context.Context, h Hook, call Call) (d HookDecision, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("it panicked: %v", p)
+		}
+	}()
+	return h(ctx, call)
+}
+
+// planStation is station 4: under plan, ExitPlanMode is the plan review, and every
+// covered write outside the exempt directories and every call to a non-engine tool
+// that is not read-only is the mode's own question.
+func planStation(f *fold) (Decision, bool) {
+	if f.policy.WriteGate != WriteGatePlan {
+		return Decision{}, false
+	}
+	c := &f.call
+	if c.Tool == "ExitPlanMode" && c.DeclaredBy == DeclaredByEngine {
+		return Decision{Behavior: Ask, Reason: ReasonMode, PersonOnly: true, Gate: GatePlanReview,
+			Message: "The plan is ready for review: approve it to leave plan mode and carry it out."}, true
+	}
+	if d, ok := ModeWriteGate(f.mode, c); ok && d.Behavior == Ask {
+		return d, true
+	}
+	if c.DeclaredBy != DeclaredByEngine && !declaredReadOnly(c) {
+		return Decision{Behavior: Ask, Reason: ReasonMode, PersonOnly: true,
+			Message: fmt.Sprintf("Plan mode is on: %s is not read-only, so it runs only if a person approves it before the plan is accepted.", describe(c))}, true
+	}
+	return Decision{}, false
+}
+
+// declaredReadOnly reports a tool read-only by its declared effect, or — only where
+// nobody declared one — by its MCP server's readOnlyHint.
+func declaredReadOnly(c *Call) bool {
+	if c.EffectDefaulted {
+		return c.ReadOnlyHint
+	}
+	return c.Effect == tools.EffectRead
+}
+
+// safetyStation is station 5.
+func (g *Gate) safetyStation(ctx context.Context, f *fold) (Decision, bool) {
+	c := &f.call
+	if c.Tool == "Bash" {
+		return g.shellSafetyStation(ctx, f)
+	}
+	if f.mode == ModeBypassPermissions {
+		return Decision{}, false
+	}
+	if isEditTool(c.Tool) || c.Effect == tools.EffectWrite {
+		for _, t := range c.Paths {
+			if t.Canonical == "" {
+				return Decision{Behavior: Ask, Reason: ReasonSafety, PersonOnly: true,
+					Message: fmt.Sprintf("%s names %s, which cannot be resolved safely; only a person can approve this write.", c.Tool, t.Abs)}, true
+			}
+			if t.Protected {
+				why := t.ProtectedReason
+				if why == "" {
+					why = "it is in the protected set"
+				}
+				return Decision{Behavior: Ask, Reason: ReasonSafety, PersonOnly: true,
+					Message: fmt.Sprintf("%s would write the protected path %s (%s); only a person can approve it.", c.Tool, t.Canonical, why)}, true
+			}
+		}
+	}
+	return Decision{}, false
+}
+
+// allowStation is station 6's second half: allow rules.
+func (g *Gate) allowStation(ctx context.Context, f *fold) (Decision, bool) {
+	c := &f.call
+	if c.Tool == "Bash" {
+		if r, ok := g.shellAllowed(ctx, f); ok {
+			return Decision{Behavior: Allow, Reason: ReasonRule, Rule: r,
+				Message: fmt.Sprintf("The rule %s allows %s.", r, describe(c))}, true
+		}
+		return Decision{}, false
+	}
+	for i := range g.rules.Allow {
+		r := &g.rules.Allow[i]
+		if g.matchesPermissive(c, r) {
+			return Decision{Behavior: Allow, Reason: ReasonRule, Rule: r.String(),
+				Message: fmt.Sprintf("The rule %s allows %s.", r.String(), describe(c))}, true
+		}
+	}
+	return Decision{}, false
+}
+
+// modeStation is station 7.
+func (g *Gate) modeStation(ctx context.Context, f *fold) (Decision, bool) {
+	c := &f.call
+	if f.mode == ModeBypassPermissions {
+		return Decision{Behavior: Allow, Reason: ReasonMode, Message: "bypassPermissions mode allows the call."}, true
+	}
+	if isEditTool(c.Tool) {
+		if d, ok := ModeWriteGate(f.mode, c); ok && d.Behavior == Allow {
+			return d, true
+		}
+		return Decision{}, false
+	}
+	if c.Tool == "Bash" {
+		if f.policy.WriteGate == WriteGateAcceptRoot && g.shellAccepted(ctx, f) {
+			return Decision{Behavior: Allow, Reason: ReasonMode,
+				Message: "acceptEdits mode allows the file command: every target is inside the write roots."}, true
+		}
+		if g.shellReadOnly(ctx, f) {
+			return Decision{Behavior: Allow, Reason: ReasonTool, Message: "The command is read-only and reads only inside the read roots."}, true
+		}
+		return Decision{}, false
+	}
+	if !isPassthrough(c) && !c.EffectDefaulted && c.Effect == tools.EffectRead {
+		return Decision{Behavior: Allow, Reason: ReasonTool, Message: "The tool is read-only."}, true
+	}
+	return Decision{}, false
+}
+
+func isPassthrough(c *Call) bool { return c.Passthrough || c.DeclaredBy == DeclaredByMCP }
+
+// ordinaryQuestion is station 8.
+func (g *Gate) ordinaryQuestion(f *fold) Decision {
+	c := &f.call
+	switch {
+	case isEditTool(c.Tool):
+		d, _ := ModeWriteGate(f.mode, c)
+		if d.Behavior == "" {
+			d = Decision{Behavior: Ask, Reason: ReasonMode, Message: fmt.Sprintf("Allow %s?", describe(c))}
+		}
+		return d
+	case c.Tool == "Bash":
+		return Decision{Behavior: Ask, Reason: ReasonTool,
+			Message: fmt.Sprintf("The command %s is not proven read-only; approve it to run it.", quoteCommand(c.Command))}
+	case isPassthrough(c) && f.policy.Unstated == UnstatedAsk:
+		msg := c.PassthroughQuestion
+		if msg == "" {
+			msg = UnstatedAskMessage(c.Tool)
+		}
+		return Decision{Behavior: Ask, Reason: ReasonMode, Message: msg}
+	}
+	return Decision{Behavior: Allow, Reason: ReasonTool, Message: "The tool answers for its own calls."}
+}
+
+// UnstatedAskMessage is the question put for a call to a tool that states no permission
+// of its own.
+func UnstatedAskMessage(tool string) string {
+	return fmt.Sprintf("The tool %s states no permission of its own; allow this call?", tool)
+}
+
+// matchesRestrictive reports whether a deny or ask rule names the call.
+func (g *Gate) matchesRestrictive(ctx context.Context, f *fold, r *Rule) bool {
+	c := &f.call
+	switch r.kind {
+	case kindTool, kindServer:
+		return r.coversTool(c.Tool, false)
+	case kindPath:
+		if c.Tool == "Bash" && (r.Tool == "Read" || r.Tool == "Edit") {
+			return g.shellPathRuleMatches(ctx, f, r)
+		}
+		return r.coversTool(c.Tool, true) && g.targetsNamedRestrictive(r, c.Paths, c.root(), c.Home)
+	case kindBashPrefix, kindBashExact:
+		return c.Tool == "Bash" && g.shellRuleMatches(ctx, f, r)
+	case kindDomain:
+		if c.Tool != r.Tool {
+			return false
+		}
+		m, parsed := r.domainMatches(c.URL)
+		// An url no rule can read is named by every restrictive domain rule.
+		return m || !parsed
+	}
+	return false
+}
+
+// matchesPermissive reports whether an allow rule (other than a Bash command rule) names
+// the call.
+func (g *Gate) matchesPermissive(c *Call, r *Rule) bool {
+	switch r.kind {
+	case kindTool, kindServer:
+		return r.coversTool(c.Tool, false)
+	case kindPath:
+		return r.coversTool(c.Tool, false) && g.targetsNamedPermissive(r, c.Paths, c.root(), c.Home)
+	case kindDomain:
+		if c.Tool != r.Tool {
+			return false
+		}
+		m, _ := r.domainMatches(c.URL)
+		return m
+	}
+	return false
+}
+
+// describe names a call in a sentence.
+func describe(c *Call) string {
+	switch {
+	case c.Tool == "Bash":
+		return "running " + quoteCommand(c.Command)
+	case len(c.Paths) > 0:
+		p := c.Paths[0].Canonical
+		if p == "" {
+			p = c.Paths[0].Abs
+		}
+		return c.Tool + " on " + p
+	}
+	return "using " + c.Tool
+}
+
+// quoteCommand shows a command in a sentence, shortened to 200 bytes.
+func quoteCommand(cmd string) string {
+	cmd = strings.TrimSpace(cmd)
+	if len(cmd) > 200 {
+		cmd = cmd[:200] + "…"
+	}
+	return "`" + cmd + "`"
+}
+
+// errMessage is the sentence of a *sema.Error, else the error's text.
+func errMessage(err error) string {
+	var se *sema.Error
+	if errors.As(err, &se) {
+		return strings.TrimSuffix(se.Message, ".")
+	}
+	return err.Error()
+}
+
+// bashInput reads a Bash call's command and run_in_background.
+func bashInput(in json.RawMessage) (string, bool, error) {
+	var v struct {
+		Command         string `json:"command"`
+		RunInBackground bool   `json:"run_in_background"`
+	}
+	if err := json.Unmarshal(in, &v); err != nil {
+		return "", false, err
+	}
+	return v.Command, v.RunInBackground, nil
+}
+
+// pathFields names the input member that holds a file tool's path.
+var pathFields = map[string]string{
+	"Read": "file_path", "Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
+	"NotebookEdit": "notebook_path", "NotebookRead": "notebook_path",
+	"Glob": "path", "Grep": "path", "LS": "path",
+}
+
+// CodeInputUnjudgeable refuses a call whose input the gate cannot read.
+const CodeInputUnjudgeable = "permission.input_unjudgeable"
+
+// Prepare fills the fields the gate reads from call.Input: Command and RunInBackground
+// for Bash, URL for WebFetch, and Paths for the file tools (resolved through the
+// gate's Resolver; a tool that names no path targets the task root). The caller may
+// fill them itself instead; Decide reads a Bash command from Input whenever Input is
+// set.
+func (g *Gate) Prepare(ctx context.Context, call Call) (Call, error) {
+	return g.rederive(ctx, call, call.Input)
+}
+
+func (g *Gate) rederive(ctx context.Context, call Call, input json.RawMessage) (Call, error) {
+	call.Input = input
+	switch {
+	case call.Tool == "Bash":
+		cmd, bg, err := bashInput(input)
+		if err != nil {
+			return call, sema.Errorf(CodeInputUnjudgeable, "the Bash input is not valid JSON with a command: %v", err)
+		}
+		call.Command, call.RunInBackground = cmd, bg
+	case call.Tool == "WebFetch":
+		var v struct {
+			URL string `json:"url"`
+		}
+		if err := json.Unmarshal(input, &v); err != nil {
+			return call, sema.Errorf(CodeInputUnjudgeable, "the WebFetch input is not valid JSON with a url: %v", err)
+		}
+		call.URL = v.URL
+	case pathFields[call.Tool] != "":
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(input, &m); err != nil {
+			return call, sema.Errorf(CodeInputUnjudgeable, "the %s input is not a JSON object: %v", call.Tool, err)
+		}
+		spelled := ""
+		if raw, ok := m[pathFields[call.Tool]]; ok {
+			if err := json.Unmarshal(raw, &spelled); err != nil {
+				return call, sema.Errorf(CodeInputUnjudgeable, "the %s input's %s is not a string", call.Tool, pathFields[call.Tool])
+			}
+		}
+		if spelled == "" && !isReadTool(call.Tool) {
+			call.Paths = nil
+			return call, nil
+		}
+		t, err := g.resolveTarget(ctx, &call.Scope, spelled, isEditTool(call.Tool))
+		if err != nil {
+			return call, err
+		}
+		call.Paths = []PathTarget{t}
+	}
+	return call, nil
+}
+
+// resolveTarget resolves one spelled path (absolute, "~/…", or relative to the root).
+// An unresolvable path is a target with no canonical spelling, not an error: the
+// stations ask about it.
+func (g *Gate) resolveTarget(ctx context.Context, s *Scope, spelled string, write bool) (PathTarget, error) {
+	raw, ok := joinPath(s, spelled)
+	if !ok {
+		return PathTarget{Abs: spelled}, nil
+	}
+	t := PathTarget{Abs: filepath.Clean(raw)}
+	if g.resolver == nil {
+		return t, sema.Errorf(CodeInputUnjudgeable, "the gate has no resolver to place %s", t.Abs)
+	}
+	// The resolver sees the path as spelled: "link/.." is the parent of the link's
+	// target, not the directory holding the link.
+	c, err := g.resolver.Canonicalize(ctx, raw)
+	if err != nil {
+		return t, nil
+	}
+	t.Canonical = c
+	if write {
+		t.Protected, t.ProtectedReason = g.resolver.IsProtected(c)
+	}
+	return t, nil
+}
+
+// joinPath makes a spelled path absolute without cleaning it: "~" and "~/x" against the
+// home, a relative path against the root. "~user" cannot be placed.
+func joinPath(s *Scope, p string) (string, bool) {
+	switch {
+	case p == "":
+		return s.root(), true
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		if s.Home == "" {
+			return "", false
+		}
+		return s.Home + "/" + p[1:], true
+	case strings.HasPrefix(p, "~"):
+		return "", false
+	case strings.HasPrefix(p, "/"):
+		return p, true
+	}
+	return s.root() + "/" + p, true
+}

@@ -1,0 +1,59 @@
+package permission
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/sema-agent/sema/tools"
+)
+
+func TestPlanTools(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mc := mustController(t, ModeAcceptEdits, nil, ControllerOptions{})
+	enter, exit := NewEnterPlanMode(mc), NewExitPlanMode(mc)
+	if enter.Spec().Name != "EnterPlanMode" || exit.Spec().Name != "ExitPlanMode" {
+		t.Fatal("tool names")
+	}
+	for _, tl := range []tools.Tool{enter, exit} {
+		if !json.Valid(tl.Spec().InputSchema) || tl.Spec().Effect != tools.EffectRead {
+			t.Errorf("%s spec: %+v", tl.Spec().Name, tl.Spec())
+		}
+	}
+	// ExitPlanMode outside plan fails and changes nothing.
+	if r := exit.Run(ctx, json.RawMessage(`{"plan":"do it"}`)); !r.IsError || r.Code != CodeNotInPlanMode || mc.Current() != ModeAcceptEdits {
+		t.Fatalf("exit outside plan: %+v, mode %s", r, mc.Current())
+	}
+	if r := enter.Run(ctx, json.RawMessage(`{}`)); r.IsError || mc.Current() != ModePlan || mc.PrePlanMode() != ModeAcceptEdits {
+		t.Fatalf("enter: %+v, mode %s, pre-plan %s", r, mc.Current(), mc.PrePlanMode())
+	}
+	if r := enter.Run(ctx, json.RawMessage(`{"x":1}`)); !r.IsError || r.Code != tools.CodeInputInvalid {
+		t.Errorf("enter with an unknown field: %+v", r)
+	}
+	// Under plan, the gate puts the ExitPlanMode call to a person as the plan review.
+	g, _ := NewGate(GateConfig{Modes: mc})
+	d := g.Decide(ctx, Call{Tool: "ExitPlanMode", Effect: tools.EffectRead, Input: json.RawMessage(`{"plan":"do it"}`)})
+	if d.Gate != GatePlanReview || !d.PersonOnly || d.Behavior != Ask {
+		t.Fatalf("ExitPlanMode decision: %+v", d)
+	}
+	for _, bad := range []string{`{}`, `{"plan":"  "}`, `{"plan":1}`} {
+		if r := exit.Run(ctx, json.RawMessage(bad)); !r.IsError || mc.Current() != ModePlan {
+			t.Errorf("exit with %s: %+v, mode %s", bad, r, mc.Current())
+		}
+	}
+	if r := exit.Run(ctx, json.RawMessage(`{"plan":"1. edit\n2. test"}`)); r.IsError || mc.Current() != ModeAcceptEdits {
+		t.Fatalf("approved exit: %+v, mode %s", r, mc.Current())
+	}
+	// A leg that started in plan exits to default.
+	mc2 := mustController(t, ModePlan, nil, ControllerOptions{})
+	if r := NewExitPlanMode(mc2).Run(ctx, json.RawMessage(`{"plan":"p"}`)); r.IsError || mc2.Current() != ModeDefault {
+		t.Errorf("exit of a leg that started in plan: %+v, %s", r, mc2.Current())
+	}
+	// Under a plan parent the child cannot leave plan.
+	parent := mustController(t, ModePlan, nil, ControllerOptions{})
+	child := mustController(t, "", parent, ControllerOptions{})
+	if r := NewExitPlanMode(child).Run(ctx, json.RawMessage(`{"plan":"p"}`)); !r.IsError || child.Current() != ModePlan || child.Requested() != "" {
+		t.Errorf("a child left its parent's plan: %+v, %s, requested %q", r, child.Current(), child.Requested())
+	}
+}

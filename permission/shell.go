@@ -1,0 +1,659 @@
+package permission
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/permission/shellscan"
+)
+
+// shellFacts is the analysis of one Bash command, computed once per Decide.
+type shellFacts struct {
+	script *shellscan.Script
+	err    error
+
+	writes         []placed
+	writesComplete bool
+	reads          []placed
+	readsComplete  bool
+
+	// cands are the readings of each segment a restrictive rule is matched against,
+	// computed on first use.
+	cands [][]shellscan.Segment
+}
+
+// placed is one shell target, placed on the filesystem.
+type placed struct {
+	t shellscan.Target
+	// abs is the target made absolute against the root (or home), cleaned lexically;
+	// "" when it cannot be placed (not static, "~user").
+	abs string
+	// canonical is abs with its links resolved; "" when it cannot be placed or resolved.
+	canonical string
+	// sink marks a device that is not a file write (/dev/null and friends).
+	sink bool
+}
+
+// ok reports that the target was placed and resolved.
+func (p *placed) ok() bool { return p.canonical != "" }
+
+// sinks are devices a redirection may name without writing a file.
+var sinks = []string{"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/0", "/dev/fd/1", "/dev/fd/2", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin"}
+
+// shell returns the analysis of the fold's command, computing it on first use.
+func (g *Gate) shell(ctx context.Context, f *fold) *shellFacts {
+	if f.shell != nil {
+		return f.shell
+	}
+	sf := &shellFacts{}
+	f.shell = sf
+	sf.script, sf.err = shellscan.Parse(f.call.Command)
+	if sf.err != nil {
+		return sf
+	}
+	w, wc := shellscan.WriteTargets(sf.script)
+	r, rc := shellscan.ReadTargets(sf.script)
+	sf.writesComplete, sf.readsComplete = wc, rc
+	pl := placer{g: g, scope: &f.call.Scope, moved: dirMoved(sf.script), memo: map[string]string{}}
+	sf.writes = pl.place(ctx, w)
+	sf.reads = pl.place(ctx, r)
+	nw, nr := nestedTargets(sf.script, 0)
+	sf.writes = append(sf.writes, pl.place(ctx, nw)...)
+	sf.reads = append(sf.reads, pl.place(ctx, nr)...)
+	return sf
+}
+
+// shells are the programs that run a script given with -c.
+var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"}
+
+// removers are the programs whose work is removing files.
+var removers = []string{"rm", "rmdir", "unlink", "shred", "find", "mv"}
+
+// nestedTargets lists targets the script's own lists cannot hold: the write and read
+// targets of a script run through `sh -c '…'` (any shell) or `eval …` with literal text,
+// analyzed in turn (to a depth of 3), and an unplaceable removal for a removal program
+// whose targets cannot be read — behind a wrapper whose arguments cannot be read
+// (env -C dir rm …), or fed by xargs. Each target carries the segment that runs it, so a
+// move of the working directory before it is honoured. The delete guard and the
+// boundary stations judge these like any other target; they never make a command
+// acceptable (the command's own lists are incomplete).
+func nestedTargets(s *shellscan.Script, depth int) (writes, reads []shellscan.Target) {
+	if depth >= 3 {
+		return nil, nil
+	}
+	for i, seg := range s.Segments {
+		inner, _, ok := seg.Unwrap()
+		if !ok || inner.Appended {
+			if name := removalIn(inner, !ok); name != "" {
+				writes = append(writes, shellscan.Target{Op: shellscan.OpRemove, Segment: i})
+			}
+			continue
+		}
+		text, ok := nestedScript(inner)
+		if !ok {
+			continue
+		}
+		ns, err := shellscan.Parse(text)
+		if err != nil {
+			// A script the analysis cannot read may remove anything.
+			writes = append(writes, shellscan.Target{Path: text, Op: shellscan.OpRemove, Segment: i})
+			continue
+		}
+		w, _ := shellscan.WriteTargets(ns)
+		r, _ := shellscan.ReadTargets(ns)
+		nw, nr := nestedTargets(ns, depth+1)
+		for _, list := range [2]*[]shellscan.Target{&w, &r} {
+			for j := range *list {
+				(*list)[j].Segment = i
+			}
+		}
+		w, r = append(w, nw...), append(r, nr...)
+		if dirMoved(ns) >= 0 {
+			// The nested script moves its own directory: its relative targets cannot be
+			// placed.
+			for _, list := range [2]*[]shellscan.Target{&w, &r} {
+				for j, t := range *list {
+					if !strings.HasPrefix(t.Path, "/") && !strings.HasPrefix(t.Path, "~") {
+						(*list)[j].Static = false
+					}
+				}
+			}
+		}
+		writes, reads = append(writes, w...), append(reads, r...)
+	}
+	return writes, reads
+}
+
+// removalIn returns the removal program a segment runs, or "". With anywhere set (the
+// wrapper's arguments could not be read) every literal word counts as a possible
+// command word.
+func removalIn(seg shellscan.Segment, anywhere bool) string {
+	for i, w := range seg.Words {
+		if i > 0 && !anywhere {
+			break
+		}
+		if w.Static && inList(removers, filepath.Base(w.Lit)) {
+			return filepath.Base(w.Lit)
+		}
+	}
+	return ""
+}
+
+// nestedScript returns the script text a segment hands to a shell (`bash -c TEXT`, also
+// with options before -c, `busybox sh -c TEXT`) or to eval (its literal words joined).
+func nestedScript(seg shellscan.Segment) (string, bool) {
+	if len(seg.Words) < 2 || !seg.Words[0].Static {
+		return "", false
+	}
+	words := seg.Words
+	name := filepath.Base(words[0].Lit)
+	if name == "eval" {
+		parts := make([]string, 0, len(words)-1)
+		for _, w := range words[1:] {
+			if !w.Static {
+				return "", false
+			}
+			parts = append(parts, w.Lit)
+		}
+		return strings.Join(parts, " "), true
+	}
+	if !inList(shells, name) {
+		return "", false
+	}
+	if name == "busybox" {
+		words = words[1:]
+	}
+	for i := 1; i < len(words)-1; i++ {
+		w := words[i]
+		if !w.Static || !strings.HasPrefix(w.Lit, "-") {
+			return "", false
+		}
+		if strings.Contains(w.Lit, "c") && !strings.HasPrefix(w.Lit, "--") {
+			if next := words[i+1]; next.Static {
+				return next.Lit, true
+			}
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// dirMoved returns the index of the first segment whose relative paths may no longer be
+// below the task root, or -1 when there is none: the segment after one that may change
+// the shell's working directory (cd, pushd, popd, a sourced or evaluated script, a
+// command word the shell expands), or a segment whose wrapper cannot be read (env -C
+// moves its own command). In a script with control structures every segment counts (a
+// loop may run an earlier segment again after the move).
+func dirMoved(s *shellscan.Script) int {
+	for i, seg := range s.Segments {
+		moves, self := changesDir(seg)
+		if !moves {
+			continue
+		}
+		switch {
+		case s.HasControl:
+			return 0
+		case self:
+			return i
+		}
+		return i + 1
+	}
+	return -1
+}
+
+// changesDir reports whether a segment may change the working directory of what follows
+// it, and whether it may run its own command elsewhere.
+func changesDir(seg shellscan.Segment) (moves, self bool) {
+	if len(seg.Words) == 0 {
+		return false, false
+	}
+	inner, _, ok := seg.Unwrap()
+	if !ok {
+		return true, true
+	}
+	for _, s := range [2]shellscan.Segment{seg, inner} {
+		if len(s.Words) == 0 {
+			continue
+		}
+		w := s.Words[0]
+		if !w.Static {
+			return true, true
+		}
+		switch filepath.Base(w.Lit) {
+		case "cd", "pushd", "popd", "source", ".", "eval":
+			return true, false
+		}
+	}
+	return false, false
+}
+
+// placer resolves the targets of one command.
+type placer struct {
+	g     *Gate
+	scope *Scope
+	// moved is dirMoved's answer: relative targets of that segment and later ones
+	// (and of compound redirections) cannot be placed.
+	moved int
+	// memo holds the resolutions already made for this command.
+	memo map[string]string
+}
+
+// tildePath reports a target whose only expansion is a leading "~" or "~/": shellscan
+// keeps the tilde in its Path. Anything else the shell would expand is not placed.
+func tildePath(t shellscan.Target) bool {
+	return (t.Path == "~" || strings.HasPrefix(t.Path, "~/")) && !strings.ContainsAny(t.Path, "$`*?[]{}\\'\"")
+}
+
+// place resolves shell targets. A relative path is relative to the task root, where the
+// shell tool runs commands, unless the directory may have moved before it.
+func (pl *placer) place(ctx context.Context, ts []shellscan.Target) []placed {
+	g, s := pl.g, pl.scope
+	out := make([]placed, 0, len(ts))
+	// A path named again with the same operation is judged once: every station reads
+	// only the placement and the operation.
+	seen := make(map[[2]string]bool, len(ts))
+	for _, t := range ts {
+		p := placed{t: t}
+		if t.Path == "" || !t.Static && !tildePath(t) {
+			out = append(out, p)
+			continue
+		}
+		relative := !strings.HasPrefix(t.Path, "/") && !strings.HasPrefix(t.Path, "~")
+		if relative && pl.moved >= 0 && (t.Segment < 0 || t.Segment >= pl.moved) {
+			out = append(out, p)
+			continue
+		}
+		raw, ok := joinPath(s, t.Path)
+		if !ok {
+			out = append(out, p)
+			continue
+		}
+		p.abs = filepath.Clean(raw)
+		key := [2]string{raw, t.Op}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if inList(sinks, p.abs) {
+			p.sink = true
+			p.canonical = p.abs
+			out = append(out, p)
+			continue
+		}
+		if c, ok := pl.memo[raw]; ok {
+			p.canonical = c
+		} else if g.resolver != nil {
+			if c, err := g.resolver.Canonicalize(ctx, raw); err == nil {
+				p.canonical = c
+			}
+			pl.memo[raw] = p.canonical
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// shellDenyStation refuses, at station 1, a command that cannot be analyzed while a Bash
+// deny rule is in force, and a command that touches the deny set.
+func (g *Gate) shellDenyStation(ctx context.Context, f *fold) (Decision, bool) {
+	sf := g.shell(ctx, f)
+	if sf.err != nil {
+		if g.bashDeny {
+			return Decision{Behavior: Deny, Reason: ReasonRule,
+				Message: fmt.Sprintf("The command cannot be analyzed (%v), and a deny rule for Bash is in force, so it was refused.", sf.err)}, true
+		}
+		return Decision{}, false
+	}
+	if g.resolver == nil {
+		return Decision{}, false
+	}
+	for _, list := range [2][]placed{sf.writes, sf.reads} {
+		for _, p := range list {
+			if p.ok() && !p.sink && (g.resolver.Denied(p.canonical) || p.abs != p.canonical && g.resolver.Denied(p.abs)) {
+				return Decision{Behavior: Deny, Reason: ReasonSafety,
+					Message: fmt.Sprintf("The command touches %s, a location no tool may read or write.", p.t.Path)}, true
+			}
+		}
+	}
+	return Decision{}, false
+}
+
+// segmentCandidates are the readings of a segment a deny or ask rule is matched against:
+// the segment itself, the command inside its wrappers (sudo, env, xargs, timeout, …),
+// and each with an absolute command word shortened to its base name, so "/bin/rm" and
+// "sudo rm" meet a rule about rm. Redirections and leading assignments are dropped: a
+// restrictive rule names the command, whatever its environment or its output.
+func segmentCandidates(seg shellscan.Segment) []shellscan.Segment {
+	out := make([]shellscan.Segment, 0, 2)
+	add := func(s shellscan.Segment) {
+		s.Redirects, s.Assignments = nil, nil
+		out = append(out, s)
+		if len(s.Words) > 0 {
+			w := s.Words[0]
+			if w.Static && strings.Contains(w.Lit, "/") {
+				base := w.Lit[strings.LastIndexByte(w.Lit, '/')+1:]
+				if base != "" {
+					b := s
+					b.Words = append([]shellscan.Word{{Raw: base, Lit: base, Static: true}}, s.Words[1:]...)
+					out = append(out, b)
+				}
+			}
+		}
+	}
+	add(seg)
+	// Unwrap looks through every wrapper at once; when a wrapper's arguments cannot be
+	// read, inner is the command as far as it was unwrapped, still worth matching.
+	if inner, wrappers, _ := seg.Unwrap(); len(wrappers) > 0 {
+		add(inner)
+	}
+	return out
+}
+
+// shellRuleMatches reports whether a deny or ask command rule names any segment.
+func (g *Gate) shellRuleMatches(ctx context.Context, f *fold, r *Rule) bool {
+	sf := g.shell(ctx, f)
+	if sf.err != nil {
+		return false
+	}
+	if sf.cands == nil {
+		sf.cands = make([][]shellscan.Segment, len(sf.script.Segments))
+		for i, seg := range sf.script.Segments {
+			sf.cands[i] = segmentCandidates(seg)
+		}
+	}
+	for _, cs := range sf.cands {
+		for _, c := range cs {
+			if ruleNamesSegment(r, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func ruleNamesSegment(r *Rule, seg shellscan.Segment) bool {
+	if r.kind == kindBashPrefix {
+		return shellscan.PrefixMatch(seg, r.words)
+	}
+	return shellscan.ExactMatch(seg, r.words)
+}
+
+// shellPathRuleMatches reports whether a deny or ask Read or Edit path rule names a
+// target of the command: Read rules name what it reads and writes, Edit rules what it
+// writes.
+func (g *Gate) shellPathRuleMatches(ctx context.Context, f *fold, r *Rule) bool {
+	sf := g.shell(ctx, f)
+	if sf.err != nil {
+		return false
+	}
+	root, home := f.call.root(), f.call.Home
+	lists := [][]placed{sf.writes}
+	if r.Tool == "Read" {
+		lists = append(lists, sf.reads)
+	}
+	for _, list := range lists {
+		for _, p := range list {
+			if p.abs == "" || p.sink {
+				continue
+			}
+			if g.pathNamed(r, p.abs, root, home) || g.pathNamed(r, p.canonical, root, home) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shellSafetyStation is station 5 for a Bash call.
+func (g *Gate) shellSafetyStation(ctx context.Context, f *fold) (Decision, bool) {
+	sf := g.shell(ctx, f)
+	c := &f.call
+	ask := func(format string, args ...any) (Decision, bool) {
+		return Decision{Behavior: Ask, Reason: ReasonSafety, PersonOnly: true, Message: fmt.Sprintf(format, args...)}, true
+	}
+	if sf.err != nil {
+		return ask("The command cannot be analyzed (%v); only a person can approve it.", sf.err)
+	}
+	// The delete guard, in every mode.
+	for _, p := range sf.writes {
+		if p.t.Op != shellscan.OpRemove {
+			continue
+		}
+		if !p.ok() {
+			return ask("The command removes %s, which cannot be placed; only a person can approve a removal that might reach the root, a workspace root or the home directory.", shown(p))
+		}
+		if what := guarded(c, p.abs, p.canonical); what != "" {
+			return ask("The command removes %s, which is %s; only a person can approve that.", shown(p), what)
+		}
+	}
+	if f.mode == ModeBypassPermissions {
+		return Decision{}, false
+	}
+	for _, p := range sf.writes {
+		if p.sink || !p.ok() || g.resolver == nil {
+			continue
+		}
+		if prot, why := g.resolver.IsProtected(p.canonical); prot {
+			return ask("The command writes the protected path %s (%s); only a person can approve it.", p.canonical, why)
+		}
+	}
+	for _, p := range sf.writes {
+		switch {
+		case p.sink:
+		case !p.ok():
+			return ask("The command writes %s, which cannot be placed inside the write roots; only a person can approve it.", shown(p))
+		case !inAny(c.WriteRoots, p.canonical) && !inExempt(&c.Scope, p.canonical):
+			return ask("The command writes %s, outside the write roots (%s); only a person can approve it.", p.canonical, strings.Join(c.WriteRoots, ", "))
+		}
+	}
+	for _, p := range sf.reads {
+		switch {
+		case p.sink:
+		case !p.ok():
+			return ask("The command reads %s, which cannot be placed inside the read roots; only a person can approve it.", shown(p))
+		case !inAny(c.ReadRoots, p.canonical) && !inAny(c.WriteRoots, p.canonical) && !inExempt(&c.Scope, p.canonical):
+			return ask("The command reads %s, outside the read roots (%s); only a person can approve it.", p.canonical, strings.Join(c.ReadRoots, ", "))
+		}
+	}
+	return Decision{}, false
+}
+
+// shown names a target in a sentence.
+func shown(p placed) string {
+	if p.t.Path != "" {
+		return fmt.Sprintf("%q", p.t.Path)
+	}
+	return "files the command text does not name"
+}
+
+// guarded says what a removal target is when the delete guard keeps it: "/", the home
+// directory, a root, or an ancestor of one; "" otherwise. Both spellings are judged.
+func guarded(c *Call, spellings ...string) string {
+	for _, p := range spellings {
+		if p == "" {
+			continue
+		}
+		if p == "/" {
+			return "the filesystem root"
+		}
+		if c.Home != "" && fence.Contains(p, c.Home) {
+			return "the home directory or one of its ancestors"
+		}
+		for _, list := range [2][]string{c.WriteRoots, c.ReadRoots} {
+			for _, r := range list {
+				if fence.Contains(p, r) {
+					return "a workspace root or one of its ancestors"
+				}
+			}
+		}
+		if r := c.root(); fence.Contains(p, r) {
+			return "the task root or one of its ancestors"
+		}
+	}
+	return ""
+}
+
+// shellAllowed is station 6 for Bash: the call is allowed when a whole-tool Bash rule
+// allows it, or when every segment is named by some allow rule or is itself read-only.
+// A prefix or exact rule never names a segment with a redirection, and no rule names a
+// command with a substitution or a redirection on a compound command.
+func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
+	var cmdRules []*Rule
+	for i := range g.rules.Allow {
+		r := &g.rules.Allow[i]
+		if r.kind == kindTool && r.Tool == "Bash" {
+			return r.String(), true
+		}
+		if r.kind == kindBashPrefix || r.kind == kindBashExact {
+			cmdRules = append(cmdRules, r)
+		}
+	}
+	if len(cmdRules) == 0 {
+		return "", false
+	}
+	sf := g.shell(ctx, f)
+	if sf.err != nil || sf.script.HasSubstitution || len(sf.script.CompoundRedirects) > 0 || len(sf.script.Segments) == 0 {
+		return "", false
+	}
+	var used []string
+	var readOnly map[string]bool // verdicts by rebuilt text, for repeated segments
+	for _, seg := range sf.script.Segments {
+		var hit *Rule
+		if len(seg.Redirects) == 0 {
+			for _, r := range cmdRules {
+				if ruleNamesSegment(r, seg) {
+					hit = r
+					break
+				}
+			}
+		}
+		if hit == nil {
+			text, ok := rebuild(seg)
+			if !ok {
+				return "", false
+			}
+			ro, seen := readOnly[text]
+			if !seen {
+				ro = g.textReadOnly(text)
+				if readOnly == nil {
+					readOnly = map[string]bool{}
+				}
+				readOnly[text] = ro
+			}
+			if !ro {
+				return "", false
+			}
+			continue
+		}
+		if s := hit.String(); !inList(used, s) {
+			used = append(used, s)
+		}
+	}
+	if len(used) == 0 {
+		// Every segment was read-only on its own: that is the mode station's answer, not
+		// a rule's.
+		return "", false
+	}
+	return strings.Join(used, ", "), true
+}
+
+// rebuild returns one segment as a command of its own, from its source words; false for
+// a segment that cannot stand alone (inside a substitution, no command word).
+func rebuild(seg shellscan.Segment) (string, bool) {
+	if seg.InSubstitution || len(seg.Words) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for _, a := range seg.Assignments {
+		b.WriteString(a)
+		b.WriteByte(' ')
+	}
+	for _, w := range seg.Words {
+		b.WriteString(w.Raw)
+		b.WriteByte(' ')
+	}
+	for _, r := range seg.Redirects {
+		b.WriteString(r.Op)
+		b.WriteString(r.Target.Raw)
+		b.WriteByte(' ')
+	}
+	return b.String(), true
+}
+
+// maxReadOnlyMemo bounds the gate's memory of single-command read-only verdicts.
+const maxReadOnlyMemo = 1024
+
+// textReadOnly proves a rebuilt segment read-only with the analyzer. The verdict is a
+// function of the text and the gate's allowlist alone, so the gate remembers it (up to
+// maxReadOnlyMemo texts): a leg runs the same small commands again and again.
+func (g *Gate) textReadOnly(text string) bool {
+	if v, ok := g.roMemo.Load(text); ok {
+		return v.(bool)
+	}
+	s, err := shellscan.Parse(text)
+	ok := err == nil && len(s.Segments) == 1 && shellscan.ReadOnly(s, g.roAllow).OK
+	if g.roMemoN.Load() < maxReadOnlyMemo {
+		if _, loaded := g.roMemo.LoadOrStore(text, ok); !loaded {
+			g.roMemoN.Add(1)
+		}
+	}
+	return ok
+}
+
+// shellAccepted is acceptEdits' reading of a Bash call (station 7): every segment a plain
+// file command (shellscan.AcceptsFileCommand) and every write target established inside
+// the write roots, the write list complete.
+func (g *Gate) shellAccepted(ctx context.Context, f *fold) bool {
+	sf := g.shell(ctx, f)
+	if sf.err != nil || !sf.writesComplete || !sf.readsComplete {
+		return false
+	}
+	if !shellscan.AcceptsFileCommand(sf.script, f.call.RunInBackground) {
+		return false
+	}
+	c := &f.call
+	for _, p := range sf.writes {
+		if p.sink || !p.ok() || !inAny(c.WriteRoots, p.canonical) && !inExempt(&c.Scope, p.canonical) {
+			return false
+		}
+		if p.t.Op == shellscan.OpRemove && guarded(c, p.abs, p.canonical) != "" {
+			return false
+		}
+	}
+	for _, p := range sf.reads {
+		if !p.ok() || !p.sink && !inAny(c.ReadRoots, p.canonical) && !inAny(c.WriteRoots, p.canonical) {
+			return false
+		}
+	}
+	return true
+}
+
+// shellReadOnly is station 7's read-only reading of a Bash call: the analyzer proves the
+// command read-only and every file it reads is placed inside the read roots.
+func (g *Gate) shellReadOnly(ctx context.Context, f *fold) bool {
+	sf := g.shell(ctx, f)
+	if sf.err != nil || !sf.readsComplete || !sf.writesComplete {
+		return false
+	}
+	if !shellscan.ReadOnly(sf.script, g.roAllow).OK {
+		return false
+	}
+	c := &f.call
+	for _, p := range sf.writes {
+		if !p.sink {
+			return false
+		}
+	}
+	for _, p := range sf.reads {
+		if p.sink {
+			continue
+		}
+		if !p.ok() || !inAny(c.ReadRoots, p.canonical) && !inAny(c.WriteRoots, p.canonical) && !inExempt(&c.Scope, p.canonical) {
+			return false
+		}
+	}
+	return true
+}
