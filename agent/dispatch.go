@@ -83,6 +83,12 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 			l.notice(noticePanic(call.Name, p, debug.Stack()))
 		}
 	}()
+	call.Input = input
+	input, refused := l.judge(ctx, t, call)
+	if refused != nil {
+		return *refused
+	}
+	ctx = context.WithValue(ctx, callKey{}, runningCall{name: call.Name, input: input})
 	res = t.Run(ctx, input)
 	return res
 }

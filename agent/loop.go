@@ -45,6 +45,9 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		res.Usage = res.Usage.Add(resp.Usage)
 		msg := model.Message{Role: model.RoleAssistant, Content: resp.Content}
 		msgs = append(msgs, msg)
+		l.mu.Lock()
+		l.transcript = msgs
+		l.mu.Unlock()
 		l.emit(Event{Type: EventAssistant, Turn: turn, Message: &msg})
 		if text := resp.Text(); text != "" {
 			res.Result = text

@@ -5,27 +5,145 @@ import (
 	"encoding/json"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/tools"
 	fstools "github.com/sema-agent/sema/tools/fs"
 )
 
-// permitWrite is the write lane's permission station. Until approval seats exist, a
-// write that would need a person's answer is refused: bypassPermissions writes freely,
-// acceptEdits writes inside the write roots (the fence already keeps writes there), and
-// every other mode — and any protected path outside bypassPermissions — is denied with a
-// sentence saying how to allow it.
-func (l *leg) permitWrite(_ context.Context, req fstools.PermissionRequest) error {
-	var err *sema.Error
-	switch {
-	case l.mode == ModeBypassPermissions:
-		return nil
-	case req.Protected:
-		err = sema.Errorf("permission.denied", "%s is a protected path (%s); writing it needs a person's approval, and no approver is available", req.Path, req.ProtectedReason)
-	case l.mode == ModeAcceptEdits:
-		return nil
-	default:
-		err = sema.Errorf("permission.denied", "writing %s needs approval in permission mode %s, and no approver is available; run with --permission-mode acceptEdits to allow edits inside the workspace", req.Path, l.mode)
+// Codes of permission refusals as the model sees them.
+const (
+	codeDenied         = "permission.denied"
+	codeEditedWriteRun = "permission.edited_write_unsupported"
+)
+
+// callKey carries the raw input of the call being run to the write lane's permission
+// station, which sees only the lane's view of the call.
+type callKey struct{}
+
+type runningCall struct {
+	name  string
+	input json.RawMessage
+}
+
+// decide runs the fold for one call and answers its question, if it asks one. The
+// returned decision is allow or deny; a deny has been recorded.
+func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decision {
+	d := l.gate.Decide(ctx, call)
+	if d.Behavior == permission.Ask {
+		// Read calls of one turn run concurrently; their questions are put one at a time,
+		// so a person never sees two prompts at once.
+		l.askMu.Lock()
+		d = l.gate.Answer(ctx, call, d, l.deps.Approver, l.classifier, l.snapshot())
+		l.askMu.Unlock()
 	}
-	input, _ := json.Marshal(map[string]string{"file_path": req.Path})
-	l.deny(PermissionDenial{Tool: req.Tool, Input: json.RawMessage(input), Reason: err.Message, Code: err.Code})
-	return err
+	if d.Behavior != permission.Allow {
+		msg := d.Message
+		if msg == "" {
+			msg = "the call was not allowed"
+		}
+		l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: msg, Code: codeDenied})
+	}
+	return d
+}
+
+// judge is the permission station of every call that does not go through the write lane
+// (the lane asks at its own station 4). It returns the input the tool runs with — the
+// model's, or a hook's or approver's edit — or a refusal.
+func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.RawMessage, *tools.Result) {
+	spec := t.Spec()
+	if l.laneTools[spec.Name] {
+		return call.Input, nil
+	}
+	pc := permission.Call{Tool: spec.Name, Effect: spec.Effect, Input: call.Input, Scope: l.scope}
+	if !l.isEngineTool(spec.Name) {
+		pc.DeclaredBy = permission.DeclaredByCaller
+	}
+	pc, err := l.gate.Prepare(ctx, pc)
+	if err != nil {
+		r := tools.FromError(err, codeDenied)
+		return nil, &r
+	}
+	d := l.decide(ctx, pc)
+	if d.Behavior != permission.Allow {
+		r := tools.Fail(codeDenied, "%s", denyText(d))
+		return nil, &r
+	}
+	if len(d.UpdatedInput) > 0 {
+		return d.UpdatedInput, nil
+	}
+	return call.Input, nil
+}
+
+// permitWrite is the write lane's permission station: the same fold, asked after the
+// lane's containment and read-before-edit checks passed, with the canonical target and
+// its protected flag the lane resolved.
+func (l *leg) permitWrite(ctx context.Context, req fstools.PermissionRequest) error {
+	input := json.RawMessage(`{}`)
+	if rc, ok := ctx.Value(callKey{}).(runningCall); ok && rc.name == req.Tool {
+		input = rc.input
+	}
+	pc := permission.Call{
+		Tool:   req.Tool,
+		Effect: tools.EffectWrite,
+		Input:  input,
+		Paths: []permission.PathTarget{{
+			Abs:             l.fence.Abs(req.Path),
+			Canonical:       req.Key,
+			Protected:       req.Protected,
+			ProtectedReason: req.ProtectedReason,
+		}},
+		Scope: l.scope,
+	}
+	d := l.decide(ctx, pc)
+	if d.Behavior != permission.Allow {
+		return &sema.Error{Code: codeDenied, Message: denyText(d)}
+	}
+	if len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, input) {
+		// The lane has already computed the bytes from the model's input; running an
+		// edited input would need the lane's checks again. Refuse rather than write
+		// something nobody approved.
+		return sema.Errorf(codeEditedWriteRun, "an edited input for %s cannot be applied to a write in progress; deny the call and tell the model what to change instead", req.Tool)
+	}
+	return nil
+}
+
+func (l *leg) isEngineTool(name string) bool {
+	for _, t := range l.deps.Tools {
+		if t.Spec().Name == name {
+			return false
+		}
+	}
+	return true
+}
+
+// snapshot copies the transcript for the classifier.
+func (l *leg) snapshot() []model.Message {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]model.Message(nil), l.transcript...)
+}
+
+func denyText(d permission.Decision) string {
+	if d.Message != "" {
+		return d.Message
+	}
+	return "The call was not allowed."
+}
+
+func orEmpty(b json.RawMessage) []byte {
+	if len(b) == 0 {
+		return []byte("{}")
+	}
+	return b
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ea, _ := json.Marshal(x)
+	eb, _ := json.Marshal(y)
+	return string(ea) == string(eb)
 }

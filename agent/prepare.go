@@ -2,15 +2,18 @@ package agent
 
 import (
 	"context"
+	"errors"
+	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 	fstools "github.com/sema-agent/sema/tools/fs"
 )
@@ -21,15 +24,27 @@ type leg struct {
 	spec      TaskSpec
 	emit      func(Event)
 	sessionID string
-	mode      string
 	fence     *fence.Fence
-	roster    tools.Roster
+	modes     *permission.ModeController
+	gate      *permission.Gate
+	scope     permission.Scope
+	// classifier answers asks in auto mode; it counts its denials and falls back to
+	// asking the approver after too many.
+	classifier permission.AutoClassifier
+	roster     tools.Roster
+	// laneTools are the tools whose permission question the write lane asks itself, at
+	// its station 4, after containment and read-before-edit.
+	laneTools map[string]bool
 	specs     []model.ToolSpec
 	system    string
 	manifest  Manifest
 
-	mu      sync.Mutex
-	notices []sema.Notice
+	askMu sync.Mutex // serializes questions to the approver
+
+	mu sync.Mutex
+	// transcript is the conversation so far, for the auto classifier.
+	transcript []model.Message
+	notices    []sema.Notice
 	// pending holds events raised off the loop goroutine (notices, denials), emitted by the
 	// loop at its next safe point so the stream is only ever written from one goroutine.
 	pending []Event
@@ -54,24 +69,87 @@ func validateSpec(deps *Deps, spec *TaskSpec) error {
 	if spec.MaxTokens < 0 {
 		return configError("config.max_tokens_invalid", "max tokens is %d; give a positive number, or 0 for the provider's default", spec.MaxTokens)
 	}
-	if spec.PermissionMode != "" && !slices.Contains(modes, spec.PermissionMode) {
-		return configError("config.permission_mode_invalid", "unknown permission mode %q; use one of %s", spec.PermissionMode, strings.Join(modes, ", ")).
-			With("mode", spec.PermissionMode)
+	if spec.PermissionMode != "" {
+		if _, err := permission.ParseMode(string(spec.PermissionMode)); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// projectSettingsPath is where a workspace keeps its own permission settings.
+const projectSettingsPath = ".sema/settings.json"
+
+// rules merges the permission rules of every layer: the deployment's, the project's
+// settings file, and the task's. A rule that does not parse refuses the spec.
+func (l *leg) rules(ctx context.Context) (permission.RuleSet, permission.Mode, error) {
+	task, err := permission.RulesFromFlags(l.spec.AllowedTools, l.spec.DisallowedTools)
+	if err != nil {
+		return permission.RuleSet{}, "", err
+	}
+	ask, err := permission.ParseRules(nil, nil, splitRules(l.spec.AskTools))
+	if err != nil {
+		return permission.RuleSet{}, "", err
+	}
+	proj, err := l.projectSettings(ctx)
+	if err != nil {
+		return permission.RuleSet{}, "", err
+	}
+	merged := l.deps.Rules.Merge(task, ask, proj.Rules)
+	return merged, proj.DefaultMode, nil
+}
+
+// projectSettings reads the root's .sema/settings.json through the env. Its deny and ask
+// rules always apply; its allow rules and its defaultMode only when the deployment trusts
+// the workspace (Deps.TrustProjectSettings), because a cloned repository must not be able
+// to grant itself permissions.
+func (l *leg) projectSettings(ctx context.Context) (permission.Settings, error) {
+	path := filepath.Join(l.spec.Root, projectSettingsPath)
+	data, err := l.deps.Env.ReadFile(ctx, path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return permission.Settings{}, nil
+	}
+	if err != nil {
+		return permission.Settings{}, configError("config.settings_unreadable", "cannot read %s: %v", path, err)
+	}
+	st, err := permission.ParseSettings(data, path)
+	if err != nil {
+		return permission.Settings{}, err
+	}
+	if !l.deps.TrustProjectSettings {
+		if len(st.Rules.Allow) > 0 || st.DefaultMode != "" {
+			l.notice(sema.Notice{Code: "config.project_settings_untrusted", Message: path + " grants permissions (allow rules or a default mode), which apply only when the deployment trusts the workspace; its deny and ask rules apply",
+				Detail: map[string]any{"path": path}})
+		}
+		st.Rules.Allow = nil
+		st.DefaultMode = ""
+	}
+	return st, nil
+}
+
+func splitRules(list []string) []string {
+	var out []string
+	for _, e := range list {
+		out = append(out, permission.SplitRuleList(e)...)
+	}
+	return out
 }
 
 func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (*leg, error) {
 	if err := validateSpec(deps, &spec); err != nil {
 		return nil, err
 	}
-	l := &leg{deps: deps, spec: spec, emit: emit, sessionID: newSessionID(), mode: spec.PermissionMode}
-	if l.mode == "" {
-		l.mode = ModeDefault
+	l := &leg{deps: deps, spec: spec, emit: emit, sessionID: newSessionID()}
+	rules, defaultMode, err := l.rules(ctx)
+	if err != nil {
+		return nil, err
 	}
-	var modeFace fence.Face
-	if l.mode == ModeBypassPermissions {
-		modeFace = fence.FaceOpen // the mode table's write face
+	requested := spec.PermissionMode
+	if requested == "" {
+		requested = defaultMode
+	}
+	if err := l.prepareModes(ctx, requested); err != nil {
+		return nil, err
 	}
 	f, err := fence.New(ctx, fence.Config{
 		Env:                       deps.Env,
@@ -84,7 +162,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		DeploymentWriteFace:       faceSeat(deps.WriteFace),
 		ReadOnlyMount:             spec.HandsReadOnly,
 		OrgGoverned:               deps.OrgGoverned,
-		ModeWriteFace:             modeFace,
+		ModeWriteFace:             permission.ModePolicyOf(l.modes.Current()).WriteFace,
 		StateDir:                  deps.StateDir,
 		DenyGlobs:                 deps.DenyGlobs,
 		Scratchpad:                fence.AdvertisedSpec{Path: spec.Scratchpad},
@@ -95,10 +173,25 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		return nil, err
 	}
 	l.fence = f
+	scope, screened := permission.ScreenExemptDirs(permission.ScopeOf(ctx, f, l.home()))
+	for _, n := range screened {
+		l.notice(n)
+	}
+	l.scope = scope
+	l.gate, err = permission.NewGate(permission.GateConfig{
+		Modes:    l.modes,
+		Rules:    rules,
+		Hooks:    deps.PreToolUse,
+		Resolver: permission.FenceResolver(f),
+	})
+	if err != nil {
+		return nil, err
+	}
 	l.roster = l.buildRoster()
 	for _, t := range l.roster {
 		l.specs = append(l.specs, t.Spec().ModelSpec())
 	}
+	receipt := l.modes.Receipt()
 	l.manifest = Manifest{
 		SessionID:   l.sessionID,
 		Provider:    deps.Provider.Name(),
@@ -111,7 +204,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		WriteFace:   string(f.WriteFace()),
 		Advertised:  advertisedOf(f),
 		Tools:       l.roster.Names(),
-		Mode:        ModeReceipt{Requested: l.mode, Effective: l.mode},
+		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
 		FileHistory: "disabled",
 		ReadOnly:    spec.HandsReadOnly,
 	}
@@ -119,19 +212,63 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 	return l, nil
 }
 
+// prepareModes builds the leg's mode controller and binds the deployment's arming facts:
+// denied modes fold to default, and auto arms the classifier.
+func (l *leg) prepareModes(ctx context.Context, requested permission.Mode) error {
+	ctrl, err := permission.NewModeController(requested, nil, permission.ControllerOptions{OnNotice: l.notice})
+	if err != nil {
+		return err
+	}
+	base := l.deps.Classifier
+	if base == nil {
+		base = &permission.ModelClassifier{Provider: l.deps.Provider, Model: l.spec.Model}
+	}
+	l.classifier = permission.TrackDenials(base)
+	ctrl.BindArming(permission.Arming{
+		DenyBypass: l.deps.DenyBypassPermissions,
+		DenyAuto:   l.deps.DenyAutoMode,
+		ArmAuto: func(context.Context) (permission.AutoClassifier, error) {
+			return l.classifier, nil
+		},
+		OnArmFault: func(err error) {
+			l.notice(sema.Notice{Code: "permission.arming_failed", Message: "the auto-mode classifier could not be armed: " + err.Error()})
+		},
+	})
+	l.modes = ctrl
+	return nil
+}
+
+// home is the user's home directory for the delete guard and "~/" rules.
+func (l *leg) home() string {
+	if l.deps.Home != "" {
+		return l.deps.Home
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
 // buildRoster mounts the leg's tools.
 func (l *leg) buildRoster() tools.Roster {
 	cfg := fstools.Config{Env: l.deps.Env, Fence: l.fence, ReadState: fstools.NewReadState()}
 	var r tools.Roster
 	r = append(r, fstools.ReadTools(cfg)...)
+	l.laneTools = map[string]bool{}
 	if !l.spec.HandsReadOnly {
-		r = append(r, fstools.WriteTools(cfg, fstools.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: fstools.Hooks{
+		lane := fstools.WriteTools(cfg, fstools.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: fstools.Hooks{
 			Permission:    l.permitWrite,
 			BeforeWrite:   l.deps.BeforeWrite,
 			TrackFileEdit: l.deps.TrackFileEdit,
 			FileEdited:    l.deps.OnFileEdited,
-		}})...)
+		}})
+		for _, t := range lane {
+			l.laneTools[t.Spec().Name] = true
+		}
+		r = append(r, lane...)
 	}
+	r = append(r, permission.NewEnterPlanMode(l.modes), permission.NewExitPlanMode(l.modes))
 	r = append(r, l.deps.Tools...)
 	return r
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 	fstools "github.com/sema-agent/sema/tools/fs"
 )
@@ -29,9 +30,14 @@ type TaskSpec struct {
 	// MaxTokens bounds each model response; 0 means the provider's default.
 	MaxTokens int
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
-	// bypassPermissions. Empty means default. Any other word is refused
-	// (config.permission_mode_invalid).
-	PermissionMode string
+	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
+	// else default. Any other word is refused (config.permission_mode_invalid).
+	PermissionMode permission.Mode
+	// AllowedTools, DisallowedTools and AskTools are the task's permission rules in rule
+	// syntax ("Read", "Bash(npm run test:*)", "Edit(src/**)"); an entry may hold several
+	// rules separated by commas. A rule that does not parse is refused
+	// (config.rule_invalid). Deny rules win over every layer's allow.
+	AllowedTools, DisallowedTools, AskTools []string
 	// AdditionalDirectories are extra write (and read) roots.
 	AdditionalDirectories []string
 	// AdditionalReadDirectories are extra read-only roots.
@@ -85,18 +91,30 @@ type Deps struct {
 	// OnFileEdited observes every write that changed, or may have changed, a file. It cannot
 	// refuse, is not awaited, and its panics are recovered.
 	OnFileEdited fstools.FileEditedHook
+	// Rules are the deployment's permission rules (see permission.ParseRules and
+	// permission.LoadSettings). They merge with the task's and the root's
+	// .sema/settings.json; a deny at any layer wins.
+	Rules permission.RuleSet
+	// PreToolUse hooks run in the permission fold after the deny rules: they may deny,
+	// ask, or allow (optionally rewriting the input). They never override a rule.
+	PreToolUse []permission.Hook
+	// Approver answers the questions the fold asks (an interactive prompt, a host
+	// callback). Nil: every question a person would answer is denied, with a sentence
+	// saying which flag or rule would allow it.
+	Approver permission.Approver
+	// Classifier answers questions in auto mode. Nil: the default classifier, which asks
+	// Provider with a short classification prompt.
+	Classifier permission.AutoClassifier
+	// DenyBypassPermissions and DenyAutoMode forbid those modes: a task asking for one
+	// runs as default, with a notice and the fold in the manifest's receipt.
+	DenyBypassPermissions, DenyAutoMode bool
+	// Home is the user's home directory, for the delete guard and "~/" rules. Default:
+	// os.UserHomeDir().
+	Home string
+	// TrustProjectSettings lets the task root's .sema/settings.json grant permissions
+	// (allow rules, a default mode). Without it only that file's deny and ask rules
+	// apply, so a cloned repository cannot grant itself permissions. Default false.
+	TrustProjectSettings bool
 	// OrgGoverned declares organization governance: the task seat may only tighten faces.
 	OrgGoverned bool
 }
-
-// Permission modes.
-const (
-	ModeDefault           = "default"
-	ModeAcceptEdits       = "acceptEdits"
-	ModePlan              = "plan"
-	ModeAuto              = "auto"
-	ModeDontAsk           = "dontAsk"
-	ModeBypassPermissions = "bypassPermissions"
-)
-
-var modes = []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeAuto, ModeDontAsk, ModeBypassPermissions}

@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/permission"
 )
 
 // demoFiles is the workspace the demo works in: a tiny Go program with a typo.
@@ -82,7 +83,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 			spec := agent.TaskSpec{
 				Prompt:         "Fix the typo in the greeting and tell me what else is left to do.",
 				Root:           dir,
-				PermissionMode: agent.ModeBypassPermissions,
+				PermissionMode: permission.ModeBypassPermissions,
 			}
 			fmt.Fprintf(stdout, "prompt: %s\n\n", spec.Prompt)
 			var res *agent.TaskResult

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/permission"
 )
 
 // runOptions are the flags of `sema run` / `sema -p`.
@@ -122,7 +123,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		Root:                      root,
 		Model:                     modelName,
 		MaxTurns:                  o.maxTurns,
-		PermissionMode:            o.permissionMode,
+		PermissionMode:            permission.Mode(o.permissionMode),
 		AdditionalDirectories:     o.addDirs,
 		AdditionalReadDirectories: o.addReadDirs,
 		HandsReadOnly:             o.readOnly,

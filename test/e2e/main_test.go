@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	semaBin = filepath.Join(dir, "sema")
+	touchSources()
 	build := exec.Command("go", "build", "-o", semaBin, "../../cmd/sema")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -101,4 +102,16 @@ func streamEvents(t *testing.T, stdout string) []map[string]any {
 		evs = append(evs, obj)
 	}
 	return evs
+}
+
+// touchSources stats every Go source of the module. The go command's test cache records
+// the files a test looks at, so this makes a cached e2e result stale whenever the code
+// the binary is built from changes.
+func touchSources() {
+	filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
+			os.Stat(path)
+		}
+		return nil
+	})
 }

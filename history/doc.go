@@ -1,0 +1,27 @@
+// Package history keeps file history for rewind: before a write tool first changes a
+// file after a boundary (the start of a turn), the file's pre-image is recorded, so the
+// workspace can later be returned to the start of any recorded turn.
+//
+// The pieces:
+//   - A [Store] keeps boundaries, first-touch [Record]s and content-addressed blobs. It
+//     knows nothing about files; [OpenSQLite] / [NewSQLite] keep it in the session
+//     store's SQLite file, [NewMemory] in memory.
+//   - [Files] binds a store to one env.ExecutionEnv and is what the runner uses: [Files.Track]
+//     before a write, [Files.Annul] when the write then failed, [Files.Rewind] to restore.
+//     Every file access goes through the env, never the os package.
+//   - [ResolveScope], [FilesystemIdentity] and [RefuseChildRewind] decide where a run
+//     records and whether it may rewind.
+//
+// Invariants:
+//   - A scope (a session id) holds boundaries in mint order. A record belongs to the
+//     newest boundary of its scope when it was made (boundary 0 before the first one).
+//   - At most one record per (scope, boundary, path): the first touch. Later Tracks of
+//     the same path in the same boundary add nothing and report minted=false.
+//   - A record is durable before Track returns it; Track fails instead of letting a write
+//     go on unprotected when it cannot record (the write lane's default then refuses the
+//     edit).
+//   - A blob is stored once per sha256, however many records and scopes use it, and is
+//     deleted with the last record that uses it.
+//   - Rewind checks every file before it changes any: a refused rewind has touched
+//     nothing. Bash changes are not recorded and not restored.
+package history

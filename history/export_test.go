@@ -1,0 +1,8 @@
+package history
+
+// BlobCount returns how many blobs the store holds.
+func (m *Memory) BlobCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.blobs)
+}

@@ -1,0 +1,282 @@
+package history
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/session/sqlitedb"
+)
+
+// Memory is a Store held in memory, with the SQLite store's contract; every method holds
+// one mutex. The zero value is not usable; call NewMemory.
+type Memory struct {
+	mu         sync.Mutex
+	boundaries map[string][]Boundary // by scope, in mint order
+	records    map[string][]Record   // by scope, in ID order
+	blobs      map[string]*memBlob
+	carried    map[string]bool // scopes a fork was carried into
+	lastID     int64           // boundaries and records share one counter, like rowids
+	closed     bool
+}
+
+type memBlob struct {
+	data []byte
+	refs int
+}
+
+// NewMemory returns an empty in-memory history store.
+func NewMemory() *Memory {
+	return &Memory{boundaries: map[string][]Boundary{}, records: map[string][]Record{}, blobs: map[string]*memBlob{}, carried: map[string]bool{}}
+}
+
+var _ Store = (*Memory)(nil)
+
+func (m *Memory) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return sema.Errorf(sqlitedb.CodeClosed, "the history store was closed")
+	}
+	return nil
+}
+
+func (m *Memory) newest(scope string) Boundary {
+	if bs := m.boundaries[scope]; len(bs) > 0 {
+		return bs[len(bs)-1]
+	}
+	return Boundary{Scope: scope}
+}
+
+func (m *Memory) MintBoundary(ctx context.Context, scope string, turn int) (Boundary, error) {
+	if err := checkScope(scope); err != nil {
+		return Boundary{}, err
+	}
+	if err := checkTurn(turn); err != nil {
+		return Boundary{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return Boundary{}, err
+	}
+	defer m.mu.Unlock()
+	m.lastID++
+	b := Boundary{ID: m.lastID, Scope: scope, Turn: turn, CreatedAt: now()}
+	m.boundaries[scope] = append(m.boundaries[scope], b)
+	return b, nil
+}
+
+func (m *Memory) Boundaries(ctx context.Context, scope string) ([]Boundary, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	return slices.Clone(m.boundaries[scope]), nil
+}
+
+func (m *Memory) lookup(scope, key string) (Record, bool) {
+	b := m.newest(scope)
+	for _, r := range slices.Backward(m.records[scope]) {
+		if r.Boundary < b.ID {
+			break
+		}
+		if r.Key == key {
+			return r, true
+		}
+	}
+	return Record{}, false
+}
+
+func (m *Memory) Lookup(ctx context.Context, scope, key string) (Record, bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return Record{}, false, err
+	}
+	defer m.mu.Unlock()
+	r, ok := m.lookup(scope, key)
+	return r, ok, nil
+}
+
+func (m *Memory) Insert(ctx context.Context, rec Record, content []byte) (Record, bool, error) {
+	rec, err := prepareInsert(rec, content)
+	if err != nil {
+		return Record{}, false, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return Record{}, false, err
+	}
+	defer m.mu.Unlock()
+	if r, ok := m.lookup(rec.Scope, rec.Key); ok {
+		return r, false, nil
+	}
+	b := m.newest(rec.Scope)
+	m.lastID++
+	rec.ID, rec.Boundary, rec.Turn, rec.CreatedAt = m.lastID, b.ID, b.Turn, now()
+	if rec.Existed {
+		m.ref(rec.Sum, content)
+	}
+	m.records[rec.Scope] = append(m.records[rec.Scope], rec)
+	return rec, true, nil
+}
+
+func (m *Memory) ref(s string, content []byte) {
+	b, ok := m.blobs[s]
+	if !ok {
+		b = &memBlob{data: bytes.Clone(content)}
+		m.blobs[s] = b
+	}
+	b.refs++
+}
+
+func (m *Memory) unref(s string) {
+	if b, ok := m.blobs[s]; ok {
+		if b.refs--; b.refs <= 0 {
+			delete(m.blobs, s)
+		}
+	}
+}
+
+// prepareInsert validates rec and fills what Insert derives from the content.
+func prepareInsert(rec Record, content []byte) (Record, error) {
+	if err := checkScope(rec.Scope); err != nil {
+		return rec, err
+	}
+	if err := checkKey(rec.Key); err != nil {
+		return rec, err
+	}
+	if rec.Existed {
+		rec.Sum, rec.Size, rec.Mode = sum(content), int64(len(content)), rec.Mode&modeBits
+	} else {
+		rec.Sum, rec.Size, rec.Mode = "", 0, 0
+	}
+	return rec, nil
+}
+
+func (m *Memory) Records(ctx context.Context, scope string, from int64) ([]Record, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	return m.recordsFrom(scope, from), nil
+}
+
+func (m *Memory) recordsFrom(scope string, from int64) []Record {
+	var out []Record
+	for _, r := range m.records[scope] {
+		if r.Boundary >= from {
+			out = append(out, r)
+		}
+	}
+	// IDs grow with time and boundaries too, so ID order is (boundary, ID) order except
+	// for records carried from a fork, which are appended already in that order.
+	slices.SortStableFunc(out, func(a, b Record) int {
+		if a.Boundary != b.Boundary {
+			return cmpInt(a.Boundary, b.Boundary)
+		}
+		return cmpInt(a.ID, b.ID)
+	})
+	return out
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (m *Memory) Blob(ctx context.Context, s string) ([]byte, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	b, ok := m.blobs[s]
+	if !ok {
+		return nil, blobMissing(s)
+	}
+	return bytes.Clone(b.data), nil
+}
+
+func (m *Memory) Delete(ctx context.Context, id int64) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	for scope, rs := range m.records {
+		if i := slices.IndexFunc(rs, func(r Record) bool { return r.ID == id }); i >= 0 {
+			if rs[i].Existed {
+				m.unref(rs[i].Sum)
+			}
+			m.records[scope] = slices.Delete(rs, i, i+1)
+			return nil
+		}
+	}
+	return nil
+}
+
+func (m *Memory) CarryFork(ctx context.Context, from, to string) (int, error) {
+	if err := checkScope(from); err != nil {
+		return 0, err
+	}
+	if err := checkScope(to); err != nil {
+		return 0, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	if m.carried[to] || from == to {
+		return 0, nil
+	}
+	if len(m.boundaries[to]) > 0 || len(m.records[to]) > 0 {
+		return 0, carryConflict(from, to)
+	}
+	m.carried[to] = true
+	ids := map[int64]int64{0: 0}
+	for _, b := range m.boundaries[from] {
+		m.lastID++
+		ids[b.ID] = m.lastID
+		b.ID, b.Scope = m.lastID, to
+		m.boundaries[to] = append(m.boundaries[to], b)
+	}
+	src := m.recordsFrom(from, 0)
+	for _, r := range src {
+		m.lastID++
+		r.ID, r.Scope, r.Boundary = m.lastID, to, ids[r.Boundary]
+		if r.Existed {
+			m.blobs[r.Sum].refs++
+		}
+		m.records[to] = append(m.records[to], r)
+	}
+	return len(src), nil
+}
+
+func (m *Memory) Forget(ctx context.Context, scope string) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	for _, r := range m.records[scope] {
+		if r.Existed {
+			m.unref(r.Sum)
+		}
+	}
+	delete(m.records, scope)
+	delete(m.boundaries, scope)
+	delete(m.carried, scope)
+	return nil
+}
+
+// Close makes every later call fail.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}

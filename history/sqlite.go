@@ -1,0 +1,361 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/sema-agent/sema/session/sqlitedb"
+)
+
+// schema is the history store's migration list (see sqlitedb.Migrate). Released steps
+// are never edited; a change is a new step. Times are Unix nanoseconds (UTC).
+var schema = []string{
+	// 1: content-addressed blobs, boundaries, first-touch records, fork carries.
+	`CREATE TABLE history_blobs (
+		sum  TEXT PRIMARY KEY,
+		size INTEGER NOT NULL,
+		data BLOB NOT NULL
+	);
+	CREATE TABLE history_boundaries (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		scope      TEXT NOT NULL,
+		turn       INTEGER NOT NULL,
+		created_at INTEGER NOT NULL
+	);
+	CREATE INDEX history_boundaries_by_scope ON history_boundaries (scope, id);
+	CREATE TABLE history_records (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		scope      TEXT NOT NULL,
+		boundary   INTEGER NOT NULL,
+		turn       INTEGER NOT NULL,
+		key        TEXT NOT NULL,
+		existed    INTEGER NOT NULL,
+		sum        TEXT REFERENCES history_blobs (sum),
+		mode       INTEGER NOT NULL,
+		size       INTEGER NOT NULL,
+		created_at INTEGER NOT NULL,
+		UNIQUE (scope, boundary, key)
+	);
+	CREATE INDEX history_records_by_sum ON history_records (sum);
+	CREATE TABLE history_carries (
+		to_scope   TEXT PRIMARY KEY,
+		from_scope TEXT NOT NULL,
+		created_at INTEGER NOT NULL
+	);`,
+}
+
+// SQLite is the history Store in a SQLite file, normally the session store's.
+type SQLite struct {
+	db  *sql.DB
+	r   sqlitedb.Querier
+	own bool
+}
+
+var _ Store = (*SQLite)(nil)
+
+// OpenSQLite opens (creating and migrating when needed) a history store in its own
+// database file. To share the session store's file, use NewSQLite with its DB.
+func OpenSQLite(path string) (*SQLite, error) {
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewSQLite(context.Background(), db)
+	if err != nil {
+		sqlitedb.Close(db)
+		return nil, err
+	}
+	s.own = true
+	return s, nil
+}
+
+// NewSQLite builds the store on an open database — typically the session store's
+// (session.SQLiteStore.DB), so history and transcript live in one file — and migrates
+// its tables. db should come from sqlitedb.Open. Close does not close db.
+func NewSQLite(ctx context.Context, db *sql.DB) (*SQLite, error) {
+	if err := sqlitedb.Migrate(ctx, db, "history", schema); err != nil {
+		return nil, err
+	}
+	if err := sqlitedb.Prepare(ctx, db, hotQueries...); err != nil {
+		return nil, err
+	}
+	return &SQLite{db: db, r: sqlitedb.Reader(db)}, nil
+}
+
+// Close closes the database when OpenSQLite opened it.
+func (s *SQLite) Close() error {
+	if s.own {
+		return sqlitedb.Close(s.db)
+	}
+	return nil
+}
+
+const (
+	recordCols = `id, scope, boundary, turn, key, existed, COALESCE(sum, ''), mode, size, created_at`
+	// newestBoundary is the scope's newest boundary id, 0 before the first.
+	newestBoundary = `COALESCE((SELECT id FROM history_boundaries WHERE scope = ?1 ORDER BY id DESC LIMIT 1), 0)`
+	qNewest        = `SELECT id, turn FROM history_boundaries WHERE scope = ? ORDER BY id DESC LIMIT 1`
+	qLookup        = `SELECT ` + recordCols + ` FROM history_records WHERE scope = ?1 AND key = ?2 AND boundary = ` + newestBoundary
+	qPutBlob       = `INSERT INTO history_blobs (sum, size, data) VALUES (?, ?, ?) ON CONFLICT (sum) DO NOTHING`
+	qPutRecord     = `INSERT INTO history_records (scope, boundary, turn, key, existed, sum, mode, size, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	qRecordsFrom = `SELECT ` + recordCols + ` FROM history_records WHERE scope = ? AND boundary >= ? ORDER BY boundary, id`
+	qBlob        = `SELECT data FROM history_blobs WHERE sum = ?`
+	// qDropOrphan deletes a blob no record uses any more.
+	qDropOrphan = `DELETE FROM history_blobs WHERE sum = ?1 AND NOT EXISTS (SELECT 1 FROM history_records WHERE sum = ?1)`
+)
+
+var hotQueries = []string{qNewest, qLookup, qPutBlob, qPutRecord, qRecordsFrom, qBlob, qDropOrphan}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func fsMode(m uint32) fs.FileMode { return fs.FileMode(m) & modeBits }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func scanRecord(r scanner) (Record, error) {
+	var rec Record
+	var created int64
+	var mode uint32
+	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &created)
+	rec.Mode, rec.CreatedAt = fsMode(mode), fromNanos(created)
+	return rec, err
+}
+
+func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boundary, error) {
+	if err := checkScope(scope); err != nil {
+		return Boundary{}, err
+	}
+	if err := checkTurn(turn); err != nil {
+		return Boundary{}, err
+	}
+	b := Boundary{Scope: scope, Turn: turn, CreatedAt: now()}
+	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		return q.QueryRowContext(ctx, `INSERT INTO history_boundaries (scope, turn, created_at) VALUES (?, ?, ?) RETURNING id`,
+			scope, turn, b.CreatedAt.UnixNano()).Scan(&b.ID)
+	})
+	return b, err
+}
+
+func (s *SQLite) Boundaries(ctx context.Context, scope string) ([]Boundary, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, scope, turn, created_at FROM history_boundaries WHERE scope = ? ORDER BY id`, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Boundary
+	for rows.Next() {
+		var b Boundary
+		var created int64
+		if err := rows.Scan(&b.ID, &b.Scope, &b.Turn, &created); err != nil {
+			return nil, err
+		}
+		b.CreatedAt = fromNanos(created)
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) Lookup(ctx context.Context, scope, key string) (Record, bool, error) {
+	return lookup(ctx, s.r, scope, key)
+}
+
+func lookup(ctx context.Context, q sqlitedb.Querier, scope, key string) (Record, bool, error) {
+	rec, err := scanRecord(q.QueryRowContext(ctx, qLookup, scope, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, false, nil
+	}
+	return rec, err == nil, err
+}
+
+func (s *SQLite) Insert(ctx context.Context, rec Record, content []byte) (Record, bool, error) {
+	rec, err := prepareInsert(rec, content)
+	if err != nil {
+		return Record{}, false, err
+	}
+	var out Record
+	var minted bool
+	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		if prev, ok, err := lookup(ctx, q, rec.Scope, rec.Key); err != nil || ok {
+			out, minted = prev, false
+			return err
+		}
+		r := rec
+		if err := q.QueryRowContext(ctx, qNewest, r.Scope).Scan(&r.Boundary, &r.Turn); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var sumArg any
+		if r.Existed {
+			if content == nil {
+				content = []byte{} // an empty file has an empty blob, not NULL
+			}
+			if _, err := q.ExecContext(ctx, qPutBlob, r.Sum, r.Size, content); err != nil {
+				return err
+			}
+			sumArg = r.Sum
+		}
+		r.CreatedAt = now()
+		if err := q.QueryRowContext(ctx, qPutRecord, r.Scope, r.Boundary, r.Turn, r.Key, r.Existed, sumArg, uint32(r.Mode),
+			r.Size, r.CreatedAt.UnixNano()).Scan(&r.ID); err != nil {
+			return err
+		}
+		out, minted = r, true
+		return nil
+	})
+	if err != nil {
+		return Record{}, false, err
+	}
+	return out, minted, nil
+}
+
+func (s *SQLite) Records(ctx context.Context, scope string, from int64) ([]Record, error) {
+	return records(ctx, s.r, scope, from)
+}
+
+func records(ctx context.Context, q sqlitedb.Querier, scope string, from int64) ([]Record, error) {
+	rows, err := q.QueryContext(ctx, qRecordsFrom, scope, from)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) Blob(ctx context.Context, sum string) ([]byte, error) {
+	var data []byte
+	err := s.r.QueryRowContext(ctx, qBlob, sum).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, blobMissing(sum)
+	}
+	if data == nil && err == nil {
+		data = []byte{}
+	}
+	return data, err
+}
+
+func (s *SQLite) Delete(ctx context.Context, id int64) error {
+	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		var sum sql.NullString
+		err := q.QueryRowContext(ctx, `DELETE FROM history_records WHERE id = ? RETURNING sum`, id).Scan(&sum)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil || !sum.Valid {
+			return err
+		}
+		_, err = q.ExecContext(ctx, qDropOrphan, sum.String)
+		return err
+	})
+}
+
+func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
+	if err := checkScope(from); err != nil {
+		return 0, err
+	}
+	if err := checkScope(to); err != nil {
+		return 0, err
+	}
+	if from == to {
+		return 0, nil
+	}
+	var n int
+	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		n = 0
+		var one int
+		err := q.QueryRowContext(ctx, `SELECT 1 FROM history_carries WHERE to_scope = ?`, to).Scan(&one)
+		if err == nil {
+			return nil // carried before
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		err = q.QueryRowContext(ctx, `SELECT 1 WHERE EXISTS (SELECT 1 FROM history_boundaries WHERE scope = ?1)
+			OR EXISTS (SELECT 1 FROM history_records WHERE scope = ?1)`, to).Scan(&one)
+		if err == nil {
+			return carryConflict(from, to)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, `INSERT INTO history_carries (to_scope, from_scope, created_at) VALUES (?, ?, ?)`,
+			to, from, now().UnixNano()); err != nil {
+			return err
+		}
+		bs, err := q.QueryContext(ctx, `SELECT id, turn, created_at FROM history_boundaries WHERE scope = ? ORDER BY id`, from)
+		if err != nil {
+			return err
+		}
+		type old struct {
+			id, created int64
+			turn        int
+		}
+		var olds []old
+		for bs.Next() {
+			var o old
+			if err := bs.Scan(&o.id, &o.turn, &o.created); err != nil {
+				bs.Close()
+				return err
+			}
+			olds = append(olds, o)
+		}
+		bs.Close()
+		if err := bs.Err(); err != nil {
+			return err
+		}
+		ids := map[int64]int64{0: 0}
+		for _, o := range olds {
+			var nid int64
+			if err := q.QueryRowContext(ctx, `INSERT INTO history_boundaries (scope, turn, created_at) VALUES (?, ?, ?) RETURNING id`,
+				to, o.turn, o.created).Scan(&nid); err != nil {
+				return err
+			}
+			ids[o.id] = nid
+		}
+		recs, err := records(ctx, q, from, 0)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			var sumArg any
+			if r.Existed {
+				sumArg = r.Sum
+			}
+			var id int64
+			if err := q.QueryRowContext(ctx, qPutRecord, to, ids[r.Boundary], r.Turn, r.Key, r.Existed, sumArg, uint32(r.Mode),
+				r.Size, r.CreatedAt.UnixNano()).Scan(&id); err != nil {
+				return err
+			}
+		}
+		n = len(recs)
+		return nil
+	})
+	return n, err
+}
+
+func (s *SQLite) Forget(ctx context.Context, scope string) error {
+	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		for _, stmt := range []string{
+			`DELETE FROM history_records WHERE scope = ?`,
+			`DELETE FROM history_boundaries WHERE scope = ?`,
+			`DELETE FROM history_carries WHERE to_scope = ?`,
+		} {
+			if _, err := q.ExecContext(ctx, stmt, scope); err != nil {
+				return err
+			}
+		}
+		_, err := q.ExecContext(ctx, `DELETE FROM history_blobs WHERE NOT EXISTS
+			(SELECT 1 FROM history_records r WHERE r.sum = history_blobs.sum)`)
+		return err
+	})
+}

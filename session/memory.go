@@ -1,0 +1,442 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sema-agent/sema"
+)
+
+// Memory is a Store held in memory: the same contract as the SQLite store, gone with the
+// process. Every method holds one mutex, so each is atomic. The zero value is not
+// usable; call NewMemory.
+type Memory struct {
+	mu          sync.Mutex
+	sessions    map[string]*memSession
+	legs        map[string]*Leg
+	checkpoints map[string]*Checkpoint
+	order       int64 // creation counter, the tie-break of equal UpdatedAt
+	closed      bool
+}
+
+type memSession struct {
+	s       Session
+	order   int64
+	entries []Entry // in Seq order
+	byID    map[string]int
+	legs    []string // leg ids in number order
+	cps     []string // checkpoint ids in park order
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{sessions: map[string]*memSession{}, legs: map[string]*Leg{}, checkpoints: map[string]*Checkpoint{}}
+}
+
+var _ Store = (*Memory)(nil)
+
+func (m *Memory) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return sema.Errorf(CodeClosed, "the session store was closed")
+	}
+	return nil
+}
+
+func (m *Memory) session(id string) (*memSession, error) {
+	ms, ok := m.sessions[id]
+	if !ok {
+		return nil, notFound(id)
+	}
+	return ms, nil
+}
+
+// touch moves UpdatedAt forward; it never goes back, so "most recently updated" follows
+// the order of the changes even on a coarse clock.
+func touch(ms *memSession) {
+	t := now()
+	if !t.After(ms.s.UpdatedAt) {
+		t = ms.s.UpdatedAt.Add(time.Nanosecond)
+	}
+	ms.s.UpdatedAt = t
+}
+
+func (m *Memory) Create(ctx context.Context, s Session) (Session, error) {
+	if err := m.lock(ctx); err != nil {
+		return Session{}, err
+	}
+	defer m.mu.Unlock()
+	s, err := checkCreate(s, now())
+	if err != nil {
+		return Session{}, err
+	}
+	if _, ok := m.sessions[s.ID]; ok {
+		return Session{}, sema.Errorf(CodeExists, "session %q already exists; leave ID empty to mint a new one", s.ID).With("session_id", s.ID)
+	}
+	m.order++
+	m.sessions[s.ID] = &memSession{s: s, order: m.order, byID: map[string]int{}}
+	return s, nil
+}
+
+func (m *Memory) Get(ctx context.Context, id string) (Session, error) {
+	if err := m.lock(ctx); err != nil {
+		return Session{}, err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(id)
+	if err != nil {
+		return Session{}, err
+	}
+	return ms.s, nil
+}
+
+func (m *Memory) Update(ctx context.Context, id string, fn func(*Session) error) (Session, error) {
+	if err := m.lock(ctx); err != nil {
+		return Session{}, err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(id)
+	if err != nil {
+		return Session{}, err
+	}
+	s, err := applyUpdate(ms.s, fn, ms.s.UpdatedAt)
+	if err != nil {
+		return Session{}, err
+	}
+	ms.s = s
+	touch(ms)
+	return ms.s, nil
+}
+
+func (m *Memory) List(ctx context.Context, f Filter) ([]Session, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var all []*memSession
+	for _, ms := range m.sessions {
+		if (f.Root == "" || ms.s.Root == f.Root) && (!f.RootsOnly || ms.s.ParentID == "") {
+			all = append(all, ms)
+		}
+	}
+	slices.SortFunc(all, func(a, b *memSession) int {
+		if c := b.s.UpdatedAt.Compare(a.s.UpdatedAt); c != 0 {
+			return c
+		}
+		return int(b.order - a.order)
+	})
+	if f.Limit > 0 && len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	out := make([]Session, len(all))
+	for i, ms := range all {
+		out[i] = ms.s
+	}
+	return out, nil
+}
+
+func (m *Memory) Newest(ctx context.Context, root string) (Session, error) {
+	l, err := m.List(ctx, Filter{Root: root, RootsOnly: true, Limit: 1})
+	if err != nil {
+		return Session{}, err
+	}
+	if len(l) == 0 {
+		return Session{}, noSessionAt(root)
+	}
+	return l[0], nil
+}
+
+func noSessionAt(root string) error {
+	return sema.Errorf(CodeNotFound, "no session was started in %s; start a new one", root).With("root", root)
+}
+
+func (m *Memory) Fork(ctx context.Context, id, atEntry string) (Session, error) {
+	if err := m.lock(ctx); err != nil {
+		return Session{}, err
+	}
+	defer m.mu.Unlock()
+	src, err := m.session(id)
+	if err != nil {
+		return Session{}, err
+	}
+	chain, err := src.chain(atEntry)
+	if err != nil {
+		return Session{}, err
+	}
+	t := now()
+	f := src.s
+	f.ID, f.ForkOf, f.ForkAt, f.Head = NewID(), id, "", ""
+	f.CreatedAt, f.UpdatedAt = t, t
+	if len(chain) > 0 {
+		f.ForkAt = chain[len(chain)-1].ID
+	}
+	m.order++
+	dst := &memSession{s: f, order: m.order, byID: map[string]int{}}
+	legMap := map[string]string{}
+	for _, e := range chain {
+		if e.LegID != "" && legMap[e.LegID] == "" {
+			l := *m.legs[e.LegID]
+			l.ID, l.SessionID = NewID(), f.ID
+			legMap[e.LegID] = l.ID
+			m.legs[l.ID] = &l
+			dst.legs = append(dst.legs, l.ID)
+		}
+	}
+	slices.SortFunc(dst.legs, func(a, b string) int { return m.legs[a].Number - m.legs[b].Number })
+	idMap := map[string]string{}
+	for i, e := range chain {
+		e.ID, e.SessionID, e.Seq = NewID(), f.ID, int64(i+1)
+		idMap[chain[i].ID] = e.ID
+		e.ParentID = idMap[e.ParentID]
+		e.LegID = legMap[e.LegID]
+		e.Payload = bytes.Clone(e.Payload)
+		dst.byID[e.ID] = len(dst.entries)
+		dst.entries = append(dst.entries, e)
+		dst.s.Head = e.ID
+	}
+	m.sessions[f.ID] = dst
+	return dst.s, nil
+}
+
+func (m *Memory) Prune(ctx context.Context, olderThan time.Time) ([]string, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var pruned []string
+	for id, ms := range m.sessions {
+		if !ms.s.UpdatedAt.Before(olderThan) {
+			continue
+		}
+		for _, l := range ms.legs {
+			delete(m.legs, l)
+		}
+		for _, c := range ms.cps {
+			delete(m.checkpoints, c)
+		}
+		delete(m.sessions, id)
+		pruned = append(pruned, id)
+	}
+	slices.Sort(pruned)
+	return pruned, nil
+}
+
+func (m *Memory) StartLeg(ctx context.Context, sessionID string) (Leg, error) {
+	if err := m.lock(ctx); err != nil {
+		return Leg{}, err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(sessionID)
+	if err != nil {
+		return Leg{}, err
+	}
+	n := 1
+	if len(ms.legs) > 0 {
+		n = m.legs[ms.legs[len(ms.legs)-1]].Number + 1
+	}
+	l := &Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: now(), Status: LegRunning}
+	m.legs[l.ID] = l
+	ms.legs = append(ms.legs, l.ID)
+	touch(ms)
+	return *l, nil
+}
+
+func (m *Memory) EndLeg(ctx context.Context, legID string, status LegStatus) (Leg, error) {
+	if err := m.lock(ctx); err != nil {
+		return Leg{}, err
+	}
+	defer m.mu.Unlock()
+	l, ok := m.legs[legID]
+	if !ok {
+		return Leg{}, legNotFound("", legID)
+	}
+	if err := checkLegEnd(*l, status); err != nil {
+		return Leg{}, err
+	}
+	l.EndedAt, l.Status = now(), status
+	touch(m.sessions[l.SessionID])
+	return *l, nil
+}
+
+func (m *Memory) Legs(ctx context.Context, sessionID string) ([]Leg, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Leg, len(ms.legs))
+	for i, id := range ms.legs {
+		out[i] = *m.legs[id]
+	}
+	return out, nil
+}
+
+func (m *Memory) Append(ctx context.Context, e Entry) (string, error) {
+	payload, err := checkEntry(e)
+	if err != nil {
+		return "", err
+	}
+	if err := m.lock(ctx); err != nil {
+		return "", err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(e.SessionID)
+	if err != nil {
+		return "", err
+	}
+	if e.LegID != "" {
+		if l, ok := m.legs[e.LegID]; !ok || l.SessionID != e.SessionID {
+			return "", legNotFound(e.SessionID, e.LegID)
+		}
+	}
+	if e.ParentID == "" {
+		e.ParentID = ms.s.Head
+	} else if _, ok := ms.byID[e.ParentID]; !ok {
+		return "", entryNotFound(e.SessionID, e.ParentID)
+	}
+	e.ID, e.Seq, e.CreatedAt, e.Payload = NewID(), int64(len(ms.entries)+1), now(), payload
+	ms.byID[e.ID] = len(ms.entries)
+	ms.entries = append(ms.entries, e)
+	ms.s.Head = e.ID
+	touch(ms)
+	return e.ID, nil
+}
+
+// chain returns the entries from the root to head ("" = the session's head).
+func (ms *memSession) chain(head string) ([]Entry, error) {
+	if head == "" {
+		head = ms.s.Head
+		if head == "" {
+			return nil, nil
+		}
+	}
+	i, ok := ms.byID[head]
+	if !ok {
+		return nil, entryNotFound(ms.s.ID, head)
+	}
+	var rev []Entry
+	for {
+		e := ms.entries[i]
+		e.Payload = bytes.Clone(e.Payload)
+		rev = append(rev, e)
+		if e.ParentID == "" {
+			break
+		}
+		i = ms.byID[e.ParentID]
+	}
+	slices.Reverse(rev)
+	return rev, nil
+}
+
+func (m *Memory) Transcript(ctx context.Context, sessionID, head string) ([]Entry, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return ms.chain(head)
+}
+
+func (m *Memory) Park(ctx context.Context, c Checkpoint) (Checkpoint, error) {
+	if err := m.lock(ctx); err != nil {
+		return Checkpoint{}, err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(c.SessionID)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if c.LegID != "" {
+		if l, ok := m.legs[c.LegID]; !ok || l.SessionID != c.SessionID {
+			return Checkpoint{}, legNotFound(c.SessionID, c.LegID)
+		}
+	}
+	c, err = checkPark(c, now())
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	m.checkpoints[c.ID] = &c
+	ms.cps = append(ms.cps, c.ID)
+	touch(ms)
+	return copyCheckpoint(c), nil
+}
+
+func copyCheckpoint(c Checkpoint) Checkpoint {
+	c.Args = bytes.Clone(c.Args)
+	if c.Decision != nil {
+		d := *c.Decision
+		d.Args = bytes.Clone(d.Args)
+		c.Decision = &d
+	}
+	return c
+}
+
+func (m *Memory) Checkpoint(ctx context.Context, id string) (Checkpoint, error) {
+	if err := m.lock(ctx); err != nil {
+		return Checkpoint{}, err
+	}
+	defer m.mu.Unlock()
+	c, ok := m.checkpoints[id]
+	if !ok {
+		return Checkpoint{}, checkpointNotFound(id)
+	}
+	return copyCheckpoint(*c), nil
+}
+
+func (m *Memory) Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Checkpoint, len(ms.cps))
+	for i, id := range ms.cps {
+		out[i] = copyCheckpoint(*m.checkpoints[id])
+	}
+	return out, nil
+}
+
+func (m *Memory) ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error) {
+	d, err := checkDecision(d)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return Checkpoint{}, err
+	}
+	defer m.mu.Unlock()
+	c, ok := m.checkpoints[id]
+	if !ok {
+		return Checkpoint{}, checkpointNotFound(id)
+	}
+	if c.Decision != nil {
+		return Checkpoint{}, alreadyClaimed(*c)
+	}
+	c.ClaimedAt, c.Decision = now(), &d
+	touch(m.sessions[c.SessionID])
+	return copyCheckpoint(*c), nil
+}
+
+// Close makes every later call fail; the contents are dropped with the store.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}

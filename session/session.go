@@ -1,0 +1,388 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/session/sqlitedb"
+)
+
+// Store keeps sessions, their legs, transcripts and checkpoints. Every method is safe
+// for concurrent use; a method that fails changes nothing.
+type Store interface {
+	// Create stores a new session. An empty ID is minted; CreatedAt zero means now.
+	Create(ctx context.Context, s Session) (Session, error)
+	Get(ctx context.Context, id string) (Session, error)
+	// Update changes the mutable fields (Model, Mode, PrePlanMode, Title) in one
+	// transaction: fn sees the stored session and edits it in place. fn must not call
+	// the store.
+	Update(ctx context.Context, id string, fn func(*Session) error) (Session, error)
+	// List returns sessions, most recently updated first.
+	List(ctx context.Context, f Filter) ([]Session, error)
+	// Newest is the most recently updated root session (no ParentID) at root.
+	Newest(ctx context.Context, root string) (Session, error)
+	// Fork copies the chain ending at atEntry ("" = the head) into a new session.
+	Fork(ctx context.Context, id, atEntry string) (Session, error)
+	// Prune deletes every session last updated before olderThan, with all it owns,
+	// and returns their ids (whose file-history scopes the caller may now forget).
+	Prune(ctx context.Context, olderThan time.Time) ([]string, error)
+
+	// StartLeg opens the session's next leg (numbered from 1), running.
+	StartLeg(ctx context.Context, sessionID string) (Leg, error)
+	// EndLeg closes a running leg with its final status.
+	EndLeg(ctx context.Context, legID string, status LegStatus) (Leg, error)
+	Legs(ctx context.Context, sessionID string) ([]Leg, error)
+
+	// Append commits one entry and returns its id (see Entry for the fields it reads).
+	Append(ctx context.Context, e Entry) (string, error)
+	// Transcript returns the chain from the root to head ("" = the session's head).
+	Transcript(ctx context.Context, sessionID, head string) ([]Entry, error)
+
+	// Park stores a pending tool call and returns it with its id, canonical
+	// arguments and their sha256.
+	Park(ctx context.Context, c Checkpoint) (Checkpoint, error)
+	Checkpoint(ctx context.Context, id string) (Checkpoint, error)
+	// Checkpoints lists a session's checkpoints, oldest first, claimed ones included.
+	Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error)
+	// ClaimCheckpoint records the decision once, atomically, and returns the claimed
+	// checkpoint; a second claim fails with CodeAlreadyClaimed.
+	ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error)
+
+	Close() error
+}
+
+// Codes of the errors a Store returns.
+const (
+	CodeNotFound           = "session.not_found"           // no session with that id
+	CodeExists             = "session.exists"              // Create with an id already taken
+	CodeInvalid            = "session.invalid"             // a field Create, Update or EndLeg refuses
+	CodeLegNotFound        = "session.leg_not_found"       // no such leg in that session
+	CodeLegEnded           = "session.leg_ended"           // EndLeg on a leg that already ended
+	CodeEntryNotFound      = "session.entry_not_found"     // a head, parent or fork point not in the session
+	CodeEntryInvalid       = "session.entry_invalid"       // an entry without a kind, or a payload that is not JSON
+	CodeCheckpointNotFound = "checkpoint.not_found"        // no checkpoint with that id
+	CodeAlreadyClaimed     = "checkpoint.already_claimed"  // a second claim of one checkpoint
+	CodeCheckpointInvalid  = "checkpoint.invalid"          // Park refuses the checkpoint
+	CodeDecisionInvalid    = "checkpoint.decision_invalid" // ClaimCheckpoint refuses the decision
+	CodeClosed             = sqlitedb.CodeClosed           // a call on a closed Memory store
+)
+
+// Session is a session's metadata. ID, Root, FSID, Scope, ParentID, ForkOf and ForkAt
+// are fixed at creation; Model, Mode, PrePlanMode and Title change through Update;
+// Head and UpdatedAt are kept by the store.
+type Session struct {
+	ID string `json:"id"`
+	// Root is the canonical task root the session works in.
+	Root string `json:"root"`
+	// FSID is the identity of the filesystem tree Root lies on
+	// (history.FilesystemIdentity).
+	FSID string `json:"fs_id"`
+	// Scope is the file-history scope the session records into; empty means its own
+	// ID (a same-tree delegated child records into its root session's scope).
+	Scope     string    `json:"scope,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt moves on every Update, Append, leg and checkpoint change.
+	UpdatedAt time.Time `json:"updated_at"`
+	// ParentID is the session of the leg that delegated this one (a subagent); empty
+	// for a root session.
+	ParentID string `json:"parent_id,omitempty"`
+	// ForkOf is the session this one was forked from, and ForkAt the entry the fork
+	// was cut at (empty when the original had no entries).
+	ForkOf string `json:"fork_of,omitempty"`
+	ForkAt string `json:"fork_at,omitempty"`
+	Model  string `json:"model,omitempty"`
+	// Mode is the permission mode word in force (the newest steer that took effect);
+	// PrePlanMode is the mode to return to when plan mode is left.
+	Mode        string `json:"mode,omitempty"`
+	PrePlanMode string `json:"pre_plan_mode,omitempty"`
+	// Title names the session for people; the runner uses the first prompt.
+	Title string `json:"title,omitempty"`
+	// Head is the transcript entry appended last: where an Append without a parent
+	// attaches. Empty while the transcript is empty.
+	Head string `json:"head,omitempty"`
+}
+
+// HistoryScope returns the file-history scope of the session: Scope, else ID.
+func (s Session) HistoryScope() string {
+	if s.Scope != "" {
+		return s.Scope
+	}
+	return s.ID
+}
+
+// Filter selects sessions for List. The zero value lists every session.
+type Filter struct {
+	// Root keeps only sessions whose Root is exactly this canonical path ("" = any).
+	Root string
+	// RootsOnly drops delegated child sessions (those with a ParentID).
+	RootsOnly bool
+	// Limit caps the number of sessions returned (0 = no cap).
+	Limit int
+}
+
+// LegStatus is how a leg ended. The store keeps any non-empty word; these are the
+// runner's.
+type LegStatus string
+
+const (
+	LegRunning          LegStatus = "running"
+	LegCompleted        LegStatus = "completed"
+	LegAwaitingApproval LegStatus = "awaiting_approval"
+	LegMaxTurns         LegStatus = "max_turns"
+	LegError            LegStatus = "error"
+	LegCancelled        LegStatus = "cancelled"
+)
+
+// Leg is one Run of a session. Numbers count from 1 per session; a fork keeps the
+// numbers of the legs it copied and goes on from the highest.
+type Leg struct {
+	ID        string    `json:"id"`
+	SessionID string    `json:"session_id"`
+	Number    int       `json:"number"`
+	StartedAt time.Time `json:"started_at"`
+	// EndedAt is zero while the leg runs.
+	EndedAt time.Time `json:"ended_at,omitzero"`
+	Status  LegStatus `json:"status"`
+}
+
+// Entry is one transcript entry. Append reads SessionID, LegID (optional; when set it
+// must be a leg of the session), ParentID, Kind and Payload, and mints ID, Seq and
+// CreatedAt.
+type Entry struct {
+	ID        string `json:"id"`
+	SessionID string `json:"session_id"`
+	LegID     string `json:"leg_id,omitempty"`
+	// Seq is the entry's place in the session's append order: 1, 2, 3, … without gaps.
+	Seq int64 `json:"seq"`
+	// ParentID is the entry this one follows. On Append, empty means the session's
+	// head; an earlier entry of the session starts a branch there.
+	ParentID string `json:"parent_id,omitempty"`
+	// Kind says what the payload is ("user", "assistant", "tool_result", …); the store
+	// does not interpret it.
+	Kind string `json:"kind"`
+	// Payload is the entry's JSON document (nil is stored as null).
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// Gate says which question a parked checkpoint waits on.
+type Gate string
+
+const (
+	GateToolPermission Gate = "tool_permission"
+	GatePlanReview     Gate = "plan_review"
+)
+
+// Checkpoint is a parked approval: the exact tool call a leg stopped at. Park reads
+// SessionID, LegID (optional), Tool, Args, Gate, Mode and PrePlanMode, and mints ID,
+// canonical Args, ArgsSHA256 and CreatedAt.
+type Checkpoint struct {
+	ID        string `json:"id"`
+	SessionID string `json:"session_id"`
+	LegID     string `json:"leg_id,omitempty"`
+	Tool      string `json:"tool"`
+	// Args are the call's arguments in canonical JSON (see CanonicalJSON) and
+	// ArgsSHA256 the lowercase hex sha256 of exactly those bytes.
+	Args       json.RawMessage `json:"args"`
+	ArgsSHA256 string          `json:"args_sha256"`
+	Gate       Gate            `json:"gate"`
+	// Mode and PrePlanMode are the leg's mode words when it parked.
+	Mode        string    `json:"mode,omitempty"`
+	PrePlanMode string    `json:"pre_plan_mode,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	// ClaimedAt and Decision are zero and nil until the checkpoint is claimed.
+	ClaimedAt time.Time `json:"claimed_at,omitzero"`
+	Decision  *Decision `json:"decision,omitempty"`
+}
+
+// Verdict is a person's answer to a parked question.
+type Verdict string
+
+const (
+	VerdictAllow Verdict = "allow"
+	VerdictDeny  Verdict = "deny"
+)
+
+// Decision answers a checkpoint.
+type Decision struct {
+	Verdict Verdict `json:"verdict"`
+	// Args, allowed only with VerdictAllow, are the approver's edited arguments; the
+	// store keeps them in canonical JSON. Empty means the stored arguments run.
+	Args   json.RawMessage `json:"args,omitempty"`
+	Reason string          `json:"reason,omitempty"`
+}
+
+// CanonicalJSON returns the canonical form of one JSON value: object keys sorted, no
+// insignificant whitespace, numbers as written, no HTML escaping. Two documents that
+// decode to the same value have the same canonical bytes (a duplicated key keeps its
+// last value, as every decoder sema uses does).
+func CanonicalJSON(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("not one JSON value: trailing data")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// SHA256Hex returns the lowercase hex sha256 of b, the form ArgsSHA256 uses.
+func SHA256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// now is the stores' clock: UTC, without a monotonic reading, so a time read back
+// from any store compares equal to the one that was written.
+func now() time.Time { return time.Now().Round(0).UTC() }
+
+// NewID returns a random RFC 4122 version 4 UUID, the form of every id the stores mint.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// The shared validation of both stores, so they refuse the same inputs with the same codes.
+
+func notFound(id string) error {
+	return sema.Errorf(CodeNotFound, "no session %q in the store; list sessions to find its id", id).With("session_id", id)
+}
+
+func legNotFound(sessionID, legID string) error {
+	return sema.Errorf(CodeLegNotFound, "leg %q is not a leg of session %q; start a leg with StartLeg first", legID, sessionID).
+		With("session_id", sessionID).With("leg_id", legID)
+}
+
+func entryNotFound(sessionID, entryID string) error {
+	return sema.Errorf(CodeEntryNotFound, "entry %q is not in the transcript of session %q; pick an entry id from Transcript", entryID, sessionID).
+		With("session_id", sessionID).With("entry_id", entryID)
+}
+
+func checkpointNotFound(id string) error {
+	return sema.Errorf(CodeCheckpointNotFound, "no checkpoint %q in the store; it may have been pruned", id).With("checkpoint_id", id)
+}
+
+func alreadyClaimed(c Checkpoint) error {
+	return sema.Errorf(CodeAlreadyClaimed, "checkpoint %q was already answered at %s; a parked call runs at most once",
+		c.ID, c.ClaimedAt.UTC().Format(time.RFC3339)).With("checkpoint_id", c.ID)
+}
+
+// checkEntry validates e and returns the payload to store.
+func checkEntry(e Entry) (json.RawMessage, error) {
+	if e.Kind == "" {
+		return nil, sema.Errorf(CodeEntryInvalid, "an entry needs a kind (user, assistant, tool_result, …)")
+	}
+	if e.Payload == nil {
+		return json.RawMessage("null"), nil
+	}
+	if !json.Valid(e.Payload) {
+		return nil, sema.Errorf(CodeEntryInvalid, "the payload of a %q entry is not valid JSON", e.Kind)
+	}
+	return bytes.Clone(e.Payload), nil
+}
+
+// checkPark validates c and fills the fields Park mints.
+func checkPark(c Checkpoint, now time.Time) (Checkpoint, error) {
+	if c.Tool == "" {
+		return c, sema.Errorf(CodeCheckpointInvalid, "a checkpoint needs the name of the tool it parks")
+	}
+	if c.Gate != GateToolPermission && c.Gate != GatePlanReview {
+		return c, sema.Errorf(CodeCheckpointInvalid, "checkpoint gate %q is not %q or %q", c.Gate, GateToolPermission, GatePlanReview).With("gate", string(c.Gate))
+	}
+	args, err := CanonicalJSON(c.Args)
+	if err != nil {
+		return c, sema.Errorf(CodeCheckpointInvalid, "the arguments of the parked %s call are not one JSON value: %v", c.Tool, err)
+	}
+	c.ID = NewID()
+	c.Args = args
+	c.ArgsSHA256 = SHA256Hex(args)
+	c.CreatedAt = now
+	c.ClaimedAt = time.Time{}
+	c.Decision = nil
+	return c, nil
+}
+
+// checkDecision validates d and returns it with canonical arguments.
+func checkDecision(d Decision) (Decision, error) {
+	switch d.Verdict {
+	case VerdictAllow:
+	case VerdictDeny:
+		if len(d.Args) > 0 {
+			return d, sema.Errorf(CodeDecisionInvalid, "a deny decision carries no edited arguments; drop them or allow")
+		}
+	default:
+		return d, sema.Errorf(CodeDecisionInvalid, "decision verdict %q is not %q or %q", d.Verdict, VerdictAllow, VerdictDeny)
+	}
+	if len(d.Args) > 0 {
+		args, err := CanonicalJSON(d.Args)
+		if err != nil {
+			return d, sema.Errorf(CodeDecisionInvalid, "the edited arguments are not one JSON value: %v", err)
+		}
+		d.Args = args
+	}
+	return d, nil
+}
+
+// checkCreate validates a session for Create and fills what Create mints.
+func checkCreate(s Session, now time.Time) (Session, error) {
+	if s.ID == "" {
+		s.ID = NewID()
+	}
+	if s.Root == "" {
+		return s, sema.Errorf(CodeInvalid, "a session needs its canonical task root")
+	}
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = now
+	}
+	s.CreatedAt = s.CreatedAt.Round(0).UTC()
+	s.UpdatedAt = s.CreatedAt
+	s.Head = ""
+	return s, nil
+}
+
+// applyUpdate runs fn on a copy of s and refuses a change to a field Update does not own.
+func applyUpdate(s Session, fn func(*Session) error, now time.Time) (Session, error) {
+	c := s
+	if err := fn(&c); err != nil {
+		return s, err
+	}
+	fixed := s
+	fixed.Model, fixed.Mode, fixed.PrePlanMode, fixed.Title = c.Model, c.Mode, c.PrePlanMode, c.Title
+	if fixed != c {
+		return s, sema.Errorf(CodeInvalid, "Update may change only Model, Mode, PrePlanMode and Title of session %q", s.ID).With("session_id", s.ID)
+	}
+	c.UpdatedAt = now
+	return c, nil
+}
+
+func checkLegEnd(l Leg, status LegStatus) error {
+	if status == "" || status == LegRunning {
+		return sema.Errorf(CodeInvalid, "a leg ends with a final status, not %q", status)
+	}
+	if !l.EndedAt.IsZero() {
+		return sema.Errorf(CodeLegEnded, "leg %d of session %q already ended (%s)", l.Number, l.SessionID, l.Status).
+			With("leg_id", l.ID)
+	}
+	return nil
+}

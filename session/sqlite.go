@@ -1,0 +1,610 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/session/sqlitedb"
+)
+
+// SQLiteStore is the default Store: one SQLite file in WAL mode that any number of
+// goroutines and processes may share. Each write is one transaction that takes the
+// write lock at its start; a writer of another process waits for it (up to the busy
+// timeout) instead of failing.
+type SQLiteStore struct {
+	db  *sql.DB
+	r   sqlitedb.Querier // prepared reads outside a transaction
+	own bool
+}
+
+var _ Store = (*SQLiteStore)(nil)
+
+// OpenSQLite opens, creating and migrating when needed, the session store at path (the
+// runner's default is $SEMA_HOME/sema.db). The parent directory must exist.
+func OpenSQLite(path string) (*SQLiteStore, error) {
+	return OpenSQLiteWith(path, sqlitedb.Options{})
+}
+
+// OpenSQLiteWith is OpenSQLite with explicit SQLite options.
+func OpenSQLiteWith(path string, opts sqlitedb.Options) (*SQLiteStore, error) {
+	db, err := sqlitedb.Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewSQLite(context.Background(), db)
+	if err != nil {
+		sqlitedb.Close(db)
+		return nil, err
+	}
+	s.own = true
+	return s, nil
+}
+
+// NewSQLite builds the store on a database the caller opened (see sqlitedb.Open for the
+// settings it needs) and migrates its schema. Close does not close db.
+func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
+	if err := sqlitedb.Migrate(ctx, db, "session", schema); err != nil {
+		return nil, err
+	}
+	if err := sqlitedb.Prepare(ctx, db, hotQueries...); err != nil {
+		return nil, err
+	}
+	return &SQLiteStore{db: db, r: sqlitedb.Reader(db)}, nil
+}
+
+// DB returns the database, so the file-history store can share the file.
+func (s *SQLiteStore) DB() *sql.DB { return s.db }
+
+// Close closes the database when OpenSQLite opened it.
+func (s *SQLiteStore) Close() error {
+	if s.own {
+		return sqlitedb.Close(s.db)
+	}
+	return nil
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// sessionCols reads a session; head and the last activity come from its newest entry
+// (see the entries table in schema.go).
+const sessionCols = `id, root, fs_id, scope, created_at, parent_id, fork_of, fork_at, model, mode, pre_plan_mode, title,
+	COALESCE((SELECT e.id FROM entries e WHERE e.session_id = sessions.id ORDER BY e.seq DESC LIMIT 1), ''),
+	` + lastActivity
+
+const lastActivity = `MAX(updated_at, COALESCE((SELECT e.created_at FROM entries e WHERE e.session_id = sessions.id
+	ORDER BY e.seq DESC LIMIT 1), 0))`
+
+// The statements run on every append and read, prepared once when the store opens.
+const (
+	qGetSession = `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`
+	// qAppendCheck reads, in one statement, what an append needs: the session's head and
+	// last seq, and whether the leg (?2) and the parent (?3) belong to it ('' = none given).
+	// No row means no such session.
+	qAppendCheck = `SELECT
+		COALESCE((SELECT id FROM entries WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1), ''),
+		COALESCE((SELECT seq FROM entries WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1), 0),
+		?2 = '' OR EXISTS (SELECT 1 FROM legs WHERE id = ?2 AND session_id = ?1),
+		?3 = '' OR EXISTS (SELECT 1 FROM entries WHERE id = ?3 AND session_id = ?1)
+		FROM sessions WHERE id = ?1`
+	qLegOf  = `SELECT 1 FROM legs WHERE id = ? AND session_id = ?`
+	qInsert = `INSERT INTO entries (session_id, seq, id, leg_id, parent_id, kind, payload, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// qChain walks parent links from a head to the root; a parent always has a smaller
+	// seq than its child, so seq order is chain order.
+	qChain = `WITH RECURSIVE chain (id) AS (
+			SELECT id FROM entries WHERE id = ? AND session_id = ?
+			UNION ALL
+			SELECT e.parent_id FROM entries e JOIN chain c ON e.id = c.id WHERE e.parent_id IS NOT NULL
+		)
+		SELECT e.id, e.session_id, COALESCE(e.leg_id, ''), e.seq, COALESCE(e.parent_id, ''), e.kind, e.payload, e.created_at
+		FROM entries e JOIN chain c ON e.id = c.id ORDER BY e.seq`
+)
+
+var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, qChain}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSession(r scanner) (Session, error) {
+	var s Session
+	var created, updated int64
+	err := r.Scan(&s.ID, &s.Root, &s.FSID, &s.Scope, &created, &s.ParentID, &s.ForkOf, &s.ForkAt,
+		&s.Model, &s.Mode, &s.PrePlanMode, &s.Title, &s.Head, &updated)
+	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return s, err
+}
+
+func getSession(ctx context.Context, q sqlitedb.Querier, id string) (Session, error) {
+	s, err := scanSession(q.QueryRowContext(ctx, qGetSession, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, notFound(id)
+	}
+	return s, err
+}
+
+// touchSQL moves updated_at forward, never back (see touch in memory.go).
+const touchSQL = `UPDATE sessions SET updated_at = MAX(updated_at + 1, ?) WHERE id = ?`
+
+const insertSession = `INSERT INTO sessions (id, root, fs_id, scope, created_at, updated_at, parent_id, fork_of, fork_at,
+	model, mode, pre_plan_mode, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func (s *SQLiteStore) Create(ctx context.Context, in Session) (Session, error) {
+	in, err := checkCreate(in, time.Now().UTC())
+	if err != nil {
+		return Session{}, err
+	}
+	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		_, err := q.ExecContext(ctx, insertSession,
+			in.ID, in.Root, in.FSID, in.Scope, nanos(in.CreatedAt), nanos(in.UpdatedAt), in.ParentID, in.ForkOf, in.ForkAt,
+			in.Model, in.Mode, in.PrePlanMode, in.Title)
+		if sqlitedb.IsConstraint(err) {
+			return sema.Errorf(CodeExists, "session %q already exists; leave ID empty to mint a new one", in.ID).With("session_id", in.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return Session{}, err
+	}
+	return s.Get(ctx, in.ID)
+}
+
+func (s *SQLiteStore) Get(ctx context.Context, id string) (Session, error) {
+	return getSession(ctx, s.r, id)
+}
+
+func (s *SQLiteStore) Update(ctx context.Context, id string, fn func(*Session) error) (Session, error) {
+	var out Session
+	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		cur, err := getSession(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		next, err := applyUpdate(cur, fn, cur.UpdatedAt)
+		if err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE sessions SET model = ?, mode = ?, pre_plan_mode = ?, title = ? WHERE id = ?`,
+			next.Model, next.Mode, next.PrePlanMode, next.Title, id); err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, touchSQL, time.Now().UnixNano(), id); err != nil {
+			return err
+		}
+		out, err = getSession(ctx, q, id)
+		return err
+	})
+	return out, err
+}
+
+func (s *SQLiteStore) List(ctx context.Context, f Filter) ([]Session, error) {
+	var where []string
+	var args []any
+	if f.Root != "" {
+		where, args = append(where, "root = ?"), append(args, f.Root)
+	}
+	if f.RootsOnly {
+		where = append(where, "parent_id = ''")
+	}
+	query := `SELECT ` + sessionCols + ` FROM sessions`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY " + lastActivity + " DESC, rowid DESC"
+	if f.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		ss, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLiteStore) Newest(ctx context.Context, root string) (Session, error) {
+	l, err := s.List(ctx, Filter{Root: root, RootsOnly: true, Limit: 1})
+	if err != nil {
+		return Session{}, err
+	}
+	if len(l) == 0 {
+		return Session{}, noSessionAt(root)
+	}
+	return l[0], nil
+}
+
+func (s *SQLiteStore) Fork(ctx context.Context, id, atEntry string) (Session, error) {
+	var out Session
+	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		src, err := getSession(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		chain, err := transcript(ctx, q, src, atEntry)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UnixNano()
+		f := src
+		f.ID, f.ForkOf, f.ForkAt = NewID(), id, ""
+		if len(chain) > 0 {
+			f.ForkAt = chain[len(chain)-1].ID
+		}
+		if _, err := q.ExecContext(ctx, insertSession,
+			f.ID, f.Root, f.FSID, f.Scope, now, now, f.ParentID, f.ForkOf, f.ForkAt,
+			f.Model, f.Mode, f.PrePlanMode, f.Title); err != nil {
+			return err
+		}
+		legMap := map[string]string{}
+		for _, e := range chain {
+			if e.LegID == "" || legMap[e.LegID] != "" {
+				continue
+			}
+			nid := NewID()
+			legMap[e.LegID] = nid
+			if _, err := q.ExecContext(ctx, `INSERT INTO legs (id, session_id, number, started_at, ended_at, status)
+				SELECT ?, ?, number, started_at, ended_at, status FROM legs WHERE id = ?`, nid, f.ID, e.LegID); err != nil {
+				return err
+			}
+		}
+		idMap := map[string]string{}
+		for i, e := range chain {
+			nid := NewID()
+			idMap[e.ID] = nid
+			if _, err := q.ExecContext(ctx, qInsert, f.ID, i+1, nid, nullable(legMap[e.LegID]), nullable(idMap[e.ParentID]),
+				e.Kind, []byte(e.Payload), nanos(e.CreatedAt)); err != nil {
+				return err
+			}
+		}
+		out, err = getSession(ctx, q, f.ID)
+		return err
+	})
+	return out, err
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (s *SQLiteStore) Prune(ctx context.Context, olderThan time.Time) ([]string, error) {
+	var pruned []string
+	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		pruned = nil
+		rows, err := q.QueryContext(ctx, `DELETE FROM sessions WHERE `+lastActivity+` < ? RETURNING id`, olderThan.UnixNano())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			pruned = append(pruned, id)
+		}
+		return rows.Err()
+	})
+	slices.Sort(pruned)
+	return pruned, err
+}
+
+const legCols = `id, session_id, number, started_at, ended_at, status`
+
+func scanLeg(r scanner) (Leg, error) {
+	var l Leg
+	var started, ended int64
+	err := r.Scan(&l.ID, &l.SessionID, &l.Number, &started, &ended, &l.Status)
+	l.StartedAt, l.EndedAt = fromNanos(started), fromNanos(ended)
+	return l, err
+}
+
+func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, error) {
+	var out Leg
+	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		r, err := q.ExecContext(ctx, touchSQL, time.Now().UnixNano(), sessionID)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil || n == 0 {
+			return cmpErr(err, notFound(sessionID))
+		}
+		var n int
+		if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM legs WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
+			return err
+		}
+		out = Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: time.Now().UTC(), Status: LegRunning}
+		_, err = q.ExecContext(ctx, `INSERT INTO legs (`+legCols+`) VALUES (?, ?, ?, ?, 0, ?)`,
+			out.ID, sessionID, n, nanos(out.StartedAt), out.Status)
+		return err
+	})
+	if err != nil {
+		return Leg{}, err
+	}
+	out.StartedAt = fromNanos(nanos(out.StartedAt))
+	return out, nil
+}
+
+func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status LegStatus) (Leg, error) {
+	var out Leg
+	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		l, err := scanLeg(q.QueryRowContext(ctx, `SELECT `+legCols+` FROM legs WHERE id = ?`, legID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return legNotFound("", legID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkLegEnd(l, status); err != nil {
+			return err
+		}
+		now := time.Now().UnixNano()
+		if _, err := q.ExecContext(ctx, `UPDATE legs SET ended_at = ?, status = ? WHERE id = ?`, now, status, legID); err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, touchSQL, now, l.SessionID); err != nil {
+			return err
+		}
+		l.EndedAt, l.Status = fromNanos(now), status
+		out = l
+		return nil
+	})
+	return out, err
+}
+
+func (s *SQLiteStore) Legs(ctx context.Context, sessionID string) ([]Leg, error) {
+	if _, err := s.Get(ctx, sessionID); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+legCols+` FROM legs WHERE session_id = ? ORDER BY number`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Leg
+	for rows.Next() {
+		l, err := scanLeg(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLiteStore) Append(ctx context.Context, e Entry) (string, error) {
+	payload, err := checkEntry(e)
+	if err != nil {
+		return "", err
+	}
+	id := NewID()
+	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		var head string
+		var seq int64
+		var legOK, parentOK bool
+		err := q.QueryRowContext(ctx, qAppendCheck, e.SessionID, e.LegID, e.ParentID).Scan(&head, &seq, &legOK, &parentOK)
+		switch {
+		case err != nil:
+			return cmpErr(err, notFound(e.SessionID))
+		case !legOK:
+			return legNotFound(e.SessionID, e.LegID)
+		case !parentOK:
+			return entryNotFound(e.SessionID, e.ParentID)
+		}
+		parent := e.ParentID
+		if parent == "" {
+			parent = head
+		}
+		_, err = q.ExecContext(ctx, qInsert, e.SessionID, seq+1, id, nullable(e.LegID), nullable(parent), e.Kind,
+			[]byte(payload), time.Now().UnixNano())
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// cmpErr maps sql.ErrNoRows to the coded error a caller acts on and keeps any other.
+func cmpErr(err, notFound error) error {
+	if err == nil || errors.Is(err, sql.ErrNoRows) {
+		return notFound
+	}
+	return err
+}
+
+func exists(ctx context.Context, q sqlitedb.Querier, query string, args ...any) error {
+	var one int
+	return q.QueryRowContext(ctx, query, args...).Scan(&one)
+}
+
+func (s *SQLiteStore) Transcript(ctx context.Context, sessionID, head string) ([]Entry, error) {
+	ss, err := s.Get(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return transcript(ctx, s.r, ss, head)
+}
+
+// transcript returns the chain from the root to head in one recursive query.
+func transcript(ctx context.Context, q sqlitedb.Querier, ss Session, head string) ([]Entry, error) {
+	if head == "" {
+		head = ss.Head
+		if head == "" {
+			return nil, nil
+		}
+	}
+	rows, err := q.QueryContext(ctx, qChain, head, ss.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var payload []byte
+		var created int64
+		if err := rows.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created); err != nil {
+			return nil, err
+		}
+		e.Payload, e.CreatedAt = json.RawMessage(payload), fromNanos(created)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, entryNotFound(ss.ID, head)
+	}
+	return out, nil
+}
+
+const checkpointCols = `id, session_id, COALESCE(leg_id, ''), tool, args, args_sha256, gate, mode, pre_plan_mode,
+	created_at, claimed_at, decision`
+
+func scanCheckpoint(r scanner) (Checkpoint, error) {
+	var c Checkpoint
+	var args, decision []byte
+	var created, claimed int64
+	err := r.Scan(&c.ID, &c.SessionID, &c.LegID, &c.Tool, &args, &c.ArgsSHA256, &c.Gate, &c.Mode, &c.PrePlanMode,
+		&created, &claimed, &decision)
+	if err != nil {
+		return c, err
+	}
+	c.Args, c.CreatedAt, c.ClaimedAt = json.RawMessage(args), fromNanos(created), fromNanos(claimed)
+	if decision != nil {
+		var d Decision
+		if err := json.Unmarshal(decision, &d); err != nil {
+			return c, err
+		}
+		c.Decision = &d
+	}
+	return c, nil
+}
+
+func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, error) {
+	c, err := checkPark(in, time.Now().UTC())
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		if _, err := getSession(ctx, q, c.SessionID); err != nil {
+			return err
+		}
+		if c.LegID != "" {
+			if err := exists(ctx, q, qLegOf, c.LegID, c.SessionID); err != nil {
+				return cmpErr(err, legNotFound(c.SessionID, c.LegID))
+			}
+		}
+		if _, err := q.ExecContext(ctx, `INSERT INTO checkpoints (id, session_id, leg_id, tool, args, args_sha256, gate, mode,
+			pre_plan_mode, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.SessionID, nullable(c.LegID), c.Tool, []byte(c.Args), c.ArgsSHA256, c.Gate, c.Mode, c.PrePlanMode,
+			nanos(c.CreatedAt)); err != nil {
+			return err
+		}
+		_, err := q.ExecContext(ctx, touchSQL, time.Now().UnixNano(), c.SessionID)
+		return err
+	})
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	c.CreatedAt = fromNanos(nanos(c.CreatedAt))
+	return c, nil
+}
+
+func (s *SQLiteStore) Checkpoint(ctx context.Context, id string) (Checkpoint, error) {
+	c, err := scanCheckpoint(s.r.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Checkpoint{}, checkpointNotFound(id)
+	}
+	return c, err
+}
+
+func (s *SQLiteStore) Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error) {
+	if _, err := s.Get(ctx, sessionID); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ?
+		ORDER BY created_at, rowid`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Checkpoint
+	for rows.Next() {
+		c, err := scanCheckpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLiteStore) ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error) {
+	d, err := checkDecision(d)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	blob, err := json.Marshal(d)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	var out Checkpoint
+	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		now := time.Now().UnixNano()
+		// The claim is one conditional UPDATE: whichever transaction runs it first sees
+		// claimed_at = 0 and takes the row; every later one matches nothing.
+		r, err := q.ExecContext(ctx, `UPDATE checkpoints SET claimed_at = ?, decision = ? WHERE id = ? AND claimed_at = 0`, now, blob, id)
+		if err != nil {
+			return err
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return err
+		}
+		c, err := scanCheckpoint(q.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return checkpointNotFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return alreadyClaimed(c)
+		}
+		if _, err := q.ExecContext(ctx, touchSQL, now, c.SessionID); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,373 @@
+// Package sqlitedb opens SQLite files the way sema's stores need them and runs their
+// write transactions and schema migrations. The session store and the file-history store
+// both build on it, so one database file can hold both and their writers cooperate.
+//
+// Invariants:
+//   - A database opened by [Open] is in WAL mode with a busy timeout and foreign keys on,
+//     so readers never block the writer and a second process waits for a lock instead of
+//     failing with SQLITE_BUSY.
+//   - [Tx] runs one write transaction that takes the write lock at BEGIN (BEGIN
+//     IMMEDIATE on a database from Open), so a transaction never fails half-way because
+//     another connection wrote first. Writers of one *sql.DB queue in process before they
+//     touch SQLite's lock; writers of other processes wait on SQLite's busy handler.
+//   - [Migrate] applies a component's schema steps in one transaction, records the version
+//     in the schema_version table, and refuses a file written by a newer schema with
+//     "store.schema_too_new" instead of reading what it does not understand.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sema-agent/sema"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Options tunes Open. The zero value is the default every store uses.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock held by another connection
+	// or process before it fails. Zero means 10 seconds.
+	BusyTimeout time.Duration
+	// Durable makes every commit reach the disk before it returns (synchronous=FULL).
+	// The default, synchronous=NORMAL under WAL, keeps every committed transaction
+	// across a crash of the process at any instant and never corrupts the file; only a
+	// power loss or an operating system crash may drop the newest commits.
+	Durable bool
+}
+
+func (o Options) busyTimeout() time.Duration {
+	if o.BusyTimeout > 0 {
+		return o.BusyTimeout
+	}
+	return 10 * time.Second
+}
+
+// Codes shared by the stores.
+const (
+	// CodeSchemaTooNew refuses a database written by a newer version of sema.
+	CodeSchemaTooNew = "store.schema_too_new"
+	// CodeClosed answers a call on a store that was closed.
+	CodeClosed = "store.closed"
+)
+
+// Open opens (creating when absent) the SQLite database at path. A new file is created
+// readable by its owner only, because it holds transcripts and file contents; SQLite
+// gives its -wal and -shm files the same permissions. The parent directory must exist.
+func Open(path string, opts Options) (*sql.DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	f.Close()
+
+	syncMode := "NORMAL"
+	if opts.Durable {
+		syncMode = "FULL"
+	}
+	q := url.Values{}
+	q.Set("_pragma", "busy_timeout("+strconv.FormatInt(opts.busyTimeout().Milliseconds(), 10)+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+syncMode+")")
+	q.Set("_txlock", "immediate")
+	// A file: URI with an escaped path keeps a '?' or '#' in a directory name from being
+	// read as the start of the parameters.
+	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	// WAL lets readers run beside the one writer; a handful of connections is enough,
+	// and keeping them idle spares re-running the pragmas on every call.
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	if err := db.PingContext(context.Background()); err != nil {
+		Close(db)
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	return db, nil
+}
+
+// Querier runs statements: a transaction body's view (Tx) or a reader's (Reader).
+// Statements are prepared once per connection and reused, so a hot statement is not
+// parsed again on every call.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// handle is what this process keeps per *sql.DB: the gate that serializes its writers
+// and its prepared statements. Close drops it.
+type handle struct {
+	gate  chan struct{}
+	stmts sync.Map // query → *sql.Stmt
+}
+
+var handles = struct {
+	sync.Mutex
+	m map[*sql.DB]*handle
+}{m: map[*sql.DB]*handle{}}
+
+func handleFor(db *sql.DB) *handle {
+	handles.Lock()
+	defer handles.Unlock()
+	h, ok := handles.m[db]
+	if !ok {
+		h = &handle{gate: make(chan struct{}, 1)}
+		handles.m[db] = h
+	}
+	return h
+}
+
+// Close closes db and forgets what this package kept for it (its prepared statements and
+// writer gate). Close a database from Open with it rather than with db.Close.
+func Close(db *sql.DB) error {
+	handles.Lock()
+	h := handles.m[db]
+	delete(handles.m, db)
+	handles.Unlock()
+	if h != nil {
+		h.stmts.Range(func(_, s any) bool {
+			s.(*sql.Stmt).Close()
+			return true
+		})
+	}
+	return db.Close()
+}
+
+func (h *handle) stmt(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	if s, ok := h.stmts.Load(query); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := h.stmts.LoadOrStore(query, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+// Prepare compiles queries once for db, so Tx and Reader run them without parsing them
+// again. A store calls it when it opens, with the statements it runs often. Inside Tx a
+// statement that was not prepared still runs, parsed on the spot: preparing it there
+// would need a second connection while the transaction holds one.
+func Prepare(ctx context.Context, db *sql.DB, queries ...string) error {
+	h := handleFor(db)
+	for _, q := range queries {
+		if _, err := h.stmt(ctx, db, q); err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// Reader returns a Querier for statements outside a transaction (each one atomic on
+// its own), with the same prepared-statement reuse as Tx.
+func Reader(db *sql.DB) Querier { return reader{db: db, h: handleFor(db)} }
+
+type reader struct {
+	db *sql.DB
+	h  *handle
+}
+
+func (r reader) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s, err := r.h.stmt(ctx, r.db, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+func (r reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := r.h.stmt(ctx, r.db, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := r.h.stmt(ctx, r.db, query)
+	if err != nil {
+		// Unprepared, the query reports the same error through the Row.
+		return r.db.QueryRowContext(ctx, query, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+type txq struct {
+	tx *sql.Tx
+	db *sql.DB
+	h  *handle
+}
+
+// stmt returns the prepared form of query bound to the transaction's connection, or nil
+// when query was never prepared.
+func (t txq) stmt(ctx context.Context, query string) *sql.Stmt {
+	if s, ok := t.h.stmts.Load(query); ok {
+		return t.tx.StmtContext(ctx, s.(*sql.Stmt))
+	}
+	return nil
+}
+
+func (t txq) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t txq) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t txq) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+// Tx runs fn inside one write transaction: BEGIN, fn, COMMIT; an error or a panic in fn,
+// or a context that ends before the commit, rolls everything back. On a database from
+// Open, BEGIN is BEGIN IMMEDIATE, so the write lock is taken (waiting up to the busy
+// timeout) before fn reads anything. fn may be run again when SQLite still reports the
+// database busy, so it must have no effect outside the transaction other than assigning
+// its results.
+func Tx(ctx context.Context, db *sql.DB, fn func(q Querier) error) error {
+	h := handleFor(db)
+	select {
+	case h.gate <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-h.gate }()
+
+	var err error
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		err = tx(ctx, db, h, fn)
+		// SQLite answers BUSY without waiting in a few cases (a snapshot that moved under a
+		// deferred transaction, WAL recovery by another process); a short pause and a fresh
+		// transaction cure them. A BUSY that comes after the busy timeout's full wait is
+		// the answer: another writer holds the lock for too long.
+		if !IsBusy(err) || time.Since(start) > time.Second || attempt == 4 || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+func tx(ctx context.Context, db *sql.DB, h *handle, fn func(q Querier) error) (err error) {
+	t, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			t.Rollback()
+		}
+	}()
+	if err := fn(txq{tx: t, db: db, h: h}); err != nil {
+		return err
+	}
+	if err := t.Commit(); err != nil {
+		return err
+	}
+	committed = true
+	return nil
+}
+
+// IsBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY or
+// SQLITE_LOCKED, with any extended code).
+func IsBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+}
+
+// IsConstraint reports whether err is a violated constraint (a duplicate primary or
+// unique key, a foreign key that points nowhere).
+func IsConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+// Migrate brings component's schema up to len(steps): step i (0-based) moves the schema
+// from version i to i+1. The steps missing from the recorded version run in order in one
+// transaction together with the new version number, so a failing step leaves the file as
+// it was. A file whose recorded version is above len(steps) was written by a newer sema
+// and is refused with CodeSchemaTooNew. Steps must never be edited once released: a new
+// change is a new step at the end.
+func Migrate(ctx context.Context, db *sql.DB, component string, steps []string) error {
+	// The common case, an up-to-date file, needs no write lock.
+	var v int
+	err := db.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE component = ?`, component).Scan(&v)
+	if err == nil && v == len(steps) {
+		return nil
+	}
+	if err == nil && v > len(steps) {
+		return tooNew(component, v, len(steps))
+	}
+	return Tx(ctx, db, func(tq Querier) error {
+		// Schema statements run unprepared: they change what a prepared one would see.
+		q := tq.(txq).tx
+		if _, err := q.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+			component TEXT PRIMARY KEY,
+			version INTEGER NOT NULL,
+			updated_at INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		var v int
+		err := q.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE component = ?`, component).Scan(&v)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if v > len(steps) {
+			return tooNew(component, v, len(steps))
+		}
+		for i := v; i < len(steps); i++ {
+			if _, err := q.ExecContext(ctx, steps[i]); err != nil {
+				return fmt.Errorf("migrate %s to version %d: %w", component, i+1, err)
+			}
+		}
+		_, err = q.ExecContext(ctx, `INSERT INTO schema_version (component, version, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (component) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`,
+			component, len(steps), time.Now().UnixNano())
+		return err
+	})
+}
+
+func tooNew(component string, have, know int) error {
+	return sema.Errorf(CodeSchemaTooNew,
+		"the database holds %s schema version %d but this build knows only up to %d; open it with a newer sema or point the store at another file",
+		component, have, know).With("component", component).With("version", have).With("supported", know)
+}

@@ -1,0 +1,249 @@
+package sqlitedb_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/session/sqlitedb"
+)
+
+func open(t *testing.T, path string, opts sqlitedb.Options) *sql.DB {
+	t.Helper()
+	db, err := sqlitedb.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqlitedb.Close(db) })
+	return db
+}
+
+func version(t *testing.T, db *sql.DB, component string) int {
+	t.Helper()
+	var v int
+	err := db.QueryRow(`SELECT version FROM schema_version WHERE component = ?`, component).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func tableExists(t *testing.T, db *sql.DB, name string) bool {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// Steps that fail when run twice, so a re-applied step is caught.
+var (
+	step1 = `CREATE TABLE t1 (x INTEGER)`
+	step2 = `CREATE TABLE t2 (y INTEGER); INSERT INTO t1 VALUES (1)`
+	bad3  = `CREATE TABLE t3 (z INTEGER); INSERT INTO missing VALUES (1)`
+)
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := open(t, filepath.Join(t.TempDir(), "m.db"), sqlitedb.Options{})
+
+	for _, tc := range []struct {
+		name        string
+		steps       []string
+		wantCode    string
+		wantErr     bool
+		wantVersion int
+		wantTables  map[string]bool
+	}{
+		{"fresh", []string{step1}, "", false, 1, map[string]bool{"t1": true, "t2": false}},
+		{"same again is a no-op", []string{step1}, "", false, 1, nil},
+		{"one step more", []string{step1, step2}, "", false, 2, map[string]bool{"t2": true}},
+		{"up to date", []string{step1, step2}, "", false, 2, nil},
+		{"failing step rolls back", []string{step1, step2, bad3}, "", true, 2, map[string]bool{"t3": false}},
+		{"older build refused", []string{step1}, sqlitedb.CodeSchemaTooNew, true, 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := sqlitedb.Migrate(ctx, db, "c", tc.steps)
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("Migrate: %v", err)
+			}
+			if tc.wantCode != "" && !sema.IsCode(err, tc.wantCode) {
+				t.Fatalf("Migrate: %v, want %s", err, tc.wantCode)
+			}
+			if v := version(t, db, "c"); v != tc.wantVersion {
+				t.Fatalf("version %d, want %d", v, tc.wantVersion)
+			}
+			for name, want := range tc.wantTables {
+				if got := tableExists(t, db, name); got != want {
+					t.Fatalf("table %s exists = %v, want %v", name, got, want)
+				}
+			}
+		})
+	}
+	var rows int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM t1`).Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("step 2 ran %d times (%v), want once", rows, err)
+	}
+	// Components version independently in one file.
+	if err := sqlitedb.Migrate(ctx, db, "other", []string{`CREATE TABLE o1 (x)`}); err != nil {
+		t.Fatal(err)
+	}
+	if version(t, db, "other") != 1 || version(t, db, "c") != 2 {
+		t.Fatal("components share a version")
+	}
+}
+
+// Two processes opening a fresh file at once migrate it once.
+func TestMigrateConcurrentOpeners(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "m.db")
+	const openers = 4
+	dbs := make([]*sql.DB, openers)
+	for i := range dbs {
+		dbs[i] = open(t, path, sqlitedb.Options{})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, openers)
+	for i, db := range dbs {
+		wg.Go(func() { errs[i] = sqlitedb.Migrate(t.Context(), db, "c", []string{step1, step2}) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows int
+	if err := dbs[0].QueryRow(`SELECT COUNT(*) FROM t1`).Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("step 2 ran %d times (%v), want once", rows, err)
+	}
+}
+
+func TestTx(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := open(t, filepath.Join(t.TempDir(), "tx.db"), sqlitedb.Options{})
+	if _, err := db.Exec(`CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM t`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	insert := func(q sqlitedb.Querier) error {
+		_, err := q.ExecContext(ctx, `INSERT INTO t VALUES (1)`)
+		return err
+	}
+	boom := errors.New("boom")
+	if err := sqlitedb.Tx(ctx, db, func(q sqlitedb.Querier) error { insert(q); return boom }); !errors.Is(err, boom) {
+		t.Fatalf("Tx = %v", err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic was swallowed")
+			}
+		}()
+		sqlitedb.Tx(ctx, db, func(q sqlitedb.Querier) error { insert(q); panic("in tx") })
+	}()
+	if n := count(); n != 0 {
+		t.Fatalf("a failed or panicking transaction left %d rows", n)
+	}
+	// The connections are still usable after the rollbacks.
+	for range 10 {
+		if err := sqlitedb.Tx(ctx, db, insert); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n != 10 {
+		t.Fatalf("%d rows, want 10", n)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := sqlitedb.Tx(cctx, db, insert); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Tx with a cancelled context = %v", err)
+	}
+}
+
+// A writer of another connection (another process) waits for the lock; with a tiny busy
+// timeout the wait ends in an error IsBusy recognizes, never a hang.
+func TestTxBusy(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "busy.db")
+	holder := open(t, path, sqlitedb.Options{})
+	patient := open(t, path, sqlitedb.Options{})
+	hasty := open(t, path, sqlitedb.Options{BusyTimeout: time.Millisecond})
+	if _, err := holder.Exec(`CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	locked, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- sqlitedb.Tx(ctx, holder, func(q sqlitedb.Querier) error {
+			close(locked)
+			<-release
+			_, err := q.ExecContext(ctx, `INSERT INTO t VALUES (1)`)
+			return err
+		})
+	}()
+	<-locked
+	err := sqlitedb.Tx(ctx, hasty, func(q sqlitedb.Querier) error { return nil })
+	if !sqlitedb.IsBusy(err) {
+		t.Fatalf("Tx against a held lock with a 1ms timeout = %v, want busy", err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		waited <- sqlitedb.Tx(ctx, patient, func(q sqlitedb.Querier) error {
+			_, err := q.ExecContext(ctx, `INSERT INTO t VALUES (2)`)
+			return err
+		})
+	}()
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("a waiting writer failed instead of waiting: %v", err)
+	}
+	if sqlitedb.IsBusy(errors.New("database is locked")) {
+		t.Fatal("IsBusy matched a plain error by its text")
+	}
+}
+
+func TestOpenPathAndMode(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "odd ?dir# 100%")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "sema.db")
+	db := open(t, path, sqlitedb.Options{})
+	if _, err := db.Exec(`CREATE TABLE t (x)`); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("the database is not at %s: %v", path, err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	if _, err := sqlitedb.Open(filepath.Join(t.TempDir(), "missing", "sema.db"), sqlitedb.Options{}); err == nil {
+		t.Fatal("Open in a missing directory succeeded")
+	}
+}
