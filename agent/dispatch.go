@@ -12,30 +12,48 @@ import (
 	"github.com/sema-agent/sema/tools"
 )
 
-// dispatch runs the tool calls of one model turn and returns one tool_result block per
-// call, in call order. When every call is to a read tool they run concurrently;
-// otherwise they run one after another, in order, so a write never races another call
-// of its own turn. No call is left unanswered: an unknown tool, bad input, a panic and
-// cancellation all become error results.
-func (l *leg) dispatch(ctx context.Context, turn int, calls []model.Block) []model.Block {
-	for _, c := range calls {
+// dispatchFrom runs the tool calls of one model turn from index start on and returns one
+// tool_result block per call answered, in call order, after prior (the results of the
+// calls before start, when a parked turn resumes). When every call is to a read tool
+// they run concurrently; otherwise one after another, in order, so a write never races
+// another call of its own turn. No call is left unanswered: an unknown tool, bad input,
+// a panic and cancellation all become error results. A question that parks stops the
+// turn at that call; the calls after it are not run.
+func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, start int, prior []model.Block) []model.Block {
+	if start > 0 || prior != nil {
+		if l.approval == nil {
+			// A plain resume moved past the question: nothing after it ran.
+			return append(append([]model.Block(nil), prior...), abandoned(calls, start)...)
+		}
+	}
+	rest := calls[start:]
+	for _, c := range rest {
 		l.emit(Event{Type: EventToolUse, Turn: turn, ToolUse: &ToolUse{ID: c.ID, Name: c.Name, Input: c.Input}})
 	}
-	results := make([]tools.Result, len(calls))
-	if l.allReadOnly(calls) && len(calls) > 1 {
+	results := make([]tools.Result, len(rest))
+	ran := len(rest)
+	if l.allReadOnly(rest) && len(rest) > 1 && !l.deps.Park && l.approval == nil {
 		var wg sync.WaitGroup
-		for i, c := range calls {
+		for i, c := range rest {
 			wg.Go(func() { results[i] = l.runTool(ctx, c) })
 		}
 		wg.Wait()
 	} else {
-		for i, c := range calls {
-			results[i] = l.runTool(ctx, c)
+		for i, c := range rest {
+			if i == 0 && l.approval != nil {
+				results[i] = l.answerPending(ctx, c)
+			} else {
+				results[i] = l.runTool(ctx, c)
+			}
+			if l.parkPending() {
+				ran = i
+				break
+			}
 		}
 	}
 	l.flush(turn) // permission events and notices of these calls precede their results
-	blocks := make([]model.Block, len(calls))
-	for i, c := range calls {
+	blocks := append(make([]model.Block, 0, len(calls)), prior...)
+	for i, c := range rest[:ran] {
 		r := results[i]
 		if r.EditedFile != "" {
 			l.noteEdited(r.EditedFile)
@@ -44,7 +62,7 @@ func (l *leg) dispatch(ctx context.Context, turn int, calls []model.Block) []mod
 		if len(content) == 0 {
 			content = []model.Block{model.TextBlock("(no output)")}
 		}
-		blocks[i] = model.Block{Kind: model.KindToolResult, ID: c.ID, Content: content, IsError: r.IsError}
+		blocks = append(blocks, model.Block{Kind: model.KindToolResult, ID: c.ID, Content: content, IsError: r.IsError})
 		l.emit(Event{Type: EventToolResult, Turn: turn, ToolResult: &ToolResult{ID: c.ID, Name: c.Name, IsError: r.IsError, Code: r.Code, Text: r.TextOf()}})
 	}
 	return blocks

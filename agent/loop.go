@@ -8,17 +8,39 @@ import (
 	"github.com/sema-agent/sema/model"
 )
 
-// loop runs the leg's turns until the model stops, the turn limit is reached, or ctx
-// ends, and returns the finished TaskResult.
+// loop runs the leg's turns until the model stops, the turn limit is reached, a
+// question parks the leg, or ctx ends, and returns the finished TaskResult.
 func (l *leg) loop(ctx context.Context) *TaskResult {
 	res := &TaskResult{SessionID: l.sessionID, Manifest: l.manifest}
 	l.flush(0)
 	l.emit(Event{Type: EventInit, Manifest: &res.Manifest})
 
-	msgs := []model.Message{{Role: model.RoleUser, Content: []model.Block{model.TextBlock(l.spec.Prompt)}}}
-	turn := 0
+	msgs := l.resume.messages
+	turn := l.resume.turns // turns are numbered across every leg of the session
+	first := turn
+	if p := l.resume.parked; p != nil {
+		// The chain ends at a parked turn: finish it first, with the approver's decision
+		// for the pending call (Resume), or with every unanswered call refused (a plain
+		// resume that moved on).
+		calls := lastCalls(msgs)
+		results := l.dispatchFrom(ctx, turn, calls, p.Pending, p.Results)
+		if l.parked(ctx, res, turn, calls, results) {
+			return l.finish(ctx, res, msgs, turn-first)
+		}
+		msgs = append(msgs, l.recordResults(ctx, results))
+	}
+	if l.resume.parked == nil && len(lastCallsOpen(msgs)) > 0 {
+		// The previous leg stopped between a response and its tool results (a crash or a
+		// kill): answer its calls as not run, so the conversation is whole again.
+		msgs = append(msgs, l.recordResults(ctx, abandonedInterrupted(lastCallsOpen(msgs))))
+	}
+	if l.spec.Prompt != "" {
+		m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(l.spec.Prompt)}}
+		msgs = appendUser(msgs, m)
+		l.record(ctx, entryUser, m)
+	}
 	for {
-		if l.spec.MaxTurns > 0 && turn >= l.spec.MaxTurns {
+		if l.spec.MaxTurns > 0 && turn-first >= l.spec.MaxTurns {
 			res.Status = StatusMaxTurns
 			break
 		}
@@ -27,6 +49,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 			break
 		}
 		turn++
+		l.mintBoundary(ctx, turn)
 		req := &model.Request{Model: l.spec.Model, System: l.system, Messages: msgs, Tools: l.specs, MaxTokens: l.spec.MaxTokens}
 		resp, err := l.deps.Provider.Stream(ctx, req, func(d model.Delta) {
 			if d.Kind == model.DeltaText {
@@ -45,6 +68,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		res.Usage = res.Usage.Add(resp.Usage)
 		msg := model.Message{Role: model.RoleAssistant, Content: resp.Content}
 		msgs = append(msgs, msg)
+		l.record(ctx, entryAssistant, assistantEntry{Turn: turn, Message: msg})
 		l.mu.Lock()
 		l.transcript = msgs
 		l.mu.Unlock()
@@ -57,19 +81,65 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 			res.Status = StatusCompleted
 			break
 		}
-		results := l.dispatch(ctx, turn, calls)
-		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: results})
+		results := l.dispatchFrom(ctx, turn, calls, 0, nil)
+		if l.parked(ctx, res, turn, calls, results) {
+			break
+		}
+		msgs = append(msgs, l.recordResults(ctx, results))
 		l.flush(turn)
 	}
-	res.NumTurns = turn
+	return l.finish(ctx, res, msgs, turn-first)
+}
+
+// finish completes the result and closes the session's leg.
+func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message, turns int) *TaskResult {
+	res.NumTurns = turns
 	res.Messages = msgs
-	l.flush(turn)
+	l.closeSession(ctx, res.Status)
+	l.flush(turns)
 	l.mu.Lock()
 	res.Notices = append([]sema.Notice{}, l.notices...)
 	res.EditedFiles = append([]string{}, l.edited...)
 	res.PermissionDenials = append([]PermissionDenial{}, l.denials...)
 	l.mu.Unlock()
 	return res
+}
+
+func (l *leg) recordResults(ctx context.Context, results []model.Block) model.Message {
+	m := model.Message{Role: model.RoleUser, Content: results}
+	l.record(ctx, entryToolResults, m)
+	return m
+}
+
+// lastCalls returns the tool calls of the conversation's last assistant message.
+func lastCalls(msgs []model.Message) []model.Block {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == model.RoleAssistant {
+			r := model.Response{Content: msgs[i].Content}
+			return r.ToolCalls()
+		}
+	}
+	return nil
+}
+
+// lastCallsOpen returns the tool calls of a conversation that ends at an assistant
+// message (calls nobody answered), else nil.
+func lastCallsOpen(msgs []model.Message) []model.Block {
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != model.RoleAssistant {
+		return nil
+	}
+	return lastCalls(msgs)
+}
+
+// appendUser adds a user message, merging it into a user message that ends the
+// conversation (tool results followed by a new prompt), since providers expect the
+// roles to alternate.
+func appendUser(msgs []model.Message, m model.Message) []model.Message {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == model.RoleUser {
+		merged := model.Message{Role: model.RoleUser, Content: append(append([]model.Block(nil), msgs[n-1].Content...), m.Content...)}
+		return append(msgs[:n-1:n-1], merged)
+	}
+	return append(msgs, m)
 }
 
 func (l *leg) cancelled(res *TaskResult, cause error) {

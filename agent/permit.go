@@ -29,13 +29,28 @@ type runningCall struct {
 // decide runs the fold for one call and answers its question, if it asks one. The
 // returned decision is allow or deny; a deny has been recorded.
 func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decision {
+	if l.isApproved(call.Tool, call.Input) {
+		// A person approved exactly this call; only the deny rules still stand.
+		if d, denied := l.gate.RecheckDeny(ctx, call, call.Input); denied {
+			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Message, Code: codeDenied})
+			return d
+		}
+		return permission.Decision{Behavior: permission.Allow, Reason: "user"}
+	}
 	d := l.gate.Decide(ctx, call)
 	if d.Behavior == permission.Ask {
+		approver := l.deps.Approver
+		if l.deps.Park {
+			approver = l.parkingApprover()
+		}
 		// Read calls of one turn run concurrently; their questions are put one at a time,
 		// so a person never sees two prompts at once.
 		l.askMu.Lock()
-		d = l.gate.Answer(ctx, call, d, l.deps.Approver, l.classifier, l.snapshot())
+		d = l.gate.Answer(ctx, call, d, approver, l.classifier, l.snapshot())
 		l.askMu.Unlock()
+		if l.parkPending() {
+			return d // parked, not denied: the leg ends awaiting the answer
+		}
 	}
 	if d.Behavior != permission.Allow {
 		msg := d.Message

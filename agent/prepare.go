@@ -12,8 +12,10 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
 	fstools "github.com/sema-agent/sema/tools/fs"
 )
@@ -24,10 +26,28 @@ type leg struct {
 	spec      TaskSpec
 	emit      func(Event)
 	sessionID string
-	fence     *fence.Fence
-	modes     *permission.ModeController
-	gate      *permission.Gate
-	scope     permission.Scope
+	// store is the deployment's session store; nil runs the leg without a session.
+	store session.Store
+	legID string
+	// branchFrom is the entry the leg's first transcript entry follows (ResumeAt).
+	branchFrom string
+	// resume is what the leg continues from: the replayed conversation of a resumed
+	// session, and a parked turn if the chain ends at one.
+	resume resumeState
+	// approval is the answer a resumed leg executes for its parked call.
+	approval *approval
+	// park is the first question of this leg that was parked.
+	park *parkRequest
+	// approved is the call a person approved, running now: the fold allows exactly it.
+	approved *runningCall
+	// files records first-touch history when the deployment wired a history store;
+	// historyScope is the scope the records land in.
+	files        *history.Files
+	historyScope string
+	fence        *fence.Fence
+	modes        *permission.ModeController
+	gate         *permission.Gate
+	scope        permission.Scope
 	// classifier answers asks in auto mode; it counts its denials and falls back to
 	// asking the approver after too many.
 	classifier permission.AutoClassifier
@@ -57,8 +77,17 @@ func validateSpec(deps *Deps, spec *TaskSpec) error {
 	if deps.Provider == nil {
 		return configError("config.provider_missing", "no model provider is configured; set Deps.Provider")
 	}
-	if strings.TrimSpace(spec.Prompt) == "" {
+	if strings.TrimSpace(spec.Prompt) == "" && spec.Answer == nil {
 		return configError("config.prompt_missing", "the task has no prompt; give a prompt to run")
+	}
+	if spec.Answer != nil && (spec.SessionID == "" || spec.Answer.CheckpointID == "") {
+		return configError("config.answer_invalid", "an answer needs the session and the checkpoint it answers")
+	}
+	if (spec.Answer != nil || spec.SessionID != "" || deps.Park) && deps.Store == nil {
+		return configError("config.store_missing", "resuming, answering or parking needs a session store; set Deps.Store")
+	}
+	if (spec.ForkSession || spec.ResumeAt != "") && spec.SessionID == "" {
+		return configError("config.resume_invalid", "ForkSession and ResumeAt need the SessionID they continue from")
 	}
 	if spec.Root == "" || !filepath.IsAbs(spec.Root) {
 		return configError("config.root_invalid", "the task root %q is not an absolute path; give an absolute directory", spec.Root)
@@ -139,16 +168,26 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 	if err := validateSpec(deps, &spec); err != nil {
 		return nil, err
 	}
-	l := &leg{deps: deps, spec: spec, emit: emit, sessionID: newSessionID()}
+	l := &leg{deps: deps, spec: spec, emit: emit, store: deps.Store}
 	rules, defaultMode, err := l.rules(ctx)
 	if err != nil {
 		return nil, err
 	}
-	requested := spec.PermissionMode
+	loaded, chain, err := l.loadSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	requested, prePlan := spec.PermissionMode, permission.Mode("")
+	if loaded != nil {
+		prePlan = permission.Mode(loaded.PrePlanMode)
+		if requested == "" {
+			requested = permission.Mode(loaded.Mode)
+		}
+	}
 	if requested == "" {
 		requested = defaultMode
 	}
-	if err := l.prepareModes(ctx, requested); err != nil {
+	if err := l.prepareModes(ctx, requested, prePlan); err != nil {
 		return nil, err
 	}
 	f, err := fence.New(ctx, fence.Config{
@@ -187,9 +226,21 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 	if err != nil {
 		return nil, err
 	}
+	if err := l.openSession(ctx, loaded, chain); err != nil {
+		return nil, err
+	}
+	if deps.History != nil && deps.TrackFileEdit == nil && deps.Store != nil {
+		l.files = history.NewFiles(deps.History, deps.Env)
+	}
 	l.roster = l.buildRoster()
 	for _, t := range l.roster {
 		l.specs = append(l.specs, t.Spec().ModelSpec())
+	}
+	if spec.Answer != nil {
+		if err := l.prepareAnswer(ctx); err != nil {
+			l.closeSession(ctx, StatusError)
+			return nil, err
+		}
 	}
 	receipt := l.modes.Receipt()
 	l.manifest = Manifest{
@@ -205,7 +256,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		Advertised:  advertisedOf(f),
 		Tools:       l.roster.Names(),
 		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
-		FileHistory: "disabled",
+		FileHistory: l.fileHistoryFact(),
 		ReadOnly:    spec.HandsReadOnly,
 	}
 	l.system = systemPrompt(l)
@@ -214,8 +265,8 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 
 // prepareModes builds the leg's mode controller and binds the deployment's arming facts:
 // denied modes fold to default, and auto arms the classifier.
-func (l *leg) prepareModes(ctx context.Context, requested permission.Mode) error {
-	ctrl, err := permission.NewModeController(requested, nil, permission.ControllerOptions{OnNotice: l.notice})
+func (l *leg) prepareModes(ctx context.Context, requested, prePlan permission.Mode) error {
+	ctrl, err := permission.NewModeController(requested, nil, permission.ControllerOptions{OnNotice: l.notice, PrePlanMode: prePlan})
 	if err != nil {
 		return err
 	}
@@ -260,7 +311,7 @@ func (l *leg) buildRoster() tools.Roster {
 		lane := fstools.WriteTools(cfg, fstools.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: fstools.Hooks{
 			Permission:    l.permitWrite,
 			BeforeWrite:   l.deps.BeforeWrite,
-			TrackFileEdit: l.deps.TrackFileEdit,
+			TrackFileEdit: l.trackSeat(),
 			FileEdited:    l.deps.OnFileEdited,
 		}})
 		for _, t := range lane {
@@ -332,4 +383,24 @@ func (l *leg) flush(turn int) {
 		ev.Turn = turn
 		l.emit(ev)
 	}
+}
+
+// trackSeat is the write lane's first-touch history seat: the deployment's own, else the
+// runner's file history when it is on, else none.
+func (l *leg) trackSeat() fstools.TrackFileEditHook {
+	if l.deps.TrackFileEdit != nil {
+		return l.deps.TrackFileEdit
+	}
+	if l.files != nil {
+		return l.trackFileEdit
+	}
+	return nil
+}
+
+// fileHistoryFact is the manifest's word for file history.
+func (l *leg) fileHistoryFact() string {
+	if l.deps.TrackFileEdit != nil || l.files != nil {
+		return "on"
+	}
+	return "disabled"
 }

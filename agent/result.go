@@ -2,6 +2,7 @@ package agent
 
 import (
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 )
 
@@ -30,9 +31,13 @@ type TaskResult struct {
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
 	// EditedFiles lists the canonical paths the write tools changed (or may have changed),
 	// in the order first edited.
-	EditedFiles []string      `json:"edited_files"`
-	Manifest    Manifest      `json:"manifest"`
-	Notices     []sema.Notice `json:"notices"`
+	EditedFiles []string `json:"edited_files"`
+	// Checkpoint is the parked call when Status is awaiting_approval.
+	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
+	// RewindNotes is the per-file account of a file rewind that ran before the leg.
+	RewindNotes []history.LedgerEntry `json:"rewind_notes,omitempty"`
+	Manifest    Manifest              `json:"manifest"`
+	Notices     []sema.Notice         `json:"notices"`
 	// Messages is the leg's transcript, the prompt first.
 	Messages []model.Message `json:"-"`
 }

@@ -72,9 +72,24 @@ func (r *Runner) run(ctx context.Context, spec TaskSpec, emit func(Event)) (*Tas
 	}
 	l, err := prepare(ctx, &r.deps, spec, emit)
 	if err != nil {
+		if spec.Answer != nil {
+			return nil, wrapConfigRefused(err)
+		}
 		return nil, err
 	}
+	spec.Control.bind(l.modes)
+	defer spec.Control.bind(nil)
 	return l.loop(ctx), nil
+}
+
+// Resume answers a parked question and continues the leg: spec names the session
+// (SessionID) and carries the re-supplied configuration, answer the decision. The
+// checkpoint is claimed once, atomically; a second answer fails with
+// checkpoint.already_claimed, and a configuration prepare refuses fails with
+// checkpoint.config_refused before anything is claimed.
+func (r *Runner) Resume(ctx context.Context, spec TaskSpec, answer Answer) (*TaskResult, error) {
+	spec.Answer = &answer
+	return r.Run(ctx, spec)
 }
 
 // newSessionID returns a random RFC 4122 version 4 UUID.

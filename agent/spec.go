@@ -6,8 +6,10 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
 	fstools "github.com/sema-agent/sema/tools/fs"
 )
@@ -48,6 +50,23 @@ type TaskSpec struct {
 	ReadFace, WriteFace fence.Face
 	// HandsReadOnly mounts the read-only band: no write tools.
 	HandsReadOnly bool
+	// SessionID resumes that session: a new leg appends to its transcript, with the
+	// conversation so far replayed to the model. Needs Deps.Store. The session must have
+	// been created in the same task root.
+	SessionID string
+	// ForkSession, with SessionID, continues in a new session that copies the
+	// transcript (up to ResumeAt, when set) and carries its file history; the original
+	// is left unchanged.
+	ForkSession bool
+	// ResumeAt, with SessionID, is the transcript entry the leg continues from: a new
+	// branch starts there and the later entries are left out of the conversation.
+	ResumeAt string
+	// Answer, with SessionID, resumes a leg parked at a question with a person's
+	// decision: the stored call runs (or is refused) exactly once, then the leg goes on.
+	// Prompt may be empty then.
+	Answer *Answer
+	// Control, when set, lets the caller steer the run while it is in progress.
+	Control *Control
 	// Scratchpad is a directory the system prompt advertises as writable scratch space;
 	// it is admitted as a write root only if it passes the fence's admission rules (it
 	// must not be, or contain, a root), and created when missing.
@@ -111,6 +130,18 @@ type Deps struct {
 	// Home is the user's home directory, for the delete guard and "~/" rules. Default:
 	// os.UserHomeDir().
 	Home string
+	// Store keeps sessions: transcripts, legs, parked approvals. Nil: runs keep no
+	// session and cannot be resumed. See session.OpenSQLite.
+	Store session.Store
+	// History keeps file history for rewind; it needs Store. Nil: no file history.
+	History history.Store
+	// FileHistoryPolicy says what happens to an edit whose pre-image cannot be recorded
+	// while file history is on. Default: RefuseUnprotected.
+	FileHistoryPolicy FileHistoryPolicy
+	// Park makes a question for a person end the leg with status awaiting_approval and
+	// a checkpoint holding the exact pending call, instead of going to Approver. A later
+	// run with TaskSpec.Answer continues it, in any process. Needs Store.
+	Park bool
 	// TrustProjectSettings lets the task root's .sema/settings.json grant permissions
 	// (allow rules, a default mode). Without it only that file's deny and ask rules
 	// apply, so a cloned repository cannot grant itself permissions. Default false.
@@ -118,3 +149,15 @@ type Deps struct {
 	// OrgGoverned declares organization governance: the task seat may only tighten faces.
 	OrgGoverned bool
 }
+
+// FileHistoryPolicy is the deployment's answer for an edit that file history cannot
+// protect.
+type FileHistoryPolicy int
+
+const (
+	// RefuseUnprotected refuses the edit (history.unprotected): nothing changes that
+	// could not be rewound. The default.
+	RefuseUnprotected FileHistoryPolicy = iota
+	// ProceedUnprotected lets the edit go on, with a notice.
+	ProceedUnprotected
+)

@@ -1,0 +1,40 @@
+package agent
+
+import (
+	"context"
+	"sync"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/permission"
+)
+
+// Control steers a running task from outside: create one, put it in TaskSpec.Control,
+// and call its methods while Run is in progress (from another goroutine). A Control
+// serves one run at a time; before the run has prepared its leg, and after it ended,
+// its methods refuse with run.not_running.
+type Control struct {
+	mu    sync.Mutex
+	modes *permission.ModeController
+}
+
+// Steer changes the running leg's permission mode. The answer is the mode receipt after
+// the steer: a word the deployment denies folds (and the receipt says why); a steer to
+// auto whose classifier cannot be armed is refused and the previous mode stays.
+func (c *Control) Steer(ctx context.Context, mode permission.Mode) (permission.Receipt, error) {
+	c.mu.Lock()
+	m := c.modes
+	c.mu.Unlock()
+	if m == nil {
+		return permission.Receipt{}, sema.Errorf("run.not_running", "the task is not running; a mode can be steered only while it runs")
+	}
+	return m.Steer(ctx, mode)
+}
+
+func (c *Control) bind(m *permission.ModeController) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.modes = m
+	c.mu.Unlock()
+}

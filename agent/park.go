@@ -1,0 +1,239 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/tools"
+)
+
+// Answer is a person's decision on a parked question, carried by TaskSpec.Answer into
+// the leg that resumes it.
+type Answer struct {
+	// CheckpointID names the parked question.
+	CheckpointID string `json:"checkpoint_id"`
+	// Allow runs the parked call; false refuses it (the model sees Reason).
+	Allow bool `json:"allow"`
+	// EditedInput, with Allow, replaces the call's arguments. The deny rules judge it
+	// again before anything is claimed; a denied edit is refused
+	// (checkpoint.edit_denied).
+	EditedInput json.RawMessage `json:"edited_input,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+}
+
+// CheckpointInfo describes a parked call in the result.
+type CheckpointInfo struct {
+	ID          string          `json:"id"`
+	Tool        string          `json:"tool"`
+	Input       json.RawMessage `json:"input"`
+	InputSHA256 string          `json:"input_sha256"`
+	Gate        string          `json:"gate"`
+	Message     string          `json:"message"`
+}
+
+// Codes of parking and resuming.
+const (
+	codeParked         = "permission.parked"
+	codeConfigRefused  = "checkpoint.config_refused"
+	codeStale          = "checkpoint.stale"
+	codeEditDenied     = "checkpoint.edit_denied"
+	codeAnswerInvalid  = "checkpoint.answer_invalid"
+	codeCallNotRun     = "tool.not_run"
+	codeDeniedByPerson = "permission.denied_by_user"
+)
+
+// parkRequest is the question a parking leg stopped at.
+type parkRequest struct {
+	req permission.ApprovalRequest
+}
+
+// approval is the decision a resumed leg executes for its pending call.
+type approval struct {
+	index  int
+	tool   string
+	input  json.RawMessage
+	allow  bool
+	reason string
+}
+
+// parkingApprover stands in for a person when the deployment parks questions: it
+// remembers the first question and refuses, and the dispatcher stops at that call.
+func (l *leg) parkingApprover() permission.Approver {
+	return permission.ApproverFunc(func(_ context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
+		l.mu.Lock()
+		if l.park == nil {
+			l.park = &parkRequest{req: req}
+		}
+		l.mu.Unlock()
+		return permission.ApprovalDecision{Behavior: permission.Deny, Message: "The question was parked for a person to answer."}, nil
+	})
+}
+
+func (l *leg) parkPending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.park != nil
+}
+
+// parked ends the turn at a parked question: the exact pending call is stored as a
+// checkpoint with the results of the calls before it, and the leg ends awaiting
+// approval. It reports whether the leg parked.
+func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, results []model.Block) bool {
+	l.mu.Lock()
+	p := l.park
+	l.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	pending := len(results) // the call that parked is the first one without a kept result
+	call := calls[pending]
+	input := call.Input
+	if len(p.req.Input) > 0 {
+		input = p.req.Input
+	}
+	cp, err := l.store.Park(context.WithoutCancel(ctx), session.Checkpoint{
+		SessionID:   l.sessionID,
+		LegID:       l.legID,
+		Tool:        call.Name,
+		Args:        input,
+		Gate:        session.Gate(gateOf(p.req.Ask)),
+		Mode:        string(l.modes.Requested()),
+		PrePlanMode: string(l.modes.PrePlanMode()),
+	})
+	if err != nil {
+		res.Status = StatusError
+		res.Error = sema.Errorf("checkpoint.park_failed", "the question could not be parked: %v", err)
+		return true
+	}
+	l.record(ctx, entryParked, parkedEntry{Turn: turn, Results: results, Pending: pending, Checkpoint: cp.ID})
+	res.Status = StatusAwaitingApproval
+	res.Checkpoint = &CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: p.req.Ask.Message}
+	return true
+}
+
+func gateOf(d permission.Decision) string {
+	if d.Gate != "" {
+		return d.Gate
+	}
+	return permission.GateToolPermission
+}
+
+// prepareAnswer checks a resume's answer against its checkpoint and claims it. It runs
+// at the end of prepare: everything that can refuse the resume refuses before the
+// claim, so a refused resume leaves the question open.
+func (l *leg) prepareAnswer(ctx context.Context) error {
+	a := l.spec.Answer
+	cp, err := l.store.Checkpoint(ctx, a.CheckpointID)
+	if err != nil {
+		return err
+	}
+	if cp.SessionID != l.spec.SessionID {
+		return sema.Errorf(codeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.SessionID)
+	}
+	if cp.Decision != nil {
+		return sema.Errorf(session.CodeAlreadyClaimed, "checkpoint %s was already answered", cp.ID)
+	}
+	p := l.resume.parked
+	if p == nil || p.Checkpoint != cp.ID {
+		return sema.Errorf(codeStale, "checkpoint %s is not where session %s stopped; it can no longer be answered", cp.ID, cp.SessionID)
+	}
+	calls := lastCalls(l.resume.messages)
+	if p.Pending >= len(calls) || calls[p.Pending].Name != cp.Tool {
+		return sema.Errorf(codeStale, "checkpoint %s does not match the parked turn", cp.ID)
+	}
+	input := cp.Args // the stored, reviewed arguments; never re-derived
+	d := session.Decision{Verdict: session.VerdictDeny, Reason: a.Reason}
+	if a.Allow {
+		d.Verdict = session.VerdictAllow
+		if len(a.EditedInput) > 0 {
+			if !json.Valid(a.EditedInput) {
+				return sema.Errorf(codeAnswerInvalid, "the edited input is not valid JSON")
+			}
+			t := l.roster.Lookup(cp.Tool)
+			if t == nil {
+				return sema.Errorf(codeStale, "the parked tool %s is not mounted on this leg", cp.Tool)
+			}
+			call := permission.Call{Tool: cp.Tool, Effect: t.Spec().Effect, Input: a.EditedInput, Scope: l.scope}
+			if dec, denied := l.gate.RecheckDeny(ctx, call, a.EditedInput); denied {
+				return sema.Errorf(codeEditDenied, "the edited input is refused by the deny rules: %s", dec.Message)
+			}
+			input = a.EditedInput
+			d.Args = a.EditedInput
+		}
+	}
+	claimed, err := l.store.ClaimCheckpoint(ctx, cp.ID, d)
+	if err != nil {
+		return err
+	}
+	if claimed.Decision != nil && len(claimed.Decision.Args) > 0 {
+		input = claimed.Decision.Args
+	}
+	l.approval = &approval{index: p.Pending, tool: cp.Tool, input: input, allow: a.Allow, reason: a.Reason}
+	return nil
+}
+
+// answerPending runs (or refuses) the call a person answered.
+func (l *leg) answerPending(ctx context.Context, call model.Block) tools.Result {
+	a := l.approval
+	l.approval = nil
+	if !a.allow {
+		msg := "A person denied this call."
+		if a.reason != "" {
+			msg += " Their reason: " + a.reason
+		}
+		l.deny(PermissionDenial{Tool: call.Name, Input: json.RawMessage(orEmpty(a.input)), Reason: msg, Code: codeDeniedByPerson})
+		return tools.Fail(codeDeniedByPerson, "%s", msg)
+	}
+	call.Input = a.input
+	l.mu.Lock()
+	l.approved = &runningCall{name: call.Name, input: a.input}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.approved = nil
+		l.mu.Unlock()
+	}()
+	return l.runTool(ctx, call)
+}
+
+// isApproved reports whether this exact call is the one a person approved.
+func (l *leg) isApproved(name string, input json.RawMessage) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.approved != nil && l.approved.name == name && jsonEqual(l.approved.input, input)
+}
+
+// abandoned answers the calls of a parked turn that a plain resume moved past.
+func abandoned(calls []model.Block, from int) []model.Block {
+	var out []model.Block
+	for _, c := range calls[from:] {
+		out = append(out, model.Block{Kind: model.KindToolResult, ID: c.ID, IsError: true,
+			Content: []model.Block{model.TextBlock("This call was not run: it waited for an approval that was not given.")}})
+	}
+	return out
+}
+
+// abandonedInterrupted answers calls a stopped leg never answered.
+func abandonedInterrupted(calls []model.Block) []model.Block {
+	var out []model.Block
+	for _, c := range calls {
+		out = append(out, model.Block{Kind: model.KindToolResult, ID: c.ID, IsError: true,
+			Content: []model.Block{model.TextBlock("This call's result was lost: the run stopped before it was recorded. Check the workspace before repeating it.")}})
+	}
+	return out
+}
+
+// wrapConfigRefused turns a refusal of a resume's re-supplied config into
+// checkpoint.config_refused, keeping the original code in the detail.
+func wrapConfigRefused(err error) error {
+	var se *sema.Error
+	if !errors.As(err, &se) || len(se.Code) > 11 && se.Code[:11] == "checkpoint." || se.Code == session.CodeAlreadyClaimed {
+		return err
+	}
+	return (&sema.Error{Code: codeConfigRefused, Message: "the resume's configuration is refused: " + se.Message, Err: err}).With("code", se.Code)
+}

@@ -1,0 +1,238 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
+)
+
+type stores struct {
+	sessions session.Store
+	history  history.Store
+}
+
+func newStores(t *testing.T) stores {
+	t.Helper()
+	s := session.NewMemory()
+	h := history.NewMemory()
+	t.Cleanup(func() { s.Close(); h.Close() })
+	return stores{s, h}
+}
+
+func (s stores) runner(p model.Provider, park bool) *agent.Runner {
+	return agent.New(agent.Deps{Provider: p, Store: s.sessions, History: s.history, Park: park})
+}
+
+func write(path, content string) scripted.ToolCall {
+	b, _ := json.Marshal(map[string]string{"file_path": path, "content": content})
+	return scripted.ToolCall{Name: "Write", Input: b}
+}
+
+func TestResumeReplaysTheConversationAndNumbersTurnsAcrossLegs(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "first answer"}, {Text: "second answer"}}})
+	r := st.runner(p, false)
+	a, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "one", Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "two", Root: root, SessionID: a.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.SessionID != a.SessionID || b.Status != agent.StatusCompleted {
+		t.Fatalf("resume: %s %s", b.SessionID, b.Status)
+	}
+	req := p.Requests()[1]
+	var texts []string
+	for _, m := range req.Messages {
+		texts = append(texts, string(m.Role)+":"+m.Content[0].Text)
+	}
+	if strings.Join(texts, "|") != "user:one|assistant:first answer|user:two" {
+		t.Fatalf("resumed conversation %v", texts)
+	}
+	legs, _ := st.sessions.Legs(context.Background(), a.SessionID)
+	if len(legs) != 2 || legs[1].Status != session.LegCompleted {
+		t.Fatalf("legs %+v", legs)
+	}
+	// A resume from another root is refused by name.
+	_, err = r.Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir(), SessionID: a.SessionID})
+	if sema.CodeOf(err) != "session.root_mismatch" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{write("a.txt", "approved bytes")}},
+		{Text: "wrote it"},
+	}})
+	r := st.runner(p, true)
+	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "write a.txt", Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != agent.StatusAwaitingApproval || res.Checkpoint == nil || res.Checkpoint.Tool != "Write" || res.Checkpoint.Gate != "tool_permission" {
+		t.Fatalf("status %s checkpoint %+v", res.Status, res.Checkpoint)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("the parked write ran before anyone approved it")
+	}
+	if len(res.PermissionDenials) != 0 {
+		t.Fatalf("a parked question is not a denial: %+v", res.PermissionDenials)
+	}
+	// The approval comes from another runner (another process, as far as the store can
+	// tell): the stored call runs.
+	r2 := st.runner(p, true)
+	spec := agent.TaskSpec{Root: root, SessionID: res.SessionID}
+	done, err := r2.Resume(context.Background(), spec, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != agent.StatusCompleted || done.Result != "wrote it" {
+		t.Fatalf("after approval: %s %q %v", done.Status, done.Result, done.Error)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "approved bytes" {
+		t.Fatalf("file holds %q", b)
+	}
+	// A second answer is refused; the call does not run again.
+	os.Remove(filepath.Join(root, "a.txt"))
+	_, err = r2.Resume(context.Background(), spec, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	if sema.CodeOf(err) != session.CodeAlreadyClaimed {
+		t.Fatalf("second claim: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("the call ran twice")
+	}
+}
+
+func TestParkDenyAndEditedInput(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	turns := []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "model bytes")}}, {Text: "ok"}}
+	park := func() *agent.TaskResult {
+		res, err := st.runner(scripted.New(scripted.Script{Turns: turns}), true).Run(context.Background(), agent.TaskSpec{Prompt: "w", Root: root})
+		if err != nil || res.Status != agent.StatusAwaitingApproval {
+			t.Fatalf("%v %v", err, res)
+		}
+		return res
+	}
+
+	// Deny: the model is told, nothing is written.
+	res := park()
+	p := scripted.New(scripted.Script{Turns: turns[1:]})
+	done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID},
+		agent.Answer{CheckpointID: res.Checkpoint.ID, Reason: "not now"})
+	if err != nil || done.Status != agent.StatusCompleted {
+		t.Fatalf("%v %+v", err, done)
+	}
+	last := p.Requests()[0].Messages
+	tr := last[len(last)-1].Content[0]
+	if !tr.IsError || !strings.Contains(tr.Content[0].Text, "not now") {
+		t.Fatalf("denied result %+v", tr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("a denied call wrote")
+	}
+
+	// An edit a deny rule forbids is refused before the claim; the question stays open.
+	res = park()
+	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns[1:]}), Store: st.sessions, History: st.history, Park: true,
+		Rules: mustRules(t, nil, []string{"Write(secret/**)"})}
+	spec := agent.TaskSpec{Root: root, SessionID: res.SessionID}
+	edited := agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true, EditedInput: json.RawMessage(`{"file_path":"secret/x","content":"y"}`)}
+	if _, err := agent.New(deps).Resume(context.Background(), spec, edited); sema.CodeOf(err) != "checkpoint.edit_denied" {
+		t.Fatalf("edited input: %v", err)
+	}
+	// A re-supplied config that prepare refuses is refused before the claim too.
+	bad := spec
+	bad.PermissionMode = "yolo"
+	_, err = agent.New(deps).Resume(context.Background(), bad, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	var se *sema.Error
+	if sema.CodeOf(err) != "checkpoint.config_refused" || !asErr(err, &se) || se.Detail["code"] != "config.permission_mode_invalid" {
+		t.Fatalf("config refused: %v", err)
+	}
+	// The question is still open: an allowed edit runs the approver's arguments.
+	edited.EditedInput = json.RawMessage(`{"file_path":"b.txt","content":"edited bytes"}`)
+	done, err = agent.New(deps).Resume(context.Background(), spec, edited)
+	if err != nil || done.Status != agent.StatusCompleted {
+		t.Fatalf("%v %+v", err, done)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "b.txt")); string(b) != "edited bytes" {
+		t.Fatalf("b.txt holds %q", b)
+	}
+}
+
+func TestRewindRestoresFilesAcrossTurns(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "keep.txt"), []byte("original\n"), 0o640)
+	read := scripted.ToolCall{Name: "Read", Input: json.RawMessage(`{"file_path":"keep.txt"}`)}
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{write("new.txt", "created in turn 1")}},
+		{ToolCalls: []scripted.ToolCall{read}},
+		{ToolCalls: []scripted.ToolCall{write("keep.txt", "changed in turn 3\n")}},
+		{Text: "done"},
+	}})
+	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history})
+	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root, PermissionMode: permission.ModeBypassPermissions})
+	if err != nil || res.Status != agent.StatusCompleted || res.Manifest.FileHistory != "on" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	// Back to the start of turn 3: keep.txt returns, new.txt stays.
+	out, err := r.Rewind(context.Background(), agent.RewindSpec{SessionID: res.SessionID, ToTurn: 3, Files: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "keep.txt")); string(b) != "original\n" || !out.Ledger.Complete() {
+		t.Fatalf("keep.txt %q ledger %+v", b, out.Ledger)
+	}
+	if fi, _ := os.Stat(filepath.Join(root, "keep.txt")); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	if _, err := os.Stat(filepath.Join(root, "new.txt")); err != nil {
+		t.Fatal("turn 1's file went away on a rewind to turn 3")
+	}
+	// Back to turn 1: the created file is deleted.
+	if _, err := r.Rewind(context.Background(), agent.RewindSpec{SessionID: res.SessionID, ToTurn: 1, Files: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "new.txt")); !os.IsNotExist(err) {
+		t.Fatal("new.txt survived a rewind to before it existed")
+	}
+}
+
+func mustRules(t *testing.T, allow, deny []string) permission.RuleSet {
+	t.Helper()
+	rs, err := permission.ParseRules(allow, deny, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func asErr(err error, target **sema.Error) bool {
+	se, ok := err.(*sema.Error)
+	if ok {
+		*target = se
+	}
+	return ok
+}
