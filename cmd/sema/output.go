@@ -52,6 +52,10 @@ func (p *printer) text(ev agent.Event) {
 		if r.Result != "" {
 			fmt.Fprintln(p.out, strings.TrimRight(r.Result, "\n"))
 		}
+		if r.Status == agent.StatusAwaitingApproval && r.Checkpoint != nil {
+			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)\n  answer with: sema approve %s --checkpoint %s --allow|--deny\n",
+				r.Checkpoint.Tool, r.Checkpoint.Message, r.SessionID, r.Checkpoint.ID)
+		}
 		if r.Status == agent.StatusMaxTurns {
 			fmt.Fprintf(p.errw, "sema: stopped after %d turns (--max-turns)\n", r.NumTurns)
 		}
@@ -127,6 +131,12 @@ func resultObject(r *agent.TaskResult) map[string]any {
 	}
 	if r.Error != nil {
 		obj["error"] = r.Error
+	}
+	if r.Checkpoint != nil {
+		obj["checkpoint"] = r.Checkpoint
+	}
+	if len(r.RewindNotes) > 0 {
+		obj["rewind_notes"] = r.RewindNotes
 	}
 	return obj
 }

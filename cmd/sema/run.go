@@ -33,9 +33,12 @@ type runOptions struct {
 	continueLast   bool
 	forkSession    bool
 	onAsk          string
+	inputFormat    string
 	settings       string
 	home           string
 	appendSystem   string
+	// answer is set by `sema approve`: the run resumes a parked question.
+	answer *agent.Answer
 }
 
 func addRunFlags(cmd *cobra.Command, o *runOptions) {
@@ -43,9 +46,9 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.cwd, "cwd", ".", "task root: the directory the task works in")
 	f.StringVar(&o.model, "model", "", "PROVIDER/MODEL: anthropic/…, openai/…, openai-compatible/… (default $SEMA_MODEL)")
 	f.StringVar(&o.baseURL, "base-url", "", "base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter)")
-	f.StringVar(&o.permissionMode, "permission-mode", "default", "default|acceptEdits|plan|auto|dontAsk|bypassPermissions")
-	f.StringSliceVar(&o.allowedTools, "allowed-tools", nil, "permission rules that allow tool calls without asking")
-	f.StringSliceVar(&o.disallowed, "disallowed-tools", nil, "permission rules that deny tool calls")
+	f.StringVar(&o.permissionMode, "permission-mode", "", "default|acceptEdits|plan|auto|dontAsk|bypassPermissions (default: the settings files' defaultMode, else default)")
+	f.StringArrayVar(&o.allowedTools, "allowed-tools", nil, `rules that allow tool calls without asking: "Read,Edit(src/**)", "Bash(npm run test:*)"; repeatable`)
+	f.StringArrayVar(&o.disallowed, "disallowed-tools", nil, `rules that deny tool calls in every mode: "WebFetch", "Bash(git push *)"; repeatable`)
 	f.StringArrayVar(&o.addDirs, "add-dir", nil, "an additional writable (and readable) root; repeatable")
 	f.StringArrayVar(&o.addReadDirs, "add-read-dir", nil, "an additional read-only root; repeatable")
 	f.BoolVar(&o.readOnly, "read-only", false, "mount the read-only band: no write tools")
@@ -54,8 +57,9 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.resume, "resume", "", "resume the session ID")
 	f.BoolVar(&o.continueLast, "continue", false, "continue the newest session of this root")
 	f.BoolVar(&o.forkSession, "fork-session", false, "with --resume/--continue, fork into a new session")
-	f.StringVar(&o.onAsk, "on-ask", "", "who answers a permission question: deny|park|prompt (default: prompt on a terminal, else deny)")
-	f.StringVar(&o.settings, "settings", "", "a settings file")
+	f.StringVar(&o.onAsk, "on-ask", "", "who answers a permission question: deny|park|prompt (default: prompt on a terminal, else deny); prompt reads the answers from stdin")
+	f.StringVar(&o.inputFormat, "input-format", "text", "text|stream-json: stream-json reads control lines from stdin while the run goes on (set_permission_mode)")
+	f.StringVar(&o.settings, "settings", "", "a settings file {\"permissions\":{\"allow\",\"deny\",\"ask\",\"defaultMode\"}}, read with ~/.sema/settings.json and the task root's .sema/settings.json (trusted: you chose to run here)")
 	f.StringVar(&o.home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
 	f.StringVar(&o.appendSystem, "append-system-prompt", "", "text added to the system prompt")
 }
@@ -73,26 +77,20 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if !slices.Contains(outputFormats, o.outputFormat) {
 		return usageErr(sema.Errorf("config.output_format_invalid", "unknown output format %q; use text, json or stream-json", o.outputFormat))
 	}
-	switch {
-	case o.resume != "":
-		return notYet("--resume")
-	case o.continueLast:
-		return notYet("--continue")
-	case o.forkSession:
-		return notYet("--fork-session")
-	case o.settings != "":
-		return notYet("--settings")
-	case len(o.allowedTools) > 0:
-		return notYet("--allowed-tools")
-	case len(o.disallowed) > 0:
-		return notYet("--disallowed-tools")
+	if o.resume != "" && o.continueLast {
+		return usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
+	}
+	if o.forkSession && o.resume == "" && !o.continueLast {
+		return usageErr(sema.Errorf(codeUsage, "--fork-session needs --resume ID or --continue"))
 	}
 	switch o.onAsk {
-	case "", "deny", "prompt":
-	case "park":
-		return notYet("--on-ask park")
+	case "", "deny", "prompt", "park":
 	default:
 		return usageErr(sema.Errorf("config.on_ask_invalid", "unknown --on-ask value %q; use deny, park or prompt", o.onAsk))
+	}
+	perms, err := resolvePermissions(o, prompt, stdin, stderr)
+	if err != nil {
+		return err
 	}
 	if prompt == "-" {
 		data, err := io.ReadAll(stdin)
@@ -129,13 +127,23 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		HandsReadOnly:             o.readOnly,
 		AppendSystemPrompt:        o.appendSystem,
 	}
-	out := newPrinter(o.outputFormat, stdout, stderr)
+	perms.apply(&deps, &spec)
+	st, err := o.sessionSeats(ctx, home, &deps, &spec)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	steer := perms.steering(stdout)
+	defer steer.stop()
+	spec.Control = steer.control()
+	steer.start(ctx)
+	out := newPrinter(o.outputFormat, steer.writer(stdout), stderr)
 	var res *agent.TaskResult
 	for ev, err := range agent.New(deps).Events(ctx, spec) {
 		if err != nil {
 			return usageErr(err)
 		}
-		out.event(ev)
+		steer.print(out, ev)
 		if ev.Type == agent.EventResult {
 			res = ev.Result
 		}

@@ -50,7 +50,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"bad format", []string{"run", "--model", "scripted/" + script, "--output-format", "xml", "x"}, "config.output_format_invalid"},
 		{"unknown flag", []string{"run", "--frobnicate", "x"}, "unknown flag"},
 		{"unknown provider", []string{"run", "--model", "acme/big", "x"}, "config.model_invalid"},
-		{"park not yet", []string{"run", "--model", "scripted/" + script, "--on-ask", "park", "x"}, "config.not_supported"},
+		{"fork without session", []string{"run", "--model", "scripted/" + script, "--fork-session", "x"}, "--fork-session needs"},
+		{"bad on-ask", []string{"run", "--model", "scripted/" + script, "--on-ask", "maybe", "x"}, "config.on_ask_invalid"},
 		{"missing cwd", []string{"run", "--model", "scripted/" + script, "--cwd", "/nonexistent/dir", "x"}, "config.root_invalid"},
 	}
 	for _, c := range cases {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -25,7 +26,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	semaBin = filepath.Join(dir, "sema")
-	touchSources()
 	build := exec.Command("go", "build", "-o", semaBin, "../../cmd/sema")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -46,6 +46,7 @@ type result struct {
 // sema runs the binary with args in dir, with a clean environment plus extra variables.
 func sema(t *testing.T, dir string, env []string, stdin string, args ...string) result {
 	t.Helper()
+	sourcesOnce.Do(touchSources)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, semaBin, args...)
@@ -104,8 +105,10 @@ func streamEvents(t *testing.T, stdout string) []map[string]any {
 	return evs
 }
 
+var sourcesOnce sync.Once
+
 // touchSources stats every Go source of the module. The go command's test cache records
-// the files a test looks at, so this makes a cached e2e result stale whenever the code
+// the files a test looks at (once the tests run, not in TestMain), so this makes a cached e2e result stale whenever the code
 // the binary is built from changes.
 func touchSources() {
 	filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {

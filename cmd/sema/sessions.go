@@ -1,0 +1,411 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/session"
+)
+
+// stores are the durable stores of the state directory: sessions and file history in
+// one SQLite file, $SEMA_HOME/sema.db.
+type stores struct {
+	sessions *session.SQLiteStore
+	history  history.Store
+}
+
+func (s *stores) Close() {
+	s.history.Close()
+	s.sessions.Close()
+}
+
+// openStores opens (creating when needed) the stores in the state directory home.
+func openStores(ctx context.Context, home string) (*stores, error) {
+	if home == "" {
+		return nil, sema.Errorf("config.home_invalid", "no state directory: pass --home DIR or set SEMA_HOME")
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, sema.Errorf("config.home_invalid", "cannot create the state directory %s: %v", home, err)
+	}
+	ss, err := session.OpenSQLite(filepath.Join(home, "sema.db"))
+	if err != nil {
+		return nil, err
+	}
+	hs, err := history.NewSQLite(ctx, ss.DB())
+	if err != nil {
+		ss.Close()
+		return nil, err
+	}
+	return &stores{sessions: ss, history: hs}, nil
+}
+
+func newSessionsCmd(stdout io.Writer) *cobra.Command {
+	var home, cwd string
+	var all bool
+	cmd := &cobra.Command{Use: "sessions", Short: "List, show and prune stored sessions"}
+	cmd.PersistentFlags().StringVar(&home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
+	open := func(ctx context.Context) (*stores, error) {
+		dir, err := stateDir(home)
+		if err != nil {
+			return nil, err
+		}
+		return openStores(ctx, dir)
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the sessions of this root (--all: of every root), newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := open(cmd.Context())
+			if err != nil {
+				return usageErr(err)
+			}
+			defer st.Close()
+			f := session.Filter{RootsOnly: true}
+			if !all {
+				root, err := canonicalRoot(cmd.Context(), cwd)
+				if err != nil {
+					return usageErr(err)
+				}
+				f.Root = root
+			}
+			ss, err := st.sessions.List(cmd.Context(), f)
+			if err != nil {
+				return &exitErr{code: exitError, err: err}
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tUPDATED\tMODE\tTITLE")
+			for _, s := range ss {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.Mode, s.Title)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().BoolVar(&all, "all", false, "list the sessions of every root")
+	list.Flags().StringVar(&cwd, "cwd", ".", "the root whose sessions to list")
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print a session's transcript with its turn numbers",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := open(cmd.Context())
+			if err != nil {
+				return usageErr(err)
+			}
+			defer st.Close()
+			return showSession(cmd.Context(), st, args[0], stdout)
+		},
+	}
+	var olderThan string
+	prune := &cobra.Command{
+		Use:   "prune --older-than 30d",
+		Short: "Delete sessions (and their file history) not updated for a while",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := parseAge(olderThan)
+			if err != nil {
+				return usageErr(err)
+			}
+			st, err := open(cmd.Context())
+			if err != nil {
+				return usageErr(err)
+			}
+			defer st.Close()
+			ids, err := st.sessions.Prune(cmd.Context(), time.Now().Add(-d))
+			if err != nil {
+				return &exitErr{code: exitError, err: err}
+			}
+			for _, id := range ids {
+				if err := st.history.Forget(cmd.Context(), id); err != nil {
+					return &exitErr{code: exitError, err: err}
+				}
+			}
+			fmt.Fprintf(stdout, "pruned %d sessions\n", len(ids))
+			return nil
+		},
+	}
+	prune.Flags().StringVar(&olderThan, "older-than", "", "age such as 30d, 12h or 90m (required)")
+	cmd.AddCommand(list, show, prune)
+	return cmd
+}
+
+// parseAge reads "30d" as well as time.ParseDuration's forms.
+func parseAge(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, sema.Errorf(codeUsage, "give an age with --older-than, such as 30d")
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err == nil && days >= 0 {
+			return time.Duration(days) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, sema.Errorf(codeUsage, "cannot read the age %q; use a form like 30d, 12h or 90m", s)
+	}
+	return d, nil
+}
+
+func canonicalRoot(ctx context.Context, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	c, ok, err := fence.Canonicalize(ctx, env.NewHost(), abs)
+	if err != nil || !ok {
+		return "", sema.Errorf("config.root_invalid", "the directory %s does not resolve", dir)
+	}
+	return c, nil
+}
+
+// showSession prints a transcript for people: each turn with its number, the text, the
+// tool calls and a line of each result.
+func showSession(ctx context.Context, st *stores, id string, w io.Writer) error {
+	s, err := st.sessions.Get(ctx, id)
+	if err != nil {
+		return &exitErr{code: exitError, err: err}
+	}
+	chain, err := st.sessions.Transcript(ctx, id, "")
+	if err != nil {
+		return &exitErr{code: exitError, err: err}
+	}
+	fmt.Fprintf(w, "session %s\nroot    %s\nmode    %s\n", s.ID, s.Root, s.Mode)
+	if s.ForkOf != "" {
+		fmt.Fprintf(w, "fork of %s\n", s.ForkOf)
+	}
+	for _, e := range chain {
+		switch e.Kind {
+		case "user":
+			var m model.Message
+			json.Unmarshal(e.Payload, &m)
+			fmt.Fprintf(w, "\n> %s\n", firstLine(textOf(m.Content), 200))
+		case "assistant":
+			var a struct {
+				Turn    int           `json:"turn"`
+				Message model.Message `json:"message"`
+			}
+			json.Unmarshal(e.Payload, &a)
+			fmt.Fprintf(w, "\n[turn %d]\n", a.Turn)
+			for _, b := range a.Message.Content {
+				switch b.Kind {
+				case model.KindText:
+					fmt.Fprintln(w, b.Text)
+				case model.KindToolUse:
+					fmt.Fprintf(w, "  ▸ %s %s\n", b.Name, firstLine(string(b.Input), 160))
+				}
+			}
+		case "tool_results":
+			var m model.Message
+			json.Unmarshal(e.Payload, &m)
+			for _, b := range m.Content {
+				if b.Kind != model.KindToolResult {
+					continue
+				}
+				mark := "✓"
+				if b.IsError {
+					mark = "✗"
+				}
+				fmt.Fprintf(w, "    %s %s\n", mark, firstLine(textOf(b.Content), 160))
+			}
+		case "parked":
+			var p struct {
+				Checkpoint string `json:"checkpoint"`
+			}
+			json.Unmarshal(e.Payload, &p)
+			fmt.Fprintf(w, "    ⏸ waiting for approval: checkpoint %s\n", p.Checkpoint)
+		case "rewind":
+			fmt.Fprintf(w, "\n(rewound)\n")
+		}
+	}
+	return nil
+}
+
+func textOf(bs []model.Block) string {
+	var b strings.Builder
+	for _, x := range bs {
+		b.WriteString(x.Text)
+	}
+	return b.String()
+}
+
+func firstLine(s string, max int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
+
+func newRewindCmd(stdout io.Writer) *cobra.Command {
+	var home string
+	var spec agent.RewindSpec
+	cmd := &cobra.Command{
+		Use:   "rewind SESSION --to TURN [--files] [--conversation]",
+		Short: "Return a session's files and/or conversation to the start of a turn",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("to") {
+				return usageErr(sema.Errorf(codeUsage, "give the turn to return to with --to N (see `sema sessions show %s`)", args[0]))
+			}
+			if !spec.Files && !spec.Conversation {
+				spec.Files, spec.Conversation = true, true
+			}
+			dir, err := stateDir(home)
+			if err != nil {
+				return usageErr(err)
+			}
+			st, err := openStores(cmd.Context(), dir)
+			if err != nil {
+				return usageErr(err)
+			}
+			defer st.Close()
+			spec.SessionID = args[0]
+			r := agent.New(agent.Deps{Store: st.sessions, History: st.history})
+			out, err := r.Rewind(cmd.Context(), spec)
+			if out != nil && out.Ledger != nil {
+				printLedger(stdout, out.Ledger, spec.DryRun)
+			}
+			if err != nil {
+				return &exitErr{code: exitError, err: err}
+			}
+			if out.Head != "" {
+				fmt.Fprintf(stdout, "conversation: the next `sema run --resume %s` continues from the start of turn %d\n", args[0], spec.ToTurn)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
+	cmd.Flags().IntVar(&spec.ToTurn, "to", 0, "the turn to return to")
+	cmd.Flags().BoolVar(&spec.Files, "files", false, "restore the files (default: files and conversation)")
+	cmd.Flags().BoolVar(&spec.Conversation, "conversation", false, "move the conversation back (default: files and conversation)")
+	cmd.Flags().BoolVar(&spec.DryRun, "dry-run", false, "list what would change, change nothing")
+	cmd.Flags().BoolVar(&spec.AcceptPartialRestore, "accept-partial", false, "restore what can be restored when some files conflict")
+	return cmd
+}
+
+func printLedger(w io.Writer, l *history.Ledger, dry bool) {
+	verb := "restored"
+	if dry {
+		verb = "would change"
+	}
+	fmt.Fprintf(w, "files (%s to the start of turn %d):\n", verb, l.Turn)
+	for _, e := range l.Entries {
+		line := fmt.Sprintf("  %-9s %s (%d → %d lines)", e.Status, e.Path, e.CurrentLines, e.Lines)
+		if e.Reason != "" {
+			line += ": " + e.Reason
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// sessionSeats opens the state directory's stores for a run and fills the session
+// fields: every run records a session; --resume / --continue / --fork-session continue
+// one; --on-ask park parks questions; `sema approve` answers one.
+func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.Deps, spec *agent.TaskSpec) (*stores, error) {
+	st, err := openStores(ctx, home)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	deps.Store, deps.History = st.sessions, st.history
+	deps.Park = o.onAsk == "park"
+	spec.SessionID = o.resume
+	spec.ForkSession = o.forkSession
+	if o.continueLast {
+		root, err := canonicalRoot(ctx, spec.Root)
+		if err != nil {
+			st.Close()
+			return nil, usageErr(err)
+		}
+		s, err := st.sessions.Newest(ctx, root)
+		if err != nil {
+			st.Close()
+			return nil, usageErr(sema.Errorf("session.not_found", "there is no session to continue in %s; start one with `sema run`", root))
+		}
+		spec.SessionID = s.ID
+	}
+	if o.answer != nil {
+		spec.Answer = o.answer
+	}
+	return st, nil
+}
+
+func newApproveCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var opts runOptions
+	var checkpoint, edit, reason string
+	var allow, deny bool
+	cmd := &cobra.Command{
+		Use:   "approve SESSION --checkpoint ID --allow|--deny [--edit JSON] [--reason TEXT]",
+		Short: "Answer a parked question and continue the run (any process, any time later)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if allow == deny {
+				return usageErr(sema.Errorf(codeUsage, "say --allow or --deny"))
+			}
+			if checkpoint == "" {
+				return usageErr(sema.Errorf(codeUsage, "name the question with --checkpoint ID (printed when the run parked)"))
+			}
+			a := &agent.Answer{CheckpointID: checkpoint, Allow: allow, Reason: reason}
+			if edit != "" {
+				if deny {
+					return usageErr(sema.Errorf(codeUsage, "--edit goes with --allow"))
+				}
+				if !json.Valid([]byte(edit)) {
+					return usageErr(sema.Errorf("checkpoint.answer_invalid", "--edit is not valid JSON"))
+				}
+				a.EditedInput = json.RawMessage(edit)
+			}
+			opts.answer = a
+			opts.resume = args[0]
+			if !cmd.Flags().Changed("cwd") {
+				// The run continues where the session works, wherever approve is run.
+				root, err := sessionRoot(cmd.Context(), opts.home, args[0])
+				if err != nil {
+					return usageErr(err)
+				}
+				opts.cwd = root
+			}
+			return runTask(cmd.Context(), &opts, "", stdin, stdout, stderr)
+		},
+	}
+	addRunFlags(cmd, &opts)
+	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "the parked question's checkpoint id")
+	cmd.Flags().BoolVar(&allow, "allow", false, "run the parked call")
+	cmd.Flags().BoolVar(&deny, "deny", false, "refuse the parked call")
+	cmd.Flags().StringVar(&edit, "edit", "", "with --allow: run these JSON arguments instead (the deny rules judge them again)")
+	cmd.Flags().StringVar(&reason, "reason", "", "a sentence the model sees")
+	return cmd
+}
+
+func sessionRoot(ctx context.Context, homeFlag, id string) (string, error) {
+	dir, err := stateDir(homeFlag)
+	if err != nil {
+		return "", err
+	}
+	st, err := openStores(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	s, err := st.sessions.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return s.Root, nil
+}
