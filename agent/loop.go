@@ -95,6 +95,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message, turns int) *TaskResult {
 	res.NumTurns = turns
 	res.Messages = msgs
+	res.RewindNotes = l.rewindNotes
 	l.closeSession(ctx, res.Status)
 	l.flush(turns)
 	l.mu.Lock()

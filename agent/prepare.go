@@ -40,6 +40,8 @@ type leg struct {
 	park *parkRequest
 	// approved is the call a person approved, running now: the fold allows exactly it.
 	approved *runningCall
+	// rewindNotes is the ledger of the rewind that ran before the leg.
+	rewindNotes []history.LedgerEntry
 	// files records first-touch history when the deployment wired a history store;
 	// historyScope is the scope the records land in.
 	files        *history.Files
@@ -85,6 +87,18 @@ func validateSpec(deps *Deps, spec *TaskSpec) error {
 	}
 	if (spec.Answer != nil || spec.SessionID != "" || deps.Park) && deps.Store == nil {
 		return configError("config.store_missing", "resuming, answering or parking needs a session store; set Deps.Store")
+	}
+	if spec.RewindFilesTo != nil && spec.RestoreFiles {
+		return configError("config.rewind_conflict", "RewindFilesTo and RestoreFiles both say where the files go back to; give one")
+	}
+	if spec.RestoreFiles && spec.ResumeAt == "" {
+		return configError("config.rewind_invalid", "RestoreFiles restores the files to ResumeAt; give ResumeAt")
+	}
+	if spec.RewindFilesTo != nil && (spec.SessionID == "" || *spec.RewindFilesTo < 0) {
+		return configError("config.rewind_invalid", "RewindFilesTo needs the SessionID whose files to rewind and a turn of it (0 or more)")
+	}
+	if (spec.RewindFilesTo != nil || spec.RestoreFiles) && deps.History == nil {
+		return configError("config.history_missing", "rewinding files needs a file-history store; set Deps.History")
 	}
 	if (spec.ForkSession || spec.ResumeAt != "") && spec.SessionID == "" {
 		return configError("config.resume_invalid", "ForkSession and ResumeAt need the SessionID they continue from")
@@ -231,6 +245,10 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 	}
 	if deps.History != nil && deps.TrackFileEdit == nil && deps.Store != nil {
 		l.files = history.NewFiles(deps.History, deps.Env)
+	}
+	if err := l.rewindBeforeRun(ctx); err != nil {
+		l.closeSession(ctx, StatusError)
+		return nil, err
 	}
 	l.roster = l.buildRoster()
 	for _, t := range l.roster {
@@ -403,4 +421,23 @@ func (l *leg) fileHistoryFact() string {
 		return "on"
 	}
 	return "disabled"
+}
+
+// rewindBeforeRun applies the spec's file rewind (RewindFilesTo, or RestoreFiles to
+// ResumeAt) before the leg's first turn.
+func (l *leg) rewindBeforeRun(ctx context.Context) error {
+	turn := -1
+	switch {
+	case l.spec.RewindFilesTo != nil:
+		turn = *l.spec.RewindFilesTo
+	case l.spec.RestoreFiles:
+		turn = l.resume.turns + 1 // the branch starts before the turn after ResumeAt
+	}
+	if turn < 0 {
+		return nil
+	}
+	files := history.NewFiles(l.deps.History, l.deps.Env)
+	ledger, err := files.Rewind(ctx, l.historyScope, turn, history.RewindOptions{AcceptPartialRestore: l.spec.AcceptPartialRestore, SessionID: l.sessionID})
+	l.rewindNotes = ledger.Entries
+	return err
 }

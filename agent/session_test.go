@@ -236,3 +236,39 @@ func asErr(err error, target **sema.Error) bool {
 	}
 	return ok
 }
+
+func TestRewindSpecFieldsAndTheirGates(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{write("made.txt", "x")}},
+		{Text: "made"},
+		{Text: "after rewind"},
+	}})
+	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history})
+	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "make", Root: root, PermissionMode: permission.ModeBypassPermissions})
+	if err != nil || res.Status != agent.StatusCompleted {
+		t.Fatalf("%v %+v", err, res)
+	}
+	one := 1
+	for _, c := range []struct {
+		spec agent.TaskSpec
+		code string
+	}{
+		{agent.TaskSpec{Prompt: "x", Root: root, RewindFilesTo: &one}, "config.rewind_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, SessionID: res.SessionID, RestoreFiles: true}, "config.rewind_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, SessionID: res.SessionID, ResumeAt: "e", RestoreFiles: true, RewindFilesTo: &one}, "config.rewind_conflict"},
+	} {
+		if _, err := r.Run(context.Background(), c.spec); sema.CodeOf(err) != c.code {
+			t.Errorf("%+v: got %v, want %s", c.spec, err, c.code)
+		}
+	}
+	got, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "again", Root: root, SessionID: res.SessionID, RewindFilesTo: &one})
+	if err != nil || got.Status != agent.StatusCompleted {
+		t.Fatalf("%v %+v", err, got)
+	}
+	if _, err := os.Stat(filepath.Join(root, "made.txt")); !os.IsNotExist(err) || len(got.RewindNotes) != 1 || got.RewindNotes[0].Status != "deleted" {
+		t.Fatalf("rewind before the run: %v notes %+v", err, got.RewindNotes)
+	}
+}

@@ -61,6 +61,17 @@ type TaskSpec struct {
 	// ResumeAt, with SessionID, is the transcript entry the leg continues from: a new
 	// branch starts there and the later entries are left out of the conversation.
 	ResumeAt string
+	// RewindFilesTo, with SessionID, returns the session's files to the start of that
+	// turn before the leg runs (see Runner.Rewind). It cannot be combined with
+	// RestoreFiles.
+	RewindFilesTo *int
+	// RestoreFiles, with ResumeAt, returns the files to where they were at ResumeAt
+	// before the branch starts there.
+	RestoreFiles bool
+	// AcceptPartialRestore lets a rewind restore what it can when some files are in
+	// conflict; otherwise anything short of a full restore refuses the run
+	// (history.partial_restore). The per-file ledger is in TaskResult.RewindNotes.
+	AcceptPartialRestore bool
 	// Answer, with SessionID, resumes a leg parked at a question with a person's
 	// decision: the stored call runs (or is refused) exactly once, then the leg goes on.
 	// Prompt may be empty then.
