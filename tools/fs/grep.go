@@ -234,8 +234,7 @@ func (c Config) grepTree(ctx context.Context, root string, q *grepQuery) ([]grep
 	// Files travel in batches: one channel operation per file costs more in wake-ups
 	// than searching a small file does.
 	jobs := make(chan []walkFile, 64)
-	workers := runtime.GOMAXPROCS(0)
-	results := make([]grepWorker, workers)
+	results := make([]grepWorker, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i := range results {
 		w := &results[i]
@@ -252,7 +251,7 @@ func (c Config) grepTree(ctx context.Context, root string, q *grepQuery) ([]grep
 			}
 		})
 	}
-	var batch []walkFile
+	batch := make([]walkFile, 0, grepBatch)
 	send := func() error {
 		select {
 		case jobs <- batch:

@@ -290,14 +290,13 @@ func usefulLiterals(lits []grepLiteral) bool {
 }
 
 // byteRank orders bytes from rare (0) to common in source code and prose; the prefilter
-// looks for the rarest byte of a literal first, as memchr-based searchers do.
+// looks for the rarest byte of a literal first, as memchr-based searchers do, so that
+// few candidates need checking.
 var byteRank = func() (r [256]uint8) {
-	const common = " etaoinsrhldcumfpgwybvkxjqz_ETAOINSRHLDCUMFPGWYBVKXJQZ.,;:()\"'=/-0123456789{}[]\n\t*<>"
-	for i := range r {
-		r[i] = 0
-	}
+	const common = "'\\`~^$%@#?!+|&><zjqZQJXKYVWUHGBFMPLDCONIARSTE9876543210][;-/x*}{:=kvwyb_\",).(\t\n\r" +
+		"gfmphudclrsnioate "
 	for i := 0; i < len(common); i++ {
-		r[common[i]] = uint8(len(common) - i)
+		r[common[i]] = uint8(i + 1)
 	}
 	return r
 }()
@@ -321,10 +320,34 @@ func lowerASCII(c byte) byte {
 
 // index returns the first offset of l in s, or -1.
 func (l *grepLiteral) index(s []byte) int {
-	if !l.fold {
-		return bytes.Index(s, l.b)
+	if l.fold {
+		return indexFoldASCII(s, l.b, l.rare)
 	}
-	return indexFoldASCII(s, l.b, l.rare)
+	return indexRare(s, l.b, l.rare)
+}
+
+// indexRare finds lit in s by looking for its byte lit[rare] with IndexByte and comparing
+// around each hit: for a literal with an uncommon byte that skips most of the buffer at
+// memchr speed, where bytes.Index would stop at every occurrence of the first byte.
+func indexRare(s, lit []byte, rare int) int {
+	n := len(lit)
+	if n < 2 {
+		return bytes.Index(s, lit)
+	}
+	c := lit[rare]
+	end := len(s) - n + rare + 1 // the rare byte of a match lies in s[rare:end]
+	for pos := rare; pos < end; {
+		j := bytes.IndexByte(s[pos:end], c)
+		if j < 0 {
+			return -1
+		}
+		start := pos + j - rare
+		if bytes.Equal(s[start:start+n], lit) {
+			return start
+		}
+		pos += j + 1
+	}
+	return -1
 }
 
 // indexFoldASCII finds lit (lower case) in s ignoring ASCII case. It looks for the byte

@@ -36,97 +36,121 @@ type walkOptions struct {
 
 // walkStats counts what a walk had to skip.
 type walkStats struct {
-	// Unreadable counts directories and links that could not be read or resolved
-	// (permission denied, vanished, dangling).
+	// Unreadable counts directories that could not be read (permission denied, vanished).
 	Unreadable int
 }
 
-// walker walks a directory tree through the env of a Config. It does not follow
+// walker lists the directories of a tree through the env of a Config. It does not follow
 // symlinked directories; a symlinked file is resolved through the fence and reported
 // only when the fence admits its target for reading. Entries in the fence's deny set are
 // skipped. Other entries are not resolved one by one: below a canonical directory that
-// is not a link, every entry's path is canonical and inside the same root.
+// is not a link, every entry's path is canonical and inside the same root. A walker is
+// immutable, so goroutines may list directories of one walk concurrently.
 type walker struct {
-	cfg   Config
-	opts  walkOptions
-	fn    func(walkFile) error
-	stats walkStats
+	cfg  Config
+	opts walkOptions
+	root dirJob
 	// relFrom is where the walk root's relative paths start in a full path.
 	relFrom int
 }
 
-// walk calls fn for each regular file under the canonical directory root, in name order
-// depth first. An error returned by fn ends the walk and is returned; a cancelled ctx
-// ends it with ctx's error.
-func (c Config) walk(ctx context.Context, root string, opts walkOptions, fn func(walkFile) error) (walkStats, error) {
-	w := &walker{cfg: c, opts: opts, fn: fn, relFrom: len(root) + 1}
+// dirJob is a directory a walk has yet to list, with the ignore rules in force above it.
+type dirJob struct {
+	path  string
+	depth int // 0 for the walk root
+	ign   *ignoreStack
+}
+
+// newWalker prepares a walk of the canonical directory root.
+func (c Config) newWalker(ctx context.Context, root string, opts walkOptions) *walker {
+	w := &walker{cfg: c, opts: opts, root: dirJob{path: root}, relFrom: len(root) + 1}
 	if root == "/" {
 		w.relFrom = 1
 	}
-	var ign *ignoreStack
 	if opts.Gitignore {
-		ign = c.ancestorIgnores(ctx, root)
+		w.root.ign = c.ancestorIgnores(ctx, root)
 	}
-	err := w.dir(ctx, root, 0, ign)
-	return w.stats, err
+	return w
 }
 
-func (w *walker) dir(ctx context.Context, dir string, depth int, ign *ignoreStack) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ents, err := w.cfg.Env.ReadDir(ctx, dir)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
+// walk calls fn for each regular file under the canonical directory root, depth first.
+// An error returned by fn ends the walk and is returned; a cancelled ctx ends it with
+// ctx's error.
+func (c Config) walk(ctx context.Context, root string, opts walkOptions, fn func(walkFile) error) (walkStats, error) {
+	w := c.newWalker(ctx, root, opts)
+	var (
+		stats walkStats
+		files []walkFile // reused: fn gets copies
+		dirs  []dirJob
+		err   error
+	)
+	stack := []dirJob{w.root}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		files, dirs, err = w.list(ctx, d, files[:0])
+		switch {
+		case ctx.Err() != nil:
+			return stats, ctx.Err()
+		case err != nil:
+			stats.Unreadable++
+			continue
 		}
-		w.stats.Unreadable++
-		return nil
+		for _, f := range files {
+			if err := fn(f); err != nil {
+				return stats, err
+			}
+		}
+		for i := len(dirs) - 1; i >= 0; i-- {
+			stack = append(stack, dirs[i]) // popped in name order
+		}
 	}
+	return stats, nil
+}
+
+// list reads the directory d and returns its files (appended to files) and the
+// subdirectories to walk, in name order. The error is the env's when d cannot be read.
+func (w *walker) list(ctx context.Context, d dirJob, files []walkFile) ([]walkFile, []dirJob, error) {
+	if err := ctx.Err(); err != nil {
+		return files, nil, err
+	}
+	ents, err := w.cfg.Env.ReadDir(ctx, d.path)
+	if err != nil {
+		return files, nil, err
+	}
+	ign := d.ign
 	if w.opts.Gitignore {
-		ign = ign.push(w.cfg.dirIgnores(ctx, dir, ents))
+		ign = ign.push(w.cfg.dirIgnores(ctx, d.path, ents))
 	}
+	var dirs []dirJob
 	for _, e := range ents {
 		if vcsDirs[e.Name] {
 			continue
 		}
-		p := joinName(dir, e.Name)
+		p := joinName(d.path, e.Name)
 		if w.cfg.Fence.Denied(p) {
 			continue // the deny set is never read, whatever the face
 		}
-		r := p[w.relFrom:]
 		switch {
 		case e.Type.IsDir():
-			if w.opts.MaxDepth > 0 && depth+1 >= w.opts.MaxDepth {
+			if w.opts.MaxDepth > 0 && d.depth+1 >= w.opts.MaxDepth || ign.ignored(p, true) {
 				continue
 			}
-			if ign.ignored(p, true) {
-				continue
-			}
-			if err := w.dir(ctx, p, depth+1, ign); err != nil {
-				return err
-			}
+			dirs = append(dirs, dirJob{path: p, depth: d.depth + 1, ign: ign})
 		case e.Type&iofs.ModeSymlink != 0:
 			if ign.ignored(p, false) {
 				continue
 			}
-			canon, ok := w.cfg.linkedFile(ctx, p)
-			if !ok {
-				continue
-			}
-			if err := w.fn(walkFile{Path: p, Canonical: canon, Rel: r}); err != nil {
-				return err
+			if canon, ok := w.cfg.linkedFile(ctx, p); ok {
+				files = append(files, walkFile{Path: p, Canonical: canon, Rel: p[w.relFrom:]})
 			}
 		case e.Type.IsRegular():
-			if ign.ignored(p, false) {
-				continue
-			}
-			if err := w.fn(walkFile{Path: p, Canonical: p, Rel: r}); err != nil {
-				return err
+			if !ign.ignored(p, false) {
+				files = append(files, walkFile{Path: p, Canonical: p, Rel: p[w.relFrom:]})
 			}
 		}
 	}
-	return nil
+	return files, dirs, nil
 }
 
 // joinName appends a directory entry's name to the canonical directory dir. It is
