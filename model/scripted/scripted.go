@@ -78,8 +78,9 @@ func Parse(data []byte) (Script, error) {
 			if c.Name == "" {
 				return Script{}, sema.Errorf(model.CodeConfig, "the model script's turn %d, tool call %d has no name", i+1, j+1)
 			}
-			if len(c.Input) > 0 && !json.Valid(c.Input) {
-				return Script{}, sema.Errorf(model.CodeConfig, "the model script's turn %d, tool call %d has invalid input", i+1, j+1)
+			var obj map[string]json.RawMessage
+			if len(c.Input) > 0 && json.Unmarshal(c.Input, &obj) != nil {
+				return Script{}, sema.Errorf(model.CodeConfig, "the model script's turn %d, tool call %d: input must be a JSON object", i+1, j+1)
 			}
 		}
 	}
