@@ -243,7 +243,7 @@ func renderInput(tool string, input json.RawMessage) []string {
 		if _, ok := m["content"].(string); ok {
 			content := str("content")
 			lines := splitLines(content)
-			out := []string{fmt.Sprintf("path: %s (%d lines, %d bytes)", sanitize(str("file_path")), len(lines), len(content))}
+			out := []string{fmt.Sprintf("path: %s (%s, %s)", sanitize(str("file_path")), count(len(lines), "line"), count(len(content), "byte"))}
 			return append(out, prefixed("│ ", "│ ", lines, promptMaxLines, promptMaxLineWidth)...)
 		}
 	case "Edit":
@@ -256,7 +256,7 @@ func renderInput(tool string, input json.RawMessage) []string {
 		}
 	case "MultiEdit":
 		if edits, ok := m["edits"].([]any); ok {
-			out := []string{fmt.Sprintf("path: %s (%d edits)", sanitize(str("file_path")), len(edits))}
+			out := []string{fmt.Sprintf("path: %s (%s)", sanitize(str("file_path")), count(len(edits), "edit"))}
 			for i, e := range edits {
 				em, _ := e.(map[string]any)
 				old, _ := em["old_string"].(string)
@@ -292,7 +292,7 @@ func prefixed(first, rest string, lines []string, maxLines, width int) []string 
 	var out []string
 	for i, l := range lines {
 		if maxLines > 0 && i == maxLines {
-			out = append(out, fmt.Sprintf("%s… %d more lines", rest, len(lines)-maxLines))
+			out = append(out, fmt.Sprintf("%s… %s more", rest, count(len(lines)-maxLines, "line")))
 			break
 		}
 		l = sanitize(l)
@@ -360,4 +360,12 @@ func orWord(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// count spells a number of things: "1 line", "3 lines".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -194,7 +194,7 @@ func TestRenderInput(t *testing.T) {
 		{"write shows path, size and lines", "Write", `{"file_path":"a.txt","content":"alpha\r\nbeta\r\n"}`,
 			[]string{"path: a.txt (2 lines, 13 bytes)", "│ alpha", "│ beta"}, []string{`\x0d`}},
 		{"write is cut after 20 lines", "Write", string(longJSON),
-			[]string{"│ line 1", "│ line 20", "… 5 more lines"}, []string{"line 21"}},
+			[]string{"│ line 1", "│ line 20", "… 5 lines more"}, []string{"line 21"}},
 		{"edit shows removed and added lines", "Edit", `{"file_path":"m.go","old_string":"a := 1\nb := 2","new_string":"a := 3","replace_all":true}`,
 			[]string{"path: m.go (every occurrence)", "- a := 1", "- b := 2", "+ a := 3"}, nil},
 		{"multiedit numbers its edits", "MultiEdit", `{"file_path":"m.go","edits":[{"old_string":"x","new_string":"y"},{"old_string":"p","new_string":"q"}]}`,
