@@ -96,6 +96,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	res.NumTurns = turns
 	res.Messages = msgs
 	res.RewindNotes = l.rewindNotes
+	res.BackgroundTasks = l.stopShell(ctx)
 	l.closeSession(ctx, res.Status)
 	l.flush(turns)
 	l.mu.Lock()

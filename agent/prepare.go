@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
@@ -18,6 +19,7 @@ import (
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
 	fstools "github.com/sema-agent/sema/tools/fs"
+	"github.com/sema-agent/sema/tools/shell"
 )
 
 // leg is one prepared run. It lives for one call of Runner.Run.
@@ -40,6 +42,8 @@ type leg struct {
 	park *parkRequest
 	// approved is the call a person approved, running now: the fold allows exactly it.
 	approved *runningCall
+	// shell is the leg's shell tool set (nil when the env cannot run programs).
+	shell *shell.Set
 	// rewindNotes is the ledger of the rewind that ran before the leg.
 	rewindNotes []history.LedgerEntry
 	// files records first-touch history when the deployment wired a history store;
@@ -215,6 +219,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		DeploymentWriteFace:       faceSeat(deps.WriteFace),
 		ReadOnlyMount:             spec.HandsReadOnly,
 		OrgGoverned:               deps.OrgGoverned,
+		FullShellReachable:        l.fullShell(),
 		ModeWriteFace:             permission.ModePolicyOf(l.modes.Current()).WriteFace,
 		StateDir:                  deps.StateDir,
 		DenyGlobs:                 deps.DenyGlobs,
@@ -250,12 +255,19 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		l.closeSession(ctx, StatusError)
 		return nil, err
 	}
+	if err := l.mountShell(); err != nil {
+		l.closeSession(ctx, StatusError)
+		return nil, err
+	}
 	l.roster = l.buildRoster()
 	for _, t := range l.roster {
 		l.specs = append(l.specs, t.Spec().ModelSpec())
 	}
 	if spec.Answer != nil {
 		if err := l.prepareAnswer(ctx); err != nil {
+			if l.shell != nil {
+				l.shell.Close()
+			}
 			l.closeSession(ctx, StatusError)
 			return nil, err
 		}
@@ -276,6 +288,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
 		FileHistory: l.fileHistoryFact(),
 		ReadOnly:    spec.HandsReadOnly,
+		Shell:       ShellFacts{FullShell: l.shell != nil && !spec.HandsReadOnly, ReadOnlyShell: l.shell != nil && spec.HandsReadOnly},
 	}
 	l.system = systemPrompt(l)
 	return l, nil
@@ -336,6 +349,9 @@ func (l *leg) buildRoster() tools.Roster {
 			l.laneTools[t.Spec().Name] = true
 		}
 		r = append(r, lane...)
+	}
+	if l.shell != nil {
+		r = append(r, l.shell.Tools()...)
 	}
 	r = append(r, permission.NewEnterPlanMode(l.modes), permission.NewExitPlanMode(l.modes))
 	r = append(r, l.deps.Tools...)
@@ -440,4 +456,52 @@ func (l *leg) rewindBeforeRun(ctx context.Context) error {
 	ledger, err := files.Rewind(ctx, l.historyScope, turn, history.RewindOptions{AcceptPartialRestore: l.spec.AcceptPartialRestore, SessionID: l.sessionID})
 	l.rewindNotes = ledger.Entries
 	return err
+}
+
+// fullShell reports whether Bash will be mounted: the env can run programs and the leg
+// is not read-only. The fence reads it (a bash-less leg keeps its faces at roots).
+func (l *leg) fullShell() bool {
+	_, ok := l.deps.Env.(env.Executor)
+	return ok && !l.spec.HandsReadOnly
+}
+
+// mountShell builds the leg's shell tools when the env can run programs: Bash with its
+// background tasks, or bash_readonly for a read-only leg. The permission fold judges
+// every command in the dispatcher, like every other call that is not a file write.
+func (l *leg) mountShell() error {
+	if _, ok := l.deps.Env.(env.Executor); !ok {
+		return nil
+	}
+	set, err := shell.New(shell.Config{
+		Env:                     l.deps.Env,
+		Fence:                   l.fence,
+		ReadOnly:                l.spec.HandsReadOnly,
+		ReadonlyAllow:           l.deps.BashReadonlyAllow,
+		CommitCoAuthor:          l.deps.CommitCoAuthor,
+		AutoBackgroundOnTimeout: l.deps.AutoBackgroundOnTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	l.shell = set
+	return nil
+}
+
+// stopShell ends the leg's shell: background tasks are stopped unless the deployment
+// keeps them, in which case the running ones are reported.
+func (l *leg) stopShell(ctx context.Context) []BackgroundTask {
+	if l.shell == nil {
+		return nil
+	}
+	if l.deps.KeepBackgroundTasks {
+		var out []BackgroundTask
+		for _, t := range l.shell.Running() {
+			out = append(out, BackgroundTask{ID: t.ID, Command: t.Command, PID: t.PID, Output: t.OutputFile})
+		}
+		return out
+	}
+	if err := l.shell.Shutdown(context.WithoutCancel(ctx)); err != nil {
+		l.notice(sema.Notice{Code: "shell.shutdown_failed", Message: "background tasks could not all be stopped: " + err.Error()})
+	}
+	return nil
 }

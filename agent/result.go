@@ -32,6 +32,9 @@ type TaskResult struct {
 	// EditedFiles lists the canonical paths the write tools changed (or may have changed),
 	// in the order first edited.
 	EditedFiles []string `json:"edited_files"`
+	// BackgroundTasks lists the Bash background tasks still running when the leg ended
+	// (only with Deps.KeepBackgroundTasks; otherwise they were stopped).
+	BackgroundTasks []BackgroundTask `json:"background_tasks,omitempty"`
 	// Checkpoint is the parked call when Status is awaiting_approval.
 	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
 	// RewindNotes is the per-file account of a file rewind that ran before the leg.
@@ -40,6 +43,14 @@ type TaskResult struct {
 	Notices     []sema.Notice         `json:"notices"`
 	// Messages is the leg's transcript, the prompt first.
 	Messages []model.Message `json:"-"`
+}
+
+// BackgroundTask is a Bash task still running.
+type BackgroundTask struct {
+	ID      string `json:"id"`
+	Command string `json:"command"`
+	PID     int    `json:"pid"`
+	Output  string `json:"output_file"`
 }
 
 // PermissionDenial is one refused tool call.
@@ -69,6 +80,22 @@ type Manifest struct {
 	// FileHistory is "on" when edits are recorded for rewind, else "disabled".
 	FileHistory string `json:"file_history"`
 	ReadOnly    bool   `json:"read_only"`
+	// Shell says whether a full shell (Bash) is mounted. Commands run unsandboxed, as the
+	// user running sema, confined only by the permission fold.
+	Shell ShellFacts `json:"shell"`
+}
+
+// ShellFacts are the manifest's shell notes.
+type ShellFacts struct {
+	// FullShell reports that Bash is mounted (it feeds the fence's face resolution).
+	FullShell bool `json:"full_shell"`
+	// ReadOnlyShell reports that bash_readonly is mounted instead.
+	ReadOnlyShell bool `json:"read_only_shell"`
+	// Sandboxed is false: commands run as the user, with no OS sandbox.
+	Sandboxed bool `json:"sandboxed"`
+	// InFileHistory is false: changes made by shell commands are not recorded for
+	// rewind.
+	InFileHistory bool `json:"in_file_history"`
 }
 
 // AdvertisedDir is a writable directory the prompt may advertise, with its verdict.

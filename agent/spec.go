@@ -153,6 +153,19 @@ type Deps struct {
 	// a checkpoint holding the exact pending call, instead of going to Approver. A later
 	// run with TaskSpec.Answer continues it, in any process. Needs Store.
 	Park bool
+	// BashReadonlyAllow replaces the read-only shell's allowlist (bash_readonly, and the
+	// "read-only Bash needs no question" answer). Nil: the built-in list.
+	BashReadonlyAllow []string
+	// CommitCoAuthor, "Name <email>", adds a Co-Authored-By trailer to commits made
+	// through Bash. Empty (the default): none.
+	CommitCoAuthor string
+	// AutoBackgroundOnTimeout moves an eligible foreground Bash command that reaches its
+	// timeout to the background instead of killing it (no git anywhere in it, not a
+	// leading sleep). Default false: the command is killed.
+	AutoBackgroundOnTimeout bool
+	// KeepBackgroundTasks leaves background tasks running when the leg ends; they are
+	// listed in TaskResult.BackgroundTasks. Default false: they are stopped.
+	KeepBackgroundTasks bool
 	// TrustProjectSettings lets the task root's .sema/settings.json grant permissions
 	// (allow rules, a default mode). Without it only that file's deny and ask rules
 	// apply, so a cloned repository cannot grant itself permissions. Default false.

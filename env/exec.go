@@ -1,0 +1,76 @@
+package env
+
+import (
+	"context"
+	"io"
+	"os"
+	"syscall"
+)
+
+// Executor is implemented by an ExecutionEnv that can run programs. It is optional: an
+// env that only offers files (the in-memory and fault-injecting test envs) does not
+// implement it, and a leg whose env is not an Executor has no full shell. The shell tools
+// start every process through it, never through os/exec.
+type Executor interface {
+	// Start runs a program and returns without waiting for it. The program runs in a
+	// process group of its own, so Process.Signal reaches everything it starts that
+	// stays in that group. ctx bounds only the start: the program's life is not tied to
+	// ctx, and the caller ends it with Process.Signal. Every started program must be
+	// waited for (Process.Wait) and released (Process.Close).
+	//
+	// A program that cannot be started (no such file, not executable, a Dir that does
+	// not exist) is an error and no process exists.
+	Start(ctx context.Context, req ExecRequest) (Process, error)
+}
+
+// ExecRequest describes one program to run.
+type ExecRequest struct {
+	// Argv is the program and its arguments; Argv[0] is looked up in the env's PATH when
+	// it contains no slash. Required.
+	Argv []string
+	// Dir is the absolute directory the program starts in. Required.
+	Dir string
+	// Env holds NAME=value entries set on top of the env's base environment (for the
+	// host: this process's environment, with PWD set to Dir). A later entry for a name
+	// replaces an earlier one and the base's.
+	Env []string
+	// Stdout and Stderr receive the program's output; nil discards it. When both are the
+	// same writer the program gets ONE stream for both, so the writer sees the bytes
+	// interleaved exactly as they were written. Writes happen on a goroutine of the env;
+	// a writer's error is ignored and later output is discarded, so a failing writer
+	// never blocks or kills the program. The program's standard input is empty.
+	Stdout, Stderr io.Writer
+}
+
+// ExitStatus is how a program ended.
+type ExitStatus struct {
+	// Code is the exit code of a program that exited, and -1 for one a signal ended.
+	Code int
+	// Signal is the signal that ended the program, 0 when it exited by itself.
+	Signal syscall.Signal
+}
+
+// Process is a started program.
+type Process interface {
+	// PID is the program's process id; on the host it is also its process group id.
+	PID() int
+	// Wait blocks until the program itself has exited and returns how it ended. It does
+	// not wait for processes the program left running in its group, nor for their output.
+	// It may be called any number of times, also concurrently; every call returns the
+	// same answer.
+	Wait() (ExitStatus, error)
+	// Signal delivers sig to every process in the program's group. Signal 0 delivers
+	// nothing and reports whether any live process remains (exited processes not yet
+	// reaped by their parent do not count). When no live process remains the answer is
+	// ErrProcessDone.
+	Signal(sig syscall.Signal) error
+	// Close delivers the output already written to the streams, then stops: when it
+	// returns, nothing more is written to Stdout or Stderr, and output written later by
+	// processes still holding the streams is discarded. It signals nothing. Call it after
+	// Wait; calling it more than once is harmless.
+	Close() error
+}
+
+// ErrProcessDone is Process.Signal's answer when no live process remains in the group. It
+// is os.ErrProcessDone, so either name matches with errors.Is.
+var ErrProcessDone = os.ErrProcessDone

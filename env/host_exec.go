@@ -1,0 +1,272 @@
+package env
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Start runs a program on the host in a new process group whose id is the program's pid.
+// Output travels through pipes the host owns (one pipe when Stdout and Stderr are the same
+// writer), so Close can deliver what is buffered and stop even when a process that left
+// the group still holds a pipe open.
+//
+// A process that leaves the group (setsid, setpgid) or that outlives this process is not
+// reached by Signal; nothing short of a container can follow it.
+func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return nil, errors.New("env: Start needs a program to run")
+	}
+	if len(req.Dir) == 0 || req.Dir[0] != '/' {
+		return nil, &fs.PathError{Op: "start", Path: req.Dir, Err: syscall.EINVAL}
+	}
+	cmd := exec.Command(req.Argv[0], req.Argv[1:]...)
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	cmd.Dir = req.Dir
+	if len(req.Env) > 0 {
+		cmd.Env = append(cmd.Environ(), req.Env...)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	p := &hostProcess{exited: make(chan struct{})}
+	var childEnds []*os.File
+	fail := func(err error) (Process, error) {
+		for _, f := range childEnds {
+			f.Close()
+		}
+		for _, c := range p.copies {
+			c.r.Close()
+		}
+		return nil, err
+	}
+	stream := func(w io.Writer) (*os.File, error) {
+		r, cw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, cw)
+		p.copies = append(p.copies, pipeCopy{r: r, w: w})
+		return cw, nil
+	}
+	if req.Stdout != nil {
+		out, err := stream(req.Stdout)
+		if err != nil {
+			return fail(err)
+		}
+		cmd.Stdout = out
+	}
+	switch {
+	case req.Stderr == nil:
+	case req.Stdout != nil && sameWriter(req.Stdout, req.Stderr):
+		cmd.Stderr = cmd.Stdout
+	default:
+		errw, err := stream(req.Stderr)
+		if err != nil {
+			return fail(err)
+		}
+		cmd.Stderr = errw
+	}
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	// The child has its own copies; the parent's write ends must go, or the pipes never
+	// reach end of file.
+	for _, f := range childEnds {
+		f.Close()
+	}
+	p.pid = cmd.Process.Pid
+	p.wg.Add(len(p.copies))
+	for i := range p.copies {
+		go p.copy(&p.copies[i])
+	}
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = nil
+		}
+		p.err = err
+		p.status = ExitStatus{Code: -1}
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+			if ws.Signaled() {
+				p.status.Signal = ws.Signal()
+			} else {
+				p.status.Code = ws.ExitStatus()
+			}
+		}
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// sameWriter reports whether a and b are the same writer, as os/exec judges it: equal
+// interface values, with a writer whose type cannot be compared counting as different.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+type pipeCopy struct {
+	r *os.File
+	w io.Writer
+}
+
+type hostProcess struct {
+	pid    int
+	copies []pipeCopy
+	wg     sync.WaitGroup
+
+	exited chan struct{}
+	status ExitStatus
+	err    error
+
+	// closing is set by Close before it expires the pipes' read deadline, so a copier
+	// woken by the deadline knows to drain instead of waiting for more.
+	closing   atomic.Bool
+	closeOnce sync.Once
+	// gone is set once kill reported that no process of the group exists: the group id
+	// may be reused from then on, so it is never signalled again.
+	gone atomic.Bool
+}
+
+func (p *hostProcess) PID() int { return p.pid }
+
+func (p *hostProcess) Wait() (ExitStatus, error) {
+	<-p.exited
+	return p.status, p.err
+}
+
+func (p *hostProcess) Signal(sig syscall.Signal) error {
+	if p.gone.Load() {
+		return ErrProcessDone
+	}
+	err := syscall.Kill(-p.pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		p.gone.Store(true)
+		return ErrProcessDone
+	}
+	if sig == 0 && err == nil && !liveMember(p.pid) {
+		// Only unreaped exits remain; they cannot start anything, but they keep the
+		// group id taken, so a later signal still reaches nothing but them.
+		return ErrProcessDone
+	}
+	return err
+}
+
+func (p *hostProcess) Close() error {
+	p.closeOnce.Do(func() {
+		p.closing.Store(true)
+		for _, c := range p.copies {
+			// A copier blocked in Read wakes with os.ErrDeadlineExceeded and drains.
+			c.r.SetReadDeadline(time.Unix(1, 0))
+		}
+		p.wg.Wait()
+		for _, c := range p.copies {
+			c.r.Close()
+		}
+	})
+	return nil
+}
+
+// copy moves one pipe's bytes to its writer until end of file, or until Close asks it to
+// deliver what is buffered and stop.
+func (p *hostProcess) copy(c *pipeCopy) {
+	defer p.wg.Done()
+	buf := make([]byte, 32<<10)
+	failed := false
+	deliver := func(b []byte) {
+		if !failed {
+			if _, err := c.w.Write(b); err != nil {
+				failed = true
+			}
+		}
+	}
+	for {
+		n, err := c.r.Read(buf)
+		if n > 0 {
+			deliver(buf[:n])
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && p.closing.Load() {
+			drain(c.r, buf, deliver)
+		}
+		return
+	}
+}
+
+// drain delivers what the pipe holds right now without waiting for more: the read end
+// is non-blocking, so a read of an empty pipe answers EAGAIN instead of blocking.
+func drain(r *os.File, buf []byte, deliver func([]byte)) {
+	if r.SetReadDeadline(time.Time{}) != nil {
+		return
+	}
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return
+	}
+	for {
+		var n int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, rerr = syscall.Read(int(fd), buf)
+			return true
+		}); err != nil || rerr != nil || n <= 0 {
+			return
+		}
+		deliver(buf[:n])
+	}
+}
+
+// liveMember reports whether a process of group pgid is alive, not merely an exit its
+// parent has not reaped yet. Without /proc it cannot tell, and answers true.
+func liveMember(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := []byte(strconv.Itoa(pgid))
+	for _, e := range ents {
+		name := e.Name()
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue // it exited while we looked
+		}
+		// The command name in parentheses may hold anything; the fields after its
+		// closing parenthesis are: state ppid pgrp ...
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			return true
+		}
+		f := bytes.Fields(b[i+1:])
+		if len(f) < 3 {
+			return true
+		}
+		if bytes.Equal(f[2], want) && f[0][0] != 'Z' && f[0][0] != 'X' {
+			return true
+		}
+	}
+	return false
+}

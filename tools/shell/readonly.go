@@ -1,0 +1,215 @@
+package shell
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/tools"
+)
+
+type readonlyTool struct{ s *Set }
+
+type readonlyInput struct {
+	Command     string   `json:"command"`
+	Timeout     *float64 `json:"timeout"`
+	Description string   `json:"description"`
+}
+
+const readonlyDescription = `Runs a read-only bash command in the task root and returns its output (stdout and stderr together) and exit code. A command runs only if it is provably read-only; otherwise it is refused with the reason, and nothing runs.
+
+- Allowed commands: %s. Pipes, && || ; and ( ) { } groups are fine.
+- Refused: redirection to a file (only 2>/dev/null and the like), command substitution, variables, globs and ~ (write paths out literally), cd, background &, options that write or run programs (find -exec/-delete, sort -o, --output, …), options that follow symbolic links (grep -R, rg -L, find -L, du -L, ls -L, tree -l, diff -r, stat -L, file -L) and --files0-from.
+- Every path the command names must lie inside the workspace's read roots.
+- timeout is in milliseconds (default 120000, at most 600000). Output longer than 30000 characters keeps its first and last 15000 characters.`
+
+var readonlySchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "The read-only bash command to run."},
+    "timeout": {"type": "number", "description": "Timeout in milliseconds (default 120000, at most 600000)."},
+    "description": {"type": "string", "description": "What the command does, in 5 to 10 words."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`)
+
+func (t *readonlyTool) Spec() tools.Spec {
+	return tools.Spec{Name: NameBashReadonly, Description: fmt.Sprintf(readonlyDescription, strings.Join(t.allowed(), ", ")), InputSchema: readonlySchema, Effect: tools.EffectRead}
+}
+
+// allowed is the allowlist in force.
+func (t *readonlyTool) allowed() []string {
+	if t.s.allow != nil {
+		return t.s.allow
+	}
+	return shellscan.DefaultReadOnlyAllow
+}
+
+// readonlyEnv hardens git for the read-only band: no optional index writes (a status
+// refresh), no fsmonitor program and no signature program, whatever the repository's
+// own configuration says. The entries replace any GIT_CONFIG_COUNT of the environment.
+var readonlyEnv = []string{
+	"GIT_OPTIONAL_LOCKS=0",
+	"GIT_CONFIG_COUNT=2",
+	"GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=false",
+	"GIT_CONFIG_KEY_1=log.showSignature", "GIT_CONFIG_VALUE_1=false",
+}
+
+func (t *readonlyTool) Run(ctx context.Context, input json.RawMessage) tools.Result {
+	s := t.s
+	var in readonlyInput
+	if err := tools.Decode(input, &in); err != nil {
+		return tools.FromError(err, tools.CodeInputInvalid)
+	}
+	if blank(in.Command) {
+		return tools.Fail(tools.CodeInputInvalid, "command is empty; give the read-only bash command to run.")
+	}
+	timeout, bad := parseTimeout(in.Timeout)
+	if bad != nil {
+		return *bad
+	}
+	if ctx.Err() != nil {
+		return cancelledResult("The call was cancelled before the command started; nothing ran.")
+	}
+	if r := s.proveReadOnly(ctx, in.Command); r != nil {
+		return *r
+	}
+	if r := s.permit(ctx, PermissionRequest{Tool: NameBashReadonly, Command: in.Command, Description: in.Description, Dir: s.root, Timeout: timeout, ProvenReadOnly: true}); r != nil {
+		return *r
+	}
+	return s.runForeground(ctx, runSpec{tool: NameBashReadonly, command: in.Command, description: in.Description, dir: s.root, timeout: timeout, env: readonlyEnv}, nil)
+}
+
+// followFlags are the options that make a program follow symbolic links while it walks a
+// tree (or read through a link's target): a link inside the roots could lead it outside.
+// short lists single-letter options, long the long names (any abbreviation counts),
+// exact the whole words.
+var followFlags = map[string]struct {
+	short string
+	long  []string
+	exact []string
+}{
+	"grep": {short: "R", long: []string{"dereference-recursive"}},
+	"rg":   {short: "L", long: []string{"follow"}},
+	"find": {exact: []string{"-L", "-follow", "-files0-from"}},
+	"du":   {short: "L", long: []string{"dereference", "files0-from"}},
+	"ls":   {short: "L", long: []string{"dereference"}},
+	"tree": {short: "l"},
+	"diff": {short: "r", long: []string{"recursive"}},
+	"stat": {short: "L", long: []string{"dereference"}},
+	"file": {short: "L", long: []string{"dereference"}},
+	// --files0-from reads the names of the files to read from a file: names the fence
+	// never sees.
+	"wc":   {long: []string{"files0-from"}},
+	"sort": {long: []string{"files0-from"}},
+}
+
+// proveReadOnly is bash_readonly's judgment, in this order: the text parses; shellscan
+// proves every simple command read-only under the allowlist; every word is a literal; no
+// option follows symbolic links or reads a list of names; shellscan knows every path the
+// command reads; and every one of those paths, and every literal argument that is not an
+// option, resolves inside the read roots. The first failure is the answer.
+func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
+	refuse := func(format string, args ...any) *tools.Result {
+		r := tools.Fail(CodeNotReadOnly, "bash_readonly did not run the command: "+format, args...)
+		return &r
+	}
+	script, err := shellscan.Parse(command)
+	if err != nil {
+		msg := err.Error()
+		var se *sema.Error
+		if errors.As(err, &se) {
+			msg = se.Message
+		}
+		return refuse("it does not parse as bash (%s).", msg)
+	}
+	if v := shellscan.ReadOnly(script, s.allow); !v.OK {
+		return refuse("%s.", strings.TrimSuffix(v.Reason, "."))
+	}
+	var paths []string
+	for _, seg := range script.Segments {
+		if len(seg.Words) == 0 {
+			continue
+		}
+		prog := seg.Words[0].Lit
+		operands := false
+		for _, w := range seg.Words[1:] {
+			if !w.Static {
+				return refuse("the word %s is expanded when the command runs (a variable, glob, ~ or substitution), so the paths it reads cannot be checked; write it out literally.", w.Raw)
+			}
+			lit := w.Lit
+			switch {
+			case operands || lit == "-" || !strings.HasPrefix(lit, "-"):
+				if lit != "" && lit != "-" {
+					paths = append(paths, lit)
+				}
+			case lit == "--":
+				operands = true
+			default:
+				if flag := follows(prog, lit); flag != "" {
+					return refuse("%s %s reads through symbolic links (or a list of file names), which could lead outside the workspace; leave it out.", prog, flag)
+				}
+				if name, value, ok := strings.Cut(lit, "="); ok && strings.HasPrefix(name, "--") && value != "" {
+					paths = append(paths, value)
+				}
+			}
+		}
+	}
+	targets, complete := shellscan.ReadTargets(script)
+	if !complete {
+		return refuse("it is not possible to tell every path it reads; name the files and directories literally.")
+	}
+	for _, tg := range targets {
+		paths = append(paths, tg.Path)
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		fp, err := s.cfg.Fence.Resolve(ctx, p, fence.Read)
+		if err != nil {
+			r := tools.FromError(err, fence.CodeUnresolvable)
+			r.Content[0].Text = "bash_readonly did not run the command: " + r.Content[0].Text
+			return &r
+		}
+		if !s.cfg.Fence.Inside(fp.Canonical, fence.Read) {
+			r := tools.Fail(fence.CodeNotInRoot, "bash_readonly did not run the command: the path %q is outside the read roots; use a path inside %s.", p, strings.Join(s.cfg.Fence.ReadRoots(), ", "))
+			return &r
+		}
+	}
+	return nil
+}
+
+// follows returns the option word of prog that follows symbolic links, or "".
+func follows(prog, word string) string {
+	f, ok := followFlags[prog]
+	if !ok {
+		return ""
+	}
+	for _, e := range f.exact {
+		if word == e {
+			return word
+		}
+	}
+	if name, ok := strings.CutPrefix(word, "--"); ok {
+		name, _, _ = strings.Cut(name, "=")
+		for _, l := range f.long {
+			if name != "" && strings.HasPrefix(l, name) {
+				return word
+			}
+		}
+		return ""
+	}
+	if f.short != "" && len(f.exact) == 0 && strings.ContainsAny(word[1:], f.short) {
+		return word
+	}
+	return ""
+}

@@ -1,0 +1,362 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/tools"
+)
+
+// Tool names, as the model sees them.
+const (
+	NameBash         = "Bash"
+	NameBashReadonly = "bash_readonly"
+	NameBashOutput   = "BashOutput"
+	NameKillShell    = "KillShell"
+)
+
+// Limits and defaults.
+const (
+	// DefaultTimeout is a command's timeout when the call names none.
+	DefaultTimeout = 120 * time.Second
+	// MaxTimeout is the longest timeout a call may ask for.
+	MaxTimeout = 600 * time.Second
+	// OutputKeep is how many characters an answer keeps from each end of a long output.
+	OutputKeep = 15000
+	// DefaultMaxBackground is how many background tasks may run at once by default.
+	DefaultMaxBackground = 5
+	// DefaultBackgroundOutputLimit caps a background task's output file by default.
+	DefaultBackgroundOutputLimit = 8 << 20
+	// KillGrace is how long a process group has between SIGTERM and SIGKILL.
+	KillGrace = 2 * time.Second
+)
+
+// Codes of the shell tools' error results.
+const (
+	CodeTimeoutInvalid   = "shell.timeout_invalid"   // timeout outside 1..600000 ms
+	CodeTimedOut         = "shell.timed_out"         // the command ran past its timeout and was killed
+	CodeBackgroundLimit  = "shell.background_limit"  // too many background tasks are running
+	CodeNotReadOnly      = "shell.not_read_only"     // bash_readonly could not prove the command read-only
+	CodeTaskUnknown      = "shell.task_unknown"      // no background task has that id
+	CodeFilterInvalid    = "shell.filter_invalid"    // BashOutput's filter is not a valid RE2 expression
+	CodeStartFailed      = "shell.start_failed"      // the shell could not be started
+	CodeClosed           = "shell.closed"            // the tool set was shut down
+	CodeOutputUnreadable = "shell.output_unreadable" // a background task's output file cannot be read
+	CodePermissionDenied = "permission.denied"       // the permission hook refused without a code
+	CodePermissionFailed = "permission.hook_failed"  // the permission hook panicked
+)
+
+// Codes of New's refusals.
+const (
+	CodeEnvMissing      = "config.env_missing"
+	CodeEnvNotExecutor  = "config.env_not_executor"
+	CodeFenceMissing    = "config.fence_missing"
+	CodeCoAuthorInvalid = "config.commit_co_author_invalid"
+	CodeScratchInvalid  = "config.shell_scratch_invalid"
+)
+
+// Config is what the shell tools of one leg share. The zero value of every optional
+// field is its documented default.
+type Config struct {
+	// Env runs the commands and must implement env.Executor. Required.
+	Env env.ExecutionEnv
+	// Fence is the leg's containment: commands start in its task root, the working
+	// directory carries only inside its read roots, and bash_readonly places every path
+	// it reads inside them. Required.
+	Fence *fence.Fence
+	// ReadOnly mounts the read-only band: bash_readonly instead of Bash, BashOutput and
+	// KillShell. Default false.
+	ReadOnly bool
+	// ReadonlyAllow replaces bash_readonly's allowlist (Deps.BashReadonlyAllow); nil
+	// means shellscan.DefaultReadOnlyAllow. The argument rules of shellscan.ReadOnly
+	// hold for every list.
+	ReadonlyAllow []string
+	// CommitCoAuthor is "Name <email>" (one line, an address with an @): a `git commit`
+	// run through Bash gets the trailer "Co-Authored-By: Name <email>". Empty (the
+	// default): no trailer.
+	CommitCoAuthor string
+	// AutoBackgroundOnTimeout adopts an eligible foreground command that hits its own
+	// timeout as a background task instead of killing it: no word `git` anywhere in it,
+	// not `sleep` as its first word, and a free background slot. Default false: kill.
+	AutoBackgroundOnTimeout bool
+	// ScratchDir is the directory in which the set makes its own scratch directory
+	// (background output, working-directory reports, the co-author hooks). It must be on
+	// the machine the commands run on. Empty: os.TempDir().
+	ScratchDir string
+	// Shell is the bash to run. Empty: "bash", looked up on the env's PATH.
+	Shell string
+	// MaxBackground is how many background tasks may run at once. Zero: 5.
+	MaxBackground int
+	// BackgroundOutputLimit caps each background task's output file, in bytes. Zero: 8 MiB.
+	BackgroundOutputLimit int64
+	// Permission is the permission gate's seat, asked before a command starts. Nil
+	// allows every command.
+	Permission PermissionHook
+}
+
+// PermissionRequest is what the permission gate sees of a command about to run.
+type PermissionRequest struct {
+	// Tool is Bash or bash_readonly.
+	Tool string
+	// Command is the command text exactly as it will run.
+	Command     string
+	Description string
+	// Dir is the directory the command starts in: relative paths in it are relative to Dir.
+	Dir             string
+	Timeout         time.Duration
+	RunInBackground bool
+	// ProvenReadOnly reports that bash_readonly proved the command read-only and placed
+	// every path it reads inside the read roots.
+	ProvenReadOnly bool
+}
+
+// PermissionHook answers whether a command may run: nil allows; an error refuses, with
+// the code of its *sema.Error ("permission.denied" when it has none). A panic refuses
+// with "permission.hook_failed".
+type PermissionHook func(ctx context.Context, req PermissionRequest) error
+
+// TaskInfo describes a running background task.
+type TaskInfo struct {
+	ID          string
+	Command     string
+	Description string
+	// PID is the process id of the task's shell, which is also its process group id.
+	PID     int
+	Started time.Time
+	// OutputFile is the file the task's output goes to.
+	OutputFile string
+}
+
+// Set is the shell tool set of one leg. It owns a scratch directory, the leg's working
+// directory and its background tasks. Its methods are safe for concurrent use.
+type Set struct {
+	cfg     Config
+	exec    env.Executor
+	root    string
+	shell   string
+	allow   []string
+	scratch string
+	maxBG   int
+	outCap  int64
+
+	trailer     string
+	hooksOnce   sync.Once
+	hooksDir    string
+	hooksErr    error
+	fileSeq     atomic.Uint64
+	shutdownMu  sync.Mutex // serializes Shutdown
+	shutdownRan bool
+
+	mu       sync.Mutex
+	cwd      string // canonical; "" means the task root
+	closed   bool
+	done     chan struct{}  // closed by Shutdown: in-flight foreground calls stop
+	calls    sync.WaitGroup // foreground calls and background starts in flight
+	taskSeq  int
+	tasks    map[string]*task
+	reserved int // background slots promised to calls still starting
+}
+
+var coAuthorRE = regexp.MustCompile(`^[^<>\x00-\x1f]*[^<>\s\x00-\x1f] <[^<>\s]+@[^<>\s]+>$`)
+
+// New builds the shell tool set of a leg and makes its scratch directory. Refusals are
+// *sema.Error: a missing env or fence, an env that cannot run programs
+// (config.env_not_executor), a CommitCoAuthor that is not "Name <email>"
+// (config.commit_co_author_invalid), a scratch directory that cannot be made.
+func New(cfg Config) (*Set, error) {
+	if cfg.Env == nil {
+		return nil, sema.Errorf(CodeEnvMissing, "the shell tools need an env; set Config.Env")
+	}
+	ex, ok := cfg.Env.(env.Executor)
+	if !ok {
+		return nil, sema.Errorf(CodeEnvNotExecutor, "the env %q cannot run programs (it does not implement env.Executor); mount the shell tools only on an env that can", cfg.Env.Identity())
+	}
+	if cfg.Fence == nil {
+		return nil, sema.Errorf(CodeFenceMissing, "the shell tools need the leg's fence; set Config.Fence")
+	}
+	s := &Set{
+		cfg: cfg, exec: ex, root: cfg.Fence.Root(), shell: cfg.Shell, allow: cfg.ReadonlyAllow,
+		maxBG: cfg.MaxBackground, outCap: cfg.BackgroundOutputLimit,
+		done: make(chan struct{}), tasks: map[string]*task{},
+	}
+	if s.shell == "" {
+		s.shell = "bash"
+	}
+	if s.maxBG <= 0 {
+		s.maxBG = DefaultMaxBackground
+	}
+	if s.outCap <= 0 {
+		s.outCap = DefaultBackgroundOutputLimit
+	}
+	if cfg.CommitCoAuthor != "" {
+		if !coAuthorRE.MatchString(cfg.CommitCoAuthor) {
+			return nil, sema.Errorf(CodeCoAuthorInvalid, "CommitCoAuthor %q is not of the form \"Name <email>\" on one line", cfg.CommitCoAuthor)
+		}
+		s.trailer = "Co-Authored-By: " + cfg.CommitCoAuthor
+	}
+	dir, err := os.MkdirTemp(cfg.ScratchDir, "sema-shell-")
+	if err != nil {
+		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their scratch directory in %q (%w); set Config.ScratchDir to a writable directory", cfg.ScratchDir, err)
+	}
+	s.scratch = dir
+	return s, nil
+}
+
+// Tools returns the set's tools in the order the model sees them: Bash, BashOutput and
+// KillShell, or bash_readonly alone when the set is read-only.
+//
+// Bash has tools.EffectExec. bash_readonly has tools.EffectRead: a call runs only after
+// the command was proven read-only, so calls of it may run concurrently with other
+// reads. BashOutput has EffectRead and KillShell EffectExec (it ends processes).
+func (s *Set) Tools() []tools.Tool {
+	if s.cfg.ReadOnly {
+		return []tools.Tool{&readonlyTool{s}}
+	}
+	return []tools.Tool{&bashTool{s}, &outputTool{s}, &killTool{s}}
+}
+
+// ScratchDir is the set's own scratch directory.
+func (s *Set) ScratchDir() string { return s.scratch }
+
+// Running lists the background tasks still running, oldest first.
+func (s *Set) Running() []TaskInfo {
+	s.mu.Lock()
+	var ts []*task
+	for _, t := range s.tasks {
+		ts = append(ts, t)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(ts, func(a, b *task) int { return a.seq - b.seq })
+	var out []TaskInfo
+	for _, t := range ts {
+		if t.running() {
+			out = append(out, t.info())
+		}
+	}
+	return out
+}
+
+// Shutdown stops everything the set runs: in-flight foreground commands and every
+// background task, each with the SIGTERM-then-SIGKILL sequence, and removes the scratch
+// directory once they are gone. Later calls are refused with shell.closed. It returns
+// ctx's error if ctx ends first; the processes are still being stopped then, and the
+// scratch directory is kept. Calling it again waits again.
+func (s *Set) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
+	var ts []*task
+	for _, t := range s.tasks {
+		ts = append(ts, t)
+	}
+	s.mu.Unlock()
+
+	all := make(chan struct{})
+	go func() {
+		var wg sync.WaitGroup
+		for _, t := range ts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.kill()
+			}()
+		}
+		wg.Wait()
+		s.calls.Wait()
+		close(all)
+	}()
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.shutdownMu.Lock()
+	defer s.shutdownMu.Unlock()
+	if !s.shutdownRan {
+		s.shutdownRan = true
+		for _, t := range ts {
+			t.out.close()
+		}
+		if err := os.RemoveAll(s.scratch); err != nil {
+			return fmt.Errorf("shell: removing the scratch directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close is Shutdown without a deadline.
+func (s *Set) Close() error { return s.Shutdown(context.Background()) }
+
+// dir is the directory the next Bash command starts in.
+func (s *Set) dir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cwd == "" {
+		return s.root
+	}
+	return s.cwd
+}
+
+// scratchFile names a fresh file in the scratch directory.
+func (s *Set) scratchFile(prefix string) string {
+	return s.scratch + "/" + prefix + "-" + fmt.Sprint(s.fileSeq.Add(1))
+}
+
+// permit asks the permission hook, containing its panics.
+func (s *Set) permit(ctx context.Context, req PermissionRequest) (res *tools.Result) {
+	h := s.cfg.Permission
+	if h == nil {
+		return nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r := tools.Fail(CodePermissionFailed, "The command was not run: the permission check failed (%v).", v)
+			res = &r
+		}
+	}()
+	if err := h(ctx, req); err != nil {
+		code, msg := CodePermissionDenied, err.Error()
+		var se *sema.Error
+		if errors.As(err, &se) {
+			code, msg = se.Code, se.Message
+		}
+		r := tools.Fail(code, "The command was not run: %s", msg)
+		return &r
+	}
+	return nil
+}
+
+// parseTimeout reads the timeout field: absent is the default; anything else must be a
+// whole number of milliseconds from 1 to MaxTimeout.
+func parseTimeout(ms *float64) (time.Duration, *tools.Result) {
+	if ms == nil {
+		return DefaultTimeout, nil
+	}
+	v := *ms
+	if !(v >= 1 && v <= float64(MaxTimeout/time.Millisecond)) {
+		r := tools.Fail(CodeTimeoutInvalid, "timeout is %v ms; it must be between 1 and %d milliseconds (10 minutes). Leave it out for the default of %d ms, or use run_in_background for a longer command.",
+			v, MaxTimeout/time.Millisecond, DefaultTimeout/time.Millisecond)
+		return 0, &r
+	}
+	return time.Duration(v * float64(time.Millisecond)), nil
+}
+
+func cancelledResult(what string) tools.Result {
+	return tools.Fail(tools.CodeCancelled, "%s", what)
+}
+
+// blank reports whether a command has nothing to run.
+func blank(cmd string) bool { return strings.TrimSpace(cmd) == "" }
