@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
+	fstools "github.com/sema-agent/sema/tools/fs"
 )
 
 // Answer is a person's decision on a parked question, carried by TaskSpec.Answer into
@@ -50,6 +51,8 @@ const (
 // parkRequest is the question a parking leg stopped at.
 type parkRequest struct {
 	req permission.ApprovalRequest
+	// key is the canonical target of a parked write.
+	key string
 }
 
 // approval is the decision a resumed leg executes for its pending call.
@@ -110,7 +113,13 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 		res.Error = sema.Errorf("checkpoint.park_failed", "the question could not be parked: %v", err)
 		return true
 	}
-	l.record(ctx, entryParked, parkedEntry{Turn: turn, Results: results, Pending: pending, Checkpoint: cp.ID})
+	entry := parkedEntry{Turn: turn, Results: results, Pending: pending, Checkpoint: cp.ID}
+	if p.key != "" {
+		if rec, ok := l.readState.Lookup(p.key); ok {
+			entry.ReadState = map[string]fstools.ReadRecord{p.key: rec}
+		}
+	}
+	l.record(ctx, entryParked, entry)
 	res.Status = StatusAwaitingApproval
 	res.Checkpoint = &CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: p.req.Ask.Message}
 	return true
@@ -134,6 +143,10 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	}
 	if cp.SessionID != l.spec.SessionID {
 		return sema.Errorf(codeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.SessionID)
+	}
+	if session.SHA256Hex(cp.Args) != cp.ArgsSHA256 {
+		// The stored arguments are not the ones that were reviewed.
+		return sema.Errorf("checkpoint.tampered", "checkpoint %s's arguments do not match their recorded sha256; it cannot be answered", cp.ID)
 	}
 	if cp.Decision != nil {
 		return sema.Errorf(session.CodeAlreadyClaimed, "checkpoint %s was already answered", cp.ID)

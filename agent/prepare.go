@@ -42,6 +42,8 @@ type leg struct {
 	park *parkRequest
 	// approved is the call a person approved, running now: the fold allows exactly it.
 	approved *runningCall
+	// readState is what this leg's file tools have read.
+	readState *fstools.ReadState
 	// shell is the leg's shell tool set (nil when the env cannot run programs).
 	shell *shell.Set
 	// rewindNotes is the ledger of the rewind that ran before the leg.
@@ -334,7 +336,15 @@ func (l *leg) home() string {
 
 // buildRoster mounts the leg's tools.
 func (l *leg) buildRoster() tools.Roster {
-	cfg := fstools.Config{Env: l.deps.Env, Fence: l.fence, ReadState: fstools.NewReadState()}
+	l.readState = fstools.NewReadState()
+	if p := l.resume.parked; p != nil {
+		// The parked call was checked against what the earlier leg had read; carry that,
+		// so an approved edit runs if (and only if) the file is still as it was read.
+		for path, rec := range p.ReadState {
+			l.readState.Record(path, rec)
+		}
+	}
+	cfg := fstools.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState}
 	var r tools.Roster
 	r = append(r, fstools.ReadTools(cfg)...)
 	l.laneTools = map[string]bool{}

@@ -34,6 +34,9 @@ type parkedEntry struct {
 	Results    []model.Block `json:"results"`
 	Pending    int           `json:"pending"`
 	Checkpoint string        `json:"checkpoint"`
+	// ReadState is what the leg had read of the parked write's target, so the resumed
+	// leg judges read-before-edit against the same record.
+	ReadState map[string]fstools.ReadRecord `json:"read_state,omitempty"`
 }
 
 type rewindEntry struct {

@@ -272,3 +272,68 @@ func TestRewindSpecFieldsAndTheirGates(t *testing.T) {
 		t.Fatalf("rewind before the run: %v notes %+v", err, got.RewindNotes)
 	}
 }
+
+func TestApprovedEditRunsOnlyIfTheFileIsAsItWasRead(t *testing.T) {
+	t.Parallel()
+	for _, changed := range []bool{false, true} {
+		st := newStores(t)
+		root := t.TempDir()
+		path := filepath.Join(root, "f.txt")
+		os.WriteFile(path, []byte("hello world\n"), 0o644)
+		edit := scripted.ToolCall{Name: "Edit", Input: json.RawMessage(`{"file_path":"f.txt","old_string":"world","new_string":"there"}`)}
+		p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{{Name: "Read", Input: json.RawMessage(`{"file_path":"f.txt"}`)}}},
+			{ToolCalls: []scripted.ToolCall{edit}},
+			{Text: "edited"},
+		}})
+		res, err := st.runner(p, true).Run(context.Background(), agent.TaskSpec{Prompt: "edit", Root: root})
+		if err != nil || res.Status != agent.StatusAwaitingApproval {
+			t.Fatalf("%v %+v", err, res)
+		}
+		if changed {
+			os.WriteFile(path, []byte("hello world, changed meanwhile\n"), 0o644)
+		}
+		done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID},
+			agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+		if err != nil || done.Status != agent.StatusCompleted {
+			t.Fatalf("changed=%v: %v %+v", changed, err, done)
+		}
+		b, _ := os.ReadFile(path)
+		tr := done.Messages[len(done.Messages)-2].Content[0]
+		if !changed && (string(b) != "hello there\n" || tr.IsError) {
+			t.Fatalf("approved edit: file %q result %+v", b, tr)
+		}
+		if changed && (string(b) != "hello world, changed meanwhile\n" || !tr.IsError || !strings.Contains(tr.Content[0].Text, "changed")) {
+			t.Fatalf("edit after a change: file %q result %+v", b, tr)
+		}
+	}
+}
+
+// TestTamperedCheckpointIsRefused changes a parked call's stored arguments behind the
+// store's back (as anyone with write access to the database file could): the resume
+// refuses it instead of running arguments nobody reviewed.
+func TestTamperedCheckpointIsRefused(t *testing.T) {
+	t.Parallel()
+	ss, err := session.OpenSQLite(filepath.Join(t.TempDir(), "sema.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	root := t.TempDir()
+	turns := []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "reviewed")}}, {Text: "ok"}}
+	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns}), Store: ss, Park: true}
+	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "w", Root: root})
+	if err != nil || res.Status != agent.StatusAwaitingApproval {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if _, err := ss.DB().Exec(`UPDATE checkpoints SET args = ? WHERE id = ?`, []byte(`{"content":"evil","file_path":"a.txt"}`), res.Checkpoint.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = agent.New(deps).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID}, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	if sema.CodeOf(err) != "checkpoint.tampered" {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("tampered arguments ran")
+	}
+}
