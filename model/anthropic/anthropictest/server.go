@@ -26,12 +26,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/sema-agent/sema/model/internal/fakeserver"
 )
 
 // Turn scripts the server's answer to one request: a response (Text, Thinking,
@@ -111,19 +111,10 @@ const (
 	FaultErrorEvent
 )
 
-// Request is one request the server received.
-type Request struct {
-	Method string
-	Path   string
-	Header http.Header
-	// Body is the decoded JSON body (nil when the body was not a JSON object).
-	Body map[string]any
-	// Raw is the body as sent.
-	Raw []byte
-}
-
-// Decode unmarshals the raw body into v, for tests that prefer a typed view.
-func (r Request) Decode(v any) error { return json.Unmarshal(r.Raw, v) }
+// Request is one request the server received: method, path, headers, the decoded
+// JSON body (nil when the body was not a JSON object) and the raw body, with Decode for
+// a typed view.
+type Request = fakeserver.Request
 
 // Server is the fake API. Its methods are safe for concurrent use.
 type Server struct {
@@ -131,18 +122,16 @@ type Server struct {
 	srv     *httptest.Server
 	closing chan struct{}
 
-	mu       sync.Mutex
-	turns    []Turn
-	next     int
-	requests []Request
-	ids      int
+	script   fakeserver.Script[Turn]
+	recorder fakeserver.Recorder
 }
 
 // NewServer starts a fake API that answers requests with turns, in order. The server
 // closes when the test ends; a request still stalled by FaultStall is released then.
 func NewServer(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
-	s := &Server{t: t, closing: make(chan struct{}), turns: append([]Turn(nil), turns...)}
+	s := &Server{t: t, closing: make(chan struct{})}
+	s.script.Enqueue(turns...)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	t.Cleanup(func() {
 		close(s.closing)
@@ -155,48 +144,22 @@ func NewServer(t testing.TB, turns ...Turn) *Server {
 func (s *Server) URL() string { return s.srv.URL }
 
 // Enqueue appends turns to the script.
-func (s *Server) Enqueue(turns ...Turn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.turns = append(s.turns, turns...)
-}
+func (s *Server) Enqueue(turns ...Turn) { s.script.Enqueue(turns...) }
 
 // Requests returns a copy of every request received so far, in arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.recorder.Requests() }
 
 // RequestCount is the number of requests received so far.
-func (s *Server) RequestCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.requests)
-}
+func (s *Server) RequestCount() int { return s.recorder.RequestCount() }
 
 // Remaining is the number of scripted turns not consumed yet.
-func (s *Server) Remaining() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.turns) - s.next
-}
+func (s *Server) Remaining() int { return s.script.Remaining() }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
+	rec, n, err := s.recorder.Record(r)
 	if err != nil {
 		return
 	}
-	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
-	var body map[string]any
-	if json.Unmarshal(raw, &body) == nil {
-		rec.Body = body
-	}
-	s.mu.Lock()
-	s.requests = append(s.requests, rec)
-	n := len(s.requests)
-	s.mu.Unlock()
-
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		writeError(w, http.StatusNotFound, "not_found_error", fmt.Sprintf("Not found: %s %s", r.Method, r.URL.Path), nil)
 		return
@@ -214,18 +177,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	s.mu.Lock()
-	if s.next >= len(s.turns) {
-		s.mu.Unlock()
-		s.t.Errorf("anthropictest: request %d arrived but only %d turns were scripted", n, len(s.turns))
+	turn, id, err := s.script.Next(n)
+	if err != nil {
+		s.t.Errorf("anthropictest: %v", err)
 		writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("anthropictest: no scripted turn is left for request %d", n), nil)
 		return
 	}
-	turn := s.turns[s.next]
-	s.next++
-	s.ids++
-	id := s.ids
-	s.mu.Unlock()
 
 	if turn.Status != 0 {
 		typ := turn.ErrorType

@@ -3,12 +3,12 @@ package anthropictest
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/sema-agent/sema/model/internal/fakeserver"
 )
 
 // post sends body to srv as the SDK would and returns the response status and body.
@@ -338,22 +338,9 @@ func TestNonStreaming(t *testing.T) {
 	}
 }
 
-// recordTB records Errorf calls instead of failing the test.
-type recordTB struct {
-	testing.TB
-	mu   sync.Mutex
-	errs []string
-}
-
-func (r *recordTB) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, fmt.Sprintf(format, args...))
-}
-
 func TestTurnsInOrderAndExhaustion(t *testing.T) {
 	t.Parallel()
-	rec := &recordTB{TB: t}
+	rec := &fakeserver.ErrorsTB{TB: t}
 	srv := NewServer(rec, Turn{Text: "one"})
 	srv.Enqueue(Turn{Status: 429})
 	if _, _, body := post(t, srv, okBody, nil); !strings.Contains(body, `"text":"one"`) {
@@ -365,8 +352,8 @@ func TestTurnsInOrderAndExhaustion(t *testing.T) {
 	if status, _, _ := post(t, srv, okBody, nil); status != 400 {
 		t.Errorf("third answer status %d, want 400", status)
 	}
-	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "only 2 turns") {
-		t.Errorf("test errors = %q; want one about the missing turn", rec.errs)
+	if errs := rec.Errors(); len(errs) != 1 || !strings.Contains(errs[0], "only 2 turns") {
+		t.Errorf("test errors = %q; want one about the missing turn", errs)
 	}
 	reqs := srv.Requests()
 	if len(reqs) != 3 || reqs[0].Body["model"] != "m" || reqs[0].Header.Get("x-api-key") != "k" {

@@ -31,6 +31,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sema-agent/sema/model/internal/fakeserver"
 )
 
 // Turn scripts the server's answer to one request: a response (Reasoning, Text,
@@ -129,19 +131,12 @@ const (
 	FaultReset
 )
 
-// Request is one request the server received.
-type Request struct {
-	Method string
-	Path   string
-	Header http.Header
-	// Body is the decoded JSON body (nil when the body was not a JSON object).
-	Body map[string]any
-	// Raw is the body as sent.
-	Raw []byte
-}
+// Request is one request the server received. It has the fields of the record every
+// fake server keeps, so a conversion between the two costs nothing.
+type Request fakeserver.Request
 
 // Decode unmarshals the raw body into v.
-func (r Request) Decode(v any) error { return json.Unmarshal(r.Raw, v) }
+func (r Request) Decode(v any) error { return fakeserver.Request(r).Decode(v) }
 
 // Chat decodes the body into the typed view of a Chat Completions request; a body that
 // does not decode yields the zero value.
@@ -157,19 +152,19 @@ type Server struct {
 	srv     *httptest.Server
 	closing chan struct{}
 
-	mu       sync.Mutex
-	turns    []Turn
-	next     int
-	requests []Request
-	apiKey   string
-	served   int
+	script   fakeserver.Script[Turn]
+	recorder fakeserver.Recorder
+
+	mu     sync.Mutex
+	apiKey string
 }
 
 // NewServer starts a fake API that answers requests with turns, in order. The server
 // closes when the test ends; a request still stalled by FaultStall is released then.
 func NewServer(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
-	s := &Server{t: t, closing: make(chan struct{}), turns: append([]Turn(nil), turns...)}
+	s := &Server{t: t, closing: make(chan struct{})}
+	s.script.Enqueue(turns...)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	t.Cleanup(s.Close)
 	return s
@@ -207,46 +202,30 @@ func (s *Server) RequireAPIKey(key string) {
 }
 
 // Enqueue appends turns to the script.
-func (s *Server) Enqueue(turns ...Turn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.turns = append(s.turns, turns...)
-}
+func (s *Server) Enqueue(turns ...Turn) { s.script.Enqueue(turns...) }
 
 // Requests returns a copy of every request received so far, in arrival order.
 func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
+	recs := s.recorder.Requests()
+	out := make([]Request, len(recs))
+	for i, r := range recs {
+		out[i] = Request(r)
+	}
+	return out
 }
 
 // RequestCount is the number of requests received so far.
-func (s *Server) RequestCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.requests)
-}
+func (s *Server) RequestCount() int { return s.recorder.RequestCount() }
 
 // Remaining is the number of scripted turns not consumed yet.
-func (s *Server) Remaining() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.turns) - s.next
-}
+func (s *Server) Remaining() int { return s.script.Remaining() }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
+	rec, n, err := s.recorder.Record(r)
 	if err != nil {
 		return
 	}
-	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
-	var body map[string]any
-	if json.Unmarshal(raw, &body) == nil {
-		rec.Body = body
-	}
 	s.mu.Lock()
-	s.requests = append(s.requests, rec)
-	n := len(s.requests)
 	key := s.apiKey
 	s.mu.Unlock()
 
@@ -275,18 +254,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	s.mu.Lock()
-	if s.next >= len(s.turns) {
-		s.mu.Unlock()
-		s.t.Errorf("openaitest: request %d arrived but only %d turns were scripted", n, len(s.turns))
+	turn, id, err := s.script.Next(n)
+	if err != nil {
+		s.t.Errorf("openaitest: %v", err)
 		writeError(w, http.StatusBadRequest, errorBody("invalid_request_error", "", fmt.Sprintf("openaitest: no scripted turn is left for request %d", n)), nil)
 		return
 	}
-	turn := s.turns[s.next]
-	s.next++
-	s.served++
-	id := s.served
-	s.mu.Unlock()
 
 	if turn.Status != 0 {
 		h := turn.Header.Clone()

@@ -7,8 +7,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/sema-agent/sema/model/internal/fakeserver"
 )
 
 // post sends body to the server and returns the status and the response body.
@@ -364,32 +365,17 @@ func TestPathsAndKeys(t *testing.T) {
 	}
 }
 
-// recordingTB captures Errorf calls of the server.
-type recordingTB struct {
-	testing.TB
-	mu   sync.Mutex
-	errs []string
-}
-
-func (r *recordingTB) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, fmt.Sprintf(format, args...))
-}
-
 func TestExhaustedScriptFailsTheTest(t *testing.T) {
 	t.Parallel()
-	rec := &recordingTB{TB: t}
+	rec := &fakeserver.ErrorsTB{TB: t}
 	s := NewServer(rec, Turn{Text: "only"})
 	post(t, s.URL()+"/chat/completions", chatBody(okUser))
 	status, body := post(t, s.URL()+"/chat/completions", chatBody(okUser))
 	if status != http.StatusBadRequest || !strings.Contains(body, "no scripted turn") {
 		t.Errorf("status %d, body %s", status, body)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "request 2") {
-		t.Errorf("errors = %v, want one naming request 2", rec.errs)
+	if errs := rec.Errors(); len(errs) != 1 || !strings.Contains(errs[0], "request 2") {
+		t.Errorf("errors = %v, want one naming request 2", errs)
 	}
 }
 
