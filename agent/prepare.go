@@ -184,6 +184,10 @@ func splitRules(list []string) []string {
 	return out
 }
 
+// prepare runs the leg's phases in order: the door, the rules and the mode, the fence,
+// the permission gate, the session (with a rewind the spec asks for), the tools, the
+// answer to a parked question, the manifest and the system prompt. Every refusal is a
+// coded error, and a refusal after the session's leg started ends that leg.
 func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (*leg, error) {
 	if err := validateSpec(deps, &spec); err != nil {
 		return nil, err
@@ -197,7 +201,36 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 	if err != nil {
 		return nil, err
 	}
-	requested, prePlan := spec.PermissionMode, permission.Mode("")
+	requested, prePlan := requestedMode(spec, loaded, defaultMode)
+	if err := l.prepareModes(requested, prePlan); err != nil {
+		return nil, err
+	}
+	if err := l.prepareFence(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.prepareGate(ctx, rules); err != nil {
+		return nil, err
+	}
+	if err := l.openSession(ctx, loaded, chain); err != nil {
+		return nil, err
+	}
+	if err := l.prepareLeg(ctx); err != nil {
+		if l.shell != nil {
+			l.shell.Close()
+		}
+		l.closeSession(ctx, StatusError)
+		return nil, err
+	}
+	l.manifest = l.buildManifest()
+	l.system = systemPrompt(l)
+	return l, nil
+}
+
+// requestedMode is the mode word the leg asks for: the spec's, else the word a resumed
+// session recorded, else the settings' default mode. The pre-plan word comes from the
+// session.
+func requestedMode(spec TaskSpec, loaded *session.Session, defaultMode permission.Mode) (requested, prePlan permission.Mode) {
+	requested = spec.PermissionMode
 	if loaded != nil {
 		prePlan = permission.Mode(loaded.PrePlanMode)
 		if requested == "" {
@@ -207,9 +240,13 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 	if requested == "" {
 		requested = defaultMode
 	}
-	if err := l.prepareModes(ctx, requested, prePlan); err != nil {
-		return nil, err
-	}
+	return requested, prePlan
+}
+
+// prepareFence resolves the leg's roots, faces, deny and protected sets and advertised
+// directories, once.
+func (l *leg) prepareFence(ctx context.Context) error {
+	deps, spec := l.deps, l.spec
 	f, err := fence.New(ctx, fence.Config{
 		Env:                       deps.Env,
 		Root:                      spec.Root,
@@ -230,55 +267,58 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		OnNotice:                  l.notice,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	l.fence = f
-	scope, screened := permission.ScreenExemptDirs(permission.ScopeOf(ctx, f, l.home()))
+	return nil
+}
+
+// prepareGate builds the permission gate over the fence's scope.
+func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
+	scope, screened := permission.ScreenExemptDirs(permission.ScopeOf(ctx, l.fence, l.home()))
 	for _, n := range screened {
 		l.notice(n)
 	}
 	l.scope = scope
-	l.gate, err = permission.NewGate(permission.GateConfig{
+	g, err := permission.NewGate(permission.GateConfig{
 		Modes:    l.modes,
 		Rules:    rules,
-		Hooks:    deps.PreToolUse,
-		Resolver: permission.FenceResolver(f),
+		Hooks:    l.deps.PreToolUse,
+		Resolver: permission.FenceResolver(l.fence),
 	})
-	if err != nil {
-		return nil, err
-	}
-	if err := l.openSession(ctx, loaded, chain); err != nil {
-		return nil, err
-	}
-	if deps.History != nil && deps.TrackFileEdit == nil && deps.Store != nil {
-		l.files = history.NewFiles(deps.History, deps.Env)
+	l.gate = g
+	return err
+}
+
+// prepareLeg runs the phases after the session's leg started: file history and a
+// requested rewind, the tools, and the answer to a parked question.
+func (l *leg) prepareLeg(ctx context.Context) error {
+	if l.deps.History != nil && l.deps.TrackFileEdit == nil && l.deps.Store != nil {
+		l.files = history.NewFiles(l.deps.History, l.deps.Env)
 	}
 	if err := l.rewindBeforeRun(ctx); err != nil {
-		l.closeSession(ctx, StatusError)
-		return nil, err
+		return err
 	}
 	if err := l.mountShell(); err != nil {
-		l.closeSession(ctx, StatusError)
-		return nil, err
+		return err
 	}
 	l.roster = l.buildRoster()
 	for _, t := range l.roster {
 		l.specs = append(l.specs, t.Spec().ModelSpec())
 	}
-	if spec.Answer != nil {
-		if err := l.prepareAnswer(ctx); err != nil {
-			if l.shell != nil {
-				l.shell.Close()
-			}
-			l.closeSession(ctx, StatusError)
-			return nil, err
-		}
+	if l.spec.Answer != nil {
+		return l.prepareAnswer(ctx)
 	}
-	receipt := l.modes.Receipt()
-	l.manifest = Manifest{
+	return nil
+}
+
+// buildManifest records the leg's resolved facts.
+func (l *leg) buildManifest() Manifest {
+	f, receipt := l.fence, l.modes.Receipt()
+	return Manifest{
 		SessionID:   l.sessionID,
-		Provider:    deps.Provider.Name(),
-		Model:       spec.Model,
+		Provider:    l.deps.Provider.Name(),
+		Model:       l.spec.Model,
 		Platform:    runtime.GOOS + "/" + runtime.GOARCH,
 		Root:        f.Root(),
 		WriteRoots:  f.WriteRoots(),
@@ -289,16 +329,14 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		Tools:       l.roster.Names(),
 		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
 		FileHistory: l.fileHistoryFact(),
-		ReadOnly:    spec.HandsReadOnly,
-		Shell:       ShellFacts{FullShell: l.shell != nil && !spec.HandsReadOnly, ReadOnlyShell: l.shell != nil && spec.HandsReadOnly},
+		ReadOnly:    l.spec.HandsReadOnly,
+		Shell:       ShellFacts{FullShell: l.shell != nil && !l.spec.HandsReadOnly, ReadOnlyShell: l.shell != nil && l.spec.HandsReadOnly},
 	}
-	l.system = systemPrompt(l)
-	return l, nil
 }
 
 // prepareModes builds the leg's mode controller and binds the deployment's arming facts:
 // denied modes fold to default, and auto arms the classifier.
-func (l *leg) prepareModes(ctx context.Context, requested, prePlan permission.Mode) error {
+func (l *leg) prepareModes(requested, prePlan permission.Mode) error {
 	ctrl, err := permission.NewModeController(requested, nil, permission.ControllerOptions{OnNotice: l.notice, PrePlanMode: prePlan})
 	if err != nil {
 		return err
