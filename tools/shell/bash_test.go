@@ -412,3 +412,11 @@ func TestShutdownInterruptsAForegroundCommand(t *testing.T) {
 		t.Fatal("the shell survived Shutdown")
 	}
 }
+
+func TestCommandsNeverWaitForATerminalPrompt(t *testing.T) {
+	t.Parallel()
+	f := newFix(t)
+	if got := f.bash(`echo "prompt=$GIT_TERMINAL_PROMPT"`); got != "prompt=0" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -21,12 +21,16 @@ type proc struct {
 	err    error
 }
 
+// noPromptEnv keeps programs from waiting for a person at a terminal that is not there:
+// stdin is empty, and a credential prompt would otherwise sit until the timeout.
+var noPromptEnv = []string{"GIT_TERMINAL_PROMPT=0"}
+
 // spawn starts script under bash in dir, with both output streams going to out.
 func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, out io.Writer) (*proc, error) {
 	p, err := s.exec.Start(ctx, env.ExecRequest{
 		Argv:   []string{s.shell, "--noprofile", "--norc", "-p", "-c", script},
 		Dir:    dir,
-		Env:    extraEnv,
+		Env:    append(append([]string(nil), noPromptEnv...), extraEnv...),
 		Stdout: out,
 		Stderr: out,
 	})
