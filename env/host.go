@@ -6,8 +6,11 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Host is the ExecutionEnv of the local machine. Its zero value is ready to use.
@@ -89,7 +92,15 @@ func (*Host) openNoFollow(ctx context.Context, path string) (*os.File, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	return openReadNoSymlinks(path)
+}
+
+var tmpSeq atomic.Uint64
+
+// tempName is the name of the temporary file an atomic write of base goes through: hidden,
+// unique in this process and over time, recognizably sema's.
+func tempName(base string) string {
+	return "." + base + ".sema-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(tmpSeq.Add(1), 36) + ".tmp"
 }
 
 func infoOf(fi os.FileInfo) FileInfo {

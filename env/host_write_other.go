@@ -1,3 +1,5 @@
+//go:build !linux
+
 package env
 
 import (
@@ -6,13 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync/atomic"
 	"syscall"
-	"time"
 )
-
-var tmpSeq atomic.Uint64
 
 func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
@@ -30,7 +27,7 @@ func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.Fi
 		return err
 	}
 	dir, base := filepath.Split(path)
-	tmp := filepath.Join(dir, "."+base+".sema-"+strconv.FormatInt(time.Now().UnixNano(), 36)+"-"+strconv.FormatUint(tmpSeq.Add(1), 36)+".tmp")
+	tmp := filepath.Join(dir, tempName(base))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
 	if err != nil {
 		return &fs.PathError{Op: "write", Path: path, Err: errors.Unwrap(err)}
