@@ -54,13 +54,14 @@
 // # What a Path promises, and what it does not
 //
 // Resolve judges the path at one instant. Callers must open Path.Canonical (never the
-// spelled path) through the same env. The env opens the final component with
-// O_NOFOLLOW, so a final component swapped for a link after the judgment is not
-// followed. A directory higher up swapped for a link between the judgment and the
-// open is outside what a path-based check can prevent with the env's operations; the
-// window is the time between Resolve and the open, and Resolve keeps no cache of
-// resolved directories that would widen it. Hard links are not links: a hard link
-// inside a root to a file outside is inside.
+// spelled path) through the same env. A canonical path has no symlink in it, so the
+// host env on Linux resolves it with openat2(RESOLVE_NO_SYMLINKS) and acts through the
+// parent directory's descriptor: any component swapped for a link after the judgment —
+// the final one or a directory higher up — is refused (ELOOP), not followed. Where
+// openat2 is missing (other systems, old kernels) only the final component is guarded
+// (O_NOFOLLOW), and a directory swapped higher up between Resolve and the open remains a
+// window; Resolve keeps no cache of resolved directories that would widen it. Hard links
+// are not links: a hard link inside a root to a file outside is inside.
 //
 // Paths are slash-separated and absolute on a Unix-like tree; Windows drive letters
 // and UNC paths are not supported by this canonicalizer.
