@@ -32,7 +32,9 @@ type ExecutionEnv interface {
 	// ReadDir lists a directory, sorted by name.
 	ReadDir(ctx context.Context, path string) ([]DirEntry, error)
 	// ReadFile reads a whole regular file. It refuses to follow a symlink in the final
-	// component (so a link swapped in after the path was checked is not followed).
+	// component (so a link swapped in after the path was checked is not followed); the
+	// host env on Linux refuses a symlink in any component, since callers pass
+	// canonical paths.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 	// Open opens a regular file for streaming reads, with ReadFile's symlink rule.
 	Open(ctx context.Context, path string) (io.ReadCloser, error)
