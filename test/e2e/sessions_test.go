@@ -190,6 +190,14 @@ func TestCrashLeavesWholeFilesAndAResumableSession(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		if round == 0 {
+			// The first kill comes after the first write landed, so a session exists
+			// whatever the machine's speed; the later ones come at random moments.
+			waitFor(t, func() bool {
+				b, _ := os.ReadFile(filepath.Join(dir, "f00.txt"))
+				return string(b) == newBody
+			})
+		}
 		time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
@@ -220,5 +228,17 @@ func TestCrashLeavesWholeFilesAndAResumableSession(t *testing.T) {
 	json.Unmarshal([]byte(r.stdout), &obj)
 	if obj["result"] != "resumed fine" {
 		t.Fatalf("resume result %v", obj)
+	}
+}
+
+// waitFor polls cond for up to 30 seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
