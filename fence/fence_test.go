@@ -498,3 +498,50 @@ func TestContains(t *testing.T) {
 		}
 	}
 }
+
+func TestMayContainDenied(t *testing.T) {
+	t.Parallel()
+	base := realTempDir(t)
+	tree(t, base, "x/proj/sub/", "x/proj-evil/", "home/.sema/", "other/")
+	abs := newFence(t, Config{
+		Root:      base + "/x/proj",
+		StateDir:  base + "/home/.sema",
+		DenyGlobs: []string{base + "/x/proj/secrets/*.key", base + "/x/pro*/vault"},
+	})
+	rel := newFence(t, Config{Root: base + "/x/proj", DenyGlobs: []string{".env"}})
+	none := newFence(t, Config{Root: base + "/x/proj"})
+	tests := []struct {
+		name string
+		f    *Fence
+		dir  string
+		want bool
+	}{
+		{"state dir beneath dir", abs, base + "/home", true},
+		{"dir is the state dir", abs, base + "/home/.sema", true},
+		{"dir beneath the state dir", abs, base + "/home/.sema/blobs", true},
+		{"state dir's sibling", abs, base + "/other", false},
+		{"glob prefix beneath dir", abs, base + "/x/proj", true},
+		{"dir beneath glob prefix", abs, base + "/x/proj/secrets/deep", true},
+		{"ancestor of every prefix", abs, base + "/x", true},
+		{"prefix cut at a whole component", abs, base + "/x/proj-evil", true},
+		{"beneath a partly literal component", abs, base + "/x/proj/sub", true},
+		{"root of the filesystem", abs, "/", true},
+		{"relative glob, any dir", rel, base + "/x/proj/sub", true},
+		{"relative glob, sibling", rel, base + "/other", true},
+		{"no deny set", none, base + "/x/proj", false},
+		{"not canonical", none, "x/proj", true},
+	}
+	for _, tc := range tests {
+		if got := tc.f.MayContainDenied(tc.dir); got != tc.want {
+			t.Errorf("%s: MayContainDenied(%q) = %v, want %v", tc.name, tc.dir, got, tc.want)
+		}
+	}
+	// The prefix sibling: a glob under /x/proj says nothing about /x/proj-evil.
+	sib := newFence(t, Config{Root: base + "/x/proj", DenyGlobs: []string{base + "/x/proj/**/*.pem"}})
+	if sib.MayContainDenied(base + "/x/proj-evil") {
+		t.Errorf("MayContainDenied(%q) = true for a prefix sibling of the glob's directory", base+"/x/proj-evil")
+	}
+	if !sib.MayContainDenied(base + "/x/proj/sub") {
+		t.Errorf("MayContainDenied(%q) = false beneath the glob's directory", base+"/x/proj/sub")
+	}
+}

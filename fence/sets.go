@@ -255,3 +255,37 @@ func (f *Fence) ProtectedError(p Path) *sema.Error {
 	return sema.Errorf(CodeProtected, "the path %q is protected (%s); writing it needs a person's approval", p.Spelled, p.ProtectedReason).
 		With("path", p.Spelled).With("reason", p.ProtectedReason).With("roots", f.WriteRoots())
 }
+
+// MayContainDenied reports whether a recursive read of the canonical directory dir (a
+// grep -r, an rg, a find) could reach the deny set: sema's state directory equals or
+// lies beneath dir, or dir lies beneath it; or some deny glob could match dir or
+// something beneath it. A relative glob matches at any depth, so it always could; an
+// absolute glob could when its static prefix (its whole components before the first
+// one with a glob character) and dir lie on one path, one containing the other. The
+// answer over-refuses rather than under-refuses: a path that is not canonical-shaped
+// is reported as possibly containing denied files.
+func (f *Fence) MayContainDenied(dir string) bool {
+	if !isCanonicalShape(dir) {
+		return true
+	}
+	d := &f.deny
+	for _, sd := range d.dirs {
+		if containsFold(dir, sd, d.fold) || containsFold(sd, dir, d.fold) {
+			return true
+		}
+	}
+	if d.fold {
+		dir = strings.ToLower(dir)
+	}
+	for _, g := range d.globs {
+		// A relative glob was stored as "/**/…": its static prefix is "/".
+		prefix := g
+		if i := strings.IndexAny(g, globMeta); i >= 0 {
+			prefix = g[:max(strings.LastIndexByte(g[:i], '/'), 0)]
+		}
+		if prefix == "" || within(prefix, dir) || within(dir, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -173,6 +173,10 @@ type Resolver interface {
 	IsProtected(canonical string) (bool, string)
 	// Denied reports whether the canonical path is in the deny set no tool may touch.
 	Denied(canonical string) bool
+	// MayContainDenied reports whether a recursive read of the canonical path (grep -r,
+	// rg, find) could reach the deny set: the path is a directory, or cannot be
+	// examined, and fence.Fence.MayContainDenied says so. A file is judged by Denied.
+	MayContainDenied(ctx context.Context, canonical string) bool
 }
 
 // FenceResolver returns the Resolver of a leg's fence.
@@ -187,6 +191,13 @@ func (r fenceResolver) Canonicalize(ctx context.Context, abs string) (string, er
 
 func (r fenceResolver) IsProtected(c string) (bool, string) { return r.f.IsProtected(c) }
 func (r fenceResolver) Denied(c string) bool                { return r.f.Denied(c) }
+
+func (r fenceResolver) MayContainDenied(ctx context.Context, c string) bool {
+	if info, err := r.f.Env().Stat(ctx, c); err == nil && !info.Mode.IsDir() {
+		return false
+	}
+	return r.f.MayContainDenied(c)
+}
 
 // ScopeOf returns the Scope of a leg's fence: its root, write roots, read roots and
 // admitted advertised directories (as exempt directories), and the home directory home

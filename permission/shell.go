@@ -19,6 +19,8 @@ type shellFacts struct {
 	writesComplete bool
 	reads          []placed
 	readsComplete  bool
+	// recursive is RecursiveSegments of the script, computed on first use.
+	recursive []bool
 
 	// cands are the readings of each segment a restrictive rule is matched against,
 	// computed on first use.
@@ -520,7 +522,7 @@ func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
 	}
 	var used []string
 	var readOnly map[string]bool // verdicts by rebuilt text, for repeated segments
-	for _, seg := range sf.script.Segments {
+	for i, seg := range sf.script.Segments {
 		var hit *Rule
 		if len(seg.Redirects) == 0 {
 			for _, r := range cmdRules {
@@ -543,7 +545,7 @@ func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
 				}
 				readOnly[text] = ro
 			}
-			if !ro {
+			if !ro || g.walksDenied(ctx, sf, i) {
 				return "", false
 			}
 			continue
@@ -655,5 +657,29 @@ func (g *Gate) shellReadOnly(ctx context.Context, f *fold) bool {
 			return false
 		}
 	}
-	return true
+	return !g.walksDenied(ctx, sf, -1)
+}
+
+// walksDenied reports whether a recursive reader of the command (RecursiveSegments) walks
+// a read target that could hold files of the deny set (Resolver.MayContainDenied): the
+// deny set is refused for reads, and a walk of a directory above it would read it
+// unnamed, so such a command is not read-only for the mode's purposes and goes to the
+// ordinary question. seg limits the check to one segment; -1 checks every segment.
+func (g *Gate) walksDenied(ctx context.Context, sf *shellFacts, seg int) bool {
+	if g.resolver == nil {
+		return false // nothing is placed: no Bash read is answered by a mode
+	}
+	if sf.recursive == nil {
+		sf.recursive = RecursiveSegments(sf.script)
+	}
+	for _, p := range sf.reads {
+		i := p.t.Segment
+		if seg >= 0 && i != seg || i < 0 || i >= len(sf.recursive) || !sf.recursive[i] || p.sink {
+			continue
+		}
+		if !p.ok() || g.resolver.MayContainDenied(ctx, p.canonical) {
+			return true
+		}
+	}
+	return false
 }

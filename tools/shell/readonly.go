@@ -9,6 +9,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/permission/shellscan"
 	"github.com/sema-agent/sema/tools"
 )
@@ -26,6 +27,7 @@ const readonlyDescription = `Runs a read-only bash command in the task root and 
 - Allowed commands: %s. Pipes, && || ; and ( ) { } groups are fine.
 - Refused: redirection to a file (only 2>/dev/null and the like), command substitution, variables, globs and ~ (write paths out literally), cd, background &, options that write or run programs (find -exec/-delete, sort -o, --output, …), options that follow symbolic links (grep -R, rg -L, find -L, du -L, ls -L, tree -l, diff -r, stat -L, file -L) and --files0-from.
 - Every path the command names must lie inside the workspace's read roots.
+- A recursive search (grep -r, rg, find, ls -R, du, tree, git grep) of a directory that could hold files sema denies is refused; search a narrower directory or name the files.
 - timeout is in milliseconds (default 120000, at most 600000). Output longer than 30000 characters keeps its first and last 15000 characters.`
 
 var readonlySchema = json.RawMessage(`{
@@ -114,7 +116,10 @@ var followFlags = map[string]struct {
 // proves every simple command read-only under the allowlist; every word is a literal; no
 // option follows symbolic links or reads a list of names; shellscan knows every path the
 // command reads; and every one of those paths, and every literal argument that is not an
-// option, resolves inside the read roots. The first failure is the answer.
+// option, resolves inside the read roots; and no recursive reader (grep -r, rg, find, ls
+// -R, du, tree, git grep; permission.RecursiveSegments) walks a directory that could hold
+// files of the deny set, which it would read without naming them. The first failure is
+// the answer.
 func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 	refuse := func(format string, args ...any) *tools.Result {
 		r := tools.Fail(CodeNotReadOnly, "bash_readonly did not run the command: "+format, args...)
@@ -168,12 +173,11 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 	for _, tg := range targets {
 		paths = append(paths, tg.Path)
 	}
-	seen := map[string]bool{}
+	canonical := map[string]string{}
 	for _, p := range paths {
-		if seen[p] {
+		if _, seen := canonical[p]; seen {
 			continue
 		}
-		seen[p] = true
 		fp, err := s.cfg.Fence.Resolve(ctx, p, fence.Read)
 		if err != nil {
 			r := tools.FromError(err, fence.CodeUnresolvable)
@@ -184,8 +188,30 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 			r := tools.Fail(fence.CodeNotInRoot, "bash_readonly did not run the command: the path %q is outside the read roots; use a path inside %s.", p, strings.Join(s.cfg.Fence.ReadRoots(), ", "))
 			return &r
 		}
+		canonical[p] = fp.Canonical
+	}
+	recursive := permission.RecursiveSegments(script)
+	for _, tg := range targets {
+		if i := tg.Segment; i < 0 || i >= len(recursive) || !recursive[i] {
+			continue
+		}
+		if c := canonical[tg.Path]; s.walkMayReachDenied(ctx, c) {
+			r := tools.Fail(fence.CodeDenied, "bash_readonly did not run the command: the search could read files sema denies (the state directory / deny globs) under %q (%s); search a narrower directory or name files.", tg.Path, c)
+			return &r
+		}
 	}
 	return nil
+}
+
+// walkMayReachDenied reports whether a recursive walk of the canonical path c could read
+// a file of the deny set: c is a directory (or cannot be examined) and the fence says it
+// may hold one. A file is a single read, already judged by Resolve.
+func (s *Set) walkMayReachDenied(ctx context.Context, c string) bool {
+	f := s.cfg.Fence
+	if info, err := f.Env().Stat(ctx, c); err == nil && !info.Mode.IsDir() {
+		return false
+	}
+	return f.MayContainDenied(c)
 }
 
 // follows returns the option word of prog that follows symbolic links, or "".

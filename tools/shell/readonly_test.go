@@ -213,3 +213,66 @@ func TestReadonlyDescriptionNamesTheList(t *testing.T) {
 		t.Fatalf("custom list not described: %s", custom)
 	}
 }
+
+// TestReadonlyRecursiveDenySet: a recursive reader over a directory that could hold files
+// of the deny set is refused; the same command runs when the deny set is empty there.
+func TestReadonlyRecursiveDenySet(t *testing.T) {
+	t.Parallel()
+	withDeny := func(cfg fence.Config) func(*Config) {
+		return func(c *Config) {
+			cfg.Env, cfg.Root = c.Env, c.Fence.Root()
+			if cfg.StateDir != "" {
+				cfg.StateDir = cfg.Root + "/" + cfg.StateDir
+			}
+			fc, err := fence.New(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Fence = fc
+		}
+	}
+	plain := newReadonlyFix(t)
+	globbed := newReadonlyFix(t, withDeny(fence.Config{DenyGlobs: []string{".env"}}))
+	stated := newReadonlyFix(t, withDeny(fence.Config{StateDir: ".sema-state"}))
+	for _, f := range []*fix{plain, globbed, stated} {
+		f.put(".env", "secret=1\n")
+		f.put("README.md", "secret readme\n")
+		f.put("src/main.go", "package main\n")
+		f.put(".sema-state/sema.db", "secret db\n")
+	}
+	tests := []struct {
+		name    string
+		f       *fix
+		command string
+		refused bool
+	}{
+		{"grep -r with no deny set", plain, "grep -r secret .", false},
+		{"rg with no deny set", plain, "rg secret", false},
+		{"grep -r over a deny glob", globbed, "grep -r secret .", true},
+		{"grep -r on the implicit cwd", globbed, "grep -rn secret", true},
+		{"grep -d recurse", globbed, "grep -d recurse secret src", true},
+		{"find over a deny glob", globbed, "find . -name x", true},
+		{"ls -R over a deny glob", globbed, "ls -R src", true},
+		{"du over a deny glob", globbed, "du -s", true},
+		{"rg on a file", globbed, "rg secret README.md", false},
+		{"cat a file", globbed, "cat README.md", false},
+		{"plain ls", globbed, "ls", false},
+		{"rg with the state dir inside the root", stated, "rg secret", true},
+		{"rg beside the state dir", stated, "rg package src", false},
+		{"cat with the state dir inside the root", stated, "cat README.md", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, text := tc.f.readonly(tc.command)
+			if tc.refused {
+				if code != fence.CodeDenied || !strings.Contains(text, "search a narrower directory") || strings.Contains(text, "secret=1") || strings.Contains(text, "secret db") {
+					t.Fatalf("%q: code %q: %s; want a deny-set refusal", tc.command, code, text)
+				}
+				return
+			}
+			if code != "" {
+				t.Fatalf("%q was refused: %s: %s", tc.command, code, text)
+			}
+		})
+	}
+}
