@@ -136,7 +136,7 @@ func TestCancellationMidStream(t *testing.T) {
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > 20*time.Second { // a hang detector, not a speed test
 		t.Fatalf("sema took %v to stop after SIGINT", took)
 	}
 	ee, ok := err.(*exec.ExitError)
