@@ -89,7 +89,7 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		// A marker entry on the earlier entry becomes the head: later entries stay stored
 		// (a branch), but the next resume continues from here.
 		payload, _ := json.Marshal(rewindEntry{ToTurn: spec.ToTurn})
-		id, err := r.deps.Store.Append(ctx, sessionEntry(s.ID, head, payload))
+		id, err := r.deps.Store.Append(ctx, rewindMarker(s.ID, head, payload))
 		if err != nil {
 			return out, err
 		}

@@ -257,6 +257,7 @@ func title(prompt string) string {
 	return prompt
 }
 
-func sessionEntry(sessionID, parent string, payload json.RawMessage) session.Entry {
+// rewindMarker is the entry a conversation rewind appends on the earlier entry.
+func rewindMarker(sessionID, parent string, payload json.RawMessage) session.Entry {
 	return session.Entry{SessionID: sessionID, ParentID: parent, Kind: entryRewind, Payload: payload}
 }
