@@ -14,7 +14,7 @@ import (
 // Codes of permission refusals as the model sees them.
 const (
 	codeDenied         = "permission.denied"
-	codeEditedWriteRun = "permission.edited_write_unsupported"
+	codeEditedWrite = "permission.edited_write_unsupported"
 )
 
 // callKey carries the raw input of the call being run to the write lane's permission
@@ -123,7 +123,7 @@ func (l *leg) permitWrite(ctx context.Context, req fstools.PermissionRequest) er
 		// The lane has already computed the bytes from the model's input; running an
 		// edited input would need the lane's checks again. Refuse rather than write
 		// something nobody approved.
-		return sema.Errorf(codeEditedWriteRun, "an edited input for %s cannot be applied to a write in progress; deny the call and tell the model what to change instead", req.Tool)
+		return sema.Errorf(codeEditedWrite, "an edited input for %s cannot be applied to a write in progress; deny the call and tell the model what to change instead", req.Tool)
 	}
 	return nil
 }
