@@ -13,7 +13,7 @@ import (
 
 // Codes of permission refusals as the model sees them.
 const (
-	codeDenied         = "permission.denied"
+	codeDenied      = "permission.denied"
 	codeEditedWrite = "permission.edited_write_unsupported"
 )
 
