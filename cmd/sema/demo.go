@@ -139,7 +139,7 @@ func showDemoEvent(w io.Writer, ev agent.Event) {
 		}
 		fmt.Fprintf(w, "    %s\n", mark)
 		lines := strings.Split(strings.TrimRight(ev.ToolResult.Text, "\n"), "\n")
-		const max = 8
+		const max = 12
 		for i, line := range lines {
 			if i == max {
 				fmt.Fprintf(w, "    │ … %d more lines\n", len(lines)-max)
