@@ -96,23 +96,7 @@ func (c *collector) mustKnow(p parsedArgs) {
 // (it can shadow a program), cd/pushd/popd (later relative paths move), or a program fed
 // arguments at run time (xargs) that is not purely a reader.
 func WriteTargets(s *Script) ([]Target, bool) {
-	c := collector{complete: true}
-	if s == nil {
-		return nil, true
-	}
-	c.shadowed(s)
-	for i, seg := range s.Segments {
-		c.seg = i
-		for _, r := range seg.Redirects {
-			c.redirectWrite(r)
-		}
-		c.segmentWrites(seg)
-	}
-	c.seg = -1
-	for _, r := range s.CompoundRedirects {
-		c.redirectWrite(r)
-	}
-	return c.targets, c.complete
+	return collect(s, (*collector).redirectWrite, (*collector).segmentWrites)
 }
 
 // ReadTargets returns the paths the script would read, for the read-boundary station, and
@@ -123,6 +107,12 @@ func WriteTargets(s *Script) ([]Target, bool) {
 // complete is false on the same grounds as WriteTargets, and for every program whose reads are
 // not modeled.
 func ReadTargets(s *Script) ([]Target, bool) {
+	return collect(s, (*collector).redirectRead, (*collector).segmentReads)
+}
+
+// collect walks the script once for one direction: every segment's redirections and
+// operands, then the redirections written on compound commands (which no segment owns).
+func collect(s *Script, redirect func(*collector, Redirect), segment func(*collector, Segment)) ([]Target, bool) {
 	c := collector{complete: true}
 	if s == nil {
 		return nil, true
@@ -131,13 +121,13 @@ func ReadTargets(s *Script) ([]Target, bool) {
 	for i, seg := range s.Segments {
 		c.seg = i
 		for _, r := range seg.Redirects {
-			c.redirectRead(r)
+			redirect(&c, r)
 		}
-		c.segmentReads(seg)
+		segment(&c, seg)
 	}
 	c.seg = -1
 	for _, r := range s.CompoundRedirects {
-		c.redirectRead(r)
+		redirect(&c, r)
 	}
 	return c.targets, c.complete
 }
