@@ -55,24 +55,32 @@ func openStores(ctx context.Context, home string) (*stores, error) {
 	return &stores{sessions: ss, history: hs}, nil
 }
 
+// openHome opens the stores of the state directory named by --home (or its defaults).
+func openHome(ctx context.Context, homeFlag string) (*stores, error) {
+	dir, err := stateDir(homeFlag)
+	if err != nil {
+		return nil, err
+	}
+	return openStores(ctx, dir)
+}
+
 func newSessionsCmd(stdout io.Writer) *cobra.Command {
-	var home, cwd string
-	var all bool
+	var home string
 	cmd := &cobra.Command{Use: "sessions", Short: "List, show and prune stored sessions"}
 	cmd.PersistentFlags().StringVar(&home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
-	open := func(ctx context.Context) (*stores, error) {
-		dir, err := stateDir(home)
-		if err != nil {
-			return nil, err
-		}
-		return openStores(ctx, dir)
-	}
-	list := &cobra.Command{
+	cmd.AddCommand(newSessionsListCmd(&home, stdout), newSessionsShowCmd(&home, stdout), newSessionsPruneCmd(&home, stdout))
+	return cmd
+}
+
+func newSessionsListCmd(home *string, stdout io.Writer) *cobra.Command {
+	var cwd string
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the sessions of this root (--all: of every root), newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := open(cmd.Context())
+			st, err := openHome(cmd.Context(), *home)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -97,14 +105,18 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	list.Flags().BoolVar(&all, "all", false, "list the sessions of every root")
-	list.Flags().StringVar(&cwd, "cwd", ".", "the root whose sessions to list")
-	show := &cobra.Command{
+	cmd.Flags().BoolVar(&all, "all", false, "list the sessions of every root")
+	cmd.Flags().StringVar(&cwd, "cwd", ".", "the root whose sessions to list")
+	return cmd
+}
+
+func newSessionsShowCmd(home *string, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
 		Use:   "show ID",
 		Short: "Print a session's transcript with its turn numbers",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := open(cmd.Context())
+			st, err := openHome(cmd.Context(), *home)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -112,8 +124,11 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 			return showSession(cmd.Context(), st, args[0], stdout)
 		},
 	}
+}
+
+func newSessionsPruneCmd(home *string, stdout io.Writer) *cobra.Command {
 	var olderThan string
-	prune := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "prune --older-than 30d",
 		Short: "Delete sessions (and their file history) not updated for a while",
 		Args:  cobra.NoArgs,
@@ -122,7 +137,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
-			st, err := open(cmd.Context())
+			st, err := openHome(cmd.Context(), *home)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -140,8 +155,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	prune.Flags().StringVar(&olderThan, "older-than", "", "age such as 30d, 12h or 90m (required)")
-	cmd.AddCommand(list, show, prune)
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "age such as 30d, 12h or 90m (required)")
 	return cmd
 }
 
@@ -267,11 +281,7 @@ func newRewindCmd(stdout io.Writer) *cobra.Command {
 			if !spec.Files && !spec.Conversation {
 				spec.Files, spec.Conversation = true, true
 			}
-			dir, err := stateDir(home)
-			if err != nil {
-				return usageErr(err)
-			}
-			st, err := openStores(cmd.Context(), dir)
+			st, err := openHome(cmd.Context(), home)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -394,11 +404,7 @@ func newApproveCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 }
 
 func sessionRoot(ctx context.Context, homeFlag, id string) (string, error) {
-	dir, err := stateDir(homeFlag)
-	if err != nil {
-		return "", err
-	}
-	st, err := openStores(ctx, dir)
+	st, err := openHome(ctx, homeFlag)
 	if err != nil {
 		return "", err
 	}
