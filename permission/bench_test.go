@@ -8,7 +8,7 @@ import (
 
 	"github.com/sema-agent/sema/env/envtest"
 	"github.com/sema-agent/sema/fence"
-	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/shellscan"
 	"github.com/sema-agent/sema/tools"
 )
 

@@ -1,6 +1,6 @@
 // Package permission decides whether a tool call runs: the permission modes and their
 // table, the rules, the mode controller, the arbitration fold, the approval seats and
-// the auto-mode classifier. Shell command text is analyzed by permission/shellscan.
+// the auto-mode classifier. Shell command text is analyzed by package shellscan.
 //
 // # The fold
 //

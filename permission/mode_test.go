@@ -7,7 +7,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
-	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/shellscan"
 )
 
 func TestModePolicyOf(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/shellscan"
 )
 
 // RecursiveSegments reports, for each segment of s (by its index in s.Segments), whether

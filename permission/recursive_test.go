@@ -6,7 +6,7 @@ import (
 
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
-	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/shellscan"
 )
 
 func TestRecursiveSegments(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/sema-agent/sema"
-	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/shellscan"
 )
 
 // CodeRuleInvalid refuses a permission rule that does not parse.

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/sema-agent/sema/fence"
-	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/shellscan"
 )
 
 // shellFacts is the analysis of one Bash command, computed once per Decide.

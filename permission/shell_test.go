@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/shellscan"
 )
 
 func (l *testLeg) decideBash(g *Gate, cmd string) Decision {

@@ -4,7 +4,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/shellscan"
 )
 
 // autoBackgroundEligible reports whether a foreground command that hit its own timeout may

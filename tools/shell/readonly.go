@@ -10,7 +10,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/permission"
-	"github.com/sema-agent/sema/permission/shellscan"
+	"github.com/sema-agent/sema/shellscan"
 	"github.com/sema-agent/sema/tools"
 )
 
