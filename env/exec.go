@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -40,7 +41,28 @@ type ExecRequest struct {
 	// a writer's error is ignored and later output is discarded, so a failing writer
 	// never blocks or kills the program. The program's standard input is empty.
 	Stdout, Stderr io.Writer
+	// Isolate asks for namespaces of the program's own. The zero value asks for none. An
+	// Executor that cannot give what is asked refuses to start the program
+	// (ErrIsolationUnsupported) rather than run it with less.
+	Isolate Isolation
 }
+
+// Isolation names the kernel namespaces a program gets of its own. On the host (Linux)
+// they are made when the program is started; a process without privilege gets a user
+// namespace too, in which it keeps its own user and group ids and holds the capabilities
+// it needs to set the others up (the program must drop them before it runs anything
+// untrusted: package sandbox does).
+type Isolation struct {
+	// Mount: a mount namespace, so mounts the program makes are its own.
+	Mount bool
+	// Network: a network namespace with only a loopback interface (down until the
+	// program brings it up).
+	Network bool
+}
+
+// ErrIsolationUnsupported is Start's refusal when the Executor cannot make the
+// namespaces an ExecRequest asks for.
+var ErrIsolationUnsupported = errors.New("env: this executor cannot isolate a program in namespaces of its own")
 
 // ExitStatus is how a program ended.
 type ExitStatus struct {

@@ -40,7 +40,11 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	if len(req.Env) > 0 {
 		cmd.Env = append(cmd.Environ(), req.Env...)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	attr, err := procAttr(req)
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = attr
 
 	p := &hostProcess{exited: make(chan struct{})}
 	var childEnds []*os.File

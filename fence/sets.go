@@ -289,3 +289,19 @@ func (f *Fence) MayContainDenied(dir string) bool {
 	}
 	return false
 }
+
+// DenyPaths lists the deny set's fixed places: sema's state directory and every deny glob
+// without a glob character, each denied with everything beneath it. Pattern globs are not
+// listed — they name no place until matched. A kernel sandbox hides these places from the
+// commands it confines.
+func (f *Fence) DenyPaths() []string {
+	out := append([]string(nil), f.deny.dirs...)
+	for _, g := range f.deny.globs {
+		p := strings.TrimSuffix(g, "/**")
+		if p != "" && !strings.ContainsAny(p, globMeta) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package env
+
+import "syscall"
+
+// procAttr is the host's process attributes for req: a process group of its own. Only
+// Linux has namespaces; a request for them is refused.
+func procAttr(req ExecRequest) (*syscall.SysProcAttr, error) {
+	if req.Isolate.Mount || req.Isolate.Network {
+		return nil, ErrIsolationUnsupported
+	}
+	return &syscall.SysProcAttr{Setpgid: true}, nil
+}

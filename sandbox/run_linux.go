@@ -1,0 +1,126 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sema-agent/sema/env"
+)
+
+// Kernel is what this machine's kernel offers the sandbox, found once per process.
+type Kernel struct {
+	// Landlock is the Landlock ABI version; 0 where Landlock is missing or off.
+	Landlock int
+	// MountNamespace and NetworkNamespace report that the helper could be started in
+	// namespaces of its own (unprivileged user namespaces, or root).
+	MountNamespace, NetworkNamespace bool
+	// Reason says what is missing, when something is.
+	Reason string
+}
+
+var (
+	probeOnce sync.Once
+	probed    Kernel
+)
+
+// Probe finds what the kernel offers by starting the helper once with each combination
+// of namespaces it may need (a few milliseconds, once per process).
+func Probe() Kernel {
+	probeOnce.Do(func() { probed = probe() })
+	return probed
+}
+
+func probe() Kernel {
+	k := Kernel{Landlock: landlockABI()}
+	if k.Landlock < 1 {
+		k.Reason = "the kernel has no Landlock (it needs Linux 5.13 or later with Landlock enabled in the lsm= boot list)"
+		return k
+	}
+	try := func(iso env.Isolation) error {
+		p := Policy{Read: existing(resolved(systemReadable)), Network: !iso.Network}
+		req := env.ExecRequest{Argv: []string{"true"}, Dir: "/", Isolate: iso}
+		var out bytes.Buffer
+		req.Stdout, req.Stderr = &out, &out
+		w, err := wrap(req, p, iso)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		pr, err := (&env.Host{}).Start(ctx, w)
+		if err != nil {
+			return err
+		}
+		st, err := pr.Wait()
+		pr.Close()
+		if err != nil {
+			return err
+		}
+		if st.Code != 0 {
+			return fmt.Errorf("exit status %d: %s", st.Code, strings.TrimSpace(out.String()))
+		}
+		return nil
+	}
+	if err := try(env.Isolation{Mount: true, Network: true}); err == nil {
+		k.MountNamespace, k.NetworkNamespace = true, true
+		return k
+	}
+	if err := try(env.Isolation{Mount: true}); err == nil {
+		k.MountNamespace = true
+		k.Reason = "no network namespace could be made: with the network off, only TCP is blocked (Landlock)"
+		return k
+	}
+	err := try(env.Isolation{})
+	if err != nil {
+		k.Landlock = 0
+		k.Reason = "the sandbox helper could not start: " + err.Error()
+		return k
+	}
+	k.Reason = "no mount namespace could be made (unprivileged user namespaces are off): protected and hidden paths inside the roots are not enforced by the kernel"
+	return k
+}
+
+// Available reports whether commands can be confined at all.
+func (k Kernel) Available() bool { return k.Landlock >= 1 }
+
+// Wrap rewrites req to run confined by p: the program becomes this executable's sandbox
+// helper, which applies the policy and then execs req's program. Without a mount
+// namespace the hidden and read-only paths cannot be enforced and are dropped (the
+// Kernel's Reason says so); without a network namespace a closed network is enforced
+// for TCP only.
+func (k Kernel) Wrap(req env.ExecRequest, p Policy) (env.ExecRequest, error) {
+	if !k.Available() {
+		return req, fmt.Errorf("sandbox: %s", k.Reason)
+	}
+	iso := env.Isolation{Mount: k.MountNamespace, Network: !p.Network && k.NetworkNamespace}
+	if !iso.Mount {
+		p.Hidden, p.ReadOnly = nil, nil
+	}
+	return wrap(req, p, iso)
+}
+
+func wrap(req env.ExecRequest, p Policy, iso env.Isolation) (env.ExecRequest, error) {
+	spec, err := json.Marshal(p)
+	if err != nil {
+		return req, err
+	}
+	ns := ""
+	if iso.Mount {
+		ns += "m"
+	}
+	if iso.Network {
+		ns += "n"
+	}
+	out := req
+	out.Argv = append([]string{"/proc/self/exe"}, req.Argv...)
+	out.Env = append(append([]string(nil), req.Env...), helperEnv+"="+string(spec), helperNSEnv+"="+ns)
+	out.Isolate = iso
+	return out, nil
+}

@@ -1,0 +1,33 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+
+	"github.com/sema-agent/sema/env"
+)
+
+// Kernel is what this machine's kernel offers the sandbox. Only Linux is supported yet;
+// the policy is OS-neutral so that another platform's enforcement can be added.
+type Kernel struct {
+	Landlock                         int
+	MountNamespace, NetworkNamespace bool
+	Reason                           string
+}
+
+// HelperFailed is the exit status of a helper that could not confine the command.
+const HelperFailed = 125
+
+// Probe reports that this platform has no sandbox yet.
+func Probe() Kernel {
+	return Kernel{Reason: "the sandbox is implemented for Linux only"}
+}
+
+// Available reports whether commands can be confined at all.
+func (k Kernel) Available() bool { return false }
+
+// Wrap refuses: there is no sandbox on this platform.
+func (k Kernel) Wrap(req env.ExecRequest, p Policy) (env.ExecRequest, error) {
+	return req, errors.New("sandbox: " + k.Reason)
+}
