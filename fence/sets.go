@@ -304,4 +304,3 @@ func (f *Fence) DenyPaths() []string {
 	}
 	return out
 }
-

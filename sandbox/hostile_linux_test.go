@@ -76,7 +76,7 @@ func TestKernelStopsWhatTheAnalyzerMissed(t *testing.T) {
 		{name: "read the state directory", script: `cat "$STATE/sema.db"`, effect: printed("STATE-SECRET")},
 		{name: "read the state directory inside the root", mounts: true, script: `cat .state/sema.db; grep -r STATE . 2>/dev/null`,
 			effect: printed("STATE-SECRET"),
-			world: func(base string, c *fence.Config) { c.StateDir = filepath.Join(c.Root, ".state") }},
+			world:  func(base string, c *fence.Config) { c.StateDir = filepath.Join(c.Root, ".state") }},
 		{name: "write a git hook", mounts: true, script: `echo 'touch "$OUT/hooked"' > .git/hooks/pre-commit`,
 			effect: fileExists(func(w *world) string { return filepath.Join(w.root, ".git", "hooks", "pre-commit") })},
 		{name: "symlink a git hook", mounts: true, script: `ln -s ../../evil.sh .git/hooks/post-checkout`,
