@@ -160,7 +160,7 @@ func (s *Set) startBackground(ctx context.Context, in bashInput, dir, hooks stri
 	if err != nil {
 		return tools.Fail(CodeStartFailed, "The background task could not be started: its output file cannot be created (%v).", err)
 	}
-	pr, err := s.spawn(ctx, dir, prelude("", hooks)+in.Command, nil, out)
+	pr, err := s.spawn(ctx, dir, prelude("", hooks)+in.Command, nil, "", out)
 	if err != nil {
 		out.close()
 		os.Remove(path)

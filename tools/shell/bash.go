@@ -114,7 +114,7 @@ func (s *Set) runForeground(ctx context.Context, rs runSpec, notes []string) too
 		return cancelledResult("The call was cancelled before the command started; nothing ran.")
 	}
 	out := &sink{cap: newCapture(OutputKeep)}
-	pr, err := s.spawn(ctx, rs.dir, prelude(rs.cwdFile, rs.hooks)+rs.command, rs.env, out)
+	pr, err := s.spawn(ctx, rs.dir, prelude(rs.cwdFile, rs.hooks)+rs.command, rs.env, rs.cwdFile, out)
 	if err != nil {
 		return tools.Fail(CodeStartFailed, "The shell could not be started: %v", err)
 	}
@@ -168,6 +168,9 @@ func (s *Set) runForeground(ctx context.Context, rs runSpec, notes []string) too
 		notes = append(notes, "Waiting for the shell failed: "+pr.err.Error())
 	} else if pr.status.Signal != 0 || pr.status.Code != 0 {
 		notes = append([]string{"The command " + describeExit(pr.status) + "."}, notes...)
+		if note := s.confine.networkNote(body, true); note != "" {
+			notes = append(notes, note)
+		}
 	}
 	if body == "" {
 		body = "(no output)"

@@ -26,14 +26,23 @@ type proc struct {
 var noPromptEnv = []string{"GIT_TERMINAL_PROMPT=0"}
 
 // spawn starts script under bash in dir, with both output streams going to out.
-func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, out io.Writer) (*proc, error) {
-	p, err := s.exec.Start(ctx, env.ExecRequest{
+// Under a sandbox the command runs confined; cwdFile, when set, is the one file outside the
+// policy it may write.
+func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, cwdFile string, out io.Writer) (*proc, error) {
+	req := env.ExecRequest{
 		Argv:   []string{s.shell, "--noprofile", "--norc", "-p", "-c", script},
 		Dir:    dir,
 		Env:    append(append([]string(nil), noPromptEnv...), extraEnv...),
 		Stdout: out,
 		Stderr: out,
-	})
+	}
+	if s.confine != nil {
+		var err error
+		if req, err = s.confine.wrap(ctx, s, req, cwdFile); err != nil {
+			return nil, err
+		}
+	}
+	p, err := s.exec.Start(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +134,10 @@ func prelude(cwdFile, hooks string) string {
 func (s *Set) learnCwd(ctx context.Context, file, started string) string {
 	b, err := os.ReadFile(file)
 	os.Remove(file)
-	if err != nil {
+	if err != nil || len(b) == 0 {
 		// The trap did not run (exec replaced the shell, the command removed the trap,
-		// the group was killed first): nothing is known, nothing changes.
+		// the group was killed first; a sandboxed command's file is made empty before it
+		// starts): nothing is known, nothing changes.
 		return ""
 	}
 	p := strings.TrimSuffix(string(b), "\n")

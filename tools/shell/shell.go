@@ -15,6 +15,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -103,6 +104,11 @@ type Config struct {
 	// Permission is the permission gate's seat, asked before a command starts. Nil
 	// allows every command.
 	Permission PermissionHook
+	// Sandbox, when set, confines every command the set starts — Bash, its background
+	// tasks, bash_readonly, and every process they start — to what the fence allows,
+	// enforced by the kernel (package sandbox). The env must be the host's. Nil: commands
+	// run unconfined, and the permission fold's analysis is the only wall.
+	Sandbox *Sandbox
 }
 
 // PermissionRequest is what the permission gate sees of a command about to run.
@@ -147,6 +153,7 @@ type Set struct {
 	shell   string
 	allow   []string
 	scratch string
+	confine *confinement // nil: commands run unconfined
 	maxBG   int
 	outCap  int64
 
@@ -210,6 +217,16 @@ func New(cfg Config) (*Set, error) {
 		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their scratch directory in %q (%w); set Config.ScratchDir to a writable directory", cfg.ScratchDir, err)
 	}
 	s.scratch = dir
+	if cfg.Sandbox != nil {
+		if !cfg.Sandbox.Kernel.Available() {
+			os.RemoveAll(dir)
+			return nil, sema.Errorf(sandbox.CodeUnavailable, "commands cannot be confined on this machine: %s", cfg.Sandbox.Kernel.Reason)
+		}
+		if s.confine, err = s.newConfinement(cfg.Sandbox); err != nil {
+			os.RemoveAll(dir)
+			return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their private temp directory in %q (%w); set Config.ScratchDir to a writable directory", dir, err)
+		}
+	}
 	return s, nil
 }
 

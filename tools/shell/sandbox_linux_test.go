@@ -1,0 +1,133 @@
+//go:build linux
+
+package shell
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/shellscan"
+)
+
+// sandboxed configures a fix whose commands the kernel confines, skipping (with the
+// reason) where it cannot.
+func sandboxed(t *testing.T) func(*Config) {
+	t.Helper()
+	k := sandbox.Probe()
+	if !k.Available() {
+		t.Skipf("no kernel sandbox on this machine: %s", k.Reason)
+	}
+	return func(c *Config) { c.Sandbox = &Sandbox{Kernel: k} }
+}
+
+func TestSandboxedBashWorksInsideAndNotOutside(t *testing.T) {
+	f := newFix(t, sandboxed(t))
+	outside := tempDir(t)
+	out := f.bash(`mkdir -p sub && echo inside > sub/f && cat sub/f && cd sub && echo "tmp=$TMPDIR"`)
+	if !strings.Contains(out, "inside") || !strings.Contains(out, "tmp="+filepath.Join(f.set.ScratchDir(), "tmp")) {
+		t.Fatalf("output %q", out)
+	}
+	if got := f.bash(`pwd`); strings.TrimSpace(got) != f.path("sub") {
+		t.Fatalf("the working directory did not carry over: %q", got)
+	}
+	r := f.call(context.Background(), NameBash, map[string]any{"command": "echo pwned > " + shq(filepath.Join(outside, "x"))})
+	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
+		t.Fatalf("a write outside the roots happened: %s", r.TextOf())
+	}
+	if !r.IsError && !strings.Contains(r.TextOf(), "exited with") {
+		t.Fatalf("the failed write was not reported: %q", r.TextOf())
+	}
+}
+
+func TestSandboxCoversBackgroundTasksAndTheirChildren(t *testing.T) {
+	outside := tempDir(t)
+	cmd := func(name string) string {
+		return `sh -c '(sleep 0.1; echo pwned > ` + shq(filepath.Join(outside, name)) + `; echo finished > bg-done) & wait'`
+	}
+	// Calibration: without the sandbox the grandchild writes outside.
+	free := newFix(t)
+	id := free.start(cmd("free"))
+	free.until(id, "")
+	waitFile(t, free.path("bg-done"))
+	if _, err := os.Stat(filepath.Join(outside, "free")); err != nil {
+		t.Fatalf("calibration: the unconfined grandchild did not write: %v", err)
+	}
+	f := newFix(t, sandboxed(t))
+	id = f.start(cmd("confined"))
+	f.until(id, "")
+	waitFile(t, f.path("bg-done"))
+	if _, err := os.Stat(filepath.Join(outside, "confined")); err == nil {
+		t.Fatal("a background task's grandchild wrote outside the roots")
+	}
+}
+
+func TestSandboxSaysWhenTheNetworkIsOff(t *testing.T) {
+	f := newFix(t, sandboxed(t))
+	r := f.call(context.Background(), NameBash, map[string]any{"command": "exec 3<>/dev/tcp/10.255.255.1/80"})
+	if !strings.Contains(r.TextOf(), "The sandbox gives commands no network") {
+		t.Fatalf("no network note: %q", r.TextOf())
+	}
+}
+
+func TestSandboxHoldsBashReadonlyWhereTheAllowlistErred(t *testing.T) {
+	// A deployment's allowlist that names a program which writes: the analysis passes
+	// it, the kernel does not.
+	allow := append(append([]string(nil), shellscan.DefaultReadOnlyAllow...), "touch")
+	free := newFix(t, func(c *Config) { c.ReadOnly, c.ReadonlyAllow = true, allow })
+	if code, out := free.readonly("touch made"); code != "" {
+		t.Fatalf("calibration: the allowlist did not pass touch: %s %s", code, out)
+	}
+	if _, err := os.Stat(free.path("made")); err != nil {
+		t.Fatalf("calibration: touch did not write: %v", err)
+	}
+	sb := sandboxed(t)
+	f := newFix(t, sb, func(c *Config) { c.ReadOnly, c.ReadonlyAllow = true, allow })
+	f.readonly("touch made")
+	if _, err := os.Stat(f.path("made")); err == nil {
+		t.Fatal("bash_readonly wrote inside the root under the sandbox")
+	}
+}
+
+// toolchain runs a project's tests through sandboxed Bash.
+func toolchainTest(t *testing.T, prog string, files map[string]string, command, want string) {
+	if _, err := exec.LookPath(prog); err != nil {
+		t.Skipf("%s is not installed: %v", prog, err)
+	}
+	f := newFix(t, sandboxed(t))
+	for name, body := range files {
+		f.put(name, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := f.call(ctx, NameBash, map[string]any{"command": command, "timeout": 300000})
+	if r.IsError || !strings.Contains(r.TextOf(), want) || strings.Contains(r.TextOf(), "exited with") {
+		t.Fatalf("%s under the sandbox: %s: %s", command, r.Code, r.TextOf())
+	}
+}
+
+func TestSandboxedGoTestPasses(t *testing.T) {
+	toolchainTest(t, "go", map[string]string{
+		"go.mod":        "module example.com/fresh\n\ngo 1.22\n",
+		"fresh.go":      "package fresh\n\nfunc Add(a, b int) int { return a + b }\n",
+		"fresh_test.go": "package fresh\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"sum\")\n\t}\n\tif err := os.WriteFile(t.TempDir()+\"/x\", []byte(\"x\"), 0o644); err != nil {\n\t\tt.Fatal(err)\n\t}\n}\n",
+	}, "go vet ./... && go test -count=1 ./...", "ok")
+}
+
+func TestSandboxedNpmTestPasses(t *testing.T) {
+	toolchainTest(t, "npm", map[string]string{
+		"package.json": `{"name":"fresh","version":"1.0.0","scripts":{"test":"node test.js"}}`,
+		"test.js":      "const assert = require('assert'); const fs = require('fs'); const os = require('os'); assert.strictEqual(1 + 2, 3); fs.writeFileSync(os.tmpdir() + '/npm-test', 'x'); console.log('npm tests passed');\n",
+	}, "npm test", "npm tests passed")
+}
+
+func TestSandboxedPythonTestsPass(t *testing.T) {
+	toolchainTest(t, "python3", map[string]string{
+		"test_fresh.py": "import tempfile, unittest\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(1 + 2, 3)\n        with tempfile.NamedTemporaryFile() as f:\n            f.write(b'x')\n",
+	}, "python3 -m unittest -v 2>&1", "OK")
+}
