@@ -64,11 +64,12 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 
 // judge is the permission station of every call that does not go through the write lane
 // (the lane asks at its own station 4). It returns the input the tool runs with — the
-// model's, or a hook's or approver's edit — or a refusal.
-func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.RawMessage, *tools.Result) {
+// model's, or a hook's or approver's edit — and whether a person approved this exact
+// call, or a refusal.
+func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.RawMessage, bool, *tools.Result) {
 	spec := t.Spec()
 	if l.laneTools[spec.Name] {
-		return call.Input, nil
+		return call.Input, false, nil
 	}
 	pc := permission.Call{Tool: spec.Name, Effect: spec.Effect, Input: call.Input, Scope: l.scope}
 	if !l.isEngineTool(spec.Name) {
@@ -77,17 +78,18 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 	pc, err := l.gate.Prepare(ctx, pc)
 	if err != nil {
 		r := tools.FromError(err, codeDenied)
-		return nil, &r
+		return nil, false, &r
 	}
 	d := l.decide(ctx, pc)
 	if d.Behavior != permission.Allow {
 		r := tools.Fail(codeDenied, "%s", denyText(d))
-		return nil, &r
+		return nil, false, &r
 	}
+	byPerson := d.Reason == permission.ReasonUser
 	if len(d.UpdatedInput) > 0 {
-		return d.UpdatedInput, nil
+		return d.UpdatedInput, byPerson, nil
 	}
-	return call.Input, nil
+	return call.Input, byPerson, nil
 }
 
 // permitWrite is the write lane's permission station: the same fold, asked after the

@@ -16,6 +16,7 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
 	fstools "github.com/sema-agent/sema/tools/fs"
@@ -46,6 +47,10 @@ type leg struct {
 	readState *fstools.ReadState
 	// shell is the leg's shell tool set (nil when the env cannot run programs).
 	shell *shell.Set
+	// sandbox confines the leg's commands; nil when they run unconfined (sandboxStatus
+	// says why).
+	sandbox       *shell.Sandbox
+	sandboxStatus sandbox.Status
 	// rewindNotes is the ledger of the rewind that ran before the leg.
 	rewindNotes []history.LedgerEntry
 	// files records first-touch history when the deployment wired a history store;
@@ -123,7 +128,7 @@ func validateSpec(deps *Deps, spec *TaskSpec) error {
 			return err
 		}
 	}
-	return nil
+	return validateSandbox(deps, spec)
 }
 
 // projectSettingsPath is where a workspace keeps its own permission settings.
@@ -206,6 +211,9 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		return nil, err
 	}
 	if err := l.prepareFence(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.prepareSandbox(); err != nil {
 		return nil, err
 	}
 	if err := l.prepareGate(ctx, rules); err != nil {
@@ -330,7 +338,7 @@ func (l *leg) buildManifest() Manifest {
 		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
 		FileHistory: l.fileHistoryFact(),
 		ReadOnly:    l.spec.HandsReadOnly,
-		Shell:       ShellFacts{FullShell: l.shell != nil && !l.spec.HandsReadOnly, ReadOnlyShell: l.shell != nil && l.spec.HandsReadOnly},
+		Shell:       ShellFacts{FullShell: l.shell != nil && !l.spec.HandsReadOnly, ReadOnlyShell: l.shell != nil && l.spec.HandsReadOnly, Sandbox: l.sandboxStatus},
 	}
 }
 
@@ -527,6 +535,7 @@ func (l *leg) mountShell() error {
 		ReadonlyAllow:           l.deps.BashReadonlyAllow,
 		CommitCoAuthor:          l.deps.CommitCoAuthor,
 		AutoBackgroundOnTimeout: l.deps.AutoBackgroundOnTimeout,
+		Sandbox:                 l.sandbox,
 	})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/sandbox"
 )
 
 // Status is how a run ended.
@@ -80,8 +81,7 @@ type Manifest struct {
 	// FileHistory is "on" when edits are recorded for rewind, else "disabled".
 	FileHistory string `json:"file_history"`
 	ReadOnly    bool   `json:"read_only"`
-	// Shell says whether a full shell (Bash) is mounted. Commands run unsandboxed, as the
-	// user running sema, confined only by the permission fold.
+	// Shell says which shell is mounted and whether the kernel confines its commands.
 	Shell ShellFacts `json:"shell"`
 }
 
@@ -91,8 +91,9 @@ type ShellFacts struct {
 	FullShell bool `json:"full_shell"`
 	// ReadOnlyShell reports that bash_readonly is mounted instead.
 	ReadOnlyShell bool `json:"read_only_shell"`
-	// Sandboxed is false: commands run as the user, with no OS sandbox.
-	Sandboxed bool `json:"sandboxed"`
+	// Sandbox says whether the kernel confines every command (sandboxed), at which
+	// Landlock level, with which namespaces and network, and why not where it does not.
+	Sandbox sandbox.Status `json:"sandbox"`
 	// InFileHistory is false: changes made by shell commands are not recorded for
 	// rewind.
 	InFileHistory bool `json:"in_file_history"`

@@ -9,6 +9,7 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
 	fstools "github.com/sema-agent/sema/tools/fs"
@@ -50,6 +51,13 @@ type TaskSpec struct {
 	ReadFace, WriteFace fence.Face
 	// HandsReadOnly mounts the read-only band: no write tools.
 	HandsReadOnly bool
+	// Sandbox is the task's sandbox seat: auto, on, off, or empty (the deployment's word,
+	// else auto). A task may not turn off a sandbox the deployment turned on
+	// (config.sandbox_loosened). See Deps.Sandbox.
+	Sandbox sandbox.Mode
+	// SandboxNetwork is "on", "off" or empty (the deployment's word). A task may not turn
+	// on a network the deployment turned off (config.sandbox_loosened).
+	SandboxNetwork string
 	// SessionID resumes that session: a new leg appends to its transcript, with the
 	// conversation so far replayed to the model. Needs Deps.Store. The session must have
 	// been created in the same task root.
@@ -153,6 +161,24 @@ type Deps struct {
 	// a checkpoint holding the exact pending call, instead of going to Approver. A later
 	// run with TaskSpec.Answer continues it, in any process. Needs Store.
 	Park bool
+	// Sandbox says whether shell commands run confined by the kernel (package sandbox):
+	// every Bash and bash_readonly command, its background tasks and everything they
+	// start write only inside the write roots, the private temp directory and the
+	// toolchain caches, read only the read roots, the system and the toolchains, never
+	// the state directory or a credential store, and reach no network. auto (also the
+	// empty word, the default): where the kernel can, with a sandbox.off notice where it
+	// cannot. on: a kernel that cannot refuses the run (sandbox.unavailable). off: the
+	// permission fold's analysis is the only wall. The manifest's shell.sandbox says
+	// which. Any other word is refused (config.sandbox_invalid).
+	Sandbox sandbox.Mode
+	// SandboxNetwork is "on" or "off"; empty: off, except for a leg that starts in
+	// bypassPermissions. bash_readonly never has the network.
+	SandboxNetwork string
+	// SandboxWritable, SandboxReadable and SandboxHidden extend the sandbox's policy:
+	// more places to write (a shared cache), to read (a toolchain in an unusual place),
+	// and to hide even inside the roots (beyond sandbox.DefaultCredentialStores). "~/"
+	// is the home directory; SandboxHidden entries may be relative to it.
+	SandboxWritable, SandboxReadable, SandboxHidden []string
 	// BashReadonlyAllow replaces the read-only shell's allowlist (bash_readonly, and the
 	// "read-only Bash needs no question" answer). Nil: the built-in list.
 	BashReadonlyAllow []string

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/sema-agent/sema/sandbox"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,9 @@ func TestBashUnderAcceptEditsAsksOnlyWhereTheTableSays(t *testing.T) {
 		t.Fatal("the root was removed")
 	}
 	shell := manifest["shell"].(map[string]any)
-	if shell["full_shell"] != true || shell["sandboxed"] != false || shell["in_file_history"] != false {
+	sb, _ := shell["sandbox"].(map[string]any)
+	if shell["full_shell"] != true || shell["in_file_history"] != false || sb == nil || sb["mode"] != "auto" ||
+		sb["sandboxed"] != sandbox.Probe().Available() || sb["network"] != false {
 		t.Fatalf("manifest shell facts %v", shell)
 	}
 }

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/tools/shell"
+)
+
+// validateSandbox is the door's part for the sandbox seats: words it does not know, and a
+// task that loosens what its deployment fixed, are refused by name.
+func validateSandbox(deps *Deps, spec *TaskSpec) error {
+	dm, err := sandbox.ParseMode(string(deps.Sandbox))
+	if err != nil {
+		return err
+	}
+	tm, err := sandbox.ParseMode(string(spec.Sandbox))
+	if err != nil {
+		return err
+	}
+	if dm == sandbox.ModeOn && spec.Sandbox != "" && tm != sandbox.ModeOn {
+		return sema.Errorf(sandbox.CodeLoosened, "the deployment runs every command in the sandbox (Deps.Sandbox on); the task asked for %q — leave TaskSpec.Sandbox empty or on", tm)
+	}
+	for _, w := range []string{deps.SandboxNetwork, spec.SandboxNetwork} {
+		if w != "" {
+			if _, err := sandbox.ParseNetwork(w); err != nil {
+				return err
+			}
+		}
+	}
+	if deps.SandboxNetwork == "off" && spec.SandboxNetwork == "on" {
+		return sema.Errorf(sandbox.CodeLoosened, "the deployment keeps sandboxed commands off the network (Deps.SandboxNetwork off); the task may not turn it on")
+	}
+	return nil
+}
+
+// prepareSandbox decides whether the leg's commands run confined, and how: the task's
+// mode word, else the deployment's, else auto. Auto confines where the kernel can and
+// says where it cannot (sandbox.off notice); on refuses a run the kernel cannot confine
+// (sandbox.unavailable). The network is off unless a seat turns it on or the leg starts
+// in bypassPermissions.
+func (l *leg) prepareSandbox() error {
+	mode, _ := sandbox.ParseMode(string(l.spec.Sandbox))
+	if l.spec.Sandbox == "" {
+		mode, _ = sandbox.ParseMode(string(l.deps.Sandbox))
+	}
+	network := l.modes.Current() == permission.ModeBypassPermissions
+	for _, w := range []string{l.deps.SandboxNetwork, l.spec.SandboxNetwork} {
+		if w != "" {
+			network, _ = sandbox.ParseNetwork(w)
+		}
+	}
+	st := sandbox.Status{Mode: mode, Network: true}
+	defer func() { l.sandboxStatus = st }()
+	if mode == sandbox.ModeOff {
+		st.Reason = "turned off: commands are confined only by the permission fold's analysis"
+		return nil
+	}
+	if _, ok := l.deps.Env.(env.Executor); !ok {
+		st.Reason = "no shell is mounted"
+		return nil
+	}
+	unavailable := func(reason string) error {
+		st.Reason = reason
+		if mode == sandbox.ModeOn {
+			return sema.Errorf(sandbox.CodeUnavailable, "the sandbox was asked for (on) but commands cannot be confined here: %s; run with the sandbox off or auto, or on a kernel with Landlock", reason)
+		}
+		l.notice(sema.Notice{Code: "sandbox.off", Message: "shell commands run without the kernel sandbox: " + reason})
+		return nil
+	}
+	if _, ok := l.deps.Env.(*env.Host); !ok {
+		return unavailable("the env is not this machine's (only the host env can be confined)")
+	}
+	k := sandbox.Probe()
+	if !k.Available() {
+		return unavailable(k.Reason)
+	}
+	if l.spec.HandsReadOnly {
+		network = false
+	}
+	st = sandbox.Status{Enforced: true, Mode: mode, Landlock: k.Landlock, MountNamespace: k.MountNamespace,
+		NetworkNamespace: k.NetworkNamespace, Network: network, Reason: k.Reason}
+	if k.Reason != "" {
+		l.notice(sema.Notice{Code: "sandbox.partial", Message: "the kernel sandbox is partial: " + k.Reason})
+	}
+	l.sandbox = &shell.Sandbox{Kernel: k, Options: sandbox.Options{
+		Network:  network,
+		Home:     l.deps.Home,
+		Readable: l.deps.SandboxReadable,
+		Writable: l.deps.SandboxWritable,
+		Hidden:   l.deps.SandboxHidden,
+	}}
+	return nil
+}
