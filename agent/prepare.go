@@ -51,6 +51,9 @@ type leg struct {
 	// says why).
 	sandbox       *shell.Sandbox
 	sandboxStatus sandbox.Status
+	// projectSandbox is what the root's .sema/settings.json says of the sandbox (only
+	// what tightens it, unless the workspace is trusted).
+	projectSandbox permission.SandboxSettings
 	// rewindNotes is the ledger of the rewind that ran before the leg.
 	rewindNotes []history.LedgerEntry
 	// files records first-touch history when the deployment wired a history store;
@@ -170,7 +173,16 @@ func (l *leg) projectSettings(ctx context.Context) (permission.Settings, error) 
 	if err != nil {
 		return permission.Settings{}, err
 	}
+	l.projectSandbox = st.Sandbox
 	if !l.deps.TrustProjectSettings {
+		// What an untrusted workspace may say of the sandbox is what tightens it.
+		l.projectSandbox = permission.SandboxSettings{Hidden: st.Sandbox.Hidden}
+		if st.Sandbox.Mode == sandbox.ModeOn {
+			l.projectSandbox.Mode = sandbox.ModeOn
+		}
+		if st.Sandbox.Network == "off" {
+			l.projectSandbox.Network = "off"
+		}
 		if len(st.Rules.Allow) > 0 || st.DefaultMode != "" {
 			l.notice(sema.Notice{Code: "config.project_settings_untrusted", Message: path + " grants permissions (allow rules or a default mode), which apply only when the deployment trusts the workspace; its deny and ask rules apply",
 				Detail: map[string]any{"path": path}})

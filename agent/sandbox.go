@@ -36,17 +36,20 @@ func validateSandbox(deps *Deps, spec *TaskSpec) error {
 }
 
 // prepareSandbox decides whether the leg's commands run confined, and how: the task's
-// mode word, else the deployment's, else auto. Auto confines where the kernel can and
+// mode word, else the deployment's, else the project settings', else auto. Auto confines where the kernel can and
 // says where it cannot (sandbox.off notice); on refuses a run the kernel cannot confine
 // (sandbox.unavailable). The network is off unless a seat turns it on or the leg starts
 // in bypassPermissions.
 func (l *leg) prepareSandbox() error {
-	mode, _ := sandbox.ParseMode(string(l.spec.Sandbox))
-	if l.spec.Sandbox == "" {
-		mode, _ = sandbox.ParseMode(string(l.deps.Sandbox))
+	proj := l.projectSandbox
+	mode := sandbox.ModeAuto
+	for _, m := range []sandbox.Mode{proj.Mode, l.deps.Sandbox, l.spec.Sandbox} {
+		if m != "" {
+			mode = m
+		}
 	}
 	network := l.modes.Current() == permission.ModeBypassPermissions
-	for _, w := range []string{l.deps.SandboxNetwork, l.spec.SandboxNetwork} {
+	for _, w := range []string{proj.Network, l.deps.SandboxNetwork, l.spec.SandboxNetwork} {
 		if w != "" {
 			network, _ = sandbox.ParseNetwork(w)
 		}
@@ -87,9 +90,9 @@ func (l *leg) prepareSandbox() error {
 	l.sandbox = &shell.Sandbox{Kernel: k, Options: sandbox.Options{
 		Network:  network,
 		Home:     l.deps.Home,
-		Readable: l.deps.SandboxReadable,
-		Writable: l.deps.SandboxWritable,
-		Hidden:   l.deps.SandboxHidden,
+		Readable: append(append([]string(nil), l.deps.SandboxReadable...), proj.Readable...),
+		Writable: append(append([]string(nil), l.deps.SandboxWritable...), proj.Writable...),
+		Hidden:   append(append([]string(nil), l.deps.SandboxHidden...), proj.Hidden...),
 	}}
 	return nil
 }

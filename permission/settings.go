@@ -6,8 +6,11 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/sandbox"
 )
 
 // Codes of the settings door.
@@ -20,14 +23,28 @@ const (
 	CodeSettingsInvalid = "config.settings_invalid"
 )
 
-// Settings is the permission part of a settings file:
+// Settings is what sema reads of a settings file:
 //
-//	{"permissions": {"allow": [...], "deny": [...], "ask": [...], "defaultMode": "..."}}
+//	{"permissions": {"allow": [...], "deny": [...], "ask": [...], "defaultMode": "..."},
+//	 "sandbox": {"mode": "auto|on|off", "network": "on|off",
+//	             "writable": [...], "readable": [...], "hidden": [...]}}
 type Settings struct {
 	// Rules are the file's rules.
 	Rules RuleSet
 	// DefaultMode is the mode the file asks for; "" when it names none.
 	DefaultMode Mode
+	// Sandbox is the file's sandbox member.
+	Sandbox SandboxSettings
+}
+
+// SandboxSettings is a settings file's "sandbox" member (see package sandbox): the mode
+// and network words ("" when the file names none) and additions to the policy.
+type SandboxSettings struct {
+	Mode    sandbox.Mode
+	Network string
+	// Writable, Readable and Hidden are absolute paths, or "~/" paths under the home
+	// directory.
+	Writable, Readable, Hidden []string
 }
 
 // LoadSettings reads and parses the settings file at path. See ParseSettings.
@@ -47,21 +64,28 @@ func ParseSettings(data []byte, name string) (Settings, error) {
 	if err := strictObject(data, &top); err != nil {
 		return Settings{}, sema.Errorf(CodeSettingsInvalid, "the settings file %s is not a JSON object: %v", name, err).With("path", name)
 	}
+	var out Settings
 	for _, k := range sortedKeys(top) {
-		if k != "permissions" {
+		if k != "permissions" && k != "sandbox" {
 			return Settings{}, unknownKey(name, k)
 		}
 	}
+	if raw, ok := top["sandbox"]; ok {
+		sb, err := parseSandboxSettings(raw, name)
+		if err != nil {
+			return Settings{}, err
+		}
+		out.Sandbox = sb
+	}
 	raw, ok := top["permissions"]
 	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		return Settings{}, nil
+		return out, nil
 	}
 	var perms map[string]json.RawMessage
 	if err := strictObject(raw, &perms); err != nil {
 		return Settings{}, sema.Errorf(CodeSettingsInvalid, "the \"permissions\" member of %s is not a JSON object: %v", name, err).With("path", name)
 	}
 	var lists [3][]string
-	var out Settings
 	for _, k := range sortedKeys(perms) {
 		v := perms[k]
 		switch k {
@@ -96,8 +120,64 @@ func ParseSettings(data []byte, name string) (Settings, error) {
 }
 
 func unknownKey(name, key string) error {
-	return sema.Errorf(CodeSpecUnknownKey, "the settings file %s holds the unknown key %q; remove it (known keys: permissions.allow, permissions.deny, permissions.ask, permissions.defaultMode)", name, key).
+	return sema.Errorf(CodeSpecUnknownKey, "the settings file %s holds the unknown key %q; remove it (known keys: permissions.allow, permissions.deny, permissions.ask, permissions.defaultMode, sandbox.mode, sandbox.network, sandbox.writable, sandbox.readable, sandbox.hidden)", name, key).
 		With("path", name).With("key", key)
+}
+
+// parseSandboxSettings reads the "sandbox" member: every key known, every word valid,
+// every path absolute or under "~/".
+func parseSandboxSettings(raw json.RawMessage, name string) (SandboxSettings, error) {
+	var out SandboxSettings
+	var m map[string]json.RawMessage
+	if err := strictObject(raw, &m); err != nil {
+		return out, sema.Errorf(CodeSettingsInvalid, "the \"sandbox\" member of %s is not a JSON object: %v", name, err).With("path", name)
+	}
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		bad := func(what string) error {
+			return sema.Errorf(CodeSettingsInvalid, "sandbox.%s in %s must be %s", k, name, what).With("path", name).With("key", "sandbox."+k)
+		}
+		switch k {
+		case "mode", "network":
+			var w string
+			if err := json.Unmarshal(v, &w); err != nil {
+				return out, bad("a string")
+			}
+			if k == "mode" {
+				md, err := sandbox.ParseMode(w)
+				if err != nil {
+					return out, err
+				}
+				out.Mode = md
+			} else {
+				if _, err := sandbox.ParseNetwork(w); err != nil {
+					return out, err
+				}
+				out.Network = w
+			}
+		case "writable", "readable", "hidden":
+			var l []string
+			if err := json.Unmarshal(v, &l); err != nil {
+				return out, bad("a list of paths")
+			}
+			for _, p := range l {
+				if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~/") {
+					return out, bad("a list of absolute or \"~/\" paths; " + strconv.Quote(p) + " is neither")
+				}
+			}
+			switch k {
+			case "writable":
+				out.Writable = l
+			case "readable":
+				out.Readable = l
+			default:
+				out.Hidden = l
+			}
+		default:
+			return out, unknownKey(name, "sandbox."+k)
+		}
+	}
+	return out, nil
 }
 
 // strictObject decodes one JSON object and refuses trailing data.

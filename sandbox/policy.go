@@ -71,7 +71,8 @@ var toolchainCaches = []string{
 }
 
 // Toolchain lists the toolchain directories of this machine, as the policy grants them:
-// read are programs and configuration, write are build caches. home is the home
+// read are programs and configuration (and every directory on PATH), write are build
+// caches. home is the home
 // directory ("" for none); getenv reads the environment (GOCACHE, GOMODCACHE, GOPATH,
 // npm_config_cache, PIP_CACHE_DIR, CARGO_HOME override the defaults). Go's caches are
 // made when missing and `go` is installed, since the go command cannot build without
@@ -117,6 +118,21 @@ func Toolchain(home string, getenv func(string) string) (read, write []string) {
 		write = append(write, filepath.Join(ch, "registry"), filepath.Join(ch, "git"))
 	}
 	write = append(write, goCaches...)
+	// Programs come from PATH: each of its directories is readable, and so is the
+	// toolchain a .../bin or .../shims directory belongs to (its libraries, its versions),
+	// unless that is the home directory or the filesystem root itself.
+	for _, d := range filepath.SplitList(getenv("PATH")) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		d = filepath.Clean(d)
+		read = append(read, d)
+		if b := filepath.Base(d); b == "bin" || b == "shims" {
+			if parent := filepath.Dir(d); parent != "/" && parent != filepath.Clean(home) {
+				read = append(read, parent)
+			}
+		}
+	}
 	if goInstalled(getenv("PATH")) {
 		for _, c := range goCaches {
 			if c != "" && filepath.IsAbs(c) {

@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/sandbox"
 )
 
 // Codes of the command line's permission doors.
@@ -32,6 +33,9 @@ type permissionSetup struct {
 	allowed, disallowed []string
 	// rules are the settings files' rules, --settings first.
 	rules permission.RuleSet
+	// sandbox is the sandbox as the flags and the settings files say: the flag's word,
+	// else the first file's that names one; the files' lists together.
+	sandbox permission.SandboxSettings
 	// home is the user's home directory ("" when unknown).
 	home string
 	// prompt reports that questions are put to a person at the terminal; otherwise they
@@ -90,6 +94,19 @@ func resolvePermissionsIn(o *runOptions, prompt string, stdin io.Reader, stderr 
 	if _, err := permission.RulesFromFlags(o.allowedTools, o.disallowed); err != nil {
 		return nil, usageErr(err)
 	}
+	if o.sandbox != "" {
+		m, err := sandbox.ParseMode(o.sandbox)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		s.sandbox.Mode = m
+	}
+	if o.sandboxNetwork != "" {
+		if _, err := sandbox.ParseNetwork(o.sandboxNetwork); err != nil {
+			return nil, usageErr(err)
+		}
+		s.sandbox.Network = o.sandboxNetwork
+	}
 	if err := s.loadSettings(o.settings); err != nil {
 		return nil, usageErr(err)
 	}
@@ -131,6 +148,16 @@ func (s *permissionSetup) loadSettings(flagFile string) error {
 		if s.mode == "" {
 			s.mode = st.DefaultMode
 		}
+		sb := &s.sandbox
+		if sb.Mode == "" {
+			sb.Mode = st.Sandbox.Mode
+		}
+		if sb.Network == "" {
+			sb.Network = st.Sandbox.Network
+		}
+		sb.Writable = append(sb.Writable, st.Sandbox.Writable...)
+		sb.Readable = append(sb.Readable, st.Sandbox.Readable...)
+		sb.Hidden = append(sb.Hidden, st.Sandbox.Hidden...)
 	}
 	return nil
 }
@@ -144,6 +171,11 @@ func (s *permissionSetup) apply(deps *agent.Deps, spec *agent.TaskSpec) {
 	spec.DisallowedTools = s.disallowed
 	deps.Rules = deps.Rules.Merge(s.rules)
 	deps.TrustProjectSettings = true
+	deps.Sandbox = s.sandbox.Mode
+	deps.SandboxNetwork = s.sandbox.Network
+	deps.SandboxWritable = s.sandbox.Writable
+	deps.SandboxReadable = s.sandbox.Readable
+	deps.SandboxHidden = s.sandbox.Hidden
 	if s.home != "" {
 		deps.Home = s.home
 	}
