@@ -8,11 +8,14 @@
 // ask, with a Reason and a sentence). The first station that decides ends the fold:
 //
 //  1. deny rules → deny, in every mode (bypassPermissions included); a shell command
-//     that touches the fence's deny set is refused here too;
+//     that touches the fence's deny set is refused here too; while a Bash command deny
+//     rule is in force, a command that may run a program its text does not show is a
+//     person-only question (never an allow; refused where nobody can answer);
 //  2. PreToolUse hooks: deny → deny; ask → ask; allow (with an optional rewrite of the
 //     input) is remembered and the fold goes on with the rewrite, which meets the deny
 //     rules again. A hook's error or panic denies (fail closed);
-//  3. ask rules → ask;
+//  3. ask rules → ask; while a Bash command ask rule is in force, so is a command that may
+//     run a program its text does not show;
 //  4. the plan gate (plan mode): a covered write outside the exempt directories, or a
 //     call to a tool the engine does not define that is not read-only, is the mode's
 //     own question (Reason mode); ExitPlanMode is the plan_review question;
@@ -48,6 +51,18 @@
 //     read-only, while a deny or ask names it when any segment — looked at through its
 //     wrappers (sudo, env, xargs, …) and by the base name of its command word — matches.
 //     A command that cannot be parsed is never allowed by a rule or a mode.
+//   - An allow rule names words, never code: a command in which bash evaluates text as
+//     code (shellscan.Script.EvaluatesCode — substitutions, arithmetic over variables,
+//     ${x@P}, printf -v a[$(…)], [[ x -eq y ]], …) is not allowed by any prefix or exact
+//     rule. The read-only analyzer and acceptEdits' file-command reading ask the same
+//     judgement.
+//   - A deny or ask rule reaches through indirection (shellscan.Segment.Runs): `bash -c`
+//     and `sh -c` at any depth, eval, trap, env -S, find -exec/-execdir/-ok/-okdir,
+//     xargs, sudo, timeout, nice, nohup, command, builtin, exec, time and stdbuf. Where
+//     the program cannot be known ($x, $(…), "${cmd}", an unreadable wrapper, a shell fed
+//     a file or standard input, hidden code), the rule cannot clear the command, so it is
+//     asked about. Interpreters and build tools that run commands of their own (python,
+//     make) are outside: a rule names commands the shell runs.
 //   - The mode is read live from the ModeController on every call: a steer changes the
 //     next call's answer without rebuilding anything.
 //   - A child leg never runs a mode more permissive than its parent's live mode

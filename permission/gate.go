@@ -165,6 +165,14 @@ func (g *Gate) Decide(ctx context.Context, call Call) Decision {
 				Message: fmt.Sprintf("The rule %s asks before %s.", r.String(), describe(&f.call))})
 		}
 	}
+	// An ask rule on a command cannot be checked against a program the text does not
+	// show: the command is asked about as if the rule named it.
+	if r := firstCommandRule(g.rules.Ask); r != nil && f.call.Tool == "Bash" {
+		if why := g.hiddenCommand(ctx, f); why != "" {
+			return f.decide(Decision{Behavior: Ask, Reason: ReasonRule, Rule: r.String(),
+				Message: fmt.Sprintf("The command may run a program its text does not show (%s), and the rule %s asks before such commands.", why, r.String())})
+		}
+	}
 	// 4. The plan gate.
 	if d, ok := planStation(f); ok {
 		return f.decide(d)

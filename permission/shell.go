@@ -25,6 +25,9 @@ type shellFacts struct {
 	// cands are the readings of each segment a restrictive rule is matched against,
 	// computed on first use.
 	cands [][]shellscan.Segment
+	// hidden is Script.HiddenCommand, computed on first use (hiddenDone).
+	hidden     string
+	hiddenDone bool
 }
 
 // placed is one shell target, placed on the filesystem.
@@ -67,9 +70,6 @@ func (g *Gate) shell(ctx context.Context, f *fold) *shellFacts {
 	sf.reads = append(sf.reads, pl.place(ctx, nr)...)
 	return sf
 }
-
-// shells are the programs that run a script given with -c.
-var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"}
 
 // removers are the programs whose work is removing files.
 var removers = []string{"rm", "rmdir", "unlink", "shred", "find", "mv"}
@@ -145,16 +145,15 @@ func removalIn(seg shellscan.Segment, anywhere bool) string {
 }
 
 // nestedScript returns the script text a segment hands to a shell (`bash -c TEXT`, also
-// with options before -c, `busybox sh -c TEXT`) or to eval (its literal words joined).
+// with options around -c, `busybox sh -c TEXT`; see shellscan.ShellScript) or to eval
+// (its literal words joined).
 func nestedScript(seg shellscan.Segment) (string, bool) {
 	if len(seg.Words) < 2 || !seg.Words[0].Static {
 		return "", false
 	}
-	words := seg.Words
-	name := filepath.Base(words[0].Lit)
-	if name == "eval" {
-		parts := make([]string, 0, len(words)-1)
-		for _, w := range words[1:] {
+	if filepath.Base(seg.Words[0].Lit) == "eval" {
+		parts := make([]string, 0, len(seg.Words)-1)
+		for _, w := range seg.Words[1:] {
 			if !w.Static {
 				return "", false
 			}
@@ -162,25 +161,8 @@ func nestedScript(seg shellscan.Segment) (string, bool) {
 		}
 		return strings.Join(parts, " "), true
 	}
-	if !inList(shells, name) {
-		return "", false
-	}
-	if name == "busybox" {
-		words = words[1:]
-	}
-	for i := 1; i < len(words)-1; i++ {
-		w := words[i]
-		if !w.Static || !strings.HasPrefix(w.Lit, "-") {
-			return "", false
-		}
-		if strings.Contains(w.Lit, "c") && !strings.HasPrefix(w.Lit, "--") {
-			if next := words[i+1]; next.Static {
-				return next.Lit, true
-			}
-			return "", false
-		}
-	}
-	return "", false
+	text, _, known := shellscan.ShellScript(seg)
+	return text, known
 }
 
 // dirMoved returns the index of the first segment whose relative paths may no longer be
@@ -309,6 +291,14 @@ func (g *Gate) shellDenyStation(ctx context.Context, f *fold) (Decision, bool) {
 		}
 		return Decision{}, false
 	}
+	// A deny rule on a command cannot be checked against a program the text does not show
+	// ($x, eval "$s", bash -c "$s", hidden code): the answer is a person's, never an allow.
+	if r := firstCommandRule(g.rules.Deny); r != nil {
+		if why := g.hiddenCommand(ctx, f); why != "" {
+			return Decision{Behavior: Ask, Reason: ReasonRule, Rule: r.String(), PersonOnly: true,
+				Message: fmt.Sprintf("The command may run a program its text does not show (%s), and the deny rule %s is in force; only a person can approve it.", why, r.String())}, true
+		}
+	}
 	if g.resolver == nil {
 		return Decision{}, false
 	}
@@ -324,13 +314,16 @@ func (g *Gate) shellDenyStation(ctx context.Context, f *fold) (Decision, bool) {
 }
 
 // segmentCandidates are the readings of a segment a deny or ask rule is matched against:
-// the segment itself, the command inside its wrappers (sudo, env, xargs, timeout, …),
-// and each with an absolute command word shortened to its base name, so "/bin/rm" and
-// "sudo rm" meet a rule about rm. Redirections and leading assignments are dropped: a
-// restrictive rule names the command, whatever its environment or its output.
+// every command the segment runs as far as its text shows (shellscan.Segment.Runs: the
+// segment itself, the command inside its wrappers, the commands of a script given to
+// `bash -c`, eval or trap, env -S, find -exec, xargs …), and each with an absolute command
+// word shortened to its base name, so "/bin/rm", "sudo rm" and `bash -c 'rm …'` meet a
+// rule about rm. Redirections and leading assignments are dropped: a restrictive rule
+// names the command, whatever its environment or its output.
 func segmentCandidates(seg shellscan.Segment) []shellscan.Segment {
-	out := make([]shellscan.Segment, 0, 2)
-	add := func(s shellscan.Segment) {
+	runs, _ := seg.Runs()
+	out := make([]shellscan.Segment, 0, len(runs)+1)
+	for _, s := range runs {
 		s.Redirects, s.Assignments = nil, nil
 		out = append(out, s)
 		if len(s.Words) > 0 {
@@ -345,13 +338,30 @@ func segmentCandidates(seg shellscan.Segment) []shellscan.Segment {
 			}
 		}
 	}
-	add(seg)
-	// Unwrap looks through every wrapper at once; when a wrapper's arguments cannot be
-	// read, inner is the command as far as it was unwrapped, still worth matching.
-	if inner, wrappers, _ := seg.Unwrap(); len(wrappers) > 0 {
-		add(inner)
-	}
 	return out
+}
+
+// hiddenCommand returns, once per Decide, why the command may run a program its text does
+// not show (shellscan.Script.HiddenCommand), or "".
+func (g *Gate) hiddenCommand(ctx context.Context, f *fold) string {
+	sf := g.shell(ctx, f)
+	if sf.err != nil {
+		return ""
+	}
+	if !sf.hiddenDone {
+		sf.hidden, sf.hiddenDone = sf.script.HiddenCommand(), true
+	}
+	return sf.hidden
+}
+
+// firstCommandRule returns the first Bash command rule (prefix or exact) of a list, or nil.
+func firstCommandRule(rules []Rule) *Rule {
+	for i := range rules {
+		if rules[i].kind == kindBashPrefix || rules[i].kind == kindBashExact {
+			return &rules[i]
+		}
+	}
+	return nil
 }
 
 // shellRuleMatches reports whether a deny or ask command rule names any segment.
@@ -517,7 +527,13 @@ func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
 		return "", false
 	}
 	sf := g.shell(ctx, f)
-	if sf.err != nil || sf.script.HasSubstitution || len(sf.script.CompoundRedirects) > 0 || len(sf.script.Segments) == 0 {
+	if sf.err != nil || len(sf.script.CompoundRedirects) > 0 || len(sf.script.Segments) == 0 {
+		return "", false
+	}
+	// A rule names words; it never approves words bash evaluates as code (a substitution,
+	// arithmetic over variables, ${x@P}, printf -v a[$(…)], …). The one judgement of that
+	// is shellscan's, which the read-only analyzer and acceptEdits consult too.
+	if _, evaluates := sf.script.EvaluatesCode(); evaluates {
 		return "", false
 	}
 	var used []string

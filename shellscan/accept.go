@@ -32,6 +32,9 @@ func AcceptsFileCommand(s *Script, runInBackground bool) bool {
 			return false
 		}
 	}
+	if _, ok := s.EvaluatesCode(); ok {
+		return false
+	}
 	for _, seg := range s.Segments {
 		if len(seg.Assignments) > 0 || len(seg.Redirects) > 0 || seg.Background || seg.InSubstitution {
 			return false

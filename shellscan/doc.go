@@ -7,6 +7,9 @@
 //     (the read-boundary, write-boundary and delete-guard stations)?
 //   - AcceptsFileCommand: does the acceptEdits mode's file-command reading cover it?
 //   - PrefixMatch / ExactMatch: does a `Bash(…)` rule match one segment?
+//   - EvaluatesCode (Script and Segment): does bash evaluate any of the text as code?
+//   - Runs / HiddenCommand: which commands does a segment run, through indirection, and may
+//     it run one the text does not show?
 //
 // Invariants:
 //
@@ -16,6 +19,22 @@
 //     treated as unknown.
 //   - Every analysis fails closed: a construct, program or option this package does not model is
 //     reported as "not read-only", "not accepted" or "incomplete", never guessed at.
+//   - "Evaluates code" is one judgement (Script.EvaluatesCode, Segment.EvaluatesCode), and
+//     every consumer asks it: ReadOnly, AcceptsFileCommand and the permission gate's allow
+//     rules. It covers command and process substitution; arithmetic over anything but number
+//     literals ($((x)), $[x], (( )), for (( )), let, a[i]=v), where an array subscript such
+//     as a[$(cmd)] runs a command; indirect, subscripted, variably sliced and @-operator
+//     parameter expansions (${!x}, ${a[$i]}, ${x:$n}, ${x@P}); [[ ]] arithmetic comparisons
+//     with operands that are not numbers and -v/-R; builtins that evaluate a name's subscript
+//     or a callback (declare values, printf -v, read, unset, getopts, wait, mapfile -C,
+//     test/[ -v); and assigning a prompt variable in a for loop. Code is Hidden when the
+//     commands it may run are not among the Segments (everything but substitutions).
+//   - Runs follows what a segment runs: wrappers (Unwrap), `sh -c TEXT` with options read as
+//     bash reads them (-c anywhere among the options, -o/-O taking a word), eval and trap
+//     with literal text, env -S, find -exec/-execdir/-ok/-okdir, xargs, alias values and
+//     busybox applets, to a bounded depth. A command it cannot see — an expanded command
+//     word, an unreadable wrapper, a shell reading a file or standard input, expanded
+//     eval/trap/-c text, source, hidden code — is reported, never guessed.
 //   - Segments cover every simple command in the text, including those inside subshells, groups,
 //     control structures, function bodies and command or process substitutions, so no analysis
 //     can be bypassed by nesting.

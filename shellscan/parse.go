@@ -68,6 +68,10 @@ type Segment struct {
 	// Appended reports that the program receives further arguments at run time that are not in
 	// the text: set by Unwrap on the command inside `xargs`.
 	Appended bool
+
+	// code is the first construct in the segment's own words, assignments and redirections
+	// that makes bash evaluate code (see EvaluatesCode); recorded while the words are scanned.
+	code Evaluation
 }
 
 // Word is one shell word.
@@ -146,6 +150,7 @@ const (
 	noteProcSubst                        // <(…) or >(…)
 	noteArith                            // arithmetic that evaluates variables
 	noteParam                            // a parameter expansion that evaluates variables
+	noteEval                             // another construct that evaluates hidden code: text is the reason
 	noteCompoundRedirect                 // index into CompoundRedirects
 )
 
@@ -170,7 +175,7 @@ func Parse(cmd string) (*Script, error) {
 			Err:     err,
 		}
 	}
-	b := builder{src: cmd, s: &Script{Source: cmd}}
+	b := builder{src: cmd, s: &Script{Source: cmd}, cur: -1}
 	b.list(f.Stmts)
 	return b.s, nil
 }
@@ -182,6 +187,7 @@ type builder struct {
 	pending string // the joiner the next segment takes
 	subst   int    // depth of command/process substitution
 	bg      int    // depth of asynchronous statements
+	cur     int    // the segment whose words are being scanned, -1 outside one
 }
 
 func (b *builder) raw(from, to syntax.Pos) string {
@@ -192,7 +198,23 @@ func (b *builder) raw(from, to syntax.Pos) string {
 }
 
 func (b *builder) note(kind noteKind, index int, text string) {
-	b.s.notes = append(b.s.notes, note{kind: kind, index: index, text: text})
+	n := note{kind: kind, index: index, text: text}
+	b.s.notes = append(b.s.notes, n)
+	// A construct found in a segment's own words belongs to that segment too, so that the
+	// segment can answer EvaluatesCode on its own.
+	if b.cur >= 0 && b.s.Segments[b.cur].code.Reason == "" {
+		if ev, ok := b.s.evaluation(n); ok {
+			b.s.Segments[b.cur].code = ev
+		}
+	}
+}
+
+// owning scans the words of segment idx with their constructs attributed to it.
+func (b *builder) owning(idx int, scan func()) {
+	saved := b.cur
+	b.cur = idx
+	scan()
+	b.cur = saved
 }
 
 func (b *builder) list(stmts []*syntax.Stmt) {
@@ -243,21 +265,25 @@ func (b *builder) stmt(st *syntax.Stmt) {
 		for _, a := range c.Args {
 			lead = append(lead, b.declArg(a))
 		}
-		b.emit(Segment{Words: lead, Redirects: b.redirects(st.Redirs)})
-		for _, a := range c.Args {
-			b.scan(a)
-		}
-		b.scanRedirects(st.Redirs)
+		idx := b.emit(Segment{Words: lead, Redirects: b.redirects(st.Redirs)})
+		b.owning(idx, func() {
+			for _, a := range c.Args {
+				b.scan(a)
+			}
+			b.scanRedirects(st.Redirs)
+		})
 	case *syntax.LetClause:
 		words := []Word{literalWord("let")}
 		for _, e := range c.Exprs {
 			words = append(words, Word{Raw: b.raw(e.Pos(), e.End())})
 		}
-		b.emit(Segment{Words: words, Redirects: b.redirects(st.Redirs)})
-		for _, e := range c.Exprs {
-			b.scanArith(e)
-		}
-		b.scanRedirects(st.Redirs)
+		idx := b.emit(Segment{Words: words, Redirects: b.redirects(st.Redirs)})
+		b.owning(idx, func() {
+			for _, e := range c.Exprs {
+				b.scanArith(e)
+			}
+			b.scanRedirects(st.Redirs)
+		})
 	case *syntax.TimeClause:
 		b.timeClause(st, c)
 	default:
@@ -277,14 +303,16 @@ func (b *builder) simple(lead []Word, assigns []*syntax.Assign, redirs []*syntax
 		seg.Words = append(seg.Words, b.word(w))
 	}
 	seg.Redirects = b.redirects(redirs)
-	b.emit(seg)
-	for _, a := range assigns {
-		b.scan(a)
-	}
-	for _, w := range args {
-		b.scanWord(w)
-	}
-	b.scanRedirects(redirs)
+	idx := b.emit(seg)
+	b.owning(idx, func() {
+		for _, a := range assigns {
+			b.scan(a)
+		}
+		for _, w := range args {
+			b.scanWord(w)
+		}
+		b.scanRedirects(redirs)
+	})
 }
 
 // scanWord scans a word unless it is made only of literal and single-quoted parts, which hold
@@ -367,6 +395,9 @@ func (b *builder) compound(st *syntax.Stmt) {
 		b.note(noteControl, 0, pick(c.Select, "select", "for"))
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
+			if l.Name != nil && promptVars[l.Name.Value] {
+				b.note(noteEval, 0, "the loop assigns "+l.Name.Value+", whose value bash expands as a prompt or runs as a script, which can run commands")
+			}
 			for _, w := range l.Items {
 				b.scan(w)
 			}
@@ -396,6 +427,9 @@ func (b *builder) compound(st *syntax.Stmt) {
 	case *syntax.TestClause:
 		b.note(noteControl, 0, "[[")
 		if c.X != nil {
+			if why := testEvaluates(c.X); why != "" {
+				b.note(noteEval, 0, "`[[ … ]]` "+why)
+			}
 			b.scan(c.X)
 		}
 	case *syntax.CoprocClause:
@@ -550,6 +584,15 @@ func (b *builder) visit(n syntax.Node) bool {
 		if riskyParam(x) {
 			b.note(noteParam, 0, b.raw(x.Pos(), x.End()))
 		}
+	case *syntax.Assign:
+		// a[i]=v evaluates the subscript as arithmetic (for an indexed array).
+		if x.Index != nil && !literalArith(x.Index) {
+			b.note(noteArith, 0, b.raw(x.Index.Pos(), x.Index.End()))
+		}
+	case *syntax.ArrayElem:
+		if x.Index != nil && !literalArith(x.Index) {
+			b.note(noteArith, 0, b.raw(x.Index.Pos(), x.Index.End()))
+		}
 	case *syntax.Stmt:
 		b.stmt(x)
 		return false
@@ -558,12 +601,12 @@ func (b *builder) visit(n syntax.Node) bool {
 }
 
 func (b *builder) nested(stmts []*syntax.Stmt) {
-	saved := b.pending
-	b.pending = ""
+	saved, savedCur := b.pending, b.cur
+	b.pending, b.cur = "", -1
 	b.subst++
 	b.list(stmts)
 	b.subst--
-	b.pending = saved
+	b.pending, b.cur = saved, savedCur
 }
 
 // literalArith reports arithmetic made only of number literals and operators. Anything else

@@ -126,7 +126,7 @@ func ReadOnlyCommand(cmd string, allow []string) Verdict {
 // assignment, no `&`, no control structure other than ( … ) and { … } groups, and no arithmetic
 // or parameter expansion that evaluates variable contents as code. Programs that run other
 // commands or code (eval, exec, source, shells, sudo, xargs, awk, …) are refused even when the
-// allowlist names them.
+// allowlist names them. Everything Script.EvaluatesCode reports is refused.
 //
 // Argument rules (they hold for every allowlist):
 //   - find: no -exec, -execdir, -ok, -okdir, -delete, -fprint, -fprint0, -fprintf, -fls;
@@ -163,16 +163,16 @@ func ReadOnly(s *Script, allow []string) Verdict {
 		case noteGroup:
 		case noteControl:
 			reason = controlReason(n.text)
-		case noteCmdSubst:
-			reason = "command substitution `" + n.text + "` runs another command; run that command on its own first"
-		case noteProcSubst:
-			reason = "process substitution `" + n.text + "` runs another command; run that command on its own first"
-		case noteArith:
-			reason = "arithmetic `" + n.text + "` evaluates variable contents, which can run commands; use literal numbers"
-		case noteParam:
-			reason = "parameter expansion `" + n.text + "` evaluates variable contents, which can run commands; use a plain $name"
 		case noteCompoundRedirect:
 			reason = redirectReason(s.CompoundRedirects[n.index])
+		}
+		// Whatever evaluates code is judged by the one judgement the allow rules use too
+		// (Script.EvaluatesCode), after the program's own reason, which is the more useful
+		// one to read.
+		if reason == "" {
+			if ev, ok := s.evaluation(n); ok {
+				reason = ev.Reason
+			}
 		}
 		if reason != "" {
 			return Verdict{Reason: reason}
