@@ -305,6 +305,8 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 		Rules:    rules,
 		Hooks:    l.deps.PreToolUse,
 		Resolver: permission.FenceResolver(l.fence),
+		// Only Bash's confinement counts: a read-only leg's commands write nothing anyway.
+		Sandboxed: l.sandbox != nil,
 	})
 	l.gate = g
 	return err

@@ -56,6 +56,10 @@ type GateConfig struct {
 	Resolver Resolver
 	// ReadOnlyAllow overrides the shell read-only allowlist (nil: the built-in one).
 	ReadOnlyAllow []string
+	// Sandboxed reports that the kernel confines every shell command of the leg to the
+	// write roots (package sandbox). A command's write outside them is then no question
+	// for a person: the kernel refuses it whatever the answer. Default false.
+	Sandboxed bool
 }
 
 // Gate is the permission fold of one leg. It holds no per-call state and is safe for
@@ -66,6 +70,8 @@ type Gate struct {
 	hooks    []Hook
 	resolver Resolver
 	roAllow  []string
+	// sandboxed: the kernel confines the leg's commands (GateConfig.Sandboxed).
+	sandboxed bool
 	// bashDeny reports that some deny rule names Bash (with or without a specifier), so
 	// a command that cannot be analyzed is refused rather than asked about.
 	bashDeny bool
@@ -85,7 +91,7 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 	if cfg.Modes == nil {
 		return nil, sema.Errorf(CodeGateConfig, "the permission gate needs a mode source (GateConfig.Modes)")
 	}
-	g := &Gate{modes: cfg.Modes, rules: cfg.Rules.Merge(), hooks: append([]Hook(nil), cfg.Hooks...), resolver: cfg.Resolver, roAllow: cfg.ReadOnlyAllow}
+	g := &Gate{modes: cfg.Modes, rules: cfg.Rules.Merge(), hooks: append([]Hook(nil), cfg.Hooks...), resolver: cfg.Resolver, roAllow: cfg.ReadOnlyAllow, sandboxed: cfg.Sandboxed}
 	for _, r := range g.rules.Deny {
 		if r.Tool == "Bash" {
 			g.bashDeny = true
