@@ -67,6 +67,16 @@ func confineAndExec(spec, ns string, argv []string) error {
 	}
 	mountNS := containsRune(ns, 'm')
 	netNS := containsRune(ns, 'n')
+	// The environment says which namespaces the helper was started in; the kernel must
+	// agree, or the mounts below would change the machine's own.
+	for _, c := range []struct {
+		want bool
+		name string
+	}{{mountNS, "mnt"}, {netNS, "net"}} {
+		if c.want && !ownNamespace(c.name) {
+			return fmt.Errorf("not in a %s namespace of its own", c.name)
+		}
+	}
 	if mountNS {
 		if err := shapeMounts(&p); err != nil {
 			return err
@@ -123,6 +133,17 @@ func confineAndExec(spec, ns string, argv []string) error {
 		return err
 	}
 	return unix.Exec(prog, argv, os.Environ())
+}
+
+// ownNamespace reports whether this process's namespace of the kind differs from its
+// parent's.
+func ownNamespace(kind string) bool {
+	self, err := os.Readlink("/proc/self/ns/" + kind)
+	if err != nil {
+		return false
+	}
+	parent, err := os.Readlink("/proc/" + strconv.Itoa(os.Getppid()) + "/ns/" + kind)
+	return err == nil && parent != self
 }
 
 func containsRune(s string, r rune) bool {

@@ -3,8 +3,10 @@
 package sandbox_test
 
 import (
+	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -158,5 +160,23 @@ func TestHiddenCredentialStoreInsideTheRoot(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(w.root, ".netrc")); !strings.HasSuffix(string(b), "NETRC-SECRET") {
 		t.Fatalf(".netrc was changed: %q", b)
+	}
+}
+
+// The helper trusts no one's word that it is in namespaces of its own: started directly
+// with the environment claiming a mount namespace, it refuses rather than change the
+// machine's mounts.
+func TestHelperRefusesAClaimedNamespace(t *testing.T) {
+	kernel(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "/bin/true")
+	cmd.Env = append(os.Environ(), "SEMA_SANDBOX_POLICY={\"read\":[\"/\"]}", "SEMA_SANDBOX_NS=m")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != sandbox.HelperFailed || !strings.Contains(string(out), "not in a mnt namespace of its own") {
+		t.Fatalf("err %v, output %q", err, out)
 	}
 }

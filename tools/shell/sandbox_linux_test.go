@@ -131,3 +131,50 @@ func TestSandboxedPythonTestsPass(t *testing.T) {
 		"test_fresh.py": "import tempfile, unittest\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(1 + 2, 3)\n        with tempfile.NamedTemporaryFile() as f:\n            f.write(b'x')\n",
 	}, "python3 -m unittest -v 2>&1", "OK")
 }
+
+// BenchmarkBashTrueSandboxed is BenchmarkBashTrue with the kernel sandbox: the helper's
+// exec, the namespaces, the mounts and Landlock are the difference.
+func BenchmarkBashTrueSandboxed(b *testing.B) {
+	k := sandbox.Probe()
+	if !k.Available() {
+		b.Skipf("no kernel sandbox on this machine: %s", k.Reason)
+	}
+	f := newFix(b, func(c *Config) { c.Sandbox = &Sandbox{Kernel: k} })
+	f.put(".git/config", "[core]\n")
+	tool := f.tools[NameBash]
+	input := []byte(`{"command":"true"}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := tool.Run(ctx, input); r.IsError {
+			b.Fatal(r.TextOf())
+		}
+	}
+}
+
+// BenchmarkBackgroundStartSandboxed and BenchmarkBackgroundStart measure starting a
+// background task (the call that answers with its id), with and without the sandbox;
+// waiting for the task to end is not timed.
+func BenchmarkBackgroundStartSandboxed(b *testing.B) {
+	k := sandbox.Probe()
+	if !k.Available() {
+		b.Skipf("no kernel sandbox on this machine: %s", k.Reason)
+	}
+	benchBackground(b, func(c *Config) { c.Sandbox = &Sandbox{Kernel: k} })
+}
+
+func BenchmarkBackgroundStart(b *testing.B) { benchBackground(b) }
+
+func benchBackground(b *testing.B, configure ...func(*Config)) {
+	f := newFix(b, configure...)
+	b.ReportAllocs()
+	for b.Loop() {
+		id := f.start("true")
+		b.StopTimer()
+		f.set.mu.Lock()
+		t := f.set.tasks[id]
+		f.set.mu.Unlock()
+		<-t.done
+		b.StartTimer()
+	}
+}
