@@ -177,6 +177,14 @@ func lexerSeeds(f *testing.F) {
 		"echo a;\techo b&&echo c||echo d",
 		"echo a\r\necho b",
 		"echo $'\\c?'",
+		`echo $'\777\1\08\x\xg\e\E\q\''`,
+		"cat <<-E\n\tx\n\tE\necho y",
+		"echo a\\",
+		"echo 'a'\"b\"c\\ d",
+		"echo \"a\\b\\$\\`\\\\\"",
+		"ls #x\\\necho",
+		"echo a#\\\nb",
+		"echo a\\#b \\#c",
 	} {
 		f.Add(c)
 	}
