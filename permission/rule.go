@@ -228,6 +228,9 @@ func literalCommand(text string) ([]string, string) {
 	if err != nil {
 		return nil, "its command does not parse (" + err.Error() + ")"
 	}
+	if why := s.Ambiguous(); why != "" {
+		return nil, "its command has " + why + "; write it on one plain line"
+	}
 	if len(s.Segments) != 1 || s.HasSubstitution || s.HasBackground || s.HasPipe || s.HasControl || len(s.CompoundRedirects) > 0 {
 		return nil, "it holds more than one command or an operator; write one rule per plain command"
 	}

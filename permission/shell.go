@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/shellscan"
 )
@@ -56,6 +57,9 @@ func (g *Gate) shell(ctx context.Context, f *fold) *shellFacts {
 	sf := &shellFacts{}
 	f.shell = sf
 	sf.script, sf.err = shellscan.Parse(f.call.Command)
+	if sf.err == nil {
+		sf.err = ambiguousErr(sf.script)
+	}
 	if sf.err != nil {
 		return sf
 	}
@@ -69,6 +73,19 @@ func (g *Gate) shell(ctx context.Context, f *fold) *shellFacts {
 	sf.writes = append(sf.writes, pl.place(ctx, nw)...)
 	sf.reads = append(sf.reads, pl.place(ctx, nr)...)
 	return sf
+}
+
+// ambiguousErr turns a script bash could read differently from the analyzer into the error of
+// a command that cannot be analyzed. The words of such a script may not be the ones bash runs,
+// so every station treats it as unreadable: a deny rule for Bash refuses it, no rule matches
+// it, and the safety station leaves it to a person — an allow decision or a deny rule that
+// misses it would both be guesses.
+func ambiguousErr(s *shellscan.Script) error {
+	why := s.Ambiguous()
+	if why == "" {
+		return nil
+	}
+	return &sema.Error{Code: shellscan.CodeParse, Message: "the command text has " + why + ", which bash may read differently from the analyzer"}
 }
 
 // removers are the programs whose work is removing files.
@@ -99,6 +116,9 @@ func nestedTargets(s *shellscan.Script, depth int) (writes, reads []shellscan.Ta
 			continue
 		}
 		ns, err := shellscan.Parse(text)
+		if err == nil {
+			err = ambiguousErr(ns)
+		}
 		if err != nil {
 			// A script the analysis cannot read may remove anything.
 			writes = append(writes, shellscan.Target{Path: text, Op: shellscan.OpRemove, Segment: i})

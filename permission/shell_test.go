@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sema-agent/sema/shellscan"
+	"github.com/sema-agent/sema/shellscan/shellscantest"
 )
 
 func (l *testLeg) decideBash(g *Gate, cmd string) Decision {
@@ -345,4 +346,36 @@ func FuzzModeAcceptsFileCommand(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLexerHostileGate: text bash reads differently from the analyzer is a command the gate
+// cannot analyze. No allow rule and no mode answer allows it, a Bash deny rule refuses it, and
+// otherwise only a person may approve it — in every mode.
+func TestLexerHostileGate(t *testing.T) {
+	t.Parallel()
+	l := newTestLeg(t)
+	allowRules := mustRules(t, []string{"Bash(echo *)", "Bash(echo:*)", "Bash(cat:*)", "Bash(ls:*)", "Bash(touch:*)"}, nil, nil)
+	for _, tc := range shellscantest.LexerHostile {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			if !shellscantest.BashCreatesMarker(t, tc.Cmd) {
+				t.Fatalf("calibration: bash did not create the marker with %q, so the case proves nothing", tc.Cmd)
+			}
+			for _, mode := range matrixModes {
+				if d := l.decideBash(l.gate(mode, allowRules), tc.Cmd); d.Behavior == Allow {
+					t.Errorf("%s with echo/cat/ls/touch allow rules allowed %q: %+v", mode, tc.Cmd, d)
+				}
+				if d := l.decideBash(l.gate(mode, RuleSet{}), tc.Cmd); d.Behavior == Allow {
+					t.Errorf("%s allowed %q: %+v", mode, tc.Cmd, d)
+				}
+			}
+			g := l.gate(ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(touch:*)"}, nil))
+			if d := l.decideBash(g, tc.Cmd); d.Behavior != Deny {
+				t.Errorf("the deny rule Bash(touch:*) missed %q: %+v", tc.Cmd, d)
+			}
+			if d := l.decideBash(l.gate(ModeBypassPermissions, RuleSet{}), tc.Cmd); verdict(d) != "ask!" {
+				t.Errorf("bypassPermissions on %q = %+v, want a person's question", tc.Cmd, d)
+			}
+		})
+	}
 }

@@ -21,9 +21,10 @@ var fileCommands = setOf(FileCommands...)
 // The answer is only a license for the mode to answer the call's ordinary question; the caller
 // still places WriteTargets inside the write roots (writesPlaced) and runs the delete guard. As
 // a second line of defense the reading also refuses a command whose write targets are not
-// complete and one that removes the filesystem root.
+// complete and one that removes the filesystem root. A script whose text bash could read
+// differently (Script.Ambiguous) is refused.
 func AcceptsFileCommand(s *Script, runInBackground bool) bool {
-	if s == nil || runInBackground || len(s.Segments) == 0 || s.HasSubstitution || s.HasBackground ||
+	if s == nil || s.ambiguous != "" || runInBackground || len(s.Segments) == 0 || s.HasSubstitution || s.HasBackground ||
 		s.HasPipe || s.HasControl || len(s.CompoundRedirects) > 0 {
 		return false
 	}

@@ -35,6 +35,14 @@
 //     busybox applets, to a bounded depth. A command it cannot see — an expanded command
 //     word, an unreadable wrapper, a shell reading a file or standard input, expanded
 //     eval/trap/-c text, source, hidden code — is reported, never guessed.
+//   - Where bash's lexer and the parser could read the text differently, every analysis fails
+//     closed rather than trusting the parse. Script.Ambiguous names such text: a carriage
+//     return, a NUL or other control character, bytes that are not UTF-8, an invisible Unicode
+//     format character, or a line continuation (backslash-newline) anywhere but between two
+//     words of a command outside comments and in a script without here-documents. An ambiguous
+//     script is never read-only, matches no Bash rule, has incomplete target lists and is not
+//     accepted as a file command; a caller matching deny or ask rules must treat it as a command
+//     it cannot analyze. FuzzLexerAgreement checks the rule against bash itself.
 //   - Segments cover every simple command in the text, including those inside subshells, groups,
 //     control structures, function bodies and command or process substitutions, so no analysis
 //     can be bypassed by nesting.

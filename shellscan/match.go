@@ -14,7 +14,8 @@ const CodeRuleInvalid = "config.rule_invalid"
 // rule word), matching is by whole words (`test` does not match `testing`), and a segment with a
 // leading assignment or a redirection that writes a file (other than /dev/null) never matches:
 // a rule never reaches across a redirection. A rule judges one segment; the caller judges every
-// segment of a script, those inside substitutions included.
+// segment of a script, those inside substitutions included. No segment of a script whose text
+// bash could read differently (Script.Ambiguous) matches.
 func PrefixMatch(seg Segment, prefix []string) bool {
 	if len(prefix) == 0 || len(seg.Words) < len(prefix) || !ruleMatchable(seg) {
 		return false
@@ -34,7 +35,7 @@ func ExactMatch(seg Segment, words []string) bool {
 }
 
 func ruleMatchable(seg Segment) bool {
-	if len(seg.Assignments) > 0 {
+	if len(seg.Assignments) > 0 || seg.ambiguous {
 		return false
 	}
 	for _, r := range seg.Redirects {
@@ -54,6 +55,9 @@ func RulePattern(specifier string) (words []string, prefix bool, err error) {
 	s, perr := Parse(body)
 	if perr != nil {
 		return nil, false, &sema.Error{Code: CodeRuleInvalid, Message: "the Bash rule `" + specifier + "` is not a valid shell command", Err: perr}
+	}
+	if s.ambiguous != "" {
+		return nil, false, sema.Errorf(CodeRuleInvalid, "the Bash rule `%s` has %s; write it on one plain line", specifier, s.ambiguous)
 	}
 	if len(s.Segments) != 1 || s.HasSubstitution || s.HasBackground || s.HasPipe || s.HasControl ||
 		len(s.Segments[0].Assignments) > 0 || len(s.Segments[0].Redirects) > 0 || len(s.Segments[0].Words) == 0 {

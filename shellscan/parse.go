@@ -41,6 +41,10 @@ type Script struct {
 	// groups, (( )), [[ ]], coproc, and `time` in front of anything but a simple command.
 	HasControl bool
 
+	// ambiguous says why bash could read Source differently from the parser ("" when the two
+	// readings agree); see Ambiguous.
+	ambiguous string
+
 	// notes records, in source order, every segment and every construct ReadOnly has to judge,
 	// so that its reason can name the first offending one.
 	notes []note
@@ -72,6 +76,9 @@ type Segment struct {
 	// code is the first construct in the segment's own words, assignments and redirections
 	// that makes bash evaluate code (see EvaluatesCode); recorded while the words are scanned.
 	code Evaluation
+	// ambiguous marks a segment of a script whose text bash could read differently (see
+	// Script.Ambiguous): no rule may match it, since its words may not be the ones that run.
+	ambiguous bool
 }
 
 // Word is one shell word.
@@ -160,7 +167,10 @@ type note struct {
 	text  string
 }
 
-var parserPool = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+// The parser keeps comments so that ambiguity can see where they are.
+var parserPool = sync.Pool{New: func() any {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true))
+}}
 
 // Parse parses a bash command line into its simple commands. Text that is not valid bash is a
 // *sema.Error with code CodeParse ("shell.parse").
@@ -177,7 +187,27 @@ func Parse(cmd string) (*Script, error) {
 	}
 	b := builder{src: cmd, s: &Script{Source: cmd}, cur: -1}
 	b.list(f.Stmts)
+	if why := ambiguity(cmd, f); why != "" {
+		b.s.ambiguous = why
+		for i := range b.s.Segments {
+			b.s.Segments[i].ambiguous = true
+		}
+	}
 	return b.s, nil
+}
+
+// Ambiguous reports why bash could read the script's text differently from the parser — a
+// carriage return, a control character, a line continuation anywhere but between two words,
+// … — and "" when the two readings agree. Every analysis fails closed on an ambiguous script:
+// ReadOnly refuses it, PrefixMatch and ExactMatch match none of its segments, WriteTargets and
+// ReadTargets report their lists incomplete, and AcceptsFileCommand refuses it. A caller that
+// matches restrictive rules (deny, ask) must treat such a script as one it cannot analyze:
+// the words it holds may not be the ones bash runs.
+func (s *Script) Ambiguous() string {
+	if s == nil {
+		return ""
+	}
+	return s.ambiguous
 }
 
 // builder walks the syntax tree once, in source order, recording segments and notes.

@@ -110,6 +110,9 @@ var neverReadOnly = map[string]string{
 
 // ReadOnlyCommand parses cmd and judges it with ReadOnly; a parse failure is a refusal whose
 // reason carries the parser's message.
+//
+// A script whose text bash could read differently from the parser (Script.Ambiguous) is never
+// read-only.
 func ReadOnlyCommand(cmd string, allow []string) Verdict {
 	s, err := Parse(cmd)
 	if err != nil {
@@ -151,6 +154,9 @@ func ReadOnly(s *Script, allow []string) Verdict {
 	if s == nil || len(s.notes) == 0 {
 		return Verdict{Reason: "the command is empty"}
 	}
+	if s.ambiguous != "" {
+		return Verdict{Reason: ambiguousReason(s.ambiguous)}
+	}
 	al := defaultAllow()
 	if allow != nil {
 		al = newAllowList(allow)
@@ -179,6 +185,11 @@ func ReadOnly(s *Script, allow []string) Verdict {
 		}
 	}
 	return Verdict{OK: true}
+}
+
+// ambiguousReason is the refusal of a script whose text bash could read differently.
+func ambiguousReason(why string) string {
+	return "the command text has " + why + ", which bash may read differently from the analyzer; write the command on plain lines without it"
 }
 
 func controlReason(kind string) string {

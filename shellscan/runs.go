@@ -207,6 +207,10 @@ func (r *runReader) script(text string, depth int) {
 		r.hide("a nested script does not parse (" + err.Error() + ")")
 		return
 	}
+	if why := sc.Ambiguous(); why != "" {
+		// Its words may not be the ones bash runs: what it runs is not known.
+		r.hide("a nested script has " + why + ", which bash may read differently")
+	}
 	if ev, ok := sc.HidesCode(); ok {
 		r.hide(ev.Reason)
 	}
@@ -339,7 +343,7 @@ scan:
 		return seg, "`env -S` splits a string that cannot be read exactly, so the command it runs is not known"
 	}
 	sc, err := Parse(value.Lit)
-	if err != nil || len(sc.Segments) > 1 || sc.HasControl || sc.HasPipe || sc.HasBackground || sc.HasSubstitution {
+	if err != nil || sc.Ambiguous() != "" || len(sc.Segments) > 1 || sc.HasControl || sc.HasPipe || sc.HasBackground || sc.HasSubstitution {
 		return seg, "`env -S` splits a string that is not a plain list of words"
 	}
 	words := []Word{seg.Words[0]}

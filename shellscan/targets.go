@@ -94,7 +94,8 @@ func (c *collector) mustKnow(p parsedArgs) {
 // become an option, a target that is not Static, a command word that is not a literal, an
 // assignment or declaration (it can change what later programs do), a function definition
 // (it can shadow a program), cd/pushd/popd (later relative paths move), or a program fed
-// arguments at run time (xargs) that is not purely a reader.
+// arguments at run time (xargs) that is not purely a reader; and always when bash could read
+// the script's text differently (Script.Ambiguous).
 func WriteTargets(s *Script) ([]Target, bool) {
 	return collect(s, (*collector).redirectWrite, (*collector).segmentWrites)
 }
@@ -117,6 +118,9 @@ func collect(s *Script, redirect func(*collector, Redirect), segment func(*colle
 	if s == nil {
 		return nil, true
 	}
+	// The targets of an ambiguous text are still listed, for the stations that refuse by path,
+	// but bash may run other words than the ones they come from.
+	c.complete = s.ambiguous == ""
 	c.shadowed(s)
 	for i, seg := range s.Segments {
 		c.seg = i

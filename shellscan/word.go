@@ -3,7 +3,6 @@ package shellscan
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -197,7 +196,9 @@ func hasLaterTilde(shape []byte) bool {
 }
 
 // ansiC decodes the body of a $'…' string. It reports false for what it does not decode
-// exactly as bash does (\c control escapes) and for a NUL, which truncates the word in bash.
+// exactly as bash does: \c control escapes, and \u and \U, whose value depends on the locale
+// bash runs in (outside a UTF-8 locale bash keeps the escape as written); and for a NUL, which
+// truncates the word in bash.
 func ansiC(s string) (string, bool) {
 	if !strings.Contains(s, `\`) {
 		return s, true
@@ -237,16 +238,9 @@ func ansiC(s string) (string, bool) {
 			n, _ := strconv.ParseUint(s[i:j], 8, 16)
 			b.WriteByte(byte(n))
 			i = j - 1
-		case 'x', 'u', 'U':
-			width := 2
-			switch e {
-			case 'u':
-				width = 4
-			case 'U':
-				width = 8
-			}
+		case 'x':
 			j := i + 1
-			for j < len(s) && j < i+1+width && isHex(s[j]) {
+			for j < len(s) && j < i+3 && isHex(s[j]) {
 				j++
 			}
 			if j == i+1 {
@@ -254,16 +248,11 @@ func ansiC(s string) (string, bool) {
 				b.WriteByte(e)
 				continue
 			}
-			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
-			if e == 'x' {
-				b.WriteByte(byte(n))
-			} else {
-				if n > utf8.MaxRune {
-					return "", false
-				}
-				b.WriteRune(rune(n))
-			}
+			n, _ := strconv.ParseUint(s[i+1:j], 16, 8)
+			b.WriteByte(byte(n))
 			i = j - 1
+		case 'u', 'U':
+			return "", false
 		case 'c':
 			return "", false
 		default:

@@ -9,7 +9,8 @@ import (
 
 // autoBackgroundEligible reports whether a foreground command that hit its own timeout may
 // be adopted as a background task instead of being killed. It may not when:
-//   - the command cannot be parsed (nothing about it can be known);
+//   - the command cannot be parsed, or bash could read its text differently from the parser
+//     (nothing about it can be known);
 //   - any word of any simple command — substitutions included — is git, also written as
 //     a path (/usr/bin/git): a git command left running holds the repository's locks and
 //     races the commands that follow;
@@ -18,7 +19,7 @@ import (
 //   - the first word is sleep: a wait that timed out has nothing left worth keeping.
 func autoBackgroundEligible(command string) bool {
 	s, err := shellscan.Parse(command)
-	if err != nil || len(s.Segments) == 0 {
+	if err != nil || s.Ambiguous() != "" || len(s.Segments) == 0 {
 		return false
 	}
 	for _, seg := range s.Segments {

@@ -3,10 +3,12 @@ package shell
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/shellscan/shellscantest"
 )
 
 func newReadonlyFix(t *testing.T, configure ...func(*Config)) *fix {
@@ -272,6 +274,32 @@ func TestReadonlyRecursiveDenySet(t *testing.T) {
 			}
 			if code != "" {
 				t.Fatalf("%q was refused: %s: %s", tc.command, code, text)
+			}
+		})
+	}
+}
+
+// TestReadonlyLexerHostile: bash_readonly refuses text bash reads differently from the
+// analyzer, and nothing runs — also under an allowlist that names the program bash would run.
+func TestReadonlyLexerHostile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range shellscantest.LexerHostile {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			if !shellscantest.BashCreatesMarker(t, tc.Cmd) {
+				t.Fatalf("calibration: bash did not create the marker with %q, so the case proves nothing", tc.Cmd)
+			}
+			for _, f := range []*fix{
+				newReadonlyFix(t),
+				newReadonlyFix(t, func(c *Config) { c.ReadonlyAllow = []string{"echo", "cat", "ls", "touch"} }),
+			} {
+				f.put("E", "e\n") // a file the here-document spellings could name
+				if code, text := f.readonly(tc.Cmd); code != CodeNotReadOnly {
+					t.Errorf("bash_readonly on %q = %s %q, want %s", tc.Cmd, code, text, CodeNotReadOnly)
+				}
+				if _, err := os.Stat(filepath.Join(f.root, shellscantest.Marker)); err == nil {
+					t.Errorf("bash_readonly ran %q: the marker exists", tc.Cmd)
+				}
 			}
 		})
 	}
