@@ -39,7 +39,9 @@ func benchStart(b *testing.B, wrapped bool, iso env.Isolation) {
 	}
 }
 
-func BenchmarkStartTrue(b *testing.B)        { benchStart(b, false, env.Isolation{}) }
-func BenchmarkHelperLandlock(b *testing.B)   { benchStart(b, true, env.Isolation{}) }
-func BenchmarkHelperMountNS(b *testing.B)    { benchStart(b, true, env.Isolation{Mount: true}) }
-func BenchmarkHelperMountNetNS(b *testing.B) { benchStart(b, true, env.Isolation{Mount: true, Network: true}) }
+func BenchmarkStartTrue(b *testing.B)      { benchStart(b, false, env.Isolation{}) }
+func BenchmarkHelperLandlock(b *testing.B) { benchStart(b, true, env.Isolation{}) }
+func BenchmarkHelperMountNS(b *testing.B)  { benchStart(b, true, env.Isolation{Mount: true}) }
+func BenchmarkHelperMountNetNS(b *testing.B) {
+	benchStart(b, true, env.Isolation{Mount: true, Network: true})
+}
