@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/sandbox"
 )
 
 // runOptions are the flags of `sema run` / `sema -p`.
@@ -78,6 +79,11 @@ func notYet(flag string) error {
 func usageErr(err error) error { return &exitErr{code: exitUsage, err: err} }
 
 func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if o.sandbox != "off" {
+		// Finding what the kernel offers starts the sandbox helper once (a few ms); do it
+		// while the settings, the provider and the session store are being opened.
+		go sandbox.Probe()
+	}
 	if !slices.Contains(outputFormats, o.outputFormat) {
 		return usageErr(sema.Errorf("config.output_format_invalid", "unknown output format %q; use text, json or stream-json", o.outputFormat))
 	}
