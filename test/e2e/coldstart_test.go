@@ -11,8 +11,15 @@ import (
 
 // BenchmarkColdStartToFirstRequest measures the time from starting the sema process to
 // its first request reaching the model server: process start, flag parsing, provider
-// and fence setup, system prompt. The server answers 401 so the process exits at once.
+// and fence setup, the sandbox probe (off: none), system prompt. The server answers 401
+// so the process exits at once.
 func BenchmarkColdStartToFirstRequest(b *testing.B) {
+	for _, mode := range []string{"auto", "off"} {
+		b.Run("sandbox="+mode, func(b *testing.B) { coldStart(b, mode) })
+	}
+}
+
+func coldStart(b *testing.B, sandboxMode string) {
 	arrived := make(chan time.Time, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -27,7 +34,7 @@ func BenchmarkColdStartToFirstRequest(b *testing.B) {
 	dir := b.TempDir()
 	var total time.Duration
 	for b.Loop() {
-		cmd := exec.Command(semaBin, "run", "--model", "anthropic/claude-sonnet-4-5", "hello")
+		cmd := exec.Command(semaBin, "run", "--sandbox", sandboxMode, "--model", "anthropic/claude-sonnet-4-5", "hello")
 		cmd.Dir = dir
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + srv.URL}
 		start := time.Now()
