@@ -592,9 +592,9 @@ func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
 			}
 			continue
 		}
-		if shellscan.RunsGitReader(seg) && g.gitPrograms(ctx, f) != "" {
-			// The rule grants git, not the program the repository's configuration would
-			// make it run.
+		if reads, unread := shellscan.RunsGitReader(seg); unread || reads && g.gitPrograms(ctx, f) != "" {
+			// The rule grants git, not a program the repository's configuration (or
+			// configuration given on the command line) would make it run.
 			return "", false
 		}
 		if s := hit.String(); !inList(used, s) {

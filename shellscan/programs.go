@@ -769,16 +769,20 @@ var gitReaders = setOf("status", "log", "diff", "show", "branch", "rev-parse", "
 	"blame", "annotate", "cat-file", "archive", "shortlog", "describe", "ls-tree", "whatchanged",
 	"show-branch", "diff-files", "diff-index", "diff-tree", "range-diff", "format-patch")
 
-// RunsGitReader reports whether a segment runs git (through any wrapper) to read: a reading
-// subcommand, or global options this package cannot read past (-c, -C, --git-dir, …), which
-// could lead to one.
-func RunsGitReader(seg Segment) bool {
+// RunsGitReader reports whether a segment runs git (through any wrapper) with a subcommand
+// that reads, or with global options this package does not read past (-c, --config-env, -C,
+// --git-dir, --exec-path, …: they set configuration or choose another repository, whose
+// configuration can name programs); unread reports the latter.
+func RunsGitReader(seg Segment) (reads, unread bool) {
 	inner, _, ok := seg.Unwrap()
 	if !ok || len(inner.Words) == 0 || program(inner.Words[0]) != "git" {
-		return false
+		return false, false
 	}
 	sub, _, known := gitSubcommand(inner.Words[1:])
-	return !known || gitReaders[sub]
+	if !known {
+		return true, true
+	}
+	return gitReaders[sub], false
 }
 
 func gitWrites(c *collector, args []Word) {

@@ -1,6 +1,7 @@
 package shellscan
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -235,4 +236,63 @@ func TestReadTargets(t *testing.T) {
 		{`tar -cf out.tar -C /etc passwd`, []Target{r("passwd")}, false},
 		{`tar -xf a.tar -T list`, []Target{r("list"), r("a.tar")}, true},
 	})
+}
+
+// TestUnknownPlaces: options that follow symbolic links or read a list of names, for every
+// modeled program, give a target of unknown places with its reason; the plain forms do not.
+func TestUnknownPlaces(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		cmd   string
+		op    string // "" when there must be none
+		write bool
+	}{
+		{`grep -r x .`, "", false},
+		{`grep -R x .`, OpRead, false},
+		{`rg --follow x`, OpRead, false},
+		{`rg --fol x`, OpRead, false},
+		{`rg -L x`, OpRead, false},
+		{`rg x`, "", false},
+		{`tree -l`, OpRead, false},
+		{`tree -L 2`, "", false},
+		{`stat -L f`, OpRead, false},
+		{`ls -H d`, OpRead, false},
+		{`du -D d`, OpRead, false},
+		{`diff -r --no-dereference a b`, "", false},
+		{`find -H . -name x`, OpRead, false},
+		{`find . -files0-from list`, OpRead, false},
+		{`cp -rL a b`, OpRead, false},
+		{`cp -r a b`, "", false},
+		{`chown -RL u d`, OpWrite, true},
+		{`chgrp -RH g d`, OpWrite, true},
+		{`chmod -RL u+w d`, OpWrite, true},
+		{`chmod -R u+w d`, "", true},
+		{`tar -xf a.tar -T list`, "", false},
+		{`sed 's/a/b/' f`, "", true},
+		{`sed --expression='1e id' f`, OpWrite, true},
+		{`sed "$S" f`, OpWrite, true},
+	}
+	for _, tc := range tests {
+		fn := ReadTargets
+		if tc.write {
+			fn = WriteTargets
+		}
+		got, _ := fn(mustParse(t, tc.cmd))
+		found := ""
+		for _, tg := range got {
+			if tg.Reason != "" && tg.Path == "" {
+				found = tg.Op
+			}
+		}
+		if found != tc.op {
+			t.Errorf("%q: unknown-place target %q, want %q (%+v)", tc.cmd, found, tc.op, got)
+		}
+	}
+	s := mustParse(t, "sort -T /tmp/x f")
+	if v := ReadOnly(s, nil); v.OK || !strings.Contains(v.Reason, "temporary") {
+		t.Errorf("sort -T: %+v", v)
+	}
+	if w, _ := WriteTargets(s); len(w) != 1 || w[0].Path != "/tmp/x" {
+		t.Errorf("sort -T write targets: %+v", w)
+	}
 }

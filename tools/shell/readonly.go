@@ -26,7 +26,7 @@ type readonlyInput struct {
 const readonlyDescription = `Runs a read-only bash command in the task root and returns its output (stdout and stderr together) and exit code. A command runs only if it is provably read-only; otherwise it is refused with the reason, and nothing runs.
 
 - Allowed commands: %s. Pipes, && || ; and ( ) { } groups are fine.
-- Refused: redirection to a file (only 2>/dev/null and the like), command substitution, variables, globs and ~ (write paths out literally), cd, background &, options that write or run programs (find -exec/-delete, sort -o, --output, …), options that follow symbolic links (grep -R, rg -L, find -L, du -L, ls -L, tree -l, diff -r, stat -L, file -L) and --files0-from.
+- Refused: redirection to a file (only 2>/dev/null and the like), command substitution, variables, globs and ~ (write paths out literally), cd, background &, options that write or run programs (find -exec/-delete, sort -o, --output, …), options that follow symbolic links (grep -R, rg -L, find -L, du -L, ls -L, tree -l, diff -r, stat -L, file -L) and --files0-from; git in a repository whose own configuration names programs (diff drivers, filters, fsmonitor, hooks).
 - Every path the command names must lie inside the workspace's read roots.
 - A recursive search (grep -r, rg, find, ls -R, du, tree, git grep) of a directory that could hold files sema denies is refused; search a narrower directory or name the files.
 - timeout is in milliseconds (default 120000, at most 600000). Output longer than 30000 characters keeps its first and last 15000 characters.`
