@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/gitconf"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -179,6 +180,14 @@ type Resolver interface {
 	MayContainDenied(ctx context.Context, canonical string) bool
 }
 
+// GitProgramsReader is implemented by a Resolver that can read git configuration: for the
+// repository around the canonical directory dir it returns a sentence naming a program its
+// configuration makes git run, or "" (gitconf.Programs). A Resolver without it leaves every
+// git command unproven.
+type GitProgramsReader interface {
+	GitPrograms(ctx context.Context, dir string) string
+}
+
 // FenceResolver returns the Resolver of a leg's fence.
 func FenceResolver(f *fence.Fence) Resolver { return fenceResolver{f} }
 
@@ -190,7 +199,11 @@ func (r fenceResolver) Canonicalize(ctx context.Context, abs string) (string, er
 }
 
 func (r fenceResolver) IsProtected(c string) (bool, string) { return r.f.IsProtected(c) }
-func (r fenceResolver) Denied(c string) bool                { return r.f.Denied(c) }
+
+func (r fenceResolver) GitPrograms(ctx context.Context, dir string) string {
+	return gitconf.Programs(ctx, r.f.Env(), dir)
+}
+func (r fenceResolver) Denied(c string) bool { return r.f.Denied(c) }
 
 func (r fenceResolver) MayContainDenied(ctx context.Context, c string) bool {
 	if info, err := r.f.Env().Stat(ctx, c); err == nil && !info.Mode.IsDir() {

@@ -29,6 +29,11 @@ type shellFacts struct {
 	// hidden is Script.HiddenCommand, computed on first use (hiddenDone).
 	hidden     string
 	hiddenDone bool
+
+	// git is the gate's answer about the repository git would run in (gitPrograms),
+	// computed on first use.
+	git      string
+	gitAsked bool
 }
 
 // placed is one shell target, placed on the filesystem.
@@ -300,6 +305,40 @@ func (pl *placer) place(ctx context.Context, ts []shellscan.Target) []placed {
 	return out
 }
 
+// gitPrograms says whether git, run by this command, would run a program its repository's
+// configuration names: a sentence naming it, or "". The repository is the one around the
+// task root, where the shell tools start; a command that may change directory first, or a
+// resolver that cannot read git configuration, leaves it unknown, which counts as naming
+// one.
+func (g *Gate) gitPrograms(ctx context.Context, f *fold) string {
+	sf := g.shell(ctx, f)
+	if sf.gitAsked {
+		return sf.git
+	}
+	sf.gitAsked = true
+	reader, ok := g.resolver.(GitProgramsReader)
+	switch {
+	case !ok:
+		sf.git = "the repository's git configuration cannot be read here"
+	case sf.script != nil && dirMoved(sf.script) >= 0:
+		sf.git = "the command changes directory before git runs, so the repository whose configuration git reads is not known"
+	default:
+		sf.git = reader.GitPrograms(ctx, f.call.root())
+	}
+	return sf.git
+}
+
+// gitPlace is the place of the fold's command for shellscan.ReadOnlyAt. used, when not nil,
+// is set once the answer was asked for.
+func (g *Gate) gitPlace(ctx context.Context, f *fold, used *bool) shellscan.Place {
+	return shellscan.Place{GitPrograms: func() string {
+		if used != nil {
+			*used = true
+		}
+		return g.gitPrograms(ctx, f)
+	}}
+}
+
 // shellDenyStation refuses, at station 1, a command that cannot be analyzed while a Bash
 // deny rule is in force, and a command that touches the deny set.
 func (g *Gate) shellDenyStation(ctx context.Context, f *fold) (Decision, bool) {
@@ -502,6 +541,9 @@ func shown(p placed) string {
 	if p.t.Path != "" {
 		return fmt.Sprintf("%q", p.t.Path)
 	}
+	if p.t.Reason != "" {
+		return "files the command text does not name (" + p.t.Reason + ")"
+	}
 	return "files the command text does not name"
 }
 
@@ -579,7 +621,7 @@ func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
 			}
 			ro, seen := readOnly[text]
 			if !seen {
-				ro = g.textReadOnly(text)
+				ro = g.textReadOnly(ctx, f, text)
 				if readOnly == nil {
 					readOnly = map[string]bool{}
 				}
@@ -589,6 +631,11 @@ func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
 				return "", false
 			}
 			continue
+		}
+		if reads, unread := shellscan.RunsGitReader(seg); unread || reads && g.gitPrograms(ctx, f) != "" {
+			// The rule grants git, not a program the repository's configuration (or
+			// configuration given on the command line) would make it run.
+			return "", false
 		}
 		if s := hit.String(); !inList(used, s) {
 			used = append(used, s)
@@ -628,15 +675,21 @@ func rebuild(seg shellscan.Segment) (string, bool) {
 // maxReadOnlyMemo bounds the gate's memory of single-command read-only verdicts.
 const maxReadOnlyMemo = 1024
 
-// textReadOnly proves a rebuilt segment read-only with the analyzer. The verdict is a
-// function of the text and the gate's allowlist alone, so the gate remembers it (up to
-// maxReadOnlyMemo texts): a leg runs the same small commands again and again.
-func (g *Gate) textReadOnly(text string) bool {
+// textReadOnly proves a rebuilt segment read-only with the analyzer. A verdict that did
+// not ask about git's configuration is a function of the text and the gate's allowlist
+// alone, so the gate remembers it (up to maxReadOnlyMemo texts): a leg runs the same small
+// commands again and again. One that asked depends on files that can change between calls
+// and is never remembered.
+func (g *Gate) textReadOnly(ctx context.Context, f *fold, text string) bool {
 	if v, ok := g.roMemo.Load(text); ok {
 		return v.(bool)
 	}
 	s, err := shellscan.Parse(text)
-	ok := err == nil && len(s.Segments) == 1 && shellscan.ReadOnly(s, g.roAllow).OK
+	askedGit := false
+	ok := err == nil && len(s.Segments) == 1 && shellscan.ReadOnlyAt(s, g.roAllow, g.gitPlace(ctx, f, &askedGit)).OK
+	if askedGit {
+		return ok
+	}
 	if g.roMemoN.Load() < maxReadOnlyMemo {
 		if _, loaded := g.roMemo.LoadOrStore(text, ok); !loaded {
 			g.roMemoN.Add(1)
@@ -680,7 +733,7 @@ func (g *Gate) shellReadOnly(ctx context.Context, f *fold) bool {
 	if sf.err != nil || !sf.readsComplete || !sf.writesComplete {
 		return false
 	}
-	if !shellscan.ReadOnly(sf.script, g.roAllow).OK {
+	if !shellscan.ReadOnlyAt(sf.script, g.roAllow, g.gitPlace(ctx, f, nil)).OK {
 		return false
 	}
 	c := &f.call

@@ -15,7 +15,7 @@ func TestBenchCommandShape(t *testing.T) {
 	if n := len(s.Segments); n != 20 {
 		t.Fatalf("bench command has %d segments, want 20", n)
 	}
-	if v := ReadOnly(s, nil); !v.OK {
+	if v := ReadOnlyAt(s, nil, noGitPrograms); !v.OK {
 		t.Fatalf("bench command not read-only: %s", v.Reason)
 	}
 }
@@ -28,7 +28,7 @@ func BenchmarkReadOnlyWriteTargets(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if !ReadOnly(s, nil).OK {
+		if !ReadOnlyAt(s, nil, noGitPrograms).OK {
 			b.Fatal("not read-only")
 		}
 		WriteTargets(s)
@@ -43,7 +43,7 @@ func BenchmarkParseReadOnlyWriteTargets(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if !ReadOnly(s, nil).OK {
+		if !ReadOnlyAt(s, nil, noGitPrograms).OK {
 			b.Fatal("not read-only")
 		}
 		WriteTargets(s)

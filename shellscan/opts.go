@@ -30,6 +30,12 @@ type optSpec struct {
 	// reads and writes name the options (short letter or long name) whose value is a file the
 	// program reads or writes.
 	reads, writes map[string]bool
+	// follows names the options that make the program follow symbolic links (while it walks
+	// a tree, or through the links it meets), nameLists those whose value is a file holding
+	// the names of the files to read. Either way the program reads places the command text
+	// does not show: a link inside the roots can point anywhere, and a list is read at run
+	// time.
+	follows, nameLists map[string]bool
 }
 
 // spec builds an optSpec. long lists long options separated by spaces, each "name" (flag),
@@ -58,6 +64,16 @@ func (s *optSpec) withReads(names ...string) *optSpec {
 
 func (s *optSpec) withWrites(names ...string) *optSpec {
 	s.writes = setOf(names...)
+	return s
+}
+
+func (s *optSpec) withFollows(names ...string) *optSpec {
+	s.follows = setOf(names...)
+	return s
+}
+
+func (s *optSpec) withNameLists(names ...string) *optSpec {
+	s.nameLists = setOf(names...)
 	return s
 }
 

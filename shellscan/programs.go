@@ -8,21 +8,22 @@ import (
 // Option specs of the modeled programs (GNU coreutils, findutils, grep, sed, ripgrep, curl,
 // wget, tar), in the words of their manuals.
 var (
-	catSpec   = spec("AbeEnstTuv", "", "", "show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting")
-	headSpec  = spec("qvz", "cn", "", "bytes= lines= quiet silent verbose zero-terminated").numericOpt()
-	tailSpec  = spec("fFqvz", "cns", "", "bytes= follow? lines= max-unchanged-stats= pid= quiet retry silent sleep-interval= verbose zero-terminated").numericOpt()
-	wcSpec    = spec("cmlLw", "", "", "bytes chars lines max-line-length words files0-from= total= zero-terminated").withReads("files0-from")
-	grepSpec  = spec("EFGPyiIvwxcLloqsbHhnTZzaUrRV", "efmABCdD", "", "extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case no-ignore-case word-regexp line-regexp null-data no-messages invert-match max-count= byte-offset line-number no-line-number line-buffered with-filename no-filename label= only-matching quiet silent binary-files= text directories= devices= recursive dereference-recursive include= exclude= exclude-from= exclude-dir= files-without-match files-with-matches count initial-tab null after-context= before-context= context= color? colour? group-separator= no-group-separator").numericOpt().withReads("f", "file", "exclude-from")
-	rgSpec    = spec("0.abcFHIiLlnNopPqsSuUvVwxz", "ABCEMTdefgjmrt", "", "after-context= before-context= context= color= colors= context-separator= dfa-size-limit= encoding= engine= field-context-separator= field-match-separator= file= glob= iglob= ignore-file= max-columns= max-count= max-depth= max-filesize= path-separator= pre= pre-glob= regex-size-limit= regexp= replace= sort= sortr= threads= type= type-add= type-clear= type-not= hostname-bin= hyperlink-format= generate= files type-list").withReads("f", "file", "ignore-file")
-	statSpec  = spec("LfFt", "c", "", "dereference file-system format= printf= terse cached=")
-	fileSpec  = spec("bcCdEhiIkLlNnprsSvz0", "eFfmP", "", "brief checking-printout compile debug exclude= exclude-quiet= extension files-from= separator= mime mime-type mime-encoding keep-going list magic-file= no-dereference dereference no-pad no-sandbox print0 parameter= preserve-date raw special-files uncompress uncompress-noreport apple").withReads("f", "files-from", "m", "magic-file")
-	duSpec    = spec("0abcDhHklLmPsSxv", "BdtX", "", "null all apparent-size block-size= bytes total dereference-args human-readable inodes dereference count-links max-depth= no-dereference separate-dirs si summarize threshold= time? time-style= exclude-from= exclude= one-file-system files0-from=").withReads("X", "exclude-from", "files0-from")
-	dfSpec    = spec("ahHiklPTv", "Btx", "", "all block-size= human-readable si inodes local no-sync output? portability print-type sync total type= exclude-type=")
-	diffSpec  = spec("abBcdeEfhilnNpqrsTtuvwyZ", "CUFIxXSWLD", "", "normal brief report-identical-files context? unified? ed rcs side-by-side width= left-column suppress-common-lines show-c-function show-function-line= label= expand-tabs initial-tab tabsize= suppress-blank-empty paginate ignore-case ignore-file-name-case no-ignore-file-name-case ignore-tab-expansion ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines= text strip-trailing-cr new-file unidirectional-new-file recursive no-dereference exclude= exclude-from= starting-file= from-file= to-file= line-format= old-line-format= new-line-format= unchanged-line-format= old-group-format= new-group-format= unchanged-group-format= changed-group-format= minimal horizon-lines= speed-large-files color? palette= ifdef=").numericOpt().withReads("X", "exclude-from", "from-file", "to-file")
-	sortSpec  = spec("bcCdfghiMmnrRsuVz", "kotST", "", "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort ignore-nonprinting month-sort human-numeric-sort numeric-sort random-sort random-source= reverse sort= version-sort batch-size= check? compress-program= debug files0-from= key= merge output= stable buffer-size= field-separator= temporary-directory= parallel= unique zero-terminated").withReads("files0-from", "random-source").withWrites("o", "output")
-	cutSpec   = spec("nsz", "bcdf", "", "bytes= characters= delimiter= fields= complement only-delimited output-delimiter= zero-terminated")
-	treeSpec  = spec("adlfxpsugDFqNQrtvcUSnCXJAhiR", "LPIoHT", "", "noreport charset= filelimit= timefmt= sort= dirsfirst filesfirst si du prune info gitignore gitfile= infofile= fromfile fromtabfile noindent inodes device nolinks hyperlink scheme= authority= ignore-case matchdirs metafirst opt-toggle output=").withReads("gitfile", "infofile").withWrites("o", "output")
-	lsSpec    = spec("aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", "ITw", "", "all almost-all author escape block-size= ignore-backups color? directory dired classify? file-type format= full-time group-directories-first no-group human-readable si dereference-command-line dereference-command-line-symlink-to-dir hide= hyperlink? indicator-style= inode ignore= kibibytes dereference numeric-uid-gid literal hide-control-chars show-control-chars quote-name quoting-style= reverse recursive size sort= time= time-style= tabsize= width= context zero")
+	catSpec  = spec("AbeEnstTuv", "", "", "show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting")
+	headSpec = spec("qvz", "cn", "", "bytes= lines= quiet silent verbose zero-terminated").numericOpt()
+	tailSpec = spec("fFqvz", "cns", "", "bytes= follow? lines= max-unchanged-stats= pid= quiet retry silent sleep-interval= verbose zero-terminated").numericOpt()
+	wcSpec   = spec("cmlLw", "", "", "bytes chars lines max-line-length words files0-from= total= zero-terminated").withReads("files0-from").withNameLists("files0-from")
+	grepSpec = spec("EFGPyiIvwxcLloqsbHhnTZzaUrRV", "efmABCdD", "", "extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case no-ignore-case word-regexp line-regexp null-data no-messages invert-match max-count= byte-offset line-number no-line-number line-buffered with-filename no-filename label= only-matching quiet silent binary-files= text directories= devices= recursive dereference-recursive include= exclude= exclude-from= exclude-dir= files-without-match files-with-matches count initial-tab null after-context= before-context= context= color? colour? group-separator= no-group-separator").numericOpt().withReads("f", "file", "exclude-from").withFollows("R", "dereference-recursive")
+	rgSpec   = spec("0.abcFHIiLlnNopPqsSuUvVwxz", "ABCEMTdefgjmrt", "", "after-context= before-context= context= color= colors= context-separator= dfa-size-limit= encoding= engine= field-context-separator= field-match-separator= file= glob= iglob= ignore-file= max-columns= max-count= max-depth= max-filesize= path-separator= pre= pre-glob= regex-size-limit= regexp= replace= sort= sortr= threads= type= type-add= type-clear= type-not= hostname-bin= hyperlink-format= generate= files type-list follow no-follow").withReads("f", "file", "ignore-file").withFollows("L", "follow")
+	statSpec = spec("LfFt", "c", "", "dereference file-system format= printf= terse cached=").withFollows("L", "dereference")
+	fileSpec = spec("bcCdEhiIkLlNnprsSvz0", "eFfmP", "", "brief checking-printout compile debug exclude= exclude-quiet= extension files-from= separator= mime mime-type mime-encoding keep-going list magic-file= no-dereference dereference no-pad no-sandbox print0 parameter= preserve-date raw special-files uncompress uncompress-noreport apple").withReads("f", "files-from", "m", "magic-file").withFollows("L", "dereference").withNameLists("f", "files-from")
+	duSpec   = spec("0abcDhHklLmPsSxv", "BdtX", "", "null all apparent-size block-size= bytes total dereference-args human-readable inodes dereference count-links max-depth= no-dereference separate-dirs si summarize threshold= time? time-style= exclude-from= exclude= one-file-system files0-from=").withReads("X", "exclude-from", "files0-from").withFollows("L", "dereference", "D", "H", "dereference-args").withNameLists("files0-from")
+	dfSpec   = spec("ahHiklPTv", "Btx", "", "all block-size= human-readable si inodes local no-sync output? portability print-type sync total type= exclude-type=")
+	diffSpec = spec("abBcdeEfhilnNpqrsTtuvwyZ", "CUFIxXSWLD", "", "normal brief report-identical-files context? unified? ed rcs side-by-side width= left-column suppress-common-lines show-c-function show-function-line= label= expand-tabs initial-tab tabsize= suppress-blank-empty paginate ignore-case ignore-file-name-case no-ignore-file-name-case ignore-tab-expansion ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines= text strip-trailing-cr new-file unidirectional-new-file recursive no-dereference exclude= exclude-from= starting-file= from-file= to-file= line-format= old-line-format= new-line-format= unchanged-line-format= old-group-format= new-group-format= unchanged-group-format= changed-group-format= minimal horizon-lines= speed-large-files color? palette= ifdef=").numericOpt().withReads("X", "exclude-from", "from-file", "to-file")
+	sortSpec = spec("bcCdfghiMmnrRsuVz", "kotST", "", "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort ignore-nonprinting month-sort human-numeric-sort numeric-sort random-sort random-source= reverse sort= version-sort batch-size= check? compress-program= debug files0-from= key= merge output= stable buffer-size= field-separator= temporary-directory= parallel= unique zero-terminated").withReads("files0-from", "random-source").withWrites("o", "output", "T", "temporary-directory").withNameLists("files0-from")
+	cutSpec  = spec("nsz", "bcdf", "", "bytes= characters= delimiter= fields= complement only-delimited output-delimiter= zero-terminated")
+	treeSpec = spec("adlfxpsugDFqNQrtvcUSnCXJAhiR", "LPIoHT", "", "noreport charset= filelimit= timefmt= sort= dirsfirst filesfirst si du prune info gitignore gitfile= infofile= fromfile fromtabfile noindent inodes device nolinks hyperlink scheme= authority= ignore-case matchdirs metafirst opt-toggle output=").withReads("gitfile", "infofile").withWrites("o", "output").withFollows("l")
+	lsSpec   = spec("aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", "ITw", "", "all almost-all author escape block-size= ignore-backups color? directory dired classify? file-type format= full-time group-directories-first no-group human-readable si dereference-command-line dereference-command-line-symlink-to-dir hide= hyperlink? indicator-style= inode ignore= kibibytes dereference numeric-uid-gid literal hide-control-chars show-control-chars quote-name quoting-style= reverse recursive size sort= time= time-style= tabsize= width= context zero").withFollows(
+		"L", "dereference", "H", "dereference-command-line", "dereference-command-line-symlink-to-dir")
 	realSpec  = spec("eLmPqsz", "", "", "canonicalize-existing canonicalize-missing logical physical quiet relative-to= relative-base= strip no-symlinks zero")
 	rlinkSpec = spec("efmnqsvz", "", "", "canonicalize canonicalize-existing canonicalize-missing no-newline quiet silent verbose zero")
 
@@ -31,12 +32,12 @@ var (
 	unlinkSpec   = spec("", "", "", "").strictOpts()
 	mkdirSpec    = spec("pvZ", "m", "", "mode= parents verbose context?").strictOpts()
 	touchSpec    = spec("acfhm", "drt", "", "date= reference= time= no-create no-dereference").strictOpts().withReads("r", "reference")
-	cpSpec       = spec("abdfiHlLnPpRrsTuvxZ", "St", "", "archive attributes-only backup? copy-contents debug dereference force interactive link no-clobber no-dereference preserve? no-preserve= parents recursive reflink? remove-destination sparse= strip-trailing-slashes symbolic-link suffix= target-directory= no-target-directory update? verbose one-file-system context? keep-directory-symlink").strictOpts()
+	cpSpec       = spec("abdfiHlLnPpRrsTuvxZ", "St", "", "archive attributes-only backup? copy-contents debug dereference force interactive link no-clobber no-dereference preserve? no-preserve= parents recursive reflink? remove-destination sparse= strip-trailing-slashes symbolic-link suffix= target-directory= no-target-directory update? verbose one-file-system context? keep-directory-symlink").strictOpts().withFollows("L", "H", "dereference")
 	mvSpec       = spec("bfinTuvZ", "St", "", "backup? force interactive no-clobber strip-trailing-slashes suffix= target-directory= no-target-directory update? verbose context exchange no-copy debug").strictOpts()
 	lnSpec       = spec("bdFfiLnPrsTv", "St", "", "backup? directory force interactive logical no-dereference physical relative symbolic suffix= target-directory= no-target-directory verbose").strictOpts()
 	installSpec  = spec("bcCdDpsTvZ", "gmoSt", "", "backup? compare directory group= mode= owner= preserve-timestamps strip strip-program= suffix= target-directory= no-target-directory verbose preserve-context context? debug").strictOpts()
 	truncateSpec = spec("co", "rs", "", "no-create io-blocks reference= size=").strictOpts().withReads("r", "reference")
-	chownSpec    = spec("cfhvRHLP", "", "", "changes dereference no-dereference from= no-preserve-root preserve-root quiet silent reference= recursive verbose").strictOpts().withReads("reference")
+	chownSpec    = spec("cfhvRHLP", "", "", "changes dereference no-dereference from= no-preserve-root preserve-root quiet silent reference= recursive verbose").strictOpts().withReads("reference").withFollows("L", "H")
 	shredSpec    = spec("fuvxz", "ns", "", "force iterations= random-source= size= remove? verbose exact zero").strictOpts()
 	mkfifoSpec   = spec("Z", "m", "", "mode= context?").strictOpts()
 )
@@ -57,7 +58,7 @@ func init() {
 		"file":     operandReader(fileSpec, false),
 		"du":       operandReader(duSpec, true),
 		"df":       operandReader(dfSpec, false),
-		"diff":     operandReader(diffSpec, false),
+		"diff":     diffReads,
 		"sort":     operandReader(sortSpec, false),
 		"cut":      operandReader(cutSpec, false),
 		"tree":     operandReader(treeSpec, true),
@@ -66,6 +67,7 @@ func init() {
 		"readlink": operandReader(rlinkSpec, false),
 		"grep":     grepReads,
 		"rg":       rgReads,
+		"rsync":    rsyncReads,
 		"jq":       jqReads,
 		"find":     findReads,
 		"git":      gitReads,
@@ -128,6 +130,7 @@ func operandReader(sp *optSpec, dot bool) func(*collector, []Word) {
 	return func(c *collector, args []Word) {
 		p := parseOpts(args, sp)
 		c.mustKnow(p)
+		c.indirect(p, sp, OpRead)
 		c.optionFiles(p, sp.reads, OpRead)
 		c.addAll(p.operands, OpRead)
 		if dot && len(p.operands) == 0 {
@@ -234,6 +237,7 @@ func sourceReads(sp *optSpec) func(*collector, []Word) {
 		if sp == installSpec && p.has("d", "directory") {
 			return
 		}
+		c.indirect(p, sp, OpRead)
 		sources, dests := destination(p)
 		if len(dests) > 0 {
 			c.addAll(sources, OpRead)
@@ -258,7 +262,7 @@ func installWrites(c *collector, args []Word) {
 
 // chmodArgs reads chmod's arguments: GNU chmod takes a word such as -w or -rwx for a mode, not
 // for options.
-func chmodArgs(args []Word) (operands []Word, reference []Word, known bool) {
+func chmodArgs(args []Word) (operands []Word, reference []Word, follow string, known bool) {
 	known = true
 	for i := 0; i < len(args); i++ {
 		w := args[i]
@@ -272,7 +276,7 @@ func chmodArgs(args []Word) (operands []Word, reference []Word, known bool) {
 		lit := w.Lit
 		switch {
 		case lit == "--":
-			return append(operands, args[i+1:]...), reference, known
+			return append(operands, args[i+1:]...), reference, follow, known
 		case strings.HasPrefix(lit, "--"):
 			name, val, hasEq := strings.Cut(lit[2:], "=")
 			switch {
@@ -285,13 +289,17 @@ func chmodArgs(args []Word) (operands []Word, reference []Word, known bool) {
 				}
 			case name == "changes" || name == "silent" || name == "quiet" || name == "verbose" ||
 				name == "recursive" || name == "preserve-root" || name == "no-preserve-root" ||
-				name == "help" || name == "version":
+				name == "dereference" || name == "no-dereference" || name == "help" || name == "version":
 			default:
 				known = false
 			}
 		case len(lit) > 1 && lit[0] == '-':
 			switch {
-			case strings.Trim(lit[1:], "cfvR") == "":
+			case strings.Trim(lit[1:], "cfvRHLP") == "":
+				// -L and -H (coreutils 9.5 and later) make -R follow the links it meets.
+				if j := strings.IndexAny(lit, "LH"); j > 0 && follow == "" {
+					follow = lit[j : j+1]
+				}
 			case strings.Trim(lit[1:], "rwxXstugoa=+-,01234567") == "":
 				operands = append(operands, w)
 			default:
@@ -301,13 +309,16 @@ func chmodArgs(args []Word) (operands []Word, reference []Word, known bool) {
 			operands = append(operands, w)
 		}
 	}
-	return operands, reference, known
+	return operands, reference, follow, known
 }
 
 func chmodWrites(c *collector, args []Word) {
-	operands, ref, known := chmodArgs(args)
+	operands, ref, follow, known := chmodArgs(args)
 	if !known {
 		c.complete = false
+	}
+	if follow != "" {
+		c.unknown(OpWrite, followSentence("chmod", follow, OpWrite))
 	}
 	if len(ref) == 0 && len(operands) > 0 {
 		operands = operands[1:] // the mode
@@ -318,7 +329,7 @@ func chmodWrites(c *collector, args []Word) {
 }
 
 func chmodReads(c *collector, args []Word) {
-	_, ref, known := chmodArgs(args)
+	_, ref, _, known := chmodArgs(args)
 	if !known {
 		c.complete = false
 	}
@@ -329,6 +340,7 @@ func ownerWriter(sp *optSpec) func(*collector, []Word) {
 	return func(c *collector, args []Word) {
 		p := parseOpts(args, sp)
 		c.mustKnow(p)
+		c.indirect(p, sp, OpWrite) // -R with -L or -H changes what the links it meets point to
 		operands := p.operands
 		if !p.has("reference") && len(operands) > 0 {
 			operands = operands[1:] // the owner or group
@@ -339,10 +351,19 @@ func ownerWriter(sp *optSpec) func(*collector, []Word) {
 	}
 }
 
+// sedWrites models sed's writes. A script that runs commands (the e command, the e flag of
+// s) can write anything, and so can a script the text does not hold (-f FILE, an expanded
+// word): both are writes of unknown places, which no placement can clear.
 func sedWrites(c *collector, args []Word) {
 	call := readSed(args)
-	if !call.complete || call.script.exec {
+	if !call.complete {
 		c.complete = false
+	}
+	switch {
+	case call.script.exec:
+		c.unknown(OpWrite, "the sed script runs shell commands (the e command or the e flag of s), which can touch any file")
+	case !call.scriptKnown:
+		c.unknown(OpWrite, "the sed script is not in the command text (-f FILE or an expanded word), and a sed script can run commands and write files")
 	}
 	for _, f := range call.script.writes {
 		if !harmlessDevices[f] {
@@ -446,14 +467,62 @@ func fileWrites(c *collector, args []Word) {
 }
 
 func dateWrites(c *collector, args []Word) {
-	if dateReadOnly(args, allowList{}) != "" {
+	if dateReadOnly(args, nil) != "" {
 		c.complete = false // sets the clock, or an argument the model does not know
+	}
+}
+
+// diffReads models diff: GNU diff follows symbolic links unless told --no-dereference, so a
+// recursive comparison can walk out of the directories it names.
+func diffReads(c *collector, args []Word) {
+	p := parseOpts(args, diffSpec)
+	c.mustKnow(p)
+	if p.has("r", "recursive") && !p.has("no-dereference") {
+		c.unknown(OpRead, "`diff -r` follows symbolic links while it walks directories (unless --no-dereference is given), so it can read files outside the places the command names")
+	}
+	c.optionFiles(p, diffSpec.reads, OpRead)
+	c.addAll(p.operands, OpRead)
+}
+
+// rsyncReads models what rsync reads only as far as its link-following and name-list options
+// go: remote paths, filter rules and daemon settings are not modeled, so the reading is
+// always incomplete. rsync's short options come in bundles; a letter anywhere in one counts.
+func rsyncReads(c *collector, args []Word) {
+	c.complete = false
+	var operands []Word
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if !w.Static {
+			operands = append(operands, w)
+			continue
+		}
+		long, short, isOpt := optionWord(w)
+		switch {
+		case w.Lit == "--":
+			operands = append(operands, args[i+1:]...)
+			i = len(args)
+		case !isOpt:
+			operands = append(operands, w)
+		case long != "":
+			switch {
+			case abbreviates(long, "copy-links", "copy-dirlinks", "copy-unsafe-links") && len(long) >= 6:
+				c.unknown(OpRead, followSentence("rsync", long, OpRead))
+			case abbreviates(long, "files-from") && len(long) >= 3:
+				c.unknown(OpRead, nameListSentence("rsync", "files-from"))
+			}
+		case strings.ContainsAny(short, "Lk"):
+			c.unknown(OpRead, followSentence("rsync", short[strings.IndexAny(short, "Lk"):][:1], OpRead))
+		}
+	}
+	if n := len(operands); n > 1 {
+		c.addAll(operands[:n-1], OpRead)
 	}
 }
 
 func grepReads(c *collector, args []Word) {
 	p := parseOpts(args, grepSpec)
 	c.mustKnow(p)
+	c.indirect(p, grepSpec, OpRead)
 	c.optionFiles(p, grepSpec.reads, OpRead)
 	operands := p.operands
 	if !p.has("e", "regexp", "f", "file") && len(operands) > 0 {
@@ -468,6 +537,7 @@ func grepReads(c *collector, args []Word) {
 func rgReads(c *collector, args []Word) {
 	p := parseOpts(args, rgSpec)
 	c.mustKnow(p)
+	c.indirect(p, rgSpec, OpRead)
 	c.optionFiles(p, rgSpec.reads, OpRead)
 	operands := p.operands
 	if !p.has("e", "regexp", "f", "file", "files", "type-list") && len(operands) > 0 {
@@ -479,11 +549,35 @@ func rgReads(c *collector, args []Word) {
 	}
 }
 
+// jqLong are jq 1.7's long options that take no value or are handled below; jq matches long
+// options exactly, never by abbreviation.
+var jqLong = setOf("--seq", "--stream", "--stream-errors", "--slurp", "--raw-input", "--null-input",
+	"--compact-output", "--tab", "--color-output", "--monochrome-output", "--ascii-output",
+	"--unbuffered", "--sort-keys", "--raw-output", "--raw-output0", "--join-output", "--exit-status",
+	"--binary", "--help", "--version", "--build-configuration")
+
+// jqImports reports a filter that loads modules or data: import and include name files that
+// jq finds on its library path at run time (by default ~/.jq and directories next to jq).
+func jqImports(filter Word) bool {
+	text := filter.Lit
+	if !filter.Static {
+		text = filter.Raw
+	}
+	return strings.Contains(text, "import") || strings.Contains(text, "include") || strings.Contains(text, "modulemeta")
+}
+
 // jqReads models jq: the first operand is the filter unless -f/--from-file names a file; the
-// others are input files, except after --args/--jsonargs, where they are values.
+// others are input files, except after --args/--jsonargs, where they are values. A library
+// path (-L), a filter file and a filter that imports read files the command does not name.
 func jqReads(c *collector, args []Word) {
 	filterSeen := false
 	positionalArgs := false
+	filter := func(w Word) {
+		filterSeen = true
+		if jqImports(w) {
+			c.unknown(OpRead, "the jq filter imports modules or data that jq finds on its library path, so the files it reads are not named in the command")
+		}
+	}
 	for i := 0; i < len(args); i++ {
 		w := args[i]
 		if !w.Static {
@@ -494,7 +588,7 @@ func jqReads(c *collector, args []Word) {
 				continue
 			}
 			if !filterSeen {
-				filterSeen = true
+				filter(w)
 				continue
 			}
 			c.add(w, OpRead)
@@ -509,26 +603,33 @@ func jqReads(c *collector, args []Word) {
 				i++
 				c.add(args[i], OpRead)
 				filterSeen = true
+				c.unknown(OpRead, "`jq "+lit+"` runs a filter from a file, which can import files jq finds at run time")
 			}
 		case lit == "--arg" || lit == "--argjson":
 			i += 2
-		case lit == "--slurpfile" || lit == "--rawfile":
+		case lit == "--slurpfile" || lit == "--rawfile" || lit == "--argfile":
 			if i+2 < len(args) {
 				c.add(args[i+2], OpRead)
 			}
 			i += 2
-		case lit == "--indent" || lit == "-L" || lit == "--library-path":
+		case lit == "--indent":
 			i++
-		case len(lit) > 1 && lit[0] == '-':
-			if strings.HasPrefix(lit, "--") {
-				continue
+		case lit == "-L" || lit == "--library-path" || strings.HasPrefix(lit, "-L"):
+			if lit == "-L" || lit == "--library-path" {
+				i++
 			}
+			c.unknown(OpRead, "`jq -L` adds a library directory whose modules the filter loads at run time, so the files it reads are not named in the command")
+		case strings.HasPrefix(lit, "--"):
+			if !jqLong[lit] {
+				c.complete = false // an option this model does not know
+			}
+		case len(lit) > 1 && lit[0] == '-':
 			if strings.Trim(lit[1:], "nrjasCMSecR0h") != "" {
 				c.complete = false
 			}
 		case positionalArgs:
 		case !filterSeen:
-			filterSeen = true
+			filter(w)
 		default:
 			if lit != "-" {
 				c.add(w, OpRead)
@@ -601,6 +702,16 @@ func findWrites(c *collector, args []Word) {
 }
 
 func findReads(c *collector, args []Word) {
+	// -L follows every link; -H those on the command line. Both come before the starting
+	// points.
+	for _, w := range args {
+		if !w.Static || !strings.HasPrefix(w.Lit, "-") {
+			break
+		}
+		if w.Lit == "-L" || w.Lit == "-H" {
+			c.unknown(OpRead, "`find "+w.Lit+"` follows symbolic links, so it can read files outside the places the command names")
+		}
+	}
 	starts, expr := findArgs(args)
 	if len(starts) == 0 {
 		c.addPath(".", OpRead)
@@ -613,6 +724,12 @@ func findReads(c *collector, args []Word) {
 				c.complete = false
 			}
 			continue
+		}
+		switch w.Lit {
+		case "-follow":
+			c.unknown(OpRead, "`find -follow` follows symbolic links, so it can read files outside the places the command names")
+		case "-files0-from":
+			c.unknown(OpRead, "`find -files0-from` reads its starting points from a file, so the files it reads are not named in the command")
 		}
 		switch {
 		case w.Lit == "-newer" || w.Lit == "-anewer" || w.Lit == "-cnewer" || w.Lit == "-samefile" ||
@@ -643,6 +760,29 @@ func gitSubcommand(args []Word) (sub string, rest []Word, ok bool) {
 		return w.Lit, args[i+1:], true
 	}
 	return "", nil, false
+}
+
+// gitReaders are git subcommands that only read, and so run only the programs the
+// repository's configuration names for reading: diff drivers, textconv, clean filters,
+// fsmonitor, pagers.
+var gitReaders = setOf("status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "grep",
+	"blame", "annotate", "cat-file", "archive", "shortlog", "describe", "ls-tree", "whatchanged",
+	"show-branch", "diff-files", "diff-index", "diff-tree", "range-diff", "format-patch")
+
+// RunsGitReader reports whether a segment runs git (through any wrapper) with a subcommand
+// that reads, or with global options this package does not read past (-c, --config-env, -C,
+// --git-dir, --exec-path, …: they set configuration or choose another repository, whose
+// configuration can name programs); unread reports the latter.
+func RunsGitReader(seg Segment) (reads, unread bool) {
+	inner, _, ok := seg.Unwrap()
+	if !ok || len(inner.Words) == 0 || program(inner.Words[0]) != "git" {
+		return false, false
+	}
+	sub, _, known := gitSubcommand(inner.Words[1:])
+	if !known {
+		return true, true
+	}
+	return gitReaders[sub], false
 }
 
 func gitWrites(c *collector, args []Word) {
@@ -844,7 +984,7 @@ var tarSpec = spec("AcdrtuxvzjJZaBhikmMOpPsSUWwlno", "fCbgHKLNTVXFI", "",
 		"rsh-command= strip-components= no-same-owner no-same-permissions keep-old-files skip-old-files "+
 		"overwrite transform= xform= wildcards anchored null absolute-names dereference one-file-system "+
 		"preserve-permissions same-permissions numeric-owner owner= group= mode= mtime= sort= format=").withReads(
-	"T", "files-from", "X", "exclude-from")
+	"T", "files-from", "X", "exclude-from").withFollows("h", "dereference").withNameLists("T", "files-from")
 
 func tarArgs(args []Word) []Word {
 	if len(args) == 0 || !args[0].Static || strings.HasPrefix(args[0].Lit, "-") || args[0].Lit == "" {
@@ -916,6 +1056,11 @@ func tarWrites(c *collector, args []Word) {
 func tarReads(c *collector, args []Word) {
 	call := readTar(args)
 	c.mustKnow(call.p)
+	if call.mode == "c" {
+		// Only when tar makes an archive are -T names and -h links files it reads; when it
+		// lists or extracts, they name members of the archive.
+		c.indirect(call.p, tarSpec, OpRead)
+	}
 	c.optionFiles(call.p, tarSpec.reads, OpRead)
 	switch call.mode {
 	case "x", "t":

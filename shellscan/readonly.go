@@ -121,6 +121,40 @@ func ReadOnlyCommand(cmd string, allow []string) Verdict {
 	return ReadOnly(s, allow)
 }
 
+// Place is what the caller knows about where a command runs that its text cannot say.
+type Place struct {
+	// GitPrograms is asked, at most once per judgement and only when the command runs git,
+	// about the repository the command would run git in: it returns a sentence naming a
+	// program that repository's configuration makes git run — a diff driver's textconv or
+	// command, a clean or smudge filter, diff.external, core.fsmonitor, a pager, an ssh
+	// command, a credential helper, an include it cannot follow — or "" when the
+	// configuration was read and names none. Environment overrides cannot switch off a
+	// driver that attributes select by name, so such a repository makes every git command
+	// unprovable. nil means nothing is known: every git command is then refused.
+	GitPrograms func() string
+}
+
+// judge carries one judgement's allowlist and place, and the git answer once asked.
+type judge struct {
+	al       allowList
+	at       Place
+	git      string
+	gitAsked bool
+}
+
+// gitPrograms asks the place about git's configuration once; known is false when the place
+// cannot answer.
+func (j *judge) gitPrograms() (why string, known bool) {
+	if j.at.GitPrograms == nil {
+		return "", false
+	}
+	if !j.gitAsked {
+		j.gitAsked = true
+		j.git = j.at.GitPrograms()
+	}
+	return j.git, true
+}
+
 // ReadOnly is the bash_readonly analyzer. It answers OK only if every simple command in the
 // script — through pipes, lists, subshells and groups — has a plain literal command word on the
 // allowlist (nil allow means DefaultReadOnlyAllow) and passes that program's argument rules,
@@ -133,15 +167,17 @@ func ReadOnlyCommand(cmd string, allow []string) Verdict {
 //
 // Argument rules (they hold for every allowlist):
 //   - find: no -exec, -execdir, -ok, -okdir, -delete, -fprint, -fprint0, -fprintf, -fls;
-//   - sort: no -o/--output, no --compress-program;
+//   - sort: no -o/--output, no -T/--temporary-directory (it writes its temporary files
+//     there), no --compress-program;
 //   - rg: no --pre, no --hostname-bin (-z/--search-zip is allowed: it only runs the standard
 //     decompressors on the files being searched);
 //   - git: only --no-pager, -P, --no-optional-locks, --no-replace-objects, --no-advice and the
 //     pathspec switches before the subcommand (-c, --config-env, -C, --git-dir, --work-tree,
 //     --namespace and --exec-path are refused: they select another repository or configuration,
 //     whose settings can run programs); the subcommand must be on the allowlist; no --output,
-//     --ext-diff or --textconv; `git branch` only lists (its listing options, and a pattern only
-//     in list mode);
+//     --ext-diff, --textconv or --show-signature; `git branch` only lists (its listing options,
+//     and a pattern only in list mode); and the place (ReadOnlyAt) must report that the
+//     repository's configuration names no program git would run;
 //   - env: no arguments at all (env with a command is a wrapper); date: no -s/--set and no
 //     operand other than +FORMAT; tree: no -o, no -R; file: no -C/--compile, no
 //     -p/--preserve-date (it writes access times); uniq: at most one operand (the second is an
@@ -150,7 +186,17 @@ func ReadOnlyCommand(cmd string, allow []string) Verdict {
 //     runs commands; tee with no file operand;
 //   - for the programs above, an expanded argument that could turn into an option or into
 //     several words is refused; long options are matched with their abbreviations.
+//
+// ReadOnly knows nothing of the place the command runs in, so it refuses every git command;
+// ReadOnlyAt is the same judgement with what the caller knows.
 func ReadOnly(s *Script, allow []string) Verdict {
+	return ReadOnlyAt(s, allow, Place{})
+}
+
+// ReadOnlyAt is ReadOnly for a command that runs at the place described: a git command
+// counts as read-only only when at.GitPrograms reports that the repository's configuration
+// names no program.
+func ReadOnlyAt(s *Script, allow []string, at Place) Verdict {
 	if s == nil || len(s.notes) == 0 {
 		return Verdict{Reason: "the command is empty"}
 	}
@@ -161,11 +207,12 @@ func ReadOnly(s *Script, allow []string) Verdict {
 	if allow != nil {
 		al = newAllowList(allow)
 	}
+	j := &judge{al: al, at: at}
 	for _, n := range s.notes {
 		var reason string
 		switch n.kind {
 		case noteSegment:
-			reason = segmentReadOnly(s.Segments[n.index], al)
+			reason = segmentReadOnly(s.Segments[n.index], j)
 		case noteGroup:
 		case noteControl:
 			reason = controlReason(n.text)
@@ -210,7 +257,8 @@ func controlReason(kind string) string {
 	return "`" + kind + "` statements cannot be proven read-only; run the commands one by one"
 }
 
-func segmentReadOnly(seg Segment, al allowList) string {
+func segmentReadOnly(seg Segment, j *judge) string {
+	al := j.al
 	if len(seg.Assignments) > 0 {
 		if len(seg.Words) == 0 {
 			return "the assignment `" + seg.Assignments[0] + "` changes the shell's variables; read-only commands cannot assign"
@@ -247,7 +295,7 @@ func segmentReadOnly(seg Segment, al allowList) string {
 		}
 	}
 	if rule, ok := argRules[name]; ok {
-		if reason := rule(seg.Words[1:], al); reason != "" {
+		if reason := rule(seg.Words[1:], j); reason != "" {
 			return reason
 		}
 	}
@@ -288,7 +336,7 @@ func redirectReason(r Redirect) string {
 }
 
 // argRule judges a program's arguments (the words after the command word).
-type argRule func(args []Word, al allowList) string
+type argRule func(args []Word, j *judge) string
 
 var argRules map[string]argRule
 
@@ -336,7 +384,7 @@ var findDanger = map[string]string{
 	"-fls":     "writes a file",
 }
 
-func findReadOnly(args []Word, _ allowList) string {
+func findReadOnly(args []Word, _ *judge) string {
 	for _, w := range args {
 		if !w.Static {
 			if w.OptionSafe {
@@ -351,18 +399,20 @@ func findReadOnly(args []Word, _ allowList) string {
 	return ""
 }
 
-func sortReadOnly(args []Word, _ allowList) string {
+func sortReadOnly(args []Word, _ *judge) string {
 	if w, ok := firstRisky(args); ok {
 		return expandedArg("sort", w)
 	}
-	return dangerous("sort", args, "o", map[string]string{
-		"-o":                 "writes a file",
-		"--output":           "writes a file",
-		"--compress-program": "runs another program",
-	}, "output", "compress-program")
+	return dangerous("sort", args, "oT", map[string]string{
+		"-o":                    "writes a file",
+		"--output":              "writes a file",
+		"-T":                    "writes temporary files into the directory it names",
+		"--temporary-directory": "writes temporary files into the directory it names",
+		"--compress-program":    "runs another program",
+	}, "output", "temporary-directory", "compress-program")
 }
 
-func rgReadOnly(args []Word, _ allowList) string {
+func rgReadOnly(args []Word, _ *judge) string {
 	if w, ok := firstRisky(args); ok {
 		return expandedArg("rg", w)
 	}
@@ -372,7 +422,7 @@ func rgReadOnly(args []Word, _ allowList) string {
 	}, "pre", "hostname-bin")
 }
 
-func envReadOnly(args []Word, _ allowList) string {
+func envReadOnly(args []Word, _ *judge) string {
 	if len(args) > 0 {
 		return "`env` with arguments runs another command or changes its environment; run the command directly"
 	}
@@ -381,7 +431,7 @@ func envReadOnly(args []Word, _ allowList) string {
 
 var dateSpec = spec("Ru", "dfrs", "I", "date= file= iso-8601? rfc-3339= reference= set= utc universal rfc-email rfc-2822 debug resolution")
 
-func dateReadOnly(args []Word, _ allowList) string {
+func dateReadOnly(args []Word, _ *judge) string {
 	if w, ok := firstRisky(args); ok {
 		return expandedArg("date", w)
 	}
@@ -400,7 +450,7 @@ func dateReadOnly(args []Word, _ allowList) string {
 	return ""
 }
 
-func treeReadOnly(args []Word, _ allowList) string {
+func treeReadOnly(args []Word, _ *judge) string {
 	if w, ok := firstRisky(args); ok {
 		return expandedArg("tree", w)
 	}
@@ -411,7 +461,7 @@ func treeReadOnly(args []Word, _ allowList) string {
 	}, "output")
 }
 
-func fileReadOnly(args []Word, _ allowList) string {
+func fileReadOnly(args []Word, _ *judge) string {
 	if w, ok := firstRisky(args); ok {
 		return expandedArg("file", w)
 	}
@@ -425,7 +475,7 @@ func fileReadOnly(args []Word, _ allowList) string {
 
 var uniqSpec = spec("cdDiuz", "fsw", "", "count repeated all-repeated? group? ignore-case unique zero-terminated skip-fields= skip-chars= check-chars=")
 
-func uniqReadOnly(args []Word, _ allowList) string {
+func uniqReadOnly(args []Word, _ *judge) string {
 	p := parseOpts(args, uniqSpec)
 	for _, w := range p.operands {
 		if !w.Static {
@@ -441,7 +491,7 @@ func uniqReadOnly(args []Word, _ allowList) string {
 	return ""
 }
 
-func printfReadOnly(args []Word, _ allowList) string {
+func printfReadOnly(args []Word, _ *judge) string {
 	if len(args) == 0 {
 		return ""
 	}
@@ -455,7 +505,7 @@ func printfReadOnly(args []Word, _ allowList) string {
 	return ""
 }
 
-func sedReadOnly(args []Word, _ allowList) string {
+func sedReadOnly(args []Word, _ *judge) string {
 	call := readSed(args)
 	switch {
 	case call.inPlace:
@@ -470,7 +520,7 @@ func sedReadOnly(args []Word, _ allowList) string {
 	return ""
 }
 
-func teeReadOnly(args []Word, _ allowList) string {
+func teeReadOnly(args []Word, _ *judge) string {
 	p := parseOpts(args, teeSpec)
 	if len(p.operands) > 0 || len(p.risky) > 0 || len(p.unknown) > 0 {
 		return "`tee` writes to its file operands"
@@ -484,7 +534,8 @@ var teeSpec = spec("aip", "", "", "append ignore-interrupts output-error?")
 var gitGlobalReadOnly = setOf("--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs",
 	"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects", "--no-advice")
 
-func gitReadOnly(args []Word, al allowList) string {
+func gitReadOnly(args []Word, j *judge) string {
+	al := j.al
 	i := 0
 	for ; i < len(args); i++ {
 		w := args[i]
@@ -524,14 +575,24 @@ func gitReadOnly(args []Word, al allowList) string {
 		}
 	}
 	if r := dangerous("git "+sub, rest, "", map[string]string{
-		"--output":   "writes a file",
-		"--ext-diff": "runs an external diff program",
-		"--textconv": "runs text conversion filters",
-	}, "output", "ext-diff", "textconv"); r != "" {
+		"--output":         "writes a file",
+		"--ext-diff":       "runs an external diff program",
+		"--textconv":       "runs text conversion filters",
+		"--show-signature": "runs the signature program (gpg.program) on every signed commit",
+	}, "output", "ext-diff", "textconv", "show-signature"); r != "" {
 		return r
 	}
 	if sub == "branch" {
-		return gitBranchReadOnly(rest)
+		if r := gitBranchReadOnly(rest); r != "" {
+			return r
+		}
+	}
+	why, known := j.gitPrograms()
+	switch {
+	case !known:
+		return "`git " + sub + "` runs programs its repository's configuration names (diff drivers, filters, fsmonitor), and that configuration was not read here, so it cannot be proven read-only"
+	case why != "":
+		return "`git " + sub + "` would run a program the repository's configuration names (" + strings.TrimSuffix(why, ".") + "); run it with Bash instead"
 	}
 	return ""
 }

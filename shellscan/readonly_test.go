@@ -204,7 +204,7 @@ func TestReadOnlyAccepts(t *testing.T) {
 		t.Fatalf("only %d accepted cases", len(readOnlyAccepted))
 	}
 	for _, cmd := range readOnlyAccepted {
-		v := ReadOnly(mustParse(t, cmd), nil)
+		v := ReadOnlyAt(mustParse(t, cmd), nil, noGitPrograms)
 		if !v.OK || v.Reason != "" {
 			t.Errorf("ReadOnly(%q) = %+v, want OK", cmd, v)
 		}
@@ -217,7 +217,7 @@ func TestReadOnlyRefuses(t *testing.T) {
 		t.Fatalf("only %d refused cases", len(readOnlyRefused))
 	}
 	for _, tc := range readOnlyRefused {
-		v := ReadOnly(mustParse(t, tc.cmd), nil)
+		v := ReadOnlyAt(mustParse(t, tc.cmd), nil, noGitPrograms)
 		if v.OK {
 			t.Errorf("ReadOnly(%q) = OK, want refused", tc.cmd)
 			continue
@@ -263,7 +263,7 @@ func TestReadOnlyCustomAllow(t *testing.T) {
 		{`npm $SUB`, []string{"npm test"}, false},
 	}
 	for _, tc := range tests {
-		v := ReadOnly(mustParse(t, tc.cmd), tc.allow)
+		v := ReadOnlyAt(mustParse(t, tc.cmd), tc.allow, noGitPrograms)
 		if v.OK != tc.ok {
 			t.Errorf("ReadOnly(%q, %q) = %+v, want OK=%v", tc.cmd, tc.allow, v, tc.ok)
 		}
@@ -290,5 +290,37 @@ func TestReadOnlyFirstOffenderInSourceOrder(t *testing.T) {
 	v = ReadOnly(mustParse(t, "ls; rm y; cat x > out"), nil)
 	if !strings.Contains(v.Reason, "`rm`") {
 		t.Errorf("reason = %q, want rm (it comes before the redirection)", v.Reason)
+	}
+}
+
+// noGitPrograms is the place of a repository whose configuration names no program.
+var noGitPrograms = Place{GitPrograms: func() string { return "" }}
+
+// TestReadOnlyGitPlace: a git command is read-only only where the caller read the repository's
+// configuration and found no program in it; the place is asked once per judgement, and only
+// for git.
+func TestReadOnlyGitPlace(t *testing.T) {
+	t.Parallel()
+	s := mustParse(t, "git status; git diff; git log -p")
+	if v := ReadOnly(s, nil); v.OK || !strings.Contains(v.Reason, "was not read") {
+		t.Errorf("ReadOnly without a place = %+v, want a refusal", v)
+	}
+	asked := 0
+	at := Place{GitPrograms: func() string { asked++; return "diff.img.textconv runs `sh -c x`" }}
+	if v := ReadOnlyAt(s, nil, at); v.OK || !strings.Contains(v.Reason, "diff.img.textconv") {
+		t.Errorf("ReadOnlyAt with programs = %+v, want a refusal naming the key", v)
+	}
+	if asked != 1 {
+		t.Errorf("the place was asked %d times, want once", asked)
+	}
+	asked = 0
+	if v := ReadOnlyAt(mustParse(t, "ls | wc -l"), nil, at); !v.OK || asked != 0 {
+		t.Errorf("a command without git: %+v, asked %d times", v, asked)
+	}
+	if v := ReadOnlyAt(s, nil, noGitPrograms); !v.OK {
+		t.Errorf("a clean repository: %+v", v)
+	}
+	if v := ReadOnlyAt(mustParse(t, "git log --show-signature"), nil, noGitPrograms); v.OK {
+		t.Errorf("git log --show-signature was proven read-only")
 	}
 }

@@ -310,6 +310,10 @@ type sedCall struct {
 	script   sedScript
 	files    []Word // the input files
 	complete bool   // the options and the script were read completely
+	// scriptKnown reports that the whole script is in the command text and parseSed read
+	// it: not a -f file, not an expanded word. A script that is not known may run commands
+	// or write files.
+	scriptKnown bool
 }
 
 // readSed reads sed's arguments. complete is false for an unknown option, an expanded word
@@ -317,7 +321,7 @@ type sedCall struct {
 // parseSed cannot read.
 func readSed(args []Word) sedCall {
 	p := parseOpts(args, sedSpec)
-	call := sedCall{complete: len(p.unknown) == 0 && len(p.risky) == 0}
+	call := sedCall{complete: len(p.unknown) == 0 && len(p.risky) == 0, scriptKnown: true}
 	for _, o := range p.opts {
 		if o.name == "i" || o.name == "in-place" {
 			call.inPlace = true
@@ -329,21 +333,21 @@ func readSed(args []Word) sedCall {
 	var scripts []string
 	for _, w := range p.values("e", "expression") {
 		if !w.Static {
-			call.complete = false
+			call.complete, call.scriptKnown = false, false
 		}
 		scripts = append(scripts, w.Lit)
 	}
 	if p.has("f", "file") {
-		call.complete = false
+		call.complete, call.scriptKnown = false, false
 	}
 	operands := p.operands
 	if len(scripts) == 0 && !p.has("f", "file") {
 		if len(operands) == 0 {
-			call.complete = false
+			call.complete, call.scriptKnown = false, false
 			return call
 		}
 		if !operands[0].Static {
-			call.complete = false
+			call.complete, call.scriptKnown = false, false
 		}
 		scripts = append(scripts, operands[0].Lit)
 		operands = operands[1:]
@@ -352,7 +356,7 @@ func readSed(args []Word) sedCall {
 	script, ok := parseSed(strings.Join(scripts, "\n"))
 	call.script = script
 	if !ok {
-		call.complete = false
+		call.complete, call.scriptKnown = false, false
 	}
 	return call
 }

@@ -28,6 +28,12 @@ type Target struct {
 	Segment int
 	// Static reports that Path is exactly the path the program receives.
 	Static bool
+	// Reason, set on a target with an empty Path, says why the places are unknown: the
+	// program follows symbolic links while it walks (a link inside the roots can lead
+	// anywhere), reads the names of its files from a file or from its input, or runs code
+	// that can touch any file. Such a target can never be placed, so every caller judges it
+	// as lying outside the roots.
+	Reason string
 }
 
 // harmlessDevices are device files whose use reads or writes no file: they are never targets.
@@ -39,6 +45,60 @@ type collector struct {
 	targets  []Target
 	complete bool
 	seg      int
+	prog     string // the program of the segment being read, for Reason sentences
+}
+
+// unknown records that the segment reads (or writes) places the text does not show, with
+// the sentence saying why. The reading is incomplete, and the target itself cannot be
+// placed, so a caller that only places targets still meets it.
+func (c *collector) unknown(op, why string) {
+	c.complete = false
+	c.targets = append(c.targets, Target{Op: op, Segment: c.seg, Reason: why})
+}
+
+// indirect applies the spec's link-following and name-list options found in p: each is a
+// read of unknown places. Unknown long options a loose spec took for flags count too when
+// they could abbreviate one of those options.
+func (c *collector) indirect(p parsedArgs, sp *optSpec, op string) {
+	for _, o := range p.opts {
+		switch {
+		case sp.follows[o.name]:
+			c.unknown(op, followSentence(c.prog, o.name, op))
+		case sp.nameLists[o.name]:
+			c.unknown(op, nameListSentence(c.prog, o.name))
+		}
+	}
+	for _, t := range p.tolerated {
+		for n := range sp.follows {
+			if len(n) > 1 && abbreviates(t, n) {
+				c.unknown(op, followSentence(c.prog, t, op))
+			}
+		}
+		for n := range sp.nameLists {
+			if len(n) > 1 && abbreviates(t, n) {
+				c.unknown(op, nameListSentence(c.prog, t))
+			}
+		}
+	}
+}
+
+func optionShown(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+func followSentence(prog, opt, op string) string {
+	verb := "read"
+	if op != OpRead {
+		verb = "change"
+	}
+	return "`" + prog + " " + optionShown(opt) + "` follows symbolic links, so it can " + verb + " files outside the places the command names"
+}
+
+func nameListSentence(prog, opt string) string {
+	return "`" + prog + " " + optionShown(opt) + "` reads a list of file names from a file, so the files it reads are not named in the command"
 }
 
 func (c *collector) add(w Word, op string) {
@@ -219,6 +279,7 @@ func (c *collector) segmentWrites(seg Segment) {
 	if !ok {
 		return
 	}
+	c.prog = name
 	if appended && !pureReaders[name] {
 		c.complete = false
 	}
@@ -242,11 +303,13 @@ func (c *collector) segmentReads(seg Segment) {
 	if !ok {
 		return
 	}
+	c.prog = name
 	if noFileReads[name] {
 		return
 	}
 	if appended {
-		c.complete = false // xargs supplies file operands at run time
+		// xargs supplies file operands at run time, from its input or its -a file.
+		c.unknown(OpRead, "`xargs` gives `"+name+"` file names it reads at run time, so the files it reads are not named in the command")
 	}
 	if changesDir[name] {
 		c.complete = false

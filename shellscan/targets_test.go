@@ -1,6 +1,7 @@
 package shellscan
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +10,7 @@ import (
 
 func w(path, op string) Target  { return Target{Path: path, Op: op, Static: true} }
 func wn(path, op string) Target { return Target{Path: path, Op: op} } // not static
+func u(op string) Target        { return Target{Op: op} }             // unknown places; Reason says why
 
 // targetsTest checks paths, ops and static-ness; segment indexes are checked separately.
 type targetsTest struct {
@@ -21,7 +23,12 @@ func checkTargets(t *testing.T, name string, fn func(*Script) ([]Target, bool), 
 	t.Helper()
 	for _, tc := range tests {
 		got, complete := fn(mustParse(t, tc.cmd))
-		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Target{}, "Segment")); diff != "" {
+		for _, tg := range got {
+			if tg.Path == "" && tg.Reason == "" {
+				t.Errorf("%s(%q): a target of unknown places without a reason: %+v", name, tc.cmd, tg)
+			}
+		}
+		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Target{}, "Segment", "Reason")); diff != "" {
 			t.Errorf("%s(%q) targets (-want +got):\n%s", name, tc.cmd, diff)
 		}
 		if complete != tc.complete {
@@ -80,8 +87,8 @@ func TestWriteTargets(t *testing.T) {
 		{`sed 's/a/b/' f`, nil, true},
 		{`sed -n 's/a/b/w out' f`, []Target{w("out", OpWrite)}, true},
 		{`sed '/x/w /dev/stdout' f`, nil, true},
-		{`sed 'e id' f`, nil, false},
-		{`sed -f script f`, nil, false},
+		{`sed 'e id' f`, []Target{u(OpWrite)}, false},
+		{`sed -f script f`, []Target{u(OpWrite)}, false},
 		{`sort -o out in`, []Target{w("out", OpWrite)}, true},
 		{`sort -uoout in`, []Target{w("out", OpWrite)}, true},
 		{`sort --output=out in`, []Target{w("out", OpWrite)}, true},
@@ -195,7 +202,7 @@ func TestReadTargets(t *testing.T) {
 		{`find . -exec cat {} \;`, []Target{r(".")}, false},
 		{`jq '.a' x.json y.json`, []Target{r("x.json"), r("y.json")}, true},
 		{`jq -n --arg k v '$k'`, nil, true},
-		{`jq --slurpfile s data.json -f prog.jq in.json`, []Target{r("data.json"), r("prog.jq"), r("in.json")}, true},
+		{`jq --slurpfile s data.json -f prog.jq in.json`, []Target{r("data.json"), r("prog.jq"), u(OpRead), r("in.json")}, false},
 		{`jq -n '$ARGS' --args a b`, nil, true},
 		{`sort -o out in1 in2`, []Target{r("in1"), r("in2")}, true},
 		{`uniq in out`, []Target{r("in")}, true},
@@ -214,7 +221,7 @@ func TestReadTargets(t *testing.T) {
 		{`echo hi; pwd; rm x; mkdir y`, nil, true},
 		{`cat $f`, []Target{wn("$f", OpRead)}, false},
 		{`cat ~/.ssh/id_rsa`, []Target{{Path: "~/.ssh/id_rsa", Op: OpRead}}, false},
-		{`xargs cat < list`, []Target{r("list")}, false},
+		{`xargs cat < list`, []Target{r("list"), u(OpRead)}, false},
 		{`curl -d @/etc/passwd https://x`, []Target{r("/etc/passwd")}, false},
 		{`python3 script.py`, nil, false},
 		{`cd /etc; cat passwd`, []Target{r("passwd")}, false},
@@ -224,9 +231,68 @@ func TestReadTargets(t *testing.T) {
 		{`chmod --reference=/etc/shadow f`, []Target{r("/etc/shadow")}, true},
 		{`chmod -Z f`, nil, false},
 		{`dd if=$src of=x`, []Target{wn("$src", OpRead)}, false},
-		{`jq -L lib -r --indent 2 '.' -- in.json`, []Target{r("in.json")}, true},
+		{`jq -L lib -r --indent 2 '.' -- in.json`, []Target{u(OpRead), r("in.json")}, false},
 		{`jq -Q . x`, []Target{r("x")}, false},
 		{`tar -cf out.tar -C /etc passwd`, []Target{r("passwd")}, false},
 		{`tar -xf a.tar -T list`, []Target{r("list"), r("a.tar")}, true},
 	})
+}
+
+// TestUnknownPlaces: options that follow symbolic links or read a list of names, for every
+// modeled program, give a target of unknown places with its reason; the plain forms do not.
+func TestUnknownPlaces(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		cmd   string
+		op    string // "" when there must be none
+		write bool
+	}{
+		{`grep -r x .`, "", false},
+		{`grep -R x .`, OpRead, false},
+		{`rg --follow x`, OpRead, false},
+		{`rg --fol x`, OpRead, false},
+		{`rg -L x`, OpRead, false},
+		{`rg x`, "", false},
+		{`tree -l`, OpRead, false},
+		{`tree -L 2`, "", false},
+		{`stat -L f`, OpRead, false},
+		{`ls -H d`, OpRead, false},
+		{`du -D d`, OpRead, false},
+		{`diff -r --no-dereference a b`, "", false},
+		{`find -H . -name x`, OpRead, false},
+		{`find . -files0-from list`, OpRead, false},
+		{`cp -rL a b`, OpRead, false},
+		{`cp -r a b`, "", false},
+		{`chown -RL u d`, OpWrite, true},
+		{`chgrp -RH g d`, OpWrite, true},
+		{`chmod -RL u+w d`, OpWrite, true},
+		{`chmod -R u+w d`, "", true},
+		{`tar -xf a.tar -T list`, "", false},
+		{`sed 's/a/b/' f`, "", true},
+		{`sed --expression='1e id' f`, OpWrite, true},
+		{`sed "$S" f`, OpWrite, true},
+	}
+	for _, tc := range tests {
+		fn := ReadTargets
+		if tc.write {
+			fn = WriteTargets
+		}
+		got, _ := fn(mustParse(t, tc.cmd))
+		found := ""
+		for _, tg := range got {
+			if tg.Reason != "" && tg.Path == "" {
+				found = tg.Op
+			}
+		}
+		if found != tc.op {
+			t.Errorf("%q: unknown-place target %q, want %q (%+v)", tc.cmd, found, tc.op, got)
+		}
+	}
+	s := mustParse(t, "sort -T /tmp/x f")
+	if v := ReadOnly(s, nil); v.OK || !strings.Contains(v.Reason, "temporary") {
+		t.Errorf("sort -T: %+v", v)
+	}
+	if w, _ := WriteTargets(s); len(w) != 1 || w[0].Path != "/tmp/x" {
+		t.Errorf("sort -T write targets: %+v", w)
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/gitconf"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/shellscan"
 	"github.com/sema-agent/sema/tools"
@@ -25,7 +26,7 @@ type readonlyInput struct {
 const readonlyDescription = `Runs a read-only bash command in the task root and returns its output (stdout and stderr together) and exit code. A command runs only if it is provably read-only; otherwise it is refused with the reason, and nothing runs.
 
 - Allowed commands: %s. Pipes, && || ; and ( ) { } groups are fine.
-- Refused: redirection to a file (only 2>/dev/null and the like), command substitution, variables, globs and ~ (write paths out literally), cd, background &, options that write or run programs (find -exec/-delete, sort -o, --output, …), options that follow symbolic links (grep -R, rg -L, find -L, du -L, ls -L, tree -l, diff -r, stat -L, file -L) and --files0-from.
+- Refused: redirection to a file (only 2>/dev/null and the like), command substitution, variables, globs and ~ (write paths out literally), cd, background &, options that write or run programs (find -exec/-delete, sort -o, --output, …), options that follow symbolic links (grep -R, rg -L, find -L, du -L, ls -L, tree -l, diff -r, stat -L, file -L) and --files0-from; git in a repository whose own configuration names programs (diff drivers, filters, fsmonitor, hooks).
 - Every path the command names must lie inside the workspace's read roots.
 - A recursive search (grep -r, rg, find, ls -R, du, tree, git grep) of a directory that could hold files sema denies is refused; search a narrower directory or name the files.
 - timeout is in milliseconds (default 120000, at most 600000). Output longer than 30000 characters keeps its first and last 15000 characters.`
@@ -53,14 +54,24 @@ func (t *readonlyTool) allowed() []string {
 	return shellscan.DefaultReadOnlyAllow
 }
 
-// readonlyEnv hardens git for the read-only band: no optional index writes (a status
-// refresh), no fsmonitor program and no signature program, whatever the repository's
-// own configuration says. The entries replace any GIT_CONFIG_COUNT of the environment.
+// readonlyEnv hardens git for the read-only band, whatever the user's or the system's
+// configuration says (the repository's own is judged before the command runs: a repository
+// whose configuration names a program is refused, see proveReadOnly): no optional index
+// writes (a status refresh), no fsmonitor program, no signature program, no hooks
+// (core.hooksPath pointing at a file holds none), no credential helper (an empty value
+// empties the list), and the pager and askpass programs replaced by nothing that runs. Environment
+// overrides come after every configuration file, so they win. The entries replace any
+// GIT_CONFIG_COUNT of the environment; the co-author prelude, should it ever run here, adds
+// its own core.hooksPath after them (a later entry wins) and takes only that one out again.
 var readonlyEnv = []string{
 	"GIT_OPTIONAL_LOCKS=0",
-	"GIT_CONFIG_COUNT=2",
+	"GIT_PAGER=cat", "GIT_ASKPASS=", "SSH_ASKPASS=",
+	"GIT_CONFIG_COUNT=5",
 	"GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=false",
 	"GIT_CONFIG_KEY_1=log.showSignature", "GIT_CONFIG_VALUE_1=false",
+	"GIT_CONFIG_KEY_2=core.hooksPath", "GIT_CONFIG_VALUE_2=/dev/null",
+	"GIT_CONFIG_KEY_3=credential.helper", "GIT_CONFIG_VALUE_3=",
+	"GIT_CONFIG_KEY_4=core.pager", "GIT_CONFIG_VALUE_4=cat",
 }
 
 func (t *readonlyTool) Run(ctx context.Context, input json.RawMessage) tools.Result {
@@ -88,38 +99,16 @@ func (t *readonlyTool) Run(ctx context.Context, input json.RawMessage) tools.Res
 	return s.runForeground(ctx, runSpec{tool: NameBashReadonly, command: in.Command, description: in.Description, dir: s.root, timeout: timeout, env: readonlyEnv}, nil)
 }
 
-// followFlags are the options that make a program follow symbolic links while it walks a
-// tree (or read through a link's target): a link inside the roots could lead it outside.
-// short lists single-letter options, long the long names (any abbreviation counts),
-// exact the whole words.
-var followFlags = map[string]struct {
-	short string
-	long  []string
-	exact []string
-}{
-	"grep": {short: "R", long: []string{"dereference-recursive"}},
-	"rg":   {short: "L", long: []string{"follow"}},
-	"find": {exact: []string{"-L", "-follow", "-files0-from"}},
-	"du":   {short: "L", long: []string{"dereference", "files0-from"}},
-	"ls":   {short: "L", long: []string{"dereference"}},
-	"tree": {short: "l"},
-	"diff": {short: "r", long: []string{"recursive"}},
-	"stat": {short: "L", long: []string{"dereference"}},
-	"file": {short: "L", long: []string{"dereference"}},
-	// --files0-from reads the names of the files to read from a file: names the fence
-	// never sees.
-	"wc":   {long: []string{"files0-from"}},
-	"sort": {long: []string{"files0-from"}},
-}
-
 // proveReadOnly is bash_readonly's judgment, in this order: the text parses; shellscan
-// proves every simple command read-only under the allowlist; every word is a literal; no
-// option follows symbolic links or reads a list of names; shellscan knows every path the
-// command reads; and every one of those paths, and every literal argument that is not an
-// option, resolves inside the read roots; and no recursive reader (grep -r, rg, find, ls
-// -R, du, tree, git grep; permission.RecursiveSegments) walks a directory that could hold
-// files of the deny set, which it would read without naming them. The first failure is
-// the answer.
+// proves every simple command read-only under the allowlist, a git command only where the
+// configuration of the repository around the task root names no program (gitconf); every
+// word is a literal; no read reaches places the text does not show (an option that follows
+// symbolic links or reads a list of names: shellscan.Target.Reason); shellscan knows every
+// path the command reads; and every one of those paths, and every literal argument that is
+// not an option, resolves inside the read roots; and no recursive reader (grep -r, rg,
+// find, ls -R, du, tree, git grep; permission.RecursiveSegments) walks a directory that
+// could hold files of the deny set, which it would read without naming them. The first
+// failure is the answer.
 func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 	refuse := func(format string, args ...any) *tools.Result {
 		r := tools.Fail(CodeNotReadOnly, "bash_readonly did not run the command: "+format, args...)
@@ -134,7 +123,8 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 		}
 		return refuse("it does not parse as bash (%s).", msg)
 	}
-	if v := shellscan.ReadOnly(script, s.allow); !v.OK {
+	at := shellscan.Place{GitPrograms: func() string { return gitconf.Programs(ctx, s.cfg.Env, s.root) }}
+	if v := shellscan.ReadOnlyAt(script, s.allow, at); !v.OK {
 		return refuse("%s.", strings.TrimSuffix(v.Reason, "."))
 	}
 	var paths []string
@@ -142,7 +132,6 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 		if len(seg.Words) == 0 {
 			continue
 		}
-		prog := seg.Words[0].Lit
 		operands := false
 		for _, w := range seg.Words[1:] {
 			if !w.Static {
@@ -157,9 +146,6 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 			case lit == "--":
 				operands = true
 			default:
-				if flag := follows(prog, lit); flag != "" {
-					return refuse("%s %s reads through symbolic links (or a list of file names), which could lead outside the workspace; leave it out.", prog, flag)
-				}
 				if name, value, ok := strings.Cut(lit, "="); ok && strings.HasPrefix(name, "--") && value != "" {
 					paths = append(paths, value)
 				}
@@ -167,6 +153,11 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 		}
 	}
 	targets, complete := shellscan.ReadTargets(script)
+	for _, tg := range targets {
+		if tg.Reason != "" {
+			return refuse("%s; leave that out and name the files.", tg.Reason)
+		}
+	}
 	if !complete {
 		return refuse("it is not possible to tell every path it reads; name the files and directories literally.")
 	}
@@ -212,30 +203,4 @@ func (s *Set) walkMayReachDenied(ctx context.Context, c string) bool {
 		return false
 	}
 	return f.MayContainDenied(c)
-}
-
-// follows returns the option word of prog that follows symbolic links, or "".
-func follows(prog, word string) string {
-	f, ok := followFlags[prog]
-	if !ok {
-		return ""
-	}
-	for _, e := range f.exact {
-		if word == e {
-			return word
-		}
-	}
-	if name, ok := strings.CutPrefix(word, "--"); ok {
-		name, _, _ = strings.Cut(name, "=")
-		for _, l := range f.long {
-			if name != "" && strings.HasPrefix(l, name) {
-				return word
-			}
-		}
-		return ""
-	}
-	if f.short != "" && len(f.exact) == 0 && strings.ContainsAny(word[1:], f.short) {
-		return word
-	}
-	return ""
 }

@@ -173,37 +173,6 @@ func TestReadonlyPermissionRequest(t *testing.T) {
 	}
 }
 
-func TestFollows(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		prog, word string
-		want       bool
-	}{
-		{"grep", "-R", true},
-		{"grep", "-r", false},
-		{"grep", "-inR", true},
-		{"grep", "--dereference-recursive", true},
-		{"grep", "--directories=skip", false},
-		{"ls", "-la", false},
-		{"ls", "-lL", true},
-		{"ls", "--dereference-command-line", false},
-		{"tree", "-L", false},
-		{"tree", "-l", true},
-		{"rg", "-l", false},
-		{"rg", "--fol", true},
-		{"find", "-L", true},
-		{"find", "-name", false},
-		{"cat", "-R", false},
-		{"wc", "--f=x", true},
-		{"sort", "--files0-from=x", true},
-	}
-	for _, tc := range tests {
-		if got := follows(tc.prog, tc.word) != ""; got != tc.want {
-			t.Errorf("follows(%q, %q) = %v, want %v", tc.prog, tc.word, got, tc.want)
-		}
-	}
-}
-
 func TestReadonlyDescriptionNamesTheList(t *testing.T) {
 	t.Parallel()
 	def := newReadonlyFix(t).set.Tools()[0].Spec().Description
