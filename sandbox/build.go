@@ -89,8 +89,8 @@ func ForFence(f *fence.Fence, o Options) Policy {
 	hidden = append(hidden, expand(DefaultCredentialStores, home)...)
 	hidden = append(hidden, expand(o.Hidden, home)...)
 	p.Network = o.Network
-	p.Read = existing(resolved(p.Read))
-	p.Write = existing(resolved(p.Write))
+	p.Write = outermost(existing(resolved(p.Write)), nil)
+	p.Read = outermost(existing(resolved(p.Read)), p.Write)
 	// A hidden place needs hiding only where a grant would reach it; elsewhere the
 	// kernel's default (nothing) already holds.
 	for _, h := range existing(resolved(hidden)) {

@@ -41,7 +41,7 @@ var systemReadable = []string{
 // systemDevices are the device files every command may write.
 var systemDevices = []string{
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-	"/dev/ptmx", "/dev/pts", "/dev/shm",
+	"/dev/ptmx", "/dev/pts",
 }
 
 // DefaultCredentialStores are the places, relative to the home directory, that hold
@@ -174,6 +174,25 @@ func within(dir, p string) bool {
 		return strings.HasPrefix(p, "/")
 	}
 	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// outermost drops the entries of list that lie beneath another entry of list or of
+// covered: a grant on a directory covers everything beneath it.
+func outermost(list []string, covered []string) []string {
+	var out []string
+	for i, p := range list {
+		inner := beneathAny(covered, p)
+		for j, q := range list {
+			if inner {
+				break
+			}
+			inner = j != i && within(q, p) && (q != p || j < i)
+		}
+		if !inner {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // beneathAny reports whether p is one of dirs or lies beneath one.
