@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/sema-agent/sema"
@@ -188,7 +189,20 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 			r := tools.Fail(fence.CodeNotInRoot, "bash_readonly did not run the command: the path %q is outside the read roots; use a path inside %s.", p, strings.Join(s.cfg.Fence.ReadRoots(), ", "))
 			return &r
 		}
+		if rd := s.cfg.ReadDenial; rd.Denied("Read", s.absolute(p)) || rd.Denied("Read", fp.Canonical) {
+			r := tools.Fail(fence.CodeDenied, "bash_readonly did not run the command: a deny rule keeps %q from reads; leave it out.", p)
+			return &r
+		}
+		if info, err := s.cfg.Fence.Env().Stat(ctx, fp.Canonical); err == nil && fence.HardLinked(fp.Canonical, info) {
+			r := tools.FromError(fence.HardLinkError(p), fence.CodeHardLink)
+			r.Content[0].Text = "bash_readonly did not run the command: " + r.Content[0].Text + "."
+			return &r
+		}
 		canonical[p] = fp.Canonical
+	}
+	if why := s.cfg.ReadDenial.ShellRisk(ctx, script, s.readonlyPlacer); why != "" {
+		r := tools.Fail(fence.CodeDenied, "bash_readonly did not run the command: %s.", why)
+		return &r
 	}
 	recursive := permission.RecursiveSegments(script)
 	for _, tg := range targets {
@@ -201,6 +215,28 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 		}
 	}
 	return nil
+}
+
+// absolute makes a literal path of the command absolute against the task root, where
+// bash_readonly runs it, cleaned lexically.
+func (s *Set) absolute(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(s.root, p)
+}
+
+// readonlyPlacer places a target for ReadDenial.ShellRisk through the fence: bash_readonly
+// refuses cd and every expanded word, so a literal path is relative to the task root.
+func (s *Set) readonlyPlacer(ctx context.Context, t shellscan.Target) (string, string, bool) {
+	if !t.Static {
+		return "", "", false
+	}
+	fp, err := s.cfg.Fence.Resolve(ctx, t.Path, fence.Read)
+	if err != nil {
+		return "", "", false
+	}
+	return s.absolute(t.Path), fp.Canonical, true
 }
 
 // walkMayReachDenied reports whether a recursive walk of the canonical path c could read

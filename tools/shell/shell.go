@@ -15,6 +15,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -103,6 +104,11 @@ type Config struct {
 	// Permission is the permission gate's seat, asked before a command starts. Nil
 	// allows every command.
 	Permission PermissionHook
+	// ReadDenial is the gate's judgement of reads (permission.Gate.ReadDenial):
+	// bash_readonly refuses a command naming a path a Read deny rule covers, and one
+	// whose unnamed reads (a recursive search, git's object store) could reach such a
+	// path. The zero value knows no rules; the fence's deny set is judged regardless.
+	ReadDenial permission.ReadDenial
 }
 
 // PermissionRequest is what the permission gate sees of a command about to run.
