@@ -459,7 +459,9 @@ func (d ReadDenial) pathspecsProven(ctx context.Context, specs []string, seg int
 // names a path proven outside what is denied. PATH is relative to the top of the
 // repository, which is the task root or one of its ancestors (git looks upwards from the
 // directory it runs in), so every one of those readings must be proven; "./" and "../"
-// make it relative to the working directory instead.
+// make it relative to the working directory instead. The object is a blob at exactly
+// that path, or a tree, which shows names and object ids, never content: the path itself
+// is judged, not what may lie beneath it.
 func (d ReadDenial) colonProven(ctx context.Context, obj string, seg int, place Placer) bool {
 	_, p, _ := strings.Cut(obj, ":")
 	if len(p) >= 2 && p[0] >= '0' && p[0] <= '3' && p[1] == ':' {
@@ -469,7 +471,8 @@ func (d ReadDenial) colonProven(ctx context.Context, obj string, seg int, place 
 		return false
 	}
 	if strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") || p == "." || p == ".." {
-		return d.pathspecsProven(ctx, []string{p}, seg, place)
+		abs, canonical, ok := place(ctx, shellscan.Target{Path: p, Op: shellscan.OpRead, Segment: seg, Static: true})
+		return ok && !d.Denied("Read", abs) && !d.Denied("Read", canonical) && !d.fenceDenied(canonical)
 	}
 	abs, _, ok := place(ctx, shellscan.Target{Path: ".", Op: shellscan.OpRead, Segment: seg, Static: true})
 	if !ok {
@@ -477,7 +480,7 @@ func (d ReadDenial) colonProven(ctx context.Context, obj string, seg int, place 
 	}
 	for top := abs; ; top = path.Dir(top) {
 		c := path.Join(top, p)
-		if !fence.Contains(top, c) || d.MayHold(c) || d.Denied("Read", c) || d.fenceDenied(c) || d.fenceMayHold(ctx, c) {
+		if !fence.Contains(top, c) || d.Denied("Read", c) || d.fenceDenied(c) {
 			return false
 		}
 		if top == "/" {
