@@ -29,6 +29,7 @@ const readonlyDescription = `Runs a read-only bash command in the task root and 
 - Refused: redirection to a file (only 2>/dev/null and the like), command substitution, variables, globs and ~ (write paths out literally), cd, background &, options that write or run programs (find -exec/-delete, sort -o, --output, …), options that follow symbolic links (grep -R, rg -L, find -L, du -L, ls -L, tree -l, diff -r, stat -L, file -L) and --files0-from.
 - Every path the command names must lie inside the workspace's read roots.
 - A recursive search (grep -r, rg, find, ls -R, du, tree, git grep) of a directory that could hold files sema denies is refused; search a narrower directory or name the files.
+- A path a Read deny rule covers is refused, and so is git output from history (git show, log -p, diff, grep) unless it names only paths no deny rule covers (git show HEAD:src/main.go, git diff HEAD -- src/). A file with more than one hard link is refused.
 - timeout is in milliseconds (default 120000, at most 600000). Output longer than 30000 characters keeps its first and last 15000 characters.`
 
 var readonlySchema = json.RawMessage(`{
