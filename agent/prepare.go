@@ -405,6 +405,11 @@ func (l *leg) buildRoster() tools.Roster {
 		}
 	}
 	cfg := fstools.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState}
+	if l.gate != nil {
+		// The walks of Glob, Grep and LS ask the gate's own matcher about every entry, so
+		// a Read deny rule hides a path from a listing as it refuses a call naming it.
+		cfg.Denied = l.gate.ReadDenial(l.scope).Denied
+	}
 	var r tools.Roster
 	r = append(r, fstools.ReadTools(cfg)...)
 	l.laneTools = map[string]bool{}
@@ -550,12 +555,22 @@ func (l *leg) mountShell() error {
 		CommitCoAuthor:          l.deps.CommitCoAuthor,
 		AutoBackgroundOnTimeout: l.deps.AutoBackgroundOnTimeout,
 		Sandbox:                 l.sandbox,
+		ReadDenial:              l.readDenial(),
 	})
 	if err != nil {
 		return err
 	}
 	l.shell = set
 	return nil
+}
+
+// readDenial is the gate's judgement of reads for the leg's scope; the zero value when
+// no gate was built.
+func (l *leg) readDenial() permission.ReadDenial {
+	if l.gate == nil {
+		return permission.ReadDenial{}
+	}
+	return l.gate.ReadDenial(l.scope)
 }
 
 // stopShell ends the leg's shell: background tasks are stopped unless the deployment

@@ -64,6 +64,10 @@ type FileInfo struct {
 	ModTime time.Time
 	Dev     uint64
 	Ino     uint64
+	// Nlink is the number of hard links to the file where the platform reports it, 0
+	// where it does not. A regular file with more than one link has another name that
+	// may lie outside the roots, so the read tools treat it as an unknown place.
+	Nlink uint64
 }
 
 // IsDir reports whether the file is a directory.

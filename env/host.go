@@ -108,6 +108,23 @@ func infoOf(fi os.FileInfo) FileInfo {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		out.Dev = uint64(st.Dev)
 		out.Ino = uint64(st.Ino)
+		out.Nlink = uint64(st.Nlink)
 	}
 	return out
+}
+
+// OpenedInfo describes a file Open returned, when the env handed back an *os.File (the
+// host env does): the facts are those of the file that was opened, whatever has happened
+// to its name since, so a check made on them cannot be raced by a rename. ok is false for
+// a reader the platform cannot describe.
+func OpenedInfo(rc io.ReadCloser) (FileInfo, bool) {
+	f, isFile := rc.(*os.File)
+	if !isFile {
+		return FileInfo{}, false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return FileInfo{}, false
+	}
+	return infoOf(fi), true
 }

@@ -178,6 +178,9 @@ type Resolver interface {
 	// rg, find) could reach the deny set: the path is a directory, or cannot be
 	// examined, and fence.Fence.MayContainDenied says so. A file is judged by Denied.
 	MayContainDenied(ctx context.Context, canonical string) bool
+	// HardLinked reports whether the canonical path is a regular file with another name
+	// (fence.HardLinked): reading it may read a file outside the roots.
+	HardLinked(ctx context.Context, canonical string) bool
 }
 
 // GitProgramsReader is implemented by a Resolver that can read git configuration: for the
@@ -210,6 +213,11 @@ func (r fenceResolver) MayContainDenied(ctx context.Context, c string) bool {
 		return false
 	}
 	return r.f.MayContainDenied(c)
+}
+
+func (r fenceResolver) HardLinked(ctx context.Context, c string) bool {
+	info, err := r.f.Env().Stat(ctx, c)
+	return err == nil && fence.HardLinked(c, info)
 }
 
 // ScopeOf returns the Scope of a leg's fence: its root, write roots, read roots and

@@ -46,6 +46,9 @@ type placed struct {
 	canonical string
 	// sink marks a device that is not a file write (/dev/null and friends).
 	sink bool
+	// hardLinked marks a read of a regular file with another name (Resolver.HardLinked):
+	// its content may be a file outside the roots, so the read cannot be placed.
+	hardLinked bool
 }
 
 // ok reports that the target was placed and resolved.
@@ -300,6 +303,9 @@ func (pl *placer) place(ctx context.Context, ts []shellscan.Target) []placed {
 			}
 			pl.memo[raw] = p.canonical
 		}
+		if t.Op == shellscan.OpRead && p.canonical != "" && g.resolver != nil {
+			p.hardLinked = g.resolver.HardLinked(ctx, p.canonical)
+		}
 		out = append(out, p)
 	}
 	return out
@@ -337,6 +343,20 @@ func (g *Gate) gitPlace(ctx context.Context, f *fold, used *bool) shellscan.Plac
 		}
 		return g.gitPrograms(ctx, f)
 	}}
+}
+
+// shellPlacer places targets of the fold's command for ReadDenial.ShellRisk, as the
+// command's own targets are placed: relative to the task root unless the directory may
+// have moved before the segment.
+func (g *Gate) shellPlacer(f *fold) Placer {
+	pl := placer{g: g, scope: &f.call.Scope, moved: dirMoved(f.shell.script), memo: map[string]string{}}
+	return func(ctx context.Context, t shellscan.Target) (string, string, bool) {
+		ps := pl.place(ctx, []shellscan.Target{t})
+		if len(ps) == 0 || !ps[0].ok() {
+			return "", "", false
+		}
+		return ps[0].abs, ps[0].canonical, true
+	}
 }
 
 // shellDenyStation refuses, at station 1, a command that cannot be analyzed while a Bash
@@ -500,6 +520,11 @@ func (g *Gate) shellSafetyStation(ctx context.Context, f *fold) (Decision, bool)
 			return ask("The command removes %s, which is %s; only a person can approve that.", shown(p), what)
 		}
 	}
+	// Deny rules and the deny set stand in every mode: a read the command makes without
+	// naming it, which could reach what they cover, is a person's question.
+	if why := g.ReadDenial(c.Scope).ShellRisk(ctx, sf.script, g.shellPlacer(f)); why != "" {
+		return ask("The command may read what a deny rule or the deny set keeps from reads: %s; only a person can approve it.", why)
+	}
 	if f.mode == ModeBypassPermissions {
 		return Decision{}, false
 	}
@@ -529,6 +554,8 @@ func (g *Gate) shellSafetyStation(ctx context.Context, f *fold) (Decision, bool)
 		case p.sink:
 		case !p.ok():
 			return ask("The command reads %s, which cannot be placed inside the read roots; only a person can approve it.", shown(p))
+		case p.hardLinked:
+			return ask("The command reads %s, a file with more than one hard link: the same file may live outside the read roots under another name; only a person can approve it.", shown(p))
 		case !inAny(c.ReadRoots, p.canonical) && !inAny(c.WriteRoots, p.canonical) && !inExempt(&c.Scope, p.canonical):
 			return ask("The command reads %s, outside the read roots (%s); only a person can approve it.", p.canonical, strings.Join(c.ReadRoots, ", "))
 		}
@@ -719,7 +746,7 @@ func (g *Gate) shellAccepted(ctx context.Context, f *fold) bool {
 		}
 	}
 	for _, p := range sf.reads {
-		if !p.ok() || !p.sink && !inAny(c.ReadRoots, p.canonical) && !inAny(c.WriteRoots, p.canonical) {
+		if !p.ok() || p.hardLinked || !p.sink && !inAny(c.ReadRoots, p.canonical) && !inAny(c.WriteRoots, p.canonical) {
 			return false
 		}
 	}
@@ -746,7 +773,7 @@ func (g *Gate) shellReadOnly(ctx context.Context, f *fold) bool {
 		if p.sink {
 			continue
 		}
-		if !p.ok() || !inAny(c.ReadRoots, p.canonical) && !inAny(c.WriteRoots, p.canonical) && !inExempt(&c.Scope, p.canonical) {
+		if !p.ok() || p.hardLinked || !inAny(c.ReadRoots, p.canonical) && !inAny(c.WriteRoots, p.canonical) && !inExempt(&c.Scope, p.canonical) {
 			return false
 		}
 	}

@@ -130,7 +130,7 @@ func (m *Mem) resolve(p string, follow bool) (string, *memNode, error) {
 func pathErr(op, path string, err error) error { return &fs.PathError{Op: op, Path: path, Err: err} }
 
 func (m *Mem) info(p string, n *memNode) env.FileInfo {
-	return env.FileInfo{Name: filepath.Base(p), Size: int64(len(n.data)), Mode: n.mode, ModTime: n.mtime, Ino: n.ino}
+	return env.FileInfo{Name: filepath.Base(p), Size: int64(len(n.data)), Mode: n.mode, ModTime: n.mtime, Ino: n.ino, Nlink: 1}
 }
 
 func (m *Mem) stat(ctx context.Context, op, path string, follow bool) (env.FileInfo, error) {

@@ -19,7 +19,20 @@ type Config struct {
 	Fence *fence.Fence
 	// ReadState records what this session read; the write lane checks it. Required.
 	ReadState *ReadState
+	// Denied reports whether the permission rules keep the absolute path p from the
+	// tool (a Read deny rule such as Read(./secrets/**) or Read(*.pem)). The gate judges
+	// the path a call names; a walk (Glob, Grep, LS) meets paths no call named, so it
+	// asks this for every entry and leaves the denied ones out, names and content alike.
+	// The agent hands in the gate's own judgement (permission.Gate.ReadDenial), so there
+	// is one. Nil: no rule denies anything.
+	Denied DenyFunc
 }
+
+// DenyFunc reports whether a rule keeps the absolute path p from the named tool.
+type DenyFunc func(tool, p string) bool
+
+// ruleDenied asks cfg.Denied about p for tool.
+func (c Config) ruleDenied(tool, p string) bool { return c.Denied != nil && c.Denied(tool, p) }
 
 // ReadRecord is what a Read saw of a file.
 type ReadRecord struct {

@@ -88,7 +88,7 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 		}
 		root, pattern = sub.Canonical, rest
 	}
-	opts := walkOptions{Gitignore: true}
+	opts := walkOptions{Gitignore: true, Tool: "Glob"}
 	if !strings.Contains(pattern, "**") && !strings.Contains(pattern, "{") {
 		opts.MaxDepth = strings.Count(pattern, "/") + 1
 	}

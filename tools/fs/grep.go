@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/tools"
 )
@@ -137,6 +138,8 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 	switch {
 	case fi.IsDir():
 		hits, stats, err = t.cfg.grepTree(ctx, p.Canonical, q)
+	case fi.IsRegular() && fence.HardLinked(p.Canonical, fi):
+		return tools.FromError(fence.HardLinkError(spelled), CodeHardLink)
 	case fi.IsRegular():
 		hits, stats, err = t.cfg.grepFiles(ctx, q, []walkFile{{Path: p.Canonical, Canonical: p.Canonical}})
 	default:
@@ -223,6 +226,7 @@ type grepStats struct {
 	walkStats
 	tooLarge   int // files over GrepMaxFileBytes
 	unreadable int // files that could not be opened or read
+	hardLinked int // files with another name (HardLinked), never searched
 }
 
 // grepTree searches the files under the canonical directory root in parallel: one walker
@@ -261,7 +265,7 @@ func (c Config) grepTree(ctx context.Context, root string, q *grepQuery) ([]grep
 			return ctx.Err()
 		}
 	}
-	ws, err := c.walk(ctx, root, walkOptions{Gitignore: true}, func(f walkFile) error {
+	ws, err := c.walk(ctx, root, walkOptions{Gitignore: true, Tool: "Grep"}, func(f walkFile) error {
 		if !q.filter.allows(f.Rel) {
 			return nil
 		}
@@ -282,6 +286,7 @@ func (c Config) grepTree(ctx context.Context, root string, q *grepQuery) ([]grep
 		hits = append(hits, results[i].hits...)
 		stats.tooLarge += results[i].stats.tooLarge
 		stats.unreadable += results[i].stats.unreadable
+		stats.hardLinked += results[i].stats.hardLinked
 	}
 	if err == nil {
 		err = ctx.Err()
@@ -329,9 +334,13 @@ func (w *grepWorker) release() {
 }
 
 func (w *grepWorker) file(ctx context.Context, f walkFile) {
-	rc, err := w.cfg.Env.Open(ctx, f.Canonical)
+	rc, err := w.cfg.openContent(ctx, f.Path, f.Canonical)
 	if err != nil {
-		if !errors.Is(err, iofs.ErrNotExist) {
+		var se *sema.Error
+		switch {
+		case errors.As(err, &se) && se.Code == CodeHardLink:
+			w.stats.hardLinked++
+		case !errors.Is(err, iofs.ErrNotExist):
 			w.stats.unreadable++ // a file removed since the walk met it is simply gone
 		}
 		return
@@ -604,6 +613,9 @@ func grepNotes(s grepStats) string {
 	}
 	if s.tooLarge > 0 {
 		n = append(n, fmt.Sprintf("%s larger than %d MB not searched", plural(s.tooLarge, "file"), GrepMaxFileBytes>>20))
+	}
+	if s.hardLinked > 0 {
+		n = append(n, plural(s.hardLinked, "file")+" with more than one hard link not searched (the same file may live outside the workspace under another name)")
 	}
 	if len(n) == 0 {
 		return ""

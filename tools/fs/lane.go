@@ -243,7 +243,7 @@ func (l *lane) readBeforeEdit(ctx context.Context, m mutation, key string) (curr
 	if rec.Size != fi.Size {
 		return changed()
 	}
-	data, err := readSized(ctx, e, key, fi.Size)
+	data, err := readSized(ctx, l.cfg, m.spelled, key, fi.Size)
 	if err != nil {
 		return current{}, l.unreadable(ctx, m, err)
 	}
@@ -258,15 +258,22 @@ func (l *lane) unreadable(ctx context.Context, m mutation, err error) *tools.Res
 		r := writeCancelled(m.spelled)
 		return &r
 	}
+	var se *sema.Error
+	if errors.As(err, &se) && se.Code == CodeHardLink {
+		r := tools.Fail(CodeHardLink, "%s; nothing was written.", se.Message)
+		return &r
+	}
 	r := tools.Fail(CodeReadFailed, "%s could not be checked before writing (%s); nothing was written.", m.spelled, describeErr(err))
 	return &r
 }
 
 // readSized reads the file at key whole, sizing the buffer from the size station 3 saw
-// so a large file is read in one allocation instead of a chain of doublings. Open keeps
-// ReadFile's rule: a symlink in the final component is not followed.
-func readSized(ctx context.Context, e env.ExecutionEnv, key string, size int64) ([]byte, error) {
-	rc, err := e.Open(ctx, key)
+// so a large file is read in one allocation instead of a chain of doublings. It reads
+// through openContent: Open keeps ReadFile's rule (a symlink in the final component is
+// not followed), and a hard-linked file is refused, since the diff the lane answers with
+// would show its content.
+func readSized(ctx context.Context, c Config, spelled, key string, size int64) ([]byte, error) {
+	rc, err := c.openContent(ctx, spelled, key)
 	if err != nil {
 		return nil, err
 	}

@@ -102,8 +102,8 @@ func (t *lsTool) Run(ctx context.Context, input json.RawMessage) tools.Result {
 			continue
 		}
 		for _, e := range ents {
-			if vcsDirs[e.Name] || t.cfg.Fence.Denied(filepath.Join(root, filepath.FromSlash(rel), e.Name)) {
-				continue
+			if full := filepath.Join(root, filepath.FromSlash(rel), e.Name); vcsDirs[e.Name] || t.cfg.Fence.Denied(full) || t.cfg.ruleDenied("LS", full) {
+				continue // a denied entry is not even named
 			}
 			r := e.Name
 			if rel != "" {

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/model"
@@ -127,7 +128,7 @@ func (t *readTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 	if !fi.IsRegular() {
 		return tools.Fail(CodeNotRegular, "%s is not a regular file (it is a device, socket or pipe) and cannot be read", in.FilePath)
 	}
-	rc, err := t.cfg.Env.Open(ctx, p.Canonical)
+	rc, err := t.cfg.openContent(ctx, in.FilePath, p.Canonical)
 	if err != nil {
 		return readFailure(ctx, in.FilePath, err)
 	}
@@ -374,9 +375,12 @@ func binaryKind(head []byte) (kind string, binary bool) {
 
 // readFailure turns an env error into the Result the model sees.
 func readFailure(ctx context.Context, spelled string, err error) tools.Result {
+	var se *sema.Error
 	switch {
 	case ctx.Err() != nil:
 		return cancelled()
+	case errors.As(err, &se):
+		return tools.FromError(err, CodeReadFailed) // a refusal that carries its own code
 	case errors.Is(err, iofs.ErrNotExist):
 		return tools.Fail(CodeFileNotFound, "the file %s does not exist (it may have been removed); check the path", spelled)
 	case errors.Is(err, iofs.ErrPermission):

@@ -32,6 +32,9 @@ type walkOptions struct {
 	// MaxDepth bounds how deep files are reported (1 = the root's own entries); 0 means
 	// no bound.
 	MaxDepth int
+	// Tool is the tool walking ("Glob", "Grep"): the deny rules covering it are asked
+	// about every entry (Config.Denied).
+	Tool string
 }
 
 // walkStats counts what a walk had to skip.
@@ -128,8 +131,8 @@ func (w *walker) list(ctx context.Context, d dirJob, files []walkFile) ([]walkFi
 			continue
 		}
 		p := joinName(d.path, e.Name)
-		if w.cfg.Fence.Denied(p) {
-			continue // the deny set is never read, whatever the face
+		if w.cfg.Fence.Denied(p) || w.cfg.ruleDenied(w.opts.Tool, p) {
+			continue // the deny set and rule-denied paths are never read, whatever the face
 		}
 		switch {
 		case e.Type.IsDir():
@@ -141,7 +144,8 @@ func (w *walker) list(ctx context.Context, d dirJob, files []walkFile) ([]walkFi
 			if ign.ignored(p, false) {
 				continue
 			}
-			if canon, ok := w.cfg.linkedFile(ctx, p); ok {
+			// A link is judged under both names: a rule names a link and its target alike.
+			if canon, ok := w.cfg.linkedFile(ctx, p); ok && !w.cfg.ruleDenied(w.opts.Tool, canon) {
 				files = append(files, walkFile{Path: p, Canonical: canon, Rel: p[w.relFrom:]})
 			}
 		case e.Type.IsRegular():

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/sema-agent/sema"
@@ -29,6 +30,7 @@ const readonlyDescription = `Runs a read-only bash command in the task root and 
 - Refused: redirection to a file (only 2>/dev/null and the like), command substitution, variables, globs and ~ (write paths out literally), cd, background &, options that write or run programs (find -exec/-delete, sort -o, --output, …), options that follow symbolic links (grep -R, rg -L, find -L, du -L, ls -L, tree -l, diff -r, stat -L, file -L) and --files0-from; git in a repository whose own configuration names programs (diff drivers, filters, fsmonitor, hooks).
 - Every path the command names must lie inside the workspace's read roots.
 - A recursive search (grep -r, rg, find, ls -R, du, tree, git grep) of a directory that could hold files sema denies is refused; search a narrower directory or name the files.
+- A path a Read deny rule covers is refused, and so is git output from history (git show, log -p, diff, grep) unless it names only paths no deny rule covers (git show HEAD:src/main.go, git diff HEAD -- src/). A file with more than one hard link is refused.
 - timeout is in milliseconds (default 120000, at most 600000). Output longer than 30000 characters keeps its first and last 15000 characters.`
 
 var readonlySchema = json.RawMessage(`{
@@ -179,7 +181,20 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 			r := tools.Fail(fence.CodeNotInRoot, "bash_readonly did not run the command: the path %q is outside the read roots; use a path inside %s.", p, strings.Join(s.cfg.Fence.ReadRoots(), ", "))
 			return &r
 		}
+		if rd := s.cfg.ReadDenial; rd.Denied("Read", s.absolute(p)) || rd.Denied("Read", fp.Canonical) {
+			r := tools.Fail(fence.CodeDenied, "bash_readonly did not run the command: a deny rule keeps %q from reads; leave it out.", p)
+			return &r
+		}
+		if info, err := s.cfg.Fence.Env().Stat(ctx, fp.Canonical); err == nil && fence.HardLinked(fp.Canonical, info) {
+			r := tools.FromError(fence.HardLinkError(p), fence.CodeHardLink)
+			r.Content[0].Text = "bash_readonly did not run the command: " + r.Content[0].Text + "."
+			return &r
+		}
 		canonical[p] = fp.Canonical
+	}
+	if why := s.cfg.ReadDenial.ShellRisk(ctx, script, s.readonlyPlacer); why != "" {
+		r := tools.Fail(fence.CodeDenied, "bash_readonly did not run the command: %s.", why)
+		return &r
 	}
 	recursive := permission.RecursiveSegments(script)
 	for _, tg := range targets {
@@ -192,6 +207,28 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 		}
 	}
 	return nil
+}
+
+// absolute makes a literal path of the command absolute against the task root, where
+// bash_readonly runs it, cleaned lexically.
+func (s *Set) absolute(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(s.root, p)
+}
+
+// readonlyPlacer places a target for ReadDenial.ShellRisk through the fence: bash_readonly
+// refuses cd and every expanded word, so a literal path is relative to the task root.
+func (s *Set) readonlyPlacer(ctx context.Context, t shellscan.Target) (string, string, bool) {
+	if !t.Static {
+		return "", "", false
+	}
+	fp, err := s.cfg.Fence.Resolve(ctx, t.Path, fence.Read)
+	if err != nil {
+		return "", "", false
+	}
+	return s.absolute(t.Path), fp.Canonical, true
 }
 
 // walkMayReachDenied reports whether a recursive walk of the canonical path c could read
