@@ -1,0 +1,34 @@
+package permission
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/sandbox"
+)
+
+func TestSettingsSandboxMember(t *testing.T) {
+	t.Parallel()
+	st, err := ParseSettings([]byte(`{"sandbox": {"mode": "on", "network": "off", "writable": ["~/.cache/bazel"], "readable": ["/opt/sdk"], "hidden": ["~/.config/secrets"]}}`), "s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := st.Sandbox
+	if sb.Mode != sandbox.ModeOn || sb.Network != "off" || !slices.Equal(sb.Writable, []string{"~/.cache/bazel"}) ||
+		!slices.Equal(sb.Readable, []string{"/opt/sdk"}) || !slices.Equal(sb.Hidden, []string{"~/.config/secrets"}) {
+		t.Fatalf("parsed %+v", sb)
+	}
+	for doc, code := range map[string]string{
+		`{"sandbox": {"enabled": true}}`:           CodeSpecUnknownKey,
+		`{"sandbox": {"mode": "strict"}}`:          sandbox.CodeModeInvalid,
+		`{"sandbox": {"network": "maybe"}}`:        sandbox.CodeNetworkInvalid,
+		`{"sandbox": {"writable": ["build/out"]}}`: CodeSettingsInvalid,
+		`{"sandbox": {"hidden": "~/.x"}}`:          CodeSettingsInvalid,
+		`{"sandbox": []}`:                          CodeSettingsInvalid,
+	} {
+		if _, err := ParseSettings([]byte(doc), "s.json"); sema.CodeOf(err) != code {
+			t.Errorf("%s: err %v, want %s", doc, err, code)
+		}
+	}
+}
