@@ -66,7 +66,7 @@ func bench20Command() string {
 	for i := range parts {
 		switch i % 4 {
 		case 0:
-			parts[i] = "git diff --stat src"
+			parts[i] = "git diff --stat -- src"
 		case 1:
 			parts[i] = "ls -la src"
 		case 2:
