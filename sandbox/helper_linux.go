@@ -195,13 +195,9 @@ func onPath(path string, do func(target string, dir bool) error) error {
 	case unix.S_IFDIR:
 		return do(fdPath(fd), true)
 	case unix.S_IFREG:
-		if err := do(fdPath(fd), false); err != nil {
-			return err
-		}
-	default:
-		return nil // a socket, a device: not a place content is kept
+		return do(fdPath(fd), false)
 	}
-	return nil
+	return nil // a socket, a device: not a place content is kept
 }
 
 func openNoLinks(path string) (int, error) {
