@@ -67,8 +67,9 @@ func wrapperName(w Word) string {
 //
 // A wrapper whose arguments cannot be read statically — an expanded word among its options, an
 // unknown option, an option that moves the command elsewhere (env -C, env -S, sudo -D, sudo -R)
-// or makes the wrapper write a file (time -o), sudo -e/-l — yields ok=false; inner is then the
-// segment as far as it was unwrapped and wrappers ends with the wrapper that stopped it. A
+// or makes the wrapper write a file (time -o), sudo -e/-l, sudo -s/-i with no command (a
+// shell reading standard input) — yields ok=false; inner is then the segment as far as it was
+// unwrapped and wrappers ends with the wrapper that stopped it. A
 // segment whose command word is not a wrapper is returned unchanged with ok=true.
 func (s Segment) Unwrap() (inner Segment, wrappers []string, ok bool) {
 	inner, wrappers, _, ok = s.unwrap()
