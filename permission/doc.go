@@ -56,13 +56,20 @@
 //     ${x@P}, printf -v a[$(…)], [[ x -eq y ]], …) is not allowed by any prefix or exact
 //     rule. The read-only analyzer and acceptEdits' file-command reading ask the same
 //     judgement.
-//   - A deny or ask rule reaches through indirection (shellscan.Segment.Runs): `bash -c`
+//   - A deny or ask rule reaches through indirection (shellscan.Segment.Follow): `bash -c`
 //     and `sh -c` at any depth, eval, trap, env -S, find -exec/-execdir/-ok/-okdir,
-//     xargs, sudo, timeout, nice, nohup, command, builtin, exec, time and stdbuf. Where
-//     the program cannot be known ($x, $(…), "${cmd}", an unreadable wrapper, a shell fed
-//     a file or standard input, hidden code), the rule cannot clear the command, so it is
-//     asked about. Interpreters and build tools that run commands of their own (python,
-//     make) are outside: a rule names commands the shell runs.
+//     xargs, the wrappers (sudo, timeout, nice, nohup, command, builtin, exec, time,
+//     stdbuf) and every command runner shellscan models (su -c, runuser, doas, watch,
+//     script -c, chroot, setsid, flock, nsenter, unshare, ionice, chrt, taskset,
+//     systemd-run, strace, valgrind, gdb --args, fakeroot, parallel, …). Where the program
+//     cannot be known ($x, $(…), "${cmd}", an unreadable wrapper or runner option, a shell
+//     fed a file or standard input, gdb, ssh, tmux, at, crontab, an interpreter given code
+//     inline such as python -c or perl -e, hidden code), the rule cannot clear the
+//     command, so it is asked about. An interpreter or build tool running a program file
+//     (python x.py, make) is outside: a rule names commands the text shows.
+//   - The delete guard and the boundary stations judge the targets of every command Follow
+//     reaches too (nestedTargets), placed where the runner runs them: relative paths behind
+//     su -l or sudo -i, and every path behind chroot, unshare or ssh, cannot be placed.
 //   - The mode is read live from the ModeController on every call: a steer changes the
 //     next call's answer without rebuilding anything.
 //   - A child leg never runs a mode more permissive than its parent's live mode

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,6 +29,30 @@ func TestNestedAmbiguousScriptIsNeverAllowedUnderADenyRule(t *testing.T) {
 		}
 		if d := l.decideBash(deny, cmd); d.Behavior == Allow {
 			t.Errorf("deny Bash(touch *): %q was allowed: %+v", cmd, d)
+		}
+	}
+}
+
+// A nested script bash may read differently from its parse may remove anything: the
+// delete guard makes it a person's question in every mode, bypassPermissions included.
+func TestNestedAmbiguousScriptFacesTheDeleteGuard(t *testing.T) {
+	t.Parallel()
+	l := newTestLeg(t)
+	for _, tmpl := range []string{`bash -c $'r\\\nm -rf D'`, `eval $'r\\\nm -rf D'`, `sh -c $'rm -r\\\nf D'`} {
+		dir := t.TempDir()
+		victim := filepath.Join(dir, "victim")
+		if err := os.Mkdir(victim, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := strings.ReplaceAll(tmpl, "D", victim)
+		calibrate(t, dir, cmd, victim)
+		if _, err := os.Stat(victim); err == nil {
+			t.Errorf("calibration: %q did not remove the directory under bash", cmd)
+		}
+		for _, m := range []Mode{ModeBypassPermissions, ModeAcceptEdits} {
+			if d := l.decideBash(l.gate(m, mustRules(t, []string{"Bash"}, nil, nil)), cmd); verdict(d) != "ask!" {
+				t.Errorf("%s: %q = %+v, want a person-only question", m, cmd, d)
+			}
 		}
 	}
 }

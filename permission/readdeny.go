@@ -488,3 +488,25 @@ func (d ReadDenial) colonProven(ctx context.Context, obj string, seg int, place 
 		}
 	}
 }
+
+// nestedScript returns the text a segment runs as a script of its own: eval's literal
+// words joined, or the -c text of a shell (shellscan.ShellScript). Command runners
+// (su -c, flock -c, …) are followed for named targets by shellscan's Follow; the unnamed
+// reads judged here are followed through shells and eval.
+func nestedScript(seg shellscan.Segment) (string, bool) {
+	if len(seg.Words) < 2 || !seg.Words[0].Static {
+		return "", false
+	}
+	if filepath.Base(seg.Words[0].Lit) == "eval" {
+		parts := make([]string, 0, len(seg.Words)-1)
+		for _, w := range seg.Words[1:] {
+			if !w.Static {
+				return "", false
+			}
+			parts = append(parts, w.Lit)
+		}
+		return strings.Join(parts, " "), true
+	}
+	text, _, known := shellscan.ShellScript(seg)
+	return text, known
+}

@@ -77,7 +77,7 @@ func (g *Gate) shell(ctx context.Context, f *fold) *shellFacts {
 	pl := placer{g: g, scope: &f.call.Scope, moved: dirMoved(sf.script), memo: map[string]string{}}
 	sf.writes = pl.place(ctx, w)
 	sf.reads = pl.place(ctx, r)
-	nw, nr := nestedTargets(sf.script, 0)
+	nw, nr := nestedTargets(sf.script)
 	sf.writes = append(sf.writes, pl.place(ctx, nw)...)
 	sf.reads = append(sf.reads, pl.place(ctx, nr)...)
 	return sf
@@ -100,97 +100,92 @@ func ambiguousErr(s *shellscan.Script) error {
 var removers = []string{"rm", "rmdir", "unlink", "shred", "find", "mv"}
 
 // nestedTargets lists targets the script's own lists cannot hold: the write and read
-// targets of a script run through `sh -c '…'` (any shell) or `eval …` with literal text,
-// analyzed in turn (to a depth of 3), and an unplaceable removal for a removal program
-// whose targets cannot be read — behind a wrapper whose arguments cannot be read
-// (env -C dir rm …), or fed by xargs. Each target carries the segment that runs it, so a
-// move of the working directory before it is honoured. The delete guard and the
-// boundary stations judge these like any other target; they never make a command
-// acceptable (the command's own lists are incomplete).
-func nestedTargets(s *shellscan.Script, depth int) (writes, reads []shellscan.Target) {
-	if depth >= 3 {
-		return nil, nil
-	}
+// targets of every command a segment runs through indirection (shellscan.Segment.Follow:
+// a script given to `sh -c '…'` or eval, a trap action, env -S, find -exec, the command
+// behind a wrapper or a runner such as setsid, flock, su -c or chroot), and an
+// unplaceable removal for a removal program whose targets cannot be read — a command the
+// reading could not follow (env -C dir rm …, unshare --unknown rm …) or one fed by xargs.
+// Each target carries the top-level segment that runs it, so a move of the working
+// directory before it is honoured; a nested script that moves its own directory, or a
+// runner that runs its command in another directory, leaves relative targets unplaced,
+// and one that runs it in another root or on another machine leaves every target
+// unplaced. The delete guard and the boundary stations judge these like any other target;
+// they never make a command acceptable (the command's own lists are incomplete).
+func nestedTargets(s *shellscan.Script) (writes, reads []shellscan.Target) {
 	for i, seg := range s.Segments {
-		inner, _, ok := seg.Unwrap()
-		if !ok || inner.Appended {
-			if name := removalIn(inner, !ok); name != "" {
-				writes = append(writes, shellscan.Target{Op: shellscan.OpRemove, Segment: i})
+		runs, _ := seg.Follow()
+		done := map[*shellscan.Script]bool{}
+		for k, run := range runs {
+			inner, _, ok := run.Unwrap()
+			if run.Opaque || !ok || inner.Appended {
+				if removalIn(inner, run.Opaque || !ok) != "" {
+					writes = append(writes, shellscan.Target{Op: shellscan.OpRemove, Segment: i})
+				}
 			}
-			continue
-		}
-		text, ok := nestedScript(inner)
-		if !ok {
-			continue
-		}
-		ns, err := shellscan.Parse(text)
-		if err == nil {
-			err = ambiguousErr(ns)
-		}
-		if err != nil {
-			// A script the analysis cannot read may remove anything.
-			writes = append(writes, shellscan.Target{Path: text, Op: shellscan.OpRemove, Segment: i})
-			continue
-		}
-		w, _ := shellscan.WriteTargets(ns)
-		r, _ := shellscan.ReadTargets(ns)
-		nw, nr := nestedTargets(ns, depth+1)
-		for _, list := range [2]*[]shellscan.Target{&w, &r} {
-			for j := range *list {
-				(*list)[j].Segment = i
+			if k == 0 {
+				continue // the segment itself: the script's own lists hold its targets
 			}
-		}
-		w, r = append(w, nw...), append(r, nr...)
-		if dirMoved(ns) >= 0 {
-			// The nested script moves its own directory: its relative targets cannot be
-			// placed.
-			for _, list := range [2]*[]shellscan.Target{&w, &r} {
-				for j, t := range *list {
-					if !strings.HasPrefix(t.Path, "/") && !strings.HasPrefix(t.Path, "~") {
-						(*list)[j].Static = false
+			one := run.Script
+			moved := false
+			if one != nil {
+				if done[one] {
+					continue
+				}
+				done[one] = true
+				moved = dirMoved(one) >= 0
+				if one.Ambiguous() != "" {
+					// Bash may read the nested text differently from its parse: it may
+					// remove anything.
+					writes = append(writes, shellscan.Target{Path: one.Source, Op: shellscan.OpRemove, Segment: i})
+				}
+			} else {
+				one = &shellscan.Script{Segments: []shellscan.Segment{run.Segment}}
+			}
+			w, _ := shellscan.WriteTargets(one)
+			r, _ := shellscan.ReadTargets(one)
+			for _, list := range [2][]shellscan.Target{w, r} {
+				for j, t := range list {
+					list[j].Segment = i
+					relative := !strings.HasPrefix(t.Path, "/") && !strings.HasPrefix(t.Path, "~")
+					switch {
+					case run.Place == shellscan.PlaceElsewhere:
+						list[j].Static, list[j].Path = false, "(in another root) "+t.Path
+					case relative && (moved || run.Place == shellscan.PlaceOtherDir):
+						list[j].Static = false
 					}
 				}
 			}
+			writes, reads = append(writes, w...), append(reads, r...)
 		}
-		writes, reads = append(writes, w...), append(reads, r...)
 	}
 	return writes, reads
 }
 
 // removalIn returns the removal program a segment runs, or "". With anywhere set (the
-// wrapper's arguments could not be read) every literal word counts as a possible
+// command's arguments could not be read) every literal word counts as a possible
 // command word.
 func removalIn(seg shellscan.Segment, anywhere bool) string {
 	for i, w := range seg.Words {
 		if i > 0 && !anywhere {
 			break
 		}
-		if w.Static && inList(removers, filepath.Base(w.Lit)) {
+		if !w.Static {
+			continue
+		}
+		if inList(removers, filepath.Base(w.Lit)) {
 			return filepath.Base(w.Lit)
+		}
+		if anywhere {
+			// A word may be script text a program runs (sh -c 'rm …' behind env -C, a
+			// script that does not parse): every name in it counts.
+			for _, f := range strings.FieldsFunc(w.Lit, func(r rune) bool { return strings.ContainsRune(" \t\n;&|()`'\"$<>{}", r) }) {
+				if inList(removers, filepath.Base(f)) {
+					return filepath.Base(f)
+				}
+			}
 		}
 	}
 	return ""
-}
-
-// nestedScript returns the script text a segment hands to a shell (`bash -c TEXT`, also
-// with options around -c, `busybox sh -c TEXT`; see shellscan.ShellScript) or to eval
-// (its literal words joined).
-func nestedScript(seg shellscan.Segment) (string, bool) {
-	if len(seg.Words) < 2 || !seg.Words[0].Static {
-		return "", false
-	}
-	if filepath.Base(seg.Words[0].Lit) == "eval" {
-		parts := make([]string, 0, len(seg.Words)-1)
-		for _, w := range seg.Words[1:] {
-			if !w.Static {
-				return "", false
-			}
-			parts = append(parts, w.Lit)
-		}
-		return strings.Join(parts, " "), true
-	}
-	text, _, known := shellscan.ShellScript(seg)
-	return text, known
 }
 
 // dirMoved returns the index of the first segment whose relative paths may no longer be

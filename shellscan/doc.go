@@ -29,12 +29,31 @@
 //     or a callback (declare values, printf -v, read, unset, getopts, wait, mapfile -C,
 //     test/[ -v); and assigning a prompt variable in a for loop. Code is Hidden when the
 //     commands it may run are not among the Segments (everything but substitutions).
-//   - Runs follows what a segment runs: wrappers (Unwrap), `sh -c TEXT` with options read as
-//     bash reads them (-c anywhere among the options, -o/-O taking a word), eval and trap
-//     with literal text, env -S, find -exec/-execdir/-ok/-okdir, xargs, alias values and
-//     busybox applets, to a bounded depth. A command it cannot see — an expanded command
-//     word, an unreadable wrapper, a shell reading a file or standard input, expanded
-//     eval/trap/-c text, source, hidden code — is reported, never guessed.
+//   - Runs (Follow) follows what a segment runs: wrappers (Unwrap), `sh -c TEXT` with options
+//     read as bash reads them (-c anywhere among the options, -o/-O taking a word), eval and
+//     trap with literal text, env -S, find -exec/-execdir/-ok/-okdir, xargs, alias values
+//     and busybox applets, and every program that runs a command taken from its arguments,
+//     to a bounded depth. The general rule for such command runners is one table (runners):
+//     each program's options are read with its own grammar, and its command is found in one
+//     of a few ways — the operands after the options, after a fixed number of them (chroot
+//     NEWROOT, flock FILE, taskset MASK): su, runuser -u, doas, setsid, flock, chroot,
+//     nsenter, unshare, ionice, chrt, taskset, numactl, systemd-run, strace, ltrace,
+//     valgrind, firejail, bwrap, proot, fakeroot, dbus-run-session, setpriv, prlimit …; the
+//     operands joined and run by sh -c (watch); the value of a script option run by a shell
+//     (su -c, runuser -c, script -c, flock FILE -c, strace -o '|cmd'); or nowhere the text
+//     shows (gdb, ssh, tmux, screen, at, batch, crontab). Where a runner moves its command
+//     (su -l, sudo -i: another directory; chroot, unshare, nsenter, bwrap, ssh: another
+//     root or machine) Follow says so, so that paths behind it are not placed as the
+//     caller's. Interpreters given code inline or on standard input (python -c, perl -e,
+//     node -e, ruby -e, php -r, expect -c, awk with system() or a pipe, sed's e command)
+//     run commands the text does not show; an interpreter running a program file is
+//     outside the model, like a Makefile.
+//   - A command Runs cannot see is reported, never guessed: an expanded command word, a
+//     wrapper or runner option the model does not know or an expanded word among its
+//     options, a runner with no command written that then starts a shell reading standard
+//     input (su, sudo -s, chroot DIR, unshare), a shell reading a file or standard input,
+//     expanded eval/trap/-c text, source, hidden code. Callers treat it as a command that may
+//     be anything: a deny rule in force makes it a person's question, never an allow.
 //   - Where bash's lexer and the parser could read the text differently, every analysis fails
 //     closed rather than trusting the parse. Script.Ambiguous names such text: a carriage
 //     return, a NUL or other control character, bytes that are not UTF-8, an invisible Unicode

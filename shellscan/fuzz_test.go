@@ -179,6 +179,10 @@ func FuzzAcceptsFileCommand(f *testing.F) {
 // a script proven read-only never reports a write target.
 func FuzzParse(f *testing.F) {
 	readOnlySeeds(f)
+	for _, seed := range []string{`su - u -c 'rm a'`, `flock f -c x`, `chrt -p 1`, `parallel ::: 'ls'`,
+		`gdb --args`, `ssh h ls`, `bwrap --bind a b ls`, `python3 -m`, `awk -e x`, `runuser -u u --`} {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, src string) {
 		s, err := Parse(src)
 		if err != nil {
@@ -191,6 +195,7 @@ func FuzzParse(f *testing.F) {
 		for _, seg := range s.Segments {
 			seg.Unwrap()
 			seg.Name()
+			seg.Follow()
 		}
 		if ro.OK && len(writes) > 0 {
 			t.Fatalf("%q: read-only but writes %+v", src, writes)

@@ -64,23 +64,58 @@ options:
 	return words[i].Lit, true, true
 }
 
-// Runs lists the commands a segment makes the system run, as far as its text shows them: the
-// segment itself first, then the command inside its wrappers (Unwrap: sudo, env, timeout,
-// nice, nohup, command, builtin, exec, time, stdbuf, xargs), every command of a script handed
-// to a shell with -c (ShellScript), to eval or to trap, the words env -S splits, the command
-// after find -exec, -execdir, -ok and -okdir, an alias's value and the applet busybox runs,
-// each read again the same way.
+// Run is one command a segment makes the system run (Segment.Follow).
+type Run struct {
+	Segment
+	// Place is where it runs, compared with the segment it was found in: runners such as
+	// chroot, su -l or ssh move it.
+	Place RunPlace
+	// Script is the nested script it is a segment of when it was read from text handed to
+	// a shell, eval, trap, an alias or a runner's script option; nil for the segment itself
+	// and for a command taken from a wrapper's or runner's words.
+	Script *Script
+	// Opaque reports that the command word or the arguments of this command could not be
+	// read, so what it runs is not known (an unreadable wrapper or runner, an expanded
+	// command word): any of its literal words may be the program.
+	Opaque bool
+}
+
+// Runs lists the commands a segment makes the system run, as far as its text shows them
+// (Follow without the places). unknown is non-empty, naming the reason, when the segment
+// may run a command the text does not show.
+func (s Segment) Runs() (cmds []Segment, unknown string) {
+	runs, unknown := s.Follow()
+	cmds = make([]Segment, len(runs))
+	for i, r := range runs {
+		cmds[i] = r.Segment
+	}
+	return cmds, unknown
+}
+
+// Follow lists the commands a segment makes the system run, as far as its text shows
+// them: the segment itself first, then the command inside its wrappers (Unwrap: sudo, env,
+// timeout, nice, nohup, command, builtin, exec, time, stdbuf, xargs), the command a runner
+// takes from its arguments (runners: su, runuser, doas, sg, watch, script, chroot, setsid,
+// flock, nsenter, unshare, ionice, chrt, taskset, numactl, systemd-run, strace, ltrace,
+// valgrind, firejail, bwrap, proot, fakeroot, dbus-run-session, parallel, …), every
+// command of a script handed to a shell with -c (ShellScript), to eval or to trap, the
+// words env -S splits, the command after find -exec, -execdir, -ok and -okdir, an alias's
+// value and the applet busybox runs, each read again the same way.
 //
 // unknown is non-empty, naming the reason, when the segment may run a command the text does
-// not show: a command word that is not a literal ($x, $(…), "${cmd}", a glob), a wrapper whose
-// arguments cannot be read, a shell that reads a script file or standard input, eval, trap
-// or env -S text that is expanded, source, hash -p, find arguments that are expanded and
+// not show: a command word that is not a literal ($x, $(…), "${cmd}", a glob), a wrapper or
+// runner whose arguments cannot be read (an option the model does not know is one), a shell
+// or runner that reads commands from a file or standard input (bash f.sh, su, at, crontab),
+// a program that runs commands of its own language or on another machine (gdb, tmux,
+// screen, ssh), an interpreter evaluating code given inline or on standard input
+// (python -c, perl -e, node -e, awk with system or a pipe, sed's e command), eval, trap or
+// env -S text that is expanded, source, hash -p, find arguments that are expanded and
 // could become -exec, a script that does not parse, hidden code (Evaluation.Hidden), or
 // nesting deeper than the limit.
-func (s Segment) Runs() (cmds []Segment, unknown string) {
+func (s Segment) Follow() (runs []Run, unknown string) {
 	r := runReader{}
-	r.segment(s, 0)
-	return r.cmds, r.unknown
+	r.segment(s, 0, runAt{})
+	return r.runs, r.unknown
 }
 
 // HiddenCommand returns the first reason the script may run a command its text does not show
@@ -101,8 +136,15 @@ func (s *Script) HiddenCommand() string {
 }
 
 type runReader struct {
-	cmds    []Segment
+	runs    []Run
 	unknown string
+}
+
+// runAt is what the reader knows about where the next command runs.
+type runAt struct {
+	place  RunPlace
+	script *Script
+	owner  int // the Run whose words hold the text being read
 }
 
 func (r *runReader) hide(why string) {
@@ -111,7 +153,7 @@ func (r *runReader) hide(why string) {
 	}
 }
 
-func (r *runReader) segment(s Segment, depth int) {
+func (r *runReader) segment(s Segment, depth int, at runAt) {
 	if len(s.Words) == 0 {
 		return
 	}
@@ -119,91 +161,130 @@ func (r *runReader) segment(s Segment, depth int) {
 		r.hide("the command nests scripts deeper than can be followed")
 		return
 	}
-	r.cmds = append(r.cmds, s)
+	k := len(r.runs)
+	r.runs = append(r.runs, Run{Segment: s, Place: at.place, Script: at.script})
+	opaque := func(why string) {
+		r.runs[k].Opaque = true
+		r.hide(why)
+	}
 	if ev, ok := s.EvaluatesCode(); ok && ev.Hidden {
 		r.hide(ev.Reason)
 	}
 	w0 := s.Words[0]
 	if !w0.Static {
-		r.hide("the command word `" + w0.Raw + "` is expanded, so the program it runs is not known")
+		opaque("the command word `" + w0.Raw + "` is expanded, so the program it runs is not known")
 		return
 	}
-	inner, wrappers, ok := s.Unwrap()
+	// Commands taken from this segment's words are not segments of a nested script.
+	words := runAt{place: at.place, owner: k}
+	inner, wrappers, place, ok := s.unwrap()
 	if len(wrappers) > 0 {
+		words.place = max(words.place, place)
 		if ok {
-			r.segment(inner, depth+1)
+			r.segment(inner, depth+1, words)
 			return
 		}
 		last := wrappers[len(wrappers)-1]
 		if last == "env" {
 			if split, why := envSplit(inner); why == "" {
-				r.segment(split, depth+1)
+				r.segment(split, depth+1, words)
 				return
 			} else if why != "-" {
-				r.hide(why)
+				opaque(why)
 				return
 			}
 		}
-		r.hide("the arguments of `" + last + "` cannot be read, so the command it runs is not known")
+		opaque("the arguments of `" + last + "` cannot be read, so the command it runs is not known")
 		return
 	}
 	name := wrapperName(w0)
 	args := s.Words[1:]
 	if text, isShell, known := ShellScript(s); isShell {
 		if !known {
-			r.hide("`" + w0.Raw + "` runs a script the command text does not show")
+			opaque("`" + w0.Raw + "` runs a script the command text does not show")
 			return
 		}
-		r.script(text, depth)
+		r.script(text, depth, words)
+		return
+	}
+	if rs, ok := runners[name]; ok {
+		r.runner(s, name, rs, depth, k, words)
+		return
+	}
+	if sp := interpreterName(name); sp != nil {
+		if why := interpreterCode(name, sp, args); why != "" {
+			opaque(why)
+		}
 		return
 	}
 	switch name {
+	case "parallel":
+		r.parallel(s, depth, k, words)
+	case "awk", "gawk", "mawk", "nawk":
+		if why := awkCode(name, args); why != "" {
+			opaque(why)
+		}
+	case "sed":
+		if c := readSed(args); c.script.exec || !c.complete && !sedSandboxed(args) {
+			opaque("`sed` may run a command with its e command, or its script cannot be read")
+		}
 	case "busybox":
 		if len(args) > 0 {
 			next := s
 			next.Words = args
-			r.segment(next, depth+1)
+			r.segment(next, depth+1, words)
 		}
 	case "eval":
 		parts := make([]string, 0, len(args))
 		for _, w := range args {
 			if !w.Static {
-				r.hide("`eval` runs the expanded word `" + w.Raw + "` as a command")
+				opaque("`eval` runs the expanded word `" + w.Raw + "` as a command")
 				return
 			}
 			parts = append(parts, w.Lit)
 		}
-		r.script(strings.Join(parts, " "), depth)
+		r.script(strings.Join(parts, " "), depth, words)
 	case "trap":
-		r.trap(args, depth)
+		r.trap(args, depth, words)
 	case "source", ".":
-		r.hide("`" + name + "` runs the commands of a file the command text does not show")
+		opaque("`" + name + "` runs the commands of a file the command text does not show")
 	case "alias":
 		for _, w := range args {
 			if !w.Static {
-				r.hide("`alias " + w.Raw + "` defines a command the text does not show")
+				opaque("`alias " + w.Raw + "` defines a command the text does not show")
 				return
 			}
 			if _, value, ok := strings.Cut(w.Lit, "="); ok {
-				r.script(value, depth)
+				r.script(value, depth, words)
 			}
 		}
 	case "hash":
 		for _, w := range args {
 			if !w.Static || strings.HasPrefix(w.Lit, "-") && strings.Contains(w.Lit, "p") {
-				r.hide("`hash " + w.Raw + "` can make a command name run another program")
+				opaque("`hash " + w.Raw + "` can make a command name run another program")
 				return
 			}
 		}
 	case "find":
-		r.find(args, depth)
+		r.find(args, depth, k, words)
 	}
 }
 
+// sedSandboxed reports sed --sandbox, under which GNU sed refuses e, r and w.
+func sedSandboxed(args []Word) bool {
+	for _, w := range args {
+		if w.Static && w.Lit == "--sandbox" {
+			return true
+		}
+	}
+	return false
+}
+
 // script reads text as a script of its own and follows each of its commands.
-func (r *runReader) script(text string, depth int) {
+func (r *runReader) script(text string, depth int, at runAt) {
 	sc, err := Parse(text)
 	if err != nil {
+		r.runs[at.owner].Opaque = true
 		r.hide("a nested script does not parse (" + err.Error() + ")")
 		return
 	}
@@ -214,13 +295,14 @@ func (r *runReader) script(text string, depth int) {
 	if ev, ok := sc.HidesCode(); ok {
 		r.hide(ev.Reason)
 	}
+	at.script = sc
 	for _, seg := range sc.Segments {
-		r.segment(seg, depth+1)
+		r.segment(seg, depth+1, at)
 	}
 }
 
 // trap follows the action of `trap [-lp] [--] ACTION SIGNAL…`.
-func (r *runReader) trap(args []Word, depth int) {
+func (r *runReader) trap(args []Word, depth int, at runAt) {
 	i := 0
 	for ; i < len(args); i++ {
 		w := args[i]
@@ -244,17 +326,18 @@ func (r *runReader) trap(args []Word, depth int) {
 		return
 	}
 	if action := args[i]; action.Lit != "-" {
-		r.script(action.Lit, depth)
+		r.script(action.Lit, depth, at)
 	}
 }
 
 // find follows the command of every -exec, -execdir, -ok and -okdir: the words up to ";" or
 // "+".
-func (r *runReader) find(args []Word, depth int) {
+func (r *runReader) find(args []Word, depth, k int, at runAt) {
 	for i := 0; i < len(args); i++ {
 		w := args[i]
 		if !w.Static {
 			if !w.OptionSafe {
+				r.runs[k].Opaque = true
 				r.hide("argument `" + w.Raw + "` of `find` is expanded and could become -exec")
 				return
 			}
@@ -270,7 +353,8 @@ func (r *runReader) find(args []Word, depth int) {
 			j++
 		}
 		if j > i+1 {
-			r.segment(Segment{Words: args[i+1 : j]}, depth+1)
+			// The command is given the names find finds, at run time.
+			r.segment(Segment{Words: args[i+1 : j], Appended: true}, depth+1, at)
 		}
 		i = j
 	}

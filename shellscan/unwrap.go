@@ -21,6 +21,7 @@ type wrapResult struct {
 	assigns  []string // NAME=value words the wrapper puts into the command's environment
 	appended bool     // the command receives further arguments at run time
 	implicit string   // the command the wrapper runs when none is written (xargs: echo)
+	place    RunPlace // where the command runs (sudo -i: the target user's home)
 }
 
 var wrapperSpecs = map[string]*optSpec{
@@ -66,10 +67,17 @@ func wrapperName(w Word) string {
 //
 // A wrapper whose arguments cannot be read statically — an expanded word among its options, an
 // unknown option, an option that moves the command elsewhere (env -C, env -S, sudo -D, sudo -R)
-// or makes the wrapper write a file (time -o), sudo -e/-l — yields ok=false; inner is then the
-// segment as far as it was unwrapped and wrappers ends with the wrapper that stopped it. A
+// or makes the wrapper write a file (time -o), sudo -e/-l, sudo -s/-i with no command (a
+// shell reading standard input) — yields ok=false; inner is then the segment as far as it was
+// unwrapped and wrappers ends with the wrapper that stopped it. A
 // segment whose command word is not a wrapper is returned unchanged with ok=true.
 func (s Segment) Unwrap() (inner Segment, wrappers []string, ok bool) {
+	inner, wrappers, _, ok = s.unwrap()
+	return inner, wrappers, ok
+}
+
+// unwrap is Unwrap that also says where the inner command runs.
+func (s Segment) unwrap() (inner Segment, wrappers []string, place RunPlace, ok bool) {
 	inner = s
 	for len(inner.Words) > 0 {
 		name := wrapperName(inner.Words[0])
@@ -80,10 +88,11 @@ func (s Segment) Unwrap() (inner Segment, wrappers []string, ok bool) {
 		r := readWrapper(name, sp, inner.Words[1:])
 		switch r.status {
 		case notWrapper:
-			return inner, wrappers, true
+			return inner, wrappers, place, true
 		case wrapBad:
-			return inner, append(wrappers, name), false
+			return inner, append(wrappers, name), place, false
 		}
+		place = max(place, r.place)
 		wrappers = append(wrappers, name)
 		next := inner
 		next.Words = inner.Words[1+r.start:]
@@ -96,7 +105,7 @@ func (s Segment) Unwrap() (inner Segment, wrappers []string, ok bool) {
 		next.Appended = inner.Appended || r.appended
 		inner = next
 	}
-	return inner, wrappers, true
+	return inner, wrappers, place, true
 }
 
 // readWrapper reads one wrapper's arguments.
@@ -113,6 +122,15 @@ func readWrapper(name string, sp *optSpec, args []Word) wrapResult {
 	case "sudo":
 		if p.has("e", "edit", "l", "list", "K", "remove-timestamp", "v", "validate", "V", "D", "chdir", "R", "chroot") {
 			return wrapResult{status: wrapBad}
+		}
+		// sudo -s and -i with no command start a shell that reads standard input; with a
+		// command they hand it to that shell, -i after moving to the user's home.
+		shell := p.has("s", "shell", "i", "login")
+		if shell && start >= len(args) {
+			return wrapResult{status: wrapBad}
+		}
+		if p.has("i", "login") {
+			r.place = PlaceOtherDir
 		}
 		for start < len(args) && isAssignment(args[start]) {
 			r.assigns = append(r.assigns, args[start].Lit)
