@@ -10,7 +10,7 @@ import (
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
-	fstools "github.com/sema-agent/sema/tools/fs"
+	"github.com/sema-agent/sema/tools/files"
 )
 
 // Answer is a person's decision on a parked question, carried by TaskSpec.Answer into
@@ -116,7 +116,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 	entry := parkedEntry{Turn: turn, Results: results, Pending: pending, Checkpoint: cp.ID}
 	if p.key != "" {
 		if rec, ok := l.readState.Lookup(p.key); ok {
-			entry.ReadState = map[string]fstools.ReadRecord{p.key: rec}
+			entry.ReadState = map[string]files.ReadRecord{p.key: rec}
 		}
 	}
 	l.record(ctx, entryParked, entry)

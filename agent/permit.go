@@ -8,7 +8,7 @@ import (
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
-	fstools "github.com/sema-agent/sema/tools/fs"
+	"github.com/sema-agent/sema/tools/files"
 )
 
 // Codes of permission refusals as the model sees them.
@@ -95,7 +95,7 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 // permitWrite is the write lane's permission station: the same fold, asked after the
 // lane's containment and read-before-edit checks passed, with the canonical target and
 // its protected flag the lane resolved.
-func (l *leg) permitWrite(ctx context.Context, req fstools.PermissionRequest) error {
+func (l *leg) permitWrite(ctx context.Context, req files.PermissionRequest) error {
 	input := json.RawMessage(`{}`)
 	if rc, ok := ctx.Value(callKey{}).(runningCall); ok && rc.name == req.Tool {
 		input = rc.input

@@ -19,7 +19,7 @@ import (
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
-	fstools "github.com/sema-agent/sema/tools/fs"
+	"github.com/sema-agent/sema/tools/files"
 	"github.com/sema-agent/sema/tools/shell"
 )
 
@@ -44,7 +44,7 @@ type leg struct {
 	// approved is the call a person approved, running now: the fold allows exactly it.
 	approved *runningCall
 	// readState is what this leg's file tools have read.
-	readState *fstools.ReadState
+	readState *files.ReadState
 	// shell is the leg's shell tool set (nil when the env cannot run programs).
 	shell *shell.Set
 	// sandbox confines the leg's commands; nil when they run unconfined (sandboxStatus
@@ -396,7 +396,7 @@ func (l *leg) home() string {
 
 // buildRoster mounts the leg's tools.
 func (l *leg) buildRoster() tools.Roster {
-	l.readState = fstools.NewReadState()
+	l.readState = files.NewReadState()
 	if p := l.resume.parked; p != nil {
 		// The parked call was checked against what the earlier leg had read; carry that,
 		// so an approved edit runs if (and only if) the file is still as it was read.
@@ -404,17 +404,17 @@ func (l *leg) buildRoster() tools.Roster {
 			l.readState.Record(path, rec)
 		}
 	}
-	cfg := fstools.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState}
+	cfg := files.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState}
 	if l.gate != nil {
 		// The walks of Glob, Grep and LS ask the gate's own matcher about every entry, so
 		// a Read deny rule hides a path from a listing as it refuses a call naming it.
 		cfg.Denied = l.gate.ReadDenial(l.scope).Denied
 	}
 	var r tools.Roster
-	r = append(r, fstools.ReadTools(cfg)...)
+	r = append(r, files.ReadTools(cfg)...)
 	l.laneTools = map[string]bool{}
 	if !l.spec.HandsReadOnly {
-		lane := fstools.WriteTools(cfg, fstools.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: fstools.Hooks{
+		lane := files.WriteTools(cfg, files.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: files.Hooks{
 			Permission:    l.permitWrite,
 			BeforeWrite:   l.deps.BeforeWrite,
 			TrackFileEdit: l.trackSeat(),
@@ -496,7 +496,7 @@ func (l *leg) flush(turn int) {
 
 // trackSeat is the write lane's first-touch history seat: the deployment's own, else the
 // runner's file history when it is on, else none.
-func (l *leg) trackSeat() fstools.TrackFileEditHook {
+func (l *leg) trackSeat() files.TrackFileEditHook {
 	if l.deps.TrackFileEdit != nil {
 		return l.deps.TrackFileEdit
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
-	fstools "github.com/sema-agent/sema/tools/fs"
+	"github.com/sema-agent/sema/tools/files"
 )
 
 // Transcript entry kinds. A session's transcript is the chain of these entries; the
@@ -36,7 +36,7 @@ type parkedEntry struct {
 	Checkpoint string        `json:"checkpoint"`
 	// ReadState is what the leg had read of the parked write's target, so the resumed
 	// leg judges read-before-edit against the same record.
-	ReadState map[string]fstools.ReadRecord `json:"read_state,omitempty"`
+	ReadState map[string]files.ReadRecord `json:"read_state,omitempty"`
 }
 
 type rewindEntry struct {
@@ -123,18 +123,18 @@ func (l *leg) mintBoundary(ctx context.Context, turn int) {
 // trackFileEdit is the runner's first-touch history seat: before the first change of a
 // file after a boundary, its pre-image is recorded. When it cannot be recorded durably
 // the edit is refused, unless the deployment chose to proceed unprotected.
-func (l *leg) trackFileEdit(ctx context.Context, req fstools.TrackEditRequest) (fstools.TrackEditResult, error) {
+func (l *leg) trackFileEdit(ctx context.Context, req files.TrackEditRequest) (files.TrackEditResult, error) {
 	rec, minted, err := l.files.Track(ctx, l.historyScope, req.Key)
 	if err != nil {
 		if l.deps.FileHistoryPolicy == ProceedUnprotected {
 			l.notice(sema.Notice{Code: "history.unprotected", Message: "an edit of " + req.Path + " proceeds without a file-history record: " + err.Error(), Detail: map[string]any{"path": req.Key}})
-			return fstools.TrackEditResult{OK: true}, nil
+			return files.TrackEditResult{OK: true}, nil
 		}
-		return fstools.TrackEditResult{Refusal: "history.unprotected: the file's previous contents could not be saved for rewind (" + err.Error() + "), so the edit was refused"}, nil
+		return files.TrackEditResult{Refusal: "history.unprotected: the file's previous contents could not be saved for rewind (" + err.Error() + "), so the edit was refused"}, nil
 	}
-	res := fstools.TrackEditResult{OK: true}
+	res := files.TrackEditResult{OK: true}
 	if minted {
-		res.Annul = func(ctx context.Context, proof fstools.Proof) {
+		res.Annul = func(ctx context.Context, proof files.Proof) {
 			if _, err := l.files.Annul(ctx, rec, history.Proof(proof)); err != nil {
 				l.notice(sema.Notice{Code: "history.annul_failed", Message: "a history record of a failed write could not be retracted: " + err.Error(), Detail: map[string]any{"path": req.Key}})
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
-	fstools "github.com/sema-agent/sema/tools/fs"
+	"github.com/sema-agent/sema/tools/files"
 )
 
 // TaskSpec is what the caller of one task declares (the task seat). Its zero value is
@@ -122,13 +122,13 @@ type Deps struct {
 	Tools []tools.Tool
 	// BeforeWrite is the deployment's content gate: it sees the final bytes of every write
 	// and may refuse them. An error or a panic refuses (fails closed).
-	BeforeWrite fstools.BeforeWriteHook
+	BeforeWrite files.BeforeWriteHook
 	// TrackFileEdit is the first-touch history seat, called before every write. Nil: the
 	// runner's own file history, when a store is configured.
-	TrackFileEdit fstools.TrackFileEditHook
+	TrackFileEdit files.TrackFileEditHook
 	// OnFileEdited observes every write that changed, or may have changed, a file. It cannot
 	// refuse, is not awaited, and its panics are recovered.
-	OnFileEdited fstools.FileEditedHook
+	OnFileEdited files.FileEditedHook
 	// Rules are the deployment's permission rules (see permission.ParseRules and
 	// permission.LoadSettings). They merge with the task's and the root's
 	// .sema/settings.json; a deny at any layer wins.

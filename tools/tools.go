@@ -1,7 +1,7 @@
 // Package tools defines what a tool is to the engine: a spec the model sees (name,
 // description, JSON schema), the effect the permission gate reasons about, and a Run
 // method that always answers with a Result. It knows no particular tool; the tool
-// packages (tools/fs, tools/shell, …) build them and the runner assembles a Roster.
+// packages (tools/files, tools/shell, …) build them and the runner assembles a Roster.
 package tools
 
 import (

@@ -1,0 +1,310 @@
+package files
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Limits of the diff snippets the write tools answer with. A snippet shows the model
+// what its edit did; it is not a patch to apply, so it is capped rather than complete.
+const (
+	diffContext  = 3   // unchanged lines around each change
+	diffMaxLines = 120 // hunk lines shown before the snippet is cut
+	diffMaxWidth = 400 // characters of one line shown
+	// diffMaxEdits bounds the line diff's work (Myers' D). A change bigger than this is
+	// shown as one block replacing the changed region.
+	diffMaxEdits = 300
+)
+
+// unifiedDiff returns a unified-diff snippet of the change from old to new, labelled
+// with path, or "" when they are equal. Unchanged leading and trailing text is skipped
+// without splitting it into lines, so one changed line in a large file costs a few
+// passes of memory comparison, not a line diff of the whole file.
+func unifiedDiff(path, old, new string) string {
+	if old == new {
+		return ""
+	}
+	// The common prefix, backed up to a line start.
+	p := commonPrefixLen(old, new)
+	p = strings.LastIndexByte(old[:p], '\n') + 1
+	// The common suffix, not overlapping the prefix, moved forward to a line start.
+	s := commonSuffixLen(old[p:], new[p:])
+	if lo, ln := len(old)-s, len(new)-s; (lo > p && old[lo-1] != '\n') || (ln > p && new[ln-1] != '\n') {
+		if i := strings.IndexByte(old[lo:], '\n'); i >= 0 {
+			s -= i + 1
+		} else {
+			s = 0
+		}
+	}
+	oldMid, newMid := old[p:len(old)-s], new[p:len(new)-s]
+
+	var ops []diffLine
+	before := lastLines(old[:p], diffContext)
+	for _, l := range before {
+		ops = append(ops, diffLine{' ', l})
+	}
+	ops = append(ops, lineDiff(splitLines(oldMid), splitLines(newMid))...)
+	for _, l := range firstLines(old[len(old)-s:], diffContext) {
+		ops = append(ops, diffLine{' ', l})
+	}
+	firstLine := strings.Count(old[:p], "\n") + 1 - len(before)
+	return formatHunks(path, ops, firstLine, firstLine)
+}
+
+type diffLine struct {
+	kind byte // ' ' unchanged, '-' removed, '+' added
+	text string
+}
+
+// commonPrefixLen compares in blocks first: string equality of a block is a vectorized
+// memory comparison, far faster than a byte loop over megabytes.
+func commonPrefixLen(a, b string) int {
+	const block = 4096
+	n := min(len(a), len(b))
+	i := 0
+	for i+block <= n && a[i:i+block] == b[i:i+block] {
+		i += block
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+func commonSuffixLen(a, b string) int {
+	const block = 4096
+	n := min(len(a), len(b))
+	i := 0
+	for i+block <= n && a[len(a)-i-block:len(a)-i] == b[len(b)-i-block:len(b)-i] {
+		i += block
+	}
+	for i < n && a[len(a)-1-i] == b[len(b)-1-i] {
+		i++
+	}
+	return i
+}
+
+// splitLines splits s after each '\n'; a last line without one is kept.
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// lastLines returns the last n lines of s, which is empty or ends with '\n'.
+func lastLines(s string, n int) []string {
+	i := len(s)
+	for range n {
+		if i == 0 {
+			break
+		}
+		i = strings.LastIndexByte(s[:i-1], '\n') + 1
+	}
+	return splitLines(s[i:])
+}
+
+// firstLines returns the first n lines of s.
+func firstLines(s string, n int) []string {
+	i := 0
+	for range n {
+		if i == len(s) {
+			break
+		}
+		j := strings.IndexByte(s[i:], '\n')
+		if j < 0 {
+			i = len(s)
+			break
+		}
+		i += j + 1
+	}
+	return splitLines(s[:i])
+}
+
+// lineDiff is Myers' O(ND) diff of two line lists, giving up (one removed block, one
+// added block) when more than diffMaxEdits lines differ.
+func lineDiff(a, b []string) []diffLine {
+	n, m := len(a), len(b)
+	if n == 0 || m == 0 || (n == 1 && m == 1 && a[0] != b[0]) {
+		return replaceBlock(a, b)
+	}
+	maxD := min(n+m, diffMaxEdits)
+	off := maxD + 1
+	v := make([]int, 2*maxD+3)
+	var trace [][]int
+	for d := 0; d <= maxD; d++ {
+		trace = append(trace, append([]int(nil), v...))
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				x = v[off+k+1]
+			} else {
+				x = v[off+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && a[x] == b[y] {
+				x++
+				y++
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				return backtrack(a, b, trace, off)
+			}
+		}
+	}
+	return replaceBlock(a, b)
+}
+
+// replaceBlock is the script that removes all of a and adds all of b.
+func replaceBlock(a, b []string) []diffLine {
+	out := make([]diffLine, 0, len(a)+len(b))
+	for _, l := range a {
+		out = append(out, diffLine{'-', l})
+	}
+	for _, l := range b {
+		out = append(out, diffLine{'+', l})
+	}
+	return out
+}
+
+func backtrack(a, b []string, trace [][]int, off int) []diffLine {
+	var rev []diffLine
+	x, y := len(a), len(b)
+	for d := len(trace) - 1; d >= 0; d-- {
+		v := trace[d]
+		k := x - y
+		var pk int
+		if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+			pk = k + 1
+		} else {
+			pk = k - 1
+		}
+		px := v[off+pk]
+		py := px - pk
+		for x > px && y > py {
+			rev = append(rev, diffLine{' ', a[x-1]})
+			x--
+			y--
+		}
+		if d > 0 {
+			if x == px {
+				rev = append(rev, diffLine{'+', b[y-1]})
+			} else {
+				rev = append(rev, diffLine{'-', a[x-1]})
+			}
+		}
+		x, y = px, py
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+// formatHunks groups ops into hunks with diffContext lines around each change (merging
+// hunks whose gap is at most twice that) and prints them, cut at diffMaxLines.
+func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
+	var b strings.Builder
+	size := 2*len(path) + 64
+	for _, op := range ops[:min(len(ops), diffMaxLines)] {
+		size += min(len(op.text), diffMaxWidth+3) + 2
+	}
+	b.Grow(size)
+	b.WriteString("--- " + path + "\n+++ " + path + "\n")
+	shown := 0
+	i := 0
+	// oldNo/newNo are the line numbers of ops[i].
+	oldNo, newNo := oldLine, newLine
+	advance := func(to int) {
+		for ; i < to; i++ {
+			if ops[i].kind != '+' {
+				oldNo++
+			}
+			if ops[i].kind != '-' {
+				newNo++
+			}
+		}
+	}
+	for i < len(ops) {
+		first := -1
+		for j := i; j < len(ops); j++ {
+			if ops[j].kind != ' ' {
+				first = j
+				break
+			}
+		}
+		if first < 0 {
+			break
+		}
+		last := first
+		for j := first + 1; j < len(ops); j++ {
+			if ops[j].kind == ' ' {
+				continue
+			}
+			if j-last-1 > 2*diffContext {
+				break
+			}
+			last = j
+		}
+		start, end := max(first-diffContext, i), min(last+diffContext+1, len(ops))
+		advance(start)
+		var oldCount, newCount int
+		for _, op := range ops[start:end] {
+			if op.kind != '+' {
+				oldCount++
+			}
+			if op.kind != '-' {
+				newCount++
+			}
+		}
+		b.WriteString("@@ -")
+		writeRange(&b, oldNo, oldCount)
+		b.WriteString(" +")
+		writeRange(&b, newNo, newCount)
+		b.WriteString(" @@\n")
+		for _, op := range ops[start:end] {
+			if shown == diffMaxLines {
+				fmt.Fprintf(&b, "… (diff cut after %d lines)\n", diffMaxLines)
+				return b.String()
+			}
+			b.WriteByte(op.kind)
+			writeDisplayLine(&b, op.text)
+			b.WriteByte('\n')
+			shown++
+		}
+		advance(end)
+	}
+	return b.String()
+}
+
+// writeRange prints "start,count"; an empty range names the line before it, as diff
+// does.
+func writeRange(b *strings.Builder, start, count int) {
+	if count == 0 {
+		start--
+	}
+	b.WriteString(strconv.Itoa(start))
+	b.WriteByte(',')
+	b.WriteString(strconv.Itoa(count))
+}
+
+// writeDisplayLine prints a line without its line break, cut at diffMaxWidth bytes.
+func writeDisplayLine(b *strings.Builder, l string) {
+	l = strings.TrimSuffix(l, "\n")
+	l = strings.TrimSuffix(l, "\r")
+	if len(l) <= diffMaxWidth {
+		b.WriteString(l)
+		return
+	}
+	cut := diffMaxWidth
+	for cut > 0 && l[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+		cut--
+	}
+	b.WriteString(l[:cut])
+	b.WriteString("…")
+}
