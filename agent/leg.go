@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"os"
+	"sync"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/tools"
+	"github.com/sema-agent/sema/tools/files"
+	"github.com/sema-agent/sema/tools/shell"
+)
+
+// leg is one prepared run. It lives for one call of Runner.Run.
+type leg struct {
+	deps      *Deps
+	spec      TaskSpec
+	emit      func(Event)
+	sessionID string
+	// store is the deployment's session store; nil runs the leg without a session.
+	store session.Store
+	legID string
+	// branchFrom is the entry the leg's first transcript entry follows (ResumeAt).
+	branchFrom string
+	// resume is what the leg continues from: the replayed conversation of a resumed
+	// session, and a parked turn if the chain ends at one.
+	resume resumeState
+	// approval is the answer a resumed leg executes for its parked call.
+	approval *approval
+	// park is the first question of this leg that was parked.
+	park *parkRequest
+	// approved is the call a person approved, running now: the fold allows exactly it.
+	approved *runningCall
+	// readState is what this leg's file tools have read.
+	readState *files.ReadState
+	// shell is the leg's shell tool set (nil when the env cannot run programs).
+	shell *shell.Set
+	// sandbox confines the leg's commands; nil when they run unconfined (sandboxStatus
+	// says why).
+	sandbox       *shell.Sandbox
+	sandboxStatus sandbox.Status
+	// projectSandbox is what the root's .sema/settings.json says of the sandbox (only
+	// what tightens it, unless the workspace is trusted).
+	projectSandbox permission.SandboxSettings
+	// rewindNotes is the ledger of the rewind that ran before the leg.
+	rewindNotes []history.LedgerEntry
+	// files records first-touch history when the deployment wired a history store;
+	// historyScope is the scope the records land in.
+	files        *history.Files
+	historyScope string
+	fence        *fence.Fence
+	modes        *permission.ModeController
+	gate         *permission.Gate
+	scope        permission.Scope
+	// classifier answers asks in auto mode; it counts its denials and falls back to
+	// asking the approver after too many.
+	classifier permission.AutoClassifier
+	roster     tools.Roster
+	// laneTools are the tools whose permission question the write lane asks itself, at
+	// its station 4, after containment and read-before-edit.
+	laneTools map[string]bool
+	specs     []model.ToolSpec
+	system    string
+	manifest  Manifest
+
+	askMu sync.Mutex // serializes questions to the approver
+
+	mu sync.Mutex
+	// transcript is the conversation so far, for the auto classifier.
+	transcript []model.Message
+	notices    []sema.Notice
+	// pending holds events raised off the loop goroutine (notices, denials), emitted by the
+	// loop at its next safe point so the stream is only ever written from one goroutine.
+	pending []Event
+	edited  []string
+	denials []PermissionDenial
+}
+
+// notice records a notice, delivers it to the deployment's sink, and queues it for the
+// event stream. It is safe to call from any goroutine.
+func (l *leg) notice(n sema.Notice) {
+	l.mu.Lock()
+	l.notices = append(l.notices, n)
+	l.pending = append(l.pending, Event{Type: EventNotice, Notice: &n})
+	l.mu.Unlock()
+	if l.deps.OnNotice != nil {
+		l.deps.OnNotice(n)
+	}
+}
+
+// deny records a refused tool call and queues its permission event. It is safe to call
+// from any goroutine.
+func (l *leg) deny(d PermissionDenial) {
+	l.mu.Lock()
+	l.denials = append(l.denials, d)
+	l.pending = append(l.pending, Event{Type: EventPermission, Denial: &d})
+	l.mu.Unlock()
+}
+
+// flush emits queued events; only the loop goroutine calls it.
+func (l *leg) flush(turn int) {
+	l.mu.Lock()
+	p := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, ev := range p {
+		ev.Turn = turn
+		l.emit(ev)
+	}
+}
+
+// home is the user's home directory for the delete guard and "~/" rules.
+func (l *leg) home() string {
+	if l.deps.Home != "" {
+		return l.deps.Home
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return h
+}

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/tools"
+	"github.com/sema-agent/sema/tools/files"
+)
+
+// buildRoster mounts the leg's tools.
+func (l *leg) buildRoster() tools.Roster {
+	l.readState = files.NewReadState()
+	if p := l.resume.parked; p != nil {
+		// The parked call was checked against what the earlier leg had read; carry that,
+		// so an approved edit runs if (and only if) the file is still as it was read.
+		for path, rec := range p.ReadState {
+			l.readState.Record(path, rec)
+		}
+	}
+	cfg := files.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState}
+	if l.gate != nil {
+		// The walks of Glob, Grep and LS ask the gate's own matcher about every entry, so
+		// a Read deny rule hides a path from a listing as it refuses a call naming it.
+		cfg.Denied = l.gate.ReadDenial(l.scope).Denied
+	}
+	var r tools.Roster
+	r = append(r, files.ReadTools(cfg)...)
+	l.laneTools = map[string]bool{}
+	if !l.spec.HandsReadOnly {
+		lane := files.WriteTools(cfg, files.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: files.Hooks{
+			Permission:    l.permitWrite,
+			BeforeWrite:   l.deps.BeforeWrite,
+			TrackFileEdit: l.trackSeat(),
+			FileEdited:    l.deps.OnFileEdited,
+		}})
+		for _, t := range lane {
+			l.laneTools[t.Spec().Name] = true
+		}
+		r = append(r, lane...)
+	}
+	if l.shell != nil {
+		r = append(r, l.shell.Tools()...)
+	}
+	r = append(r, permission.NewEnterPlanMode(l.modes), permission.NewExitPlanMode(l.modes))
+	r = append(r, l.deps.Tools...)
+	return r
+}
+
+// trackSeat is the write lane's first-touch history seat: the deployment's own, else the
+// runner's file history when it is on, else none.
+func (l *leg) trackSeat() files.TrackFileEditHook {
+	if l.deps.TrackFileEdit != nil {
+		return l.deps.TrackFileEdit
+	}
+	if l.files != nil {
+		return l.trackFileEdit
+	}
+	return nil
+}
+
+// fileHistoryFact is the manifest's word for file history.
+func (l *leg) fileHistoryFact() string {
+	if l.deps.TrackFileEdit != nil || l.files != nil {
+		return "on"
+	}
+	return "disabled"
+}
+
+// faceSeat turns a seat's value into the fence's raw form: nil when nothing was declared.
+func faceSeat(f fence.Face) *string {
+	if f == "" {
+		return nil
+	}
+	s := string(f)
+	return &s
+}
+
+func advertisedOf(f *fence.Fence) []AdvertisedDir {
+	var out []AdvertisedDir
+	for _, d := range f.Advertised() {
+		out = append(out, AdvertisedDir{Kind: string(d.Kind), Path: d.Path, Admitted: d.Admitted, Reason: d.Reason})
+	}
+	return out
+}
+
+// admittedDirs returns the canonical paths of the admitted advertised directories of a kind.
+func admittedDirs(f *fence.Fence, kind fence.Advertiser) []string {
+	var out []string
+	for _, d := range f.Advertised() {
+		if d.Admitted && d.Kind == kind {
+			out = append(out, d.Canonical)
+		}
+	}
+	return out
+}

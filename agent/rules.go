@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/session"
+)
+
+// projectSettingsPath is where a workspace keeps its own permission settings.
+const projectSettingsPath = ".sema/settings.json"
+
+// rules merges the permission rules of every layer: the deployment's, the project's
+// settings file, and the task's. A rule that does not parse refuses the spec.
+func (l *leg) rules(ctx context.Context) (permission.RuleSet, permission.Mode, error) {
+	task, err := permission.RulesFromFlags(l.spec.AllowedTools, l.spec.DisallowedTools)
+	if err != nil {
+		return permission.RuleSet{}, "", err
+	}
+	ask, err := permission.ParseRules(nil, nil, splitRules(l.spec.AskTools))
+	if err != nil {
+		return permission.RuleSet{}, "", err
+	}
+	proj, err := l.projectSettings(ctx)
+	if err != nil {
+		return permission.RuleSet{}, "", err
+	}
+	merged := l.deps.Rules.Merge(task, ask, proj.Rules)
+	return merged, proj.DefaultMode, nil
+}
+
+// projectSettings reads the root's .sema/settings.json through the env. Its deny and ask
+// rules always apply; its allow rules and its defaultMode only when the deployment trusts
+// the workspace (Deps.TrustProjectSettings), because a cloned repository must not be able
+// to grant itself permissions.
+func (l *leg) projectSettings(ctx context.Context) (permission.Settings, error) {
+	path := filepath.Join(l.spec.Root, projectSettingsPath)
+	data, err := l.deps.Env.ReadFile(ctx, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return permission.Settings{}, nil
+	}
+	if err != nil {
+		return permission.Settings{}, configError("config.settings_unreadable", "cannot read %s: %v", path, err)
+	}
+	st, err := permission.ParseSettings(data, path)
+	if err != nil {
+		return permission.Settings{}, err
+	}
+	l.projectSandbox = st.Sandbox
+	if !l.deps.TrustProjectSettings {
+		// What an untrusted workspace may say of the sandbox is what tightens it.
+		l.projectSandbox = permission.SandboxSettings{Hidden: st.Sandbox.Hidden}
+		if st.Sandbox.Mode == sandbox.ModeOn {
+			l.projectSandbox.Mode = sandbox.ModeOn
+		}
+		if st.Sandbox.Network == "off" {
+			l.projectSandbox.Network = "off"
+		}
+		if len(st.Rules.Allow) > 0 || st.DefaultMode != "" {
+			l.notice(sema.Notice{Code: "config.project_settings_untrusted", Message: path + " grants permissions (allow rules or a default mode), which apply only when the deployment trusts the workspace; its deny and ask rules apply",
+				Detail: map[string]any{"path": path}})
+		}
+		st.Rules.Allow = nil
+		st.DefaultMode = ""
+	}
+	return st, nil
+}
+
+func splitRules(list []string) []string {
+	var out []string
+	for _, e := range list {
+		out = append(out, permission.SplitRuleList(e)...)
+	}
+	return out
+}
+
+// requestedMode is the mode word the leg asks for: the spec's, else the word a resumed
+// session recorded, else the settings' default mode. The pre-plan word comes from the
+// session.
+func requestedMode(spec TaskSpec, loaded *session.Session, defaultMode permission.Mode) (requested, prePlan permission.Mode) {
+	requested = spec.PermissionMode
+	if loaded != nil {
+		prePlan = permission.Mode(loaded.PrePlanMode)
+		if requested == "" {
+			requested = permission.Mode(loaded.Mode)
+		}
+	}
+	if requested == "" {
+		requested = defaultMode
+	}
+	return requested, prePlan
+}
+
+// prepareModes builds the leg's mode controller and binds the deployment's arming facts:
+// denied modes fold to default, and auto arms the classifier.
+func (l *leg) prepareModes(requested, prePlan permission.Mode) error {
+	ctrl, err := permission.NewModeController(requested, nil, permission.ControllerOptions{OnNotice: l.notice, PrePlanMode: prePlan})
+	if err != nil {
+		return err
+	}
+	base := l.deps.Classifier
+	if base == nil {
+		base = &permission.ModelClassifier{Provider: l.deps.Provider, Model: l.spec.Model}
+	}
+	l.classifier = permission.TrackDenials(base)
+	ctrl.BindArming(permission.Arming{
+		DenyBypass: l.deps.DenyBypassPermissions,
+		DenyAuto:   l.deps.DenyAutoMode,
+		ArmAuto: func(context.Context) (permission.AutoClassifier, error) {
+			return l.classifier, nil
+		},
+		OnArmFault: func(err error) {
+			l.notice(sema.Notice{Code: "permission.arming_failed", Message: "the auto-mode classifier could not be armed: " + err.Error()})
+		},
+	})
+	l.modes = ctrl
+	return nil
+}
