@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/permission"
 )
 
@@ -14,7 +15,7 @@ import (
 // its methods refuse with run.not_running.
 type Control struct {
 	mu    sync.Mutex
-	modes *permission.ModeController
+	modes *gate.ModeController
 }
 
 // Steer changes the running leg's permission mode. The answer is the mode receipt after
@@ -30,7 +31,7 @@ func (c *Control) Steer(ctx context.Context, mode permission.Mode) (permission.R
 	return m.Steer(ctx, mode)
 }
 
-func (c *Control) bind(m *permission.ModeController) {
+func (c *Control) bind(m *gate.ModeController) {
 	if c == nil {
 		return
 	}

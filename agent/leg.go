@@ -7,6 +7,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -54,8 +55,8 @@ type leg struct {
 	files        *history.Files
 	historyScope string
 	fence        *fence.Fence
-	modes        *permission.ModeController
-	gate         *permission.Gate
+	modes        *gate.ModeController
+	gate         *gate.Gate
 	scope        permission.Scope
 	// classifier answers asks in auto mode; it counts its denials and falls back to
 	// asking the approver after too many.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/permission"
 )
 
@@ -70,7 +71,7 @@ func (l *leg) prepareFence(ctx context.Context) error {
 		ReadOnlyMount:             spec.HandsReadOnly,
 		OrgGoverned:               deps.OrgGoverned,
 		FullShellReachable:        l.fullShell(),
-		ModeWriteFace:             permission.ModePolicyOf(l.modes.Current()).WriteFace,
+		ModeWriteFace:             gate.ModePolicyOf(l.modes.Current()).WriteFace,
 		StateDir:                  deps.StateDir,
 		DenyGlobs:                 deps.DenyGlobs,
 		Scratchpad:                fence.AdvertisedSpec{Path: spec.Scratchpad},
@@ -86,16 +87,16 @@ func (l *leg) prepareFence(ctx context.Context) error {
 
 // prepareGate builds the permission gate over the fence's scope.
 func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
-	scope, screened := permission.ScreenExemptDirs(permission.ScopeOf(ctx, l.fence, l.home()))
+	scope, screened := gate.ScreenExemptDirs(gate.ScopeOf(ctx, l.fence, l.home()))
 	for _, n := range screened {
 		l.notice(n)
 	}
 	l.scope = scope
-	g, err := permission.NewGate(permission.GateConfig{
+	g, err := gate.New(gate.Config{
 		Modes:    l.modes,
 		Rules:    rules,
 		Hooks:    l.deps.PreToolUse,
-		Resolver: permission.FenceResolver(l.fence),
+		Resolver: gate.FenceResolver(l.fence),
 		// Only Bash's confinement counts: a read-only leg's commands write nothing anyway.
 		Sandboxed: l.sandbox != nil,
 	})

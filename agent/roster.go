@@ -2,7 +2,7 @@ package agent
 
 import (
 	"github.com/sema-agent/sema/fence"
-	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/tools"
 	"github.com/sema-agent/sema/tools/files"
 )
@@ -41,7 +41,7 @@ func (l *leg) buildRoster() tools.Roster {
 	if l.shell != nil {
 		r = append(r, l.shell.Tools()...)
 	}
-	r = append(r, permission.NewEnterPlanMode(l.modes), permission.NewExitPlanMode(l.modes))
+	r = append(r, gate.NewEnterPlanMode(l.modes), gate.NewExitPlanMode(l.modes))
 	r = append(r, l.deps.Tools...)
 	return r
 }

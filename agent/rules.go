@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
@@ -99,16 +100,16 @@ func requestedMode(spec TaskSpec, loaded *session.Session, defaultMode permissio
 // prepareModes builds the leg's mode controller and binds the deployment's arming facts:
 // denied modes fold to default, and auto arms the classifier.
 func (l *leg) prepareModes(requested, prePlan permission.Mode) error {
-	ctrl, err := permission.NewModeController(requested, nil, permission.ControllerOptions{OnNotice: l.notice, PrePlanMode: prePlan})
+	ctrl, err := gate.NewModeController(requested, nil, gate.ControllerOptions{OnNotice: l.notice, PrePlanMode: prePlan})
 	if err != nil {
 		return err
 	}
 	base := l.deps.Classifier
 	if base == nil {
-		base = &permission.ModelClassifier{Provider: l.deps.Provider, Model: l.spec.Model}
+		base = &gate.ModelClassifier{Provider: l.deps.Provider, Model: l.spec.Model}
 	}
-	l.classifier = permission.TrackDenials(base)
-	ctrl.BindArming(permission.Arming{
+	l.classifier = gate.TrackDenials(base)
+	ctrl.BindArming(gate.Arming{
 		DenyBypass: l.deps.DenyBypassPermissions,
 		DenyAuto:   l.deps.DenyAutoMode,
 		ArmAuto: func(context.Context) (permission.AutoClassifier, error) {

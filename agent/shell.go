@@ -5,7 +5,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
-	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/tools/shell"
 )
 
@@ -42,9 +42,9 @@ func (l *leg) mountShell() error {
 
 // readDenial is the gate's judgement of reads for the leg's scope; the zero value when
 // no gate was built.
-func (l *leg) readDenial() permission.ReadDenial {
+func (l *leg) readDenial() gate.ReadDenial {
 	if l.gate == nil {
-		return permission.ReadDenial{}
+		return gate.ReadDenial{}
 	}
 	return l.gate.ReadDenial(l.scope)
 }

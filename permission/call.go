@@ -1,12 +1,8 @@
 package permission
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
 
-	"github.com/sema-agent/sema/fence"
-	"github.com/sema-agent/sema/gitconf"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -18,7 +14,8 @@ const (
 	Allow Behavior = "allow"
 	// Deny refuses the call; the model sees the decision's sentence.
 	Deny Behavior = "deny"
-	// Ask puts the call to the leg's answerers (AnswerAsk).
+	// Ask puts the call to the leg's answerers: the mode (dontAsk refuses), auto's
+	// classifier, else the Approver.
 	Ask Behavior = "ask"
 )
 
@@ -100,18 +97,8 @@ type Scope struct {
 	ReadRoots []string
 	// ExemptDirs are the directories no mode write question covers (the scratchpad, the
 	// admitted advertised directories). An entry that equals or contains a write root
-	// is ignored (the swallowed-root rule; see ScreenExemptDirs).
+	// is ignored, with a CodeExemptDirSwallowsRoot notice.
 	ExemptDirs []string
-}
-
-func (s *Scope) root() string {
-	if s.Root != "" {
-		return s.Root
-	}
-	if len(s.WriteRoots) > 0 {
-		return s.WriteRoots[0]
-	}
-	return "/"
 }
 
 // PathTarget is one path a file tool call names, resolved by the caller through the
@@ -143,7 +130,8 @@ type Call struct {
 	// ReadOnlyHint is an MCP server's readOnlyHint for the tool.
 	ReadOnlyHint bool
 	// Passthrough marks a tool that states no permission of its own: an allow nobody
-	// stated meets the mode's Unstated answer. MCP tools are always passthrough.
+	// stated meets the mode's answer for such calls (ask, except in bypassPermissions).
+	// MCP tools are always passthrough.
 	Passthrough bool
 	// PassthroughQuestion is the question put for an unstated call; "" puts the
 	// standard sentence.
@@ -151,92 +139,14 @@ type Call struct {
 	// Input is the call's raw JSON input.
 	Input json.RawMessage
 	// Paths are the file targets of a file tool (Read, Write, Edit, …), resolved through
-	// the fence. Gate.Prepare fills them from Input.
+	// the fence. The gate fills them from Input.
 	Paths []PathTarget
 	// Command is a Bash call's command, RunInBackground its run_in_background flag.
-	// Gate.Prepare fills them from Input.
+	// The gate fills them from Input.
 	Command         string
 	RunInBackground bool
-	// URL is a WebFetch call's url. Gate.Prepare fills it from Input.
+	// URL is a WebFetch call's url. The gate fills it from Input.
 	URL string
 
 	Scope
-}
-
-// Resolver is what the gate resolves paths through: the shell targets of a Bash call
-// and the paths of a rewritten input. FenceResolver adapts a *fence.Fence.
-type Resolver interface {
-	// Canonicalize resolves every symbolic link of the absolute path abs, fail-closed
-	// (see fence.Canonicalize); a path that does not exist yet resolves to its canonical
-	// deepest existing ancestor with the rest appended.
-	Canonicalize(ctx context.Context, abs string) (string, error)
-	// IsProtected reports whether a write to the canonical path needs a person's yes.
-	IsProtected(canonical string) (bool, string)
-	// Denied reports whether the canonical path is in the deny set no tool may touch.
-	Denied(canonical string) bool
-	// MayContainDenied reports whether a recursive read of the canonical path (grep -r,
-	// rg, find) could reach the deny set: the path is a directory, or cannot be
-	// examined, and fence.Fence.MayContainDenied says so. A file is judged by Denied.
-	MayContainDenied(ctx context.Context, canonical string) bool
-	// HardLinked reports whether the canonical path is a regular file with another name
-	// (fence.HardLinked): reading it may read a file outside the roots.
-	HardLinked(ctx context.Context, canonical string) bool
-}
-
-// GitProgramsReader is implemented by a Resolver that can read git configuration: for the
-// repository around the canonical directory dir it returns a sentence naming a program its
-// configuration makes git run, or "" (gitconf.Programs). A Resolver without it leaves every
-// git command unproven.
-type GitProgramsReader interface {
-	GitPrograms(ctx context.Context, dir string) string
-}
-
-// FenceResolver returns the Resolver of a leg's fence.
-func FenceResolver(f *fence.Fence) Resolver { return fenceResolver{f} }
-
-type fenceResolver struct{ f *fence.Fence }
-
-func (r fenceResolver) Canonicalize(ctx context.Context, abs string) (string, error) {
-	c, _, err := fence.Canonicalize(ctx, r.f.Env(), abs)
-	return c, err
-}
-
-func (r fenceResolver) IsProtected(c string) (bool, string) { return r.f.IsProtected(c) }
-
-func (r fenceResolver) GitPrograms(ctx context.Context, dir string) string {
-	return gitconf.Programs(ctx, r.f.Env(), dir)
-}
-func (r fenceResolver) Denied(c string) bool { return r.f.Denied(c) }
-
-func (r fenceResolver) MayContainDenied(ctx context.Context, c string) bool {
-	if info, err := r.f.Env().Stat(ctx, c); err == nil && !info.Mode.IsDir() {
-		return false
-	}
-	return r.f.MayContainDenied(c)
-}
-
-func (r fenceResolver) HardLinked(ctx context.Context, c string) bool {
-	info, err := r.f.Env().Stat(ctx, c)
-	return err == nil && fence.HardLinked(c, info)
-}
-
-// ScopeOf returns the Scope of a leg's fence: its root, write roots, read roots and
-// admitted advertised directories (as exempt directories), and the home directory home
-// (absolute; "" for none) canonicalized through the fence's env. A home that does not
-// resolve is kept as spelled, cleaned: the delete guard still keeps that spelling.
-func ScopeOf(ctx context.Context, f *fence.Fence, home string) Scope {
-	if home != "" {
-		if c, _, err := fence.Canonicalize(ctx, f.Env(), home); err == nil {
-			home = c
-		} else {
-			home = filepath.Clean(home)
-		}
-	}
-	s := Scope{Root: f.Root(), Home: home, WriteRoots: f.WriteRoots(), ReadRoots: f.ReadRoots()}
-	for _, a := range f.Advertised() {
-		if a.Admitted {
-			s.ExemptDirs = append(s.ExemptDirs, a.Canonical)
-		}
-	}
-	return s
 }

@@ -23,7 +23,7 @@ type Config struct {
 	// tool (a Read deny rule such as Read(./secrets/**) or Read(*.pem)). The gate judges
 	// the path a call names; a walk (Glob, Grep, LS) meets paths no call named, so it
 	// asks this for every entry and leaves the denied ones out, names and content alike.
-	// The agent hands in the gate's own judgement (permission.Gate.ReadDenial), so there
+	// The agent hands in the gate's own judgement (gate.Gate.ReadDenial), so there
 	// is one. Nil: no rule denies anything.
 	Denied DenyFunc
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 )
@@ -59,11 +60,11 @@ func TestReadDenyRulesHideFromWalks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := permission.NewGate(permission.GateConfig{Modes: permission.FixedMode(permission.ModeBypassPermissions), Rules: rules, Resolver: permission.FenceResolver(fn)})
+	g, err := gate.New(gate.Config{Modes: gate.FixedMode(permission.ModeBypassPermissions), Rules: rules, Resolver: gate.FenceResolver(fn)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	scope := permission.ScopeOf(ctx, fn, "")
+	scope := gate.ScopeOf(ctx, fn, "")
 	cfg := Config{Env: env.NewHost(), Fence: fn, ReadState: NewReadState(), Denied: g.ReadDenial(scope).Denied}
 	ts := map[string]tools.Tool{}
 	for _, tl := range ReadTools(cfg) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/permission"
 )
 
@@ -71,11 +72,11 @@ func TestReadonlyRefusesDeniedAndHardLinkedReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := permission.NewGate(permission.GateConfig{Modes: permission.FixedMode(permission.ModeDefault), Rules: rules, Resolver: permission.FenceResolver(fc)})
+	g, err := gate.New(gate.Config{Modes: gate.FixedMode(permission.ModeDefault), Rules: rules, Resolver: gate.FenceResolver(fc)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Env: h, Fence: fc, ReadOnly: true, ScratchDir: t.TempDir(), ReadDenial: g.ReadDenial(permission.ScopeOf(ctx, fc, home))})
+	s, err := New(Config{Env: h, Fence: fc, ReadOnly: true, ScratchDir: t.TempDir(), ReadDenial: g.ReadDenial(gate.ScopeOf(ctx, fc, home))})
 	if err != nil {
 		t.Fatal(err)
 	}

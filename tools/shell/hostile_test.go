@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/shellscan"
 	"github.com/sema-agent/sema/tools"
@@ -36,21 +37,21 @@ func needBash(t *testing.T) bool {
 }
 
 // gateFor is a permission gate over the fix's fence, with allow rules.
-func gateFor(t *testing.T, f *fix, mode permission.Mode, allowRules []string, roAllow []string) (*permission.Gate, permission.Scope) {
+func gateFor(t *testing.T, f *fix, mode permission.Mode, allowRules []string, roAllow []string) (*gate.Gate, permission.Scope) {
 	t.Helper()
 	rules, err := permission.ParseRules(allowRules, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := permission.NewGate(permission.GateConfig{Modes: permission.FixedMode(mode), Rules: rules,
-		Resolver: permission.FenceResolver(f.set.cfg.Fence), ReadOnlyAllow: roAllow})
+	g, err := gate.New(gate.Config{Modes: gate.FixedMode(mode), Rules: rules,
+		Resolver: gate.FenceResolver(f.set.cfg.Fence), ReadOnlyAllow: roAllow})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g, permission.ScopeOf(context.Background(), f.set.cfg.Fence, tempDir(t))
+	return g, gate.ScopeOf(context.Background(), f.set.cfg.Fence, tempDir(t))
 }
 
-func decide(g *permission.Gate, scope permission.Scope, command string) permission.Decision {
+func decide(g *gate.Gate, scope permission.Scope, command string) permission.Decision {
 	in, _ := json.Marshal(map[string]any{"command": command})
 	return g.Decide(context.Background(), permission.Call{Tool: "Bash", Effect: tools.EffectExec, Input: in, Scope: scope})
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/gitconf"
-	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/shellscan"
 	"github.com/sema-agent/sema/tools"
 )
@@ -108,7 +108,7 @@ func (t *readonlyTool) Run(ctx context.Context, input json.RawMessage) tools.Res
 // symbolic links or reads a list of names: shellscan.Target.Reason); shellscan knows every
 // path the command reads; and every one of those paths, and every literal argument that is
 // not an option, resolves inside the read roots; and no recursive reader (grep -r, rg,
-// find, ls -R, du, tree, git grep; permission.RecursiveSegments) walks a directory that
+// find, ls -R, du, tree, git grep; gate.RecursiveSegments) walks a directory that
 // could hold files of the deny set, which it would read without naming them. The first
 // failure is the answer.
 func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
@@ -196,7 +196,7 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 		r := tools.Fail(fence.CodeDenied, "bash_readonly did not run the command: %s.", why)
 		return &r
 	}
-	recursive := permission.RecursiveSegments(script)
+	recursive := gate.RecursiveSegments(script)
 	for _, tg := range targets {
 		if i := tg.Segment; i < 0 || i >= len(recursive) || !recursive[i] {
 			continue

@@ -15,7 +15,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
-	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/tools"
 )
@@ -110,11 +110,11 @@ type Config struct {
 	// enforced by the kernel (package sandbox). The env must be the host's. Nil: commands
 	// run unconfined, and the permission fold's analysis is the only wall.
 	Sandbox *Sandbox
-	// ReadDenial is the gate's judgement of reads (permission.Gate.ReadDenial):
+	// ReadDenial is the gate's judgement of reads (gate.Gate.ReadDenial):
 	// bash_readonly refuses a command naming a path a Read deny rule covers, and one
 	// whose unnamed reads (a recursive search, git's object store) could reach such a
 	// path. The zero value knows no rules; the fence's deny set is judged regardless.
-	ReadDenial permission.ReadDenial
+	ReadDenial gate.ReadDenial
 }
 
 // PermissionRequest is what the permission gate sees of a command about to run.

@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"path/filepath"

@@ -1,10 +1,12 @@
-package permission
+package gate
 
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/shellscan"
 )
 
@@ -88,14 +90,14 @@ func removalIn(seg shellscan.Segment, anywhere bool) string {
 		if !w.Static {
 			continue
 		}
-		if inList(removers, filepath.Base(w.Lit)) {
+		if slices.Contains(removers, filepath.Base(w.Lit)) {
 			return filepath.Base(w.Lit)
 		}
 		if anywhere {
 			// A word may be script text a program runs (sh -c 'rm …' behind env -C, a
 			// script that does not parse): every name in it counts.
 			for _, f := range strings.FieldsFunc(w.Lit, func(r rune) bool { return strings.ContainsRune(" \t\n;&|()`'\"$<>{}", r) }) {
-				if inList(removers, filepath.Base(f)) {
+				if slices.Contains(removers, filepath.Base(f)) {
 					return filepath.Base(f)
 				}
 			}
@@ -156,7 +158,7 @@ func changesDir(seg shellscan.Segment) (moves, self bool) {
 // placer resolves the targets of one command.
 type placer struct {
 	g     *Gate
-	scope *Scope
+	scope *permission.Scope
 	// moved is dirMoved's answer: relative targets of that segment and later ones
 	// (and of compound redirections) cannot be placed.
 	moved int
@@ -200,7 +202,7 @@ func (pl *placer) place(ctx context.Context, ts []shellscan.Target) []placed {
 			continue
 		}
 		seen[key] = true
-		if inList(sinks, p.abs) {
+		if slices.Contains(sinks, p.abs) {
 			p.sink = true
 			p.canonical = p.abs
 			out = append(out, p)

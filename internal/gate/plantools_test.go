@@ -1,17 +1,18 @@
-package permission
+package gate
 
 import (
 	"context"
 	"encoding/json"
 	"testing"
 
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 )
 
 func TestPlanTools(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mc := mustController(t, ModeAcceptEdits, nil, ControllerOptions{})
+	mc := mustController(t, permission.ModeAcceptEdits, nil, ControllerOptions{})
 	enter, exit := NewEnterPlanMode(mc), NewExitPlanMode(mc)
 	if enter.Spec().Name != "EnterPlanMode" || exit.Spec().Name != "ExitPlanMode" {
 		t.Fatal("tool names")
@@ -22,38 +23,38 @@ func TestPlanTools(t *testing.T) {
 		}
 	}
 	// ExitPlanMode outside plan fails and changes nothing.
-	if r := exit.Run(ctx, json.RawMessage(`{"plan":"do it"}`)); !r.IsError || r.Code != CodeNotInPlanMode || mc.Current() != ModeAcceptEdits {
+	if r := exit.Run(ctx, json.RawMessage(`{"plan":"do it"}`)); !r.IsError || r.Code != permission.CodeNotInPlanMode || mc.Current() != permission.ModeAcceptEdits {
 		t.Fatalf("exit outside plan: %+v, mode %s", r, mc.Current())
 	}
-	if r := enter.Run(ctx, json.RawMessage(`{}`)); r.IsError || mc.Current() != ModePlan || mc.PrePlanMode() != ModeAcceptEdits {
+	if r := enter.Run(ctx, json.RawMessage(`{}`)); r.IsError || mc.Current() != permission.ModePlan || mc.PrePlanMode() != permission.ModeAcceptEdits {
 		t.Fatalf("enter: %+v, mode %s, pre-plan %s", r, mc.Current(), mc.PrePlanMode())
 	}
 	if r := enter.Run(ctx, json.RawMessage(`{"x":1}`)); !r.IsError || r.Code != tools.CodeInputInvalid {
 		t.Errorf("enter with an unknown field: %+v", r)
 	}
 	// Under plan, the gate puts the ExitPlanMode call to a person as the plan review.
-	g, _ := NewGate(GateConfig{Modes: mc})
-	d := g.Decide(ctx, Call{Tool: "ExitPlanMode", Effect: tools.EffectRead, Input: json.RawMessage(`{"plan":"do it"}`)})
-	if d.Gate != GatePlanReview || !d.PersonOnly || d.Behavior != Ask {
+	g, _ := New(Config{Modes: mc})
+	d := g.Decide(ctx, permission.Call{Tool: "ExitPlanMode", Effect: tools.EffectRead, Input: json.RawMessage(`{"plan":"do it"}`)})
+	if d.Gate != permission.GatePlanReview || !d.PersonOnly || d.Behavior != permission.Ask {
 		t.Fatalf("ExitPlanMode decision: %+v", d)
 	}
 	for _, bad := range []string{`{}`, `{"plan":"  "}`, `{"plan":1}`} {
-		if r := exit.Run(ctx, json.RawMessage(bad)); !r.IsError || mc.Current() != ModePlan {
+		if r := exit.Run(ctx, json.RawMessage(bad)); !r.IsError || mc.Current() != permission.ModePlan {
 			t.Errorf("exit with %s: %+v, mode %s", bad, r, mc.Current())
 		}
 	}
-	if r := exit.Run(ctx, json.RawMessage(`{"plan":"1. edit\n2. test"}`)); r.IsError || mc.Current() != ModeAcceptEdits {
+	if r := exit.Run(ctx, json.RawMessage(`{"plan":"1. edit\n2. test"}`)); r.IsError || mc.Current() != permission.ModeAcceptEdits {
 		t.Fatalf("approved exit: %+v, mode %s", r, mc.Current())
 	}
 	// A leg that started in plan exits to default.
-	mc2 := mustController(t, ModePlan, nil, ControllerOptions{})
-	if r := NewExitPlanMode(mc2).Run(ctx, json.RawMessage(`{"plan":"p"}`)); r.IsError || mc2.Current() != ModeDefault {
+	mc2 := mustController(t, permission.ModePlan, nil, ControllerOptions{})
+	if r := NewExitPlanMode(mc2).Run(ctx, json.RawMessage(`{"plan":"p"}`)); r.IsError || mc2.Current() != permission.ModeDefault {
 		t.Errorf("exit of a leg that started in plan: %+v, %s", r, mc2.Current())
 	}
 	// Under a plan parent the child cannot leave plan.
-	parent := mustController(t, ModePlan, nil, ControllerOptions{})
+	parent := mustController(t, permission.ModePlan, nil, ControllerOptions{})
 	child := mustController(t, "", parent, ControllerOptions{})
-	if r := NewExitPlanMode(child).Run(ctx, json.RawMessage(`{"plan":"p"}`)); !r.IsError || child.Current() != ModePlan || child.Requested() != "" {
+	if r := NewExitPlanMode(child).Run(ctx, json.RawMessage(`{"plan":"p"}`)); !r.IsError || child.Current() != permission.ModePlan || child.Requested() != "" {
 		t.Errorf("a child left its parent's plan: %+v, %s, requested %q", r, child.Current(), child.Requested())
 	}
 }

@@ -1,15 +1,14 @@
-package permission
+package gate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/internal/rulematch"
+	"github.com/sema-agent/sema/permission"
 )
-
-// CodeExemptDirSwallowsRoot announces an exempt directory the write gate ignores because
-// it equals or contains a fence root.
-const CodeExemptDirSwallowsRoot = "permission.exempt_dir_swallows_root"
 
 // ModeWriteGate is the mode's write gate as one live policy: the caller passes the mode
 // it read live for this call, and the gate the mode table names for it answers. It
@@ -25,33 +24,33 @@ const CodeExemptDirSwallowsRoot = "permission.exempt_dir_swallows_root"
 //   - plan: ask with the plan sentence, Reason mode, person-only.
 //
 // A call with no resolved target is never inside anything.
-func ModeWriteGate(mode Mode, c *Call) (Decision, bool) {
-	if !isEditTool(c.Tool) {
-		return Decision{}, false
+func ModeWriteGate(mode permission.Mode, c *permission.Call) (permission.Decision, bool) {
+	if !rulematch.IsEditTool(c.Tool) {
+		return permission.Decision{}, false
 	}
 	gate := ModePolicyOf(mode).WriteGate
 	if gate == WriteGateNone {
-		return Decision{Behavior: Allow, Reason: ReasonMode, Message: "bypassPermissions mode installs no write gate."}, true
+		return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode, Message: "bypassPermissions mode installs no write gate."}, true
 	}
 	if allPaths(c, func(p string) bool { return inExempt(&c.Scope, p) }) {
-		return Decision{Behavior: Allow, Reason: ReasonMode, Message: "The write is inside an exempt directory (the scratchpad or an advertised writable directory)."}, true
+		return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode, Message: "The write is inside an exempt directory (the scratchpad or an advertised writable directory)."}, true
 	}
 	switch gate {
 	case WriteGateAcceptRoot:
 		if allPaths(c, func(p string) bool { return inAny(c.WriteRoots, p) }) {
-			return Decision{Behavior: Allow, Reason: ReasonMode, Message: "acceptEdits mode allows writes inside the write roots."}, true
+			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode, Message: "acceptEdits mode allows writes inside the write roots."}, true
 		}
-		return Decision{Behavior: Ask, Reason: ReasonMode,
+		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode,
 			Message: fmt.Sprintf("%s is outside the write roots that acceptEdits mode allows; approve it to write there.", describe(c))}, true
 	case WriteGatePlan:
-		return Decision{Behavior: Ask, Reason: ReasonMode, PersonOnly: true,
+		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, PersonOnly: true,
 			Message: fmt.Sprintf("Plan mode is on: %s would change files before the plan is approved; only a person may allow it.", describe(c))}, true
 	}
-	return Decision{Behavior: Ask, Reason: ReasonMode, Message: fmt.Sprintf("Allow %s?", describe(c))}, true
+	return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, Message: fmt.Sprintf("Allow %s?", describe(c))}, true
 }
 
 // allPaths reports whether the call has targets and every one resolved and satisfies in.
-func allPaths(c *Call, in func(string) bool) bool {
+func allPaths(c *permission.Call, in func(string) bool) bool {
 	if len(c.Paths) == 0 {
 		return false
 	}
@@ -74,7 +73,7 @@ func inAny(dirs []string, p string) bool {
 }
 
 // inExempt reports whether p lies in an exempt directory that swallows no root.
-func inExempt(s *Scope, p string) bool {
+func inExempt(s *permission.Scope, p string) bool {
 	for _, e := range s.ExemptDirs {
 		if fence.Contains(e, p) && swallowedRoot(e, s) == "" {
 			return true
@@ -87,13 +86,13 @@ func inExempt(s *Scope, p string) bool {
 // The fence roots are the task root and every write or read root that is not itself an
 // exempt directory (an admitted advertised directory is a write root and an exempt
 // directory at once; it does not swallow itself).
-func swallowedRoot(e string, s *Scope) string {
-	if r := s.root(); fence.Contains(e, r) {
+func swallowedRoot(e string, s *permission.Scope) string {
+	if r := scopeRoot(s); fence.Contains(e, r) {
 		return r
 	}
 	for _, list := range [2][]string{s.WriteRoots, s.ReadRoots} {
 		for _, r := range list {
-			if inList(s.ExemptDirs, r) {
+			if slices.Contains(s.ExemptDirs, r) {
 				continue
 			}
 			if _, ok := fence.Swallows(e, []string{r}); ok {
@@ -109,13 +108,13 @@ func swallowedRoot(e string, s *Scope) string {
 // turn the whole root into the exempt domain, so it is dropped and announced. The gate
 // applies the same rule on every call, so a scope the caller did not screen is still
 // judged correctly; screening only makes the drop visible.
-func ScreenExemptDirs(s Scope) (Scope, []sema.Notice) {
+func ScreenExemptDirs(s permission.Scope) (permission.Scope, []sema.Notice) {
 	var kept []string
 	var notices []sema.Notice
 	for _, e := range s.ExemptDirs {
 		if r := swallowedRoot(e, &s); r != "" {
 			notices = append(notices, sema.Notice{
-				Code:    CodeExemptDirSwallowsRoot,
+				Code:    permission.CodeExemptDirSwallowsRoot,
 				Message: fmt.Sprintf("the exempt directory %s equals or contains the root %s, so writes there are asked about as anywhere else", e, r),
 				Detail:  map[string]any{"dir": e, "root": r},
 			})

@@ -1,10 +1,12 @@
-package permission
+package gate
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sema-agent/sema/permission"
 )
 
 // A script nested in a command (bash -c, eval, env -S) whose text bash may read
@@ -13,7 +15,7 @@ import (
 func TestNestedAmbiguousScriptIsNeverAllowedUnderADenyRule(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
-	deny := l.gate(ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
+	deny := l.gate(permission.ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
 	for _, tmpl := range []string{
 		`bash -c $'tou\\\nch M'`,
 		`sh -c $'t\\\nouch M'`,
@@ -27,7 +29,7 @@ func TestNestedAmbiguousScriptIsNeverAllowedUnderADenyRule(t *testing.T) {
 		if !calibrate(t, dir, cmd, marker) {
 			t.Errorf("calibration: %q did not run touch under bash", cmd)
 		}
-		if d := l.decideBash(deny, cmd); d.Behavior == Allow {
+		if d := l.decideBash(deny, cmd); d.Behavior == permission.Allow {
 			t.Errorf("deny Bash(touch *): %q was allowed: %+v", cmd, d)
 		}
 	}
@@ -49,7 +51,7 @@ func TestNestedAmbiguousScriptFacesTheDeleteGuard(t *testing.T) {
 		if _, err := os.Stat(victim); err == nil {
 			t.Errorf("calibration: %q did not remove the directory under bash", cmd)
 		}
-		for _, m := range []Mode{ModeBypassPermissions, ModeAcceptEdits} {
+		for _, m := range []permission.Mode{permission.ModeBypassPermissions, permission.ModeAcceptEdits} {
 			if d := l.decideBash(l.gate(m, mustRules(t, []string{"Bash"}, nil, nil)), cmd); verdict(d) != "ask!" {
 				t.Errorf("%s: %q = %+v, want a person-only question", m, cmd, d)
 			}

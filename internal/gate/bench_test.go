@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 
 	"github.com/sema-agent/sema/env/envtest"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/shellscan"
 	"github.com/sema-agent/sema/tools"
 )
 
 // benchGate is a gate over an in-memory tree (so the benchmark measures the fold, not a
 // disk) with a realistic rule set.
-func benchGate(b *testing.B, mode Mode) (*Gate, Scope) {
+func benchGate(b *testing.B, mode permission.Mode) (*Gate, permission.Scope) {
 	b.Helper()
 	ctx := context.Background()
 	m := envtest.NewMem()
@@ -27,7 +28,7 @@ func benchGate(b *testing.B, mode Mode) (*Gate, Scope) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rules, err := ParseRules(
+	rules, err := permission.ParseRules(
 		[]string{"Bash(npm run test:*)", "Bash(git diff *)", "Bash(go test *)", "Edit(src/**)", "Read", "WebFetch(domain:docs.example.com)"},
 		[]string{"Read(./secrets/**)", "Bash(rm -rf:*)", "Edit(//etc/**)", "Read(~/.ssh/**)"},
 		[]string{"Bash(git push:*)", "Edit(./.github/**)"},
@@ -35,7 +36,7 @@ func benchGate(b *testing.B, mode Mode) (*Gate, Scope) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := NewGate(GateConfig{Modes: FixedMode(mode), Rules: rules, Resolver: FenceResolver(f)})
+	g, err := New(Config{Modes: FixedMode(mode), Rules: rules, Resolver: FenceResolver(f)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,13 +44,13 @@ func benchGate(b *testing.B, mode Mode) (*Gate, Scope) {
 }
 
 func BenchmarkDecideWrite(b *testing.B) {
-	g, scope := benchGate(b, ModeAcceptEdits)
+	g, scope := benchGate(b, permission.ModeAcceptEdits)
 	ctx := context.Background()
-	c, err := g.Prepare(ctx, Call{Tool: "Write", Effect: tools.EffectWrite, Input: json.RawMessage(`{"file_path":"src/main.go","content":"package main"}`), Scope: scope})
+	c, err := g.Prepare(ctx, permission.Call{Tool: "Write", Effect: tools.EffectWrite, Input: json.RawMessage(`{"file_path":"src/main.go","content":"package main"}`), Scope: scope})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if d := g.Decide(ctx, c); d.Behavior != Allow {
+	if d := g.Decide(ctx, c); d.Behavior != permission.Allow {
 		b.Fatalf("Decide = %+v", d)
 	}
 	b.ReportAllocs()
@@ -79,11 +80,11 @@ func bench20Command() string {
 }
 
 func BenchmarkDecideBash20Segments(b *testing.B) {
-	g, scope := benchGate(b, ModeDefault)
+	g, scope := benchGate(b, permission.ModeDefault)
 	ctx := context.Background()
 	in, _ := json.Marshal(map[string]string{"command": bench20Command()})
-	c := Call{Tool: "Bash", Effect: tools.EffectExec, Input: in, Scope: scope}
-	if d := g.Decide(ctx, c); d.Behavior != Allow {
+	c := permission.Call{Tool: "Bash", Effect: tools.EffectExec, Input: in, Scope: scope}
+	if d := g.Decide(ctx, c); d.Behavior != permission.Allow {
 		b.Fatalf("Decide = %+v", d)
 	}
 	b.ReportAllocs()

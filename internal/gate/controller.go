@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -6,54 +6,25 @@ import (
 	"sync"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/permission"
 )
-
-// FoldReason says why a leg's effective mode is not the word it requested.
-type FoldReason string
-
-const (
-	// FoldOperatorDeny: the deployment denies the mode (bypassPermissions or auto).
-	FoldOperatorDeny FoldReason = "operator_deny"
-	// FoldFaceAbsent: auto was requested and no classifier is wired.
-	FoldFaceAbsent FoldReason = "face_absent"
-	// FoldInheritedCeiling: the request exceeds the parent leg's live mode.
-	FoldInheritedCeiling FoldReason = "inherited_ceiling"
-)
-
-// CodeModeFolded is the notice announcing a fold, once per fold.
-const CodeModeFolded = "permission.mode_folded"
-
-// CodeAutoArmFailed refuses a steer to auto whose classifier could not be armed.
-const CodeAutoArmFailed = "permission.auto_arm_failed"
-
-// Receipt is the three-member answer every mode question gets: the manifest member, the
-// steer's return value and the fold notice's detail share it.
-type Receipt struct {
-	// Requested is the word the caller asked for; "" when it declared nothing (a root
-	// leg then runs as default, a child as its parent).
-	Requested Mode `json:"requested,omitempty"`
-	// Effective is the mode the leg runs as.
-	Effective Mode `json:"effective"`
-	// FoldedBy says why Effective is not Requested; "" when nothing folded.
-	FoldedBy FoldReason `json:"folded_by,omitempty"`
-}
 
 // Ceiling bounds a child leg's mode: a parent's live controller (Current tracks the
 // parent's steers) or a recorded word (RecordedCeiling). Observed answers the same word
 // without starting anything (no classifier arming).
 type Ceiling interface {
-	Current() Mode
-	Observed() Mode
+	Current() permission.Mode
+	Observed() permission.Mode
 }
 
 // RecordedCeiling is a ceiling a checkpoint recorded.
-type RecordedCeiling Mode
+type RecordedCeiling permission.Mode
 
 // Current returns the recorded word.
-func (r RecordedCeiling) Current() Mode { return Mode(r) }
+func (r RecordedCeiling) Current() permission.Mode { return permission.Mode(r) }
 
 // Observed returns the recorded word.
-func (r RecordedCeiling) Observed() Mode { return Mode(r) }
+func (r RecordedCeiling) Observed() permission.Mode { return permission.Mode(r) }
 
 // Arming is the deployment's facts the controller folds a declared mode against, bound
 // once the deployment's capabilities are known (BindArming).
@@ -65,7 +36,7 @@ type Arming struct {
 	// wired, so auto folds to default (face_absent). It is called when the leg's
 	// effective mode becomes auto (a steer, a parent's steer read through the ceiling)
 	// and no classifier is armed yet. A panic is contained as an error.
-	ArmAuto func(ctx context.Context) (AutoClassifier, error)
+	ArmAuto func(ctx context.Context) (permission.AutoClassifier, error)
 	// OnArmFault hears an arming failure that no steer awaits (one a read started).
 	// Observe-only: its panics are contained.
 	OnArmFault func(error)
@@ -76,11 +47,11 @@ type ControllerOptions struct {
 	// OnNotice hears every fold, once, as a CodeModeFolded notice. May be nil.
 	OnNotice func(sema.Notice)
 	// PrePlanMode is the word a resumed leg had before a steer moved it into plan.
-	PrePlanMode Mode
+	PrePlanMode permission.Mode
 }
 
 type steer struct {
-	mode    Mode
+	mode    permission.Mode
 	pending bool // its arming is running
 }
 
@@ -95,13 +66,13 @@ type ModeController struct {
 	onNotice func(sema.Notice)
 
 	mu         sync.Mutex
-	spec       Mode
+	spec       permission.Mode
 	steers     []*steer
 	arming     *Arming
-	classifier AutoClassifier
+	classifier permission.AutoClassifier
 	inFlight   bool // a read-started arming is running
 	readFault  bool // a read-started arming failed; not retried until the leg leaves auto
-	prePlan    Mode
+	prePlan    permission.Mode
 	lastFold   string
 }
 
@@ -110,10 +81,10 @@ type ModeController struct {
 // fold) is announced now. A requested or pre-plan word outside the set of modes is
 // refused with config.permission_mode_invalid: a mode a caller believes it declared
 // must not silently run as another.
-func NewModeController(requested Mode, ceiling Ceiling, opts ControllerOptions) (*ModeController, error) {
-	for _, m := range []Mode{requested, opts.PrePlanMode} {
+func NewModeController(requested permission.Mode, ceiling Ceiling, opts ControllerOptions) (*ModeController, error) {
+	for _, m := range []permission.Mode{requested, opts.PrePlanMode} {
 		if m != "" && !m.Valid() {
-			_, err := ParseMode(string(m))
+			_, err := permission.ParseMode(string(m))
 			return nil, err
 		}
 	}
@@ -125,7 +96,7 @@ func NewModeController(requested Mode, ceiling Ceiling, opts ControllerOptions) 
 // ceilingWord reads the ceiling: Current to decide with it, Observed to report it. A
 // ceiling word outside the set of modes (a damaged record) bounds the leg to plan, the
 // mode in which nothing changes without a person's yes.
-func (c *ModeController) ceilingWord(decide bool) Mode {
+func (c *ModeController) ceilingWord(decide bool) permission.Mode {
 	if c.ceiling == nil {
 		return ""
 	}
@@ -134,12 +105,12 @@ func (c *ModeController) ceilingWord(decide bool) Mode {
 		m = c.ceiling.Current()
 	}
 	if !m.Valid() {
-		return ModePlan
+		return permission.ModePlan
 	}
 	return m
 }
 
-func (c *ModeController) requestedLocked() Mode {
+func (c *ModeController) requestedLocked() permission.Mode {
 	if n := len(c.steers); n > 0 {
 		return c.steers[n-1].mode
 	}
@@ -147,27 +118,27 @@ func (c *ModeController) requestedLocked() Mode {
 }
 
 // resolveLocked computes the receipt and the word its fold folded.
-func (c *ModeController) resolveLocked(ceil Mode) (Receipt, Mode) {
+func (c *ModeController) resolveLocked(ceil permission.Mode) (permission.Receipt, permission.Mode) {
 	req := c.requestedLocked()
 	declared, clamped := Clamp(req, ceil)
-	rec := Receipt{Requested: req, Effective: declared}
-	var folded Mode
+	rec := permission.Receipt{Requested: req, Effective: declared}
+	var folded permission.Mode
 	if clamped {
-		rec.FoldedBy, folded = FoldInheritedCeiling, req
+		rec.FoldedBy, folded = permission.FoldInheritedCeiling, req
 	}
 	if a := c.arming; a != nil {
 		switch {
-		case declared == ModeBypassPermissions && a.DenyBypass, declared == ModeAuto && a.DenyAuto:
-			rec.Effective, rec.FoldedBy, folded = ModeDefault, FoldOperatorDeny, declared
-		case declared == ModeAuto && a.ArmAuto == nil:
-			rec.Effective, rec.FoldedBy, folded = ModeDefault, FoldFaceAbsent, declared
+		case declared == permission.ModeBypassPermissions && a.DenyBypass, declared == permission.ModeAuto && a.DenyAuto:
+			rec.Effective, rec.FoldedBy, folded = permission.ModeDefault, permission.FoldOperatorDeny, declared
+		case declared == permission.ModeAuto && a.ArmAuto == nil:
+			rec.Effective, rec.FoldedBy, folded = permission.ModeDefault, permission.FoldFaceAbsent, declared
 		}
 	}
 	return rec, folded
 }
 
 // noticeLocked returns the notice for a fold not yet announced, or nil.
-func (c *ModeController) noticeLocked(rec Receipt, folded Mode) *sema.Notice {
+func (c *ModeController) noticeLocked(rec permission.Receipt, folded permission.Mode) *sema.Notice {
 	if rec.FoldedBy == "" {
 		c.lastFold = ""
 		return nil
@@ -179,18 +150,18 @@ func (c *ModeController) noticeLocked(rec Receipt, folded Mode) *sema.Notice {
 	c.lastFold = key
 	var msg string
 	switch rec.FoldedBy {
-	case FoldInheritedCeiling:
+	case permission.FoldInheritedCeiling:
 		msg = fmt.Sprintf("the permission mode %s exceeds the parent leg's mode, so the leg runs as %s", folded, rec.Effective)
-	case FoldOperatorDeny:
+	case permission.FoldOperatorDeny:
 		msg = fmt.Sprintf("the deployment does not allow the permission mode %s, so the leg runs as %s", folded, rec.Effective)
-	case FoldFaceAbsent:
+	case permission.FoldFaceAbsent:
 		msg = fmt.Sprintf("the permission mode %s needs a classifier and none is wired, so the leg runs as %s", folded, rec.Effective)
 	}
 	detail := map[string]any{"effective": string(rec.Effective), "folded_by": string(rec.FoldedBy), "folded": string(folded)}
 	if rec.Requested != "" {
 		detail["requested"] = string(rec.Requested)
 	}
-	return &sema.Notice{Code: CodeModeFolded, Message: msg, Detail: detail}
+	return &sema.Notice{Code: permission.CodeModeFolded, Message: msg, Detail: detail}
 }
 
 func (c *ModeController) emit(n *sema.Notice) {
@@ -200,7 +171,7 @@ func (c *ModeController) emit(n *sema.Notice) {
 }
 
 // announce resolves against ceil and announces a fold not yet announced.
-func (c *ModeController) announce(ceil Mode) Receipt {
+func (c *ModeController) announce(ceil permission.Mode) permission.Receipt {
 	c.mu.Lock()
 	rec, folded := c.resolveLocked(ceil)
 	n := c.noticeLocked(rec, folded)
@@ -213,15 +184,15 @@ func (c *ModeController) announce(ceil Mode) Receipt {
 // auto with no classifier armed (a parent's steer reached it through the ceiling) arms
 // it now; a failure goes to Arming.OnArmFault and the leg's questions then go to the
 // approver, as under default.
-func (c *ModeController) Current() Mode {
+func (c *ModeController) Current() permission.Mode {
 	ceil := c.ceilingWord(true)
 	c.mu.Lock()
 	rec, folded := c.resolveLocked(ceil)
 	n := c.noticeLocked(rec, folded)
-	if rec.Effective != ModeAuto {
+	if rec.Effective != permission.ModeAuto {
 		c.readFault = false
 	}
-	arm := rec.Effective == ModeAuto && c.classifier == nil && !c.inFlight && !c.readFault &&
+	arm := rec.Effective == permission.ModeAuto && c.classifier == nil && !c.inFlight && !c.readFault &&
 		c.arming != nil && c.arming.ArmAuto != nil
 	var a *Arming
 	if arm {
@@ -251,7 +222,7 @@ func (c *ModeController) Current() Mode {
 
 // Observed is the effective mode read to REPORT it: the same word as Current, reached
 // through the ceilings' Observed, so nothing starts an arming.
-func (c *ModeController) Observed() Mode {
+func (c *ModeController) Observed() permission.Mode {
 	ceil := c.ceilingWord(false)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -261,14 +232,14 @@ func (c *ModeController) Observed() Mode {
 
 // Requested is the word the caller asked for right now: the newest steer that still
 // counts, else the spec's ("" for none).
-func (c *ModeController) Requested() Mode {
+func (c *ModeController) Requested() permission.Mode {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.requestedLocked()
 }
 
 // Declared is the requested word after the ceiling clamp: what a checkpoint records.
-func (c *ModeController) Declared() Mode {
+func (c *ModeController) Declared() permission.Mode {
 	ceil := c.ceilingWord(false)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -277,25 +248,25 @@ func (c *ModeController) Declared() Mode {
 }
 
 // declaredFor returns the declared mode a steer to m would give the leg now.
-func (c *ModeController) declaredFor(m Mode) Mode {
+func (c *ModeController) declaredFor(m permission.Mode) permission.Mode {
 	d, _ := Clamp(m, c.ceilingWord(false))
 	return d
 }
 
 // PrePlanMode is the declared word the leg had when a steer (or EnterPlanMode) last moved
 // it into plan, while it is there; "" for a leg that started in plan or is not in plan.
-func (c *ModeController) PrePlanMode() Mode {
+func (c *ModeController) PrePlanMode() permission.Mode {
 	ceil := c.ceilingWord(false)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d, _ := Clamp(c.requestedLocked(), ceil); d != ModePlan {
+	if d, _ := Clamp(c.requestedLocked(), ceil); d != permission.ModePlan {
 		return ""
 	}
 	return c.prePlan
 }
 
 // Receipt is the three-member answer as it stands right now.
-func (c *ModeController) Receipt() Receipt {
+func (c *ModeController) Receipt() permission.Receipt {
 	ceil := c.ceilingWord(false)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -305,8 +276,8 @@ func (c *ModeController) Receipt() Receipt {
 
 // Classifier returns the armed auto classifier while the leg's effective mode is auto,
 // else nil.
-func (c *ModeController) Classifier() AutoClassifier {
-	if c.Current() != ModeAuto {
+func (c *ModeController) Classifier() permission.AutoClassifier {
+	if c.Current() != permission.ModeAuto {
 		return nil
 	}
 	c.mu.Lock()
@@ -316,7 +287,7 @@ func (c *ModeController) Classifier() AutoClassifier {
 
 // BindArming binds the deployment's arming facts, once; a later call is ignored. It
 // announces a fold-back if one results.
-func (c *ModeController) BindArming(a Arming) Receipt {
+func (c *ModeController) BindArming(a Arming) permission.Receipt {
 	c.mu.Lock()
 	if c.arming == nil {
 		c.arming = &a
@@ -331,9 +302,9 @@ func (c *ModeController) BindArming(a Arming) Receipt {
 // (permission.auto_arm_failed), stops counting — the requested word is again the newest
 // steer's that still counts, else the spec's — and the returned receipt is the leg's
 // mode after the rollback. A steer that took effect outranks every older one.
-func (c *ModeController) Steer(ctx context.Context, m Mode) (Receipt, error) {
+func (c *ModeController) Steer(ctx context.Context, m permission.Mode) (permission.Receipt, error) {
 	if !m.Valid() {
-		_, err := ParseMode(string(m))
+		_, err := permission.ParseMode(string(m))
 		return c.Receipt(), err
 	}
 	ceil := c.ceilingWord(true)
@@ -342,8 +313,8 @@ func (c *ModeController) Steer(ctx context.Context, m Mode) (Receipt, error) {
 	s := &steer{mode: m, pending: true}
 	c.steers = append(c.steers, s)
 	rec, _ := c.resolveLocked(ceil)
-	var arm func(context.Context) (AutoClassifier, error)
-	if rec.Effective == ModeAuto && c.classifier == nil && c.arming != nil && c.arming.ArmAuto != nil {
+	var arm func(context.Context) (permission.AutoClassifier, error)
+	if rec.Effective == permission.ModeAuto && c.classifier == nil && c.arming != nil && c.arming.ArmAuto != nil {
 		arm = c.arming.ArmAuto
 	}
 	if arm == nil {
@@ -365,7 +336,7 @@ func (c *ModeController) Steer(ctx context.Context, m Mode) (Receipt, error) {
 		n := c.noticeLocked(rec, folded)
 		c.mu.Unlock()
 		c.emit(n)
-		return rec, &sema.Error{Code: CodeAutoArmFailed, Err: err,
+		return rec, &sema.Error{Code: permission.CodeAutoArmFailed, Err: err,
 			Message: fmt.Sprintf("the auto classifier could not be armed (%v), so the steer to auto was rolled back; the leg stays %s", err, rec.Effective),
 			Detail:  map[string]any{"requested": string(m), "effective": string(rec.Effective)}}
 	}
@@ -382,7 +353,7 @@ func (c *ModeController) Steer(ctx context.Context, m Mode) (Receipt, error) {
 
 // commitLocked makes s take effect: the steers older than it stop counting, and the
 // pre-plan word follows the move.
-func (c *ModeController) commitLocked(s *steer, before Mode) {
+func (c *ModeController) commitLocked(s *steer, before permission.Mode) {
 	s.pending = false
 	for i, x := range c.steers {
 		if x == s {
@@ -391,9 +362,9 @@ func (c *ModeController) commitLocked(s *steer, before Mode) {
 		}
 	}
 	switch {
-	case s.mode == ModePlan && before != ModePlan:
+	case s.mode == permission.ModePlan && before != permission.ModePlan:
 		c.prePlan = before
-	case s.mode != ModePlan:
+	case s.mode != permission.ModePlan:
 		c.prePlan = ""
 	}
 }
@@ -417,7 +388,7 @@ func (c *ModeController) dropLocked(s *steer) {
 }
 
 // armSafely runs an arming with its panic contained.
-func armSafely(ctx context.Context, arm func(context.Context) (AutoClassifier, error)) (cl AutoClassifier, err error) {
+func armSafely(ctx context.Context, arm func(context.Context) (permission.AutoClassifier, error)) (cl permission.AutoClassifier, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			cl, err = nil, fmt.Errorf("the arming panicked: %v", p)
@@ -432,8 +403,8 @@ func armSafely(ctx context.Context, arm func(context.Context) (AutoClassifier, e
 
 // RecordedMode is what a checkpoint row recorded of a leg's mode.
 type RecordedMode struct {
-	PermissionMode Mode
-	PrePlanMode    Mode
+	PermissionMode permission.Mode
+	PrePlanMode    permission.Mode
 }
 
 // ResumeOutcome is the answer a resume brings to a parked question.
@@ -451,10 +422,10 @@ type ResumeOutcome struct {
 // default for a root, the parent's word for a child), unless the resume names another
 // mode than plan (the approver's choice). A re-passed plan does not keep an approved
 // plan open.
-func ModeRequestAfterResume(seat Mode, recorded RecordedMode, outcome *ResumeOutcome) Mode {
-	if outcome != nil && outcome.Gate == GatePlanReview && recorded.PermissionMode == ModePlan &&
+func ModeRequestAfterResume(seat permission.Mode, recorded RecordedMode, outcome *ResumeOutcome) permission.Mode {
+	if outcome != nil && outcome.Gate == permission.GatePlanReview && recorded.PermissionMode == permission.ModePlan &&
 		(outcome.Decision == "allow" || outcome.Decision == "edit") {
-		if seat != "" && seat != ModePlan {
+		if seat != "" && seat != permission.ModePlan {
 			return seat
 		}
 		return recorded.PrePlanMode

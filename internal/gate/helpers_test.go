@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/internal/rulematch"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -26,7 +28,7 @@ type testLeg struct {
 	scratch string
 	outside string
 	fence   *fence.Fence
-	scope   Scope
+	scope   permission.Scope
 }
 
 func newTestLeg(t testing.TB) *testLeg {
@@ -70,9 +72,9 @@ func (l *testLeg) write(rel, content string) string {
 	return p
 }
 
-func (l *testLeg) gate(mode Mode, rules RuleSet, hooks ...Hook) *Gate {
+func (l *testLeg) gate(mode permission.Mode, rules permission.RuleSet, hooks ...permission.Hook) *Gate {
 	l.t.Helper()
-	g, err := NewGate(GateConfig{Modes: FixedMode(mode), Rules: rules, Hooks: hooks, Resolver: FenceResolver(l.fence)})
+	g, err := New(Config{Modes: FixedMode(mode), Rules: rules, Hooks: hooks, Resolver: FenceResolver(l.fence)})
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -80,15 +82,15 @@ func (l *testLeg) gate(mode Mode, rules RuleSet, hooks ...Hook) *Gate {
 }
 
 // fileCall builds a call of an engine file tool naming path (absolute or root-relative).
-func (l *testLeg) fileCall(g *Gate, tool, path string) Call {
+func (l *testLeg) fileCall(g *Gate, tool, path string) permission.Call {
 	l.t.Helper()
 	field := pathFields[tool]
 	in, _ := json.Marshal(map[string]string{field: path})
 	effect := tools.EffectWrite
-	if isReadTool(tool) {
+	if rulematch.IsReadTool(tool) {
 		effect = tools.EffectRead
 	}
-	c, err := g.Prepare(context.Background(), Call{Tool: tool, Effect: effect, Input: in, Scope: l.scope})
+	c, err := g.Prepare(context.Background(), permission.Call{Tool: tool, Effect: effect, Input: in, Scope: l.scope})
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -96,14 +98,14 @@ func (l *testLeg) fileCall(g *Gate, tool, path string) Call {
 }
 
 // bashCall builds a Bash call.
-func (l *testLeg) bashCall(cmd string, background bool) Call {
+func (l *testLeg) bashCall(cmd string, background bool) permission.Call {
 	in, _ := json.Marshal(map[string]any{"command": cmd, "run_in_background": background})
-	return Call{Tool: "Bash", Effect: tools.EffectExec, Input: in, Scope: l.scope}
+	return permission.Call{Tool: "Bash", Effect: tools.EffectExec, Input: in, Scope: l.scope}
 }
 
-func mustRules(t testing.TB, allow, deny, ask []string) RuleSet {
+func mustRules(t testing.TB, allow, deny, ask []string) permission.RuleSet {
 	t.Helper()
-	s, err := ParseRules(allow, deny, ask)
+	s, err := permission.ParseRules(allow, deny, ask)
 	if err != nil {
 		t.Fatal(err)
 	}

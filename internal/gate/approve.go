@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -6,48 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sema-agent/sema/internal/rulematch"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
 )
-
-// ApprovalRequest is one question put to an approver or the classifier: plain data a
-// host can store, send and answer later.
-type ApprovalRequest struct {
-	// Tool and Input are the call as it would run (a hook's rewrite included).
-	Tool  string          `json:"tool"`
-	Input json.RawMessage `json:"input"`
-	// Ask is the gate's question: its sentence, reason, gate and whether only a person
-	// may answer it.
-	Ask Decision `json:"ask"`
-	// Mode is the leg's mode when the question was put.
-	Mode Mode `json:"mode"`
-	// Transcript is the leg's conversation so far, for the classifier. Optional.
-	Transcript []model.Message `json:"-"`
-}
-
-// ApprovalDecision is an approver's answer.
-type ApprovalDecision struct {
-	// Behavior is Allow or Deny; anything else is read as Deny.
-	Behavior Behavior `json:"behavior"`
-	// Message is the approver's sentence; on a deny the model sees it.
-	Message string `json:"message,omitempty"`
-	// UpdatedInput, with an allow, is the approver's edit of the input: the call runs
-	// with it after the deny rules judged it again.
-	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
-}
-
-// Approver answers the questions the gate puts to a person: an interactive prompt, a
-// host callback, or a parking seat. An error is read as a refusal.
-type Approver interface {
-	Approve(ctx context.Context, req ApprovalRequest) (ApprovalDecision, error)
-}
-
-// ApproverFunc adapts a function to Approver.
-type ApproverFunc func(ctx context.Context, req ApprovalRequest) (ApprovalDecision, error)
-
-// Approve calls f.
-func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (ApprovalDecision, error) {
-	return f(ctx, req)
-}
 
 // AnswerAsk answers a question (req.Ask, an ask) by the leg's mode:
 //
@@ -61,47 +23,47 @@ func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Approva
 // flag or a rule). A decision that is not an ask is returned unchanged. The answer's
 // UpdatedInput is the approver's edit, not yet judged again: Gate.Answer runs
 // RecheckDeny on it.
-func AnswerAsk(ctx context.Context, mode Mode, req ApprovalRequest, approver Approver, classifier AutoClassifier) Decision {
+func AnswerAsk(ctx context.Context, mode permission.Mode, req permission.ApprovalRequest, approver permission.Approver, classifier permission.AutoClassifier) permission.Decision {
 	ask := req.Ask
-	if ask.Behavior != Ask {
+	if ask.Behavior != permission.Ask {
 		return ask
 	}
-	if mode == ModeDontAsk {
-		return Decision{Behavior: Deny, Reason: ReasonMode,
+	if mode == permission.ModeDontAsk {
+		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonMode,
 			Message: fmt.Sprintf("dontAsk mode refuses every question (%s). %s", strings.TrimSuffix(ask.Message, "."), howToAllow(req))}
 	}
-	if mode == ModeAuto && !ask.PersonOnly && classifier != nil {
-		verdict, why, err := classifySafely(ctx, classifier, ClassifyRequest{Tool: req.Tool, Input: req.Input, Question: ask.Message, Transcript: req.Transcript})
+	if mode == permission.ModeAuto && !ask.PersonOnly && classifier != nil {
+		verdict, why, err := classifySafely(ctx, classifier, permission.ClassifyRequest{Tool: req.Tool, Input: req.Input, Question: ask.Message, Transcript: req.Transcript})
 		if err == nil {
 			switch verdict {
-			case Allow:
-				return Decision{Behavior: Allow, Reason: ReasonClassifier, Message: sentence("The auto classifier allowed the call", why), UpdatedInput: ask.UpdatedInput}
-			case Deny:
-				return Decision{Behavior: Deny, Reason: ReasonClassifier, Message: sentence("The auto classifier refused the call", why)}
+			case permission.Allow:
+				return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonClassifier, Message: sentence("The auto classifier allowed the call", why), UpdatedInput: ask.UpdatedInput}
+			case permission.Deny:
+				return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonClassifier, Message: sentence("The auto classifier refused the call", why)}
 			}
 		}
 		// ask, or a failed classification: a person decides.
 	}
 	if approver == nil {
-		return Decision{Behavior: Deny, Reason: ReasonMode, Message: noApproverMessage(req)}
+		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonMode, Message: noApproverMessage(req)}
 	}
 	ans, err := approveSafely(ctx, approver, req)
 	if err != nil {
-		return Decision{Behavior: Deny, Reason: ReasonUser, Message: fmt.Sprintf("The approval failed (%v), so the call was refused.", err)}
+		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonUser, Message: fmt.Sprintf("The approval failed (%v), so the call was refused.", err)}
 	}
 	switch ans.Behavior {
-	case Allow:
-		d := Decision{Behavior: Allow, Reason: ReasonUser, Message: sentence("Approved", ans.Message), UpdatedInput: ask.UpdatedInput}
+	case permission.Allow:
+		d := permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonUser, Message: sentence("Approved", ans.Message), UpdatedInput: ask.UpdatedInput}
 		if len(ans.UpdatedInput) > 0 {
 			d.UpdatedInput = ans.UpdatedInput
 		}
 		return d
 	default:
-		return Decision{Behavior: Deny, Reason: ReasonUser, Message: sentence("The user refused the call", ans.Message)}
+		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonUser, Message: sentence("The user refused the call", ans.Message)}
 	}
 }
 
-func approveSafely(ctx context.Context, a Approver, req ApprovalRequest) (d ApprovalDecision, err error) {
+func approveSafely(ctx context.Context, a permission.Approver, req permission.ApprovalRequest) (d permission.ApprovalDecision, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the approver panicked: %v", p)
@@ -119,7 +81,7 @@ func sentence(opening, why string) string {
 	return opening + ": " + strings.TrimSuffix(why, ".") + "."
 }
 
-func noApproverMessage(req ApprovalRequest) string {
+func noApproverMessage(req permission.ApprovalRequest) string {
 	if req.Ask.PersonOnly {
 		return fmt.Sprintf("Only a person can approve this (%s), and nobody is available to ask; run interactively, or park the run (--on-ask park) and answer it with sema approve.",
 			strings.TrimSuffix(req.Ask.Message, "."))
@@ -128,7 +90,7 @@ func noApproverMessage(req ApprovalRequest) string {
 }
 
 // howToAllow says how a caller allows such a call without a question.
-func howToAllow(req ApprovalRequest) string {
+func howToAllow(req permission.ApprovalRequest) string {
 	if req.Ask.PersonOnly {
 		return "Only a person can approve it."
 	}
@@ -148,7 +110,7 @@ func SuggestRule(tool string, input json.RawMessage) string {
 		cmd, _, err := bashInput(input)
 		cmd = strings.TrimSpace(cmd)
 		if err == nil && cmd != "" {
-			if _, why := literalCommand(cmd); why == "" && !strings.ContainsAny(cmd, "()\n") {
+			if _, why := rulematch.LiteralCommand(cmd); why == "" && !strings.ContainsAny(cmd, "()\n") {
 				return "Bash(" + cmd + ")"
 			}
 		}
@@ -158,7 +120,7 @@ func SuggestRule(tool string, input json.RawMessage) string {
 		if json.Unmarshal(input, &m) == nil {
 			if p, ok := m[pathFields[tool]].(string); ok && strings.HasPrefix(p, "/") && !strings.ContainsAny(p, "()*?[]{}\\") {
 				family := "Read"
-				if isEditTool(tool) {
+				if rulematch.IsEditTool(tool) {
 					family = "Edit"
 				}
 				return family + "(/" + p + ")"
@@ -171,19 +133,19 @@ func SuggestRule(tool string, input json.RawMessage) string {
 // Answer puts an ask to the leg's answerers (AnswerAsk with the gate's live mode) and
 // judges an approver's edited input again by the deny rules (RecheckDeny): an edit a
 // deny rule names is refused.
-func (g *Gate) Answer(ctx context.Context, call Call, ask Decision, approver Approver, classifier AutoClassifier, transcript []model.Message) Decision {
+func (g *Gate) Answer(ctx context.Context, call permission.Call, ask permission.Decision, approver permission.Approver, classifier permission.AutoClassifier, transcript []model.Message) permission.Decision {
 	input := call.Input
 	if len(ask.UpdatedInput) > 0 {
 		input = ask.UpdatedInput
 	}
-	req := ApprovalRequest{Tool: call.Tool, Input: input, Ask: ask, Mode: g.modes.Current(), Transcript: transcript}
+	req := permission.ApprovalRequest{Tool: call.Tool, Input: input, Ask: ask, Mode: g.modes.Current(), Transcript: transcript}
 	d := AnswerAsk(ctx, req.Mode, req, approver, classifier)
-	if d.Behavior == Allow && len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, ask.UpdatedInput) {
+	if d.Behavior == permission.Allow && len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, ask.UpdatedInput) {
 		if deny, denied := g.RecheckDeny(ctx, call, d.UpdatedInput); denied {
 			return deny
 		}
 	}
-	if d.Behavior == Ask {
+	if d.Behavior == permission.Ask {
 		d.Gate = ask.Gate
 	}
 	return d
@@ -192,20 +154,20 @@ func (g *Gate) Answer(ctx context.Context, call Call, ask Decision, approver App
 // RecheckDeny judges edited input by the deny rules (station 1): the call is rebuilt
 // from input (its command, url and paths read again) and refused when a deny rule names
 // it or its input cannot be judged.
-func (g *Gate) RecheckDeny(ctx context.Context, call Call, input json.RawMessage) (Decision, bool) {
+func (g *Gate) RecheckDeny(ctx context.Context, call permission.Call, input json.RawMessage) (permission.Decision, bool) {
 	if !json.Valid(input) {
-		return Decision{Behavior: Deny, Reason: ReasonRule, Message: "The edited input is not valid JSON, so the call was refused."}, true
+		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonRule, Message: "The edited input is not valid JSON, so the call was refused."}, true
 	}
 	next, err := g.rederive(ctx, call, input)
 	if err != nil {
-		return Decision{Behavior: Deny, Reason: ReasonRule, Message: "The edited input cannot be judged (" + err.Error() + "), so the call was refused."}, true
+		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonRule, Message: "The edited input cannot be judged (" + err.Error() + "), so the call was refused."}, true
 	}
 	f := &fold{call: next, mode: g.modes.Current()}
 	f.policy = ModePolicyOf(f.mode)
 	if d, ok := g.denyStation(ctx, f); ok {
 		return d, true
 	}
-	return Decision{}, false
+	return permission.Decision{}, false
 }
 
 func jsonEqual(a, b json.RawMessage) bool { return string(a) == string(b) }

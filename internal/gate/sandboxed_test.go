@@ -1,6 +1,10 @@
-package permission
+package gate
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/sema-agent/sema/permission"
+)
 
 // With the kernel confining commands, a write outside the write roots stops being a
 // question only a person may answer (the kernel refuses the write whatever the answer),
@@ -8,8 +12,8 @@ import "testing"
 func TestSandboxChangesOnlyTheOutsideWriteQuestion(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
-	sandboxedGate := func(mode Mode, rules RuleSet) *Gate {
-		g, err := NewGate(GateConfig{Modes: FixedMode(mode), Rules: rules, Resolver: FenceResolver(l.fence), Sandboxed: true})
+	sandboxedGate := func(mode permission.Mode, rules permission.RuleSet) *Gate {
+		g, err := New(Config{Modes: FixedMode(mode), Rules: rules, Resolver: FenceResolver(l.fence), Sandboxed: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -18,13 +22,13 @@ func TestSandboxChangesOnlyTheOutsideWriteQuestion(t *testing.T) {
 	outside := l.outside + "/x"
 	cpRule := mustRules(t, []string{"Bash(cp:*)", "Bash(tee:*)"}, nil, nil)
 	for _, cmd := range []string{"cp a.txt " + outside, "tee " + outside} {
-		if d := l.decideBash(l.gate(ModeDefault, cpRule), cmd); verdict(d) != "ask!" {
+		if d := l.decideBash(l.gate(permission.ModeDefault, cpRule), cmd); verdict(d) != "ask!" {
 			t.Errorf("unconfined: %q = %+v, want a person-only question", cmd, d)
 		}
-		if d := l.decideBash(sandboxedGate(ModeDefault, cpRule), cmd); verdict(d) != "allow" {
+		if d := l.decideBash(sandboxedGate(permission.ModeDefault, cpRule), cmd); verdict(d) != "allow" {
 			t.Errorf("confined: %q = %+v, want the allow rule's answer", cmd, d)
 		}
-		if d := l.decideBash(sandboxedGate(ModeDefault, RuleSet{}), cmd); verdict(d) != "ask" {
+		if d := l.decideBash(sandboxedGate(permission.ModeDefault, permission.RuleSet{}), cmd); verdict(d) != "ask" {
 			t.Errorf("confined, no rule: %q = %+v, want the ordinary question", cmd, d)
 		}
 	}
@@ -37,12 +41,12 @@ func TestSandboxChangesOnlyTheOutsideWriteQuestion(t *testing.T) {
 		"rm -rf ~",                          // the home directory
 		"bash -c 'echo x > .git/hooks/pre'", // a protected path behind a shell
 	} {
-		if d := l.decideBash(sandboxedGate(ModeDefault, mustRules(t, []string{"Bash"}, nil, nil)), cmd); verdict(d) != "ask!" {
+		if d := l.decideBash(sandboxedGate(permission.ModeDefault, mustRules(t, []string{"Bash"}, nil, nil)), cmd); verdict(d) != "ask!" {
 			t.Errorf("confined: %q = %+v, want a person-only question", cmd, d)
 		}
 	}
 	// Deny rules still win.
-	if d := l.decideBash(sandboxedGate(ModeDefault, mustRules(t, []string{"Bash(cp:*)"}, []string{"Bash(cp:*)"}, nil)), "cp a.txt "+outside); verdict(d) != "deny" {
+	if d := l.decideBash(sandboxedGate(permission.ModeDefault, mustRules(t, []string{"Bash(cp:*)"}, []string{"Bash(cp:*)"}, nil)), "cp a.txt "+outside); verdict(d) != "deny" {
 		t.Errorf("a deny rule under the sandbox = %+v", d)
 	}
 }

@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -6,9 +6,12 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/internal/rulematch"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/shellscan"
 )
 
@@ -23,8 +26,8 @@ type ReadDenial struct {
 }
 
 // ReadDenial returns the read judgement of the leg whose scope is s.
-func (g *Gate) ReadDenial(s Scope) ReadDenial {
-	return ReadDenial{g: g, root: s.root(), home: s.Home}
+func (g *Gate) ReadDenial(s permission.Scope) ReadDenial {
+	return ReadDenial{g: g, root: scopeRoot(&s), home: s.Home}
 }
 
 // Denied reports whether a deny path rule that covers tool names the absolute path p
@@ -36,7 +39,7 @@ func (d ReadDenial) Denied(tool, p string) bool {
 	}
 	for i := range d.g.rules.Deny {
 		r := &d.g.rules.Deny[i]
-		if r.kind == kindPath && r.coversTool(tool, true) && d.g.pathNamed(r, p, d.root, d.home) {
+		if r.Kind == rulematch.KindPath && r.CoversTool(tool, true) && d.g.pathNamed(r, p, d.root, d.home) {
 			return true
 		}
 	}
@@ -50,7 +53,7 @@ func (d ReadDenial) readRules() bool {
 		return false
 	}
 	for i := range d.g.rules.Deny {
-		if r := &d.g.rules.Deny[i]; r.kind == kindPath && r.Tool == "Read" {
+		if r := &d.g.rules.Deny[i]; r.Kind == rulematch.KindPath && r.Tool == "Read" {
 			return true
 		}
 	}
@@ -68,7 +71,7 @@ func (d ReadDenial) MayHold(dir string) bool {
 	}
 	for i := range d.g.rules.Deny {
 		r := &d.g.rules.Deny[i]
-		if r.kind != kindPath || r.Tool != "Read" {
+		if r.Kind != rulematch.KindPath || r.Tool != "Read" {
 			continue
 		}
 		t := d.g.globOf(r, d.root, d.home)
@@ -269,7 +272,7 @@ func (d ReadDenial) gitHistoryProven(ctx context.Context, args []shellscan.Word,
 		if !strings.HasPrefix(w.Lit, "-") {
 			break
 		}
-		if !inList(gitHarmlessGlobal, w.Lit) {
+		if !slices.Contains(gitHarmlessGlobal, w.Lit) {
 			return false // -C, -c, --git-dir, --icase-pathspecs…: paths no longer mean what they say
 		}
 	}
@@ -367,7 +370,7 @@ func (d ReadDenial) gitHistoryProven(ctx context.Context, args []shellscan.Word,
 		}
 		return !gitPatchy(opts)
 	}
-	return inList(gitNoContent, sub) && !gitPatchy(opts)
+	return slices.Contains(gitNoContent, sub) && !gitPatchy(opts)
 }
 
 // splitGitArgs splits a subcommand's arguments into options, operands before "--" and

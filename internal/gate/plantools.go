@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -6,15 +6,8 @@ import (
 	"strings"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
-)
-
-// Codes of the plan tools' error results.
-const (
-	// CodeNotInPlanMode: ExitPlanMode was called while the leg is not in plan mode.
-	CodeNotInPlanMode = "permission.not_in_plan_mode"
-	// CodePlanSteerFailed: the mode could not be moved.
-	CodePlanSteerFailed = "permission.plan_steer_failed"
 )
 
 // NewEnterPlanMode returns the EnterPlanMode tool over a leg's controller: it moves the
@@ -46,11 +39,11 @@ func (t enterPlan) Run(ctx context.Context, input json.RawMessage) tools.Result 
 	if err := tools.Decode(input, &v); err != nil {
 		return tools.FromError(err, tools.CodeInputInvalid)
 	}
-	if t.c.Current() == ModePlan {
+	if t.c.Current() == permission.ModePlan {
 		return tools.Text("Plan mode is already on. Explore, then present the plan with ExitPlanMode.")
 	}
-	if _, err := t.c.Steer(ctx, ModePlan); err != nil {
-		return tools.Fail(CodePlanSteerFailed, "Plan mode could not be entered: %v", err)
+	if _, err := t.c.Steer(ctx, permission.ModePlan); err != nil {
+		return tools.Fail(permission.CodePlanSteerFailed, "Plan mode could not be entered: %v", err)
 	}
 	return tools.Text("Plan mode is on. Explore the code and design the change without editing anything; " +
 		"when the plan is ready, present it with ExitPlanMode for approval.")
@@ -78,20 +71,20 @@ func (t exitPlan) Run(ctx context.Context, input json.RawMessage) tools.Result {
 	if v.Plan == nil || strings.TrimSpace(*v.Plan) == "" {
 		return tools.Fail(tools.CodeInputInvalid, "invalid input: plan is required and must not be empty")
 	}
-	if t.c.Current() != ModePlan {
-		return tools.Fail(CodeNotInPlanMode, "The leg is not in plan mode, so there is no plan to exit; carry on with the task.")
+	if t.c.Current() != permission.ModePlan {
+		return tools.Fail(permission.CodeNotInPlanMode, "The leg is not in plan mode, so there is no plan to exit; carry on with the task.")
 	}
 	to := t.c.PrePlanMode()
 	if to == "" {
-		to = ModeDefault
+		to = permission.ModeDefault
 	}
-	if t.c.declaredFor(to) == ModePlan {
+	if t.c.declaredFor(to) == permission.ModePlan {
 		// The parent leg is in plan: leaving would change nothing but the word.
-		return tools.FromError(sema.Errorf(CodePlanSteerFailed, "The plan was approved, but the parent leg is in plan mode, so this leg stays in plan mode; report the plan back instead."), CodePlanSteerFailed)
+		return tools.FromError(sema.Errorf(permission.CodePlanSteerFailed, "The plan was approved, but the parent leg is in plan mode, so this leg stays in plan mode; report the plan back instead."), permission.CodePlanSteerFailed)
 	}
 	rec, err := t.c.Steer(ctx, to)
 	if err != nil {
-		return tools.FromError(err, CodePlanSteerFailed)
+		return tools.FromError(err, permission.CodePlanSteerFailed)
 	}
 	return tools.Text("The plan was approved and plan mode is off (the permission mode is now " + string(rec.Effective) + "). Carry out the plan.")
 }

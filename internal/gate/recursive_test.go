@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/shellscan"
 )
 
@@ -71,7 +72,7 @@ func TestRecursiveReadOfDenySetAsks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := NewGate(GateConfig{Modes: FixedMode(ModeDefault), Resolver: FenceResolver(f)})
+		g, err := New(Config{Modes: FixedMode(permission.ModeDefault), Resolver: FenceResolver(f)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +81,7 @@ func TestRecursiveReadOfDenySetAsks(t *testing.T) {
 	plain := gateWith(fence.Config{})
 	globbed := gateWith(fence.Config{DenyGlobs: []string{".env"}})
 	stated := gateWith(fence.Config{StateDir: l.root + "/state"})
-	ruled, err := NewGate(GateConfig{Modes: FixedMode(ModeDefault), Rules: mustRules(t, []string{"Bash(echo *)"}, nil, nil), Resolver: globbed.resolver})
+	ruled, err := New(Config{Modes: FixedMode(permission.ModeDefault), Rules: mustRules(t, []string{"Bash(echo *)"}, nil, nil), Resolver: globbed.resolver})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,22 +89,22 @@ func TestRecursiveReadOfDenySetAsks(t *testing.T) {
 		name string
 		g    *Gate
 		cmd  string
-		want Behavior
+		want permission.Behavior
 	}{
-		{"no deny set", plain, "grep -r x .", Allow},
-		{"no deny set, rg", plain, "rg x", Allow},
-		{"deny glob", globbed, "grep -r x .", Ask},
-		{"deny glob, implicit cwd", globbed, "grep -r x", Ask},
-		{"deny glob, rg on no operand", globbed, "rg x", Ask},
-		{"deny glob, find", globbed, "find . -name x", Ask},
-		{"deny glob, ls -R", globbed, "ls -R", Ask},
-		{"deny glob, rg on a file", globbed, "rg x README.md", Allow},
-		{"deny glob, plain ls", globbed, "ls", Allow},
-		{"deny glob, cat", globbed, "cat README.md", Allow},
-		{"state dir in the root", stated, "rg x", Ask},
-		{"state dir elsewhere", stated, "rg x src", Allow},
-		{"allow rule beside a recursive read", ruled, "echo a && grep -r x .", Ask},
-		{"allow rule beside a plain read", ruled, "echo a && cat README.md", Allow},
+		{"no deny set", plain, "grep -r x .", permission.Allow},
+		{"no deny set, rg", plain, "rg x", permission.Allow},
+		{"deny glob", globbed, "grep -r x .", permission.Ask},
+		{"deny glob, implicit cwd", globbed, "grep -r x", permission.Ask},
+		{"deny glob, rg on no operand", globbed, "rg x", permission.Ask},
+		{"deny glob, find", globbed, "find . -name x", permission.Ask},
+		{"deny glob, ls -R", globbed, "ls -R", permission.Ask},
+		{"deny glob, rg on a file", globbed, "rg x README.md", permission.Allow},
+		{"deny glob, plain ls", globbed, "ls", permission.Allow},
+		{"deny glob, cat", globbed, "cat README.md", permission.Allow},
+		{"state dir in the root", stated, "rg x", permission.Ask},
+		{"state dir elsewhere", stated, "rg x src", permission.Allow},
+		{"allow rule beside a recursive read", ruled, "echo a && grep -r x .", permission.Ask},
+		{"allow rule beside a plain read", ruled, "echo a && cat README.md", permission.Allow},
 	}
 	for _, tc := range tests {
 		d := tc.g.Decide(context.Background(), l.bashCall(tc.cmd, false))

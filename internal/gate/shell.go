@@ -1,12 +1,15 @@
-package permission
+package gate
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/internal/rulematch"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/shellscan"
 )
 
@@ -113,7 +116,7 @@ func (g *Gate) gitPrograms(ctx context.Context, f *fold) string {
 	case sf.script != nil && dirMoved(sf.script) >= 0:
 		sf.git = "the command changes directory before git runs, so the repository whose configuration git reads is not known"
 	default:
-		sf.git = reader.GitPrograms(ctx, f.call.root())
+		sf.git = reader.GitPrograms(ctx, scopeRoot(&f.call.Scope))
 	}
 	return sf.git
 }
@@ -145,35 +148,35 @@ func (g *Gate) shellPlacer(f *fold) Placer {
 
 // shellDenyStation refuses, at station 1, a command that cannot be analyzed while a Bash
 // deny rule is in force, and a command that touches the deny set.
-func (g *Gate) shellDenyStation(ctx context.Context, f *fold) (Decision, bool) {
+func (g *Gate) shellDenyStation(ctx context.Context, f *fold) (permission.Decision, bool) {
 	sf := g.shell(ctx, f)
 	if sf.err != nil {
 		if g.bashDeny {
-			return Decision{Behavior: Deny, Reason: ReasonRule,
+			return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonRule,
 				Message: fmt.Sprintf("The command cannot be analyzed (%v), and a deny rule for Bash is in force, so it was refused.", sf.err)}, true
 		}
-		return Decision{}, false
+		return permission.Decision{}, false
 	}
 	// A deny rule on a command cannot be checked against a program the text does not show
 	// ($x, eval "$s", bash -c "$s", hidden code): the answer is a person's, never an allow.
 	if r := firstCommandRule(g.rules.Deny); r != nil {
 		if why := g.hiddenCommand(ctx, f); why != "" {
-			return Decision{Behavior: Ask, Reason: ReasonRule, Rule: r.String(), PersonOnly: true,
+			return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonRule, Rule: r.String(), PersonOnly: true,
 				Message: fmt.Sprintf("The command may run a program its text does not show (%s), and the deny rule %s is in force; only a person can approve it.", why, r.String())}, true
 		}
 	}
 	if g.resolver == nil {
-		return Decision{}, false
+		return permission.Decision{}, false
 	}
 	for _, list := range [2][]placed{sf.writes, sf.reads} {
 		for _, p := range list {
 			if p.ok() && !p.sink && (g.resolver.Denied(p.canonical) || p.abs != p.canonical && g.resolver.Denied(p.abs)) {
-				return Decision{Behavior: Deny, Reason: ReasonSafety,
+				return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonSafety,
 					Message: fmt.Sprintf("The command touches %s, a location no tool may read or write.", p.t.Path)}, true
 			}
 		}
 	}
-	return Decision{}, false
+	return permission.Decision{}, false
 }
 
 // segmentCandidates are the readings of a segment a deny or ask rule is matched against:
@@ -218,9 +221,9 @@ func (g *Gate) hiddenCommand(ctx context.Context, f *fold) string {
 }
 
 // firstCommandRule returns the first Bash command rule (prefix or exact) of a list, or nil.
-func firstCommandRule(rules []Rule) *Rule {
+func firstCommandRule(rules []rulematch.Rule) *rulematch.Rule {
 	for i := range rules {
-		if rules[i].kind == kindBashPrefix || rules[i].kind == kindBashExact {
+		if rules[i].Kind == rulematch.KindBashPrefix || rules[i].Kind == rulematch.KindBashExact {
 			return &rules[i]
 		}
 	}
@@ -228,7 +231,7 @@ func firstCommandRule(rules []Rule) *Rule {
 }
 
 // shellRuleMatches reports whether a deny or ask command rule names any segment.
-func (g *Gate) shellRuleMatches(ctx context.Context, f *fold, r *Rule) bool {
+func (g *Gate) shellRuleMatches(ctx context.Context, f *fold, r *rulematch.Rule) bool {
 	sf := g.shell(ctx, f)
 	if sf.err != nil {
 		return false
@@ -249,22 +252,22 @@ func (g *Gate) shellRuleMatches(ctx context.Context, f *fold, r *Rule) bool {
 	return false
 }
 
-func ruleNamesSegment(r *Rule, seg shellscan.Segment) bool {
-	if r.kind == kindBashPrefix {
-		return shellscan.PrefixMatch(seg, r.words)
+func ruleNamesSegment(r *rulematch.Rule, seg shellscan.Segment) bool {
+	if r.Kind == rulematch.KindBashPrefix {
+		return shellscan.PrefixMatch(seg, r.Words)
 	}
-	return shellscan.ExactMatch(seg, r.words)
+	return shellscan.ExactMatch(seg, r.Words)
 }
 
 // shellPathRuleMatches reports whether a deny or ask Read or Edit path rule names a
 // target of the command: Read rules name what it reads and writes, Edit rules what it
 // writes.
-func (g *Gate) shellPathRuleMatches(ctx context.Context, f *fold, r *Rule) bool {
+func (g *Gate) shellPathRuleMatches(ctx context.Context, f *fold, r *rulematch.Rule) bool {
 	sf := g.shell(ctx, f)
 	if sf.err != nil {
 		return false
 	}
-	root, home := f.call.root(), f.call.Home
+	root, home := scopeRoot(&f.call.Scope), f.call.Home
 	lists := [][]placed{sf.writes}
 	if r.Tool == "Read" {
 		lists = append(lists, sf.reads)
@@ -283,11 +286,11 @@ func (g *Gate) shellPathRuleMatches(ctx context.Context, f *fold, r *Rule) bool 
 }
 
 // shellSafetyStation is station 5 for a Bash call.
-func (g *Gate) shellSafetyStation(ctx context.Context, f *fold) (Decision, bool) {
+func (g *Gate) shellSafetyStation(ctx context.Context, f *fold) (permission.Decision, bool) {
 	sf := g.shell(ctx, f)
 	c := &f.call
-	ask := func(format string, args ...any) (Decision, bool) {
-		return Decision{Behavior: Ask, Reason: ReasonSafety, PersonOnly: true, Message: fmt.Sprintf(format, args...)}, true
+	ask := func(format string, args ...any) (permission.Decision, bool) {
+		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonSafety, PersonOnly: true, Message: fmt.Sprintf(format, args...)}, true
 	}
 	if sf.err != nil {
 		return ask("The command cannot be analyzed (%v); only a person can approve it.", sf.err)
@@ -309,8 +312,8 @@ func (g *Gate) shellSafetyStation(ctx context.Context, f *fold) (Decision, bool)
 	if why := g.ReadDenial(c.Scope).ShellRisk(ctx, sf.script, g.shellPlacer(f)); why != "" {
 		return ask("The command may read what a deny rule or the deny set keeps from reads: %s; only a person can approve it.", why)
 	}
-	if f.mode == ModeBypassPermissions {
-		return Decision{}, false
+	if f.mode == permission.ModeBypassPermissions {
+		return permission.Decision{}, false
 	}
 	for _, p := range sf.writes {
 		if p.sink || !p.ok() || g.resolver == nil {
@@ -344,7 +347,7 @@ func (g *Gate) shellSafetyStation(ctx context.Context, f *fold) (Decision, bool)
 			return ask("The command reads %s, outside the read roots (%s); only a person can approve it.", p.canonical, strings.Join(c.ReadRoots, ", "))
 		}
 	}
-	return Decision{}, false
+	return permission.Decision{}, false
 }
 
 // shown names a target in a sentence.
@@ -360,7 +363,7 @@ func shown(p placed) string {
 
 // guarded says what a removal target is when the delete guard keeps it: "/", the home
 // directory, a root, or an ancestor of one; "" otherwise. Both spellings are judged.
-func guarded(c *Call, spellings ...string) string {
+func guarded(c *permission.Call, spellings ...string) string {
 	for _, p := range spellings {
 		if p == "" {
 			continue
@@ -378,7 +381,7 @@ func guarded(c *Call, spellings ...string) string {
 				}
 			}
 		}
-		if r := c.root(); fence.Contains(p, r) {
+		if r := scopeRoot(&c.Scope); fence.Contains(p, r) {
 			return "the task root or one of its ancestors"
 		}
 	}
@@ -390,13 +393,13 @@ func guarded(c *Call, spellings ...string) string {
 // A prefix or exact rule never names a segment with a redirection, and no rule names a
 // command with a substitution or a redirection on a compound command.
 func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
-	var cmdRules []*Rule
+	var cmdRules []*rulematch.Rule
 	for i := range g.rules.Allow {
 		r := &g.rules.Allow[i]
-		if r.kind == kindTool && r.Tool == "Bash" {
+		if r.Kind == rulematch.KindTool && r.Tool == "Bash" {
 			return r.String(), true
 		}
-		if r.kind == kindBashPrefix || r.kind == kindBashExact {
+		if r.Kind == rulematch.KindBashPrefix || r.Kind == rulematch.KindBashExact {
 			cmdRules = append(cmdRules, r)
 		}
 	}
@@ -416,7 +419,7 @@ func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
 	var used []string
 	var readOnly map[string]bool // verdicts by rebuilt text, for repeated segments
 	for i, seg := range sf.script.Segments {
-		var hit *Rule
+		var hit *rulematch.Rule
 		if len(seg.Redirects) == 0 {
 			for _, r := range cmdRules {
 				if ruleNamesSegment(r, seg) {
@@ -448,7 +451,7 @@ func (g *Gate) shellAllowed(ctx context.Context, f *fold) (string, bool) {
 			// configuration given on the command line) would make it run.
 			return "", false
 		}
-		if s := hit.String(); !inList(used, s) {
+		if s := hit.String(); !slices.Contains(used, s) {
 			used = append(used, s)
 		}
 	}

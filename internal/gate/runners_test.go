@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sema-agent/sema/permission"
 )
 
 // TestRestrictiveRulesSeeThroughRunners: programs that run another command taken from
@@ -20,9 +22,9 @@ import (
 func TestRestrictiveRulesSeeThroughRunners(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
-	deny := l.gate(ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
-	ask := l.gate(ModeDefault, mustRules(t, []string{"Bash"}, nil, []string{"Bash(touch *)"}))
-	dontAsk := l.gate(ModeDontAsk, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
+	deny := l.gate(permission.ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
+	ask := l.gate(permission.ModeDefault, mustRules(t, []string{"Bash"}, nil, []string{"Bash(touch *)"}))
+	dontAsk := l.gate(permission.ModeDontAsk, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
 	// {M} is replaced by the marker's path, {D} by the case's directory. prog is the
 	// program calibration needs; probe, when set, is a harmless command that must succeed
 	// for prog to work here at all.
@@ -112,15 +114,15 @@ func TestRestrictiveRulesSeeThroughRunners(t *testing.T) {
 			if got := verdict(d); got != tc.want {
 				t.Errorf("deny Bash(touch *): %q = %s (%s), want %s", cmd, got, d.Message, tc.want)
 			}
-			if d := l.decideBash(ask, cmd); d.Behavior != Ask {
+			if d := l.decideBash(ask, cmd); d.Behavior != permission.Ask {
 				t.Errorf("ask Bash(touch *): %q = %+v, want a question", cmd, d)
 			}
 			call := l.bashCall(cmd, false)
 			d = dontAsk.Decide(context.Background(), call)
-			if d.Behavior == Ask {
+			if d.Behavior == permission.Ask {
 				d = dontAsk.Answer(context.Background(), call, d, nil, nil, nil)
 			}
-			if d.Behavior != Deny {
+			if d.Behavior != permission.Deny {
 				t.Errorf("dontAsk with deny Bash(touch *): %q = %+v, want deny", cmd, d)
 			}
 			// Calibration: the spelling really runs touch.
@@ -141,7 +143,7 @@ func TestRestrictiveRulesSeeThroughRunners(t *testing.T) {
 	for _, cmd := range []string{"setsid ls", "flock lock ls", "chrt -o 0 ls", "taskset -c 0 ls", "ionice -c 3 ls",
 		"su -c 'ls'", "watch -n 1 ls", "script -qc 'ls' /dev/null", "python3 x.py", "perl x.pl", "node build.js",
 		"awk '{ print $1 }' f", "sed -n 1p f", "python3 --version", "strace -o /dev/null ls"} {
-		if d := l.decideBash(deny, cmd); d.Behavior != Allow {
+		if d := l.decideBash(deny, cmd); d.Behavior != permission.Allow {
 			t.Errorf("%q = %+v, want allowed", cmd, d)
 		}
 	}
@@ -154,7 +156,7 @@ func TestRestrictiveRulesSeeThroughRunners(t *testing.T) {
 func TestDeleteGuardSeesThroughRunners(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
-	g := l.gate(ModeBypassPermissions, RuleSet{})
+	g := l.gate(permission.ModeBypassPermissions, permission.RuleSet{})
 	for _, tmpl := range []string{
 		`setsid rm -rf R`,
 		`flock R/.lock rm -rf R`,
@@ -175,7 +177,7 @@ func TestDeleteGuardSeesThroughRunners(t *testing.T) {
 		}
 	}
 	for _, cmd := range []string{`setsid rm -rf build`, `flock .lock rm -f out.txt`} {
-		if d := l.decideBash(g, cmd); d.Behavior != Allow {
+		if d := l.decideBash(g, cmd); d.Behavior != permission.Allow {
 			t.Errorf("%q = %+v, want allowed", cmd, d)
 		}
 	}

@@ -1,16 +1,18 @@
-package permission
+package gate
 
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/shellscan"
 	"github.com/sema-agent/sema/shellscan/shellscantest"
 )
 
-func (l *testLeg) decideBash(g *Gate, cmd string) Decision {
+func (l *testLeg) decideBash(g *Gate, cmd string) permission.Decision {
 	return g.Decide(context.Background(), l.bashCall(cmd, false))
 }
 
@@ -22,7 +24,7 @@ func TestAcceptEditsAttacks(t *testing.T) {
 	l.write("a", "a")
 	l.write("x", "x")
 	l.write("list", "x\n")
-	g := l.gate(ModeAcceptEdits, RuleSet{})
+	g := l.gate(permission.ModeAcceptEdits, permission.RuleSet{})
 	attacks := []string{
 		"rm -rf /",
 		"rm -rf ~",
@@ -62,13 +64,13 @@ func TestAcceptEditsAttacks(t *testing.T) {
 	}
 	for _, cmd := range attacks {
 		d := l.decideBash(g, cmd)
-		if d.Behavior == Allow {
+		if d.Behavior == permission.Allow {
 			t.Errorf("acceptEdits allowed %q: %+v", cmd, d)
 		}
 	}
 	// The same commands run in the background are never accepted either.
 	d := g.Decide(context.Background(), l.bashCall("touch a", true))
-	if d.Behavior == Allow && d.Reason == ReasonMode {
+	if d.Behavior == permission.Allow && d.Reason == permission.ReasonMode {
 		t.Errorf("acceptEdits accepted a run_in_background call: %+v", d)
 	}
 	// And what acceptEdits is for still works.
@@ -83,7 +85,7 @@ func TestAcceptEditsAttacks(t *testing.T) {
 		"cp x " + filepath.Join(l.scratch, "copy"),
 	} {
 		d := l.decideBash(g, cmd)
-		if d.Behavior != Allow || d.Reason != ReasonMode {
+		if d.Behavior != permission.Allow || d.Reason != permission.ReasonMode {
 			t.Errorf("acceptEdits did not accept %q: %+v", cmd, d)
 		}
 	}
@@ -107,7 +109,7 @@ func TestDeleteGuardInEveryMode(t *testing.T) {
 		for _, m := range matrixModes {
 			g := l.gate(m, mustRules(t, []string{"Bash"}, nil, nil))
 			d := l.decideBash(g, cmd)
-			if verdict(d) != "ask!" || d.Reason != ReasonSafety {
+			if verdict(d) != "ask!" || d.Reason != permission.ReasonSafety {
 				t.Errorf("%q under %s = %+v, want a person-only safety question", cmd, m, d)
 			}
 		}
@@ -117,13 +119,13 @@ func TestDeleteGuardInEveryMode(t *testing.T) {
 func TestTildeTargetsArePlaced(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
-	g := l.gate(ModeDefault, RuleSet{})
+	g := l.gate(permission.ModeDefault, permission.RuleSet{})
 	// Inside the root through ~: the shell station's ordinary question, not a finding.
-	if d := l.decideBash(g, "echo x > ~/proj/out.txt"); verdict(d) != "ask" || d.Reason != ReasonTool {
+	if d := l.decideBash(g, "echo x > ~/proj/out.txt"); verdict(d) != "ask" || d.Reason != permission.ReasonTool {
 		t.Errorf("a write through ~ inside the root = %+v", d)
 	}
 	for _, cmd := range []string{"echo x > ~/.bashrc", "cat ~/.ssh/id_rsa", "echo x > ~root/x", "cat ~/$X", "bash -c 'echo x > /etc/x'", "sh -c 'cat ~/.ssh/id_rsa'"} {
-		if d := l.decideBash(g, cmd); verdict(d) != "ask!" || d.Reason != ReasonSafety {
+		if d := l.decideBash(g, cmd); verdict(d) != "ask!" || d.Reason != permission.ReasonSafety {
 			t.Errorf("%q = %+v, want a safety question", cmd, d)
 		}
 	}
@@ -132,7 +134,7 @@ func TestTildeTargetsArePlaced(t *testing.T) {
 func TestEchoRuleAttacks(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
-	g := l.gate(ModeDefault, mustRules(t, []string{"Bash(echo *)"}, nil, nil))
+	g := l.gate(permission.ModeDefault, mustRules(t, []string{"Bash(echo *)"}, nil, nil))
 
 	// One echo whose argument holds quotes and semicolons: allowed, and the parse agrees.
 	single := `echo "\"; rm -rf x; echo \""`
@@ -143,10 +145,10 @@ func TestEchoRuleAttacks(t *testing.T) {
 	if w := s.Segments[0].Words[1]; !w.Static || w.Lit != `"; rm -rf x; echo "` {
 		t.Fatalf("the argument is %+v", w)
 	}
-	if d := l.decideBash(g, single); d.Behavior != Allow {
+	if d := l.decideBash(g, single); d.Behavior != permission.Allow {
 		t.Errorf("the single echo = %+v", d)
 	}
-	if d := l.decideBash(g, "echo hello world"); d.Behavior != Allow || d.Rule != "Bash(echo *)" {
+	if d := l.decideBash(g, "echo hello world"); d.Behavior != permission.Allow || d.Rule != "Bash(echo *)" {
 		t.Errorf("echo hello world = %+v", d)
 	}
 	for _, cmd := range []string{
@@ -166,7 +168,7 @@ func TestEchoRuleAttacks(t *testing.T) {
 		"FOO=$(rm x) echo",
 		"echo ${x:=$(rm y)}",
 	} {
-		if d := l.decideBash(g, cmd); d.Behavior == Allow {
+		if d := l.decideBash(g, cmd); d.Behavior == permission.Allow {
 			t.Errorf("Bash(echo *) allowed %q: %+v", cmd, d)
 		}
 	}
@@ -175,7 +177,7 @@ func TestEchoRuleAttacks(t *testing.T) {
 func TestGitDiffRuleAttacks(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
-	g := l.gate(ModeDefault, mustRules(t, []string{"Bash(git diff *)"}, nil, nil))
+	g := l.gate(permission.ModeDefault, mustRules(t, []string{"Bash(git diff *)"}, nil, nil))
 	for _, cmd := range []string{
 		"git diff --output=/etc/x",
 		"git diff --output /etc/x",
@@ -187,12 +189,12 @@ func TestGitDiffRuleAttacks(t *testing.T) {
 		"git diff-tree x",
 		"git difftool",
 	} {
-		if d := l.decideBash(g, cmd); d.Behavior == Allow {
+		if d := l.decideBash(g, cmd); d.Behavior == permission.Allow {
 			t.Errorf("Bash(git diff *) allowed %q: %+v", cmd, d)
 		}
 	}
 	for _, cmd := range []string{"git diff", "git diff HEAD~1 -- src", "git diff | cat"} {
-		if d := l.decideBash(g, cmd); d.Behavior != Allow {
+		if d := l.decideBash(g, cmd); d.Behavior != permission.Allow {
 			t.Errorf("%q = %+v", cmd, d)
 		}
 	}
@@ -202,7 +204,7 @@ func TestBashDenyRulesLookThroughWrappers(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
 	l.write("x", "x")
-	g := l.gate(ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(rm:*)", "Bash(git push)"}, nil))
+	g := l.gate(permission.ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(rm:*)", "Bash(git push)"}, nil))
 	for _, cmd := range []string{
 		"rm x",
 		"sudo rm x",
@@ -221,26 +223,26 @@ func TestBashDenyRulesLookThroughWrappers(t *testing.T) {
 		"git push",
 		"sudo git push",
 	} {
-		if d := l.decideBash(g, cmd); d.Behavior != Deny || d.Reason != ReasonRule {
+		if d := l.decideBash(g, cmd); d.Behavior != permission.Deny || d.Reason != permission.ReasonRule {
 			t.Errorf("deny rules missed %q: %+v", cmd, d)
 		}
 	}
 	for _, cmd := range []string{"ls", "git push --force", "echo rm"} {
-		if d := l.decideBash(g, cmd); d.Behavior != Allow {
+		if d := l.decideBash(g, cmd); d.Behavior != permission.Allow {
 			t.Errorf("%q = %+v", cmd, d)
 		}
 	}
 	// An ask rule is looked at the same way.
-	g = l.gate(ModeBypassPermissions, mustRules(t, nil, nil, []string{"Bash(curl:*)"}))
-	if d := l.decideBash(g, "ls | sudo curl evil"); d.Behavior != Ask || d.Reason != ReasonRule {
+	g = l.gate(permission.ModeBypassPermissions, mustRules(t, nil, nil, []string{"Bash(curl:*)"}))
+	if d := l.decideBash(g, "ls | sudo curl evil"); d.Behavior != permission.Ask || d.Reason != permission.ReasonRule {
 		t.Errorf("ask rule missed: %+v", d)
 	}
 	// A command that does not parse is refused while a Bash deny rule is in force.
-	g = l.gate(ModeBypassPermissions, mustRules(t, nil, []string{"Bash(rm:*)"}, nil))
-	if d := l.decideBash(g, "rm x )("); d.Behavior != Deny {
+	g = l.gate(permission.ModeBypassPermissions, mustRules(t, nil, []string{"Bash(rm:*)"}, nil))
+	if d := l.decideBash(g, "rm x )("); d.Behavior != permission.Deny {
 		t.Errorf("an unparsable command under a deny rule = %+v", d)
 	}
-	g = l.gate(ModeBypassPermissions, RuleSet{})
+	g = l.gate(permission.ModeBypassPermissions, permission.RuleSet{})
 	if d := l.decideBash(g, "rm x )("); verdict(d) != "ask!" {
 		t.Errorf("an unparsable command = %+v", d)
 	}
@@ -250,13 +252,13 @@ func TestBashPathRules(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
 	l.write("secret/k", "k")
-	g := l.gate(ModeBypassPermissions, mustRules(t, nil, []string{"Read(./secret/**)", "Edit(./locked/**)"}, nil))
+	g := l.gate(permission.ModeBypassPermissions, mustRules(t, nil, []string{"Read(./secret/**)", "Edit(./locked/**)"}, nil))
 	for _, cmd := range []string{"cat secret/k", "cp secret/k out", "echo x > secret/k", "echo x > locked/a"} {
-		if d := l.decideBash(g, cmd); d.Behavior != Deny {
+		if d := l.decideBash(g, cmd); d.Behavior != permission.Deny {
 			t.Errorf("%q = %+v", cmd, d)
 		}
 	}
-	if d := l.decideBash(g, "cat locked/a"); d.Behavior == Deny {
+	if d := l.decideBash(g, "cat locked/a"); d.Behavior == permission.Deny {
 		t.Errorf("an Edit rule refused a read: %+v", d)
 	}
 }
@@ -282,7 +284,7 @@ func TestBashModeMatrix(t *testing.T) {
 	}
 	for _, row := range rows {
 		for i, m := range matrixModes {
-			g := l.gate(m, RuleSet{})
+			g := l.gate(m, permission.RuleSet{})
 			d := l.decideBash(g, row.cmd)
 			if got := verdict(d); got != row.want[i] {
 				t.Errorf("%q under %s = %s (%s: %s), want %s", row.cmd, m, got, d.Reason, d.Message, row.want[i])
@@ -300,12 +302,12 @@ func FuzzModeAcceptsFileCommand(f *testing.F) {
 	}
 	l := newTestLeg(f)
 	l.write("x", "x")
-	g := l.gate(ModeAcceptEdits, RuleSet{})
-	files := ModePolicyOf(ModeAcceptEdits).FileCommands
+	g := l.gate(permission.ModeAcceptEdits, permission.RuleSet{})
+	files := ModePolicyOf(permission.ModeAcceptEdits).FileCommands
 	f.Fuzz(func(t *testing.T, cmd string) {
 		call := l.bashCall(cmd, false)
 		d := g.Decide(context.Background(), call)
-		if d.Behavior != Allow || d.Reason != ReasonMode {
+		if d.Behavior != permission.Allow || d.Reason != permission.ReasonMode {
 			return
 		}
 		// Judge the command as the gate read it (JSON replaces invalid UTF-8).
@@ -318,7 +320,7 @@ func FuzzModeAcceptsFileCommand(f *testing.F) {
 			t.Fatalf("accepted %q with structure %+v", cmd, s)
 		}
 		for _, seg := range s.Segments {
-			if !inList(files, seg.Name()) || len(seg.Redirects) > 0 || len(seg.Assignments) > 0 || seg.InSubstitution || seg.Background {
+			if !slices.Contains(files, seg.Name()) || len(seg.Redirects) > 0 || len(seg.Assignments) > 0 || seg.InSubstitution || seg.Background {
 				t.Fatalf("accepted %q: segment %+v is not a plain file command", cmd, seg)
 			}
 			if _, wrappers, _ := seg.Unwrap(); len(wrappers) > 0 {
@@ -362,18 +364,18 @@ func TestLexerHostileGate(t *testing.T) {
 				t.Fatalf("calibration: bash did not create the marker with %q, so the case proves nothing", tc.Cmd)
 			}
 			for _, mode := range matrixModes {
-				if d := l.decideBash(l.gate(mode, allowRules), tc.Cmd); d.Behavior == Allow {
+				if d := l.decideBash(l.gate(mode, allowRules), tc.Cmd); d.Behavior == permission.Allow {
 					t.Errorf("%s with echo/cat/ls/touch allow rules allowed %q: %+v", mode, tc.Cmd, d)
 				}
-				if d := l.decideBash(l.gate(mode, RuleSet{}), tc.Cmd); d.Behavior == Allow {
+				if d := l.decideBash(l.gate(mode, permission.RuleSet{}), tc.Cmd); d.Behavior == permission.Allow {
 					t.Errorf("%s allowed %q: %+v", mode, tc.Cmd, d)
 				}
 			}
-			g := l.gate(ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(touch:*)"}, nil))
-			if d := l.decideBash(g, tc.Cmd); d.Behavior != Deny {
+			g := l.gate(permission.ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(touch:*)"}, nil))
+			if d := l.decideBash(g, tc.Cmd); d.Behavior != permission.Deny {
 				t.Errorf("the deny rule Bash(touch:*) missed %q: %+v", tc.Cmd, d)
 			}
-			if d := l.decideBash(l.gate(ModeBypassPermissions, RuleSet{}), tc.Cmd); verdict(d) != "ask!" {
+			if d := l.decideBash(l.gate(permission.ModeBypassPermissions, permission.RuleSet{}), tc.Cmd); verdict(d) != "ask!" {
 				t.Errorf("bypassPermissions on %q = %+v, want a person's question", tc.Cmd, d)
 			}
 		})

@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sema-agent/sema/permission"
 )
 
 // secretMarker is the secret the hostile shell tests plant; every command of their
@@ -105,7 +107,7 @@ func TestReadDenyRulesCoverUnnamedShellReads(t *testing.T) {
 		"git -C . show HEAD:secrets/key",
 		"eval 'git show HEAD:secrets/key'",
 	}
-	modes := []Mode{ModeDefault, ModeAcceptEdits, ModeBypassPermissions}
+	modes := []permission.Mode{permission.ModeDefault, permission.ModeAcceptEdits, permission.ModeBypassPermissions}
 	for _, cmd := range cmds {
 		if out := hostileShell(t, l.root, home, cmd); !strings.Contains(out, secretMarker) {
 			t.Errorf("calibration: %q does not print the secret under plain bash:\n%s", cmd, out)
@@ -113,7 +115,7 @@ func TestReadDenyRulesCoverUnnamedShellReads(t *testing.T) {
 		}
 		for _, m := range modes {
 			d := l.gate(m, rules).Decide(context.Background(), l.bashCall(cmd, false))
-			if d.Behavior == Allow {
+			if d.Behavior == permission.Allow {
 				t.Errorf("%s: %q was allowed: %+v", m, cmd, d)
 			}
 		}
@@ -129,14 +131,14 @@ func TestReadDenyRulesCoverUnnamedShellReads(t *testing.T) {
 		"cat src/main.go",
 		"grep -r main src",
 	} {
-		if d := l.gate(ModeDefault, narrow).Decide(context.Background(), l.bashCall(cmd, false)); d.Behavior != Allow {
+		if d := l.gate(permission.ModeDefault, narrow).Decide(context.Background(), l.bashCall(cmd, false)); d.Behavior != permission.Allow {
 			t.Errorf("%q: %+v, want allow", cmd, d)
 		}
 	}
 	// Not read-only by the analyzer's allowlist, so the default mode asks its ordinary
 	// question; bypassPermissions answers it, since no deny rule could be reached.
 	for _, cmd := range []string{"git cat-file -p HEAD:src/main.go", "git blame src/main.go", "git show HEAD:src/main.go"} {
-		if d := l.gate(ModeBypassPermissions, narrow).Decide(context.Background(), l.bashCall(cmd, false)); d.Behavior != Allow {
+		if d := l.gate(permission.ModeBypassPermissions, narrow).Decide(context.Background(), l.bashCall(cmd, false)); d.Behavior != permission.Allow {
 			t.Errorf("bypassPermissions: %q: %+v, want allow", cmd, d)
 		}
 	}
@@ -180,14 +182,14 @@ func TestHardLinkedShellReadsAsk(t *testing.T) {
 			continue
 		}
 		os.Remove(filepath.Join(l.root, "copy.txt"))
-		for _, m := range []Mode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk} {
-			d := l.gate(m, RuleSet{}).Decide(context.Background(), l.bashCall(cmd, false))
-			if d.Behavior == Allow {
+		for _, m := range []permission.Mode{permission.ModeDefault, permission.ModeAcceptEdits, permission.ModePlan, permission.ModeDontAsk} {
+			d := l.gate(m, permission.RuleSet{}).Decide(context.Background(), l.bashCall(cmd, false))
+			if d.Behavior == permission.Allow {
 				t.Errorf("%s: %q was allowed: %+v", m, cmd, d)
 			}
 		}
 	}
-	if d := l.gate(ModeDefault, RuleSet{}).Decide(context.Background(), l.bashCall("cat plain.txt", false)); d.Behavior != Allow {
+	if d := l.gate(permission.ModeDefault, permission.RuleSet{}).Decide(context.Background(), l.bashCall("cat plain.txt", false)); d.Behavior != permission.Allow {
 		t.Errorf("a file with one name: %+v, want allow", d)
 	}
 }

@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -11,45 +11,31 @@ import (
 	"sync/atomic"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/rulematch"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 )
 
 // ModeSource is where the gate reads the leg's mode, live, on every call.
 // *ModeController is one.
 type ModeSource interface {
-	Current() Mode
+	Current() permission.Mode
 }
 
 // FixedMode is a ModeSource that always answers its own word (tests, one-shot tools).
-type FixedMode Mode
+type FixedMode permission.Mode
 
 // Current returns m.
-func (m FixedMode) Current() Mode { return Mode(m) }
+func (m FixedMode) Current() permission.Mode { return permission.Mode(m) }
 
-// HookDecision is a PreToolUse hook's answer. The zero value has no opinion.
-type HookDecision struct {
-	// Behavior is allow, deny, ask, or "" (no opinion). Any other word fails closed
-	// (deny).
-	Behavior Behavior
-	// Reason is the hook's sentence, shown with its deny or ask.
-	Reason string
-	// UpdatedInput, with an allow (or no opinion), replaces the call's input for the
-	// rest of the fold and for the tool.
-	UpdatedInput json.RawMessage
-}
-
-// Hook is a PreToolUse hook. An error or a panic fails closed: the call is denied. The
-// gate calls hooks from concurrent calls at once; a hook must be safe for that.
-type Hook func(ctx context.Context, call Call) (HookDecision, error)
-
-// GateConfig configures a Gate.
-type GateConfig struct {
+// Config configures a Gate.
+type Config struct {
 	// Modes is read on every call; required.
 	Modes ModeSource
 	// Rules are the merged rules of every layer (flags, task, deployment, settings).
-	Rules RuleSet
+	Rules permission.RuleSet
 	// Hooks are the PreToolUse hooks, run in order.
-	Hooks []Hook
+	Hooks []permission.Hook
 	// Resolver resolves the shell targets of a Bash call and the paths of a rewritten
 	// input. Without one no shell target can be placed: every shell write or read of a
 	// file is a finding and no Bash call is answered by a mode.
@@ -65,12 +51,15 @@ type GateConfig struct {
 // Gate is the permission fold of one leg. It holds no per-call state and is safe for
 // concurrent use.
 type Gate struct {
-	modes    ModeSource
-	rules    RuleSet
-	hooks    []Hook
+	modes ModeSource
+	// set is the configured rules, as Rules returns them; rules is their compiled form,
+	// which every station matches with.
+	set      permission.RuleSet
+	rules    compiledRules
+	hooks    []permission.Hook
 	resolver Resolver
 	roAllow  []string
-	// sandboxed: the kernel confines the leg's commands (GateConfig.Sandboxed).
+	// sandboxed: the kernel confines the leg's commands (Config.Sandboxed).
 	sandboxed bool
 	// bashDeny reports that some deny rule names Bash (with or without a specifier), so
 	// a command that cannot be analyzed is refused rather than asked about.
@@ -83,15 +72,19 @@ type Gate struct {
 	roMemoN atomic.Int64
 }
 
-// CodeGateConfig refuses a GateConfig without a mode source.
-const CodeGateConfig = "config.permission_gate_invalid"
+// CodeConfig refuses a Config without a mode source.
+const CodeConfig = "config.permission_gate_invalid"
 
-// NewGate builds a leg's gate.
-func NewGate(cfg GateConfig) (*Gate, error) {
+// New builds a leg's gate.
+func New(cfg Config) (*Gate, error) {
 	if cfg.Modes == nil {
-		return nil, sema.Errorf(CodeGateConfig, "the permission gate needs a mode source (GateConfig.Modes)")
+		return nil, sema.Errorf(CodeConfig, "the permission gate needs a mode source (Config.Modes)")
 	}
-	g := &Gate{modes: cfg.Modes, rules: cfg.Rules.Merge(), hooks: append([]Hook(nil), cfg.Hooks...), resolver: cfg.Resolver, roAllow: cfg.ReadOnlyAllow, sandboxed: cfg.Sandboxed}
+	g := &Gate{modes: cfg.Modes, set: cfg.Rules.Merge(), hooks: append([]permission.Hook(nil), cfg.Hooks...), resolver: cfg.Resolver, roAllow: cfg.ReadOnlyAllow, sandboxed: cfg.Sandboxed}
+	var err error
+	if g.rules, err = compileRules(g.set); err != nil {
+		return nil, err
+	}
 	for _, r := range g.rules.Deny {
 		if r.Tool == "Bash" {
 			g.bashDeny = true
@@ -101,24 +94,54 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 }
 
 // Rules returns the gate's rules.
-func (g *Gate) Rules() RuleSet { return g.rules.Merge() }
+func (g *Gate) Rules() permission.RuleSet { return g.set.Merge() }
+
+// compiledRules is a RuleSet compiled for matching, in the same order.
+type compiledRules struct {
+	Allow, Deny, Ask []rulematch.Rule
+}
+
+// compileRules compiles every rule of s from its text. A permission.Rule holds only its
+// text, and ParseRule compiled that text once already, so a rule ParseRule built compiles
+// to what ParseRule read; one built by hand that does not parse is refused as ParseRule
+// would refuse it, rather than matched as something it does not say.
+func compileRules(s permission.RuleSet) (compiledRules, error) {
+	var out compiledRules
+	for _, l := range []struct {
+		in  []permission.Rule
+		out *[]rulematch.Rule
+	}{{s.Allow, &out.Allow}, {s.Deny, &out.Deny}, {s.Ask, &out.Ask}} {
+		*l.out = make([]rulematch.Rule, 0, len(l.in))
+		for _, r := range l.in {
+			c, err := rulematch.Parse(r.String())
+			if err != nil {
+				if _, coded := permission.ParseRule(r.String()); coded != nil {
+					return compiledRules{}, coded
+				}
+				return compiledRules{}, err
+			}
+			*l.out = append(*l.out, c)
+		}
+	}
+	return out, nil
+}
 
 // fold is the state of one Decide.
 type fold struct {
-	call   Call
-	mode   Mode
+	call   permission.Call
+	mode   permission.Mode
 	policy ModePolicy
 	// updated is the hook's rewrite of the input, carried on every later decision.
 	updated json.RawMessage
 	shell   *shellFacts
 }
 
-func (f *fold) decide(d Decision) Decision {
-	if d.Behavior != Deny && f.updated != nil {
+func (f *fold) decide(d permission.Decision) permission.Decision {
+	if d.Behavior != permission.Deny && f.updated != nil {
 		d.UpdatedInput = f.updated
 	}
-	if d.Behavior == Ask && d.Gate == "" {
-		d.Gate = GateToolPermission
+	if d.Behavior == permission.Ask && d.Gate == "" {
+		d.Gate = permission.GateToolPermission
 	}
 	return d
 }
@@ -139,7 +162,7 @@ func (f *fold) decide(d Decision) Decision {
 //     allow.
 //
 // The mode is read once, live, at the start of the call.
-func (g *Gate) Decide(ctx context.Context, call Call) Decision {
+func (g *Gate) Decide(ctx context.Context, call permission.Call) permission.Decision {
 	f := &fold{call: call}
 	f.mode = g.modes.Current()
 	f.policy = ModePolicyOf(f.mode)
@@ -149,7 +172,7 @@ func (g *Gate) Decide(ctx context.Context, call Call) Decision {
 	if len(call.Input) > 0 && (call.Tool == "Bash" || call.Tool == "WebFetch" && call.URL == "" || pathFields[call.Tool] != "" && call.Paths == nil) {
 		prepared, err := g.rederive(ctx, call, call.Input)
 		if err != nil {
-			return f.decide(Decision{Behavior: Deny, Reason: ReasonTool, Message: "The call cannot be judged: " + errMessage(err) + "."})
+			return f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonTool, Message: "The call cannot be judged: " + errMessage(err) + "."})
 		}
 		f.call = prepared
 	}
@@ -167,7 +190,7 @@ func (g *Gate) Decide(ctx context.Context, call Call) Decision {
 	for i := range g.rules.Ask {
 		r := &g.rules.Ask[i]
 		if g.matchesRestrictive(ctx, f, r) {
-			return f.decide(Decision{Behavior: Ask, Reason: ReasonRule, Rule: r.String(),
+			return f.decide(permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonRule, Rule: r.String(),
 				Message: fmt.Sprintf("The rule %s asks before %s.", r.String(), describe(&f.call))})
 		}
 	}
@@ -175,7 +198,7 @@ func (g *Gate) Decide(ctx context.Context, call Call) Decision {
 	// show: the command is asked about as if the rule named it.
 	if r := firstCommandRule(g.rules.Ask); r != nil && f.call.Tool == "Bash" {
 		if why := g.hiddenCommand(ctx, f); why != "" {
-			return f.decide(Decision{Behavior: Ask, Reason: ReasonRule, Rule: r.String(),
+			return f.decide(permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonRule, Rule: r.String(),
 				Message: fmt.Sprintf("The command may run a program its text does not show (%s), and the rule %s asks before such commands.", why, r.String())})
 		}
 	}
@@ -203,11 +226,11 @@ func (g *Gate) Decide(ctx context.Context, call Call) Decision {
 }
 
 // denyStation is station 1.
-func (g *Gate) denyStation(ctx context.Context, f *fold) (Decision, bool) {
+func (g *Gate) denyStation(ctx context.Context, f *fold) (permission.Decision, bool) {
 	for i := range g.rules.Deny {
 		r := &g.rules.Deny[i]
 		if g.matchesRestrictive(ctx, f, r) {
-			return f.decide(Decision{Behavior: Deny, Reason: ReasonRule, Rule: r.String(),
+			return f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonRule, Rule: r.String(),
 				Message: fmt.Sprintf("Permission to use %s has been denied by the rule %s.", f.call.Tool, r.String())}), true
 		}
 	}
@@ -216,47 +239,47 @@ func (g *Gate) denyStation(ctx context.Context, f *fold) (Decision, bool) {
 			return f.decide(d), true
 		}
 	}
-	return Decision{}, false
+	return permission.Decision{}, false
 }
 
 // hookStation is station 2. It returns the remembered allow, or a final decision.
-func (g *Gate) hookStation(ctx context.Context, f *fold) (*Decision, Decision, bool) {
-	var allow *Decision
-	var ask *Decision
+func (g *Gate) hookStation(ctx context.Context, f *fold) (*permission.Decision, permission.Decision, bool) {
+	var allow *permission.Decision
+	var ask *permission.Decision
 	for i, h := range g.hooks {
 		hd, err := runHook(ctx, h, f.call)
 		if err != nil {
-			return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook,
+			return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook,
 				Message: fmt.Sprintf("A PreToolUse hook failed (%v), so the call was refused.", err)}), true
 		}
 		switch hd.Behavior {
-		case "", Allow:
-		case Deny:
+		case "", permission.Allow:
+		case permission.Deny:
 			msg := "A PreToolUse hook denied the call."
 			if hd.Reason != "" {
 				msg = "A PreToolUse hook denied the call: " + hd.Reason
 			}
-			return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook, Message: msg}), true
-		case Ask:
+			return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook, Message: msg}), true
+		case permission.Ask:
 			if ask == nil {
 				msg := "A PreToolUse hook asks before " + describe(&f.call) + "."
 				if hd.Reason != "" {
 					msg = "A PreToolUse hook asks: " + hd.Reason
 				}
-				ask = &Decision{Behavior: Ask, Reason: ReasonHook, Message: msg}
+				ask = &permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonHook, Message: msg}
 			}
 		default:
-			return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook,
+			return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook,
 				Message: fmt.Sprintf("PreToolUse hook %d answered %q, which is not allow, deny or ask, so the call was refused.", i+1, hd.Behavior)}), true
 		}
 		if len(hd.UpdatedInput) > 0 {
 			if !json.Valid(hd.UpdatedInput) {
-				return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook,
+				return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook,
 					Message: "A PreToolUse hook rewrote the input into invalid JSON, so the call was refused."}), true
 			}
 			next, err := g.rederive(ctx, f.call, hd.UpdatedInput)
 			if err != nil {
-				return nil, f.decide(Decision{Behavior: Deny, Reason: ReasonHook,
+				return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook,
 					Message: "A PreToolUse hook rewrote the input, and the rewrite cannot be judged: " + err.Error() + "."}), true
 			}
 			f.call, f.shell = next, nil
@@ -266,22 +289,22 @@ func (g *Gate) hookStation(ctx context.Context, f *fold) (*Decision, Decision, b
 				return nil, d, true
 			}
 		}
-		if hd.Behavior == Allow {
+		if hd.Behavior == permission.Allow {
 			msg := "A PreToolUse hook allowed the call."
 			if hd.Reason != "" {
 				msg = "A PreToolUse hook allowed the call: " + hd.Reason
 			}
-			allow = &Decision{Behavior: Allow, Reason: ReasonHook, Message: msg}
+			allow = &permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonHook, Message: msg}
 		}
 	}
 	if ask != nil {
 		return nil, f.decide(*ask), true
 	}
-	return allow, Decision{}, false
+	return allow, permission.Decision{}, false
 }
 
 // runHook runs one hook with its panic contained.
-func runHook(ctx context.Context, h Hook, call Call) (d HookDecision, err error) {
+func runHook(ctx context.Context, h permission.Hook, call permission.Call) (d permission.HookDecision, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("it panicked: %v", p)
@@ -293,28 +316,28 @@ func runHook(ctx context.Context, h Hook, call Call) (d HookDecision, err error)
 // planStation is station 4: under plan, ExitPlanMode is the plan review, and every
 // covered write outside the exempt directories and every call to a non-engine tool
 // that is not read-only is the mode's own question.
-func planStation(f *fold) (Decision, bool) {
+func planStation(f *fold) (permission.Decision, bool) {
 	if f.policy.WriteGate != WriteGatePlan {
-		return Decision{}, false
+		return permission.Decision{}, false
 	}
 	c := &f.call
-	if c.Tool == "ExitPlanMode" && c.DeclaredBy == DeclaredByEngine {
-		return Decision{Behavior: Ask, Reason: ReasonMode, PersonOnly: true, Gate: GatePlanReview,
+	if c.Tool == "ExitPlanMode" && c.DeclaredBy == permission.DeclaredByEngine {
+		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, PersonOnly: true, Gate: permission.GatePlanReview,
 			Message: "The plan is ready for review: approve it to leave plan mode and carry it out."}, true
 	}
-	if d, ok := ModeWriteGate(f.mode, c); ok && d.Behavior == Ask {
+	if d, ok := ModeWriteGate(f.mode, c); ok && d.Behavior == permission.Ask {
 		return d, true
 	}
-	if c.DeclaredBy != DeclaredByEngine && !declaredReadOnly(c) {
-		return Decision{Behavior: Ask, Reason: ReasonMode, PersonOnly: true,
+	if c.DeclaredBy != permission.DeclaredByEngine && !declaredReadOnly(c) {
+		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, PersonOnly: true,
 			Message: fmt.Sprintf("Plan mode is on: %s is not read-only, so it runs only if a person approves it before the plan is accepted.", describe(c))}, true
 	}
-	return Decision{}, false
+	return permission.Decision{}, false
 }
 
 // declaredReadOnly reports a tool read-only by its declared effect, or — only where
 // nobody declared one — by its MCP server's readOnlyHint.
-func declaredReadOnly(c *Call) bool {
+func declaredReadOnly(c *permission.Call) bool {
 	if c.EffectDefaulted {
 		return c.ReadOnlyHint
 	}
@@ -322,18 +345,18 @@ func declaredReadOnly(c *Call) bool {
 }
 
 // safetyStation is station 5.
-func (g *Gate) safetyStation(ctx context.Context, f *fold) (Decision, bool) {
+func (g *Gate) safetyStation(ctx context.Context, f *fold) (permission.Decision, bool) {
 	c := &f.call
 	if c.Tool == "Bash" {
 		return g.shellSafetyStation(ctx, f)
 	}
-	if f.mode == ModeBypassPermissions {
-		return Decision{}, false
+	if f.mode == permission.ModeBypassPermissions {
+		return permission.Decision{}, false
 	}
-	if isEditTool(c.Tool) || c.Effect == tools.EffectWrite {
+	if rulematch.IsEditTool(c.Tool) || c.Effect == tools.EffectWrite {
 		for _, t := range c.Paths {
 			if t.Canonical == "" {
-				return Decision{Behavior: Ask, Reason: ReasonSafety, PersonOnly: true,
+				return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonSafety, PersonOnly: true,
 					Message: fmt.Sprintf("%s names %s, which cannot be resolved safely; only a person can approve this write.", c.Tool, t.Abs)}, true
 			}
 			if t.Protected {
@@ -341,85 +364,87 @@ func (g *Gate) safetyStation(ctx context.Context, f *fold) (Decision, bool) {
 				if why == "" {
 					why = "it is in the protected set"
 				}
-				return Decision{Behavior: Ask, Reason: ReasonSafety, PersonOnly: true,
+				return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonSafety, PersonOnly: true,
 					Message: fmt.Sprintf("%s would write the protected path %s (%s); only a person can approve it.", c.Tool, t.Canonical, why)}, true
 			}
 		}
 	}
-	return Decision{}, false
+	return permission.Decision{}, false
 }
 
 // allowStation is station 6's second half: allow rules.
-func (g *Gate) allowStation(ctx context.Context, f *fold) (Decision, bool) {
+func (g *Gate) allowStation(ctx context.Context, f *fold) (permission.Decision, bool) {
 	c := &f.call
 	if c.Tool == "Bash" {
 		if r, ok := g.shellAllowed(ctx, f); ok {
-			return Decision{Behavior: Allow, Reason: ReasonRule, Rule: r,
+			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonRule, Rule: r,
 				Message: fmt.Sprintf("The rule %s allows %s.", r, describe(c))}, true
 		}
-		return Decision{}, false
+		return permission.Decision{}, false
 	}
 	for i := range g.rules.Allow {
 		r := &g.rules.Allow[i]
 		if g.matchesPermissive(c, r) {
-			return Decision{Behavior: Allow, Reason: ReasonRule, Rule: r.String(),
+			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonRule, Rule: r.String(),
 				Message: fmt.Sprintf("The rule %s allows %s.", r.String(), describe(c))}, true
 		}
 	}
-	return Decision{}, false
+	return permission.Decision{}, false
 }
 
 // modeStation is station 7.
-func (g *Gate) modeStation(ctx context.Context, f *fold) (Decision, bool) {
+func (g *Gate) modeStation(ctx context.Context, f *fold) (permission.Decision, bool) {
 	c := &f.call
-	if f.mode == ModeBypassPermissions {
-		return Decision{Behavior: Allow, Reason: ReasonMode, Message: "bypassPermissions mode allows the call."}, true
+	if f.mode == permission.ModeBypassPermissions {
+		return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode, Message: "bypassPermissions mode allows the call."}, true
 	}
-	if isEditTool(c.Tool) {
-		if d, ok := ModeWriteGate(f.mode, c); ok && d.Behavior == Allow {
+	if rulematch.IsEditTool(c.Tool) {
+		if d, ok := ModeWriteGate(f.mode, c); ok && d.Behavior == permission.Allow {
 			return d, true
 		}
-		return Decision{}, false
+		return permission.Decision{}, false
 	}
 	if c.Tool == "Bash" {
 		if f.policy.WriteGate == WriteGateAcceptRoot && g.shellAccepted(ctx, f) {
-			return Decision{Behavior: Allow, Reason: ReasonMode,
+			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode,
 				Message: "acceptEdits mode allows the file command: every target is inside the write roots."}, true
 		}
 		if g.shellReadOnly(ctx, f) {
-			return Decision{Behavior: Allow, Reason: ReasonTool, Message: "The command is read-only and reads only inside the read roots."}, true
+			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonTool, Message: "The command is read-only and reads only inside the read roots."}, true
 		}
-		return Decision{}, false
+		return permission.Decision{}, false
 	}
 	if !isPassthrough(c) && !c.EffectDefaulted && c.Effect == tools.EffectRead {
-		return Decision{Behavior: Allow, Reason: ReasonTool, Message: "The tool is read-only."}, true
+		return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonTool, Message: "The tool is read-only."}, true
 	}
-	return Decision{}, false
+	return permission.Decision{}, false
 }
 
-func isPassthrough(c *Call) bool { return c.Passthrough || c.DeclaredBy == DeclaredByMCP }
+func isPassthrough(c *permission.Call) bool {
+	return c.Passthrough || c.DeclaredBy == permission.DeclaredByMCP
+}
 
 // ordinaryQuestion is station 8.
-func (g *Gate) ordinaryQuestion(f *fold) Decision {
+func (g *Gate) ordinaryQuestion(f *fold) permission.Decision {
 	c := &f.call
 	switch {
-	case isEditTool(c.Tool):
+	case rulematch.IsEditTool(c.Tool):
 		d, _ := ModeWriteGate(f.mode, c)
 		if d.Behavior == "" {
-			d = Decision{Behavior: Ask, Reason: ReasonMode, Message: fmt.Sprintf("Allow %s?", describe(c))}
+			d = permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, Message: fmt.Sprintf("Allow %s?", describe(c))}
 		}
 		return d
 	case c.Tool == "Bash":
-		return Decision{Behavior: Ask, Reason: ReasonTool,
+		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonTool,
 			Message: fmt.Sprintf("The command %s is not proven read-only; approve it to run it.", quoteCommand(c.Command))}
 	case isPassthrough(c) && f.policy.Unstated == UnstatedAsk:
 		msg := c.PassthroughQuestion
 		if msg == "" {
 			msg = UnstatedAskMessage(c.Tool)
 		}
-		return Decision{Behavior: Ask, Reason: ReasonMode, Message: msg}
+		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, Message: msg}
 	}
-	return Decision{Behavior: Allow, Reason: ReasonTool, Message: "The tool answers for its own calls."}
+	return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonTool, Message: "The tool answers for its own calls."}
 }
 
 // UnstatedAskMessage is the question put for a call to a tool that states no permission
@@ -429,23 +454,23 @@ func UnstatedAskMessage(tool string) string {
 }
 
 // matchesRestrictive reports whether a deny or ask rule names the call.
-func (g *Gate) matchesRestrictive(ctx context.Context, f *fold, r *Rule) bool {
+func (g *Gate) matchesRestrictive(ctx context.Context, f *fold, r *rulematch.Rule) bool {
 	c := &f.call
-	switch r.kind {
-	case kindTool, kindServer:
-		return r.coversTool(c.Tool, false)
-	case kindPath:
+	switch r.Kind {
+	case rulematch.KindTool, rulematch.KindServer:
+		return r.CoversTool(c.Tool, false)
+	case rulematch.KindPath:
 		if c.Tool == "Bash" && (r.Tool == "Read" || r.Tool == "Edit") {
 			return g.shellPathRuleMatches(ctx, f, r)
 		}
-		return r.coversTool(c.Tool, true) && g.targetsNamedRestrictive(r, c.Paths, c.root(), c.Home)
-	case kindBashPrefix, kindBashExact:
+		return r.CoversTool(c.Tool, true) && g.targetsNamedRestrictive(r, c.Paths, scopeRoot(&c.Scope), c.Home)
+	case rulematch.KindBashPrefix, rulematch.KindBashExact:
 		return c.Tool == "Bash" && g.shellRuleMatches(ctx, f, r)
-	case kindDomain:
+	case rulematch.KindDomain:
 		if c.Tool != r.Tool {
 			return false
 		}
-		m, parsed := r.domainMatches(c.URL)
+		m, parsed := r.DomainMatches(c.URL)
 		// An url no rule can read is named by every restrictive domain rule.
 		return m || !parsed
 	}
@@ -454,24 +479,24 @@ func (g *Gate) matchesRestrictive(ctx context.Context, f *fold, r *Rule) bool {
 
 // matchesPermissive reports whether an allow rule (other than a Bash command rule) names
 // the call.
-func (g *Gate) matchesPermissive(c *Call, r *Rule) bool {
-	switch r.kind {
-	case kindTool, kindServer:
-		return r.coversTool(c.Tool, false)
-	case kindPath:
-		return r.coversTool(c.Tool, false) && g.targetsNamedPermissive(r, c.Paths, c.root(), c.Home)
-	case kindDomain:
+func (g *Gate) matchesPermissive(c *permission.Call, r *rulematch.Rule) bool {
+	switch r.Kind {
+	case rulematch.KindTool, rulematch.KindServer:
+		return r.CoversTool(c.Tool, false)
+	case rulematch.KindPath:
+		return r.CoversTool(c.Tool, false) && g.targetsNamedPermissive(r, c.Paths, scopeRoot(&c.Scope), c.Home)
+	case rulematch.KindDomain:
 		if c.Tool != r.Tool {
 			return false
 		}
-		m, _ := r.domainMatches(c.URL)
+		m, _ := r.DomainMatches(c.URL)
 		return m
 	}
 	return false
 }
 
 // describe names a call in a sentence.
-func describe(c *Call) string {
+func describe(c *permission.Call) string {
 	switch {
 	case c.Tool == "Bash":
 		return "running " + quoteCommand(c.Command)
@@ -522,25 +547,22 @@ var pathFields = map[string]string{
 	"Glob": "path", "Grep": "path", "LS": "path",
 }
 
-// CodeInputUnjudgeable refuses a call whose input the gate cannot read.
-const CodeInputUnjudgeable = "permission.input_unjudgeable"
-
 // Prepare fills the fields the gate reads from call.Input: Command and RunInBackground
 // for Bash, URL for WebFetch, and Paths for the file tools (resolved through the
 // gate's Resolver; a tool that names no path targets the task root). The caller may
 // fill them itself instead; Decide reads a Bash command from Input whenever Input is
 // set.
-func (g *Gate) Prepare(ctx context.Context, call Call) (Call, error) {
+func (g *Gate) Prepare(ctx context.Context, call permission.Call) (permission.Call, error) {
 	return g.rederive(ctx, call, call.Input)
 }
 
-func (g *Gate) rederive(ctx context.Context, call Call, input json.RawMessage) (Call, error) {
+func (g *Gate) rederive(ctx context.Context, call permission.Call, input json.RawMessage) (permission.Call, error) {
 	call.Input = input
 	switch {
 	case call.Tool == "Bash":
 		cmd, bg, err := bashInput(input)
 		if err != nil {
-			return call, sema.Errorf(CodeInputUnjudgeable, "the Bash input is not valid JSON with a command: %v", err)
+			return call, sema.Errorf(permission.CodeInputUnjudgeable, "the Bash input is not valid JSON with a command: %v", err)
 		}
 		call.Command, call.RunInBackground = cmd, bg
 	case call.Tool == "WebFetch":
@@ -548,29 +570,29 @@ func (g *Gate) rederive(ctx context.Context, call Call, input json.RawMessage) (
 			URL string `json:"url"`
 		}
 		if err := json.Unmarshal(input, &v); err != nil {
-			return call, sema.Errorf(CodeInputUnjudgeable, "the WebFetch input is not valid JSON with a url: %v", err)
+			return call, sema.Errorf(permission.CodeInputUnjudgeable, "the WebFetch input is not valid JSON with a url: %v", err)
 		}
 		call.URL = v.URL
 	case pathFields[call.Tool] != "":
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(input, &m); err != nil {
-			return call, sema.Errorf(CodeInputUnjudgeable, "the %s input is not a JSON object: %v", call.Tool, err)
+			return call, sema.Errorf(permission.CodeInputUnjudgeable, "the %s input is not a JSON object: %v", call.Tool, err)
 		}
 		spelled := ""
 		if raw, ok := m[pathFields[call.Tool]]; ok {
 			if err := json.Unmarshal(raw, &spelled); err != nil {
-				return call, sema.Errorf(CodeInputUnjudgeable, "the %s input's %s is not a string", call.Tool, pathFields[call.Tool])
+				return call, sema.Errorf(permission.CodeInputUnjudgeable, "the %s input's %s is not a string", call.Tool, pathFields[call.Tool])
 			}
 		}
-		if spelled == "" && !isReadTool(call.Tool) {
+		if spelled == "" && !rulematch.IsReadTool(call.Tool) {
 			call.Paths = nil
 			return call, nil
 		}
-		t, err := g.resolveTarget(ctx, &call.Scope, spelled, isEditTool(call.Tool))
+		t, err := g.resolveTarget(ctx, &call.Scope, spelled, rulematch.IsEditTool(call.Tool))
 		if err != nil {
 			return call, err
 		}
-		call.Paths = []PathTarget{t}
+		call.Paths = []permission.PathTarget{t}
 	}
 	return call, nil
 }
@@ -578,14 +600,14 @@ func (g *Gate) rederive(ctx context.Context, call Call, input json.RawMessage) (
 // resolveTarget resolves one spelled path (absolute, "~/…", or relative to the root).
 // An unresolvable path is a target with no canonical spelling, not an error: the
 // stations ask about it.
-func (g *Gate) resolveTarget(ctx context.Context, s *Scope, spelled string, write bool) (PathTarget, error) {
+func (g *Gate) resolveTarget(ctx context.Context, s *permission.Scope, spelled string, write bool) (permission.PathTarget, error) {
 	raw, ok := joinPath(s, spelled)
 	if !ok {
-		return PathTarget{Abs: spelled}, nil
+		return permission.PathTarget{Abs: spelled}, nil
 	}
-	t := PathTarget{Abs: filepath.Clean(raw)}
+	t := permission.PathTarget{Abs: filepath.Clean(raw)}
 	if g.resolver == nil {
-		return t, sema.Errorf(CodeInputUnjudgeable, "the gate has no resolver to place %s", t.Abs)
+		return t, sema.Errorf(permission.CodeInputUnjudgeable, "the gate has no resolver to place %s", t.Abs)
 	}
 	// The resolver sees the path as spelled: "link/.." is the parent of the link's
 	// target, not the directory holding the link.
@@ -602,10 +624,10 @@ func (g *Gate) resolveTarget(ctx context.Context, s *Scope, spelled string, writ
 
 // joinPath makes a spelled path absolute without cleaning it: "~" and "~/x" against the
 // home, a relative path against the root. "~user" cannot be placed.
-func joinPath(s *Scope, p string) (string, bool) {
+func joinPath(s *permission.Scope, p string) (string, bool) {
 	switch {
 	case p == "":
-		return s.root(), true
+		return scopeRoot(s), true
 	case p == "~" || strings.HasPrefix(p, "~/"):
 		if s.Home == "" {
 			return "", false
@@ -616,5 +638,5 @@ func joinPath(s *Scope, p string) (string, bool) {
 	case strings.HasPrefix(p, "/"):
 		return p, true
 	}
-	return s.root() + "/" + p, true
+	return scopeRoot(s) + "/" + p, true
 }

@@ -1,4 +1,4 @@
-package permission
+package gate
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/shellscan"
 )
 
@@ -34,7 +35,7 @@ func calibrate(t *testing.T, dir, cmd, marker string) bool {
 func TestAllowRulesNeverApproveEvaluatedCode(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
-	g := l.gate(ModeDefault, mustRules(t, []string{
+	g := l.gate(permission.ModeDefault, mustRules(t, []string{
 		"Bash(echo *)", "Bash(printf *)", "Bash(read *)", "Bash(test *)", "Bash(declare *)",
 		"Bash(set *)", "Bash(command *)", "Bash(mapfile *)", "Bash(true)",
 	}, nil, nil))
@@ -70,7 +71,7 @@ func TestAllowRulesNeverApproveEvaluatedCode(t *testing.T) {
 		if !calibrate(t, dir, cmd, marker) {
 			t.Errorf("calibration: %q did not create the marker under bash; the case proves nothing", cmd)
 		}
-		if d := l.decideBash(g, cmd); d.Behavior == Allow {
+		if d := l.decideBash(g, cmd); d.Behavior == permission.Allow {
 			t.Errorf("allow rules approved %q, which bash evaluates as code: %+v", cmd, d)
 		}
 		s, err := shellscan.Parse(cmd)
@@ -86,7 +87,7 @@ func TestAllowRulesNeverApproveEvaluatedCode(t *testing.T) {
 	}
 	// The rules still do what they are for.
 	for _, cmd := range []string{`echo $((1 + 2))`, `printf '%s\n' "$HOME"`, `for f in a b; do echo $f; done`, `test -f x`, `test 1 -eq 2`, `[[ -f x ]] && echo ok`} {
-		if d := l.decideBash(g, cmd); d.Behavior != Allow {
+		if d := l.decideBash(g, cmd); d.Behavior != permission.Allow {
 			t.Errorf("%q = %+v, want allowed", cmd, d)
 		}
 	}
@@ -99,9 +100,9 @@ func TestAllowRulesNeverApproveEvaluatedCode(t *testing.T) {
 func TestRestrictiveRulesSeeThroughIndirection(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
-	deny := l.gate(ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
-	ask := l.gate(ModeDefault, mustRules(t, []string{"Bash"}, nil, []string{"Bash(touch *)"}))
-	dontAsk := l.gate(ModeDontAsk, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
+	deny := l.gate(permission.ModeBypassPermissions, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
+	ask := l.gate(permission.ModeDefault, mustRules(t, []string{"Bash"}, nil, []string{"Bash(touch *)"}))
+	dontAsk := l.gate(permission.ModeDontAsk, mustRules(t, []string{"Bash"}, []string{"Bash(touch *)"}, nil))
 	// M is replaced by the marker's path, D by the case's directory. want is the deny
 	// gate's verdict: "deny" when touch is named through the indirection, "ask!" when the
 	// program cannot be known.
@@ -151,23 +152,23 @@ func TestRestrictiveRulesSeeThroughIndirection(t *testing.T) {
 		if got := verdict(d); got != tc.want {
 			t.Errorf("deny Bash(touch *): %q = %s (%s), want %s", cmd, got, d.Message, tc.want)
 		}
-		if d := l.decideBash(ask, cmd); d.Behavior != Ask {
+		if d := l.decideBash(ask, cmd); d.Behavior != permission.Ask {
 			t.Errorf("ask Bash(touch *): %q = %+v, want a question", cmd, d)
 		}
 		// Where nobody can answer the question (dontAsk, --on-ask deny, no approver), the
 		// answer is a refusal.
 		call := l.bashCall(cmd, false)
 		d = dontAsk.Decide(context.Background(), call)
-		if d.Behavior == Ask {
+		if d.Behavior == permission.Ask {
 			d = dontAsk.Answer(context.Background(), call, d, nil, nil, nil)
 		}
-		if d.Behavior != Deny {
+		if d.Behavior != permission.Deny {
 			t.Errorf("dontAsk with deny Bash(touch *): %q = %+v, want deny", cmd, d)
 		}
 	}
 	// Commands whose programs are all known and not touch still run.
 	for _, cmd := range []string{"ls", "bash -c 'ls'", "find . -name x -exec grep y {} +", "echo a | xargs echo", "eval 'echo hi'", "env -S 'echo hi'", "git status"} {
-		if d := l.decideBash(deny, cmd); d.Behavior != Allow {
+		if d := l.decideBash(deny, cmd); d.Behavior != permission.Allow {
 			t.Errorf("%q = %+v, want allowed", cmd, d)
 		}
 	}

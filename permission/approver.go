@@ -1,0 +1,48 @@
+package permission
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/sema-agent/sema/model"
+)
+
+// ApprovalRequest is one question put to an approver or the classifier: plain data a
+// host can store, send and answer later.
+type ApprovalRequest struct {
+	// Tool and Input are the call as it would run (a hook's rewrite included).
+	Tool  string          `json:"tool"`
+	Input json.RawMessage `json:"input"`
+	// Ask is the gate's question: its sentence, reason, gate and whether only a person
+	// may answer it.
+	Ask Decision `json:"ask"`
+	// Mode is the leg's mode when the question was put.
+	Mode Mode `json:"mode"`
+	// Transcript is the leg's conversation so far, for the classifier. Optional.
+	Transcript []model.Message `json:"-"`
+}
+
+// ApprovalDecision is an approver's answer.
+type ApprovalDecision struct {
+	// Behavior is Allow or Deny; anything else is read as Deny.
+	Behavior Behavior `json:"behavior"`
+	// Message is the approver's sentence; on a deny the model sees it.
+	Message string `json:"message,omitempty"`
+	// UpdatedInput, with an allow, is the approver's edit of the input: the call runs
+	// with it after the deny rules judged it again.
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+}
+
+// Approver answers the questions the gate puts to a person: an interactive prompt, a
+// host callback, or a parking seat. An error is read as a refusal.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) (ApprovalDecision, error)
+}
+
+// ApproverFunc adapts a function to Approver.
+type ApproverFunc func(ctx context.Context, req ApprovalRequest) (ApprovalDecision, error)
+
+// Approve calls f.
+func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (ApprovalDecision, error) {
+	return f(ctx, req)
+}
