@@ -109,7 +109,9 @@ type Deps struct {
 	// read-only mount forbids opening (see fence.ResolveFace).
 	ReadFace, WriteFace fence.Face
 	// StateDir is sema's own state directory (store, history). It is never readable or
-	// writable by tools. Empty: no state directory to protect.
+	// writable by tools. Empty: no state directory to protect. statedir.Dir.Deps fills
+	// it together with Store and History, so stores kept in a directory never go
+	// without its protection.
 	StateDir string
 	// DenyGlobs are paths (doublestar globs over canonical paths) no tool may touch.
 	DenyGlobs []string
@@ -150,7 +152,8 @@ type Deps struct {
 	// os.UserHomeDir().
 	Home string
 	// Store keeps sessions: transcripts, legs, parked approvals. Nil: runs keep no
-	// session and cannot be resumed. See session.OpenSQLite.
+	// session and cannot be resumed. See statedir.Open for the default on disk, and
+	// session.NewMemory for one in memory.
 	Store session.Store
 	// History keeps file history for rewind; it needs Store. Nil: no file history.
 	History history.Store

@@ -5,7 +5,9 @@
 // The pieces:
 //   - A [Store] keeps boundaries, first-touch [Record]s and content-addressed blobs. It
 //     knows nothing about files; [OpenSQLite] / [NewSQLite] keep it in the session
-//     store's SQLite file, [NewMemory] in memory.
+//     store's SQLite file (package statedir opens both on one file), [NewMemory] in
+//     memory. A new Store is done when it passes the conformance suite in package
+//     historytest.
 //   - [Files] binds a store to one env.ExecutionEnv and is what the runner uses: [Files.Track]
 //     before a write, [Files.Annul] when the write then failed, [Files.Rewind] to restore.
 //     Every file access goes through the env, never the os package.

@@ -12,7 +12,8 @@ import (
 )
 
 // Store keeps boundaries, first-touch records and their blobs. Every method is safe for
-// concurrent use, and one that fails changes nothing.
+// concurrent use, and one that fails changes nothing. The method docs are the contract
+// that package historytest checks; a new implementation is done when it passes there.
 type Store interface {
 	// MintBoundary records the start of turn (≥ 1) in scope; it becomes the scope's
 	// newest boundary. Minting a turn again (a branch restarted there) adds a boundary.
@@ -36,8 +37,12 @@ type Store interface {
 	// CarryFork copies the boundaries and records of scope from into scope to, once:
 	// a second carry into to is a no-op. It returns how many records were copied.
 	CarryFork(ctx context.Context, from, to string) (int, error)
-	// Forget deletes every boundary and record of scope and the blobs no one uses.
+	// Forget deletes every boundary and record of scope and the blobs no one uses. It
+	// also forgets that a fork was carried into scope, so a later CarryFork into it
+	// copies again, as into any new scope.
 	Forget(ctx context.Context, scope string) error
+	// Close releases what the store holds. Calls after Close may fail. A store built on
+	// a database it did not open (NewSQLite) leaves that database open for its owner.
 	Close() error
 }
 

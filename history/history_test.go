@@ -5,17 +5,16 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/env/envtest"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/history/historytest"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/session/sqlitedb"
 )
@@ -527,30 +526,27 @@ func TestSQLiteSharesSessionFile(t *testing.T) {
 	}
 }
 
-func TestBoundaryRefusals(t *testing.T) {
-	forEachStore(t, func(t *testing.T, _ storeCase, s history.Store) {
-		ctx := t.Context()
-		_, err := s.MintBoundary(ctx, "S", 0)
-		wantCode(t, err, history.CodeTurnInvalid)
-		_, err = s.MintBoundary(ctx, "", 1)
-		wantCode(t, err, history.CodeScopeInvalid)
-		b1 := must(s.MintBoundary(ctx, "S", 1))(t)
-		b2 := must(s.MintBoundary(ctx, "S", 2))(t)
-		again := must(s.MintBoundary(ctx, "S", 1))(t)
-		if !(b1.ID < b2.ID && b2.ID < again.ID) {
-			t.Fatalf("boundary ids %d %d %d do not follow mint order", b1.ID, b2.ID, again.ID)
-		}
-		got := must(s.Boundaries(ctx, "S"))(t)
-		if d := cmp.Diff([]history.Boundary{b1, b2, again}, got); d != "" {
-			t.Fatalf("Boundaries (-want +got):\n%s", d)
-		}
-		turns := []int{}
-		for _, b := range got {
-			turns = append(turns, b.Turn)
-		}
-		if !slices.Equal(turns, []int{1, 2, 1}) {
-			t.Fatalf("turns %v", turns)
-		}
+// Every store of the module passes the Store conformance suite: in memory, and in
+// SQLite both on the session store's file (as a deployment runs it) and on a file of its
+// own.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	for _, sc := range storeCases() {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			historytest.Run(t, sc.new)
+		})
+	}
+	t.Run("SQLiteOwnFile", func(t *testing.T) {
+		t.Parallel()
+		historytest.Run(t, func(t *testing.T) history.Store {
+			hs, err := history.OpenSQLite(filepath.Join(t.TempDir(), "history.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { hs.Close() })
+			return hs
+		})
 	})
 }
 

@@ -57,29 +57,21 @@ type SQLite struct {
 var _ Store = (*SQLite)(nil)
 
 // OpenSQLite opens (creating and migrating when needed) a history store in its own
-// database file. To share the session store's file, use NewSQLite with its DB.
+// database file. To share the session store's file, use NewSQLite with its DB, or
+// package statedir, which opens both stores on one file.
 func OpenSQLite(path string) (*SQLite, error) {
-	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	db, err := sqlitedb.OpenAttached(context.Background(), path, sqlitedb.Options{}, sqliteSchema)
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewSQLite(context.Background(), db)
-	if err != nil {
-		sqlitedb.Close(db)
-		return nil, err
-	}
-	s.own = true
-	return s, nil
+	return &SQLite{db: db, r: sqlitedb.Reader(db), own: true}, nil
 }
 
 // NewSQLite builds the store on an open database — typically the session store's
 // (session.SQLiteStore.DB), so history and transcript live in one file — and migrates
 // its tables. db should come from sqlitedb.Open. Close does not close db.
 func NewSQLite(ctx context.Context, db *sql.DB) (*SQLite, error) {
-	if err := sqlitedb.Migrate(ctx, db, "history", schema); err != nil {
-		return nil, err
-	}
-	if err := sqlitedb.Prepare(ctx, db, hotQueries...); err != nil {
+	if err := sqlitedb.Attach(ctx, db, sqliteSchema); err != nil {
 		return nil, err
 	}
 	return &SQLite{db: db, r: sqlitedb.Reader(db)}, nil
@@ -109,6 +101,10 @@ const (
 )
 
 var hotQueries = []string{qNewest, qLookup, qPutBlob, qPutRecord, qRecordsFrom, qBlob, qDropOrphan}
+
+// sqliteSchema is the history store's share of a database file, beside the session
+// store's.
+var sqliteSchema = sqlitedb.Schema{Component: "history", Steps: schema, Queries: hotQueries}
 
 type scanner interface{ Scan(dest ...any) error }
 

@@ -33,26 +33,17 @@ func OpenSQLite(path string) (*SQLiteStore, error) {
 
 // OpenSQLiteWith is OpenSQLite with explicit SQLite options.
 func OpenSQLiteWith(path string, opts sqlitedb.Options) (*SQLiteStore, error) {
-	db, err := sqlitedb.Open(path, opts)
+	db, err := sqlitedb.OpenAttached(context.Background(), path, opts, sqliteSchema)
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewSQLite(context.Background(), db)
-	if err != nil {
-		sqlitedb.Close(db)
-		return nil, err
-	}
-	s.own = true
-	return s, nil
+	return &SQLiteStore{db: db, r: sqlitedb.Reader(db), own: true}, nil
 }
 
 // NewSQLite builds the store on a database the caller opened (see sqlitedb.Open for the
 // settings it needs) and migrates its schema. Close does not close db.
 func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
-	if err := sqlitedb.Migrate(ctx, db, "session", schema); err != nil {
-		return nil, err
-	}
-	if err := sqlitedb.Prepare(ctx, db, hotQueries...); err != nil {
+	if err := sqlitedb.Attach(ctx, db, sqliteSchema); err != nil {
 		return nil, err
 	}
 	return &SQLiteStore{db: db, r: sqlitedb.Reader(db)}, nil
@@ -119,6 +110,9 @@ const (
 )
 
 var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, qChain}
+
+// sqliteSchema is the session store's share of a database file.
+var sqliteSchema = sqlitedb.Schema{Component: "session", Steps: schema, Queries: hotQueries}
 
 type scanner interface{ Scan(dest ...any) error }
 

@@ -125,7 +125,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if err != nil {
 		return usageErr(err)
 	}
-	deps := agent.Deps{Provider: provider, StateDir: home}
+	deps := agent.Deps{Provider: provider}
 	spec := agent.TaskSpec{
 		Prompt:                    prompt,
 		Root:                      root,

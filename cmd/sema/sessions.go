@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,47 +20,26 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/statedir"
 )
 
-// stores are the durable stores of the state directory: sessions and file history in
-// one SQLite file, $SEMA_HOME/sema.db.
-type stores struct {
-	sessions *session.SQLiteStore
-	history  history.Store
-}
-
-func (s *stores) Close() {
-	s.history.Close()
-	s.sessions.Close()
-}
-
-// openStores opens (creating when needed) the stores in the state directory home.
-func openStores(ctx context.Context, home string) (*stores, error) {
+// openState opens the state directory home (as stateDir resolved it) with its stores.
+// The empty home (no --home, no $SEMA_HOME, no user home) is refused here, with the
+// flags that name one.
+func openState(ctx context.Context, home string) (*statedir.Dir, error) {
 	if home == "" {
-		return nil, sema.Errorf("config.home_invalid", "no state directory: pass --home DIR or set SEMA_HOME")
+		return nil, sema.Errorf(statedir.CodeDirInvalid, "no state directory: pass --home DIR or set SEMA_HOME")
 	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return nil, sema.Errorf("config.home_invalid", "cannot create the state directory %s: %v", home, err)
-	}
-	ss, err := session.OpenSQLite(filepath.Join(home, "sema.db"))
-	if err != nil {
-		return nil, err
-	}
-	hs, err := history.NewSQLite(ctx, ss.DB())
-	if err != nil {
-		ss.Close()
-		return nil, err
-	}
-	return &stores{sessions: ss, history: hs}, nil
+	return statedir.Open(ctx, home)
 }
 
-// openHome opens the stores of the state directory named by --home (or its defaults).
-func openHome(ctx context.Context, homeFlag string) (*stores, error) {
+// openHome opens the state directory named by --home (or its defaults).
+func openHome(ctx context.Context, homeFlag string) (*statedir.Dir, error) {
 	dir, err := stateDir(homeFlag)
 	if err != nil {
 		return nil, err
 	}
-	return openStores(ctx, dir)
+	return openState(ctx, dir)
 }
 
 func newSessionsCmd(stdout io.Writer) *cobra.Command {
@@ -93,7 +71,7 @@ func newSessionsListCmd(home *string, stdout io.Writer) *cobra.Command {
 				}
 				f.Root = root
 			}
-			ss, err := st.sessions.List(cmd.Context(), f)
+			ss, err := st.Sessions().List(cmd.Context(), f)
 			if err != nil {
 				return &exitErr{code: exitError, err: err}
 			}
@@ -142,12 +120,12 @@ func newSessionsPruneCmd(home *string, stdout io.Writer) *cobra.Command {
 				return usageErr(err)
 			}
 			defer st.Close()
-			ids, err := st.sessions.Prune(cmd.Context(), time.Now().Add(-d))
+			ids, err := st.Sessions().Prune(cmd.Context(), time.Now().Add(-d))
 			if err != nil {
 				return &exitErr{code: exitError, err: err}
 			}
 			for _, id := range ids {
-				if err := st.history.Forget(cmd.Context(), id); err != nil {
+				if err := st.History().Forget(cmd.Context(), id); err != nil {
 					return &exitErr{code: exitError, err: err}
 				}
 			}
@@ -191,12 +169,12 @@ func canonicalRoot(ctx context.Context, dir string) (string, error) {
 
 // showSession prints a transcript for people: each turn with its number, the text, the
 // tool calls and a line of each result.
-func showSession(ctx context.Context, st *stores, id string, w io.Writer) error {
-	s, err := st.sessions.Get(ctx, id)
+func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) error {
+	s, err := st.Sessions().Get(ctx, id)
 	if err != nil {
 		return &exitErr{code: exitError, err: err}
 	}
-	chain, err := st.sessions.Transcript(ctx, id, "")
+	chain, err := st.Sessions().Transcript(ctx, id, "")
 	if err != nil {
 		return &exitErr{code: exitError, err: err}
 	}
@@ -287,7 +265,7 @@ func newRewindCmd(stdout io.Writer) *cobra.Command {
 			}
 			defer st.Close()
 			spec.SessionID = args[0]
-			r := agent.New(agent.Deps{Store: st.sessions, History: st.history})
+			r := agent.New(st.Deps(agent.Deps{}))
 			out, err := r.Rewind(cmd.Context(), spec)
 			if out != nil && out.Ledger != nil {
 				printLedger(stdout, out.Ledger, spec.DryRun)
@@ -325,15 +303,16 @@ func printLedger(w io.Writer, l *history.Ledger, dry bool) {
 	}
 }
 
-// sessionSeats opens the state directory's stores for a run and fills the session
-// fields: every run records a session; --resume / --continue / --fork-session continue
-// one; --on-ask park parks questions; `sema approve` answers one.
-func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.Deps, spec *agent.TaskSpec) (*stores, error) {
-	st, err := openStores(ctx, home)
+// sessionSeats opens the state directory for a run, fills the deployment's three
+// state-directory seats from it (Store, History, StateDir) and then the session fields:
+// every run records a session; --resume / --continue / --fork-session continue one;
+// --on-ask park parks questions; `sema approve` answers one.
+func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.Deps, spec *agent.TaskSpec) (*statedir.Dir, error) {
+	st, err := openState(ctx, home)
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	deps.Store, deps.History = st.sessions, st.history
+	*deps = st.Deps(*deps)
 	deps.Park = o.onAsk == "park"
 	spec.SessionID = o.resume
 	spec.ForkSession = o.forkSession
@@ -343,7 +322,7 @@ func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.
 			st.Close()
 			return nil, usageErr(err)
 		}
-		s, err := st.sessions.Newest(ctx, root)
+		s, err := st.Sessions().Newest(ctx, root)
 		if err != nil {
 			st.Close()
 			return nil, usageErr(sema.Errorf("session.not_found", "there is no session to continue in %s; start one with `sema run`", root))
@@ -409,7 +388,7 @@ func sessionRoot(ctx context.Context, homeFlag, id string) (string, error) {
 		return "", err
 	}
 	defer st.Close()
-	s, err := st.sessions.Get(ctx, id)
+	s, err := st.Sessions().Get(ctx, id)
 	if err != nil {
 		return "", err
 	}

@@ -13,6 +13,9 @@
 //   - [Migrate] applies a component's schema steps in one transaction, records the version
 //     in the schema_version table, and refuses a file written by a newer schema with
 //     "store.schema_too_new" instead of reading what it does not understand.
+//   - A store declares its share of a file as a [Schema] and reaches the file only through
+//     [OpenAttached] (a file it owns) or [Attach] (a file it shares), so every store of a
+//     file runs with the same pragmas, versioning and prepared statements.
 package sqlitedb
 
 import (
@@ -97,6 +100,47 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	if err := db.PingContext(context.Background()); err != nil {
 		Close(db)
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	return db, nil
+}
+
+// Schema is one store's share of a database file: the name its version is recorded
+// under, its migrations and the statements it runs often. The session store and the
+// file-history store each declare one, so both reach a file through the same steps
+// (Open's pragmas, Migrate's versioning, Prepare) whether they own it or share it.
+type Schema struct {
+	// Component names the store in the schema_version table ("session", "history"). It
+	// must be unique among the stores that share a file.
+	Component string
+	// Steps are the store's migrations, as Migrate takes them.
+	Steps []string
+	// Queries are the statements prepared when the store attaches (see Prepare). Nil:
+	// none; every statement is then parsed when it runs.
+	Queries []string
+}
+
+// Attach readies db for the store s describes: it migrates s.Component's tables and
+// prepares s.Queries. A store built on a database someone else opened (and will close)
+// calls it. db should come from Open, whose pragmas the stores' transactions rely on.
+func Attach(ctx context.Context, db *sql.DB, s Schema) error {
+	if err := Migrate(ctx, db, s.Component, s.Steps); err != nil {
+		return err
+	}
+	return Prepare(ctx, db, s.Queries...)
+}
+
+// OpenAttached opens the database at path with opts (see Open) and attaches s to it. The
+// caller owns the database and closes it with Close; when attaching fails, the database
+// is closed before the error returns, so a refused file (CodeSchemaTooNew) is not kept
+// open.
+func OpenAttached(ctx context.Context, path string, opts Options, s Schema) (*sql.DB, error) {
+	db, err := Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := Attach(ctx, db, s); err != nil {
+		Close(db)
+		return nil, err
 	}
 	return db, nil
 }

@@ -1,0 +1,118 @@
+package statedir
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/session/sqlitedb"
+)
+
+// DatabaseName is the name of the SQLite file, inside the state directory, that holds
+// the session store and the file-history store.
+const DatabaseName = "sema.db"
+
+// Codes of the errors Open returns itself. Errors the stores return with a code of their
+// own (sqlitedb.CodeSchemaTooNew) pass through unchanged.
+const (
+	// CodeDirInvalid refuses a state directory that is not given, cannot be resolved to
+	// an absolute path, cannot be created, or is not a directory. It is the code the
+	// command line reports for a bad --home, which names this directory.
+	CodeDirInvalid = "config.home_invalid"
+	// CodeOpenFailed reports a database in the state directory that cannot be opened:
+	// no permission, not a SQLite file, a disk error. The cause is wrapped.
+	CodeOpenFailed = "store.open_failed"
+)
+
+// Dir is an open state directory: its path and the two stores on its database. It is
+// safe for concurrent use by many runners and goroutines, as its stores are. Close it
+// when the last runner using it is done.
+type Dir struct {
+	path     string
+	sessions *session.SQLiteStore
+	history  *history.SQLite
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the state directory dir, creating it (and its parents) when missing, with
+// the default SQLite settings. It is OpenWith(ctx, dir, sqlitedb.Options{}).
+func Open(ctx context.Context, dir string) (*Dir, error) {
+	return OpenWith(ctx, dir, sqlitedb.Options{})
+}
+
+// OpenWith opens the state directory dir with explicit SQLite settings (a busy timeout,
+// durable commits); the zero Options are the defaults Open uses. A relative dir is taken
+// from the working directory. The session store is opened on dir/DatabaseName and the
+// history store attached to the same database, migrating both when needed; when any
+// step fails, what was opened is closed again.
+func OpenWith(ctx context.Context, dir string, opts sqlitedb.Options) (*Dir, error) {
+	if dir == "" {
+		return nil, sema.Errorf(CodeDirInvalid, "no state directory given; name the directory that keeps sessions and file history")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, sema.Errorf(CodeDirInvalid, "cannot resolve the state directory %q: %w", dir, err).With("path", dir)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, sema.Errorf(CodeDirInvalid, "cannot create the state directory %s: %w", abs, err).With("path", abs)
+	}
+	ss, err := session.OpenSQLiteWith(filepath.Join(abs, DatabaseName), opts)
+	if err != nil {
+		return nil, openFailed(abs, err)
+	}
+	hs, err := history.NewSQLite(ctx, ss.DB())
+	if err != nil {
+		ss.Close()
+		return nil, openFailed(abs, err)
+	}
+	return &Dir{path: abs, sessions: ss, history: hs}, nil
+}
+
+// openFailed gives an uncoded failure to open the database its code; a coded one (a
+// schema too new) already says what to do and keeps its code.
+func openFailed(dir string, err error) error {
+	if sema.CodeOf(err) != "" {
+		return err
+	}
+	path := filepath.Join(dir, DatabaseName)
+	return sema.Errorf(CodeOpenFailed, "cannot open the state database %s: %w", path, err).With("path", path)
+}
+
+// Path returns the state directory, absolute and clean: the value for
+// agent.Deps.StateDir.
+func (d *Dir) Path() string { return d.path }
+
+// Sessions returns the session store. It lives until Close.
+func (d *Dir) Sessions() *session.SQLiteStore { return d.sessions }
+
+// History returns the file-history store, on the session store's database. It lives
+// until Close.
+func (d *Dir) History() *history.SQLite { return d.history }
+
+// Deps returns deps with its three state-directory seats filled from d: Store (the
+// session store), History (the file-history store) and StateDir (the directory, which
+// tools may then never read or write). Whatever deps held in those seats is replaced;
+// every other field is returned as it was.
+func (d *Dir) Deps(deps agent.Deps) agent.Deps {
+	deps.Store, deps.History, deps.StateDir = d.sessions, d.history, d.path
+	return deps
+}
+
+// Close closes both stores and the database they share. Calls on the stores after Close
+// fail; a second Close returns the first one's result.
+func (d *Dir) Close() error {
+	d.closeOnce.Do(func() {
+		// History first: it sits on the session store's database, which the session
+		// store's Close closes.
+		d.closeErr = errors.Join(d.history.Close(), d.sessions.Close())
+	})
+	return d.closeErr
+}
