@@ -36,7 +36,10 @@ type TaskResult struct {
 	// BackgroundTasks lists the Bash background tasks still running when the leg ended
 	// (only with Deps.KeepBackgroundTasks; otherwise they were stopped).
 	BackgroundTasks []BackgroundTask `json:"background_tasks,omitempty"`
-	// Checkpoint is the parked call when Status is awaiting_approval.
+	// Checkpoint is the parked call. It is set if and only if Status is
+	// StatusAwaitingApproval: a Resume whose leg runs the answered call and goes on to
+	// its end leaves it nil, and only a new question that needs a person sets it again.
+	// Read it through Parked, which checks both.
 	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
 	// RewindNotes is the per-file account of a file rewind that ran before the leg.
 	RewindNotes []history.LedgerEntry `json:"rewind_notes,omitempty"`
@@ -44,6 +47,18 @@ type TaskResult struct {
 	Notices     []sema.Notice         `json:"notices"`
 	// Messages is the leg's transcript, the prompt first.
 	Messages []model.Message `json:"-"`
+}
+
+// Parked returns the checkpoint the run stopped at and true when the run ended awaiting
+// a person's answer (Status StatusAwaitingApproval); otherwise nil and false. Check it
+// after every Run and every Resume: answering a checkpoint does not end the session's
+// questions — the resumed leg may park again at the next one, with a new checkpoint —
+// and a leg that runs to its end has none. A nil r is not parked.
+func (r *TaskResult) Parked() (*CheckpointInfo, bool) {
+	if r == nil || r.Status != StatusAwaitingApproval || r.Checkpoint == nil {
+		return nil, false
+	}
+	return r.Checkpoint, true
 }
 
 // BackgroundTask is a Bash task still running.

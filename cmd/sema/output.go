@@ -52,9 +52,9 @@ func (p *printer) text(ev agent.Event) {
 		if r.Result != "" {
 			fmt.Fprintln(p.out, strings.TrimRight(r.Result, "\n"))
 		}
-		if r.Status == agent.StatusAwaitingApproval && r.Checkpoint != nil {
+		if cp, parked := r.Parked(); parked {
 			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)\n  answer with: sema approve %s --checkpoint %s --allow|--deny\n",
-				r.Checkpoint.Tool, r.Checkpoint.Message, r.SessionID, r.Checkpoint.ID)
+				cp.Tool, cp.Message, r.SessionID, cp.ID)
 		}
 		if r.Status == agent.StatusMaxTurns {
 			fmt.Fprintf(p.errw, "sema: stopped after %d turns (--max-turns)\n", r.NumTurns)
@@ -132,8 +132,8 @@ func resultObject(r *agent.TaskResult) map[string]any {
 	if r.Error != nil {
 		obj["error"] = r.Error
 	}
-	if r.Checkpoint != nil {
-		obj["checkpoint"] = r.Checkpoint
+	if cp, parked := r.Parked(); parked {
+		obj["checkpoint"] = cp
 	}
 	if len(r.RewindNotes) > 0 {
 		obj["rewind_notes"] = r.RewindNotes
