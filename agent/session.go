@@ -126,11 +126,15 @@ func (l *leg) mintBoundary(ctx context.Context, turn int) {
 func (l *leg) trackFileEdit(ctx context.Context, req files.TrackEditRequest) (files.TrackEditResult, error) {
 	rec, minted, err := l.files.Track(ctx, l.historyScope, req.Key)
 	if err != nil {
+		// The cause's code stays in the notice's detail; the sentences carry only its
+		// message, so no code is nested inside another.
+		why := sema.MessageOf(err)
 		if l.deps.FileHistoryPolicy == ProceedUnprotected {
-			l.notice(sema.Notice{Code: "history.unprotected", Message: "an edit of " + req.Path + " proceeds without a file-history record: " + err.Error(), Detail: map[string]any{"path": req.Key}})
+			l.notice(sema.Notice{Code: files.CodeHistoryUnprotected, Message: "an edit of " + req.Path + " proceeds without a file-history record: " + why,
+				Detail: map[string]any{"path": req.Key, "cause": sema.CodeOf(err)}})
 			return files.TrackEditResult{OK: true}, nil
 		}
-		return files.TrackEditResult{Refusal: "history.unprotected: the file's previous contents could not be saved for rewind (" + err.Error() + "), so the edit was refused"}, nil
+		return files.TrackEditResult{Refusal: "The edit of " + req.Path + " was refused: its previous contents could not be saved for rewind (" + why + "), and an edit that cannot be undone is not made. Nothing was written."}, nil
 	}
 	res := files.TrackEditResult{OK: true}
 	if minted {

@@ -209,9 +209,10 @@ type Deps struct {
 type FileHistoryPolicy int
 
 const (
-	// RefuseUnprotected refuses the edit (history.unprotected): nothing changes that
-	// could not be rewound. The default.
+	// RefuseUnprotected refuses the edit: the tool result's code is
+	// files.CodeHistoryUnprotected (history.unprotected), and nothing changes that could
+	// not be rewound. The default.
 	RefuseUnprotected FileHistoryPolicy = iota
-	// ProceedUnprotected lets the edit go on, with a notice.
+	// ProceedUnprotected lets the edit go on, with a notice of the same code.
 	ProceedUnprotected
 )

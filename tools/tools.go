@@ -70,11 +70,13 @@ func Fail(code, format string, args ...any) Result {
 }
 
 // FromError turns err into an error Result, keeping the code of a *sema.Error (code
-// fallback otherwise).
+// fallback otherwise). The text is the error's message without codes (sema.MessageOf):
+// the code is in the Result's Code, and a cause's code inside the sentence would only
+// nest one code in another.
 func FromError(err error, fallback string) Result {
 	var se *sema.Error
 	if errors.As(err, &se) {
-		return Result{Content: []model.Block{model.TextBlock(se.Message)}, IsError: true, Code: se.Code}
+		return Result{Content: []model.Block{model.TextBlock(sema.MessageOf(se))}, IsError: true, Code: se.Code}
 	}
 	return Fail(fallback, "%v", err)
 }
