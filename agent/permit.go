@@ -39,16 +39,30 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 	}
 	d := l.gate.Decide(ctx, call)
 	if d.Behavior == permission.Ask {
-		approver := l.deps.Approver
-		if l.deps.Park {
-			approver = l.parkingApprover()
-		}
+		ask := d
 		// Read calls of one turn run concurrently; their questions are put one at a time,
 		// so a person never sees two prompts at once.
 		l.askMu.Lock()
-		d = l.gate.Answer(ctx, call, d, approver, l.classifier, l.snapshot())
+		approver, seat, asked := l.approverSeat()
+		d = l.gate.Answer(ctx, call, ask, approver, l.classifier, l.snapshot())
 		l.askMu.Unlock()
-		if l.parkPending() {
+		parked := l.parkPending()
+		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Message,
+			Gate: gateOf(ask), PersonOnly: ask.PersonOnly, AnsweredBy: SeatNone, Behavior: d.Behavior}
+		if len(ask.UpdatedInput) > 0 {
+			q.Input = ask.UpdatedInput
+		}
+		switch {
+		case *asked:
+			q.AnsweredBy = seat
+		case d.Reason == permission.ReasonClassifier:
+			q.AnsweredBy = SeatClassifier
+		}
+		if parked {
+			q.Behavior = permission.Ask
+		}
+		l.question(q)
+		if parked {
 			return d // parked, not denied: the leg ends awaiting the answer
 		}
 	}
@@ -60,6 +74,25 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: msg, Code: codeDenied})
 	}
 	return d
+}
+
+// approverSeat returns the approver the leg's questions go to — the parking seat when
+// the deployment parks, else Deps.Approver — with its seat's name and a flag it sets
+// when it is called, so the permission event can say who answered. A nil approver stays
+// nil: AnswerAsk reads that as nobody to ask.
+func (l *leg) approverSeat() (permission.Approver, AnswerSeat, *bool) {
+	asked := new(bool)
+	approver, seat := l.deps.Approver, SeatApprover
+	if l.deps.Park {
+		approver, seat = l.parkingApprover(), SeatPark
+	}
+	if approver == nil {
+		return nil, seat, asked
+	}
+	return permission.ApproverFunc(func(ctx context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
+		*asked = true
+		return approver.Approve(ctx, req)
+	}), seat, asked
 }
 
 // judge is the permission station of every call that does not go through the write lane
