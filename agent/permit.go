@@ -11,12 +11,6 @@ import (
 	"github.com/sema-agent/sema/tools/files"
 )
 
-// Codes of permission refusals as the model sees them.
-const (
-	codeDenied      = "permission.denied"
-	codeEditedWrite = "permission.edited_write_unsupported"
-)
-
 // callKey carries the raw input of the call being run to the write lane's permission
 // station, which sees only the lane's view of the call.
 type callKey struct{}
@@ -32,7 +26,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 	if l.isApproved(call.Tool, call.Input) {
 		// A person approved exactly this call; only the deny rules still stand.
 		if d, denied := l.gate.RecheckDeny(ctx, call, call.Input); denied {
-			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Message, Code: codeDenied})
+			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Message, Code: permission.CodeDenied})
 			return d
 		}
 		return permission.Decision{Behavior: permission.Allow, Reason: "user"}
@@ -71,7 +65,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		if msg == "" {
 			msg = "the call was not allowed"
 		}
-		l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: msg, Code: codeDenied})
+		l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: msg, Code: permission.CodeDenied})
 	}
 	return d
 }
@@ -110,12 +104,12 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 	}
 	pc, err := l.gate.Prepare(ctx, pc)
 	if err != nil {
-		r := tools.FromError(err, codeDenied)
+		r := tools.FromError(err, permission.CodeDenied)
 		return nil, false, &r
 	}
 	d := l.decide(ctx, pc)
 	if d.Behavior != permission.Allow {
-		r := tools.Fail(codeDenied, "%s", denyText(d))
+		r := tools.Fail(permission.CodeDenied, "%s", denyText(d))
 		return nil, false, &r
 	}
 	byPerson := d.Reason == permission.ReasonUser
@@ -152,13 +146,13 @@ func (l *leg) permitWrite(ctx context.Context, req files.PermissionRequest) erro
 			l.park.key = req.Key
 		}
 		l.mu.Unlock()
-		return &sema.Error{Code: codeDenied, Message: denyText(d)}
+		return &sema.Error{Code: permission.CodeDenied, Message: denyText(d)}
 	}
 	if len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, input) {
 		// The lane has already computed the bytes from the model's input; running an
 		// edited input would need the lane's checks again. Refuse rather than write
 		// something nobody approved.
-		return sema.Errorf(codeEditedWrite, "an edited input for %s cannot be applied to a write in progress; deny the call and tell the model what to change instead", req.Tool)
+		return sema.Errorf(CodeEditedWriteUnsupported, "an edited input for %s cannot be applied to a write in progress; deny the call and tell the model what to change instead", req.Tool)
 	}
 	return nil
 }

@@ -100,6 +100,19 @@ const (
 	CodeCancelled    = "tool.cancelled"     // the run was cancelled before or during the call
 )
 
+// Codes of a tool's permission seat (the hook the write lane and the shell ask before
+// acting). They live here, beside the Tool interface, because the tool packages answer
+// with them and must not depend on package permission, which judges; permission.CodeDenied
+// is the same code under the name an embedder looks for.
+const (
+	// CodePermissionDenied: the permission seat refused the call without a code of its
+	// own.
+	CodePermissionDenied = "permission.denied"
+	// CodePermissionFailed: the permission seat panicked, or did not answer before the
+	// call ended; the call is refused.
+	CodePermissionFailed = "permission.hook_failed"
+)
+
 // Decode unmarshals input into v strictly: unknown fields are refused, so a model that
 // misspells a field learns it instead of having it ignored.
 func Decode(input json.RawMessage, v any) error {

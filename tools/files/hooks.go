@@ -40,8 +40,9 @@ type PermissionRequest struct {
 
 // PermissionHook is the permission gate's seat inside the lane. A nil error allows the
 // write; an error refuses it, with the error's *sema.Error code when it has one
-// ("permission.denied" otherwise). A panic, or a hook still running when the call's ctx
-// ends, refuses with "permission.hook_failed". A nil hook allows every write.
+// (tools.CodePermissionDenied otherwise). A panic, or a hook still running when the
+// call's ctx ends, refuses with tools.CodePermissionFailed. A nil hook allows every
+// write.
 type PermissionHook func(ctx context.Context, req PermissionRequest) error
 
 // BeforeWriteRequest is the content gate's question: may these exact bytes land here?

@@ -18,7 +18,8 @@ import (
 
 // Codes of the write lane's answers. The lane also answers with the read tools' codes
 // where the fact is the same (CodeFileNotFound, CodeIsDirectory, CodeNotRegular,
-// CodeReadFailed, CodeFileTooLarge) and with the fence's for refused paths.
+// CodeReadFailed, CodeFileTooLarge), with the fence's for refused paths, and with the
+// permission seat's (tools.CodePermissionDenied, tools.CodePermissionFailed).
 const (
 	CodeNotRead            = "fs.not_read"             // an existing file was not read by this session
 	CodeChangedSinceRead   = "fs.changed_since_read"   // the file changed after this session read it
@@ -31,8 +32,6 @@ const (
 	CodeMemorySecret       = "fs.memory_secret"        // a secret on its way into a memory directory
 	CodeHistoryUnprotected = "history.unprotected"     // TrackFileEdit refused: the edit could not be recorded for rewind
 	CodeHistoryTrackFailed = "history.track_failed"    // TrackFileEdit errored, panicked or hung
-	CodePermissionDenied   = "permission.denied"       // the permission hook refused without a code
-	CodePermissionFailed   = "permission.hook_failed"  // the permission hook panicked or hung
 )
 
 // newFilePerm is the mode of a file the lane creates; newDirPerm of a parent directory
@@ -320,15 +319,15 @@ func (l *lane) askPermission(ctx context.Context, m mutation, p fence.Path, exis
 	g, abandoned, _ := callHook(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, h(ctx, req) })
 	switch {
 	case abandoned || (g.err != nil && ctx.Err() != nil):
-		r := tools.Fail(CodePermissionFailed, "The write to %s was not made: the permission check did not answer before the call ended. Nothing was written.", m.spelled)
+		r := tools.Fail(tools.CodePermissionFailed, "The write to %s was not made: the permission check did not answer before the call ended. Nothing was written.", m.spelled)
 		return &r
 	case g.panicked:
-		r := tools.Fail(CodePermissionFailed, "The write to %s was not made: the permission check failed (%s). Nothing was written.", m.spelled, g.failure())
+		r := tools.Fail(tools.CodePermissionFailed, "The write to %s was not made: the permission check failed (%s). Nothing was written.", m.spelled, g.failure())
 		return &r
 	case g.err != nil:
 		code := sema.CodeOf(g.err)
 		if code == "" {
-			code = CodePermissionDenied
+			code = tools.CodePermissionDenied
 		}
 		// The code travels in the result's Code; the sentence carries only the message.
 		r := tools.Fail(code, "The write to %s was not permitted: %s", m.spelled, sema.MessageOf(g.err))

@@ -59,7 +59,7 @@ func TestStationOrder(t *testing.T) {
 			f.rec.set(func(r *laneRec) {
 				r.permFn = func(context.Context, PermissionRequest) error { return errors.New("the user said no") }
 			})
-		}, tool: "Edit", input: editBeta, code: CodePermissionDenied, calls: [3]int{1, 0, 0}},
+		}, tool: "Edit", input: editBeta, code: tools.CodePermissionDenied, calls: [3]int{1, 0, 0}},
 		{name: "4 permission with a code", setup: func(f *laneFix) {
 			f.rec.set(func(r *laneRec) {
 				r.permFn = func(context.Context, PermissionRequest) error {
