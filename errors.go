@@ -3,13 +3,19 @@ package sema
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error is an error a caller must be able to act on: a stable dotted Code
 // ("config.permission_mode_invalid", "fs.path_not_in_root", …) that programs branch on,
 // a one-sentence Message for people that says what to change, and an optional Detail
 // with the structured facts behind it. Codes are part of the public contract and never
-// change meaning once released.
+// change meaning once released; each is an exported constant of the package that owns
+// it.
+//
+// Two *Error values with the same non-empty Code match under errors.Is, whatever their
+// messages and details, so a package may export a sentinel *Error and callers may test
+// for it with errors.Is as with any sentinel error.
 type Error struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
@@ -26,6 +32,7 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: e.Error(), Err: errors.Unwrap(e)}
 }
 
+// Error returns "code: message".
 func (e *Error) Error() string {
 	if e == nil {
 		return "<nil>"
@@ -33,7 +40,16 @@ func (e *Error) Error() string {
 	return e.Code + ": " + e.Message
 }
 
+// Unwrap returns the cause, so errors.Is and errors.As see through e.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with e's Code. The code is what a caller
+// branches on; a message or detail that differs does not make another error. A target
+// with an empty Code matches nothing, so an uncoded *Error is never a wildcard.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && e != nil && t != nil && t.Code != "" && t.Code == e.Code
+}
 
 // With returns a copy of e with key=value added to its Detail.
 func (e *Error) With(key string, value any) *Error {
@@ -47,6 +63,9 @@ func (e *Error) With(key string, value any) *Error {
 }
 
 // CodeOf returns the code of the first *Error in err's chain, or "" when there is none.
+// "First" is the order errors.As searches: err itself, then its causes depth first, the
+// branches of a joined error in order. An *Error wrapping another is the outer, more
+// specific, code; use IsCode to ask about any code in the chain.
 func CodeOf(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
@@ -55,8 +74,50 @@ func CodeOf(err error) string {
 	return ""
 }
 
-// IsCode reports whether err's chain holds an *Error with the given code.
-func IsCode(err error, code string) bool { return err != nil && CodeOf(err) == code }
+// IsCode reports whether any *Error in err's chain has the given code: the outermost
+// one, one it wraps, or one in any branch of a joined error (errors.Is with a target of
+// that code). The empty code matches nothing.
+func IsCode(err error, code string) bool {
+	return code != "" && errors.Is(err, &Error{Code: code})
+}
+
+// MessageOf returns err's text for a person or a model, without codes: each *Error in
+// the chain contributes its Message instead of its "code: message" form. Codes belong in
+// the Code fields a program reads; in a sentence, a code inside a code
+// ("x.y: … (a.b: …)") only hides what happened. A nil err yields "".
+func MessageOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	var text string
+	var causes []error
+	if e, ok := err.(*Error); ok {
+		if e == nil {
+			return ""
+		}
+		text = e.Message
+		causes = []error{e.Err}
+	} else {
+		text = err.Error()
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			causes = []error{u.Unwrap()}
+		case interface{ Unwrap() []error }:
+			causes = u.Unwrap()
+		}
+	}
+	// A wrapping error's text holds each cause's Error() verbatim (that is what %w
+	// writes); put the cause's own code-free text in its place.
+	for _, c := range causes {
+		if c == nil {
+			continue
+		}
+		if full, plain := c.Error(), MessageOf(c); full != plain {
+			text = strings.Replace(text, full, plain, 1)
+		}
+	}
+	return text
+}
 
 // Notice is a non-fatal announcement of the engine: something the caller should know
 // (a root that was skipped, a mode that was folded) that did not stop the run. Notices

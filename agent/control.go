@@ -26,7 +26,7 @@ func (c *Control) Steer(ctx context.Context, mode permission.Mode) (permission.R
 	m := c.modes
 	c.mu.Unlock()
 	if m == nil {
-		return permission.Receipt{}, sema.Errorf("run.not_running", "the task is not running; a mode can be steered only while it runs")
+		return permission.Receipt{}, sema.Errorf(CodeNotRunning, "the task is not running; a mode can be steered only while it runs")
 	}
 	return m.Steer(ctx, mode)
 }

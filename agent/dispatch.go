@@ -128,5 +128,5 @@ func (l *leg) noteEdited(path string) {
 }
 
 func noticePanic(tool string, p any, stack []byte) sema.Notice {
-	return sema.Notice{Code: "tool.panic", Message: fmt.Sprintf("the tool %s panicked: %v", tool, p), Detail: map[string]any{"tool": tool, "stack": string(stack)}}
+	return sema.Notice{Code: tools.CodePanic, Message: fmt.Sprintf("the tool %s panicked: %v", tool, p), Detail: map[string]any{"tool": tool, "stack": string(stack)}}
 }

@@ -27,10 +27,20 @@ func ExampleRunner_Resume() {
 	runner := agent.New(agent.Deps{Provider: p, Store: store, History: hist, Park: true})
 
 	res, _ := runner.Run(ctx, agent.TaskSpec{Prompt: "write the notes", Root: root})
-	fmt.Println(res.Status, res.Checkpoint.Tool)
+	cp, parked := res.Parked()
+	if !parked {
+		fmt.Println("not parked:", res.Status)
+		return
+	}
+	fmt.Println(res.Status, cp.Tool)
 
 	res, _ = runner.Resume(ctx, agent.TaskSpec{Root: root, SessionID: res.SessionID},
-		agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+		agent.Answer{CheckpointID: cp.ID, Allow: true})
+	// The resumed leg may park again at the model's next question; this one does not.
+	if next, again := res.Parked(); again {
+		fmt.Println("parked again at", next.Tool)
+		return
+	}
 	b, _ := os.ReadFile(root + "/notes.md")
 	fmt.Printf("%s %q %q\n", res.Status, res.Result, b)
 	// Output:

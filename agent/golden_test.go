@@ -65,6 +65,8 @@ func TestGoldenEventStream(t *testing.T) {
 					line["input"] = json.RawMessage(ev.ToolUse.Input)
 				case ev.ToolResult != nil:
 					line["tool"], line["is_error"], line["code"], line["text"] = ev.ToolResult.Name, ev.ToolResult.IsError, ev.ToolResult.Code, ev.ToolResult.Text
+				case ev.Question != nil:
+					line["tool"], line["answered_by"], line["behavior"], line["question"] = ev.Question.Tool, ev.Question.AnsweredBy, ev.Question.Behavior, ev.Question.Message
 				case ev.Denial != nil:
 					line["tool"], line["code"], line["reason"] = ev.Denial.Tool, ev.Denial.Code, ev.Denial.Reason
 				case ev.Notice != nil:

@@ -103,6 +103,14 @@ func (l *leg) deny(d PermissionDenial) {
 	l.mu.Unlock()
 }
 
+// question queues the permission event of a question the fold put to the answerers.
+// It is safe to call from any goroutine.
+func (l *leg) question(q PermissionQuestion) {
+	l.mu.Lock()
+	l.pending = append(l.pending, Event{Type: EventPermission, Question: &q})
+	l.mu.Unlock()
+}
+
 // flush emits queued events; only the loop goroutine calls it.
 func (l *leg) flush(turn int) {
 	l.mu.Lock()

@@ -146,7 +146,7 @@ func appendUser(msgs []model.Message, m model.Message) []model.Message {
 
 func (l *leg) cancelled(res *TaskResult, cause error) {
 	res.Status = StatusCancelled
-	res.Error = &sema.Error{Code: "run.cancelled", Message: "the run was cancelled", Err: cause}
+	res.Error = &sema.Error{Code: CodeCancelled, Message: "the run was cancelled", Err: cause}
 }
 
 // asSemaError keeps a provider's coded error, and codes anything else as a model failure.
@@ -155,5 +155,5 @@ func asSemaError(err error) *sema.Error {
 	if errors.As(err, &se) {
 		return se
 	}
-	return &sema.Error{Code: "model.error", Message: err.Error(), Err: err}
+	return &sema.Error{Code: model.CodeError, Message: err.Error(), Err: err}
 }

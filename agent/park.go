@@ -37,17 +37,6 @@ type CheckpointInfo struct {
 	Message     string          `json:"message"`
 }
 
-// Codes of parking and resuming.
-const (
-	codeParked         = "permission.parked"
-	codeConfigRefused  = "checkpoint.config_refused"
-	codeStale          = "checkpoint.stale"
-	codeEditDenied     = "checkpoint.edit_denied"
-	codeAnswerInvalid  = "checkpoint.answer_invalid"
-	codeCallNotRun     = "tool.not_run"
-	codeDeniedByPerson = "permission.denied_by_user"
-)
-
 // parkRequest is the question a parking leg stopped at.
 type parkRequest struct {
 	req permission.ApprovalRequest
@@ -110,7 +99,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 	})
 	if err != nil {
 		res.Status = StatusError
-		res.Error = sema.Errorf("checkpoint.park_failed", "the question could not be parked: %v", err)
+		res.Error = sema.Errorf(CodeParkFailed, "the question could not be parked: %v", err)
 		return true
 	}
 	entry := parkedEntry{Turn: turn, Results: results, Pending: pending, Checkpoint: cp.ID}
@@ -142,22 +131,22 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 		return err
 	}
 	if cp.SessionID != l.spec.SessionID {
-		return sema.Errorf(codeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.SessionID)
+		return sema.Errorf(CodeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.SessionID)
 	}
 	if session.SHA256Hex(cp.Args) != cp.ArgsSHA256 {
 		// The stored arguments are not the ones that were reviewed.
-		return sema.Errorf("checkpoint.tampered", "checkpoint %s's arguments do not match their recorded sha256; it cannot be answered", cp.ID)
+		return sema.Errorf(CodeTampered, "checkpoint %s's arguments do not match their recorded sha256; it cannot be answered", cp.ID)
 	}
 	if cp.Decision != nil {
 		return sema.Errorf(session.CodeAlreadyClaimed, "checkpoint %s was already answered", cp.ID)
 	}
 	p := l.resume.parked
 	if p == nil || p.Checkpoint != cp.ID {
-		return sema.Errorf(codeStale, "checkpoint %s is not where session %s stopped; it can no longer be answered", cp.ID, cp.SessionID)
+		return sema.Errorf(CodeStale, "checkpoint %s is not where session %s stopped; it can no longer be answered", cp.ID, cp.SessionID)
 	}
 	calls := lastCalls(l.resume.messages)
 	if p.Pending >= len(calls) || calls[p.Pending].Name != cp.Tool {
-		return sema.Errorf(codeStale, "checkpoint %s does not match the parked turn", cp.ID)
+		return sema.Errorf(CodeStale, "checkpoint %s does not match the parked turn", cp.ID)
 	}
 	input := cp.Args // the stored, reviewed arguments; never re-derived
 	d := session.Decision{Verdict: session.VerdictDeny, Reason: a.Reason}
@@ -165,15 +154,15 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 		d.Verdict = session.VerdictAllow
 		if len(a.EditedInput) > 0 {
 			if !json.Valid(a.EditedInput) {
-				return sema.Errorf(codeAnswerInvalid, "the edited input is not valid JSON")
+				return sema.Errorf(CodeAnswerInvalid, "the edited input is not valid JSON")
 			}
 			t := l.roster.Lookup(cp.Tool)
 			if t == nil {
-				return sema.Errorf(codeStale, "the parked tool %s is not mounted on this leg", cp.Tool)
+				return sema.Errorf(CodeStale, "the parked tool %s is not mounted on this leg", cp.Tool)
 			}
 			call := permission.Call{Tool: cp.Tool, Effect: t.Spec().Effect, Input: a.EditedInput, Scope: l.scope}
 			if dec, denied := l.gate.RecheckDeny(ctx, call, a.EditedInput); denied {
-				return sema.Errorf(codeEditDenied, "the edited input is refused by the deny rules: %s", dec.Message)
+				return sema.Errorf(CodeEditDenied, "the edited input is refused by the deny rules: %s", dec.Message)
 			}
 			input = a.EditedInput
 			d.Args = a.EditedInput
@@ -199,8 +188,8 @@ func (l *leg) answerPending(ctx context.Context, call model.Block) tools.Result 
 		if a.reason != "" {
 			msg += " Their reason: " + a.reason
 		}
-		l.deny(PermissionDenial{Tool: call.Name, Input: json.RawMessage(orEmpty(a.input)), Reason: msg, Code: codeDeniedByPerson})
-		return tools.Fail(codeDeniedByPerson, "%s", msg)
+		l.deny(PermissionDenial{Tool: call.Name, Input: json.RawMessage(orEmpty(a.input)), Reason: msg, Code: CodeDeniedByPerson})
+		return tools.Fail(CodeDeniedByPerson, "%s", msg)
 	}
 	call.Input = a.input
 	l.mu.Lock()
@@ -248,5 +237,5 @@ func wrapConfigRefused(err error) error {
 	if !errors.As(err, &se) || len(se.Code) > 11 && se.Code[:11] == "checkpoint." || se.Code == session.CodeAlreadyClaimed {
 		return err
 	}
-	return (&sema.Error{Code: codeConfigRefused, Message: "the resume's configuration is refused: " + se.Message, Err: err}).With("code", se.Code)
+	return (&sema.Error{Code: CodeConfigRefused, Message: "the resume's configuration is refused: " + se.Message, Err: err}).With("code", se.Code)
 }

@@ -11,12 +11,6 @@ import (
 	"github.com/sema-agent/sema/tools/files"
 )
 
-// Codes of permission refusals as the model sees them.
-const (
-	codeDenied      = "permission.denied"
-	codeEditedWrite = "permission.edited_write_unsupported"
-)
-
 // callKey carries the raw input of the call being run to the write lane's permission
 // station, which sees only the lane's view of the call.
 type callKey struct{}
@@ -32,23 +26,37 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 	if l.isApproved(call.Tool, call.Input) {
 		// A person approved exactly this call; only the deny rules still stand.
 		if d, denied := l.gate.RecheckDeny(ctx, call, call.Input); denied {
-			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Message, Code: codeDenied})
+			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Message, Code: permission.CodeDenied})
 			return d
 		}
 		return permission.Decision{Behavior: permission.Allow, Reason: "user"}
 	}
 	d := l.gate.Decide(ctx, call)
 	if d.Behavior == permission.Ask {
-		approver := l.deps.Approver
-		if l.deps.Park {
-			approver = l.parkingApprover()
-		}
+		ask := d
 		// Read calls of one turn run concurrently; their questions are put one at a time,
 		// so a person never sees two prompts at once.
 		l.askMu.Lock()
-		d = l.gate.Answer(ctx, call, d, approver, l.classifier, l.snapshot())
+		approver, seat, asked := l.approverSeat()
+		d = l.gate.Answer(ctx, call, ask, approver, l.classifier, l.snapshot())
 		l.askMu.Unlock()
-		if l.parkPending() {
+		parked := l.parkPending()
+		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Message,
+			Gate: gateOf(ask), PersonOnly: ask.PersonOnly, AnsweredBy: SeatNone, Behavior: d.Behavior}
+		if len(ask.UpdatedInput) > 0 {
+			q.Input = ask.UpdatedInput
+		}
+		switch {
+		case *asked:
+			q.AnsweredBy = seat
+		case d.Reason == permission.ReasonClassifier:
+			q.AnsweredBy = SeatClassifier
+		}
+		if parked {
+			q.Behavior = permission.Ask
+		}
+		l.question(q)
+		if parked {
 			return d // parked, not denied: the leg ends awaiting the answer
 		}
 	}
@@ -57,9 +65,28 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		if msg == "" {
 			msg = "the call was not allowed"
 		}
-		l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: msg, Code: codeDenied})
+		l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: msg, Code: permission.CodeDenied})
 	}
 	return d
+}
+
+// approverSeat returns the approver the leg's questions go to — the parking seat when
+// the deployment parks, else Deps.Approver — with its seat's name and a flag it sets
+// when it is called, so the permission event can say who answered. A nil approver stays
+// nil: AnswerAsk reads that as nobody to ask.
+func (l *leg) approverSeat() (permission.Approver, AnswerSeat, *bool) {
+	asked := new(bool)
+	approver, seat := l.deps.Approver, SeatApprover
+	if l.deps.Park {
+		approver, seat = l.parkingApprover(), SeatPark
+	}
+	if approver == nil {
+		return nil, seat, asked
+	}
+	return permission.ApproverFunc(func(ctx context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
+		*asked = true
+		return approver.Approve(ctx, req)
+	}), seat, asked
 }
 
 // judge is the permission station of every call that does not go through the write lane
@@ -77,12 +104,12 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 	}
 	pc, err := l.gate.Prepare(ctx, pc)
 	if err != nil {
-		r := tools.FromError(err, codeDenied)
+		r := tools.FromError(err, permission.CodeDenied)
 		return nil, false, &r
 	}
 	d := l.decide(ctx, pc)
 	if d.Behavior != permission.Allow {
-		r := tools.Fail(codeDenied, "%s", denyText(d))
+		r := tools.Fail(permission.CodeDenied, "%s", denyText(d))
 		return nil, false, &r
 	}
 	byPerson := d.Reason == permission.ReasonUser
@@ -119,13 +146,13 @@ func (l *leg) permitWrite(ctx context.Context, req files.PermissionRequest) erro
 			l.park.key = req.Key
 		}
 		l.mu.Unlock()
-		return &sema.Error{Code: codeDenied, Message: denyText(d)}
+		return &sema.Error{Code: permission.CodeDenied, Message: denyText(d)}
 	}
 	if len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, input) {
 		// The lane has already computed the bytes from the model's input; running an
 		// edited input would need the lane's checks again. Refuse rather than write
 		// something nobody approved.
-		return sema.Errorf(codeEditedWrite, "an edited input for %s cannot be applied to a write in progress; deny the call and tell the model what to change instead", req.Tool)
+		return sema.Errorf(CodeEditedWriteUnsupported, "an edited input for %s cannot be applied to a write in progress; deny the call and tell the model what to change instead", req.Tool)
 	}
 	return nil
 }

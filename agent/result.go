@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"encoding/json"
+
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 )
 
@@ -36,7 +39,10 @@ type TaskResult struct {
 	// BackgroundTasks lists the Bash background tasks still running when the leg ended
 	// (only with Deps.KeepBackgroundTasks; otherwise they were stopped).
 	BackgroundTasks []BackgroundTask `json:"background_tasks,omitempty"`
-	// Checkpoint is the parked call when Status is awaiting_approval.
+	// Checkpoint is the parked call. It is set if and only if Status is
+	// StatusAwaitingApproval: a Resume whose leg runs the answered call and goes on to
+	// its end leaves it nil, and only a new question that needs a person sets it again.
+	// Read it through Parked, which checks both.
 	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
 	// RewindNotes is the per-file account of a file rewind that ran before the leg.
 	RewindNotes []history.LedgerEntry `json:"rewind_notes,omitempty"`
@@ -44,6 +50,18 @@ type TaskResult struct {
 	Notices     []sema.Notice         `json:"notices"`
 	// Messages is the leg's transcript, the prompt first.
 	Messages []model.Message `json:"-"`
+}
+
+// Parked returns the checkpoint the run stopped at and true when the run ended awaiting
+// a person's answer (Status StatusAwaitingApproval); otherwise nil and false. Check it
+// after every Run and every Resume: answering a checkpoint does not end the session's
+// questions — the resumed leg may park again at the next one, with a new checkpoint —
+// and a leg that runs to its end has none. A nil r is not parked.
+func (r *TaskResult) Parked() (*CheckpointInfo, bool) {
+	if r == nil || r.Status != StatusAwaitingApproval || r.Checkpoint == nil {
+		return nil, false
+	}
+	return r.Checkpoint, true
 }
 
 // BackgroundTask is a Bash task still running.
@@ -61,6 +79,43 @@ type PermissionDenial struct {
 	Reason string `json:"reason"`
 	Code   string `json:"code"`
 }
+
+// PermissionQuestion is a question the permission fold put to the leg's answerers
+// (an EventPermission), with the seat that answered it and the answer.
+type PermissionQuestion struct {
+	// Tool and Input are the call as it would run (a hook's rewrite included).
+	Tool  string          `json:"tool"`
+	Input json.RawMessage `json:"input"`
+	// Message is the question's sentence.
+	Message string `json:"message"`
+	// Gate is the kind of question: permission.GateToolPermission or
+	// permission.GatePlanReview.
+	Gate string `json:"gate"`
+	// PersonOnly marks a question only a person may answer (no rule or classifier).
+	PersonOnly bool `json:"person_only,omitempty"`
+	// AnsweredBy is the seat that answered.
+	AnsweredBy AnswerSeat `json:"answered_by"`
+	// Behavior is the answer: permission.Allow, permission.Deny, or permission.Ask when
+	// the question was parked and waits for a person (TaskResult.Parked).
+	Behavior permission.Behavior `json:"behavior"`
+}
+
+// AnswerSeat names who answered a permission question.
+type AnswerSeat string
+
+const (
+	// SeatApprover is Deps.Approver: a host's callback, or a person at a prompt (the
+	// command line's --on-ask prompt is an approver).
+	SeatApprover AnswerSeat = "approver"
+	// SeatClassifier is the auto-mode classifier (Deps.Classifier or the default one).
+	SeatClassifier AnswerSeat = "classifier"
+	// SeatPark is the parking seat (Deps.Park): the question ends the leg and waits in
+	// a checkpoint for a person's answer.
+	SeatPark AnswerSeat = "park"
+	// SeatNone means nobody was there to ask: dontAsk mode, or no approver. The
+	// question was answered no.
+	SeatNone AnswerSeat = "none"
+)
 
 // Manifest is the run's resolved facts, fixed when the leg is prepared.
 type Manifest struct {
@@ -128,7 +183,10 @@ const (
 	EventToolUse EventType = "tool_use"
 	// EventToolResult carries a tool call's answer.
 	EventToolResult EventType = "tool_result"
-	// EventPermission carries a permission decision that refused or asked.
+	// EventPermission carries a permission decision that refused or asked: Denial when
+	// a call was refused (whoever refused it), Question when the fold put a question to
+	// the leg's answerers (with who answered and how). A question that was answered no
+	// is followed by its Denial; a parked question has no Denial.
 	EventPermission EventType = "permission"
 	// EventNotice carries a notice.
 	EventNotice EventType = "notice"
@@ -147,6 +205,7 @@ type Event struct {
 	ToolUse    *ToolUse
 	ToolResult *ToolResult
 	Denial     *PermissionDenial
+	Question   *PermissionQuestion
 	Notice     *sema.Notice
 	Result     *TaskResult
 }

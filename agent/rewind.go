@@ -40,13 +40,13 @@ type RewindResult struct {
 // Bash changes are not in file history and are not undone.
 func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, error) {
 	if r.deps.Store == nil {
-		return nil, configError("config.store_missing", "rewinding needs a session store; set Deps.Store")
+		return nil, configError(CodeStoreMissing, "rewinding needs a session store; set Deps.Store")
 	}
 	if !spec.Files && !spec.Conversation {
-		return nil, configError("config.rewind_invalid", "say what to rewind: the files, the conversation, or both")
+		return nil, configError(CodeRewindInvalid, "say what to rewind: the files, the conversation, or both")
 	}
 	if spec.ToTurn < 0 {
-		return nil, configError("config.rewind_invalid", "turn %d does not exist; turns count from 1", spec.ToTurn)
+		return nil, configError(CodeRewindInvalid, "turn %d does not exist; turns count from 1", spec.ToTurn)
 	}
 	s, err := r.deps.Store.Get(ctx, spec.SessionID)
 	if err != nil {
@@ -69,12 +69,12 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		head = e.ID
 	}
 	if !found {
-		return nil, sema.Errorf("history.turn_invalid", "session %s has no turn %d", s.ID, spec.ToTurn)
+		return nil, sema.Errorf(history.CodeTurnInvalid, "session %s has no turn %d", s.ID, spec.ToTurn)
 	}
 	out := &RewindResult{}
 	if spec.Files {
 		if r.deps.History == nil {
-			return nil, configError("config.history_missing", "rewinding files needs a file-history store; set Deps.History")
+			return nil, configError(CodeHistoryMissing, "rewinding files needs a file-history store; set Deps.History")
 		}
 		files := history.NewFiles(r.deps.History, r.deps.Env)
 		ledger, err := files.Rewind(ctx, s.HistoryScope(), spec.ToTurn, history.RewindOptions{

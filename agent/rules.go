@@ -46,7 +46,7 @@ func (l *leg) projectSettings(ctx context.Context) (permission.Settings, error) 
 		return permission.Settings{}, nil
 	}
 	if err != nil {
-		return permission.Settings{}, configError("config.settings_unreadable", "cannot read %s: %v", path, err)
+		return permission.Settings{}, configError(CodeSettingsUnreadable, "cannot read %s: %v", path, err)
 	}
 	st, err := permission.ParseSettings(data, path)
 	if err != nil {
@@ -63,7 +63,7 @@ func (l *leg) projectSettings(ctx context.Context) (permission.Settings, error) 
 			l.projectSandbox.Network = "off"
 		}
 		if len(st.Rules.Allow) > 0 || st.DefaultMode != "" {
-			l.notice(sema.Notice{Code: "config.project_settings_untrusted", Message: path + " grants permissions (allow rules or a default mode), which apply only when the deployment trusts the workspace; its deny and ask rules apply",
+			l.notice(sema.Notice{Code: CodeProjectSettingsUntrusted, Message: path + " grants permissions (allow rules or a default mode), which apply only when the deployment trusts the workspace; its deny and ask rules apply",
 				Detail: map[string]any{"path": path}})
 		}
 		st.Rules.Allow = nil
@@ -116,7 +116,7 @@ func (l *leg) prepareModes(requested, prePlan permission.Mode) error {
 			return l.classifier, nil
 		},
 		OnArmFault: func(err error) {
-			l.notice(sema.Notice{Code: "permission.arming_failed", Message: "the auto-mode classifier could not be armed: " + err.Error()})
+			l.notice(sema.Notice{Code: CodeArmingFailed, Message: "the auto-mode classifier could not be armed: " + err.Error()})
 		},
 	})
 	l.modes = ctrl

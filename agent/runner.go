@@ -86,7 +86,10 @@ func (r *Runner) run(ctx context.Context, spec TaskSpec, emit func(Event)) (*Tas
 // (SessionID) and carries the re-supplied configuration, answer the decision. The
 // checkpoint is claimed once, atomically; a second answer fails with
 // checkpoint.already_claimed, and a configuration prepare refuses fails with
-// checkpoint.config_refused before anything is claimed.
+// checkpoint.config_refused before anything is claimed. The resumed leg runs on like any
+// other: it may end completed, or park again at the model's next question with a new
+// checkpoint — TaskResult.Parked says which. An empty spec.PermissionMode keeps the
+// session's recorded mode.
 func (r *Runner) Resume(ctx context.Context, spec TaskSpec, answer Answer) (*TaskResult, error) {
 	spec.Answer = &answer
 	return r.Run(ctx, spec)

@@ -69,7 +69,7 @@ func (l *leg) prepareSandbox() error {
 		if mode == sandbox.ModeOn {
 			return sema.Errorf(sandbox.CodeUnavailable, "the sandbox was asked for (on) but commands cannot be confined here: %s; run with the sandbox off or auto, or on a kernel with Landlock", reason)
 		}
-		l.notice(sema.Notice{Code: "sandbox.off", Message: "shell commands run without the kernel sandbox: " + reason})
+		l.notice(sema.Notice{Code: sandbox.CodeOff, Message: "shell commands run without the kernel sandbox: " + reason})
 		return nil
 	}
 	if _, ok := l.deps.Env.(*env.Host); !ok {
@@ -85,7 +85,7 @@ func (l *leg) prepareSandbox() error {
 	st = sandbox.Status{Enforced: true, Mode: mode, Landlock: k.Landlock, MountNamespace: k.MountNamespace,
 		NetworkNamespace: k.NetworkNamespace, Network: network, Reason: k.Reason}
 	if k.Reason != "" {
-		l.notice(sema.Notice{Code: "sandbox.partial", Message: "the kernel sandbox is partial: " + k.Reason})
+		l.notice(sema.Notice{Code: sandbox.CodePartial, Message: "the kernel sandbox is partial: " + k.Reason})
 	}
 	l.sandbox = &shell.Sandbox{Kernel: k, Options: sandbox.Options{
 		Network:  network,

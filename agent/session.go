@@ -87,7 +87,7 @@ func replay(entries []session.Entry) (resumeState, error) {
 }
 
 func corrupt(e session.Entry, err error) error {
-	return sema.Errorf("session.transcript_corrupt", "transcript entry %s (%s) cannot be read: %v", e.ID, e.Kind, err)
+	return sema.Errorf(CodeTranscriptCorrupt, "transcript entry %s (%s) cannot be read: %v", e.ID, e.Kind, err)
 }
 
 // record appends one transcript entry. A store failure is a notice, not the end of the
@@ -106,7 +106,7 @@ func (l *leg) record(ctx context.Context, kind string, payload any) string {
 			return id
 		}
 	}
-	l.notice(sema.Notice{Code: "session.record_failed", Message: "a transcript entry could not be stored: " + err.Error(), Detail: map[string]any{"kind": kind}})
+	l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "a transcript entry could not be stored: " + err.Error(), Detail: map[string]any{"kind": kind}})
 	return ""
 }
 
@@ -116,7 +116,7 @@ func (l *leg) mintBoundary(ctx context.Context, turn int) {
 		return
 	}
 	if _, err := l.deps.History.MintBoundary(context.WithoutCancel(ctx), l.historyScope, turn); err != nil {
-		l.notice(sema.Notice{Code: "history.boundary_failed", Message: "the file-history boundary of turn could not be stored: " + err.Error(), Detail: map[string]any{"turn": turn}})
+		l.notice(sema.Notice{Code: CodeBoundaryFailed, Message: "the file-history boundary of turn could not be stored: " + err.Error(), Detail: map[string]any{"turn": turn}})
 	}
 }
 
@@ -126,17 +126,21 @@ func (l *leg) mintBoundary(ctx context.Context, turn int) {
 func (l *leg) trackFileEdit(ctx context.Context, req files.TrackEditRequest) (files.TrackEditResult, error) {
 	rec, minted, err := l.files.Track(ctx, l.historyScope, req.Key)
 	if err != nil {
+		// The cause's code stays in the notice's detail; the sentences carry only its
+		// message, so no code is nested inside another.
+		why := sema.MessageOf(err)
 		if l.deps.FileHistoryPolicy == ProceedUnprotected {
-			l.notice(sema.Notice{Code: "history.unprotected", Message: "an edit of " + req.Path + " proceeds without a file-history record: " + err.Error(), Detail: map[string]any{"path": req.Key}})
+			l.notice(sema.Notice{Code: files.CodeHistoryUnprotected, Message: "an edit of " + req.Path + " proceeds without a file-history record: " + why,
+				Detail: map[string]any{"path": req.Key, "cause": sema.CodeOf(err)}})
 			return files.TrackEditResult{OK: true}, nil
 		}
-		return files.TrackEditResult{Refusal: "history.unprotected: the file's previous contents could not be saved for rewind (" + err.Error() + "), so the edit was refused"}, nil
+		return files.TrackEditResult{Refusal: "The edit of " + req.Path + " was refused: its previous contents could not be saved for rewind (" + why + "), and an edit that cannot be undone is not made. Nothing was written."}, nil
 	}
 	res := files.TrackEditResult{OK: true}
 	if minted {
 		res.Annul = func(ctx context.Context, proof files.Proof) {
 			if _, err := l.files.Annul(ctx, rec, history.Proof(proof)); err != nil {
-				l.notice(sema.Notice{Code: "history.annul_failed", Message: "a history record of a failed write could not be retracted: " + err.Error(), Detail: map[string]any{"path": req.Key}})
+				l.notice(sema.Notice{Code: CodeAnnulFailed, Message: "a history record of a failed write could not be retracted: " + err.Error(), Detail: map[string]any{"path": req.Key}})
 			}
 		}
 	}
@@ -151,7 +155,7 @@ func (l *leg) loadSession(ctx context.Context) (*session.Session, []session.Entr
 		return nil, nil, nil
 	}
 	if l.store == nil {
-		return nil, nil, configError("config.store_missing", "resuming session %s needs a session store; set Deps.Store", l.spec.SessionID)
+		return nil, nil, configError(CodeStoreMissing, "resuming session %s needs a session store; set Deps.Store", l.spec.SessionID)
 	}
 	s, err := l.store.Get(ctx, l.spec.SessionID)
 	if err != nil {
@@ -194,12 +198,12 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 			Mode: string(l.modes.Requested()), Title: title(l.spec.Prompt),
 		})
 	case loaded.Root != root:
-		return sema.Errorf("session.root_mismatch", "session %s works in %s, not in %s; resume it from its own root", loaded.ID, loaded.Root, root)
+		return sema.Errorf(CodeRootMismatch, "session %s works in %s, not in %s; resume it from its own root", loaded.ID, loaded.Root, root)
 	case l.spec.ForkSession:
 		s, err = l.store.Fork(ctx, loaded.ID, l.spec.ResumeAt)
 		if err == nil && l.deps.History != nil {
 			if _, cerr := l.deps.History.CarryFork(ctx, loaded.HistoryScope(), s.HistoryScope()); cerr != nil {
-				l.notice(sema.Notice{Code: "history.carry_failed", Message: "the fork could not carry its parent's file history: " + cerr.Error()})
+				l.notice(sema.Notice{Code: CodeCarryFailed, Message: "the fork could not carry its parent's file history: " + cerr.Error()})
 			}
 		}
 	default:
@@ -231,7 +235,7 @@ func (l *leg) closeSession(ctx context.Context, status Status) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if _, err := l.store.EndLeg(ctx, l.legID, session.LegStatus(status)); err != nil {
-		l.notice(sema.Notice{Code: "session.record_failed", Message: "the leg's end could not be stored: " + err.Error()})
+		l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "the leg's end could not be stored: " + err.Error()})
 	}
 	_, err := l.store.Update(ctx, l.sessionID, func(s *session.Session) error {
 		s.Mode = string(l.modes.Requested())
@@ -239,7 +243,7 @@ func (l *leg) closeSession(ctx context.Context, status Status) {
 		return nil
 	})
 	if err != nil {
-		l.notice(sema.Notice{Code: "session.record_failed", Message: "the session's mode could not be stored: " + err.Error()})
+		l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "the session's mode could not be stored: " + err.Error()})
 	}
 }
 

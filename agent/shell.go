@@ -63,7 +63,7 @@ func (l *leg) stopShell(ctx context.Context) []BackgroundTask {
 		return out
 	}
 	if err := l.shell.Shutdown(context.WithoutCancel(ctx)); err != nil {
-		l.notice(sema.Notice{Code: "shell.shutdown_failed", Message: "background tasks could not all be stopped: " + err.Error()})
+		l.notice(sema.Notice{Code: CodeShellShutdownFailed, Message: "background tasks could not all be stopped: " + err.Error()})
 	}
 	return nil
 }

@@ -34,7 +34,11 @@ type TaskSpec struct {
 	MaxTokens int
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
 	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
-	// else default. Any other word is refused (config.permission_mode_invalid).
+	// else default — except on a resume (SessionID set, Answer included), where empty
+	// keeps the mode the session recorded when its last leg ended (a steer during that
+	// leg included), whatever the settings say; give a mode to change it. The manifest's
+	// permission_mode receipt shows which mode the leg requested. Any other word is
+	// refused (config.permission_mode_invalid).
 	PermissionMode permission.Mode
 	// AllowedTools, DisallowedTools and AskTools are the task's permission rules in rule
 	// syntax ("Read", "Bash(npm run test:*)", "Edit(src/**)"); an entry may hold several
@@ -208,9 +212,10 @@ type Deps struct {
 type FileHistoryPolicy int
 
 const (
-	// RefuseUnprotected refuses the edit (history.unprotected): nothing changes that
-	// could not be rewound. The default.
+	// RefuseUnprotected refuses the edit: the tool result's code is
+	// files.CodeHistoryUnprotected (history.unprotected), and nothing changes that could
+	// not be rewound. The default.
 	RefuseUnprotected FileHistoryPolicy = iota
-	// ProceedUnprotected lets the edit go on, with a notice.
+	// ProceedUnprotected lets the edit go on, with a notice of the same code.
 	ProceedUnprotected
 )

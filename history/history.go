@@ -81,7 +81,7 @@ const (
 	CodeNotAFile          = "history.not_a_file"          // the path is a directory, a link or a device
 	CodeKeyInvalid        = "history.key_invalid"         // the key is not an absolute clean path
 	CodeScopeInvalid      = "history.scope_invalid"       // an empty scope
-	CodeTurnInvalid       = "history.turn_invalid"        // a boundary turn below 1
+	CodeTurnInvalid       = "history.turn_invalid"        // a boundary turn below 1 (and the runner's rewind to a turn the session never had)
 	CodeBoundaryNotFound  = "history.boundary_not_found"  // Rewind to a turn the scope never minted
 	CodePartialRestore    = "history.partial_restore"     // Rewind could not restore every file
 	CodeChildCannotRewind = "history.child_cannot_rewind" // a delegated child asked to rewind

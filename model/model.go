@@ -178,4 +178,5 @@ const (
 	CodeMalformedStream = "model.malformed_stream" // the stream broke the wire format
 	CodeCancelled       = "model.cancelled"        // ctx ended the call
 	CodeConfig          = "model.config"           // provider misconfigured (no API key, bad base URL)
+	CodeError           = "model.error"            // a provider error with no code of its own (the runner codes it so)
 )

@@ -19,6 +19,12 @@ const (
 	Ask Behavior = "ask"
 )
 
+// CodeDenied is the code of a call the permission fold refused, as the model's tool
+// result and TaskResult.PermissionDenials carry it. It is tools.CodePermissionDenied:
+// the tool packages answer with it from their permission seats without depending on
+// this package.
+const CodeDenied = tools.CodePermissionDenied
+
 // Reason says which layer decided (the seed's decisionReason).
 type Reason string
 

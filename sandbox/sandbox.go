@@ -32,6 +32,16 @@ const (
 	CodeLoosened = "config.sandbox_loosened"
 )
 
+// Codes of the runner's sandbox notices: the run goes on.
+const (
+	// CodeOff: the sandbox was left on auto and commands run without it; the notice
+	// says why (the kernel cannot confine them, or the env is not the host's).
+	CodeOff = "sandbox.off"
+	// CodePartial: commands are confined, but not by every mechanism (a Landlock level
+	// or a namespace is missing); the notice says which.
+	CodePartial = "sandbox.partial"
+)
+
 // ParseMode reads a mode word; "" is ModeAuto. Anything else is refused by name.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {

@@ -70,11 +70,13 @@ func Fail(code, format string, args ...any) Result {
 }
 
 // FromError turns err into an error Result, keeping the code of a *sema.Error (code
-// fallback otherwise).
+// fallback otherwise). The text is the error's message without codes (sema.MessageOf):
+// the code is in the Result's Code, and a cause's code inside the sentence would only
+// nest one code in another.
 func FromError(err error, fallback string) Result {
 	var se *sema.Error
 	if errors.As(err, &se) {
-		return Result{Content: []model.Block{model.TextBlock(se.Message)}, IsError: true, Code: se.Code}
+		return Result{Content: []model.Block{model.TextBlock(sema.MessageOf(se))}, IsError: true, Code: se.Code}
 	}
 	return Fail(fallback, "%v", err)
 }
@@ -96,6 +98,19 @@ const (
 	CodeUnknown      = "tool.unknown"       // no tool of that name on this leg
 	CodePanic        = "tool.panic"         // the tool panicked; the panic was contained
 	CodeCancelled    = "tool.cancelled"     // the run was cancelled before or during the call
+)
+
+// Codes of a tool's permission seat (the hook the write lane and the shell ask before
+// acting). They live here, beside the Tool interface, because the tool packages answer
+// with them and must not depend on package permission, which judges; permission.CodeDenied
+// is the same code under the name an embedder looks for.
+const (
+	// CodePermissionDenied: the permission seat refused the call without a code of its
+	// own.
+	CodePermissionDenied = "permission.denied"
+	// CodePermissionFailed: the permission seat panicked, or did not answer before the
+	// call ended; the call is refused.
+	CodePermissionFailed = "permission.hook_failed"
 )
 
 // Decode unmarshals input into v strictly: unknown fields are refused, so a model that

@@ -46,15 +46,19 @@ func (p *printer) text(ev agent.Event) {
 	case agent.EventNotice:
 		fmt.Fprintf(p.errw, "sema: notice: %s (%s)\n", ev.Notice.Message, ev.Notice.Code)
 	case agent.EventPermission:
-		fmt.Fprintf(p.errw, "sema: denied %s: %s\n", ev.Denial.Tool, ev.Denial.Reason)
+		// Questions are not printed: a person at the prompt saw theirs, and a refusal
+		// that followed one is printed as its denial.
+		if ev.Denial != nil {
+			fmt.Fprintf(p.errw, "sema: denied %s: %s\n", ev.Denial.Tool, ev.Denial.Reason)
+		}
 	case agent.EventResult:
 		r := ev.Result
 		if r.Result != "" {
 			fmt.Fprintln(p.out, strings.TrimRight(r.Result, "\n"))
 		}
-		if r.Status == agent.StatusAwaitingApproval && r.Checkpoint != nil {
+		if cp, parked := r.Parked(); parked {
 			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)\n  answer with: sema approve %s --checkpoint %s --allow|--deny\n",
-				r.Checkpoint.Tool, r.Checkpoint.Message, r.SessionID, r.Checkpoint.ID)
+				cp.Tool, cp.Message, r.SessionID, cp.ID)
 		}
 		if r.Status == agent.StatusMaxTurns {
 			fmt.Fprintf(p.errw, "sema: stopped after %d turns (--max-turns)\n", r.NumTurns)
@@ -100,7 +104,18 @@ func streamObject(ev agent.Event) any {
 		}
 		return obj
 	case agent.EventPermission:
-		return map[string]any{"type": "permission", "turn": ev.Turn, "tool": ev.Denial.Tool, "input": ev.Denial.Input, "reason": ev.Denial.Reason, "code": ev.Denial.Code}
+		if q := ev.Question; q != nil {
+			obj := map[string]any{"type": "permission", "subtype": "question", "turn": ev.Turn, "tool": q.Tool, "input": json.RawMessage(orEmptyObject(q.Input)),
+				"message": q.Message, "gate": q.Gate, "answered_by": q.AnsweredBy, "behavior": q.Behavior}
+			if q.PersonOnly {
+				obj["person_only"] = true
+			}
+			return obj
+		}
+		if d := ev.Denial; d != nil {
+			return map[string]any{"type": "permission", "turn": ev.Turn, "tool": d.Tool, "input": d.Input, "reason": d.Reason, "code": d.Code}
+		}
+		return nil
 	case agent.EventNotice:
 		return map[string]any{"type": "notice", "turn": ev.Turn, "code": ev.Notice.Code, "message": ev.Notice.Message, "detail": ev.Notice.Detail}
 	case agent.EventResult:
@@ -132,8 +147,8 @@ func resultObject(r *agent.TaskResult) map[string]any {
 	if r.Error != nil {
 		obj["error"] = r.Error
 	}
-	if r.Checkpoint != nil {
-		obj["checkpoint"] = r.Checkpoint
+	if cp, parked := r.Parked(); parked {
+		obj["checkpoint"] = cp
 	}
 	if len(r.RewindNotes) > 0 {
 		obj["rewind_notes"] = r.RewindNotes

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -560,5 +561,39 @@ func TestSteerFromStdin(t *testing.T) {
 				t.Fatalf("result %v", final)
 			}
 		})
+	}
+}
+
+// TestPermissionEventsOnStreamJSON: a question is a permission event (subtype question,
+// who answered and how), and the refusal that follows keeps its own shape.
+func TestPermissionEventsOnStreamJSON(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	script := scriptOf(t, writeOf("new.txt", "written by the model\n"))
+	o := semaStream(t, root, nil, "", "run", "--cwd", root, "--model", "scripted/"+script, "--on-ask", "deny", "write it")
+	if o.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", o.code, o.stderr)
+	}
+	var perms []map[string]any
+	for _, e := range o.events {
+		if e["type"] == "permission" {
+			perms = append(perms, e)
+		}
+	}
+	if len(perms) != 2 {
+		t.Fatalf("permission events %v; want the question, then the refusal", perms)
+	}
+	q, d := perms[0], perms[1]
+	if q["subtype"] != "question" || q["tool"] != "Write" || q["answered_by"] != "none" || q["behavior"] != "deny" ||
+		q["gate"] != "tool_permission" || q["message"] == "" || q["input"].(map[string]any)["file_path"] != "new.txt" {
+		t.Fatalf("question event %v", q)
+	}
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if strings.Join(keys, ",") != "code,input,reason,tool,turn,type" || d["code"] != "permission.denied" || d["tool"] != "Write" {
+		t.Fatalf("refusal event %v", d)
 	}
 }

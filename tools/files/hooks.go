@@ -40,8 +40,9 @@ type PermissionRequest struct {
 
 // PermissionHook is the permission gate's seat inside the lane. A nil error allows the
 // write; an error refuses it, with the error's *sema.Error code when it has one
-// ("permission.denied" otherwise). A panic, or a hook still running when the call's ctx
-// ends, refuses with "permission.hook_failed". A nil hook allows every write.
+// (tools.CodePermissionDenied otherwise). A panic, or a hook still running when the
+// call's ctx ends, refuses with tools.CodePermissionFailed. A nil hook allows every
+// write.
 type PermissionHook func(ctx context.Context, req PermissionRequest) error
 
 // BeforeWriteRequest is the content gate's question: may these exact bytes land here?
@@ -97,11 +98,15 @@ const (
 )
 
 // TrackEditResult is the history seat's answer. Only OK=true lets the write go on; the
-// zero value refuses (fails closed), and an empty Refusal is reported with a standard
-// sentence.
+// zero value refuses (fails closed). A refusal is answered with CodeHistoryUnprotected
+// ("history.unprotected": the edit is not made because it could not be undone), and an
+// empty Refusal with a standard sentence.
 type TrackEditResult struct {
+	// OK lets the write go on.
 	OK bool
-	// Refusal is the text the tool answers with instead of writing, when OK is false.
+	// Refusal is the sentence the model reads instead of the write's answer, when OK is
+	// false. The result's code is CodeHistoryUnprotected; the sentence should not repeat
+	// it or any other code.
 	Refusal string
 	// Annul is set only when THIS call minted the record (a path already tracked belongs
 	// to the edit that first touched it and must never be discarded). The lane calls it

@@ -18,7 +18,8 @@ import (
 
 // Codes of the write lane's answers. The lane also answers with the read tools' codes
 // where the fact is the same (CodeFileNotFound, CodeIsDirectory, CodeNotRegular,
-// CodeReadFailed, CodeFileTooLarge) and with the fence's for refused paths.
+// CodeReadFailed, CodeFileTooLarge), with the fence's for refused paths, and with the
+// permission seat's (tools.CodePermissionDenied, tools.CodePermissionFailed).
 const (
 	CodeNotRead            = "fs.not_read"             // an existing file was not read by this session
 	CodeChangedSinceRead   = "fs.changed_since_read"   // the file changed after this session read it
@@ -29,10 +30,8 @@ const (
 	CodeBeforeWriteRefused = "fs.before_write_refused" // a BeforeWrite refusal that gave no code
 	CodeBeforeWriteFailed  = "fs.before_write_failed"  // the BeforeWrite hook errored, panicked or hung
 	CodeMemorySecret       = "fs.memory_secret"        // a secret on its way into a memory directory
-	CodeHistoryRefused     = "history.refused"         // TrackFileEdit refused the edit
+	CodeHistoryUnprotected = "history.unprotected"     // TrackFileEdit refused: the edit could not be recorded for rewind
 	CodeHistoryTrackFailed = "history.track_failed"    // TrackFileEdit errored, panicked or hung
-	CodePermissionDenied   = "permission.denied"       // the permission hook refused without a code
-	CodePermissionFailed   = "permission.hook_failed"  // the permission hook panicked or hung
 )
 
 // newFilePerm is the mode of a file the lane creates; newDirPerm of a parent directory
@@ -57,7 +56,9 @@ const (
 //  4. the permission hook, with the final content and a diff;
 //  5. BeforeWrite — the deployment's hook, then the engine's memory write-scan; an
 //     error, a panic or a hook still running when ctx ends fails closed;
-//  6. TrackFileEdit — the first-touch history record; failures close the same way;
+//  6. TrackFileEdit — the first-touch history record: a refusal answers
+//     history.unprotected (the edit could not be undone, so it is not made), and an
+//     error, a panic or a hang history.track_failed;
 //  7. the env write: the file is re-checked against what station 3 saw, missing parent
 //     directories are created one by one (each re-resolved through the fence), and
 //     env.WriteFile replaces the file atomically;
@@ -318,17 +319,18 @@ func (l *lane) askPermission(ctx context.Context, m mutation, p fence.Path, exis
 	g, abandoned, _ := callHook(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, h(ctx, req) })
 	switch {
 	case abandoned || (g.err != nil && ctx.Err() != nil):
-		r := tools.Fail(CodePermissionFailed, "The write to %s was not made: the permission check did not answer before the call ended. Nothing was written.", m.spelled)
+		r := tools.Fail(tools.CodePermissionFailed, "The write to %s was not made: the permission check did not answer before the call ended. Nothing was written.", m.spelled)
 		return &r
 	case g.panicked:
-		r := tools.Fail(CodePermissionFailed, "The write to %s was not made: the permission check failed (%s). Nothing was written.", m.spelled, g.failure())
+		r := tools.Fail(tools.CodePermissionFailed, "The write to %s was not made: the permission check failed (%s). Nothing was written.", m.spelled, g.failure())
 		return &r
 	case g.err != nil:
 		code := sema.CodeOf(g.err)
 		if code == "" {
-			code = CodePermissionDenied
+			code = tools.CodePermissionDenied
 		}
-		r := tools.Fail(code, "The write to %s was not permitted: %v", m.spelled, g.err)
+		// The code travels in the result's Code; the sentence carries only the message.
+		r := tools.Fail(code, "The write to %s was not permitted: %s", m.spelled, sema.MessageOf(g.err))
 		return &r
 	}
 	return nil
@@ -402,7 +404,7 @@ func (l *lane) track(ctx context.Context, m mutation, key string, held *heldLock
 		if text == "" {
 			text = fmt.Sprintf("The edit of %s was refused: file history could not record its previous content.", m.spelled)
 		}
-		r := tools.Fail(CodeHistoryRefused, "%s", text)
+		r := tools.Fail(CodeHistoryUnprotected, "%s", text)
 		return nil, &r
 	}
 	return g.v.Annul, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,6 +21,10 @@ import (
 )
 
 const laneOrig = "alpha\nbeta\ngamma\n"
+
+// codeInText finds a dotted code followed by a colon ("permission.denied: "), the shape
+// of an *sema.Error's Error() inside a sentence: the code belongs in the Result's Code.
+var codeInText = regexp.MustCompile(`\b(config|fs|permission|history|checkpoint|session|tool|sandbox|fence|model|run|shell|test)\.[a-z_]+: `)
 
 // TestStationOrder refuses at each station in turn and checks that nothing was written
 // and no later station ran: the file's bytes, the env's write count, and how many times
@@ -54,7 +59,7 @@ func TestStationOrder(t *testing.T) {
 			f.rec.set(func(r *laneRec) {
 				r.permFn = func(context.Context, PermissionRequest) error { return errors.New("the user said no") }
 			})
-		}, tool: "Edit", input: editBeta, code: CodePermissionDenied, calls: [3]int{1, 0, 0}},
+		}, tool: "Edit", input: editBeta, code: tools.CodePermissionDenied, calls: [3]int{1, 0, 0}},
 		{name: "4 permission with a code", setup: func(f *laneFix) {
 			f.rec.set(func(r *laneRec) {
 				r.permFn = func(context.Context, PermissionRequest) error {
@@ -85,7 +90,7 @@ func TestStationOrder(t *testing.T) {
 					return TrackEditResult{Refusal: "history is not durable"}, nil
 				}
 			})
-		}, tool: "Edit", input: editBeta, code: CodeHistoryRefused, calls: [3]int{1, 1, 1}},
+		}, tool: "Edit", input: editBeta, code: CodeHistoryUnprotected, calls: [3]int{1, 1, 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -103,6 +108,9 @@ func TestStationOrder(t *testing.T) {
 			r := f.call(c.tool, c.input)
 			f.settle()
 			wantCode(t, r, c.code)
+			if m := codeInText.FindString(r.TextOf()); m != "" {
+				t.Errorf("the answer's text holds a code (%q): %q", m, r.TextOf())
+			}
 			if r.EditedFile != "" {
 				t.Errorf("EditedFile = %q on a refusal", r.EditedFile)
 			}

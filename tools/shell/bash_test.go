@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/env/envtest"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -288,8 +289,8 @@ func TestPermissionHook(t *testing.T) {
 		code    string
 	}{
 		{"echo deny-coded > a", "permission.rule_denied"},
-		{"echo deny > a", CodePermissionDenied},
-		{"echo panic > a", CodePermissionFailed},
+		{"echo deny > a", permission.CodeDenied},
+		{"echo panic > a", tools.CodePermissionFailed},
 	}
 	for _, tc := range tests {
 		r := f.call(context.Background(), NameBash, map[string]any{"command": tc.command, "description": "d"})

@@ -55,8 +55,6 @@ const (
 	CodeStartFailed      = "shell.start_failed"      // the shell could not be started
 	CodeClosed           = "shell.closed"            // the tool set was shut down
 	CodeOutputUnreadable = "shell.output_unreadable" // a background task's output file cannot be read
-	CodePermissionDenied = "permission.denied"       // the permission hook refused without a code
-	CodePermissionFailed = "permission.hook_failed"  // the permission hook panicked
 )
 
 // Codes of New's refusals.
@@ -134,8 +132,8 @@ type PermissionRequest struct {
 }
 
 // PermissionHook answers whether a command may run: nil allows; an error refuses, with
-// the code of its *sema.Error ("permission.denied" when it has none). A panic refuses
-// with "permission.hook_failed".
+// the code of its *sema.Error (permission.CodeDenied when it has none). A panic refuses
+// with tools.CodePermissionFailed.
 type PermissionHook func(ctx context.Context, req PermissionRequest) error
 
 // TaskInfo describes a running background task.
@@ -346,12 +344,12 @@ func (s *Set) permit(ctx context.Context, req PermissionRequest) (res *tools.Res
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			r := tools.Fail(CodePermissionFailed, "The command was not run: the permission check failed (%v).", v)
+			r := tools.Fail(tools.CodePermissionFailed, "The command was not run: the permission check failed (%v).", v)
 			res = &r
 		}
 	}()
 	if err := h(ctx, req); err != nil {
-		code, msg := CodePermissionDenied, err.Error()
+		code, msg := tools.CodePermissionDenied, err.Error()
 		var se *sema.Error
 		if errors.As(err, &se) {
 			code, msg = se.Code, se.Message

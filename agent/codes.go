@@ -1,0 +1,107 @@
+package agent
+
+// The codes the runner answers with: the Code of a *sema.Error returned by New's Runner
+// methods or set in TaskResult.Error, of a notice (Deps.OnNotice, TaskResult.Notices),
+// of a tool result or of a PermissionDenial. Codes another package owns are declared
+// there and the runner uses them as they are: the fence's (fence.CodeRootInvalid, …),
+// the permission package's (permission.CodeDenied, permission.CodeModeInvalid, …), the
+// sandbox's, the session store's (session.CodeAlreadyClaimed, …), file history's, the
+// tools' and the model providers'.
+
+// Codes of the door: a spec or deps refused before anything runs (Run, Resume, Rewind).
+const (
+	// CodeProviderMissing: Deps.Provider is nil.
+	CodeProviderMissing = "config.provider_missing"
+	// CodePromptMissing: the spec has no prompt and answers no checkpoint.
+	CodePromptMissing = "config.prompt_missing"
+	// CodeConfigAnswerInvalid: TaskSpec.Answer without the SessionID or the
+	// CheckpointID it answers.
+	CodeConfigAnswerInvalid = "config.answer_invalid"
+	// CodeStoreMissing: resuming, answering, parking or rewinding without Deps.Store.
+	CodeStoreMissing = "config.store_missing"
+	// CodeRewindConflict: both RewindFilesTo and RestoreFiles are set.
+	CodeRewindConflict = "config.rewind_conflict"
+	// CodeRewindInvalid: a file rewind without what it needs (RestoreFiles without
+	// ResumeAt, RewindFilesTo without SessionID or below 0, a RewindSpec that rewinds
+	// nothing or names a negative turn).
+	CodeRewindInvalid = "config.rewind_invalid"
+	// CodeHistoryMissing: a file rewind without Deps.History.
+	CodeHistoryMissing = "config.history_missing"
+	// CodeResumeInvalid: ForkSession or ResumeAt without the SessionID they continue.
+	CodeResumeInvalid = "config.resume_invalid"
+	// CodeMaxTurnsInvalid: a negative MaxTurns.
+	CodeMaxTurnsInvalid = "config.max_turns_invalid"
+	// CodeMaxTokensInvalid: a negative MaxTokens.
+	CodeMaxTokensInvalid = "config.max_tokens_invalid"
+	// CodeSettingsUnreadable: the task root's .sema/settings.json exists but cannot be
+	// read.
+	CodeSettingsUnreadable = "config.settings_unreadable"
+)
+
+// Codes of a run's end and of steering it.
+const (
+	// CodeCancelled is TaskResult.Error's code when ctx ended the run (status cancelled).
+	CodeCancelled = "run.cancelled"
+	// CodeNotRunning: Control.Steer was called before the run prepared its leg or after
+	// it ended.
+	CodeNotRunning = "run.not_running"
+)
+
+// Codes of sessions as the runner keeps them.
+const (
+	// CodeTranscriptCorrupt: a resumed session's transcript holds an entry the runner
+	// cannot read.
+	CodeTranscriptCorrupt = "session.transcript_corrupt"
+	// CodeRootMismatch: a resume from another task root than the session's.
+	CodeRootMismatch = "session.root_mismatch"
+)
+
+// Codes of parking a question and answering it (TaskSpec.Answer, Runner.Resume).
+const (
+	// CodeParkFailed is TaskResult.Error's code when a question could not be stored as
+	// a checkpoint (status error).
+	CodeParkFailed = "checkpoint.park_failed"
+	// CodeConfigRefused: a resume's re-supplied configuration was refused before the
+	// checkpoint was claimed; the original code is in the detail's "code".
+	CodeConfigRefused = "checkpoint.config_refused"
+	// CodeStale: the checkpoint is no longer where its session stopped (the session
+	// moved on, or the parked tool is not mounted).
+	CodeStale = "checkpoint.stale"
+	// CodeEditDenied: Answer.EditedInput is refused by the deny rules.
+	CodeEditDenied = "checkpoint.edit_denied"
+	// CodeAnswerInvalid: the answer does not fit its checkpoint (another session's, or
+	// an edited input that is not JSON).
+	CodeAnswerInvalid = "checkpoint.answer_invalid"
+	// CodeTampered: the stored arguments no longer match their recorded sha256.
+	CodeTampered = "checkpoint.tampered"
+)
+
+// Codes of tool results and permission denials the runner itself gives.
+const (
+	// CodeDeniedByPerson: a person answered a parked question no (Answer.Allow false).
+	CodeDeniedByPerson = "permission.denied_by_user"
+	// CodeEditedWriteUnsupported: an approver or hook edited the input of a write the
+	// lane had already computed; the write is refused rather than run unreviewed.
+	CodeEditedWriteUnsupported = "permission.edited_write_unsupported"
+)
+
+// Codes of notices: the run goes on.
+const (
+	// CodeProjectSettingsUntrusted: the root's .sema/settings.json grants permissions,
+	// which apply only with Deps.TrustProjectSettings; its deny and ask rules apply.
+	CodeProjectSettingsUntrusted = "config.project_settings_untrusted"
+	// CodeArmingFailed: the auto-mode classifier could not be armed.
+	CodeArmingFailed = "permission.arming_failed"
+	// CodeSessionRecordFailed: a transcript entry, a leg's end or the session's mode
+	// could not be stored; the session may not resume exactly.
+	CodeSessionRecordFailed = "session.record_failed"
+	// CodeBoundaryFailed: a turn's file-history boundary could not be stored.
+	CodeBoundaryFailed = "history.boundary_failed"
+	// CodeAnnulFailed: the history record of a failed write could not be retracted.
+	CodeAnnulFailed = "history.annul_failed"
+	// CodeCarryFailed: a fork could not carry its parent's file history.
+	CodeCarryFailed = "history.carry_failed"
+	// CodeShellShutdownFailed: background tasks could not all be stopped at the leg's
+	// end.
+	CodeShellShutdownFailed = "shell.shutdown_failed"
+)
