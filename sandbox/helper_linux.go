@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +30,8 @@ import (
 const (
 	// helperEnv carries the policy (JSON) into the helper; it is removed before exec.
 	helperEnv = "SEMA_SANDBOX_POLICY"
-	// helperNSEnv tells the helper which namespaces it was started in: "m" mount, "n" network.
+	// helperNSEnv tells the helper which namespaces it was started in, each as a letter
+	// and the namespace its starter was in: "m4026531841,n4026531840" (m mount, n network).
 	helperNSEnv = "SEMA_SANDBOX_NS"
 )
 
@@ -65,16 +67,14 @@ func confineAndExec(spec, ns string, argv []string) error {
 	if err != nil {
 		return err
 	}
-	mountNS := containsRune(ns, 'm')
-	netNS := containsRune(ns, 'n')
-	// The environment says which namespaces the helper was started in; the kernel must
-	// agree, or the mounts below would change the machine's own.
-	for _, c := range []struct {
-		want bool
-		name string
-	}{{mountNS, "mnt"}, {netNS, "net"}} {
-		if c.want && !ownNamespace(c.name) {
-			return fmt.Errorf("not in a %s namespace of its own", c.name)
+	// The environment says which namespaces the helper was started in, and which its
+	// starter was in; the kernel must agree that they differ, or the mounts below would
+	// change the machine's own.
+	starter := parseNS(ns)
+	mountNS, netNS := starter["mnt"] != 0, starter["net"] != 0
+	for kind, ino := range starter {
+		if nsInode(kind) == ino {
+			return fmt.Errorf("not in a %s namespace of its own", kind)
 		}
 	}
 	if mountNS {
@@ -135,24 +135,35 @@ func confineAndExec(spec, ns string, argv []string) error {
 	return unix.Exec(prog, argv, os.Environ())
 }
 
-// ownNamespace reports whether this process's namespace of the kind differs from its
-// parent's.
-func ownNamespace(kind string) bool {
-	self, err := os.Readlink("/proc/self/ns/" + kind)
-	if err != nil {
-		return false
+// nsInode is the inode of this process's namespace of the kind ("mnt", "net"), which
+// names it; 0 when it cannot be read.
+func nsInode(kind string) uint64 {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/"+kind, &st) != nil {
+		return 0
 	}
-	parent, err := os.Readlink("/proc/" + strconv.Itoa(os.Getppid()) + "/ns/" + kind)
-	return err == nil && parent != self
+	return st.Ino
 }
 
-func containsRune(s string, r rune) bool {
-	for _, c := range s {
-		if c == r {
-			return true
+// parseNS reads helperNSEnv's value: kind → the starter's namespace inode.
+func parseNS(s string) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, f := range strings.Split(s, ",") {
+		if len(f) < 2 {
+			continue
+		}
+		ino, err := strconv.ParseUint(f[1:], 10, 64)
+		if err != nil || ino == 0 {
+			continue
+		}
+		switch f[0] {
+		case 'm':
+			out["mnt"] = ino
+		case 'n':
+			out["net"] = ino
 		}
 	}
-	return false
+	return out
 }
 
 // shapeMounts makes this namespace's mounts private, then hides and binds read-only what

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sema-agent/sema/fence"
@@ -119,6 +120,9 @@ func TestKernelStopsWhatTheAnalyzerMissed(t *testing.T) {
 			w := mk()
 			p := sandbox.ForFence(w.fence, sandbox.Options{}).WithProtected(w.fence, false)
 			code, out := run(t, &k, p, w.root, script(w))
+			if code == sandbox.HelperFailed || strings.Contains(out, "sema sandbox:") {
+				t.Fatalf("the helper did not run the command, so the case proves nothing: %q", out)
+			}
 			if c.effect(w, out) {
 				t.Fatalf("the confined command had its effect (exit %d); output %q", code, out)
 			}
@@ -173,10 +177,53 @@ func TestHelperRefusesAClaimedNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "/bin/true")
-	cmd.Env = append(os.Environ(), "SEMA_SANDBOX_POLICY={\"read\":[\"/\"]}", "SEMA_SANDBOX_NS=m")
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/mnt", &st); err != nil {
+		t.Fatal(err)
+	}
+	// The helper is started in this very namespace, and told it is in a new one.
+	cmd.Env = append(os.Environ(), "SEMA_SANDBOX_POLICY={\"read\":[\"/\"]}", "SEMA_SANDBOX_NS=m"+strconv.FormatUint(st.Ino, 10))
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != sandbox.HelperFailed || !strings.Contains(string(out), "not in a mnt namespace of its own") {
 		t.Fatalf("err %v, output %q", err, out)
+	}
+}
+
+// Root makes namespaces directly; anyone else goes through a user namespace whose lent
+// capabilities the helper drops before the command runs. When the tests run as root, run
+// the kernel tests once more as an unprivileged user, so that path is proven too.
+func TestKernelWallsAlsoHoldForAnUnprivilegedUser(t *testing.T) {
+	kernel(t)
+	if os.Getenv("SEMA_SANDBOX_UNPRIVILEGED_RUN") != "" {
+		t.Skip("already the unprivileged run")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the tests above already ran unprivileged")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skipf("setpriv (util-linux) is not installed, so the tests cannot drop to another user: %v", err)
+	}
+	tmp := t.TempDir()
+	if err := os.Chmod(tmp, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	// t.TempDir's parent is private to root; the unprivileged run needs a directory it can
+	// reach, and the test binary itself.
+	for d := filepath.Dir(tmp); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	bin, _ := os.Executable()
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
+		"-test.run", "TestKernelStopsWhatTheAnalyzerMissed|TestApprovedCallMayWriteProtectedPaths|TestHiddenCredentialStoreInsideTheRoot|TestConfinedCommandStillWorksInsideTheRoot", "-test.v")
+	cmd.Dir = tmp
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp, "SEMA_SANDBOX_UNPRIVILEGED_RUN=1"}
+	out, err := cmd.CombinedOutput()
+	if err == nil && strings.Contains(string(out), "no mount namespace on this machine") {
+		t.Skipf("an unprivileged user cannot make namespaces here (unprivileged user namespaces are off); Landlock alone was checked:\n%s", out)
+	}
+	if err != nil || strings.Contains(string(out), "--- SKIP") || !strings.Contains(string(out), "--- PASS: TestKernelStopsWhatTheAnalyzerMissed") {
+		t.Fatalf("the unprivileged run: %v\n%s", err, out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -101,13 +102,15 @@ func wrap(req env.ExecRequest, p Policy, iso env.Isolation) (env.ExecRequest, er
 	if err != nil {
 		return req, err
 	}
-	ns := ""
+	// The helper checks it is in namespaces other than these, its starter's.
+	var marks []string
 	if iso.Mount {
-		ns += "m"
+		marks = append(marks, "m"+strconv.FormatUint(nsInode("mnt"), 10))
 	}
 	if iso.Network {
-		ns += "n"
+		marks = append(marks, "n"+strconv.FormatUint(nsInode("net"), 10))
 	}
+	ns := strings.Join(marks, ",")
 	out := req
 	out.Argv = append([]string{"/proc/self/exe"}, req.Argv...)
 	out.Env = append(append([]string(nil), req.Env...), helperEnv+"="+string(spec), helperNSEnv+"="+ns)
