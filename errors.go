@@ -17,9 +17,15 @@ import (
 // messages and details, so a package may export a sentinel *Error and callers may test
 // for it with errors.Is as with any sentinel error.
 type Error struct {
-	Code    string         `json:"code"`
-	Message string         `json:"message"`
-	Detail  map[string]any `json:"detail,omitempty"`
+	// Code is the stable dotted code, "area.what_happened"; it is what Is compares and
+	// what a program branches on. An empty Code makes an error nothing can match.
+	Code string `json:"code"`
+	// Message is one sentence for a person, saying what happened and what to change.
+	// Unlike Code it is not a contract: branch on Code, not on this text.
+	Message string `json:"message"`
+	// Detail holds the structured facts behind Message (a path, a limit, the offending
+	// value), keyed by short snake_case names. It may be nil; With adds to a copy.
+	Detail map[string]any `json:"detail,omitempty"`
 	// Err is the underlying cause, if any; it is reachable through errors.Unwrap but
 	// is not serialized, so a cause never leaks host internals into a transcript.
 	Err error `json:"-"`
@@ -123,7 +129,11 @@ func MessageOf(err error) string {
 // (a root that was skipped, a mode that was folded) that did not stop the run. Notices
 // are delivered to Deps.OnNotice as they happen and listed in the task result.
 type Notice struct {
-	Code    string         `json:"code"`
-	Message string         `json:"message"`
-	Detail  map[string]any `json:"detail,omitempty"`
+	// Code is the stable dotted code of the announcement, in the same namespace as
+	// Error codes.
+	Code string `json:"code"`
+	// Message is one sentence for a person.
+	Message string `json:"message"`
+	// Detail holds the structured facts behind Message; it may be nil.
+	Detail map[string]any `json:"detail,omitempty"`
 }

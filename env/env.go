@@ -25,9 +25,12 @@ type ExecutionEnv interface {
 	// CaseInsensitive reports whether names on this filesystem compare without case.
 	CaseInsensitive() bool
 
+	// Stat describes the file at path, following a final symlink.
 	Stat(ctx context.Context, path string) (FileInfo, error)
 	// Lstat is Stat without following a final symlink.
 	Lstat(ctx context.Context, path string) (FileInfo, error)
+	// Readlink returns the target of the symlink at path as stored, not resolved; it
+	// fails (EINVAL on the host) when path is not a symlink.
 	Readlink(ctx context.Context, path string) (string, error)
 	// ReadDir lists a directory, sorted by name.
 	ReadDir(ctx context.Context, path string) ([]DirEntry, error)
@@ -58,12 +61,20 @@ type ExecutionEnv interface {
 // FileInfo describes a file. Dev and Ino identify it on its filesystem where the
 // platform provides them (zero otherwise).
 type FileInfo struct {
-	Name    string
-	Size    int64
-	Mode    fs.FileMode
+	// Name is the final element of the path, as fs.FileInfo.Name gives it.
+	Name string
+	// Size is the length in bytes for a regular file; for other kinds it is what the
+	// platform reports.
+	Size int64
+	// Mode holds the type and permission bits.
+	Mode fs.FileMode
+	// ModTime is the last modification time.
 	ModTime time.Time
-	Dev     uint64
-	Ino     uint64
+	// Dev is the device the file lives on; with Ino it names the file, whatever path
+	// reached it. Zero where the platform does not report it.
+	Dev uint64
+	// Ino is the inode number on Dev; zero where the platform does not report it.
+	Ino uint64
 	// Nlink is the number of hard links to the file where the platform reports it, 0
 	// where it does not. A regular file with more than one link has another name that
 	// may lie outside the roots, so the read tools treat it as an unknown place.
@@ -82,6 +93,8 @@ func (fi FileInfo) IsRegular() bool { return fi.Mode.IsRegular() }
 // DirEntry is one entry of a directory listing. Type holds only the type bits
 // (fs.ModeDir, fs.ModeSymlink, …), as fs.DirEntry.Type does.
 type DirEntry struct {
+	// Name is the entry's name within the directory, not a path.
 	Name string
+	// Type is the entry's type bits; zero for a regular file.
 	Type fs.FileMode
 }

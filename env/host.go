@@ -22,6 +22,7 @@ func NewHost() *Host { return &Host{} }
 // HostIdentity is the Identity of every host env: one machine, one tree.
 const HostIdentity = "host"
 
+// Identity returns HostIdentity.
 func (*Host) Identity() string { return HostIdentity }
 
 // CaseInsensitive reports the platform default: macOS and Windows volumes are usually
@@ -30,6 +31,8 @@ func (*Host) CaseInsensitive() bool {
 	return runtime.GOOS == "darwin" || runtime.GOOS == "windows"
 }
 
+// Stat is os.Stat with the context checked first: a cancelled ctx fails before the
+// filesystem is touched.
 func (*Host) Stat(ctx context.Context, path string) (FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return FileInfo{}, err
@@ -41,6 +44,7 @@ func (*Host) Stat(ctx context.Context, path string) (FileInfo, error) {
 	return infoOf(fi), nil
 }
 
+// Lstat is os.Lstat with the context checked first.
 func (*Host) Lstat(ctx context.Context, path string) (FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return FileInfo{}, err
@@ -52,6 +56,7 @@ func (*Host) Lstat(ctx context.Context, path string) (FileInfo, error) {
 	return infoOf(fi), nil
 }
 
+// Readlink is os.Readlink with the context checked first.
 func (*Host) Readlink(ctx context.Context, path string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -59,6 +64,8 @@ func (*Host) Readlink(ctx context.Context, path string) (string, error) {
 	return os.Readlink(path)
 }
 
+// ReadDir lists path sorted by name, as os.ReadDir does; each entry carries only its
+// name and type bits.
 func (*Host) ReadDir(ctx context.Context, path string) ([]DirEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -75,6 +82,8 @@ func (*Host) ReadDir(ctx context.Context, path string) ([]DirEntry, error) {
 	return out, nil
 }
 
+// ReadFile reads the whole file. On Linux it refuses a symlink in any component of
+// path (ELOOP); elsewhere only in the final one.
 func (h *Host) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	f, err := h.openNoFollow(ctx, path)
 	if err != nil {
@@ -84,6 +93,8 @@ func (h *Host) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
+// Open opens path for reading with ReadFile's symlink rule. The reader is an *os.File,
+// so OpenedInfo can describe it.
 func (h *Host) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 	return h.openNoFollow(ctx, path)
 }

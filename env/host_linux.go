@@ -61,6 +61,10 @@ func parentDir(op, path string) (dirfd int, base string, err error) {
 	return dirfd, base, nil
 }
 
+// WriteFile replaces path atomically through a hidden temporary file in the same
+// directory, opened from a directory descriptor reached without following any symlink.
+// An existing file keeps its 0o777 permission bits; a symlink (ELOOP) or directory
+// (EISDIR) at path is refused.
 func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -119,6 +123,8 @@ func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.Fi
 	return nil
 }
 
+// CreateExclusive creates path with O_EXCL|O_NOFOLLOW in a parent reached without
+// following any symlink, writes data and syncs it; EEXIST when anything is there.
 func (*Host) CreateExclusive(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -144,6 +150,8 @@ func (*Host) CreateExclusive(ctx context.Context, path string, data []byte, perm
 	return f.Close()
 }
 
+// Mkdir creates one directory with mkdirat in a parent reached without following any
+// symlink.
 func (*Host) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -159,6 +167,8 @@ func (*Host) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
 	return nil
 }
 
+// Remove unlinks a file, link or empty directory, as os.Remove does, in a parent
+// reached without following any symlink; a symlink is removed, not its target.
 func (*Host) Remove(ctx context.Context, path string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -182,6 +192,8 @@ func (*Host) Remove(ctx context.Context, path string) error {
 	return nil
 }
 
+// Chmod sets the permission bits of path. It refuses a symlink at path with ELOOP,
+// since chmod would change the link's target instead.
 func (*Host) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err

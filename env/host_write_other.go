@@ -11,6 +11,9 @@ import (
 	"syscall"
 )
 
+// WriteFile replaces path atomically through a hidden temporary file in the same
+// directory. An existing file keeps its mode; a symlink (ELOOP) or directory (EISDIR)
+// at path is refused. Only the final component is checked for a symlink here.
 func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -68,6 +71,8 @@ func syncDir(dir string) {
 	}
 }
 
+// CreateExclusive creates path with O_EXCL|O_NOFOLLOW, writes data and syncs it;
+// fs.ErrExist when anything is there.
 func (*Host) CreateExclusive(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -87,6 +92,7 @@ func (*Host) CreateExclusive(ctx context.Context, path string, data []byte, perm
 	return f.Close()
 }
 
+// Mkdir is os.Mkdir with the context checked first.
 func (*Host) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -94,6 +100,7 @@ func (*Host) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
 	return os.Mkdir(path, perm)
 }
 
+// Remove is os.Remove with the context checked first.
 func (*Host) Remove(ctx context.Context, path string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -101,6 +108,8 @@ func (*Host) Remove(ctx context.Context, path string) error {
 	return os.Remove(path)
 }
 
+// Chmod is os.Chmod with the context checked first. Unlike on Linux, a symlink at
+// path is followed.
 func (*Host) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -34,6 +34,7 @@ type AdvertisedSpec struct {
 
 // AdvertisedDir is the verdict on one advertised directory.
 type AdvertisedDir struct {
+	// Kind is who advertises the directory.
 	Kind Advertiser
 	// Path is the directory as advertised.
 	Path string
@@ -51,15 +52,30 @@ type AdvertisedDir struct {
 // Skip reasons of an advertised directory, carried in AdvertisedDir.Reason and in the
 // detail of the fence.advertised_dir_skipped notice.
 const (
-	SkipNotAsked          = "not_asked"
-	SkipNotAbsolute       = "not_absolute"
-	SkipUnresolvable      = "unresolvable"
-	SkipNotFound          = "not_found"
-	SkipNotDirectory      = "not_directory"
+	// SkipNotAsked is VerdictOf's answer for an advertiser that declared no directory;
+	// no notice is sent for it.
+	SkipNotAsked = "not_asked"
+	// SkipNotAbsolute: the advertised path is not absolute.
+	SkipNotAbsolute = "not_absolute"
+	// SkipUnresolvable: the path cannot be canonicalized safely.
+	SkipUnresolvable = "unresolvable"
+	// SkipNotFound: the directory does not exist and its advertiser is not the
+	// scratchpad, the only one the fence creates.
+	SkipNotFound = "not_found"
+	// SkipNotDirectory: the path resolves to something that is not a directory.
+	SkipNotDirectory = "not_directory"
+	// SkipCanonicalMismatch: the path resolves somewhere other than
+	// AdvertisedSpec.ExpectCanonical, where the advertiser's own gates look.
 	SkipCanonicalMismatch = "canonical_mismatch"
-	SkipSwallowsRoot      = "swallows_root"
-	SkipDenied            = "denied"
-	SkipProtected         = "protected"
+	// SkipSwallowsRoot: the directory equals or contains a root, so admitting it would
+	// widen the write band over the whole root.
+	SkipSwallowsRoot = "swallows_root"
+	// SkipDenied: the directory is in the deny set.
+	SkipDenied = "denied"
+	// SkipProtected: the directory is a protected path (a .git directory, say).
+	SkipProtected = "protected"
+	// SkipMaterializeFailed: the fence tried to create the scratchpad and could not, or
+	// could not prove that the directory and its marker file are the ones it created.
 	SkipMaterializeFailed = "materialize_failed"
 )
 

@@ -31,12 +31,21 @@ const (
 // Codes of the face value gate, the loud refusals of the resolution order, and the
 // deployment-clamp notice. The word in the middle is the face's Kind.
 const (
-	CodeReadFaceInvalid      = "config.read_face_invalid"
-	CodeWriteFaceInvalid     = "config.write_face_invalid"
-	CodeReadFaceOpenRefused  = "config.read_face_open_refused"
+	// CodeReadFaceInvalid refuses a read-face seat that is set to anything but "open"
+	// or "roots" (CheckFaceValue).
+	CodeReadFaceInvalid = "config.read_face_invalid"
+	// CodeWriteFaceInvalid is CodeReadFaceInvalid for a write-face seat.
+	CodeWriteFaceInvalid = "config.write_face_invalid"
+	// CodeReadFaceOpenRefused refuses a task's read-face "open" under a read-only mount
+	// or org governance (rows 1 and 2 of ResolveFace).
+	CodeReadFaceOpenRefused = "config.read_face_open_refused"
+	// CodeWriteFaceOpenRefused is CodeReadFaceOpenRefused for the write face.
 	CodeWriteFaceOpenRefused = "config.write_face_open_refused"
-	CodeReadFaceClamped      = "config.read_face_deployment_clamped"
-	CodeWriteFaceClamped     = "config.write_face_deployment_clamped"
+	// CodeReadFaceClamped is the notice that a read-only mount clamped a deployment's
+	// read-face "open" to "roots" (DeploymentClampNotice); the run goes on.
+	CodeReadFaceClamped = "config.read_face_deployment_clamped"
+	// CodeWriteFaceClamped is CodeReadFaceClamped for the write face.
+	CodeWriteFaceClamped = "config.write_face_deployment_clamped"
 	// CodeModeFaceInvalid refuses a FaceInputs.ModeFace that is neither empty nor a Face;
 	// it is the engine's own value, so this is a wiring bug, not a user's typo.
 	CodeModeFaceInvalid = "config.mode_face_invalid"

@@ -21,6 +21,8 @@ const (
 	Write
 )
 
+// String returns "read" or "write", the word refusals and codes use for the face; an
+// out-of-range value prints as "kind(N)".
 func (k Kind) String() string {
 	switch k {
 	case Read:
@@ -31,17 +33,29 @@ func (k Kind) String() string {
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Error codes of refused paths.
+// Error codes of refused paths. Each refusal names the path as spelled and lists, in
+// its detail, the roots that may be used.
 const (
-	CodeNotInRoot    = "fs.path_not_in_root"
+	// CodeNotInRoot refuses a path that resolves outside every root of its face while
+	// that face is "roots".
+	CodeNotInRoot = "fs.path_not_in_root"
+	// CodeUnresolvable refuses an empty path, or one Canonicalize cannot resolve (a
+	// dangling link, a loop, an unreadable ancestor).
 	CodeUnresolvable = "fs.path_unresolvable"
-	CodeProtected    = "fs.path_protected"
-	CodeDenied       = "fs.path_denied"
+	// CodeProtected is the refusal of a write to a protected path (ProtectedError) by a
+	// caller that will not ask a person; Resolve itself only marks such a path.
+	CodeProtected = "fs.path_protected"
+	// CodeDenied refuses a path in the deny set (sema's state directory, a deployment
+	// deny glob), under either face.
+	CodeDenied = "fs.path_denied"
 )
 
 // Codes of New's own refusals and notices.
 const (
-	CodeEnvMissing  = "config.env_missing"
+	// CodeEnvMissing refuses a Config without an Env.
+	CodeEnvMissing = "config.env_missing"
+	// CodeRootInvalid refuses a task root that is not absolute or does not resolve to
+	// an existing directory.
 	CodeRootInvalid = "config.root_invalid"
 	// CodeRootSkipped is the notice for a declared root that does not resolve.
 	CodeRootSkipped = "fence.root_skipped"

@@ -49,30 +49,42 @@ type Store interface {
 // Boundary is the start of a turn, the point a rewind returns to.
 type Boundary struct {
 	// ID orders boundaries across the store: a later mint has a larger ID.
-	ID        int64     `json:"id"`
-	Scope     string    `json:"scope"`
-	Turn      int       `json:"turn"`
+	ID int64 `json:"id"`
+	// Scope is the history scope the boundary belongs to (see ResolveScope): a
+	// session's ID, or its delegating root's.
+	Scope string `json:"scope"`
+	// Turn is the turn that starts here, numbered from 1.
+	Turn int `json:"turn"`
+	// CreatedAt is when the boundary was minted, in UTC.
 	CreatedAt time.Time `json:"created_at"`
 }
 
 // Record is a file's pre-image before its first change after a boundary.
 type Record struct {
-	ID    int64  `json:"id"`
+	// ID identifies the record in its store; later records have larger IDs. The store
+	// assigns it on Insert.
+	ID int64 `json:"id"`
+	// Scope is the history scope the record belongs to.
 	Scope string `json:"scope"`
 	// Boundary is the ID of the boundary the record belongs to (0: before the scope's
-	// first boundary) and Turn that boundary's turn.
+	// first boundary). The store assigns it on Insert.
 	Boundary int64 `json:"boundary"`
-	Turn     int   `json:"turn"`
+	// Turn is that boundary's turn (0 with Boundary 0).
+	Turn int `json:"turn"`
 	// Key is the canonical path of the file.
 	Key string `json:"key"`
 	// Existed is false when the file did not exist: its pre-image is "absent".
 	Existed bool `json:"existed"`
-	// Sum is the lowercase hex sha256 of the pre-image's bytes, Mode its permission bits
-	// (with setuid, setgid and sticky) and Size its length; all zero when !Existed.
-	Sum       string      `json:"sum,omitempty"`
-	Mode      fs.FileMode `json:"mode,omitempty"`
-	Size      int64       `json:"size,omitempty"`
-	CreatedAt time.Time   `json:"created_at"`
+	// Sum is the lowercase hex sha256 of the pre-image's bytes, the key of its blob;
+	// empty when !Existed.
+	Sum string `json:"sum,omitempty"`
+	// Mode is the pre-image's permission bits, with setuid, setgid and sticky; zero
+	// when !Existed.
+	Mode fs.FileMode `json:"mode,omitempty"`
+	// Size is the pre-image's length in bytes; zero when !Existed.
+	Size int64 `json:"size,omitempty"`
+	// CreatedAt is when the record was inserted, in UTC.
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Codes of the errors this package returns.

@@ -14,9 +14,10 @@ import (
 type Lineage struct {
 	// Scope is the scope the parent records into (its own session, or its root's).
 	Scope string
-	// Root is the parent's canonical history root and FS its FilesystemIdentity.
+	// Root is the parent's canonical history root.
 	Root string
-	FS   string
+	// FS is the FilesystemIdentity of the tree Root is on.
+	FS string
 }
 
 // ResolveScope returns the scope a run records into: the lineage's scope when the run

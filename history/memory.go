@@ -53,6 +53,8 @@ func (m *Memory) newest(scope string) Boundary {
 	return Boundary{Scope: scope}
 }
 
+// MintBoundary implements Store.MintBoundary: it adds a boundary for turn (≥ 1) to
+// scope and returns it with its ID.
 func (m *Memory) MintBoundary(ctx context.Context, scope string, turn int) (Boundary, error) {
 	if err := checkScope(scope); err != nil {
 		return Boundary{}, err
@@ -70,6 +72,8 @@ func (m *Memory) MintBoundary(ctx context.Context, scope string, turn int) (Boun
 	return b, nil
 }
 
+// Boundaries implements Store.Boundaries, returning the scope's boundaries in mint
+// order; none is not an error.
 func (m *Memory) Boundaries(ctx context.Context, scope string) ([]Boundary, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
@@ -91,6 +95,8 @@ func (m *Memory) lookup(scope, key string) (Record, bool) {
 	return Record{}, false
 }
 
+// Lookup implements Store.Lookup: the record of key at the scope's newest boundary,
+// and false when there is none.
 func (m *Memory) Lookup(ctx context.Context, scope, key string) (Record, bool, error) {
 	if err := m.lock(ctx); err != nil {
 		return Record{}, false, err
@@ -100,6 +106,8 @@ func (m *Memory) Lookup(ctx context.Context, scope, key string) (Record, bool, e
 	return r, ok, nil
 }
 
+// Insert implements Store.Insert: it stores rec and its content at the scope's newest
+// boundary, or returns the record already there for the key and false.
 func (m *Memory) Insert(ctx context.Context, rec Record, content []byte) (Record, bool, error) {
 	rec, err := prepareInsert(rec, content)
 	if err != nil {
@@ -155,6 +163,8 @@ func prepareInsert(rec Record, content []byte) (Record, error) {
 	return rec, nil
 }
 
+// Records implements Store.Records: the scope's records at boundaries with ID ≥ from,
+// by boundary, then ID.
 func (m *Memory) Records(ctx context.Context, scope string, from int64) ([]Record, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
@@ -191,6 +201,8 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
+// Blob implements Store.Blob; it errs with CodeBlobMissing when the store holds no
+// blob under that sum.
 func (m *Memory) Blob(ctx context.Context, s string) ([]byte, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
@@ -203,6 +215,8 @@ func (m *Memory) Blob(ctx context.Context, s string) ([]byte, error) {
 	return bytes.Clone(b.data), nil
 }
 
+// Delete implements Store.Delete: it removes the record with id, and its blob when no
+// other record uses it; a missing id is not an error.
 func (m *Memory) Delete(ctx context.Context, id int64) error {
 	if err := m.lock(ctx); err != nil {
 		return err
@@ -220,6 +234,8 @@ func (m *Memory) Delete(ctx context.Context, id int64) error {
 	return nil
 }
 
+// CarryFork implements Store.CarryFork: it copies from's boundaries and records into
+// to once, and returns how many records it copied (0 on a repeat).
 func (m *Memory) CarryFork(ctx context.Context, from, to string) (int, error) {
 	if err := checkScope(from); err != nil {
 		return 0, err
@@ -257,6 +273,8 @@ func (m *Memory) CarryFork(ctx context.Context, from, to string) (int, error) {
 	return len(src), nil
 }
 
+// Forget implements Store.Forget: it drops scope's boundaries and records, the blobs
+// no other record uses, and the note that a fork was carried into scope.
 func (m *Memory) Forget(ctx context.Context, scope string) error {
 	if err := m.lock(ctx); err != nil {
 		return err

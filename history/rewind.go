@@ -51,11 +51,14 @@ const (
 
 // LedgerEntry is one file of a rewind.
 type LedgerEntry struct {
-	Path   string `json:"path"`
+	// Path is the file's canonical path, the key its records are stored under.
+	Path string `json:"path"`
+	// Status is what the rewind did, or would do in a dry run, to the file.
 	Status Status `json:"status"`
 	// Lines counts the lines of the file as the rewind leaves it (its pre-image; 0 when
-	// deleted) and CurrentLines those of the file before the rewind (0 when absent).
-	Lines        int `json:"lines"`
+	// deleted).
+	Lines int `json:"lines"`
+	// CurrentLines counts the lines of the file before the rewind (0 when absent).
 	CurrentLines int `json:"current_lines"`
 	// Reason says why a file is in conflict or failed.
 	Reason string `json:"reason,omitempty"`
@@ -63,12 +66,14 @@ type LedgerEntry struct {
 
 // Ledger is the per-file account of a rewind, sorted by path.
 type Ledger struct {
+	// Scope is the history scope that was rewound.
 	Scope string `json:"scope"`
 	// Turn is the turn rewound to (0: the scope's beginning).
 	Turn int `json:"turn"`
 	// Applied reports whether files were changed: false for a dry run and for a rewind
 	// refused before it touched anything.
-	Applied bool          `json:"applied"`
+	Applied bool `json:"applied"`
+	// Entries holds one entry per file recorded since the boundary, sorted by Path.
 	Entries []LedgerEntry `json:"entries"`
 }
 

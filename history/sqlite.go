@@ -121,6 +121,8 @@ func scanRecord(r scanner) (Record, error) {
 	return rec, err
 }
 
+// MintBoundary implements Store.MintBoundary: it adds a boundary for turn (≥ 1) to
+// scope and returns it with its ID.
 func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boundary, error) {
 	if err := checkScope(scope); err != nil {
 		return Boundary{}, err
@@ -136,6 +138,8 @@ func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boun
 	return b, err
 }
 
+// Boundaries implements Store.Boundaries, returning the scope's boundaries in mint
+// order; none is not an error.
 func (s *SQLite) Boundaries(ctx context.Context, scope string) ([]Boundary, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, scope, turn, created_at FROM history_boundaries WHERE scope = ? ORDER BY id`, scope)
 	if err != nil {
@@ -155,6 +159,8 @@ func (s *SQLite) Boundaries(ctx context.Context, scope string) ([]Boundary, erro
 	return out, rows.Err()
 }
 
+// Lookup implements Store.Lookup: the record of key at the scope's newest boundary,
+// and false when there is none.
 func (s *SQLite) Lookup(ctx context.Context, scope, key string) (Record, bool, error) {
 	return lookup(ctx, s.r, scope, key)
 }
@@ -167,6 +173,8 @@ func lookup(ctx context.Context, q sqlitedb.Querier, scope, key string) (Record,
 	return rec, err == nil, err
 }
 
+// Insert implements Store.Insert: it stores rec and its content at the scope's newest
+// boundary, or returns the record already there for the key and false.
 func (s *SQLite) Insert(ctx context.Context, rec Record, content []byte) (Record, bool, error) {
 	rec, err := prepareInsert(rec, content)
 	if err != nil {
@@ -207,6 +215,8 @@ func (s *SQLite) Insert(ctx context.Context, rec Record, content []byte) (Record
 	return out, minted, nil
 }
 
+// Records implements Store.Records: the scope's records at boundaries with ID ≥ from,
+// by boundary, then ID.
 func (s *SQLite) Records(ctx context.Context, scope string, from int64) ([]Record, error) {
 	return records(ctx, s.r, scope, from)
 }
@@ -228,6 +238,8 @@ func records(ctx context.Context, q sqlitedb.Querier, scope string, from int64) 
 	return out, rows.Err()
 }
 
+// Blob implements Store.Blob; it errs with CodeBlobMissing when the store holds no
+// blob under that sum.
 func (s *SQLite) Blob(ctx context.Context, sum string) ([]byte, error) {
 	var data []byte
 	err := s.r.QueryRowContext(ctx, qBlob, sum).Scan(&data)
@@ -240,6 +252,8 @@ func (s *SQLite) Blob(ctx context.Context, sum string) ([]byte, error) {
 	return data, err
 }
 
+// Delete implements Store.Delete: it removes the record with id, and its blob when no
+// other record uses it; a missing id is not an error.
 func (s *SQLite) Delete(ctx context.Context, id int64) error {
 	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
 		var sum sql.NullString
@@ -255,6 +269,8 @@ func (s *SQLite) Delete(ctx context.Context, id int64) error {
 	})
 }
 
+// CarryFork implements Store.CarryFork: it copies from's boundaries and records into
+// to once, and returns how many records it copied (0 on a repeat).
 func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 	if err := checkScope(from); err != nil {
 		return 0, err
@@ -339,6 +355,8 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 	return n, err
 }
 
+// Forget implements Store.Forget: it drops scope's boundaries and records, the blobs
+// no other record uses, and the note that a fork was carried into scope.
 func (s *SQLite) Forget(ctx context.Context, scope string) error {
 	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
 		for _, stmt := range []string{

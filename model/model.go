@@ -17,6 +17,8 @@ import (
 type Provider interface {
 	// Name is the provider's short name ("anthropic", "openai", "scripted").
 	Name() string
+	// Stream sends req and returns the assembled response; see the type's comment for
+	// onDelta, retries, errors and cancellation.
 	Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error)
 }
 
@@ -24,25 +26,31 @@ type Provider interface {
 type Role string
 
 const (
-	RoleUser      Role = "user"
+	// RoleUser is the caller's side: prompts and tool results.
+	RoleUser Role = "user"
+	// RoleAssistant is the model's side: its text, thinking and tool calls.
 	RoleAssistant Role = "assistant"
 )
 
 // Message is one entry of the conversation.
 type Message struct {
-	Role    Role    `json:"role"`
+	// Role is who spoke; the providers refuse a role other than RoleUser and
+	// RoleAssistant with CodeBadRequest.
+	Role Role `json:"role"`
+	// Content is what was said, in order.
 	Content []Block `json:"content"`
 }
 
 // BlockKind names the kind of a content block.
 type BlockKind string
 
+// The kinds of content block; Block's comment lists the fields each one uses.
 const (
-	KindText       BlockKind = "text"
-	KindImage      BlockKind = "image"
-	KindToolUse    BlockKind = "tool_use"
-	KindToolResult BlockKind = "tool_result"
-	KindThinking   BlockKind = "thinking"
+	KindText       BlockKind = "text"        // plain text, either side
+	KindImage      BlockKind = "image"       // an image, in a user message or a tool result
+	KindToolUse    BlockKind = "tool_use"    // a tool call by the model
+	KindToolResult BlockKind = "tool_result" // the answer to one tool call
+	KindThinking   BlockKind = "thinking"    // the model's reasoning, where it shows it
 )
 
 // Block is one piece of message content. Which fields are meaningful depends on Kind:
@@ -53,16 +61,28 @@ const (
 //   - thinking: Text, and Signature when the provider returned one (it must be sent back
 //     unchanged on the next request).
 type Block struct {
-	Kind      BlockKind       `json:"kind"`
-	Text      string          `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	Content   []Block         `json:"content,omitempty"`
-	IsError   bool            `json:"is_error,omitempty"`
-	MediaType string          `json:"media_type,omitempty"`
-	Data      []byte          `json:"data,omitempty"`
-	Signature string          `json:"signature,omitempty"`
+	// Kind selects which of the other fields are meaningful.
+	Kind BlockKind `json:"kind"`
+	// Text is the text of a text or thinking block.
+	Text string `json:"text,omitempty"`
+	// ID names a tool call: the model's ID on a tool_use block, and the same ID on the
+	// tool_result that answers it.
+	ID string `json:"id,omitempty"`
+	// Name is the tool a tool_use block calls.
+	Name string `json:"name,omitempty"`
+	// Input is a tool_use block's arguments, a JSON object as the model sent it.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Content is a tool_result block's answer: text and image blocks.
+	Content []Block `json:"content,omitempty"`
+	// IsError marks a tool_result that reports a failure to the model.
+	IsError bool `json:"is_error,omitempty"`
+	// MediaType is an image block's MIME type ("image/png", …).
+	MediaType string `json:"media_type,omitempty"`
+	// Data is an image block's raw bytes, not base64 (JSON encodes them as base64).
+	Data []byte `json:"data,omitempty"`
+	// Signature is the provider's signature of a thinking block, to be sent back
+	// unchanged; empty when the provider gave none.
+	Signature string `json:"signature,omitempty"`
 }
 
 // TextBlock returns a text block.
@@ -70,8 +90,12 @@ func TextBlock(s string) Block { return Block{Kind: KindText, Text: s} }
 
 // ToolSpec describes a tool to the model.
 type ToolSpec struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
+	// Name is what the model calls the tool by; tool_use blocks carry it.
+	Name string `json:"name"`
+	// Description tells the model what the tool does and when to use it.
+	Description string `json:"description"`
+	// InputSchema is the JSON Schema of the tool's input, a JSON object; a provider
+	// refuses a schema it cannot send with CodeBadRequest.
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
@@ -81,9 +105,11 @@ type Request struct {
 	Model string
 	// System is the system prompt. Providers that support prompt caching place a cache
 	// breakpoint after it and after the tool specs, which stay stable across turns.
-	System   string
+	System string
+	// Messages is the conversation so far, oldest first.
 	Messages []Message
-	Tools    []ToolSpec
+	// Tools are the tools the model may call in this response; nil offers none.
+	Tools []ToolSpec
 	// MaxTokens bounds the response; zero means the provider's default (8192).
 	MaxTokens int
 }
@@ -92,18 +118,32 @@ type Request struct {
 type StopReason string
 
 const (
-	StopEndTurn   StopReason = "end_turn"
-	StopToolUse   StopReason = "tool_use"
+	// StopEndTurn: the model finished its answer. Also what a provider reports for a
+	// stop word it does not know when the response made no tool call.
+	StopEndTurn StopReason = "end_turn"
+	// StopToolUse: the response holds tool calls the engine must answer. Providers also
+	// report it for a stop word they do not know (and OpenAI-compatible servers' "stop")
+	// when the response made calls.
+	StopToolUse StopReason = "tool_use"
+	// StopMaxTokens: the response hit Request.MaxTokens (or the context window) and is
+	// cut off.
 	StopMaxTokens StopReason = "max_tokens"
-	StopSequence  StopReason = "stop_sequence"
-	StopRefusal   StopReason = "refusal"
+	// StopSequence: the model produced a stop sequence (Anthropic only).
+	StopSequence StopReason = "stop_sequence"
+	// StopRefusal: the model, or the provider's content filter, declined to answer.
+	StopRefusal StopReason = "refusal"
 )
 
 // Usage counts tokens. Cache fields are zero for providers without prompt caching.
 type Usage struct {
-	InputTokens      int64 `json:"input_tokens"`
-	OutputTokens     int64 `json:"output_tokens"`
-	CacheReadTokens  int64 `json:"cache_read_input_tokens"`
+	// InputTokens counts the uncached input tokens: cache reads and writes are counted
+	// apart, by every provider.
+	InputTokens int64 `json:"input_tokens"`
+	// OutputTokens counts the tokens the model generated.
+	OutputTokens int64 `json:"output_tokens"`
+	// CacheReadTokens counts input tokens served from the prompt cache.
+	CacheReadTokens int64 `json:"cache_read_input_tokens"`
+	// CacheWriteTokens counts input tokens written to the prompt cache.
 	CacheWriteTokens int64 `json:"cache_creation_input_tokens"`
 }
 
@@ -120,10 +160,14 @@ func (u Usage) Add(o Usage) Usage {
 // Response is one complete model response.
 type Response struct {
 	// Model is the model that answered, as the provider reported it.
-	Model      string
-	Content    []Block
+	Model string
+	// Content is the assistant message's thinking, text and tool_use blocks, in the
+	// order the model produced them.
+	Content []Block
+	// StopReason says why the response ended.
 	StopReason StopReason
-	Usage      Usage
+	// Usage is the token count of this one response.
+	Usage Usage
 }
 
 // ToolCalls returns the tool_use blocks of the response, in order.
@@ -152,7 +196,9 @@ func (r *Response) Text() string {
 type DeltaKind string
 
 const (
-	DeltaText     DeltaKind = "text"
+	// DeltaText carries a piece of answer text in Text.
+	DeltaText DeltaKind = "text"
+	// DeltaThinking carries a piece of thinking text in Text.
 	DeltaThinking DeltaKind = "thinking"
 	// DeltaToolUse announces that a tool call has started streaming (Name is set).
 	DeltaToolUse DeltaKind = "tool_use"
@@ -161,8 +207,11 @@ const (
 // Delta is an increment of a streaming response, for live display only: the Response
 // returned by Stream is the authority.
 type Delta struct {
+	// Kind says which of Text and Name is set.
 	Kind DeltaKind
+	// Text is the new piece of text or thinking, not the text so far.
 	Text string
+	// Name is the tool whose call started, for DeltaToolUse.
 	Name string
 }
 

@@ -11,9 +11,13 @@ import (
 // Kernel is what this machine's kernel offers the sandbox. Only Linux is supported yet;
 // the policy is OS-neutral so that another platform's enforcement can be added.
 type Kernel struct {
-	Landlock                         int
+	// Landlock is the Landlock ABI version; always 0 on this platform.
+	Landlock int
+	// MountNamespace and NetworkNamespace report namespaces the helper could be
+	// started in; always false on this platform.
 	MountNamespace, NetworkNamespace bool
-	Reason                           string
+	// Reason says what is missing: here, that the sandbox is Linux-only.
+	Reason string
 }
 
 // HelperFailed is the exit status of a helper that could not confine the command.

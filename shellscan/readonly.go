@@ -9,7 +9,9 @@ import (
 // Verdict is the read-only analyzer's answer. Reason names the first construct that stops the
 // command from being proven read-only, in words the caller can act on; it is empty when OK.
 type Verdict struct {
-	OK     bool
+	// OK reports that the command is proven read-only.
+	OK bool
+	// Reason says why it is not; empty when OK.
 	Reason string
 }
 

@@ -9,7 +9,7 @@ import (
 
 // Target operations.
 const (
-	OpRead   = "read"
+	OpRead   = "read"   // read contents or list a directory (cat, ls, an input redirect)
 	OpWrite  = "write"  // overwrite, append, modify in place, change mode or owner
 	OpRemove = "remove" // unlink or remove recursively (rm, rmdir, mv's sources, find -delete)
 	OpCreate = "create" // make a new file or directory (touch, mkdir, mkfifo)

@@ -30,11 +30,16 @@ const (
 
 // Spec is a tool's description.
 type Spec struct {
-	Name        string
+	// Name is what the model calls the tool by and what permission rules match
+	// ("Read", "Bash", …).
+	Name string
+	// Description tells the model what the tool does and when to use it.
 	Description string
 	// InputSchema is a JSON Schema object for the tool's input.
 	InputSchema json.RawMessage
-	Effect      Effect
+	// Effect is what the permission gate reasons about; read tools of one model turn
+	// may run concurrently.
+	Effect Effect
 }
 
 // ModelSpec is the part of s the model sees.
@@ -46,16 +51,22 @@ func (s Spec) ModelSpec() model.ToolSpec {
 // model should see (a bad path, a refused write) are error Results with a code, never Go
 // errors or panics. Run honours ctx.
 type Tool interface {
+	// Spec describes the tool to the model and to the permission gate.
 	Spec() Spec
+	// Run executes one call with the model's input as sent, which may not match the
+	// schema: the tool checks it and answers a mismatch with an error Result.
 	Run(ctx context.Context, input json.RawMessage) Result
 }
 
 // Result is a tool's answer. Content holds text and image blocks. An error Result has
 // IsError set and a stable Code ("fs.path_not_in_root", "tool.input_invalid", …).
 type Result struct {
+	// Content is what the model sees: text and image blocks.
 	Content []model.Block
+	// IsError marks a failure the model should see and correct.
 	IsError bool
-	Code    string
+	// Code is the stable code of an error Result; empty on success.
+	Code string
 	// EditedFile is the canonical path a write tool changed (or may have changed), empty
 	// for every other call. The runner lists these in TaskResult.EditedFiles.
 	EditedFile string

@@ -14,6 +14,7 @@ import (
 
 // Tree is one ExecutionEnv under test, with an empty directory the suite may fill.
 type Tree struct {
+	// Env is the implementation under test.
 	Env env.ExecutionEnv
 	// Dir is an existing, empty, canonical directory of Env.
 	Dir string

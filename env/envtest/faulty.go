@@ -22,19 +22,21 @@ import (
 // Op names one ExecutionEnv operation.
 type Op string
 
-// The operations a Fault can target.
+// The operations a Fault can target, one per ExecutionEnv method. An injected error
+// comes back in an *fs.PathError whose Op is the one the host env would use, given
+// after each constant.
 const (
-	OpStat            Op = "Stat"
-	OpLstat           Op = "Lstat"
-	OpReadlink        Op = "Readlink"
-	OpReadDir         Op = "ReadDir"
-	OpReadFile        Op = "ReadFile"
-	OpOpen            Op = "Open"
-	OpWriteFile       Op = "WriteFile"
-	OpCreateExclusive Op = "CreateExclusive"
-	OpMkdir           Op = "Mkdir"
-	OpRemove          Op = "Remove"
-	OpChmod           Op = "Chmod"
+	OpStat            Op = "Stat"            // Stat; PathError.Op "stat"
+	OpLstat           Op = "Lstat"           // Lstat; PathError.Op "lstat"
+	OpReadlink        Op = "Readlink"        // Readlink; PathError.Op "readlink"
+	OpReadDir         Op = "ReadDir"         // ReadDir; PathError.Op "open"
+	OpReadFile        Op = "ReadFile"        // ReadFile; PathError.Op "open"
+	OpOpen            Op = "Open"            // Open; PathError.Op "open"
+	OpWriteFile       Op = "WriteFile"       // WriteFile; PathError.Op "write"
+	OpCreateExclusive Op = "CreateExclusive" // CreateExclusive; PathError.Op "open"
+	OpMkdir           Op = "Mkdir"           // Mkdir; PathError.Op "mkdir"
+	OpRemove          Op = "Remove"          // Remove; PathError.Op "remove"
+	OpChmod           Op = "Chmod"           // Chmod; PathError.Op "chmod"
 )
 
 // pathOp is the Op field the host's *fs.PathError carries for each operation.
@@ -51,6 +53,7 @@ var pathOp = map[Op]string{
 // PartialBytes bytes of the data through the wrapped env; it returns Err wrapped in an
 // *fs.PathError when Err is set; otherwise the call proceeds to the wrapped env.
 type Fault struct {
+	// Op is the operation the fault targets; a Fault without one matches nothing.
 	Op Op
 	// Path is the exact path the call must name; empty matches every path.
 	Path string
@@ -59,7 +62,9 @@ type Fault struct {
 	// Partial makes a WriteFile or CreateExclusive leave the file holding the first
 	// PartialBytes bytes of the new data (the old content gone) before failing with Err:
 	// the state a non-atomic write leaves when the disk fills halfway.
-	Partial      bool
+	Partial bool
+	// PartialBytes is how many bytes of the new data a Partial fault writes; it is
+	// clamped to the data's length, and 0 leaves an empty file.
 	PartialBytes int
 	// Panic, when non-nil, is the value the call panics with.
 	Panic any
@@ -219,6 +224,8 @@ func (f *Faulty) Identity() string { return f.inner.Identity() }
 // CaseInsensitive is the wrapped env's.
 func (f *Faulty) CaseInsensitive() bool { return f.inner.CaseInsensitive() }
 
+// Stat applies the first matching fault, if any, and otherwise calls the wrapped
+// env's Stat.
 func (f *Faulty) Stat(ctx context.Context, path string) (env.FileInfo, error) {
 	if done, err := f.before(ctx, OpStat, path); done {
 		return env.FileInfo{}, err
@@ -226,6 +233,8 @@ func (f *Faulty) Stat(ctx context.Context, path string) (env.FileInfo, error) {
 	return f.inner.Stat(ctx, path)
 }
 
+// Lstat applies the first matching fault, if any, and otherwise calls the wrapped
+// env's Lstat.
 func (f *Faulty) Lstat(ctx context.Context, path string) (env.FileInfo, error) {
 	if done, err := f.before(ctx, OpLstat, path); done {
 		return env.FileInfo{}, err
@@ -233,6 +242,8 @@ func (f *Faulty) Lstat(ctx context.Context, path string) (env.FileInfo, error) {
 	return f.inner.Lstat(ctx, path)
 }
 
+// Readlink applies the first matching fault, if any, and otherwise calls the wrapped
+// env's Readlink.
 func (f *Faulty) Readlink(ctx context.Context, path string) (string, error) {
 	if done, err := f.before(ctx, OpReadlink, path); done {
 		return "", err
@@ -240,6 +251,8 @@ func (f *Faulty) Readlink(ctx context.Context, path string) (string, error) {
 	return f.inner.Readlink(ctx, path)
 }
 
+// ReadDir applies the first matching fault, if any, and otherwise calls the wrapped
+// env's ReadDir.
 func (f *Faulty) ReadDir(ctx context.Context, path string) ([]env.DirEntry, error) {
 	if done, err := f.before(ctx, OpReadDir, path); done {
 		return nil, err
@@ -247,6 +260,8 @@ func (f *Faulty) ReadDir(ctx context.Context, path string) ([]env.DirEntry, erro
 	return f.inner.ReadDir(ctx, path)
 }
 
+// ReadFile applies the first matching fault, if any, and otherwise calls the wrapped
+// env's ReadFile.
 func (f *Faulty) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	if done, err := f.before(ctx, OpReadFile, path); done {
 		return nil, err
@@ -254,6 +269,8 @@ func (f *Faulty) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return f.inner.ReadFile(ctx, path)
 }
 
+// Open applies the first matching fault, if any, and otherwise calls the wrapped
+// env's Open.
 func (f *Faulty) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 	if done, err := f.before(ctx, OpOpen, path); done {
 		return nil, err
@@ -289,6 +306,8 @@ func (f *Faulty) CreateExclusive(ctx context.Context, path string, data []byte, 
 	return f.inner.CreateExclusive(ctx, path, data, perm)
 }
 
+// Mkdir applies the first matching fault, if any, and otherwise calls the wrapped
+// env's Mkdir.
 func (f *Faulty) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
 	if done, err := f.before(ctx, OpMkdir, path); done {
 		return err
@@ -296,6 +315,8 @@ func (f *Faulty) Mkdir(ctx context.Context, path string, perm fs.FileMode) error
 	return f.inner.Mkdir(ctx, path, perm)
 }
 
+// Remove applies the first matching fault, if any, and otherwise calls the wrapped
+// env's Remove.
 func (f *Faulty) Remove(ctx context.Context, path string) error {
 	if done, err := f.before(ctx, OpRemove, path); done {
 		return err
@@ -303,6 +324,8 @@ func (f *Faulty) Remove(ctx context.Context, path string) error {
 	return f.inner.Remove(ctx, path)
 }
 
+// Chmod applies the first matching fault, if any, and otherwise calls the wrapped
+// env's Chmod.
 func (f *Faulty) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 	if done, err := f.before(ctx, OpChmod, path); done {
 		return err

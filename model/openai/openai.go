@@ -18,16 +18,25 @@ import (
 // DefaultBaseURL is the official API endpoint, used when Config.BaseURL is empty.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
-// Defaults of the zero Config.
+// Defaults of Config and Request fields left zero.
 const (
-	DefaultMaxRetries        = 2
+	// DefaultMaxRetries is how many times a transient failure is retried when
+	// Config.MaxRetries is zero.
+	DefaultMaxRetries = 2
+	// DefaultStreamIdleTimeout is Config.StreamIdleTimeout when it is zero: long enough
+	// for a local server to load a model before its first byte.
 	DefaultStreamIdleTimeout = 10 * time.Minute
-	DefaultMaxTokens         = 8192
+	// DefaultMaxTokens bounds a response when model.Request.MaxTokens is zero or
+	// negative.
+	DefaultMaxTokens = 8192
 )
 
 // Environment variables FromEnv reads.
 const (
-	EnvAPIKey  = "OPENAI_API_KEY"
+	// EnvAPIKey holds the API key, sent as a bearer token.
+	EnvAPIKey = "OPENAI_API_KEY"
+	// EnvBaseURL holds the API root of a compatible server; FromEnv's argument wins
+	// over it when not empty.
 	EnvBaseURL = "OPENAI_BASE_URL"
 )
 

@@ -33,22 +33,35 @@ const CodeExhausted = "model.script_exhausted"
 
 // Script is a sequence of assistant turns.
 type Script struct {
+	// Turns are the responses, in the order successive Stream calls return them.
 	Turns []Turn `json:"turns"`
 }
 
 // Turn is one scripted response.
 type Turn struct {
-	Text       string           `json:"text,omitempty"`
-	ToolCalls  []ToolCall       `json:"tool_calls,omitempty"`
+	// Text, when not empty, becomes one text block, streamed to onDelta in pieces
+	// split after each space.
+	Text string `json:"text,omitempty"`
+	// ToolCalls become tool_use blocks after the text, in order.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// StopReason is the response's stop reason; empty means tool_use when there are
+	// tool calls and end_turn otherwise.
 	StopReason model.StopReason `json:"stop_reason,omitempty"`
-	Usage      *model.Usage     `json:"usage,omitempty"`
-	Error      *sema.Error      `json:"error,omitempty"`
+	// Usage is the response's usage; nil means an estimate of four bytes a token.
+	Usage *model.Usage `json:"usage,omitempty"`
+	// Error, when set, is returned by Stream instead of a response; the turn is
+	// still consumed.
+	Error *sema.Error `json:"error,omitempty"`
 }
 
 // ToolCall is one scripted tool call. ID is generated when empty.
 type ToolCall struct {
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name"`
+	// ID is the tool_use ID; empty means "toolu_scripted_<turn>_<call>", both
+	// counted from 1.
+	ID string `json:"id,omitempty"`
+	// Name is the tool called; Parse refuses a call without one.
+	Name string `json:"name"`
+	// Input is the call's arguments, a JSON object; empty means {}.
 	Input json.RawMessage `json:"input,omitempty"`
 }
 
@@ -100,6 +113,7 @@ func Load(path string) (*Provider, error) {
 	return New(s), nil
 }
 
+// Name returns "scripted".
 func (*Provider) Name() string { return "scripted" }
 
 // Requests returns the requests received so far, for tests.

@@ -149,8 +149,13 @@ func OpenAttached(ctx context.Context, path string, opts Options, s Schema) (*sq
 // Statements are prepared once per connection and reused, so a hot statement is not
 // parsed again on every call.
 type Querier interface {
+	// ExecContext runs a statement that returns no rows, as sql.DB.ExecContext does.
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	// QueryContext runs a query that returns rows, as sql.DB.QueryContext does; the
+	// caller closes the rows.
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	// QueryRowContext runs a query expected to return at most one row, as
+	// sql.DB.QueryRowContext does; errors surface at Scan.
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 

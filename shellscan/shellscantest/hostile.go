@@ -15,8 +15,10 @@ const Marker = "sema-marker"
 
 // Case is one hostile command.
 type Case struct {
+	// Name describes the spelling; tests use it as the subtest name.
 	Name string
-	Cmd  string
+	// Cmd is the command text, exactly as a model would send it to bash.
+	Cmd string
 }
 
 // LexerHostile are spellings of one escape class: text bash reads differently from

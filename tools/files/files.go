@@ -15,7 +15,11 @@ import (
 
 // Config is what the file tools of one leg share.
 type Config struct {
-	Env   env.ExecutionEnv
+	// Env is the env every byte is read and written through. Required: the tools do
+	// not check for nil.
+	Env env.ExecutionEnv
+	// Fence judges every path a tool touches: the read face for the read tools, the
+	// write face for the write lane. Required, like Env.
 	Fence *fence.Fence
 	// ReadState records what this session read; the write lane checks it. Required.
 	ReadState *ReadState
@@ -36,7 +40,12 @@ func (c Config) ruleDenied(tool, p string) bool { return c.Denied != nil && c.De
 
 // ReadRecord is what a Read saw of a file.
 type ReadRecord struct {
-	Size    int64
+	// Size is the length in bytes of the whole file as read, even when Read showed
+	// only part of it. A write refuses with fs.changed_since_read when the file's size
+	// differs now.
+	Size int64
+	// ModTime is the file's modification time when it was read. It is kept for
+	// display; the change check compares Size and Hash only.
 	ModTime time.Time
 	// Hash is the hex sha256 of the bytes read.
 	Hash string

@@ -11,9 +11,9 @@ import (
 // fourth case. The permission hook is different — it receives the tool the model called
 // ("MultiEdit"), because permission rules name tools.
 const (
-	HookWrite        = "Write"
-	HookEdit         = "Edit"
-	HookNotebookEdit = "NotebookEdit"
+	HookWrite        = "Write"        // a Write call
+	HookEdit         = "Edit"         // an Edit or MultiEdit call
+	HookNotebookEdit = "NotebookEdit" // a NotebookEdit call
 )
 
 // PermissionRequest is what the permission station (station 4) sees of a write about to
@@ -29,7 +29,9 @@ type PermissionRequest struct {
 	Exists bool
 	// Protected reports that Key is in the fence's protected set (.git/, shell rc
 	// files, …): a write there needs a person's yes in every mode but bypassPermissions.
-	Protected       bool
+	Protected bool
+	// ProtectedReason says why Key is protected ("it is in a .git directory", …), for the
+	// approver to show; empty when !Protected.
 	ProtectedReason string
 	// Content is the final full text about to be written.
 	Content string
@@ -63,8 +65,12 @@ type BeforeWriteRequest struct {
 // letting a write through. A refusal's Code and Reason reach the model; an empty Code is
 // reported as "fs.before_write_refused".
 type BeforeWriteResult struct {
-	OK     bool
-	Code   string
+	// OK lets the write go on; false refuses it.
+	OK bool
+	// Code is the refusal's stable code, shown to the model; ignored when OK.
+	Code string
+	// Reason is the refusal's sentence for the model, saying what to change; ignored
+	// when OK.
 	Reason string
 }
 
@@ -141,14 +147,20 @@ type FileEditedHook func(FileEditedNotice)
 // Hooks are the write lane's seats. Every field may be nil: a nil hook allows (or, for
 // FileEdited, observes nothing).
 type Hooks struct {
-	Permission    PermissionHook
-	BeforeWrite   BeforeWriteHook
+	// Permission is station 4, the permission gate's seat; nil allows every write.
+	Permission PermissionHook
+	// BeforeWrite is station 5, the deployment's content gate; nil allows every write.
+	BeforeWrite BeforeWriteHook
+	// TrackFileEdit is station 6, first-touch history; nil allows the write and records
+	// nothing.
 	TrackFileEdit TrackFileEditHook
-	FileEdited    FileEditedHook
+	// FileEdited is station 9, the observer of edits; nil observes nothing.
+	FileEdited FileEditedHook
 }
 
 // LaneConfig is what the write tools need beyond Config.
 type LaneConfig struct {
+	// Hooks are the lane's seats; the zero value has none.
 	Hooks Hooks
 	// MemoryDirs are the canonical memory directories the prompt advertises. A write
 	// whose canonical path lies inside one of them is scanned for secrets after the

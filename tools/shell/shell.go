@@ -22,10 +22,10 @@ import (
 
 // Tool names, as the model sees them.
 const (
-	NameBash         = "Bash"
-	NameBashReadonly = "bash_readonly"
-	NameBashOutput   = "BashOutput"
-	NameKillShell    = "KillShell"
+	NameBash         = "Bash"          // runs any command, in the foreground or the background
+	NameBashReadonly = "bash_readonly" // runs only commands proven read-only inside the read roots
+	NameBashOutput   = "BashOutput"    // reads a background task's new output and state
+	NameKillShell    = "KillShell"     // stops a background task's process group
 )
 
 // Limits and defaults.
@@ -59,11 +59,11 @@ const (
 
 // Codes of New's refusals.
 const (
-	CodeEnvMissing      = "config.env_missing"
-	CodeEnvNotExecutor  = "config.env_not_executor"
-	CodeFenceMissing    = "config.fence_missing"
-	CodeCoAuthorInvalid = "config.commit_co_author_invalid"
-	CodeScratchInvalid  = "config.shell_scratch_invalid"
+	CodeEnvMissing      = "config.env_missing"              // Config.Env is nil
+	CodeEnvNotExecutor  = "config.env_not_executor"         // Config.Env does not implement env.Executor
+	CodeFenceMissing    = "config.fence_missing"            // Config.Fence is nil
+	CodeCoAuthorInvalid = "config.commit_co_author_invalid" // Config.CommitCoAuthor is not one line of "Name <email>"
+	CodeScratchInvalid  = "config.shell_scratch_invalid"    // the scratch directory cannot be made in Config.ScratchDir
 )
 
 // Config is what the shell tools of one leg share. The zero value of every optional
@@ -120,11 +120,16 @@ type PermissionRequest struct {
 	// Tool is Bash or bash_readonly.
 	Tool string
 	// Command is the command text exactly as it will run.
-	Command     string
+	Command string
+	// Description is the call's own account of what the command does, as the model
+	// wrote it; unverified, and empty when the model gave none.
 	Description string
 	// Dir is the directory the command starts in: relative paths in it are relative to Dir.
-	Dir             string
-	Timeout         time.Duration
+	Dir string
+	// Timeout is the call's timeout, or DefaultTimeout when it named none.
+	Timeout time.Duration
+	// RunInBackground reports that Bash will start the command as a background task
+	// instead of waiting for it.
 	RunInBackground bool
 	// ProvenReadOnly reports that bash_readonly proved the command read-only and placed
 	// every path it reads inside the read roots.
@@ -138,11 +143,17 @@ type PermissionHook func(ctx context.Context, req PermissionRequest) error
 
 // TaskInfo describes a running background task.
 type TaskInfo struct {
-	ID          string
-	Command     string
+	// ID is the task's id, "bash_<n>" with n counting from 1 per tool set; the model
+	// passes it to BashOutput and KillShell.
+	ID string
+	// Command is the command text the task runs.
+	Command string
+	// Description is the model's description of the command, possibly empty.
 	Description string
 	// PID is the process id of the task's shell, which is also its process group id.
-	PID     int
+	PID int
+	// Started is when the task became a background task: when it started, or, for a
+	// command moved to the background at its timeout, when it was moved.
 	Started time.Time
 	// OutputFile is the file the task's output goes to.
 	OutputFile string

@@ -39,7 +39,8 @@ import (
 type Turn struct {
 	// Thinking, when not empty, is streamed first as a thinking block signed with
 	// Signature ("sig-<n>" when empty).
-	Thinking  string
+	Thinking string
+	// Signature signs the thinking block; see Thinking for its default.
 	Signature string
 	// Text, when not empty, is streamed as one text block.
 	Text string
@@ -75,7 +76,8 @@ type Turn struct {
 // ToolCall scripts one tool_use block.
 type ToolCall struct {
 	// ID is the tool_use id; empty means "toolu_<n>".
-	ID   string
+	ID string
+	// Name is the tool the block calls.
 	Name string
 	// Input is the tool input as JSON text; empty means no input at all (the API then
 	// sends no input_json_delta with content, and the client must read it as {}).
@@ -84,9 +86,13 @@ type ToolCall struct {
 
 // Usage is the token usage a turn reports.
 type Usage struct {
-	InputTokens              int64
-	OutputTokens             int64
-	CacheReadInputTokens     int64
+	// InputTokens is usage.input_tokens: the uncached input.
+	InputTokens int64
+	// OutputTokens is usage.output_tokens.
+	OutputTokens int64
+	// CacheReadInputTokens is usage.cache_read_input_tokens.
+	CacheReadInputTokens int64
+	// CacheCreationInputTokens is usage.cache_creation_input_tokens.
 	CacheCreationInputTokens int64
 }
 

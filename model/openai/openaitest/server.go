@@ -75,8 +75,12 @@ type Turn struct {
 	// or Fault FaultErrorEvent). Empty means what the API sends for the status: 401
 	// invalid_api_key, 404 model_not_found, 429 rate_limit_exceeded, 500 server_error,
 	// 400 invalid_request_error.
-	ErrorType    string
-	ErrorCode    string
+	ErrorType string
+	// ErrorCode is the body's "code". Left empty it takes the status's default only
+	// when ErrorType is empty too; otherwise the body has no code.
+	ErrorCode string
+	// ErrorMessage is the body's "message"; empty means a fixed sentence for the
+	// status.
 	ErrorMessage string
 	// Header holds extra response headers. A failure with status 429 or 5xx gets
 	// "retry-after: 0" unless Header sets retry-after, so tests of retries do not wait.
@@ -89,7 +93,8 @@ type Turn struct {
 // ToolCall scripts one tool call.
 type ToolCall struct {
 	// ID is the tool call id; empty means "call_<request>_<n>".
-	ID   string
+	ID string
+	// Name is the function the call names.
 	Name string
 	// Arguments is the arguments string as the model writes it (JSON text, or not);
 	// it is streamed verbatim, split mid-token.
@@ -98,7 +103,9 @@ type ToolCall struct {
 
 // Usage is the token usage a turn reports.
 type Usage struct {
-	PromptTokens     int64
+	// PromptTokens is usage.prompt_tokens, cached tokens included.
+	PromptTokens int64
+	// CompletionTokens is usage.completion_tokens.
 	CompletionTokens int64
 	// CachedTokens is prompt_tokens_details.cached_tokens (part of PromptTokens).
 	CachedTokens int64
