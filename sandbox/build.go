@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/sema-agent/sema/fence"
 )
@@ -65,40 +66,80 @@ func ForFence(f *fence.Fence, o Options) Policy {
 		}
 		return out
 	}
-	tcRead, tcWrite := Toolchain(home, getenv)
+	m := machineFor(home, getenv)
 	var p Policy
+	// The fence's roots and deny paths are canonical already; only what a person or a
+	// settings file wrote is resolved here.
 	p.Write = append(p.Write, f.WriteRoots()...)
 	if o.TempDir != "" {
 		p.Write = append(p.Write, o.TempDir)
 	}
 	p.Write = append(p.Write, o.Files...)
-	p.Write = append(p.Write, tcWrite...)
-	p.Write = append(p.Write, expand(o.Writable, "")...)
+	p.Write = append(p.Write, m.write...)
+	p.Write = append(p.Write, existing(resolved(expand(o.Writable, "")))...)
 	p.Read = append(p.Read, f.ReadRoots()...)
-	p.Read = append(p.Read, systemReadable...)
-	p.Read = append(p.Read, tcRead...)
-	p.Read = append(p.Read, expand(o.Readable, "")...)
+	p.Read = append(p.Read, m.read...)
+	p.Read = append(p.Read, existing(resolved(expand(o.Readable, "")))...)
 	if f.WriteFace() == fence.FaceOpen {
 		p.Write = []string{"/"}
 	}
 	if f.ReadFace() == fence.FaceOpen {
 		p.Read = []string{"/"}
 	}
-	p.Devices = append(p.Devices, systemDevices...)
-	hidden := f.DenyPaths()
-	hidden = append(hidden, expand(DefaultCredentialStores, home)...)
-	hidden = append(hidden, expand(o.Hidden, home)...)
+	p.Devices = m.devices
 	p.Network = o.Network
-	p.Write = outermost(existing(resolved(p.Write)), nil)
-	p.Read = outermost(existing(resolved(p.Read)), p.Write)
+	p.Write = outermost(p.Write, nil)
+	p.Read = outermost(p.Read, p.Write)
+	hidden := existing(f.DenyPaths())
+	hidden = append(hidden, m.credentials...)
+	hidden = append(hidden, existing(resolved(expand(o.Hidden, home)))...)
 	// A hidden place needs hiding only where a grant would reach it; elsewhere the
 	// kernel's default (nothing) already holds.
-	for _, h := range existing(resolved(hidden)) {
+	for _, h := range hidden {
 		if beneathAny(p.Read, h) || beneathAny(p.Write, h) {
 			p.Hidden = append(p.Hidden, h)
 		}
 	}
 	return p
+}
+
+// machine is the part of a policy that depends on the machine, not on the leg: the
+// system directories, the toolchains and their caches, the device files and the
+// credential stores, each resolved and present.
+type machine struct {
+	read, write, devices, credentials []string
+}
+
+// machines caches the machine part per home directory and toolchain environment: a leg
+// starts without resolving some fifty paths again. A toolchain cache made after the first
+// leg of a process is granted from the next process on.
+var machines sync.Map // key string → *machine
+
+func machineFor(home string, getenv func(string) string) *machine {
+	var key strings.Builder
+	key.WriteString(home)
+	for _, k := range toolchainEnv {
+		key.WriteByte(0)
+		key.WriteString(getenv(k))
+	}
+	if m, ok := machines.Load(key.String()); ok {
+		return m.(*machine)
+	}
+	tcRead, tcWrite := Toolchain(home, getenv)
+	creds := make([]string, 0, len(DefaultCredentialStores))
+	if home != "" {
+		for _, c := range DefaultCredentialStores {
+			creds = append(creds, filepath.Join(home, c))
+		}
+	}
+	m := &machine{
+		read:        existing(resolved(append(append([]string(nil), systemReadable...), tcRead...))),
+		write:       existing(resolved(tcWrite)),
+		devices:     existing(append([]string(nil), systemDevices...)),
+		credentials: existing(resolved(creds)),
+	}
+	actual, _ := machines.LoadOrStore(key.String(), m)
+	return actual.(*machine)
 }
 
 // WithProtected returns p with the protected entries at the top of each write root kept

@@ -70,6 +70,9 @@ var toolchainCaches = []string{
 	".gradle/caches", ".gradle/wrapper",
 }
 
+// toolchainEnv are the environment variables Toolchain reads.
+var toolchainEnv = []string{"PATH", "GOPATH", "GOCACHE", "GOMODCACHE", "npm_config_cache", "PIP_CACHE_DIR", "YARN_CACHE_FOLDER", "CARGO_HOME", "XDG_CACHE_HOME"}
+
 // Toolchain lists the toolchain directories of this machine, as the policy grants them:
 // read are programs and configuration (and every directory on PATH), write are build
 // caches. home is the home
@@ -173,7 +176,7 @@ func within(dir, p string) bool {
 	if dir == "/" {
 		return strings.HasPrefix(p, "/")
 	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
+	return strings.HasPrefix(p, dir) && (len(p) == len(dir) || p[len(dir)] == '/')
 }
 
 // outermost drops the entries of list that lie beneath another entry of list or of

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/sandbox"
@@ -25,6 +26,9 @@ type confinement struct {
 	kernel sandbox.Kernel
 	base   sandbox.Policy
 	tmp    string
+	// tmpOnce makes tmp before the first command: a leg that runs none makes nothing.
+	tmpOnce sync.Once
+	tmpErr  error
 }
 
 // newConfinement derives the set's policy. A read-only set (bash_readonly) writes nothing
@@ -32,9 +36,6 @@ type confinement struct {
 // kernel then holds the band's promise even where the analysis erred.
 func (s *Set) newConfinement(sb *Sandbox) (*confinement, error) {
 	tmp := filepath.Join(s.scratch, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return nil, err
-	}
 	o := sb.Options
 	o.TempDir = tmp
 	// The co-author hooks live in the scratch directory; git must be able to run them.
@@ -53,6 +54,10 @@ func (s *Set) newConfinement(sb *Sandbox) (*confinement, error) {
 // the command may write besides the policy (the working-directory report), created here
 // so that it can be granted.
 func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, writeFile string) (env.ExecRequest, error) {
+	c.tmpOnce.Do(func() { c.tmpErr = os.Mkdir(c.tmp, 0o700) })
+	if c.tmpErr != nil {
+		return req, c.tmpErr
+	}
 	p := c.base.WithProtected(s.cfg.Fence, sandbox.Approved(ctx))
 	if writeFile != "" && !s.cfg.ReadOnly {
 		if err := os.WriteFile(writeFile, nil, 0o600); err != nil {
