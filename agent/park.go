@@ -98,7 +98,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 		PrePlanMode: string(l.modes.PrePlanMode()),
 	})
 	if err != nil {
-		res.Status = StatusError
+		res.Status = sema.StatusError
 		res.Error = sema.Errorf(CodeParkFailed, "the question could not be parked: %v", err)
 		return true
 	}
@@ -109,7 +109,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 		}
 	}
 	l.record(ctx, entryParked, entry)
-	res.Status = StatusAwaitingApproval
+	res.Status = sema.StatusAwaitingApproval
 	res.Checkpoint = &CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: p.req.Ask.Message}
 	return true
 }

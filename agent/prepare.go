@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/gate"
@@ -47,7 +48,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		if l.shell != nil {
 			l.shell.Close()
 		}
-		l.closeSession(ctx, StatusError)
+		l.closeSession(ctx, sema.StatusError)
 		return nil, err
 	}
 	l.manifest = l.buildManifest()

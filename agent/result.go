@@ -10,21 +10,10 @@ import (
 	"github.com/sema-agent/sema/sandbox"
 )
 
-// Status is how a run ended.
-type Status string
-
-const (
-	StatusCompleted        Status = "completed"
-	StatusAwaitingApproval Status = "awaiting_approval"
-	StatusMaxTurns         Status = "max_turns"
-	StatusError            Status = "error"
-	StatusCancelled        Status = "cancelled"
-)
-
 // TaskResult is the outcome of one run.
 type TaskResult struct {
-	SessionID string `json:"session_id"`
-	Status    Status `json:"status"`
+	SessionID string      `json:"session_id"`
+	Status    sema.Status `json:"status"`
 	// Result is the model's final text.
 	Result string `json:"result"`
 	// Error is set when Status is error (a model failure, a broken stream) or cancelled.
@@ -40,7 +29,7 @@ type TaskResult struct {
 	// (only with Deps.KeepBackgroundTasks; otherwise they were stopped).
 	BackgroundTasks []BackgroundTask `json:"background_tasks,omitempty"`
 	// Checkpoint is the parked call. It is set if and only if Status is
-	// StatusAwaitingApproval: a Resume whose leg runs the answered call and goes on to
+	// sema.StatusAwaitingApproval: a Resume whose leg runs the answered call and goes on to
 	// its end leaves it nil, and only a new question that needs a person sets it again.
 	// Read it through Parked, which checks both.
 	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
@@ -53,12 +42,12 @@ type TaskResult struct {
 }
 
 // Parked returns the checkpoint the run stopped at and true when the run ended awaiting
-// a person's answer (Status StatusAwaitingApproval); otherwise nil and false. Check it
+// a person's answer (Status sema.StatusAwaitingApproval); otherwise nil and false. Check it
 // after every Run and every Resume: answering a checkpoint does not end the session's
 // questions — the resumed leg may park again at the next one, with a new checkpoint —
 // and a leg that runs to its end has none. A nil r is not parked.
 func (r *TaskResult) Parked() (*CheckpointInfo, bool) {
-	if r == nil || r.Status != StatusAwaitingApproval || r.Checkpoint == nil {
+	if r == nil || r.Status != sema.StatusAwaitingApproval || r.Checkpoint == nil {
 		return nil, false
 	}
 	return r.Checkpoint, true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
@@ -48,7 +49,7 @@ func TestParkedSaysWhetherEachLegParked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp, ok := res.Parked(); ok || cp != nil || res.Checkpoint != nil || res.Status != agent.StatusCompleted {
+	if cp, ok := res.Parked(); ok || cp != nil || res.Checkpoint != nil || res.Status != sema.StatusCompleted {
 		t.Fatalf("last leg: Parked() = %+v, %v; status %s, checkpoint %+v", cp, ok, res.Status, res.Checkpoint)
 	}
 }
@@ -62,10 +63,10 @@ func TestParkedNeedsTheStatusAndTheCheckpoint(t *testing.T) {
 		want bool
 	}{
 		{"nil result", nil, false},
-		{"completed", &agent.TaskResult{Status: agent.StatusCompleted}, false},
-		{"awaiting approval without a checkpoint", &agent.TaskResult{Status: agent.StatusAwaitingApproval}, false},
-		{"a checkpoint on another status", &agent.TaskResult{Status: agent.StatusError, Checkpoint: cp}, false},
-		{"parked", &agent.TaskResult{Status: agent.StatusAwaitingApproval, Checkpoint: cp}, true},
+		{"completed", &agent.TaskResult{Status: sema.StatusCompleted}, false},
+		{"awaiting approval without a checkpoint", &agent.TaskResult{Status: sema.StatusAwaitingApproval}, false},
+		{"a checkpoint on another status", &agent.TaskResult{Status: sema.StatusError, Checkpoint: cp}, false},
+		{"parked", &agent.TaskResult{Status: sema.StatusAwaitingApproval, Checkpoint: cp}, true},
 	}
 	for _, c := range cases {
 		got, ok := c.res.Parked()

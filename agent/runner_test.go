@@ -69,7 +69,7 @@ func TestRunCompletesWithFinalText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusCompleted || res.Result != "all done" || res.NumTurns != 2 {
+	if res.Status != sema.StatusCompleted || res.Result != "all done" || res.NumTurns != 2 {
 		t.Fatalf("got status=%s result=%q turns=%d", res.Status, res.Result, res.NumTurns)
 	}
 	want := model.Usage{InputTokens: 30, OutputTokens: 6, CacheReadTokens: 3, CacheWriteTokens: 5}
@@ -208,7 +208,7 @@ func TestMaxTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusMaxTurns || res.NumTurns != 2 || len(p.Requests()) != 2 {
+	if res.Status != sema.StatusMaxTurns || res.NumTurns != 2 || len(p.Requests()) != 2 {
 		t.Fatalf("status=%s turns=%d requests=%d", res.Status, res.NumTurns, len(p.Requests()))
 	}
 }
@@ -220,7 +220,7 @@ func TestModelErrorEndsWithStatusError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusError || res.Error == nil || res.Error.Code != model.CodeAuth {
+	if res.Status != sema.StatusError || res.Error == nil || res.Error.Code != model.CodeAuth {
 		t.Fatalf("status=%s error=%v", res.Status, res.Error)
 	}
 }
@@ -246,7 +246,7 @@ func TestCancellationDuringTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusCancelled || len(p.Requests()) != 1 {
+	if res.Status != sema.StatusCancelled || len(p.Requests()) != 1 {
 		t.Fatalf("status=%s requests=%d", res.Status, len(p.Requests()))
 	}
 	got := toolResults(t, res, 1)

@@ -229,12 +229,12 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 }
 
 // closeSession ends the leg and records the mode word the session continues with.
-func (l *leg) closeSession(ctx context.Context, status Status) {
+func (l *leg) closeSession(ctx context.Context, status sema.Status) {
 	if l.store == nil || l.legID == "" {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if _, err := l.store.EndLeg(ctx, l.legID, session.LegStatus(status)); err != nil {
+	if _, err := l.store.EndLeg(ctx, l.legID, status); err != nil {
 		l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "the leg's end could not be stored: " + err.Error()})
 	}
 	_, err := l.store.Update(ctx, l.sessionID, func(s *session.Session) error {

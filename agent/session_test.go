@@ -53,7 +53,7 @@ func TestResumeReplaysTheConversationAndNumbersTurnsAcrossLegs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.SessionID != a.SessionID || b.Status != agent.StatusCompleted {
+	if b.SessionID != a.SessionID || b.Status != sema.StatusCompleted {
 		t.Fatalf("resume: %s %s", b.SessionID, b.Status)
 	}
 	req := p.Requests()[1]
@@ -65,7 +65,7 @@ func TestResumeReplaysTheConversationAndNumbersTurnsAcrossLegs(t *testing.T) {
 		t.Fatalf("resumed conversation %v", texts)
 	}
 	legs, _ := st.sessions.Legs(context.Background(), a.SessionID)
-	if len(legs) != 2 || legs[1].Status != session.LegCompleted {
+	if len(legs) != 2 || legs[1].Status != sema.StatusCompleted {
 		t.Fatalf("legs %+v", legs)
 	}
 	// A resume from another root is refused by name.
@@ -88,7 +88,7 @@ func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusAwaitingApproval || res.Checkpoint == nil || res.Checkpoint.Tool != "Write" || res.Checkpoint.Gate != "tool_permission" {
+	if res.Status != sema.StatusAwaitingApproval || res.Checkpoint == nil || res.Checkpoint.Tool != "Write" || res.Checkpoint.Gate != "tool_permission" {
 		t.Fatalf("status %s checkpoint %+v", res.Status, res.Checkpoint)
 	}
 	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
@@ -105,7 +105,7 @@ func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done.Status != agent.StatusCompleted || done.Result != "wrote it" {
+	if done.Status != sema.StatusCompleted || done.Result != "wrote it" {
 		t.Fatalf("after approval: %s %q %v", done.Status, done.Result, done.Error)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "approved bytes" {
@@ -129,7 +129,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	turns := []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "model bytes")}}, {Text: "ok"}}
 	park := func() *agent.TaskResult {
 		res, err := st.runner(scripted.New(scripted.Script{Turns: turns}), true).Run(context.Background(), agent.TaskSpec{Prompt: "w", Root: root})
-		if err != nil || res.Status != agent.StatusAwaitingApproval {
+		if err != nil || res.Status != sema.StatusAwaitingApproval {
 			t.Fatalf("%v %v", err, res)
 		}
 		return res
@@ -140,7 +140,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	p := scripted.New(scripted.Script{Turns: turns[1:]})
 	done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID},
 		agent.Answer{CheckpointID: res.Checkpoint.ID, Reason: "not now"})
-	if err != nil || done.Status != agent.StatusCompleted {
+	if err != nil || done.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, done)
 	}
 	last := p.Requests()[0].Messages
@@ -172,7 +172,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	// The question is still open: an allowed edit runs the approver's arguments.
 	edited.EditedInput = json.RawMessage(`{"file_path":"b.txt","content":"edited bytes"}`)
 	done, err = agent.New(deps).Resume(context.Background(), spec, edited)
-	if err != nil || done.Status != agent.StatusCompleted {
+	if err != nil || done.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, done)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "b.txt")); string(b) != "edited bytes" {
@@ -194,7 +194,7 @@ func TestRewindRestoresFilesAcrossTurns(t *testing.T) {
 	}})
 	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history})
 	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root, PermissionMode: permission.ModeBypassPermissions})
-	if err != nil || res.Status != agent.StatusCompleted || res.Manifest.FileHistory != "on" {
+	if err != nil || res.Status != sema.StatusCompleted || res.Manifest.FileHistory != "on" {
 		t.Fatalf("%v %+v", err, res)
 	}
 	// Back to the start of turn 3: keep.txt returns, new.txt stays.
@@ -248,7 +248,7 @@ func TestRewindSpecFieldsAndTheirGates(t *testing.T) {
 	}})
 	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history})
 	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "make", Root: root, PermissionMode: permission.ModeBypassPermissions})
-	if err != nil || res.Status != agent.StatusCompleted {
+	if err != nil || res.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, res)
 	}
 	one := 1
@@ -265,7 +265,7 @@ func TestRewindSpecFieldsAndTheirGates(t *testing.T) {
 		}
 	}
 	got, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "again", Root: root, SessionID: res.SessionID, RewindFilesTo: &one})
-	if err != nil || got.Status != agent.StatusCompleted {
+	if err != nil || got.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, got)
 	}
 	if _, err := os.Stat(filepath.Join(root, "made.txt")); !os.IsNotExist(err) || len(got.RewindNotes) != 1 || got.RewindNotes[0].Status != "deleted" {
@@ -287,7 +287,7 @@ func TestApprovedEditRunsOnlyIfTheFileIsAsItWasRead(t *testing.T) {
 			{Text: "edited"},
 		}})
 		res, err := st.runner(p, true).Run(context.Background(), agent.TaskSpec{Prompt: "edit", Root: root})
-		if err != nil || res.Status != agent.StatusAwaitingApproval {
+		if err != nil || res.Status != sema.StatusAwaitingApproval {
 			t.Fatalf("%v %+v", err, res)
 		}
 		if changed {
@@ -295,7 +295,7 @@ func TestApprovedEditRunsOnlyIfTheFileIsAsItWasRead(t *testing.T) {
 		}
 		done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID},
 			agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
-		if err != nil || done.Status != agent.StatusCompleted {
+		if err != nil || done.Status != sema.StatusCompleted {
 			t.Fatalf("changed=%v: %v %+v", changed, err, done)
 		}
 		b, _ := os.ReadFile(path)
@@ -323,7 +323,7 @@ func TestTamperedCheckpointIsRefused(t *testing.T) {
 	turns := []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "reviewed")}}, {Text: "ok"}}
 	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns}), Store: ss, Park: true}
 	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "w", Root: root})
-	if err != nil || res.Status != agent.StatusAwaitingApproval {
+	if err != nil || res.Status != sema.StatusAwaitingApproval {
 		t.Fatalf("%v %+v", err, res)
 	}
 	if _, err := ss.DB().Exec(`UPDATE checkpoints SET args = ? WHERE id = ?`, []byte(`{"content":"evil","file_path":"a.txt"}`), res.Checkpoint.ID); err != nil {

@@ -164,11 +164,11 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 // exitFor maps a result's status to the exit code of the contract.
 func exitFor(res *agent.TaskResult) error {
 	switch res.Status {
-	case agent.StatusCompleted:
+	case sema.StatusCompleted:
 		return nil
-	case agent.StatusAwaitingApproval:
+	case sema.StatusAwaitingApproval:
 		return &exitErr{code: exitAwaiting}
-	case agent.StatusMaxTurns:
+	case sema.StatusMaxTurns:
 		return &exitErr{code: exitMaxTurns}
 	default:
 		var err error = sema.Errorf("run.failed", "the run ended with status %s", res.Status)
