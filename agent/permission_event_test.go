@@ -28,15 +28,15 @@ func TestQuestionsArePermissionEvents(t *testing.T) {
 		name     string
 		deps     agent.Deps
 		mode     permission.Mode
-		seat     agent.AnswerSeat
+		seat     agent.AnsweredBy
 		behavior permission.Behavior
 		denied   bool
 	}{
-		{"a Go approver allows", agent.Deps{Approver: allow}, "", agent.SeatApprover, permission.Allow, false},
-		{"nobody to ask", agent.Deps{}, "", agent.SeatNone, permission.Deny, true},
-		{"dontAsk asks nobody", agent.Deps{Approver: allow}, permission.ModeDontAsk, agent.SeatNone, permission.Deny, true},
-		{"the classifier", agent.Deps{Classifier: allowClassifier{}}, permission.ModeAuto, agent.SeatClassifier, permission.Allow, false},
-		{"parked", agent.Deps{Park: true, Store: session.NewMemory()}, "", agent.SeatPark, permission.Ask, false},
+		{"a Go approver allows", agent.Deps{Approver: allow}, "", agent.AnsweredByApprover, permission.Allow, false},
+		{"nobody to ask", agent.Deps{}, "", agent.AnsweredByNone, permission.Deny, true},
+		{"dontAsk asks nobody", agent.Deps{Approver: allow}, permission.ModeDontAsk, agent.AnsweredByNone, permission.Deny, true},
+		{"the classifier", agent.Deps{Classifier: allowClassifier{}}, permission.ModeAuto, agent.AnsweredByClassifier, permission.Allow, false},
+		{"parked", agent.Deps{Park: true, Store: session.NewMemory()}, "", agent.AnsweredByPark, permission.Ask, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

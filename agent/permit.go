@@ -42,7 +42,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		l.askMu.Unlock()
 		parked := l.parkPending()
 		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Message,
-			Gate: gateOf(ask), PersonOnly: ask.PersonOnly, AnsweredBy: SeatNone, Behavior: d.Behavior}
+			Gate: gateOf(ask), PersonOnly: ask.PersonOnly, AnsweredBy: AnsweredByNone, Behavior: d.Behavior}
 		if len(ask.UpdatedInput) > 0 {
 			q.Input = ask.UpdatedInput
 		}
@@ -50,7 +50,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		case *asked:
 			q.AnsweredBy = seat
 		case d.Reason == permission.ReasonClassifier:
-			q.AnsweredBy = SeatClassifier
+			q.AnsweredBy = AnsweredByClassifier
 		}
 		if parked {
 			q.Behavior = permission.Ask
@@ -74,11 +74,11 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 // the deployment parks, else Deps.Approver — with its seat's name and a flag it sets
 // when it is called, so the permission event can say who answered. A nil approver stays
 // nil: AnswerAsk reads that as nobody to ask.
-func (l *leg) approverSeat() (permission.Approver, AnswerSeat, *bool) {
+func (l *leg) approverSeat() (permission.Approver, AnsweredBy, *bool) {
 	asked := new(bool)
-	approver, seat := l.deps.Approver, SeatApprover
+	approver, seat := l.deps.Approver, AnsweredByApprover
 	if l.deps.Park {
-		approver, seat = l.parkingApprover(), SeatPark
+		approver, seat = l.parkingApprover(), AnsweredByPark
 	}
 	if approver == nil {
 		return nil, seat, asked

@@ -69,7 +69,7 @@ func (l *leg) prepareFence(ctx context.Context) error {
 		TaskWriteFace:             faceSeat(spec.WriteFace),
 		DeploymentReadFace:        faceSeat(deps.ReadFace),
 		DeploymentWriteFace:       faceSeat(deps.WriteFace),
-		ReadOnlyMount:             spec.HandsReadOnly,
+		ReadOnlyMount:             spec.ReadOnly,
 		OrgGoverned:               deps.OrgGoverned,
 		FullShellReachable:        l.fullShell(),
 		ModeWriteFace:             gate.ModePolicyOf(l.modes.Current()).WriteFace,
@@ -144,7 +144,7 @@ func (l *leg) buildManifest() Manifest {
 		Tools:       l.roster.Names(),
 		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
 		FileHistory: l.fileHistoryFact(),
-		ReadOnly:    l.spec.HandsReadOnly,
-		Shell:       ShellFacts{FullShell: l.shell != nil && !l.spec.HandsReadOnly, ReadOnlyShell: l.shell != nil && l.spec.HandsReadOnly, Sandbox: l.sandboxStatus},
+		ReadOnly:    l.spec.ReadOnly,
+		Shell:       ShellFacts{FullShell: l.shell != nil && !l.spec.ReadOnly, ReadOnlyShell: l.shell != nil && l.spec.ReadOnly, Sandbox: l.sandboxStatus},
 	}
 }

@@ -82,28 +82,28 @@ type PermissionQuestion struct {
 	Gate string `json:"gate"`
 	// PersonOnly marks a question only a person may answer (no rule or classifier).
 	PersonOnly bool `json:"person_only,omitempty"`
-	// AnsweredBy is the seat that answered.
-	AnsweredBy AnswerSeat `json:"answered_by"`
+	// AnsweredBy says who answered (the output's answered_by).
+	AnsweredBy AnsweredBy `json:"answered_by"`
 	// Behavior is the answer: permission.Allow, permission.Deny, or permission.Ask when
 	// the question was parked and waits for a person (TaskResult.Parked).
 	Behavior permission.Behavior `json:"behavior"`
 }
 
-// AnswerSeat names who answered a permission question.
-type AnswerSeat string
+// AnsweredBy names who answered a permission question.
+type AnsweredBy string
 
 const (
-	// SeatApprover is Deps.Approver: a host's callback, or a person at a prompt (the
+	// AnsweredByApprover is Deps.Approver: a host's callback, or a person at a prompt (the
 	// command line's --on-ask prompt is an approver).
-	SeatApprover AnswerSeat = "approver"
-	// SeatClassifier is the auto-mode classifier (Deps.Classifier or the default one).
-	SeatClassifier AnswerSeat = "classifier"
-	// SeatPark is the parking seat (Deps.Park): the question ends the leg and waits in
+	AnsweredByApprover AnsweredBy = "approver"
+	// AnsweredByClassifier is the auto-mode classifier (Deps.Classifier or the default one).
+	AnsweredByClassifier AnsweredBy = "classifier"
+	// AnsweredByPark is parking (Deps.Park): the question ends the leg and waits in
 	// a checkpoint for a person's answer.
-	SeatPark AnswerSeat = "park"
-	// SeatNone means nobody was there to ask: dontAsk mode, or no approver. The
+	AnsweredByPark AnsweredBy = "park"
+	// AnsweredByNone means nobody was there to ask: dontAsk mode, or no approver. The
 	// question was answered no.
-	SeatNone AnswerSeat = "none"
+	AnsweredByNone AnsweredBy = "none"
 )
 
 // Manifest is the run's resolved facts, fixed when the leg is prepared.

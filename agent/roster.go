@@ -26,7 +26,7 @@ func (l *leg) buildRoster() tools.Roster {
 	var r tools.Roster
 	r = append(r, files.ReadTools(cfg)...)
 	l.laneTools = map[string]bool{}
-	if !l.spec.HandsReadOnly {
+	if !l.spec.ReadOnly {
 		lane := files.WriteTools(cfg, files.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: files.Hooks{
 			Permission:    l.permitWrite,
 			BeforeWrite:   l.deps.BeforeWrite,

@@ -79,7 +79,7 @@ func (l *leg) prepareSandbox() error {
 	if !k.Available() {
 		return unavailable(k.Reason)
 	}
-	if l.spec.HandsReadOnly {
+	if l.spec.ReadOnly {
 		network = false
 	}
 	st = sandbox.Status{Enforced: true, Mode: mode, Landlock: k.Landlock, MountNamespace: k.MountNamespace,

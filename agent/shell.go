@@ -13,7 +13,7 @@ import (
 // is not read-only. The fence reads it (a bash-less leg keeps its faces at roots).
 func (l *leg) fullShell() bool {
 	_, ok := l.deps.Env.(env.Executor)
-	return ok && !l.spec.HandsReadOnly
+	return ok && !l.spec.ReadOnly
 }
 
 // mountShell builds the leg's shell tools when the env can run programs: Bash with its
@@ -26,7 +26,7 @@ func (l *leg) mountShell() error {
 	set, err := shell.New(shell.Config{
 		Env:                     l.deps.Env,
 		Fence:                   l.fence,
-		ReadOnly:                l.spec.HandsReadOnly,
+		ReadOnly:                l.spec.ReadOnly,
 		ReadonlyAllow:           l.deps.BashReadonlyAllow,
 		CommitCoAuthor:          l.deps.CommitCoAuthor,
 		AutoBackgroundOnTimeout: l.deps.AutoBackgroundOnTimeout,

@@ -53,8 +53,9 @@ type TaskSpec struct {
 	// "open", or empty (not declared). Any other value, "Open" included, is refused
 	// (config.read_face_invalid / config.write_face_invalid).
 	ReadFace, WriteFace fence.Face
-	// HandsReadOnly mounts the read-only band: no write tools.
-	HandsReadOnly bool
+	// ReadOnly mounts the read-only tools only (the command line's --read-only): no
+	// write tools, and bash_readonly instead of Bash. Default false: every tool.
+	ReadOnly bool
 	// Sandbox is the task's sandbox seat: auto, on, off, or empty (the deployment's word,
 	// else auto). A task may not turn off a sandbox the deployment turned on
 	// (config.sandbox_loosened). See Deps.Sandbox.

@@ -21,7 +21,7 @@ type fakeSteerer struct {
 	err   error
 }
 
-func (f *fakeSteerer) Steer(_ context.Context, m permission.Mode) (permission.Receipt, error) {
+func (f *fakeSteerer) SetPermissionMode(_ context.Context, m permission.Mode) (permission.Receipt, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.modes = append(f.modes, m)

@@ -134,7 +134,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		PermissionMode:            permission.Mode(o.permissionMode),
 		AdditionalDirectories:     o.addDirs,
 		AdditionalReadDirectories: o.addReadDirs,
-		HandsReadOnly:             o.readOnly,
+		ReadOnly:                  o.readOnly,
 		AppendSystemPrompt:        o.appendSystem,
 	}
 	perms.apply(&deps, &spec)
