@@ -14,20 +14,18 @@ const (
 	CodeProviderMissing = "config.provider_missing"
 	// CodePromptMissing: the spec has no prompt and answers no checkpoint.
 	CodePromptMissing = "config.prompt_missing"
-	// CodeConfigAnswerInvalid: TaskSpec.Answer without the SessionID or the
+	// CodeConfigAnswerInvalid: an answer without the Resume.SessionID or the
 	// CheckpointID it answers.
 	CodeConfigAnswerInvalid = "config.answer_invalid"
 	// CodeStoreMissing: resuming, answering, parking or rewinding without Deps.Store.
 	CodeStoreMissing = "config.store_missing"
-	// CodeRewindConflict: both RewindFilesTo and RestoreFiles are set.
-	CodeRewindConflict = "config.rewind_conflict"
-	// CodeRewindInvalid: a file rewind without what it needs (RestoreFiles without
-	// ResumeAt, RewindFilesTo without SessionID or below 0, a RewindSpec that rewinds
-	// nothing or names a negative turn).
+	// CodeRewindInvalid: a file rewind without what it needs (RestoreFilesAt without
+	// Resume.At, RewindFilesTo below 0, AcceptPartialRestore without a Files rewind, a
+	// RewindSpec that rewinds nothing or names a negative turn).
 	CodeRewindInvalid = "config.rewind_invalid"
 	// CodeHistoryMissing: a file rewind without Deps.History.
 	CodeHistoryMissing = "config.history_missing"
-	// CodeResumeInvalid: ForkSession or ResumeAt without the SessionID they continue.
+	// CodeResumeInvalid: a TaskSpec.Resume without the SessionID it continues.
 	CodeResumeInvalid = "config.resume_invalid"
 	// CodeMaxTurnsInvalid: a negative MaxTurns.
 	CodeMaxTurnsInvalid = "config.max_turns_invalid"

@@ -16,26 +16,27 @@ func validateSpec(deps *Deps, spec *TaskSpec) error {
 	if strings.TrimSpace(spec.Prompt) == "" && spec.Answer == nil {
 		return configError(CodePromptMissing, "the task has no prompt; give a prompt to run")
 	}
-	if spec.Answer != nil && (spec.SessionID == "" || spec.Answer.CheckpointID == "") {
+	if spec.Answer != nil && (spec.sessionID() == "" || spec.Answer.CheckpointID == "") {
 		return configError(CodeConfigAnswerInvalid, "an answer needs the session and the checkpoint it answers")
 	}
-	if (spec.Answer != nil || spec.SessionID != "" || deps.Park) && deps.Store == nil {
+	if spec.Resume != nil && spec.Resume.SessionID == "" {
+		return configError(CodeResumeInvalid, "Resume needs the SessionID it continues from")
+	}
+	if (spec.Answer != nil || spec.Resume != nil || deps.Park) && deps.Store == nil {
 		return configError(CodeStoreMissing, "resuming, answering or parking needs a session store; set Deps.Store")
 	}
-	if spec.RewindFilesTo != nil && spec.RestoreFiles {
-		return configError(CodeRewindConflict, "RewindFilesTo and RestoreFiles both say where the files go back to; give one")
+	rs := spec.resume()
+	if rs.Files.RestoresAt() && rs.At == "" {
+		return configError(CodeRewindInvalid, "RestoreFilesAt restores the files to Resume.At; give At")
 	}
-	if spec.RestoreFiles && spec.ResumeAt == "" {
-		return configError(CodeRewindInvalid, "RestoreFiles restores the files to ResumeAt; give ResumeAt")
+	if turn, ok := rs.Files.Turn(); ok && turn < 0 {
+		return configError(CodeRewindInvalid, "RewindFilesTo needs a turn of the session (0 or more), not %d", turn)
 	}
-	if spec.RewindFilesTo != nil && (spec.SessionID == "" || *spec.RewindFilesTo < 0) {
-		return configError(CodeRewindInvalid, "RewindFilesTo needs the SessionID whose files to rewind and a turn of it (0 or more)")
+	if rs.AcceptPartialRestore && rs.Files.Keeps() {
+		return configError(CodeRewindInvalid, "AcceptPartialRestore says how a file rewind may end; Files asks for none")
 	}
-	if (spec.RewindFilesTo != nil || spec.RestoreFiles) && deps.History == nil {
+	if !rs.Files.Keeps() && deps.History == nil {
 		return configError(CodeHistoryMissing, "rewinding files needs a file-history store; set Deps.History")
-	}
-	if (spec.ForkSession || spec.ResumeAt != "") && spec.SessionID == "" {
-		return configError(CodeResumeInvalid, "ForkSession and ResumeAt need the SessionID they continue from")
 	}
 	if spec.Root == "" || !filepath.IsAbs(spec.Root) {
 		return configError(fence.CodeRootInvalid, "the task root %q is not an absolute path; give an absolute directory", spec.Root)

@@ -34,7 +34,7 @@ func ExampleRunner_Resume() {
 	}
 	fmt.Println(res.Status, cp.Tool)
 
-	res, _ = runner.Resume(ctx, agent.TaskSpec{Root: root, SessionID: res.SessionID},
+	res, _ = runner.Resume(ctx, agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
 		agent.Answer{CheckpointID: cp.ID, Allow: true})
 	// The resumed leg may park again at the model's next question; this one does not.
 	if next, again := res.Parked(); again {

@@ -26,7 +26,7 @@ type leg struct {
 	// store is the deployment's session store; nil runs the leg without a session.
 	store session.Store
 	legID string
-	// branchFrom is the entry the leg's first transcript entry follows (ResumeAt).
+	// branchFrom is the entry the leg's first transcript entry follows (Resume.At).
 	branchFrom string
 	// resume is what the leg continues from: the replayed conversation of a resumed
 	// session, and a parked turn if the chain ends at one.

@@ -130,8 +130,8 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if cp.SessionID != l.spec.SessionID {
-		return sema.Errorf(CodeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.SessionID)
+	if cp.SessionID != l.spec.sessionID() {
+		return sema.Errorf(CodeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.sessionID())
 	}
 	if session.SHA256Hex(cp.Args) != cp.ArgsSHA256 {
 		// The stored arguments are not the ones that were reviewed.

@@ -34,7 +34,7 @@ func TestParkedSaysWhetherEachLegParked(t *testing.T) {
 	}
 
 	// The answered write runs; the model's next write parks the resumed leg again.
-	spec := agent.TaskSpec{Root: root, SessionID: res.SessionID}
+	spec := agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
 	res, err = r.Resume(ctx, spec, agent.Answer{CheckpointID: first.ID, Allow: true})
 	if err != nil {
 		t.Fatal(err)
@@ -88,14 +88,14 @@ func TestResumeWithoutAModeKeepsTheSessionsMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.Run(ctx, agent.TaskSpec{Prompt: "two", Root: root, SessionID: a.SessionID})
+	b, err := r.Run(ctx, agent.TaskSpec{Prompt: "two", Root: root, Resume: &agent.Resume{SessionID: a.SessionID}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := b.Manifest.Mode.Requested; got != string(permission.ModeAcceptEdits) {
 		t.Fatalf("resumed without a mode: requested %q, want acceptEdits", got)
 	}
-	c, err := r.Run(ctx, agent.TaskSpec{Prompt: "three", Root: root, SessionID: a.SessionID, PermissionMode: permission.ModeDefault})
+	c, err := r.Run(ctx, agent.TaskSpec{Prompt: "three", Root: root, Resume: &agent.Resume{SessionID: a.SessionID}, PermissionMode: permission.ModeDefault})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestResumeReplaysTheConversationAndNumbersTurnsAcrossLegs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "two", Root: root, SessionID: a.SessionID})
+	b, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "two", Root: root, Resume: &agent.Resume{SessionID: a.SessionID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestResumeReplaysTheConversationAndNumbersTurnsAcrossLegs(t *testing.T) {
 		t.Fatalf("legs %+v", legs)
 	}
 	// A resume from another root is refused by name.
-	_, err = r.Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir(), SessionID: a.SessionID})
+	_, err = r.Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir(), Resume: &agent.Resume{SessionID: a.SessionID}})
 	if sema.CodeOf(err) != "session.root_mismatch" {
 		t.Fatalf("got %v", err)
 	}
@@ -100,7 +100,7 @@ func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
 	// The approval comes from another runner (another process, as far as the store can
 	// tell): the stored call runs.
 	r2 := st.runner(p, true)
-	spec := agent.TaskSpec{Root: root, SessionID: res.SessionID}
+	spec := agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
 	done, err := r2.Resume(context.Background(), spec, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	// Deny: the model is told, nothing is written.
 	res := park()
 	p := scripted.New(scripted.Script{Turns: turns[1:]})
-	done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID},
+	done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
 		agent.Answer{CheckpointID: res.Checkpoint.ID, Reason: "not now"})
 	if err != nil || done.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, done)
@@ -156,7 +156,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	res = park()
 	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns[1:]}), Store: st.sessions, History: st.history, Park: true,
 		Rules: mustRules(t, nil, []string{"Write(secret/**)"})}
-	spec := agent.TaskSpec{Root: root, SessionID: res.SessionID}
+	spec := agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
 	edited := agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true, EditedInput: json.RawMessage(`{"file_path":"secret/x","content":"y"}`)}
 	if _, err := agent.New(deps).Resume(context.Background(), spec, edited); sema.CodeOf(err) != "checkpoint.edit_denied" {
 		t.Fatalf("edited input: %v", err)
@@ -251,20 +251,21 @@ func TestRewindSpecFieldsAndTheirGates(t *testing.T) {
 	if err != nil || res.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, res)
 	}
-	one := 1
 	for _, c := range []struct {
 		spec agent.TaskSpec
 		code string
 	}{
-		{agent.TaskSpec{Prompt: "x", Root: root, RewindFilesTo: &one}, "config.rewind_invalid"},
-		{agent.TaskSpec{Prompt: "x", Root: root, SessionID: res.SessionID, RestoreFiles: true}, "config.rewind_invalid"},
-		{agent.TaskSpec{Prompt: "x", Root: root, SessionID: res.SessionID, ResumeAt: "e", RestoreFiles: true, RewindFilesTo: &one}, "config.rewind_conflict"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{Files: agent.RewindFilesTo(1)}}, "config.resume_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{SessionID: res.SessionID, Files: agent.RestoreFilesAt()}}, "config.rewind_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{SessionID: res.SessionID, Files: agent.RewindFilesTo(-1)}}, "config.rewind_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{SessionID: res.SessionID, AcceptPartialRestore: true}}, "config.rewind_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{Fork: true, At: "e"}}, "config.resume_invalid"},
 	} {
 		if _, err := r.Run(context.Background(), c.spec); sema.CodeOf(err) != c.code {
 			t.Errorf("%+v: got %v, want %s", c.spec, err, c.code)
 		}
 	}
-	got, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "again", Root: root, SessionID: res.SessionID, RewindFilesTo: &one})
+	got, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "again", Root: root, Resume: &agent.Resume{SessionID: res.SessionID, Files: agent.RewindFilesTo(1)}})
 	if err != nil || got.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, got)
 	}
@@ -293,7 +294,7 @@ func TestApprovedEditRunsOnlyIfTheFileIsAsItWasRead(t *testing.T) {
 		if changed {
 			os.WriteFile(path, []byte("hello world, changed meanwhile\n"), 0o644)
 		}
-		done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID},
+		done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
 			agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
 		if err != nil || done.Status != sema.StatusCompleted {
 			t.Fatalf("changed=%v: %v %+v", changed, err, done)
@@ -329,7 +330,7 @@ func TestTamperedCheckpointIsRefused(t *testing.T) {
 	if _, err := ss.DB().Exec(`UPDATE checkpoints SET args = ? WHERE id = ?`, []byte(`{"content":"evil","file_path":"a.txt"}`), res.Checkpoint.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = agent.New(deps).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID}, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	_, err = agent.New(deps).Resume(context.Background(), agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
 	if sema.CodeOf(err) != "checkpoint.tampered" {
 		t.Fatalf("got %v", err)
 	}

@@ -34,7 +34,7 @@ type TaskSpec struct {
 	MaxTokens int
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
 	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
-	// else default — except on a resume (SessionID set, Answer included), where empty
+	// else default — except on a resume (Resume set, Answer included), where empty
 	// keeps the mode the session recorded when its last leg ended (a steer during that
 	// leg included), whatever the settings say; give a mode to change it. The manifest's
 	// permission_mode receipt shows which mode the leg requested. Any other word is
@@ -63,29 +63,10 @@ type TaskSpec struct {
 	// SandboxNetwork is "on", "off" or empty (the deployment's word). A task may not turn
 	// on a network the deployment turned off (config.sandbox_loosened).
 	SandboxNetwork string
-	// SessionID resumes that session: a new leg appends to its transcript, with the
-	// conversation so far replayed to the model. Needs Deps.Store. The session must have
-	// been created in the same task root.
-	SessionID string
-	// ForkSession, with SessionID, continues in a new session that copies the
-	// transcript (up to ResumeAt, when set) and carries its file history; the original
-	// is left unchanged.
-	ForkSession bool
-	// ResumeAt, with SessionID, is the transcript entry the leg continues from: a new
-	// branch starts there and the later entries are left out of the conversation.
-	ResumeAt string
-	// RewindFilesTo, with SessionID, returns the session's files to the start of that
-	// turn before the leg runs (see Runner.Rewind). It cannot be combined with
-	// RestoreFiles.
-	RewindFilesTo *int
-	// RestoreFiles, with ResumeAt, returns the files to where they were at ResumeAt
-	// before the branch starts there.
-	RestoreFiles bool
-	// AcceptPartialRestore lets a rewind restore what it can when some files are in
-	// conflict; otherwise anything short of a full restore refuses the run
-	// (history.partial_restore). The per-file ledger is in TaskResult.RewindNotes.
-	AcceptPartialRestore bool
-	// Answer, with SessionID, resumes a leg parked at a question with a person's
+	// Resume continues a stored session instead of starting a new one. Nil (the
+	// default): the run creates a new session (kept in Deps.Store when there is one).
+	Resume *Resume
+	// Answer, with Resume, resumes a leg parked at a question with a person's
 	// decision: the stored call runs (or is refused) exactly once, then the leg goes on.
 	// Prompt may be empty then.
 	Answer *Answer
@@ -95,6 +76,86 @@ type TaskSpec struct {
 	// it is admitted as a write root only if it passes the fence's admission rules (it
 	// must not be, or contain, a root), and created when missing.
 	Scratchpad string
+}
+
+// Resume says which stored session a run continues, and from where. Everything that
+// only makes sense for a continued session lives here, so that a fork, a branch point or
+// a file rewind cannot be asked for without the session they act on.
+type Resume struct {
+	// SessionID is the session to continue: a new leg appends to its transcript, with
+	// the conversation so far replayed to the model. Required (an empty one is refused:
+	// config.resume_invalid). Needs Deps.Store (config.store_missing). The session must
+	// have been created in the same task root (session.root_mismatch).
+	SessionID string
+	// Fork continues in a new session that copies the transcript (up to At, when set)
+	// and carries the file history; the original is left unchanged. Default false: the
+	// leg appends to SessionID itself.
+	Fork bool
+	// At is the transcript entry the leg continues from: a new branch starts there and
+	// the later entries are left out of the conversation. Empty (the default): the
+	// session's head.
+	At string
+	// Files is what happens to the session's files before the leg's first turn. The
+	// zero value (the default) leaves them as they are; see RewindFilesTo and
+	// RestoreFilesAt. Either needs Deps.History (config.history_missing).
+	Files FilesBefore
+	// AcceptPartialRestore lets the Files rewind restore what it can when some files
+	// are in conflict. Default false: anything short of a full restore refuses the run
+	// (history.partial_restore). It goes with a Files rewind only; set without one it is
+	// refused (config.rewind_invalid). The per-file ledger is in TaskResult.RewindNotes.
+	AcceptPartialRestore bool
+}
+
+// FilesBefore is what a resumed run does to the session's files before its first turn:
+// leave them (the zero value), return them to the start of a turn (RewindFilesTo), or
+// return them to where they were at Resume.At (RestoreFilesAt). It is one value so that
+// a run cannot ask for two places at once.
+type FilesBefore struct {
+	kind filesKind
+	turn int
+}
+
+type filesKind int
+
+const (
+	filesKeep filesKind = iota
+	filesRewind
+	filesRestoreAt
+)
+
+// RewindFilesTo returns the session's files to the start of turn (turns are numbered
+// from 1 across the session's legs; 0 is before the first turn) before the leg runs,
+// as Runner.Rewind would. A negative turn is refused (config.rewind_invalid).
+func RewindFilesTo(turn int) FilesBefore { return FilesBefore{kind: filesRewind, turn: turn} }
+
+// RestoreFilesAt returns the files to where they were at Resume.At before the branch
+// starts there. A Resume without At is refused (config.rewind_invalid).
+func RestoreFilesAt() FilesBefore { return FilesBefore{kind: filesRestoreAt} }
+
+// Turn returns the turn RewindFilesTo names, and whether f is such a rewind.
+func (f FilesBefore) Turn() (int, bool) { return f.turn, f.kind == filesRewind }
+
+// RestoresAt reports whether f is RestoreFilesAt.
+func (f FilesBefore) RestoresAt() bool { return f.kind == filesRestoreAt }
+
+// Keeps reports whether f leaves the files as they are (the zero value).
+func (f FilesBefore) Keeps() bool { return f.kind == filesKeep }
+
+// sessionID is the session the spec continues, "" for a new one.
+func (s *TaskSpec) sessionID() string {
+	if s.Resume == nil {
+		return ""
+	}
+	return s.Resume.SessionID
+}
+
+// resume is the spec's Resume, or its zero value for a new session, so that readers
+// need no nil check.
+func (s *TaskSpec) resume() Resume {
+	if s.Resume == nil {
+		return Resume{}
+	}
+	return *s.Resume
 }
 
 // Deps is what the embedding deployment configures once for every task (the deployment

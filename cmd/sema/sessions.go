@@ -314,8 +314,7 @@ func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.
 	}
 	*deps = st.Deps(*deps)
 	deps.Park = o.onAsk == "park"
-	spec.SessionID = o.resume
-	spec.ForkSession = o.forkSession
+	id := o.resume
 	if o.continueLast {
 		root, err := canonicalRoot(ctx, spec.Root)
 		if err != nil {
@@ -327,7 +326,10 @@ func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.
 			st.Close()
 			return nil, usageErr(sema.Errorf("session.not_found", "there is no session to continue in %s; start one with `sema run`", root))
 		}
-		spec.SessionID = s.ID
+		id = s.ID
+	}
+	if id != "" {
+		spec.Resume = &agent.Resume{SessionID: id, Fork: o.forkSession}
 	}
 	if o.answer != nil {
 		spec.Answer = o.answer

@@ -34,7 +34,7 @@ func main() {
 		return permission.ApprovalDecision{Behavior: permission.Allow}, nil
 	})
 	later := agent.New(dir.Deps(agent.Deps{Provider: demo.Model(), Approver: yes}))
-	res := demo.Must(later.Resume(ctx, agent.TaskSpec{Root: root, SessionID: parked.SessionID}, agent.Answer{CheckpointID: cp.ID, Allow: true}))
+	res := demo.Must(later.Resume(ctx, agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: parked.SessionID}}, agent.Answer{CheckpointID: cp.ID, Allow: true}))
 	fmt.Println("resumed:", res.Status, demo.Read(filepath.Join(root, "CHANGES.md")))
 	demo.Must(later.Rewind(ctx, agent.RewindSpec{SessionID: res.SessionID, ToTurn: 1, Files: true}))
 	fmt.Println("rewound:", demo.Read(filepath.Join(root, "CHANGES.md")))

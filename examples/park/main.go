@@ -41,7 +41,7 @@ func main() {
 	dir := demo.Must(statedir.Open(ctx, state))
 	defer dir.Close()
 	runner := agent.New(dir.Deps(agent.Deps{Provider: demo.Model()}))
-	res := demo.Must(runner.Resume(ctx, agent.TaskSpec{Root: root, SessionID: session}, agent.Answer{CheckpointID: checkpoint, Allow: true}))
+	res := demo.Must(runner.Resume(ctx, agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: session}}, agent.Answer{CheckpointID: checkpoint, Allow: true}))
 	fmt.Println(res.Status, res.Result)
 	fmt.Println("CHANGES.md:", demo.Read(filepath.Join(root, "CHANGES.md")))
 }
