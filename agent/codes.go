@@ -54,7 +54,7 @@ const (
 	CodeRootMismatch = "session.root_mismatch"
 )
 
-// Codes of parking a question and answering it (TaskSpec.Answer, Runner.Resume).
+// Codes of parking a question and answering it (Runner.Resume).
 const (
 	// CodeParkFailed is TaskResult.Error's code when a question could not be stored as
 	// a checkpoint (status error).

@@ -9,20 +9,20 @@ import (
 )
 
 // validateSpec is the door: it refuses a spec by name before anything runs.
-func validateSpec(deps *Deps, spec *TaskSpec) error {
+func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if deps.Provider == nil {
 		return configError(CodeProviderMissing, "no model provider is configured; set Deps.Provider")
 	}
-	if strings.TrimSpace(spec.Prompt) == "" && spec.Answer == nil {
+	if strings.TrimSpace(spec.Prompt) == "" && answer == nil {
 		return configError(CodePromptMissing, "the task has no prompt; give a prompt to run")
 	}
-	if spec.Answer != nil && (spec.sessionID() == "" || spec.Answer.CheckpointID == "") {
+	if answer != nil && (spec.sessionID() == "" || answer.CheckpointID == "") {
 		return configError(CodeConfigAnswerInvalid, "an answer needs the session and the checkpoint it answers")
 	}
 	if spec.Resume != nil && spec.Resume.SessionID == "" {
 		return configError(CodeResumeInvalid, "Resume needs the SessionID it continues from")
 	}
-	if (spec.Answer != nil || spec.Resume != nil || deps.Park) && deps.Store == nil {
+	if (answer != nil || spec.Resume != nil || deps.Park) && deps.Store == nil {
 		return configError(CodeStoreMissing, "resuming, answering or parking needs a session store; set Deps.Store")
 	}
 	rs := spec.resume()

@@ -19,8 +19,11 @@ import (
 
 // leg is one prepared run. It lives for one call of Runner.Run.
 type leg struct {
-	deps      *Deps
-	spec      TaskSpec
+	deps *Deps
+	spec TaskSpec
+	// answer is the decision a resume brings for its parked question (Runner.Resume);
+	// nil for any other leg.
+	answer    *Answer
 	emit      func(Event)
 	sessionID string
 	// store is the deployment's session store; nil runs the leg without a session.

@@ -13,8 +13,8 @@ import (
 	"github.com/sema-agent/sema/tools/files"
 )
 
-// Answer is a person's decision on a parked question, carried by TaskSpec.Answer into
-// the leg that resumes it.
+// Answer is a person's decision on a parked question, given to Runner.Resume (or
+// ResumeEvents) for the leg that resumes it.
 type Answer struct {
 	// CheckpointID names the parked question.
 	CheckpointID string `json:"checkpoint_id"`
@@ -125,7 +125,7 @@ func gateOf(d permission.Decision) string {
 // at the end of prepare: everything that can refuse the resume refuses before the
 // claim, so a refused resume leaves the question open.
 func (l *leg) prepareAnswer(ctx context.Context) error {
-	a := l.spec.Answer
+	a := l.answer
 	cp, err := l.store.Checkpoint(ctx, a.CheckpointID)
 	if err != nil {
 		return err

@@ -15,11 +15,11 @@ import (
 // the permission gate, the session (with a rewind the spec asks for), the tools, the
 // answer to a parked question, the manifest and the system prompt. Every refusal is a
 // coded error, and a refusal after the session's leg started ends that leg.
-func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (*leg, error) {
-	if err := validateSpec(deps, &spec); err != nil {
+func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emit func(Event)) (*leg, error) {
+	if err := validateSpec(deps, &spec, answer); err != nil {
 		return nil, err
 	}
-	l := &leg{deps: deps, spec: spec, emit: emit, store: deps.Store}
+	l := &leg{deps: deps, spec: spec, answer: answer, emit: emit, store: deps.Store}
 	rules, defaultMode, err := l.rules(ctx)
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (l *leg) prepareLeg(ctx context.Context) error {
 	for _, t := range l.roster {
 		l.specs = append(l.specs, t.Spec().ModelSpec())
 	}
-	if l.spec.Answer != nil {
+	if l.answer != nil {
 		return l.prepareAnswer(ctx)
 	}
 	return nil

@@ -44,10 +44,17 @@ func TestParkedSaysWhetherEachLegParked(t *testing.T) {
 		t.Fatalf("second leg: Parked() = %+v, %v (status %s)", second, ok, res.Status)
 	}
 
-	// This answer lets the leg finish: nothing is parked, and there is no checkpoint.
-	res, err = r.Resume(ctx, spec, agent.Answer{CheckpointID: second.ID, Allow: true})
-	if err != nil {
-		t.Fatal(err)
+	// This answer, given as a stream, lets the leg finish: nothing is parked, and there
+	// is no checkpoint. The result is the last event.
+	res = nil
+	for ev, err := range r.ResumeEvents(ctx, spec, agent.Answer{CheckpointID: second.ID, Allow: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != nil {
+			t.Fatalf("an event after the result: %s", ev.Type)
+		}
+		res = ev.Result
 	}
 	if cp, ok := res.Parked(); ok || cp != nil || res.Checkpoint != nil || res.Status != sema.StatusCompleted {
 		t.Fatalf("last leg: Parked() = %+v, %v; status %s, checkpoint %+v", cp, ok, res.Status, res.Checkpoint)

@@ -34,7 +34,7 @@ type TaskSpec struct {
 	MaxTokens int
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
 	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
-	// else default — except on a resume (Resume set, Answer included), where empty
+	// else default — except on a resume (Resume set, Runner.Resume included), where empty
 	// keeps the mode the session recorded when its last leg ended (a steer during that
 	// leg included), whatever the settings say; give a mode to change it. The manifest's
 	// permission_mode receipt shows which mode the leg requested. Any other word is
@@ -66,11 +66,8 @@ type TaskSpec struct {
 	// Resume continues a stored session instead of starting a new one. Nil (the
 	// default): the run creates a new session (kept in Deps.Store when there is one).
 	Resume *Resume
-	// Answer, with Resume, resumes a leg parked at a question with a person's
-	// decision: the stored call runs (or is refused) exactly once, then the leg goes on.
-	// Prompt may be empty then.
-	Answer *Answer
-	// Control, when set, lets the caller steer the run while it is in progress.
+	// Control, when set, lets the caller change the permission mode while the run is in
+	// progress (Control.SetPermissionMode). Nil (the default): the mode stays as resolved.
 	Control *Control
 	// Scratchpad is a directory the system prompt advertises as writable scratch space;
 	// it is admitted as a write root only if it passes the fence's admission rules (it
@@ -228,7 +225,7 @@ type Deps struct {
 	FileHistoryPolicy FileHistoryPolicy
 	// Park makes a question for a person end the leg with status awaiting_approval and
 	// a checkpoint holding the exact pending call, instead of going to Approver. A later
-	// run with TaskSpec.Answer continues it, in any process. Needs Store.
+	// Runner.Resume continues it, in any process. Needs Store.
 	Park bool
 	// Sandbox says whether shell commands run confined by the kernel (package sandbox):
 	// every Bash and bash_readonly command, its background tasks and everything they

@@ -148,8 +148,13 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	spec.Control = steer.control()
 	steer.start(ctx)
 	out := newPrinter(o.outputFormat, steer.writer(stdout), stderr)
+	runner := agent.New(deps)
+	events := runner.Events(ctx, spec)
+	if o.answer != nil {
+		events = runner.ResumeEvents(ctx, spec, *o.answer)
+	}
 	var res *agent.TaskResult
-	for ev, err := range agent.New(deps).Events(ctx, spec) {
+	for ev, err := range events {
 		if err != nil {
 			return usageErr(err)
 		}

@@ -331,9 +331,6 @@ func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.
 	if id != "" {
 		spec.Resume = &agent.Resume{SessionID: id, Fork: o.forkSession}
 	}
-	if o.answer != nil {
-		spec.Answer = o.answer
-	}
 	return st, nil
 }
 
