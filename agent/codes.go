@@ -17,7 +17,8 @@ const (
 	// CodeConfigAnswerInvalid: an answer without the Resume.SessionID or the
 	// CheckpointID it answers.
 	CodeConfigAnswerInvalid = "config.answer_invalid"
-	// CodeStoreMissing: resuming, answering, parking or rewinding without Deps.Store.
+	// CodeStoreMissing: resuming, answering, parking (OnAskPark) or rewinding without
+	// Deps.Store.
 	CodeStoreMissing = "config.store_missing"
 	// CodeRewindInvalid: a file rewind without what it needs (RestoreFilesAt without
 	// Resume.At, RewindFilesTo below 0, AcceptPartialRestore without a Files rewind, a
@@ -27,6 +28,10 @@ const (
 	CodeHistoryMissing = "config.history_missing"
 	// CodeResumeInvalid: a TaskSpec.Resume without the SessionID it continues.
 	CodeResumeInvalid = "config.resume_invalid"
+	// CodeOnAskInvalid: TaskSpec.OnAsk is not one of the OnAsk words.
+	CodeOnAskInvalid = "config.on_ask_invalid"
+	// CodeApproverMissing: TaskSpec.OnAsk is approver and Deps.Approver is nil.
+	CodeApproverMissing = "config.approver_missing"
 	// CodeMaxTurnsInvalid: a negative MaxTurns.
 	CodeMaxTurnsInvalid = "config.max_turns_invalid"
 	// CodeMaxTokensInvalid: a negative MaxTokens.

@@ -22,7 +22,16 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if spec.Resume != nil && spec.Resume.SessionID == "" {
 		return configError(CodeResumeInvalid, "Resume needs the SessionID it continues from")
 	}
-	if (answer != nil || spec.Resume != nil || deps.Park) && deps.Store == nil {
+	switch spec.OnAsk {
+	case OnAskDefault, OnAskDeny, OnAskPark:
+	case OnAskApprover:
+		if deps.Approver == nil {
+			return configError(CodeApproverMissing, "OnAsk is approver but no approver is configured; set Deps.Approver")
+		}
+	default:
+		return configError(CodeOnAskInvalid, "unknown OnAsk %q; use approver, park or deny (or leave it empty)", spec.OnAsk)
+	}
+	if (answer != nil || spec.Resume != nil || spec.OnAsk == OnAskPark) && deps.Store == nil {
 		return configError(CodeStoreMissing, "resuming, answering or parking needs a session store; set Deps.Store")
 	}
 	rs := spec.resume()

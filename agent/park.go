@@ -53,7 +53,7 @@ type approval struct {
 	reason string
 }
 
-// parkingApprover stands in for a person when the deployment parks questions: it
+// parkingApprover stands in for a person when the task parks questions (OnAskPark): it
 // remembers the first question and refuses, and the dispatcher stops at that call.
 func (l *leg) parkingApprover() permission.Approver {
 	return permission.ApproverFunc(func(_ context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {

@@ -70,15 +70,18 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 	return d
 }
 
-// approverSeat returns the approver the leg's questions go to — the parking seat when
-// the deployment parks, else Deps.Approver — with its seat's name and a flag it sets
+// approverSeat returns the approver the leg's questions go to — as TaskSpec.OnAsk
+// chooses: the parking seat, nobody, or Deps.Approver — with its seat's name and a flag it sets
 // when it is called, so the permission event can say who answered. A nil approver stays
 // nil: AnswerAsk reads that as nobody to ask.
 func (l *leg) approverSeat() (permission.Approver, AnsweredBy, *bool) {
 	asked := new(bool)
 	approver, seat := l.deps.Approver, AnsweredByApprover
-	if l.deps.Park {
+	switch l.spec.OnAsk {
+	case OnAskPark:
 		approver, seat = l.parkingApprover(), AnsweredByPark
+	case OnAskDeny:
+		approver = nil
 	}
 	if approver == nil {
 		return nil, seat, asked

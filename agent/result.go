@@ -98,7 +98,7 @@ const (
 	AnsweredByApprover AnsweredBy = "approver"
 	// AnsweredByClassifier is the auto-mode classifier (Deps.Classifier or the default one).
 	AnsweredByClassifier AnsweredBy = "classifier"
-	// AnsweredByPark is parking (Deps.Park): the question ends the leg and waits in
+	// AnsweredByPark is parking (TaskSpec.OnAsk park): the question ends the leg and waits in
 	// a checkpoint for a person's answer.
 	AnsweredByPark AnsweredBy = "park"
 	// AnsweredByNone means nobody was there to ask: dontAsk mode, or no approver. The

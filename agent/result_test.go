@@ -21,10 +21,10 @@ func TestParkedSaysWhetherEachLegParked(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{write("b.txt", "second")}},
 		{Text: "wrote both"},
 	}})
-	r := st.runner(p, true)
+	r := st.runner(p)
 	ctx := context.Background()
 
-	res, err := r.Run(ctx, agent.TaskSpec{Prompt: "write two files", Root: root})
+	res, err := r.Run(ctx, agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "write two files", Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestParkedSaysWhetherEachLegParked(t *testing.T) {
 	}
 
 	// The answered write runs; the model's next write parks the resumed leg again.
-	spec := agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
+	spec := agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
 	res, err = r.Resume(ctx, spec, agent.Answer{CheckpointID: first.ID, Allow: true})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestResumeWithoutAModeKeepsTheSessionsMode(t *testing.T) {
 	st := newStores(t)
 	root := t.TempDir()
 	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "one"}, {Text: "two"}, {Text: "three"}}})
-	r := st.runner(p, false)
+	r := st.runner(p)
 	ctx := context.Background()
 	a, err := r.Run(ctx, agent.TaskSpec{Prompt: "one", Root: root, PermissionMode: permission.ModeAcceptEdits})
 	if err != nil {

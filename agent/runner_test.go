@@ -272,6 +272,10 @@ func TestDoorsRefuseByName(t *testing.T) {
 		{"bad mode", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, PermissionMode: "yolo"}, "config.permission_mode_invalid"},
 		{"mode case", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, PermissionMode: "Default"}, "config.permission_mode_invalid"},
 		{"negative turns", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, MaxTurns: -1}, "config.max_turns_invalid"},
+		{"unknown on-ask", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, OnAsk: "prompt"}, agent.CodeOnAskInvalid},
+		{"on-ask case", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, OnAsk: "Park"}, agent.CodeOnAskInvalid},
+		{"approver missing", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, OnAsk: agent.OnAskApprover}, agent.CodeApproverMissing},
+		{"park without store", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, OnAsk: agent.OnAskPark}, agent.CodeStoreMissing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,8 +30,8 @@ func newStores(t *testing.T) stores {
 	return stores{s, h}
 }
 
-func (s stores) runner(p model.Provider, park bool) *agent.Runner {
-	return agent.New(agent.Deps{Provider: p, Store: s.sessions, History: s.history, Park: park})
+func (s stores) runner(p model.Provider) *agent.Runner {
+	return agent.New(agent.Deps{Provider: p, Store: s.sessions, History: s.history})
 }
 
 func write(path, content string) scripted.ToolCall {
@@ -44,7 +44,7 @@ func TestResumeReplaysTheConversationAndNumbersTurnsAcrossLegs(t *testing.T) {
 	st := newStores(t)
 	root := t.TempDir()
 	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "first answer"}, {Text: "second answer"}}})
-	r := st.runner(p, false)
+	r := st.runner(p)
 	a, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "one", Root: root})
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +83,8 @@ func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{write("a.txt", "approved bytes")}},
 		{Text: "wrote it"},
 	}})
-	r := st.runner(p, true)
-	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "write a.txt", Root: root})
+	r := st.runner(p)
+	res, err := r.Run(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "write a.txt", Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +99,8 @@ func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
 	}
 	// The approval comes from another runner (another process, as far as the store can
 	// tell): the stored call runs.
-	r2 := st.runner(p, true)
-	spec := agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
+	r2 := st.runner(p)
+	spec := agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
 	done, err := r2.Resume(context.Background(), spec, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	root := t.TempDir()
 	turns := []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "model bytes")}}, {Text: "ok"}}
 	park := func() *agent.TaskResult {
-		res, err := st.runner(scripted.New(scripted.Script{Turns: turns}), true).Run(context.Background(), agent.TaskSpec{Prompt: "w", Root: root})
+		res, err := st.runner(scripted.New(scripted.Script{Turns: turns})).Run(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "w", Root: root})
 		if err != nil || res.Status != sema.StatusAwaitingApproval {
 			t.Fatalf("%v %v", err, res)
 		}
@@ -138,7 +138,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	// Deny: the model is told, nothing is written.
 	res := park()
 	p := scripted.New(scripted.Script{Turns: turns[1:]})
-	done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
+	done, err := st.runner(p).Resume(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
 		agent.Answer{CheckpointID: res.Checkpoint.ID, Reason: "not now"})
 	if err != nil || done.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, done)
@@ -154,9 +154,9 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 
 	// An edit a deny rule forbids is refused before the claim; the question stays open.
 	res = park()
-	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns[1:]}), Store: st.sessions, History: st.history, Park: true,
+	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns[1:]}), Store: st.sessions, History: st.history,
 		Rules: mustRules(t, nil, []string{"Write(secret/**)"})}
-	spec := agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
+	spec := agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
 	edited := agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true, EditedInput: json.RawMessage(`{"file_path":"secret/x","content":"y"}`)}
 	if _, err := agent.New(deps).Resume(context.Background(), spec, edited); sema.CodeOf(err) != "checkpoint.edit_denied" {
 		t.Fatalf("edited input: %v", err)
@@ -287,14 +287,14 @@ func TestApprovedEditRunsOnlyIfTheFileIsAsItWasRead(t *testing.T) {
 			{ToolCalls: []scripted.ToolCall{edit}},
 			{Text: "edited"},
 		}})
-		res, err := st.runner(p, true).Run(context.Background(), agent.TaskSpec{Prompt: "edit", Root: root})
+		res, err := st.runner(p).Run(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "edit", Root: root})
 		if err != nil || res.Status != sema.StatusAwaitingApproval {
 			t.Fatalf("%v %+v", err, res)
 		}
 		if changed {
 			os.WriteFile(path, []byte("hello world, changed meanwhile\n"), 0o644)
 		}
-		done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
+		done, err := st.runner(p).Resume(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
 			agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
 		if err != nil || done.Status != sema.StatusCompleted {
 			t.Fatalf("changed=%v: %v %+v", changed, err, done)
@@ -322,15 +322,15 @@ func TestTamperedCheckpointIsRefused(t *testing.T) {
 	defer ss.Close()
 	root := t.TempDir()
 	turns := []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "reviewed")}}, {Text: "ok"}}
-	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns}), Store: ss, Park: true}
-	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "w", Root: root})
+	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns}), Store: ss}
+	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "w", Root: root})
 	if err != nil || res.Status != sema.StatusAwaitingApproval {
 		t.Fatalf("%v %+v", err, res)
 	}
 	if _, err := ss.DB().Exec(`UPDATE checkpoints SET args = ? WHERE id = ?`, []byte(`{"content":"evil","file_path":"a.txt"}`), res.Checkpoint.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = agent.New(deps).Resume(context.Background(), agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	_, err = agent.New(deps).Resume(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
 	if sema.CodeOf(err) != "checkpoint.tampered" {
 		t.Fatalf("got %v", err)
 	}

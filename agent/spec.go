@@ -63,6 +63,10 @@ type TaskSpec struct {
 	// SandboxNetwork is "on", "off" or empty (the deployment's word). A task may not turn
 	// on a network the deployment turned off (config.sandbox_loosened).
 	SandboxNetwork string
+	// OnAsk says who answers a question only a person (or the host) may answer: see
+	// OnAsk's constants. Empty (OnAskDefault): Deps.Approver when it is set, else the
+	// question is answered no. Any other word is refused (config.on_ask_invalid).
+	OnAsk OnAsk
 	// Resume continues a stored session instead of starting a new one. Nil (the
 	// default): the run creates a new session (kept in Deps.Store when there is one).
 	Resume *Resume
@@ -74,6 +78,25 @@ type TaskSpec struct {
 	// must not be, or contain, a root), and created when missing.
 	Scratchpad string
 }
+
+// OnAsk is a task's choice of who answers a permission question that needs a person.
+// The deployment provides the answerers (Deps.Approver, Deps.Store); the task picks.
+type OnAsk string
+
+const (
+	// OnAskDefault: Deps.Approver when the deployment set one, else the question is
+	// answered no (with a sentence saying which flag or rule would allow the call).
+	OnAskDefault OnAsk = ""
+	// OnAskApprover: Deps.Approver answers. Without one the run is refused
+	// (config.approver_missing).
+	OnAskApprover OnAsk = "approver"
+	// OnAskPark: the question ends the leg with status awaiting_approval and a
+	// checkpoint holding the exact pending call (TaskResult.Parked); Runner.Resume
+	// answers it later, in any process. Needs Deps.Store (config.store_missing).
+	OnAskPark OnAsk = "park"
+	// OnAskDeny: every such question is answered no, even when Deps.Approver is set.
+	OnAskDeny OnAsk = "deny"
+)
 
 // Resume says which stored session a run continues, and from where. Everything that
 // only makes sense for a continued session lives here, so that a fork, a branch point or
@@ -202,8 +225,9 @@ type Deps struct {
 	// ask, or allow (optionally rewriting the input). They never override a rule.
 	PreToolUse []permission.Hook
 	// Approver answers the questions the fold asks (an interactive prompt, a host
-	// callback). Nil: every question a person would answer is denied, with a sentence
-	// saying which flag or rule would allow it.
+	// callback), unless the task's OnAsk parks or denies them. Nil: every question a
+	// person would answer is denied, with a sentence saying which flag or rule would
+	// allow it.
 	Approver permission.Approver
 	// Classifier answers questions in auto mode. Nil: the default classifier, which asks
 	// Provider with a short classification prompt.
@@ -223,10 +247,6 @@ type Deps struct {
 	// FileHistoryPolicy says what happens to an edit whose pre-image cannot be recorded
 	// while file history is on. Default: RefuseUnprotected.
 	FileHistoryPolicy FileHistoryPolicy
-	// Park makes a question for a person end the leg with status awaiting_approval and
-	// a checkpoint holding the exact pending call, instead of going to Approver. A later
-	// Runner.Resume continues it, in any process. Needs Store.
-	Park bool
 	// Sandbox says whether shell commands run confined by the kernel (package sandbox):
 	// every Bash and bash_readonly command, its background tasks and everything they
 	// start write only inside the write roots, the private temp directory and the

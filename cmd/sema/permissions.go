@@ -38,9 +38,9 @@ type permissionSetup struct {
 	sandbox permission.SandboxSettings
 	// home is the user's home directory ("" when unknown).
 	home string
-	// prompt reports that questions are put to a person at the terminal; otherwise they
-	// are denied.
-	prompt bool
+	// prompt reports that questions are put to a person at the terminal, park that they
+	// park the run (--on-ask park); otherwise they are denied.
+	prompt, park bool
 	// steer reports --input-format stream-json: stdin carries control lines.
 	steer  bool
 	stdin  io.Reader
@@ -113,6 +113,8 @@ func resolvePermissionsIn(o *runOptions, prompt string, stdin io.Reader, stderr 
 	switch o.onAsk {
 	case "prompt":
 		s.prompt = true
+	case "park":
+		s.park = true
 	case "":
 		// As the familiar CLIs do: ask a person only when one is at the terminal and
 		// stdin is free to carry the answers.
@@ -179,8 +181,15 @@ func (s *permissionSetup) apply(deps *agent.Deps, spec *agent.TaskSpec) {
 	if s.home != "" {
 		deps.Home = s.home
 	}
-	if s.prompt {
+	// --on-ask maps onto the task's OnAsk; prompt is an approver at the terminal.
+	switch {
+	case s.prompt:
 		deps.Approver = newTermApprover(s.stdin, s.stderr, spec.Root)
+		spec.OnAsk = agent.OnAskApprover
+	case s.park:
+		spec.OnAsk = agent.OnAskPark
+	default:
+		spec.OnAsk = agent.OnAskDeny
 	}
 }
 

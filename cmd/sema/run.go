@@ -96,7 +96,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	switch o.onAsk {
 	case "", "deny", "prompt", "park":
 	default:
-		return usageErr(sema.Errorf("config.on_ask_invalid", "unknown --on-ask value %q; use deny, park or prompt", o.onAsk))
+		return usageErr(sema.Errorf(agent.CodeOnAskInvalid, "unknown --on-ask value %q; use deny, park or prompt", o.onAsk))
 	}
 	perms, err := resolvePermissions(o, prompt, stdin, stderr)
 	if err != nil {

@@ -306,14 +306,13 @@ func printLedger(w io.Writer, l *history.Ledger, dry bool) {
 // sessionSeats opens the state directory for a run, fills the deployment's three
 // state-directory seats from it (Store, History, StateDir) and then the session fields:
 // every run records a session; --resume / --continue / --fork-session continue one;
-// --on-ask park parks questions; `sema approve` answers one.
+// `sema approve` answers one.
 func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.Deps, spec *agent.TaskSpec) (*statedir.Dir, error) {
 	st, err := openState(ctx, home)
 	if err != nil {
 		return nil, usageErr(err)
 	}
 	*deps = st.Deps(*deps)
-	deps.Park = o.onAsk == "park"
 	id := o.resume
 	if o.continueLast {
 		root, err := canonicalRoot(ctx, spec.Root)

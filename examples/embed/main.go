@@ -20,8 +20,8 @@ func main() {
 	root, state := demo.Workspace("CHANGES.md", "# changes\n")
 	dir := demo.Must(statedir.Open(ctx, state))
 	defer dir.Close()
-	spec := agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root}
-	parking := agent.New(dir.Deps(agent.Deps{Provider: demo.Model(), Park: true}))
+	spec := agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root, OnAsk: agent.OnAskPark}
+	parking := agent.New(dir.Deps(agent.Deps{Provider: demo.Model()}))
 	var parked *agent.TaskResult
 	for ev, err := range parking.Events(ctx, spec) { // break would cancel the run
 		demo.Must(ev, err)

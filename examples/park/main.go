@@ -24,8 +24,8 @@ func main() {
 		root, state := demo.Workspace("CHANGES.md", "# changes\n")
 		dir := demo.Must(statedir.Open(ctx, state))
 		defer dir.Close()
-		runner := agent.New(dir.Deps(agent.Deps{Provider: demo.Model(), Park: true}))
-		res := demo.Must(runner.Run(ctx, agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root}))
+		runner := agent.New(dir.Deps(agent.Deps{Provider: demo.Model()}))
+		res := demo.Must(runner.Run(ctx, agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root, OnAsk: agent.OnAskPark}))
 		cp, ok := res.Parked()
 		if !ok {
 			demo.Must(0, fmt.Errorf("the run ended %s without a question", res.Status))
