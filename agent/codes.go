@@ -91,7 +91,7 @@ const (
 // Codes of notices: the run goes on.
 const (
 	// CodeProjectSettingsUntrusted: the root's .sema/settings.json grants permissions,
-	// which apply only with Deps.TrustProjectSettings; its deny and ask rules apply.
+	// which apply only with Deps.Policy.TrustProjectSettings; its deny and ask rules apply.
 	CodeProjectSettingsUntrusted = "config.project_settings_untrusted"
 	// CodeArmingFailed: the auto-mode classifier could not be armed.
 	CodeArmingFailed = "permission.arming_failed"

@@ -67,14 +67,14 @@ func (l *leg) prepareFence(ctx context.Context) error {
 		AdditionalReadDirectories: spec.AdditionalReadDirectories,
 		TaskReadFace:              faceSeat(spec.ReadFace),
 		TaskWriteFace:             faceSeat(spec.WriteFace),
-		DeploymentReadFace:        faceSeat(deps.ReadFace),
-		DeploymentWriteFace:       faceSeat(deps.WriteFace),
+		DeploymentReadFace:        faceSeat(deps.policy().ReadFace),
+		DeploymentWriteFace:       faceSeat(deps.policy().WriteFace),
 		ReadOnlyMount:             spec.ReadOnly,
-		OrgGoverned:               deps.OrgGoverned,
+		OrgGoverned:               deps.policy().OrgGoverned,
 		FullShellReachable:        l.fullShell(),
 		ModeWriteFace:             gate.ModePolicyOf(l.modes.Current()).WriteFace,
 		StateDir:                  deps.StateDir,
-		DenyGlobs:                 deps.DenyGlobs,
+		DenyGlobs:                 deps.policy().DenyGlobs,
 		Scratchpad:                fence.AdvertisedSpec{Path: spec.Scratchpad},
 		MemoryDir:                 fence.AdvertisedSpec{Path: deps.MemoryDir},
 		OnNotice:                  l.notice,
@@ -96,7 +96,7 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 	g, err := gate.New(gate.Config{
 		Modes:    l.modes,
 		Rules:    rules,
-		Hooks:    l.deps.PreToolUse,
+		Hooks:    l.deps.hooks().PreToolUse,
 		Resolver: gate.FenceResolver(l.fence),
 		// Only Bash's confinement counts: a read-only leg's commands write nothing anyway.
 		Sandboxed: l.sandbox != nil,
@@ -108,7 +108,7 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 // prepareLeg runs the phases after the session's leg started: file history and a
 // requested rewind, the tools, and the answer to a parked question.
 func (l *leg) prepareLeg(ctx context.Context) error {
-	if l.deps.History != nil && l.deps.TrackFileEdit == nil && l.deps.Store != nil {
+	if l.deps.History != nil && l.deps.hooks().TrackFileEdit == nil && l.deps.Store != nil {
 		l.files = history.NewFiles(l.deps.History, l.deps.Env)
 	}
 	if err := l.rewindBeforeRun(ctx); err != nil {

@@ -26,7 +26,7 @@ type TaskResult struct {
 	// in the order first edited.
 	EditedFiles []string `json:"edited_files"`
 	// BackgroundTasks lists the Bash background tasks still running when the leg ended
-	// (only with Deps.KeepBackgroundTasks; otherwise they were stopped).
+	// (only with Deps.Shell.KeepBackgroundTasks; otherwise they were stopped).
 	BackgroundTasks []BackgroundTask `json:"background_tasks,omitempty"`
 	// Checkpoint is the parked call. It is set if and only if Status is
 	// sema.StatusAwaitingApproval: a Resume whose leg runs the answered call and goes on to

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -343,5 +345,33 @@ func TestRunnerKeepsNoStateBetweenRuns(t *testing.T) {
 	}
 	if reqs := p.Requests(); len(reqs[1].Messages) != 1 {
 		t.Fatalf("the second run saw %d messages of the first", len(reqs[1].Messages)-1)
+	}
+}
+
+// The groups of Deps are shared by every run of a Runner (and often by several Runners):
+// running tasks at once reads them and never writes to them.
+func TestDepsGroupsAreSharedReadOnly(t *testing.T) {
+	t.Parallel()
+	rules, err := permission.ParseRules([]string{"Read"}, []string{"Bash(rm:*)"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := &agent.Policy{Rules: rules, DenyGlobs: []string{"/nowhere/**"}, DenyAutoMode: true}
+	sh := &agent.ShellOptions{ReadonlyAllow: []string{"ls"}, Sandbox: "off"}
+	hooks := &agent.Hooks{}
+	want := fmt.Sprintf("%+v %+v %+v", *policy, *sh, *hooks)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "done"}}})
+			r := agent.New(agent.Deps{Provider: p, Policy: policy, Shell: sh, Hooks: hooks})
+			if res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir(), PermissionMode: permission.ModeAuto}); err != nil || res.Status != sema.StatusCompleted {
+				t.Errorf("%v %+v", err, res)
+			}
+		})
+	}
+	wg.Wait()
+	if got := fmt.Sprintf("%+v %+v %+v", *policy, *sh, *hooks); got != want {
+		t.Fatalf("a run wrote into the shared groups:\n got %s\nwant %s", got, want)
 	}
 }

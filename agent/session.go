@@ -129,7 +129,7 @@ func (l *leg) trackFileEdit(ctx context.Context, req files.TrackEditRequest) (fi
 		// The cause's code stays in the notice's detail; the sentences carry only its
 		// message, so no code is nested inside another.
 		why := sema.MessageOf(err)
-		if l.deps.FileHistoryPolicy == ProceedUnprotected {
+		if l.deps.policy().FileHistoryPolicy == ProceedUnprotected {
 			l.notice(sema.Notice{Code: files.CodeHistoryUnprotected, Message: "an edit of " + req.Path + " proceeds without a file-history record: " + why,
 				Detail: map[string]any{"path": req.Key, "cause": sema.CodeOf(err)}})
 			return files.TrackEditResult{OK: true}, nil

@@ -155,7 +155,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	// An edit a deny rule forbids is refused before the claim; the question stays open.
 	res = park()
 	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns[1:]}), Store: st.sessions, History: st.history,
-		Rules: mustRules(t, nil, []string{"Write(secret/**)"})}
+		Policy: &agent.Policy{Rules: mustRules(t, nil, []string{"Write(secret/**)"})}}
 	spec := agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
 	edited := agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true, EditedInput: json.RawMessage(`{"file_path":"secret/x","content":"y"}`)}
 	if _, err := agent.New(deps).Resume(context.Background(), spec, edited); sema.CodeOf(err) != "checkpoint.edit_denied" {

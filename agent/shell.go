@@ -27,9 +27,9 @@ func (l *leg) mountShell() error {
 		Env:                     l.deps.Env,
 		Fence:                   l.fence,
 		ReadOnly:                l.spec.ReadOnly,
-		ReadonlyAllow:           l.deps.BashReadonlyAllow,
-		CommitCoAuthor:          l.deps.CommitCoAuthor,
-		AutoBackgroundOnTimeout: l.deps.AutoBackgroundOnTimeout,
+		ReadonlyAllow:           l.deps.shell().ReadonlyAllow,
+		CommitCoAuthor:          l.deps.shell().CommitCoAuthor,
+		AutoBackgroundOnTimeout: l.deps.shell().AutoBackgroundOnTimeout,
 		Sandbox:                 l.sandbox,
 		ReadDenial:              l.readDenial(),
 	})
@@ -55,7 +55,7 @@ func (l *leg) stopShell(ctx context.Context) []BackgroundTask {
 	if l.shell == nil {
 		return nil
 	}
-	if l.deps.KeepBackgroundTasks {
+	if l.deps.shell().KeepBackgroundTasks {
 		var out []BackgroundTask
 		for _, t := range l.shell.Running() {
 			out = append(out, BackgroundTask{ID: t.ID, Command: t.Command, PID: t.PID, Output: t.OutputFile})
