@@ -91,9 +91,14 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 	return l.finish(ctx, res, msgs, turn-first)
 }
 
-// finish completes the result and closes the session's leg.
+// finish completes the result and closes the session's leg. turns is the number of
+// turns the leg ran; they are the last ones of the session's numbering so far.
 func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message, turns int) *TaskResult {
 	res.NumTurns = turns
+	if turns > 0 {
+		res.FirstTurn = l.resume.turns + 1
+		res.LastTurn = l.resume.turns + turns
+	}
 	res.Messages = msgs
 	res.RewindNotes = l.rewindNotes
 	res.BackgroundTasks = l.stopShell(ctx)

@@ -17,9 +17,21 @@ type TaskResult struct {
 	// Result is the model's final text.
 	Result string `json:"result"`
 	// Error is set when Status is error (a model failure, a broken stream) or cancelled.
-	Error    *sema.Error `json:"error,omitempty"`
-	NumTurns int         `json:"num_turns"`
-	Usage    model.Usage `json:"usage"`
+	Error *sema.Error `json:"error,omitempty"`
+	// NumTurns is the number of turns this leg ran (model responses it received).
+	NumTurns int `json:"num_turns"`
+	// FirstTurn and LastTurn are the session-wide numbers of the turns this leg ran:
+	// turns are numbered from 1 across all the session's legs, so a resumed leg's
+	// FirstTurn continues after the turns already in the transcript (and a fork keeps
+	// the numbering of what it copied). Both are 0 when the leg ran no turn. A resume that
+	// finishes a parked turn does not count it: that turn, and the approved call's edits,
+	// belong to the leg that parked.
+	// LastTurn-FirstTurn+1 is NumTurns; a rewind to a turn of this leg is
+	// RewindSpec{ToTurn: n} or RewindFilesTo(n) with FirstTurn <= n <= LastTurn (to
+	// undo the whole leg, n is FirstTurn).
+	FirstTurn int         `json:"first_turn"`
+	LastTurn  int         `json:"last_turn"`
+	Usage     model.Usage `json:"usage"`
 	// PermissionDenials lists every tool call the permission gate refused.
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
 	// EditedFiles lists the canonical paths the write tools changed (or may have changed),

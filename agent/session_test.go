@@ -15,6 +15,7 @@ import (
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/tools"
 )
 
 type stores struct {
@@ -336,5 +337,74 @@ func TestTamperedCheckpointIsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
 		t.Fatal("tampered arguments ran")
+	}
+}
+
+// Turns are numbered across a session's legs; a result says which of them its leg ran,
+// so the caller can rewind exactly that leg.
+func TestResultTurnsContinueAcrossLegs(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{write("a.txt", "first leg")}},
+		{Text: "wrote a"},
+		{ToolCalls: []scripted.ToolCall{write("b.txt", "second leg")}},
+		{Text: "wrote b"},
+	}})
+	r := st.runner(p)
+	ctx := context.Background()
+	first, err := r.Run(ctx, agent.TaskSpec{Prompt: "one", Root: root, PermissionMode: permission.ModeBypassPermissions})
+	if err != nil || first.Status != sema.StatusCompleted {
+		t.Fatalf("%v %+v", err, first)
+	}
+	if first.FirstTurn != 1 || first.LastTurn != 2 || first.NumTurns != 2 {
+		t.Fatalf("first leg: turns %d..%d (%d)", first.FirstTurn, first.LastTurn, first.NumTurns)
+	}
+	second, err := r.Run(ctx, agent.TaskSpec{Prompt: "two", Root: root, PermissionMode: permission.ModeBypassPermissions, Resume: &agent.Resume{SessionID: first.SessionID}})
+	if err != nil || second.Status != sema.StatusCompleted {
+		t.Fatalf("%v %+v", err, second)
+	}
+	if second.FirstTurn != 3 || second.LastTurn != 4 || second.NumTurns != 2 {
+		t.Fatalf("resumed leg: turns %d..%d (%d), want 3..4", second.FirstTurn, second.LastTurn, second.NumTurns)
+	}
+	// Undo the second leg only: back to the start of its first turn.
+	if _, err := r.Rewind(ctx, agent.RewindSpec{SessionID: second.SessionID, ToTurn: second.FirstTurn, Files: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the second leg's file survived its rewind: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "a.txt")); err != nil || string(b) != "first leg" {
+		t.Fatalf("the first leg's file: %q %v", b, err)
+	}
+}
+
+// A leg that runs no turn says so with 0, 0: here a resume that finishes the parked
+// turn (which belongs to the leg that parked) and is cancelled before its first model
+// call.
+func TestResultTurnsZeroWhenTheLegRanNone(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := &fakeTool{name: "Stop", effect: tools.EffectWrite, run: func(context.Context, json.RawMessage) tools.Result {
+		cancel()
+		return tools.Text("stopped")
+	}}
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("Stop", `{}`)}}, {Text: "never"}}})
+	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, Tools: []tools.Tool{stop}})
+	res, err := r.Run(ctx, agent.TaskSpec{Prompt: "stop", Root: root, OnAsk: agent.OnAskPark, AskTools: []string{"Stop"}})
+	if err != nil || res.Status != sema.StatusAwaitingApproval || res.FirstTurn != 1 || res.LastTurn != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	done, err := r.Resume(ctx, agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
+		agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != sema.StatusCancelled || done.NumTurns != 0 || done.FirstTurn != 0 || done.LastTurn != 0 {
+		t.Fatalf("turns %d..%d (%d), status %s", done.FirstTurn, done.LastTurn, done.NumTurns, done.Status)
 	}
 }
