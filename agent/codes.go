@@ -70,7 +70,7 @@ const (
 	// CodeStale: the checkpoint is no longer where its session stopped (the session
 	// moved on, or the parked tool is not mounted).
 	CodeStale = "checkpoint.stale"
-	// CodeEditDenied: Answer.EditedInput is refused by the deny rules.
+	// CodeEditDenied: Answer.UpdatedInput is refused by the deny rules.
 	CodeEditDenied = "checkpoint.edit_denied"
 	// CodeAnswerInvalid: the answer does not fit its checkpoint (another session's, or
 	// an edited input that is not JSON).

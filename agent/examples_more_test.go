@@ -82,7 +82,7 @@ func ExampleDeps_approver() {
 		if q.Tool == "Write" && in.FilePath == "CHANGES.md" {
 			return permission.ApprovalDecision{Behavior: permission.Allow}, nil
 		}
-		return permission.ApprovalDecision{Behavior: permission.Deny, Message: "only CHANGES.md may change"}, nil
+		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: "only CHANGES.md may change"}, nil
 	})
 	model := scripted.New(scripted.Script{Turns: []scripted.Turn{
 		{ToolCalls: []scripted.ToolCall{{Name: "Write", Input: json.RawMessage(`{"file_path":"other.md","content":"x"}`)}}},

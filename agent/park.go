@@ -20,11 +20,12 @@ type Answer struct {
 	CheckpointID string `json:"checkpoint_id"`
 	// Allow runs the parked call; false refuses it (the model sees Reason).
 	Allow bool `json:"allow"`
-	// EditedInput, with Allow, replaces the call's arguments. The deny rules judge it
+	// UpdatedInput, with Allow, replaces the call's arguments. The deny rules judge it
 	// again before anything is claimed; a denied edit is refused
 	// (checkpoint.edit_denied).
-	EditedInput json.RawMessage `json:"edited_input,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	// Reason is the person's sentence; on a refusal the model sees it. Optional.
+	Reason string `json:"reason,omitempty"`
 }
 
 // CheckpointInfo describes a parked call in the result.
@@ -62,7 +63,7 @@ func (l *leg) parkingApprover() permission.Approver {
 			l.park = &parkRequest{req: req}
 		}
 		l.mu.Unlock()
-		return permission.ApprovalDecision{Behavior: permission.Deny, Message: "The question was parked for a person to answer."}, nil
+		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: "The question was parked for a person to answer."}, nil
 	})
 }
 
@@ -110,7 +111,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 	}
 	l.record(ctx, entryParked, entry)
 	res.Status = sema.StatusAwaitingApproval
-	res.Checkpoint = &CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: p.req.Ask.Message}
+	res.Checkpoint = &CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: p.req.Ask.Reason}
 	return true
 }
 
@@ -152,20 +153,20 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	d := session.Decision{Verdict: session.VerdictDeny, Reason: a.Reason}
 	if a.Allow {
 		d.Verdict = session.VerdictAllow
-		if len(a.EditedInput) > 0 {
-			if !json.Valid(a.EditedInput) {
+		if len(a.UpdatedInput) > 0 {
+			if !json.Valid(a.UpdatedInput) {
 				return sema.Errorf(CodeAnswerInvalid, "the edited input is not valid JSON")
 			}
 			t := l.roster.Lookup(cp.Tool)
 			if t == nil {
 				return sema.Errorf(CodeStale, "the parked tool %s is not mounted on this leg", cp.Tool)
 			}
-			call := permission.Call{Tool: cp.Tool, Effect: t.Spec().Effect, Input: a.EditedInput, Scope: l.scope}
-			if dec, denied := l.gate.RecheckDeny(ctx, call, a.EditedInput); denied {
-				return sema.Errorf(CodeEditDenied, "the edited input is refused by the deny rules: %s", dec.Message)
+			call := permission.Call{Tool: cp.Tool, Effect: t.Spec().Effect, Input: a.UpdatedInput, Scope: l.scope}
+			if dec, denied := l.gate.RecheckDeny(ctx, call, a.UpdatedInput); denied {
+				return sema.Errorf(CodeEditDenied, "the edited input is refused by the deny rules: %s", dec.Reason)
 			}
-			input = a.EditedInput
-			d.Args = a.EditedInput
+			input = a.UpdatedInput
+			d.Args = a.UpdatedInput
 		}
 	}
 	claimed, err := l.store.ClaimCheckpoint(ctx, cp.ID, d)

@@ -26,10 +26,10 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 	if l.isApproved(call.Tool, call.Input) {
 		// A person approved exactly this call; only the deny rules still stand.
 		if d, denied := l.gate.RecheckDeny(ctx, call, call.Input); denied {
-			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Message, Code: permission.CodeDenied})
+			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Reason, Code: permission.CodeDenied})
 			return d
 		}
-		return permission.Decision{Behavior: permission.Allow, Reason: "user"}
+		return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerUser}
 	}
 	d := l.gate.Decide(ctx, call)
 	if d.Behavior == permission.Ask {
@@ -41,7 +41,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		d = l.gate.Answer(ctx, call, ask, approver, l.classifier, l.snapshot())
 		l.askMu.Unlock()
 		parked := l.parkPending()
-		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Message,
+		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Reason,
 			Gate: gateOf(ask), PersonOnly: ask.PersonOnly, AnsweredBy: AnsweredByNone, Behavior: d.Behavior}
 		if len(ask.UpdatedInput) > 0 {
 			q.Input = ask.UpdatedInput
@@ -49,7 +49,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		switch {
 		case *asked:
 			q.AnsweredBy = seat
-		case d.Reason == permission.ReasonClassifier:
+		case d.DecidedBy == permission.LayerClassifier:
 			q.AnsweredBy = AnsweredByClassifier
 		}
 		if parked {
@@ -61,7 +61,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		}
 	}
 	if d.Behavior != permission.Allow {
-		msg := d.Message
+		msg := d.Reason
 		if msg == "" {
 			msg = "the call was not allowed"
 		}
@@ -115,7 +115,7 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 		r := tools.Fail(permission.CodeDenied, "%s", denyText(d))
 		return nil, false, &r
 	}
-	byPerson := d.Reason == permission.ReasonUser
+	byPerson := d.DecidedBy == permission.LayerUser
 	if len(d.UpdatedInput) > 0 {
 		return d.UpdatedInput, byPerson, nil
 	}
@@ -177,8 +177,8 @@ func (l *leg) snapshot() []model.Message {
 }
 
 func denyText(d permission.Decision) string {
-	if d.Message != "" {
-		return d.Message
+	if d.Reason != "" {
+		return d.Reason
 	}
 	return "The call was not allowed."
 }

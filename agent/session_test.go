@@ -158,7 +158,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns[1:]}), Store: st.sessions, History: st.history,
 		Policy: &agent.Policy{Rules: mustRules(t, nil, []string{"Write(secret/**)"})}}
 	spec := agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
-	edited := agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true, EditedInput: json.RawMessage(`{"file_path":"secret/x","content":"y"}`)}
+	edited := agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true, UpdatedInput: json.RawMessage(`{"file_path":"secret/x","content":"y"}`)}
 	if _, err := agent.New(deps).Resume(context.Background(), spec, edited); sema.CodeOf(err) != "checkpoint.edit_denied" {
 		t.Fatalf("edited input: %v", err)
 	}
@@ -171,7 +171,7 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 		t.Fatalf("config refused: %v", err)
 	}
 	// The question is still open: an allowed edit runs the approver's arguments.
-	edited.EditedInput = json.RawMessage(`{"file_path":"b.txt","content":"edited bytes"}`)
+	edited.UpdatedInput = json.RawMessage(`{"file_path":"b.txt","content":"edited bytes"}`)
 	done, err = agent.New(deps).Resume(context.Background(), spec, edited)
 	if err != nil || done.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, done)

@@ -8,7 +8,8 @@
 //     answers questions for a person (ApprovalRequest, ApprovalDecision, ApproverFunc),
 //     and the AutoClassifier of auto mode (ClassifyRequest);
 //   - what a hook, approver or classifier sees: the Call, its Scope and PathTargets, and
-//     the gate's Decision (Behavior, Reason, the question's Gate);
+//     the gate's Decision (Behavior, DecidedBy: the Layer that decided, Reason: its
+//     sentence, the question's Gate);
 //   - the codes of the errors and notices the engine reports on these matters.
 //
 // The engine that folds these layers into one decision per call lives in the module's

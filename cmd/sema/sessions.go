@@ -356,7 +356,7 @@ func newApproveCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				if !json.Valid([]byte(edit)) {
 					return usageErr(sema.Errorf("checkpoint.answer_invalid", "--edit is not valid JSON"))
 				}
-				a.EditedInput = json.RawMessage(edit)
+				a.UpdatedInput = json.RawMessage(edit)
 			}
 			opts.answer = a
 			opts.resume = args[0]
