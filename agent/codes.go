@@ -45,7 +45,7 @@ const (
 const (
 	// CodeCancelled is TaskResult.Error's code when ctx ended the run (status cancelled).
 	CodeCancelled = "run.cancelled"
-	// CodeNotRunning: Control.Steer was called before the run prepared its leg or after
+	// CodeNotRunning: Control.SetPermissionMode was called before the run prepared its leg or after
 	// it ended.
 	CodeNotRunning = "run.not_running"
 )

@@ -123,7 +123,7 @@ func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestParkDenyAndEditedInput(t *testing.T) {
+func TestParkDenyAndUpdatedInput(t *testing.T) {
 	t.Parallel()
 	st := newStores(t)
 	root := t.TempDir()

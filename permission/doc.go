@@ -1,7 +1,7 @@
 // Package permission is the vocabulary an embedder uses to say which tool calls run:
 //
 //   - the permission modes (Mode, ParseMode) and the Receipt a mode question answers
-//     with (what agent.Control.Steer returns and the manifest records);
+//     with (what agent.Control.SetPermissionMode returns and the manifest records);
 //   - rules (Rule, RuleSet, ParseRule, ParseRules, RulesFromFlags, SplitRuleList) and
 //     settings files (Settings, ParseSettings, LoadSettings);
 //   - the seats a host fills: PreToolUse hooks (Hook, HookDecision), the Approver that

@@ -234,7 +234,7 @@ func TestModelClassifier(t *testing.T) {
 	}
 }
 
-func TestGateAnswerRechecksEditedInput(t *testing.T) {
+func TestGateAnswerRechecksUpdatedInput(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
 	g := l.gate(permission.ModeDefault, mustRules(t, nil, []string{"Edit(./secret/**)"}, nil))

@@ -376,7 +376,7 @@ func testAppendRefusals(t *testing.T, s session.Store) {
 	wantCode(t, err, session.CodeNotFound)
 }
 
-// testBranch is ResumeAt: appending with an earlier parent starts a branch; both
+// testBranch is agent.Resume.At: appending with an earlier parent starts a branch; both
 // branches stay readable, and the next parentless append follows the new head.
 func testBranch(t *testing.T, s session.Store) {
 	ctx := t.Context()
