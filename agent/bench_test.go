@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
@@ -40,7 +41,7 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if res.Status != agent.StatusMaxTurns || res.NumTurns != b.N {
+	if res.Status != sema.StatusMaxTurns || res.NumTurns != b.N {
 		b.Fatalf("status %s after %d turns", res.Status, res.NumTurns)
 	}
 }
@@ -60,7 +61,7 @@ func BenchmarkShortTask(b *testing.B) {
 	for b.Loop() {
 		r := agent.New(agent.Deps{Provider: scripted.New(script)})
 		res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "read", Root: dir})
-		if err != nil || res.Status != agent.StatusCompleted {
+		if err != nil || res.Status != sema.StatusCompleted {
 			b.Fatalf("%v %v", err, res.Status)
 		}
 	}

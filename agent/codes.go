@@ -14,21 +14,24 @@ const (
 	CodeProviderMissing = "config.provider_missing"
 	// CodePromptMissing: the spec has no prompt and answers no checkpoint.
 	CodePromptMissing = "config.prompt_missing"
-	// CodeConfigAnswerInvalid: TaskSpec.Answer without the SessionID or the
+	// CodeConfigAnswerInvalid: an answer without the Resume.SessionID or the
 	// CheckpointID it answers.
 	CodeConfigAnswerInvalid = "config.answer_invalid"
-	// CodeStoreMissing: resuming, answering, parking or rewinding without Deps.Store.
+	// CodeStoreMissing: resuming, answering, parking (OnAskPark) or rewinding without
+	// Deps.Store.
 	CodeStoreMissing = "config.store_missing"
-	// CodeRewindConflict: both RewindFilesTo and RestoreFiles are set.
-	CodeRewindConflict = "config.rewind_conflict"
-	// CodeRewindInvalid: a file rewind without what it needs (RestoreFiles without
-	// ResumeAt, RewindFilesTo without SessionID or below 0, a RewindSpec that rewinds
-	// nothing or names a negative turn).
+	// CodeRewindInvalid: a file rewind without what it needs (RestoreFilesAt without
+	// Resume.At, RewindFilesTo below 0, AcceptPartialRestore without a Files rewind, a
+	// RewindSpec that rewinds nothing or names a negative turn).
 	CodeRewindInvalid = "config.rewind_invalid"
 	// CodeHistoryMissing: a file rewind without Deps.History.
 	CodeHistoryMissing = "config.history_missing"
-	// CodeResumeInvalid: ForkSession or ResumeAt without the SessionID they continue.
+	// CodeResumeInvalid: a TaskSpec.Resume without the SessionID it continues.
 	CodeResumeInvalid = "config.resume_invalid"
+	// CodeOnAskInvalid: TaskSpec.OnAsk is not one of the OnAsk words.
+	CodeOnAskInvalid = "config.on_ask_invalid"
+	// CodeApproverMissing: TaskSpec.OnAsk is approver and Deps.Approver is nil.
+	CodeApproverMissing = "config.approver_missing"
 	// CodeMaxTurnsInvalid: a negative MaxTurns.
 	CodeMaxTurnsInvalid = "config.max_turns_invalid"
 	// CodeMaxTokensInvalid: a negative MaxTokens.
@@ -42,7 +45,7 @@ const (
 const (
 	// CodeCancelled is TaskResult.Error's code when ctx ended the run (status cancelled).
 	CodeCancelled = "run.cancelled"
-	// CodeNotRunning: Control.Steer was called before the run prepared its leg or after
+	// CodeNotRunning: Control.SetPermissionMode was called before the run prepared its leg or after
 	// it ended.
 	CodeNotRunning = "run.not_running"
 )
@@ -56,7 +59,7 @@ const (
 	CodeRootMismatch = "session.root_mismatch"
 )
 
-// Codes of parking a question and answering it (TaskSpec.Answer, Runner.Resume).
+// Codes of parking a question and answering it (Runner.Resume).
 const (
 	// CodeParkFailed is TaskResult.Error's code when a question could not be stored as
 	// a checkpoint (status error).
@@ -67,7 +70,7 @@ const (
 	// CodeStale: the checkpoint is no longer where its session stopped (the session
 	// moved on, or the parked tool is not mounted).
 	CodeStale = "checkpoint.stale"
-	// CodeEditDenied: Answer.EditedInput is refused by the deny rules.
+	// CodeEditDenied: Answer.UpdatedInput is refused by the deny rules.
 	CodeEditDenied = "checkpoint.edit_denied"
 	// CodeAnswerInvalid: the answer does not fit its checkpoint (another session's, or
 	// an edited input that is not JSON).
@@ -88,7 +91,7 @@ const (
 // Codes of notices: the run goes on.
 const (
 	// CodeProjectSettingsUntrusted: the root's .sema/settings.json grants permissions,
-	// which apply only with Deps.TrustProjectSettings; its deny and ask rules apply.
+	// which apply only with Deps.Policy.TrustProjectSettings; its deny and ask rules apply.
 	CodeProjectSettingsUntrusted = "config.project_settings_untrusted"
 	// CodeArmingFailed: the auto-mode classifier could not be armed.
 	CodeArmingFailed = "permission.arming_failed"

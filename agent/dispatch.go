@@ -33,7 +33,7 @@ func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, s
 	}
 	results := make([]tools.Result, len(rest))
 	ran := len(rest)
-	if l.allReadOnly(rest) && len(rest) > 1 && !l.deps.Park && l.approval == nil {
+	if l.allReadOnly(rest) && len(rest) > 1 && l.spec.OnAsk != OnAskPark && l.approval == nil {
 		var wg sync.WaitGroup
 		for i, c := range rest {
 			wg.Go(func() { results[i] = l.runTool(ctx, c) })

@@ -9,33 +9,43 @@ import (
 )
 
 // validateSpec is the door: it refuses a spec by name before anything runs.
-func validateSpec(deps *Deps, spec *TaskSpec) error {
+func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if deps.Provider == nil {
 		return configError(CodeProviderMissing, "no model provider is configured; set Deps.Provider")
 	}
-	if strings.TrimSpace(spec.Prompt) == "" && spec.Answer == nil {
+	if strings.TrimSpace(spec.Prompt) == "" && answer == nil {
 		return configError(CodePromptMissing, "the task has no prompt; give a prompt to run")
 	}
-	if spec.Answer != nil && (spec.SessionID == "" || spec.Answer.CheckpointID == "") {
+	if answer != nil && (spec.sessionID() == "" || answer.CheckpointID == "") {
 		return configError(CodeConfigAnswerInvalid, "an answer needs the session and the checkpoint it answers")
 	}
-	if (spec.Answer != nil || spec.SessionID != "" || deps.Park) && deps.Store == nil {
+	if spec.Resume != nil && spec.Resume.SessionID == "" {
+		return configError(CodeResumeInvalid, "Resume needs the SessionID it continues from")
+	}
+	switch spec.OnAsk {
+	case OnAskDefault, OnAskDeny, OnAskPark:
+	case OnAskApprover:
+		if deps.Approver == nil {
+			return configError(CodeApproverMissing, "OnAsk is approver but no approver is configured; set Deps.Approver")
+		}
+	default:
+		return configError(CodeOnAskInvalid, "unknown OnAsk %q; use approver, park or deny (or leave it empty)", spec.OnAsk)
+	}
+	if (answer != nil || spec.Resume != nil || spec.OnAsk == OnAskPark) && deps.Store == nil {
 		return configError(CodeStoreMissing, "resuming, answering or parking needs a session store; set Deps.Store")
 	}
-	if spec.RewindFilesTo != nil && spec.RestoreFiles {
-		return configError(CodeRewindConflict, "RewindFilesTo and RestoreFiles both say where the files go back to; give one")
+	rs := spec.resume()
+	if rs.Files.RestoresAt() && rs.At == "" {
+		return configError(CodeRewindInvalid, "RestoreFilesAt restores the files to Resume.At; give At")
 	}
-	if spec.RestoreFiles && spec.ResumeAt == "" {
-		return configError(CodeRewindInvalid, "RestoreFiles restores the files to ResumeAt; give ResumeAt")
+	if turn, ok := rs.Files.Turn(); ok && turn < 0 {
+		return configError(CodeRewindInvalid, "RewindFilesTo needs a turn of the session (0 or more), not %d", turn)
 	}
-	if spec.RewindFilesTo != nil && (spec.SessionID == "" || *spec.RewindFilesTo < 0) {
-		return configError(CodeRewindInvalid, "RewindFilesTo needs the SessionID whose files to rewind and a turn of it (0 or more)")
+	if rs.AcceptPartialRestore && rs.Files.Keeps() {
+		return configError(CodeRewindInvalid, "AcceptPartialRestore says how a file rewind may end; Files asks for none")
 	}
-	if (spec.RewindFilesTo != nil || spec.RestoreFiles) && deps.History == nil {
+	if !rs.Files.Keeps() && deps.History == nil {
 		return configError(CodeHistoryMissing, "rewinding files needs a file-history store; set Deps.History")
-	}
-	if (spec.ForkSession || spec.ResumeAt != "") && spec.SessionID == "" {
-		return configError(CodeResumeInvalid, "ForkSession and ResumeAt need the SessionID they continue from")
 	}
 	if spec.Root == "" || !filepath.IsAbs(spec.Root) {
 		return configError(fence.CodeRootInvalid, "the task root %q is not an absolute path; give an absolute directory", spec.Root)

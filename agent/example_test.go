@@ -24,9 +24,9 @@ func ExampleRunner_Resume() {
 		{ToolCalls: []scripted.ToolCall{{Name: "Write", Input: json.RawMessage(`{"file_path":"notes.md","content":"hello\n"}`)}}},
 		{Text: "Wrote notes.md."},
 	}})
-	runner := agent.New(agent.Deps{Provider: p, Store: store, History: hist, Park: true})
+	runner := agent.New(agent.Deps{Provider: p, Store: store, History: hist})
 
-	res, _ := runner.Run(ctx, agent.TaskSpec{Prompt: "write the notes", Root: root})
+	res, _ := runner.Run(ctx, agent.TaskSpec{Prompt: "write the notes", Root: root, OnAsk: agent.OnAskPark})
 	cp, parked := res.Parked()
 	if !parked {
 		fmt.Println("not parked:", res.Status)
@@ -34,7 +34,7 @@ func ExampleRunner_Resume() {
 	}
 	fmt.Println(res.Status, cp.Tool)
 
-	res, _ = runner.Resume(ctx, agent.TaskSpec{Root: root, SessionID: res.SessionID},
+	res, _ = runner.Resume(ctx, agent.TaskSpec{Root: root, OnAsk: agent.OnAskPark, Resume: &agent.Resume{SessionID: res.SessionID}},
 		agent.Answer{CheckpointID: cp.ID, Allow: true})
 	// The resumed leg may park again at the model's next question; this one does not.
 	if next, again := res.Parked(); again {

@@ -82,7 +82,7 @@ func ExampleDeps_approver() {
 		if q.Tool == "Write" && in.FilePath == "CHANGES.md" {
 			return permission.ApprovalDecision{Behavior: permission.Allow}, nil
 		}
-		return permission.ApprovalDecision{Behavior: permission.Deny, Message: "only CHANGES.md may change"}, nil
+		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: "only CHANGES.md may change"}, nil
 	})
 	model := scripted.New(scripted.Script{Turns: []scripted.Turn{
 		{ToolCalls: []scripted.ToolCall{{Name: "Write", Input: json.RawMessage(`{"file_path":"other.md","content":"x"}`)}}},
@@ -99,8 +99,8 @@ func ExampleDeps_approver() {
 	// "# changes\n- one\n"
 }
 
-// File history makes every edit of the write tools undoable: rewinding to turn 1 puts the
-// file back as it was when the session began.
+// File history makes every edit of the write tools undoable: rewinding to the run's first
+// turn (TaskResult.FirstTurn) puts the file back as it was before the run.
 func ExampleRunner_Rewind() {
 	root, done := exampleRoot("main.go", "package main // helo\n")
 	defer done()
@@ -114,7 +114,7 @@ func ExampleRunner_Rewind() {
 	res, _ := runner.Run(context.Background(), agent.TaskSpec{Prompt: "fix the typo", Root: root, PermissionMode: "acceptEdits"})
 	b, _ := os.ReadFile(filepath.Join(root, "main.go"))
 	fmt.Printf("after the run: %q\n", b)
-	if _, err := runner.Rewind(context.Background(), agent.RewindSpec{SessionID: res.SessionID, ToTurn: 1, Files: true}); err != nil {
+	if _, err := runner.Rewind(context.Background(), agent.RewindSpec{SessionID: res.SessionID, ToTurn: res.FirstTurn, Files: true}); err != nil {
 		fmt.Println(err)
 	}
 	b, _ = os.ReadFile(filepath.Join(root, "main.go"))
@@ -162,4 +162,28 @@ func ExampleDeps_tools() {
 	}
 	// Output:
 	// Upper SHOUT
+}
+
+// A second run continues the session (TaskSpec.Resume): its turns continue the session's
+// numbering, and Files returns the files to the start of a turn before it begins.
+func ExampleResume() {
+	root, done := exampleRoot("todo.txt", "buy milk\n")
+	defer done()
+	model := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{Name: "Write", Input: json.RawMessage(`{"file_path":"todo.txt","content":"buy oat milk\n"}`)}}},
+		{Text: "Changed it."},
+		{Text: "Back as it was."},
+	}})
+	runner := agent.New(agent.Deps{Provider: model, Store: session.NewMemory(), History: history.NewMemory()})
+	first, _ := runner.Run(context.Background(), agent.TaskSpec{Prompt: "oat milk", Root: root, PermissionMode: "acceptEdits"})
+	second, err := runner.Run(context.Background(), agent.TaskSpec{Prompt: "undo that", Root: root,
+		Resume: &agent.Resume{SessionID: first.SessionID, Files: agent.RewindFilesTo(first.FirstTurn)}})
+	if err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "todo.txt"))
+	fmt.Printf("first %d..%d, second %d..%d, %q\n", first.FirstTurn, first.LastTurn, second.FirstTurn, second.LastTurn, b)
+	// Output:
+	// first 1..2, second 3..3, "buy milk\n"
 }

@@ -44,7 +44,7 @@ func TestAnUnprotectedEditIsRefusedWithOneCode(t *testing.T) {
 			{ToolCalls: []scripted.ToolCall{write("a.txt", "new bytes")}},
 			{Text: "done"},
 		}})
-		r := agent.New(agent.Deps{Provider: p, Store: store, History: brokenHistory{hist}, FileHistoryPolicy: policy})
+		r := agent.New(agent.Deps{Provider: p, Store: store, History: brokenHistory{hist}, Policy: &agent.Policy{FileHistoryPolicy: policy}})
 		var results []*agent.ToolResult
 		var notices []*sema.Notice
 		for ev, err := range r.Events(context.Background(), agent.TaskSpec{Prompt: "write", Root: root, PermissionMode: permission.ModeAcceptEdits}) {

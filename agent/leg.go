@@ -19,14 +19,17 @@ import (
 
 // leg is one prepared run. It lives for one call of Runner.Run.
 type leg struct {
-	deps      *Deps
-	spec      TaskSpec
+	deps *Deps
+	spec TaskSpec
+	// answer is the decision a resume brings for its parked question (Runner.Resume);
+	// nil for any other leg.
+	answer    *Answer
 	emit      func(Event)
 	sessionID string
 	// store is the deployment's session store; nil runs the leg without a session.
 	store session.Store
 	legID string
-	// branchFrom is the entry the leg's first transcript entry follows (ResumeAt).
+	// branchFrom is the entry the leg's first transcript entry follows (Resume.At).
 	branchFrom string
 	// resume is what the leg continues from: the replayed conversation of a resumed
 	// session, and a parked turn if the chain ends at one.

@@ -41,7 +41,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 	}
 	for {
 		if l.spec.MaxTurns > 0 && turn-first >= l.spec.MaxTurns {
-			res.Status = StatusMaxTurns
+			res.Status = sema.StatusMaxTurns
 			break
 		}
 		if err := ctx.Err(); err != nil {
@@ -60,7 +60,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 			if ctx.Err() != nil {
 				l.cancelled(res, ctx.Err())
 			} else {
-				res.Status = StatusError
+				res.Status = sema.StatusError
 				res.Error = asSemaError(err)
 			}
 			break
@@ -78,7 +78,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		}
 		calls := resp.ToolCalls()
 		if len(calls) == 0 {
-			res.Status = StatusCompleted
+			res.Status = sema.StatusCompleted
 			break
 		}
 		results := l.dispatchFrom(ctx, turn, calls, 0, nil)
@@ -91,9 +91,14 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 	return l.finish(ctx, res, msgs, turn-first)
 }
 
-// finish completes the result and closes the session's leg.
+// finish completes the result and closes the session's leg. turns is the number of
+// turns the leg ran; they are the last ones of the session's numbering so far.
 func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message, turns int) *TaskResult {
 	res.NumTurns = turns
+	if turns > 0 {
+		res.FirstTurn = l.resume.turns + 1
+		res.LastTurn = l.resume.turns + turns
+	}
 	res.Messages = msgs
 	res.RewindNotes = l.rewindNotes
 	res.BackgroundTasks = l.stopShell(ctx)
@@ -145,7 +150,7 @@ func appendUser(msgs []model.Message, m model.Message) []model.Message {
 }
 
 func (l *leg) cancelled(res *TaskResult, cause error) {
-	res.Status = StatusCancelled
+	res.Status = sema.StatusCancelled
 	res.Error = &sema.Error{Code: CodeCancelled, Message: "the run was cancelled", Err: cause}
 }
 

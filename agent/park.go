@@ -13,18 +13,19 @@ import (
 	"github.com/sema-agent/sema/tools/files"
 )
 
-// Answer is a person's decision on a parked question, carried by TaskSpec.Answer into
-// the leg that resumes it.
+// Answer is a person's decision on a parked question, given to Runner.Resume (or
+// ResumeEvents) for the leg that resumes it.
 type Answer struct {
 	// CheckpointID names the parked question.
 	CheckpointID string `json:"checkpoint_id"`
 	// Allow runs the parked call; false refuses it (the model sees Reason).
 	Allow bool `json:"allow"`
-	// EditedInput, with Allow, replaces the call's arguments. The deny rules judge it
+	// UpdatedInput, with Allow, replaces the call's arguments. The deny rules judge it
 	// again before anything is claimed; a denied edit is refused
 	// (checkpoint.edit_denied).
-	EditedInput json.RawMessage `json:"edited_input,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	// Reason is the person's sentence; on a refusal the model sees it. Optional.
+	Reason string `json:"reason,omitempty"`
 }
 
 // CheckpointInfo describes a parked call in the result.
@@ -53,7 +54,7 @@ type approval struct {
 	reason string
 }
 
-// parkingApprover stands in for a person when the deployment parks questions: it
+// parkingApprover stands in for a person when the task parks questions (OnAskPark): it
 // remembers the first question and refuses, and the dispatcher stops at that call.
 func (l *leg) parkingApprover() permission.Approver {
 	return permission.ApproverFunc(func(_ context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
@@ -62,7 +63,7 @@ func (l *leg) parkingApprover() permission.Approver {
 			l.park = &parkRequest{req: req}
 		}
 		l.mu.Unlock()
-		return permission.ApprovalDecision{Behavior: permission.Deny, Message: "The question was parked for a person to answer."}, nil
+		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: "The question was parked for a person to answer."}, nil
 	})
 }
 
@@ -98,7 +99,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 		PrePlanMode: string(l.modes.PrePlanMode()),
 	})
 	if err != nil {
-		res.Status = StatusError
+		res.Status = sema.StatusError
 		res.Error = sema.Errorf(CodeParkFailed, "the question could not be parked: %v", err)
 		return true
 	}
@@ -109,8 +110,8 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 		}
 	}
 	l.record(ctx, entryParked, entry)
-	res.Status = StatusAwaitingApproval
-	res.Checkpoint = &CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: p.req.Ask.Message}
+	res.Status = sema.StatusAwaitingApproval
+	res.Checkpoint = &CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: p.req.Ask.Reason}
 	return true
 }
 
@@ -125,13 +126,13 @@ func gateOf(d permission.Decision) string {
 // at the end of prepare: everything that can refuse the resume refuses before the
 // claim, so a refused resume leaves the question open.
 func (l *leg) prepareAnswer(ctx context.Context) error {
-	a := l.spec.Answer
+	a := l.answer
 	cp, err := l.store.Checkpoint(ctx, a.CheckpointID)
 	if err != nil {
 		return err
 	}
-	if cp.SessionID != l.spec.SessionID {
-		return sema.Errorf(CodeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.SessionID)
+	if cp.SessionID != l.spec.sessionID() {
+		return sema.Errorf(CodeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.sessionID())
 	}
 	if session.SHA256Hex(cp.Args) != cp.ArgsSHA256 {
 		// The stored arguments are not the ones that were reviewed.
@@ -152,20 +153,20 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	d := session.Decision{Verdict: session.VerdictDeny, Reason: a.Reason}
 	if a.Allow {
 		d.Verdict = session.VerdictAllow
-		if len(a.EditedInput) > 0 {
-			if !json.Valid(a.EditedInput) {
+		if len(a.UpdatedInput) > 0 {
+			if !json.Valid(a.UpdatedInput) {
 				return sema.Errorf(CodeAnswerInvalid, "the edited input is not valid JSON")
 			}
 			t := l.roster.Lookup(cp.Tool)
 			if t == nil {
 				return sema.Errorf(CodeStale, "the parked tool %s is not mounted on this leg", cp.Tool)
 			}
-			call := permission.Call{Tool: cp.Tool, Effect: t.Spec().Effect, Input: a.EditedInput, Scope: l.scope}
-			if dec, denied := l.gate.RecheckDeny(ctx, call, a.EditedInput); denied {
-				return sema.Errorf(CodeEditDenied, "the edited input is refused by the deny rules: %s", dec.Message)
+			call := permission.Call{Tool: cp.Tool, Effect: t.Spec().Effect, Input: a.UpdatedInput, Scope: l.scope}
+			if dec, denied := l.gate.RecheckDeny(ctx, call, a.UpdatedInput); denied {
+				return sema.Errorf(CodeEditDenied, "the edited input is refused by the deny rules: %s", dec.Reason)
 			}
-			input = a.EditedInput
-			d.Args = a.EditedInput
+			input = a.UpdatedInput
+			d.Args = a.UpdatedInput
 		}
 	}
 	claimed, err := l.store.ClaimCheckpoint(ctx, cp.ID, d)

@@ -28,15 +28,18 @@ func TestQuestionsArePermissionEvents(t *testing.T) {
 		name     string
 		deps     agent.Deps
 		mode     permission.Mode
-		seat     agent.AnswerSeat
+		onAsk    agent.OnAsk
+		seat     agent.AnsweredBy
 		behavior permission.Behavior
 		denied   bool
 	}{
-		{"a Go approver allows", agent.Deps{Approver: allow}, "", agent.SeatApprover, permission.Allow, false},
-		{"nobody to ask", agent.Deps{}, "", agent.SeatNone, permission.Deny, true},
-		{"dontAsk asks nobody", agent.Deps{Approver: allow}, permission.ModeDontAsk, agent.SeatNone, permission.Deny, true},
-		{"the classifier", agent.Deps{Classifier: allowClassifier{}}, permission.ModeAuto, agent.SeatClassifier, permission.Allow, false},
-		{"parked", agent.Deps{Park: true, Store: session.NewMemory()}, "", agent.SeatPark, permission.Ask, false},
+		{"a Go approver allows", agent.Deps{Approver: allow}, "", "", agent.AnsweredByApprover, permission.Allow, false},
+		{"the approver, by name", agent.Deps{Approver: allow}, "", agent.OnAskApprover, agent.AnsweredByApprover, permission.Allow, false},
+		{"nobody to ask", agent.Deps{}, "", "", agent.AnsweredByNone, permission.Deny, true},
+		{"deny passes the approver by", agent.Deps{Approver: allow}, "", agent.OnAskDeny, agent.AnsweredByNone, permission.Deny, true},
+		{"dontAsk asks nobody", agent.Deps{Approver: allow}, permission.ModeDontAsk, "", agent.AnsweredByNone, permission.Deny, true},
+		{"the classifier", agent.Deps{Classifier: allowClassifier{}}, permission.ModeAuto, "", agent.AnsweredByClassifier, permission.Allow, false},
+		{"parked", agent.Deps{Approver: allow, Store: session.NewMemory()}, "", agent.OnAskPark, agent.AnsweredByPark, permission.Ask, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,7 +52,7 @@ func TestQuestionsArePermissionEvents(t *testing.T) {
 			var questions []*agent.PermissionQuestion
 			var denials []*agent.PermissionDenial
 			var order []string
-			for ev, err := range r.Events(context.Background(), agent.TaskSpec{Prompt: "write", Root: t.TempDir(), PermissionMode: c.mode}) {
+			for ev, err := range r.Events(context.Background(), agent.TaskSpec{Prompt: "write", Root: t.TempDir(), PermissionMode: c.mode, OnAsk: c.onAsk}) {
 				if err != nil {
 					t.Fatal(err)
 				}

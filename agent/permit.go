@@ -26,10 +26,10 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 	if l.isApproved(call.Tool, call.Input) {
 		// A person approved exactly this call; only the deny rules still stand.
 		if d, denied := l.gate.RecheckDeny(ctx, call, call.Input); denied {
-			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Message, Code: permission.CodeDenied})
+			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Reason, Code: permission.CodeDenied})
 			return d
 		}
-		return permission.Decision{Behavior: permission.Allow, Reason: "user"}
+		return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerUser}
 	}
 	d := l.gate.Decide(ctx, call)
 	if d.Behavior == permission.Ask {
@@ -41,16 +41,16 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		d = l.gate.Answer(ctx, call, ask, approver, l.classifier, l.snapshot())
 		l.askMu.Unlock()
 		parked := l.parkPending()
-		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Message,
-			Gate: gateOf(ask), PersonOnly: ask.PersonOnly, AnsweredBy: SeatNone, Behavior: d.Behavior}
+		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Reason,
+			Gate: gateOf(ask), PersonOnly: ask.PersonOnly, AnsweredBy: AnsweredByNone, Behavior: d.Behavior}
 		if len(ask.UpdatedInput) > 0 {
 			q.Input = ask.UpdatedInput
 		}
 		switch {
 		case *asked:
 			q.AnsweredBy = seat
-		case d.Reason == permission.ReasonClassifier:
-			q.AnsweredBy = SeatClassifier
+		case d.DecidedBy == permission.LayerClassifier:
+			q.AnsweredBy = AnsweredByClassifier
 		}
 		if parked {
 			q.Behavior = permission.Ask
@@ -61,7 +61,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		}
 	}
 	if d.Behavior != permission.Allow {
-		msg := d.Message
+		msg := d.Reason
 		if msg == "" {
 			msg = "the call was not allowed"
 		}
@@ -70,15 +70,18 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 	return d
 }
 
-// approverSeat returns the approver the leg's questions go to — the parking seat when
-// the deployment parks, else Deps.Approver — with its seat's name and a flag it sets
+// approverSeat returns the approver the leg's questions go to — as TaskSpec.OnAsk
+// chooses: the parking seat, nobody, or Deps.Approver — with its seat's name and a flag it sets
 // when it is called, so the permission event can say who answered. A nil approver stays
 // nil: AnswerAsk reads that as nobody to ask.
-func (l *leg) approverSeat() (permission.Approver, AnswerSeat, *bool) {
+func (l *leg) approverSeat() (permission.Approver, AnsweredBy, *bool) {
 	asked := new(bool)
-	approver, seat := l.deps.Approver, SeatApprover
-	if l.deps.Park {
-		approver, seat = l.parkingApprover(), SeatPark
+	approver, seat := l.deps.Approver, AnsweredByApprover
+	switch l.spec.OnAsk {
+	case OnAskPark:
+		approver, seat = l.parkingApprover(), AnsweredByPark
+	case OnAskDeny:
+		approver = nil
 	}
 	if approver == nil {
 		return nil, seat, asked
@@ -112,7 +115,7 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 		r := tools.Fail(permission.CodeDenied, "%s", denyText(d))
 		return nil, false, &r
 	}
-	byPerson := d.Reason == permission.ReasonUser
+	byPerson := d.DecidedBy == permission.LayerUser
 	if len(d.UpdatedInput) > 0 {
 		return d.UpdatedInput, byPerson, nil
 	}
@@ -174,8 +177,8 @@ func (l *leg) snapshot() []model.Message {
 }
 
 func denyText(d permission.Decision) string {
-	if d.Message != "" {
-		return d.Message
+	if d.Reason != "" {
+		return d.Reason
 	}
 	return "The call was not allowed."
 }

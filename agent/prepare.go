@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/gate"
@@ -14,11 +15,11 @@ import (
 // the permission gate, the session (with a rewind the spec asks for), the tools, the
 // answer to a parked question, the manifest and the system prompt. Every refusal is a
 // coded error, and a refusal after the session's leg started ends that leg.
-func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (*leg, error) {
-	if err := validateSpec(deps, &spec); err != nil {
+func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emit func(Event)) (*leg, error) {
+	if err := validateSpec(deps, &spec, answer); err != nil {
 		return nil, err
 	}
-	l := &leg{deps: deps, spec: spec, emit: emit, store: deps.Store}
+	l := &leg{deps: deps, spec: spec, answer: answer, emit: emit, store: deps.Store}
 	rules, defaultMode, err := l.rules(ctx)
 	if err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, emit func(Event)) (
 		if l.shell != nil {
 			l.shell.Close()
 		}
-		l.closeSession(ctx, StatusError)
+		l.closeSession(ctx, sema.StatusError)
 		return nil, err
 	}
 	l.manifest = l.buildManifest()
@@ -66,14 +67,14 @@ func (l *leg) prepareFence(ctx context.Context) error {
 		AdditionalReadDirectories: spec.AdditionalReadDirectories,
 		TaskReadFace:              faceSeat(spec.ReadFace),
 		TaskWriteFace:             faceSeat(spec.WriteFace),
-		DeploymentReadFace:        faceSeat(deps.ReadFace),
-		DeploymentWriteFace:       faceSeat(deps.WriteFace),
-		ReadOnlyMount:             spec.HandsReadOnly,
-		OrgGoverned:               deps.OrgGoverned,
+		DeploymentReadFace:        faceSeat(deps.policy().ReadFace),
+		DeploymentWriteFace:       faceSeat(deps.policy().WriteFace),
+		ReadOnlyMount:             spec.ReadOnly,
+		OrgGoverned:               deps.policy().OrgGoverned,
 		FullShellReachable:        l.fullShell(),
 		ModeWriteFace:             gate.ModePolicyOf(l.modes.Current()).WriteFace,
 		StateDir:                  deps.StateDir,
-		DenyGlobs:                 deps.DenyGlobs,
+		DenyGlobs:                 deps.policy().DenyGlobs,
 		Scratchpad:                fence.AdvertisedSpec{Path: spec.Scratchpad},
 		MemoryDir:                 fence.AdvertisedSpec{Path: deps.MemoryDir},
 		OnNotice:                  l.notice,
@@ -95,7 +96,7 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 	g, err := gate.New(gate.Config{
 		Modes:    l.modes,
 		Rules:    rules,
-		Hooks:    l.deps.PreToolUse,
+		Hooks:    l.deps.hooks().PreToolUse,
 		Resolver: gate.FenceResolver(l.fence),
 		// Only Bash's confinement counts: a read-only leg's commands write nothing anyway.
 		Sandboxed: l.sandbox != nil,
@@ -107,7 +108,7 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 // prepareLeg runs the phases after the session's leg started: file history and a
 // requested rewind, the tools, and the answer to a parked question.
 func (l *leg) prepareLeg(ctx context.Context) error {
-	if l.deps.History != nil && l.deps.TrackFileEdit == nil && l.deps.Store != nil {
+	if l.deps.History != nil && l.deps.hooks().TrackFileEdit == nil && l.deps.Store != nil {
 		l.files = history.NewFiles(l.deps.History, l.deps.Env)
 	}
 	if err := l.rewindBeforeRun(ctx); err != nil {
@@ -120,7 +121,7 @@ func (l *leg) prepareLeg(ctx context.Context) error {
 	for _, t := range l.roster {
 		l.specs = append(l.specs, t.Spec().ModelSpec())
 	}
-	if l.spec.Answer != nil {
+	if l.answer != nil {
 		return l.prepareAnswer(ctx)
 	}
 	return nil
@@ -143,7 +144,7 @@ func (l *leg) buildManifest() Manifest {
 		Tools:       l.roster.Names(),
 		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
 		FileHistory: l.fileHistoryFact(),
-		ReadOnly:    l.spec.HandsReadOnly,
-		Shell:       ShellFacts{FullShell: l.shell != nil && !l.spec.HandsReadOnly, ReadOnlyShell: l.shell != nil && l.spec.HandsReadOnly, Sandbox: l.sandboxStatus},
+		ReadOnly:    l.spec.ReadOnly,
+		Shell:       ShellFacts{FullShell: l.shell != nil && !l.spec.ReadOnly, ReadOnlyShell: l.shell != nil && l.spec.ReadOnly, Sandbox: l.sandboxStatus},
 	}
 }

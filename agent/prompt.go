@@ -38,7 +38,7 @@ Paths may be absolute or relative to the working directory. Tools refuse paths o
 	b.WriteString("- Platform: " + l.manifest.Platform + "\n")
 	b.WriteString("- Today's date: " + l.deps.Now().Format("2006-01-02") + "\n")
 	b.WriteString("- Permission mode: " + string(l.modes.Current()) + "\n")
-	if l.spec.HandsReadOnly {
+	if l.spec.ReadOnly {
 		b.WriteString("- This task is read-only: you cannot change files.\n")
 	}
 	if len(l.roster) > 0 {

@@ -10,37 +10,38 @@ import (
 	"github.com/sema-agent/sema/sandbox"
 )
 
-// Status is how a run ended.
-type Status string
-
-const (
-	StatusCompleted        Status = "completed"
-	StatusAwaitingApproval Status = "awaiting_approval"
-	StatusMaxTurns         Status = "max_turns"
-	StatusError            Status = "error"
-	StatusCancelled        Status = "cancelled"
-)
-
 // TaskResult is the outcome of one run.
 type TaskResult struct {
-	SessionID string `json:"session_id"`
-	Status    Status `json:"status"`
+	SessionID string      `json:"session_id"`
+	Status    sema.Status `json:"status"`
 	// Result is the model's final text.
 	Result string `json:"result"`
 	// Error is set when Status is error (a model failure, a broken stream) or cancelled.
-	Error    *sema.Error `json:"error,omitempty"`
-	NumTurns int         `json:"num_turns"`
-	Usage    model.Usage `json:"usage"`
+	Error *sema.Error `json:"error,omitempty"`
+	// NumTurns is the number of turns this leg ran (model responses it received).
+	NumTurns int `json:"num_turns"`
+	// FirstTurn and LastTurn are the session-wide numbers of the turns this leg ran:
+	// turns are numbered from 1 across all the session's legs, so a resumed leg's
+	// FirstTurn continues after the turns already in the transcript (and a fork keeps
+	// the numbering of what it copied). Both are 0 when the leg ran no turn. A resume that
+	// finishes a parked turn does not count it: that turn, and the approved call's edits,
+	// belong to the leg that parked.
+	// LastTurn-FirstTurn+1 is NumTurns; a rewind to a turn of this leg is
+	// RewindSpec{ToTurn: n} or RewindFilesTo(n) with FirstTurn <= n <= LastTurn (to
+	// undo the whole leg, n is FirstTurn).
+	FirstTurn int         `json:"first_turn"`
+	LastTurn  int         `json:"last_turn"`
+	Usage     model.Usage `json:"usage"`
 	// PermissionDenials lists every tool call the permission gate refused.
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
 	// EditedFiles lists the canonical paths the write tools changed (or may have changed),
 	// in the order first edited.
 	EditedFiles []string `json:"edited_files"`
 	// BackgroundTasks lists the Bash background tasks still running when the leg ended
-	// (only with Deps.KeepBackgroundTasks; otherwise they were stopped).
+	// (only with Deps.Shell.KeepBackgroundTasks; otherwise they were stopped).
 	BackgroundTasks []BackgroundTask `json:"background_tasks,omitempty"`
 	// Checkpoint is the parked call. It is set if and only if Status is
-	// StatusAwaitingApproval: a Resume whose leg runs the answered call and goes on to
+	// sema.StatusAwaitingApproval: a Resume whose leg runs the answered call and goes on to
 	// its end leaves it nil, and only a new question that needs a person sets it again.
 	// Read it through Parked, which checks both.
 	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
@@ -53,12 +54,12 @@ type TaskResult struct {
 }
 
 // Parked returns the checkpoint the run stopped at and true when the run ended awaiting
-// a person's answer (Status StatusAwaitingApproval); otherwise nil and false. Check it
+// a person's answer (Status sema.StatusAwaitingApproval); otherwise nil and false. Check it
 // after every Run and every Resume: answering a checkpoint does not end the session's
 // questions — the resumed leg may park again at the next one, with a new checkpoint —
 // and a leg that runs to its end has none. A nil r is not parked.
 func (r *TaskResult) Parked() (*CheckpointInfo, bool) {
-	if r == nil || r.Status != StatusAwaitingApproval || r.Checkpoint == nil {
+	if r == nil || r.Status != sema.StatusAwaitingApproval || r.Checkpoint == nil {
 		return nil, false
 	}
 	return r.Checkpoint, true
@@ -93,28 +94,28 @@ type PermissionQuestion struct {
 	Gate string `json:"gate"`
 	// PersonOnly marks a question only a person may answer (no rule or classifier).
 	PersonOnly bool `json:"person_only,omitempty"`
-	// AnsweredBy is the seat that answered.
-	AnsweredBy AnswerSeat `json:"answered_by"`
+	// AnsweredBy says who answered (the output's answered_by).
+	AnsweredBy AnsweredBy `json:"answered_by"`
 	// Behavior is the answer: permission.Allow, permission.Deny, or permission.Ask when
 	// the question was parked and waits for a person (TaskResult.Parked).
 	Behavior permission.Behavior `json:"behavior"`
 }
 
-// AnswerSeat names who answered a permission question.
-type AnswerSeat string
+// AnsweredBy names who answered a permission question.
+type AnsweredBy string
 
 const (
-	// SeatApprover is Deps.Approver: a host's callback, or a person at a prompt (the
+	// AnsweredByApprover is Deps.Approver: a host's callback, or a person at a prompt (the
 	// command line's --on-ask prompt is an approver).
-	SeatApprover AnswerSeat = "approver"
-	// SeatClassifier is the auto-mode classifier (Deps.Classifier or the default one).
-	SeatClassifier AnswerSeat = "classifier"
-	// SeatPark is the parking seat (Deps.Park): the question ends the leg and waits in
+	AnsweredByApprover AnsweredBy = "approver"
+	// AnsweredByClassifier is the auto-mode classifier (Deps.Classifier or the default one).
+	AnsweredByClassifier AnsweredBy = "classifier"
+	// AnsweredByPark is parking (TaskSpec.OnAsk park): the question ends the leg and waits in
 	// a checkpoint for a person's answer.
-	SeatPark AnswerSeat = "park"
-	// SeatNone means nobody was there to ask: dontAsk mode, or no approver. The
+	AnsweredByPark AnsweredBy = "park"
+	// AnsweredByNone means nobody was there to ask: dontAsk mode, or no approver. The
 	// question was answered no.
-	SeatNone AnswerSeat = "none"
+	AnsweredByNone AnsweredBy = "none"
 )
 
 // Manifest is the run's resolved facts, fixed when the leg is prepared.

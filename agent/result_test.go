@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
@@ -20,10 +21,10 @@ func TestParkedSaysWhetherEachLegParked(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{write("b.txt", "second")}},
 		{Text: "wrote both"},
 	}})
-	r := st.runner(p, true)
+	r := st.runner(p)
 	ctx := context.Background()
 
-	res, err := r.Run(ctx, agent.TaskSpec{Prompt: "write two files", Root: root})
+	res, err := r.Run(ctx, agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "write two files", Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestParkedSaysWhetherEachLegParked(t *testing.T) {
 	}
 
 	// The answered write runs; the model's next write parks the resumed leg again.
-	spec := agent.TaskSpec{Root: root, SessionID: res.SessionID}
+	spec := agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
 	res, err = r.Resume(ctx, spec, agent.Answer{CheckpointID: first.ID, Allow: true})
 	if err != nil {
 		t.Fatal(err)
@@ -43,12 +44,19 @@ func TestParkedSaysWhetherEachLegParked(t *testing.T) {
 		t.Fatalf("second leg: Parked() = %+v, %v (status %s)", second, ok, res.Status)
 	}
 
-	// This answer lets the leg finish: nothing is parked, and there is no checkpoint.
-	res, err = r.Resume(ctx, spec, agent.Answer{CheckpointID: second.ID, Allow: true})
-	if err != nil {
-		t.Fatal(err)
+	// This answer, given as a stream, lets the leg finish: nothing is parked, and there
+	// is no checkpoint. The result is the last event.
+	res = nil
+	for ev, err := range r.ResumeEvents(ctx, spec, agent.Answer{CheckpointID: second.ID, Allow: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != nil {
+			t.Fatalf("an event after the result: %s", ev.Type)
+		}
+		res = ev.Result
 	}
-	if cp, ok := res.Parked(); ok || cp != nil || res.Checkpoint != nil || res.Status != agent.StatusCompleted {
+	if cp, ok := res.Parked(); ok || cp != nil || res.Checkpoint != nil || res.Status != sema.StatusCompleted {
 		t.Fatalf("last leg: Parked() = %+v, %v; status %s, checkpoint %+v", cp, ok, res.Status, res.Checkpoint)
 	}
 }
@@ -62,10 +70,10 @@ func TestParkedNeedsTheStatusAndTheCheckpoint(t *testing.T) {
 		want bool
 	}{
 		{"nil result", nil, false},
-		{"completed", &agent.TaskResult{Status: agent.StatusCompleted}, false},
-		{"awaiting approval without a checkpoint", &agent.TaskResult{Status: agent.StatusAwaitingApproval}, false},
-		{"a checkpoint on another status", &agent.TaskResult{Status: agent.StatusError, Checkpoint: cp}, false},
-		{"parked", &agent.TaskResult{Status: agent.StatusAwaitingApproval, Checkpoint: cp}, true},
+		{"completed", &agent.TaskResult{Status: sema.StatusCompleted}, false},
+		{"awaiting approval without a checkpoint", &agent.TaskResult{Status: sema.StatusAwaitingApproval}, false},
+		{"a checkpoint on another status", &agent.TaskResult{Status: sema.StatusError, Checkpoint: cp}, false},
+		{"parked", &agent.TaskResult{Status: sema.StatusAwaitingApproval, Checkpoint: cp}, true},
 	}
 	for _, c := range cases {
 		got, ok := c.res.Parked()
@@ -81,20 +89,20 @@ func TestResumeWithoutAModeKeepsTheSessionsMode(t *testing.T) {
 	st := newStores(t)
 	root := t.TempDir()
 	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "one"}, {Text: "two"}, {Text: "three"}}})
-	r := st.runner(p, false)
+	r := st.runner(p)
 	ctx := context.Background()
 	a, err := r.Run(ctx, agent.TaskSpec{Prompt: "one", Root: root, PermissionMode: permission.ModeAcceptEdits})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.Run(ctx, agent.TaskSpec{Prompt: "two", Root: root, SessionID: a.SessionID})
+	b, err := r.Run(ctx, agent.TaskSpec{Prompt: "two", Root: root, Resume: &agent.Resume{SessionID: a.SessionID}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := b.Manifest.Mode.Requested; got != string(permission.ModeAcceptEdits) {
 		t.Fatalf("resumed without a mode: requested %q, want acceptEdits", got)
 	}
-	c, err := r.Run(ctx, agent.TaskSpec{Prompt: "three", Root: root, SessionID: a.SessionID, PermissionMode: permission.ModeDefault})
+	c, err := r.Run(ctx, agent.TaskSpec{Prompt: "three", Root: root, Resume: &agent.Resume{SessionID: a.SessionID}, PermissionMode: permission.ModeDefault})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,21 +98,21 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	return out, nil
 }
 
-// rewindBeforeRun applies the spec's file rewind (RewindFilesTo, or RestoreFiles to
-// ResumeAt) before the leg's first turn.
+// rewindBeforeRun applies the spec's file rewind (Resume.Files: RewindFilesTo, or
+// RestoreFilesAt Resume.At) before the leg's first turn.
 func (l *leg) rewindBeforeRun(ctx context.Context) error {
+	rs := l.spec.resume()
 	turn := -1
-	switch {
-	case l.spec.RewindFilesTo != nil:
-		turn = *l.spec.RewindFilesTo
-	case l.spec.RestoreFiles:
-		turn = l.resume.turns + 1 // the branch starts before the turn after ResumeAt
+	if t, ok := rs.Files.Turn(); ok {
+		turn = t
+	} else if rs.Files.RestoresAt() {
+		turn = l.resume.turns + 1 // the branch starts before the turn after At
 	}
 	if turn < 0 {
 		return nil
 	}
 	files := history.NewFiles(l.deps.History, l.deps.Env)
-	ledger, err := files.Rewind(ctx, l.historyScope, turn, history.RewindOptions{AcceptPartialRestore: l.spec.AcceptPartialRestore, SessionID: l.sessionID})
+	ledger, err := files.Rewind(ctx, l.historyScope, turn, history.RewindOptions{AcceptPartialRestore: rs.AcceptPartialRestore, SessionID: l.sessionID})
 	l.rewindNotes = ledger.Entries
 	return err
 }

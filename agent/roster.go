@@ -26,12 +26,12 @@ func (l *leg) buildRoster() tools.Roster {
 	var r tools.Roster
 	r = append(r, files.ReadTools(cfg)...)
 	l.laneTools = map[string]bool{}
-	if !l.spec.HandsReadOnly {
+	if !l.spec.ReadOnly {
 		lane := files.WriteTools(cfg, files.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: files.Hooks{
 			Permission:    l.permitWrite,
-			BeforeWrite:   l.deps.BeforeWrite,
+			BeforeWrite:   l.deps.hooks().BeforeWrite,
 			TrackFileEdit: l.trackSeat(),
-			FileEdited:    l.deps.OnFileEdited,
+			FileEdited:    l.deps.hooks().OnFileEdited,
 		}})
 		for _, t := range lane {
 			l.laneTools[t.Spec().Name] = true
@@ -49,8 +49,8 @@ func (l *leg) buildRoster() tools.Roster {
 // trackSeat is the write lane's first-touch history seat: the deployment's own, else the
 // runner's file history when it is on, else none.
 func (l *leg) trackSeat() files.TrackFileEditHook {
-	if l.deps.TrackFileEdit != nil {
-		return l.deps.TrackFileEdit
+	if l.deps.hooks().TrackFileEdit != nil {
+		return l.deps.hooks().TrackFileEdit
 	}
 	if l.files != nil {
 		return l.trackFileEdit
@@ -60,7 +60,7 @@ func (l *leg) trackSeat() files.TrackFileEditHook {
 
 // fileHistoryFact is the manifest's word for file history.
 func (l *leg) fileHistoryFact() string {
-	if l.deps.TrackFileEdit != nil || l.files != nil {
+	if l.deps.hooks().TrackFileEdit != nil || l.files != nil {
 		return "on"
 	}
 	return "disabled"

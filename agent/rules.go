@@ -31,13 +31,13 @@ func (l *leg) rules(ctx context.Context) (permission.RuleSet, permission.Mode, e
 	if err != nil {
 		return permission.RuleSet{}, "", err
 	}
-	merged := l.deps.Rules.Merge(task, ask, proj.Rules)
+	merged := l.deps.policy().Rules.Merge(task, ask, proj.Rules)
 	return merged, proj.DefaultMode, nil
 }
 
 // projectSettings reads the root's .sema/settings.json through the env. Its deny and ask
 // rules always apply; its allow rules and its defaultMode only when the deployment trusts
-// the workspace (Deps.TrustProjectSettings), because a cloned repository must not be able
+// the workspace (Deps.Policy.TrustProjectSettings), because a cloned repository must not be able
 // to grant itself permissions.
 func (l *leg) projectSettings(ctx context.Context) (permission.Settings, error) {
 	path := filepath.Join(l.spec.Root, projectSettingsPath)
@@ -53,7 +53,7 @@ func (l *leg) projectSettings(ctx context.Context) (permission.Settings, error) 
 		return permission.Settings{}, err
 	}
 	l.projectSandbox = st.Sandbox
-	if !l.deps.TrustProjectSettings {
+	if !l.deps.policy().TrustProjectSettings {
 		// What an untrusted workspace may say of the sandbox is what tightens it.
 		l.projectSandbox = permission.SandboxSettings{Hidden: st.Sandbox.Hidden}
 		if st.Sandbox.Mode == sandbox.ModeOn {
@@ -110,8 +110,8 @@ func (l *leg) prepareModes(requested, prePlan permission.Mode) error {
 	}
 	l.classifier = gate.TrackDenials(base)
 	ctrl.BindArming(gate.Arming{
-		DenyBypass: l.deps.DenyBypassPermissions,
-		DenyAuto:   l.deps.DenyAutoMode,
+		DenyBypass: l.deps.policy().DenyBypassPermissions,
+		DenyAuto:   l.deps.policy().DenyAutoMode,
 		ArmAuto: func(context.Context) (permission.AutoClassifier, error) {
 			return l.classifier, nil
 		},

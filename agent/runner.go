@@ -33,7 +33,7 @@ func New(deps Deps) *Runner {
 // refused before anything runs (a *sema.Error with a config.* code); every failure after
 // that — a model error, cancellation, the turn limit — is a TaskResult status.
 func (r *Runner) Run(ctx context.Context, spec TaskSpec) (*TaskResult, error) {
-	return r.run(ctx, spec, nil)
+	return r.run(ctx, spec, nil, nil)
 }
 
 // Events runs one task and streams what happens: system/init first, then the model's
@@ -41,6 +41,10 @@ func (r *Runner) Run(ctx context.Context, spec TaskSpec) (*TaskResult, error) {
 // as the last event. Breaking out of the range cancels the run. A refused spec yields a
 // single error.
 func (r *Runner) Events(ctx context.Context, spec TaskSpec) iter.Seq2[Event, error] {
+	return r.events(ctx, spec, nil)
+}
+
+func (r *Runner) events(ctx context.Context, spec TaskSpec, answer *Answer) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -54,7 +58,7 @@ func (r *Runner) Events(ctx context.Context, spec TaskSpec) iter.Seq2[Event, err
 				cancel()
 			}
 		}
-		res, err := r.run(ctx, spec, emit)
+		res, err := r.run(ctx, spec, answer, emit)
 		if stopped {
 			return
 		}
@@ -66,13 +70,14 @@ func (r *Runner) Events(ctx context.Context, spec TaskSpec) iter.Seq2[Event, err
 	}
 }
 
-func (r *Runner) run(ctx context.Context, spec TaskSpec, emit func(Event)) (*TaskResult, error) {
+// run prepares and runs one leg; answer is set when the leg resumes a parked question.
+func (r *Runner) run(ctx context.Context, spec TaskSpec, answer *Answer, emit func(Event)) (*TaskResult, error) {
 	if emit == nil {
 		emit = func(Event) {}
 	}
-	l, err := prepare(ctx, &r.deps, spec, emit)
+	l, err := prepare(ctx, &r.deps, spec, answer, emit)
 	if err != nil {
-		if spec.Answer != nil {
+		if answer != nil {
 			return nil, wrapConfigRefused(err)
 		}
 		return nil, err
@@ -83,16 +88,21 @@ func (r *Runner) run(ctx context.Context, spec TaskSpec, emit func(Event)) (*Tas
 }
 
 // Resume answers a parked question and continues the leg: spec names the session
-// (SessionID) and carries the re-supplied configuration, answer the decision. The
+// (Resume.SessionID) and carries the re-supplied configuration, answer the decision. The
 // checkpoint is claimed once, atomically; a second answer fails with
 // checkpoint.already_claimed, and a configuration prepare refuses fails with
 // checkpoint.config_refused before anything is claimed. The resumed leg runs on like any
 // other: it may end completed, or park again at the model's next question with a new
 // checkpoint — TaskResult.Parked says which. An empty spec.PermissionMode keeps the
-// session's recorded mode.
+// session's recorded mode, and spec.Prompt may be empty.
 func (r *Runner) Resume(ctx context.Context, spec TaskSpec, answer Answer) (*TaskResult, error) {
-	spec.Answer = &answer
-	return r.Run(ctx, spec)
+	return r.run(ctx, spec, &answer, nil)
+}
+
+// ResumeEvents is Resume as a stream, as Events is to Run: the same answer, claimed the
+// same way, with the resumed leg's events and its TaskResult as the last event.
+func (r *Runner) ResumeEvents(ctx context.Context, spec TaskSpec, answer Answer) iter.Seq2[Event, error] {
+	return r.events(ctx, spec, &answer)
 }
 
 // newSessionID returns a random RFC 4122 version 4 UUID.

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -69,7 +71,7 @@ func TestRunCompletesWithFinalText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusCompleted || res.Result != "all done" || res.NumTurns != 2 {
+	if res.Status != sema.StatusCompleted || res.Result != "all done" || res.NumTurns != 2 {
 		t.Fatalf("got status=%s result=%q turns=%d", res.Status, res.Result, res.NumTurns)
 	}
 	want := model.Usage{InputTokens: 30, OutputTokens: 6, CacheReadTokens: 3, CacheWriteTokens: 5}
@@ -208,7 +210,7 @@ func TestMaxTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusMaxTurns || res.NumTurns != 2 || len(p.Requests()) != 2 {
+	if res.Status != sema.StatusMaxTurns || res.NumTurns != 2 || len(p.Requests()) != 2 {
 		t.Fatalf("status=%s turns=%d requests=%d", res.Status, res.NumTurns, len(p.Requests()))
 	}
 }
@@ -220,7 +222,7 @@ func TestModelErrorEndsWithStatusError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusError || res.Error == nil || res.Error.Code != model.CodeAuth {
+	if res.Status != sema.StatusError || res.Error == nil || res.Error.Code != model.CodeAuth {
 		t.Fatalf("status=%s error=%v", res.Status, res.Error)
 	}
 }
@@ -246,7 +248,7 @@ func TestCancellationDuringTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusCancelled || len(p.Requests()) != 1 {
+	if res.Status != sema.StatusCancelled || len(p.Requests()) != 1 {
 		t.Fatalf("status=%s requests=%d", res.Status, len(p.Requests()))
 	}
 	got := toolResults(t, res, 1)
@@ -272,6 +274,10 @@ func TestDoorsRefuseByName(t *testing.T) {
 		{"bad mode", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, PermissionMode: "yolo"}, "config.permission_mode_invalid"},
 		{"mode case", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, PermissionMode: "Default"}, "config.permission_mode_invalid"},
 		{"negative turns", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, MaxTurns: -1}, "config.max_turns_invalid"},
+		{"unknown on-ask", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, OnAsk: "prompt"}, agent.CodeOnAskInvalid},
+		{"on-ask case", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, OnAsk: "Park"}, agent.CodeOnAskInvalid},
+		{"approver missing", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, OnAsk: agent.OnAskApprover}, agent.CodeApproverMissing},
+		{"park without store", agent.Deps{Provider: p}, agent.TaskSpec{Prompt: "x", Root: root, OnAsk: agent.OnAskPark}, agent.CodeStoreMissing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -339,5 +345,33 @@ func TestRunnerKeepsNoStateBetweenRuns(t *testing.T) {
 	}
 	if reqs := p.Requests(); len(reqs[1].Messages) != 1 {
 		t.Fatalf("the second run saw %d messages of the first", len(reqs[1].Messages)-1)
+	}
+}
+
+// The groups of Deps are shared by every run of a Runner (and often by several Runners):
+// running tasks at once reads them and never writes to them.
+func TestDepsGroupsAreSharedReadOnly(t *testing.T) {
+	t.Parallel()
+	rules, err := permission.ParseRules([]string{"Read"}, []string{"Bash(rm:*)"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := &agent.Policy{Rules: rules, DenyGlobs: []string{"/nowhere/**"}, DenyAutoMode: true}
+	sh := &agent.ShellOptions{ReadonlyAllow: []string{"ls"}, Sandbox: "off"}
+	hooks := &agent.Hooks{}
+	want := fmt.Sprintf("%+v %+v %+v", *policy, *sh, *hooks)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "done"}}})
+			r := agent.New(agent.Deps{Provider: p, Policy: policy, Shell: sh, Hooks: hooks})
+			if res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir(), PermissionMode: permission.ModeAuto}); err != nil || res.Status != sema.StatusCompleted {
+				t.Errorf("%v %+v", err, res)
+			}
+		})
+	}
+	wg.Wait()
+	if got := fmt.Sprintf("%+v %+v %+v", *policy, *sh, *hooks); got != want {
+		t.Fatalf("a run wrote into the shared groups:\n got %s\nwant %s", got, want)
 	}
 }

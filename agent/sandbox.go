@@ -11,7 +11,7 @@ import (
 // validateSandbox is the door's part for the sandbox seats: words it does not know, and a
 // task that loosens what its deployment fixed, are refused by name.
 func validateSandbox(deps *Deps, spec *TaskSpec) error {
-	dm, err := sandbox.ParseMode(string(deps.Sandbox))
+	dm, err := sandbox.ParseMode(string(deps.shell().Sandbox))
 	if err != nil {
 		return err
 	}
@@ -20,17 +20,17 @@ func validateSandbox(deps *Deps, spec *TaskSpec) error {
 		return err
 	}
 	if dm == sandbox.ModeOn && spec.Sandbox != "" && tm != sandbox.ModeOn {
-		return sema.Errorf(sandbox.CodeLoosened, "the deployment runs every command in the sandbox (Deps.Sandbox on); the task asked for %q — leave TaskSpec.Sandbox empty or on", tm)
+		return sema.Errorf(sandbox.CodeLoosened, "the deployment runs every command in the sandbox (Deps.Shell.Sandbox on); the task asked for %q — leave TaskSpec.Sandbox empty or on", tm)
 	}
-	for _, w := range []string{deps.SandboxNetwork, spec.SandboxNetwork} {
+	for _, w := range []string{deps.shell().SandboxNetwork, spec.SandboxNetwork} {
 		if w != "" {
 			if _, err := sandbox.ParseNetwork(w); err != nil {
 				return err
 			}
 		}
 	}
-	if deps.SandboxNetwork == "off" && spec.SandboxNetwork == "on" {
-		return sema.Errorf(sandbox.CodeLoosened, "the deployment keeps sandboxed commands off the network (Deps.SandboxNetwork off); the task may not turn it on")
+	if deps.shell().SandboxNetwork == "off" && spec.SandboxNetwork == "on" {
+		return sema.Errorf(sandbox.CodeLoosened, "the deployment keeps sandboxed commands off the network (Deps.Shell.SandboxNetwork off); the task may not turn it on")
 	}
 	return nil
 }
@@ -43,13 +43,13 @@ func validateSandbox(deps *Deps, spec *TaskSpec) error {
 func (l *leg) prepareSandbox() error {
 	proj := l.projectSandbox
 	mode := sandbox.ModeAuto
-	for _, m := range []sandbox.Mode{proj.Mode, l.deps.Sandbox, l.spec.Sandbox} {
+	for _, m := range []sandbox.Mode{proj.Mode, l.deps.shell().Sandbox, l.spec.Sandbox} {
 		if m != "" {
 			mode = m
 		}
 	}
 	network := l.modes.Current() == permission.ModeBypassPermissions
-	for _, w := range []string{proj.Network, l.deps.SandboxNetwork, l.spec.SandboxNetwork} {
+	for _, w := range []string{proj.Network, l.deps.shell().SandboxNetwork, l.spec.SandboxNetwork} {
 		if w != "" {
 			network, _ = sandbox.ParseNetwork(w)
 		}
@@ -79,7 +79,7 @@ func (l *leg) prepareSandbox() error {
 	if !k.Available() {
 		return unavailable(k.Reason)
 	}
-	if l.spec.HandsReadOnly {
+	if l.spec.ReadOnly {
 		network = false
 	}
 	st = sandbox.Status{Enforced: true, Mode: mode, Landlock: k.Landlock, MountNamespace: k.MountNamespace,
@@ -90,9 +90,9 @@ func (l *leg) prepareSandbox() error {
 	l.sandbox = &shell.Sandbox{Kernel: k, Options: sandbox.Options{
 		Network:  network,
 		Home:     l.deps.Home,
-		Readable: append(append([]string(nil), l.deps.SandboxReadable...), proj.Readable...),
-		Writable: append(append([]string(nil), l.deps.SandboxWritable...), proj.Writable...),
-		Hidden:   append(append([]string(nil), l.deps.SandboxHidden...), proj.Hidden...),
+		Readable: append(append([]string(nil), l.deps.shell().SandboxReadable...), proj.Readable...),
+		Writable: append(append([]string(nil), l.deps.shell().SandboxWritable...), proj.Writable...),
+		Hidden:   append(append([]string(nil), l.deps.shell().SandboxHidden...), proj.Hidden...),
 	}}
 	return nil
 }

@@ -24,12 +24,15 @@ func TestSandboxSeatsAreCheckedAtTheDoor(t *testing.T) {
 		spec func(*agent.TaskSpec)
 		code string
 	}{
-		{"unknown deployment word", func(d *agent.Deps) { d.Sandbox = "always" }, nil, sandbox.CodeModeInvalid},
+		{"unknown deployment word", func(d *agent.Deps) { d.Shell = &agent.ShellOptions{Sandbox: "always"} }, nil, sandbox.CodeModeInvalid},
 		{"unknown task word", nil, func(s *agent.TaskSpec) { s.Sandbox = "On" }, sandbox.CodeModeInvalid},
-		{"unknown network word", func(d *agent.Deps) { d.SandboxNetwork = "yes" }, nil, sandbox.CodeNetworkInvalid},
-		{"task turns off the deployment's sandbox", func(d *agent.Deps) { d.Sandbox = sandbox.ModeOn }, func(s *agent.TaskSpec) { s.Sandbox = sandbox.ModeOff }, sandbox.CodeLoosened},
-		{"task opens the deployment's closed network", func(d *agent.Deps) { d.SandboxNetwork = "off" }, func(s *agent.TaskSpec) { s.SandboxNetwork = "on" }, sandbox.CodeLoosened},
-		{"on where the env cannot be confined", func(d *agent.Deps) { d.Sandbox = sandbox.ModeOn; d.Env = remoteExec{env.NewHost()} }, nil, sandbox.CodeUnavailable},
+		{"unknown network word", func(d *agent.Deps) { d.Shell = &agent.ShellOptions{SandboxNetwork: "yes"} }, nil, sandbox.CodeNetworkInvalid},
+		{"task turns off the deployment's sandbox", func(d *agent.Deps) { d.Shell = &agent.ShellOptions{Sandbox: sandbox.ModeOn} }, func(s *agent.TaskSpec) { s.Sandbox = sandbox.ModeOff }, sandbox.CodeLoosened},
+		{"task opens the deployment's closed network", func(d *agent.Deps) { d.Shell = &agent.ShellOptions{SandboxNetwork: "off"} }, func(s *agent.TaskSpec) { s.SandboxNetwork = "on" }, sandbox.CodeLoosened},
+		{"on where the env cannot be confined", func(d *agent.Deps) {
+			d.Shell = &agent.ShellOptions{Sandbox: sandbox.ModeOn}
+			d.Env = remoteExec{env.NewHost()}
+		}, nil, sandbox.CodeUnavailable},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -129,7 +129,7 @@ func (l *leg) trackFileEdit(ctx context.Context, req files.TrackEditRequest) (fi
 		// The cause's code stays in the notice's detail; the sentences carry only its
 		// message, so no code is nested inside another.
 		why := sema.MessageOf(err)
-		if l.deps.FileHistoryPolicy == ProceedUnprotected {
+		if l.deps.policy().FileHistoryPolicy == ProceedUnprotected {
 			l.notice(sema.Notice{Code: files.CodeHistoryUnprotected, Message: "an edit of " + req.Path + " proceeds without a file-history record: " + why,
 				Detail: map[string]any{"path": req.Key, "cause": sema.CodeOf(err)}})
 			return files.TrackEditResult{OK: true}, nil
@@ -147,32 +147,33 @@ func (l *leg) trackFileEdit(ctx context.Context, req files.TrackEditRequest) (fi
 	return res, nil
 }
 
-// loadSession reads the session a resume continues (spec.SessionID) and its transcript
+// loadSession reads the session a resume continues (spec.Resume) and its transcript
 // chain, before anything else is prepared: its recorded mode is what the resumed leg
 // requests when the spec names none.
 func (l *leg) loadSession(ctx context.Context) (*session.Session, []session.Entry, error) {
-	if l.spec.SessionID == "" {
+	rs := l.spec.resume()
+	if rs.SessionID == "" {
 		return nil, nil, nil
 	}
 	if l.store == nil {
-		return nil, nil, configError(CodeStoreMissing, "resuming session %s needs a session store; set Deps.Store", l.spec.SessionID)
+		return nil, nil, configError(CodeStoreMissing, "resuming session %s needs a session store; set Deps.Store", rs.SessionID)
 	}
-	s, err := l.store.Get(ctx, l.spec.SessionID)
+	s, err := l.store.Get(ctx, rs.SessionID)
 	if err != nil {
 		return nil, nil, err
 	}
 	head := ""
-	if !l.spec.ForkSession {
-		head = l.spec.ResumeAt
+	if !rs.Fork {
+		head = rs.At
 	}
 	chain, err := l.store.Transcript(ctx, s.ID, head)
 	if err != nil {
 		return nil, nil, err
 	}
-	if l.spec.ForkSession && l.spec.ResumeAt != "" {
-		// The fork is cut at ResumeAt; replay only that prefix.
+	if rs.Fork && rs.At != "" {
+		// The fork is cut at At; replay only that prefix.
 		for i, e := range chain {
-			if e.ID == l.spec.ResumeAt {
+			if e.ID == rs.At {
 				chain = chain[:i+1]
 				break
 			}
@@ -199,8 +200,8 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 		})
 	case loaded.Root != root:
 		return sema.Errorf(CodeRootMismatch, "session %s works in %s, not in %s; resume it from its own root", loaded.ID, loaded.Root, root)
-	case l.spec.ForkSession:
-		s, err = l.store.Fork(ctx, loaded.ID, l.spec.ResumeAt)
+	case l.spec.resume().Fork:
+		s, err = l.store.Fork(ctx, loaded.ID, l.spec.resume().At)
 		if err == nil && l.deps.History != nil {
 			if _, cerr := l.deps.History.CarryFork(ctx, loaded.HistoryScope(), s.HistoryScope()); cerr != nil {
 				l.notice(sema.Notice{Code: CodeCarryFailed, Message: "the fork could not carry its parent's file history: " + cerr.Error()})
@@ -208,7 +209,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 		}
 	default:
 		s = *loaded
-		l.branchFrom = l.spec.ResumeAt
+		l.branchFrom = l.spec.resume().At
 	}
 	if err != nil {
 		return err
@@ -229,12 +230,12 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 }
 
 // closeSession ends the leg and records the mode word the session continues with.
-func (l *leg) closeSession(ctx context.Context, status Status) {
+func (l *leg) closeSession(ctx context.Context, status sema.Status) {
 	if l.store == nil || l.legID == "" {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if _, err := l.store.EndLeg(ctx, l.legID, session.LegStatus(status)); err != nil {
+	if _, err := l.store.EndLeg(ctx, l.legID, status); err != nil {
 		l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "the leg's end could not be stored: " + err.Error()})
 	}
 	_, err := l.store.Update(ctx, l.sessionID, func(s *session.Session) error {

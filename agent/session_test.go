@@ -15,6 +15,7 @@ import (
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/tools"
 )
 
 type stores struct {
@@ -30,8 +31,8 @@ func newStores(t *testing.T) stores {
 	return stores{s, h}
 }
 
-func (s stores) runner(p model.Provider, park bool) *agent.Runner {
-	return agent.New(agent.Deps{Provider: p, Store: s.sessions, History: s.history, Park: park})
+func (s stores) runner(p model.Provider) *agent.Runner {
+	return agent.New(agent.Deps{Provider: p, Store: s.sessions, History: s.history})
 }
 
 func write(path, content string) scripted.ToolCall {
@@ -44,16 +45,16 @@ func TestResumeReplaysTheConversationAndNumbersTurnsAcrossLegs(t *testing.T) {
 	st := newStores(t)
 	root := t.TempDir()
 	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "first answer"}, {Text: "second answer"}}})
-	r := st.runner(p, false)
+	r := st.runner(p)
 	a, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "one", Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "two", Root: root, SessionID: a.SessionID})
+	b, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "two", Root: root, Resume: &agent.Resume{SessionID: a.SessionID}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.SessionID != a.SessionID || b.Status != agent.StatusCompleted {
+	if b.SessionID != a.SessionID || b.Status != sema.StatusCompleted {
 		t.Fatalf("resume: %s %s", b.SessionID, b.Status)
 	}
 	req := p.Requests()[1]
@@ -65,11 +66,11 @@ func TestResumeReplaysTheConversationAndNumbersTurnsAcrossLegs(t *testing.T) {
 		t.Fatalf("resumed conversation %v", texts)
 	}
 	legs, _ := st.sessions.Legs(context.Background(), a.SessionID)
-	if len(legs) != 2 || legs[1].Status != session.LegCompleted {
+	if len(legs) != 2 || legs[1].Status != sema.StatusCompleted {
 		t.Fatalf("legs %+v", legs)
 	}
 	// A resume from another root is refused by name.
-	_, err = r.Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir(), SessionID: a.SessionID})
+	_, err = r.Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir(), Resume: &agent.Resume{SessionID: a.SessionID}})
 	if sema.CodeOf(err) != "session.root_mismatch" {
 		t.Fatalf("got %v", err)
 	}
@@ -83,12 +84,12 @@ func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{write("a.txt", "approved bytes")}},
 		{Text: "wrote it"},
 	}})
-	r := st.runner(p, true)
-	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "write a.txt", Root: root})
+	r := st.runner(p)
+	res, err := r.Run(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "write a.txt", Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusAwaitingApproval || res.Checkpoint == nil || res.Checkpoint.Tool != "Write" || res.Checkpoint.Gate != "tool_permission" {
+	if res.Status != sema.StatusAwaitingApproval || res.Checkpoint == nil || res.Checkpoint.Tool != "Write" || res.Checkpoint.Gate != "tool_permission" {
 		t.Fatalf("status %s checkpoint %+v", res.Status, res.Checkpoint)
 	}
 	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
@@ -99,13 +100,13 @@ func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
 	}
 	// The approval comes from another runner (another process, as far as the store can
 	// tell): the stored call runs.
-	r2 := st.runner(p, true)
-	spec := agent.TaskSpec{Root: root, SessionID: res.SessionID}
+	r2 := st.runner(p)
+	spec := agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
 	done, err := r2.Resume(context.Background(), spec, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done.Status != agent.StatusCompleted || done.Result != "wrote it" {
+	if done.Status != sema.StatusCompleted || done.Result != "wrote it" {
 		t.Fatalf("after approval: %s %q %v", done.Status, done.Result, done.Error)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "approved bytes" {
@@ -122,14 +123,14 @@ func TestParkAndApproveRunsTheStoredCallExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestParkDenyAndEditedInput(t *testing.T) {
+func TestParkDenyAndUpdatedInput(t *testing.T) {
 	t.Parallel()
 	st := newStores(t)
 	root := t.TempDir()
 	turns := []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "model bytes")}}, {Text: "ok"}}
 	park := func() *agent.TaskResult {
-		res, err := st.runner(scripted.New(scripted.Script{Turns: turns}), true).Run(context.Background(), agent.TaskSpec{Prompt: "w", Root: root})
-		if err != nil || res.Status != agent.StatusAwaitingApproval {
+		res, err := st.runner(scripted.New(scripted.Script{Turns: turns})).Run(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "w", Root: root})
+		if err != nil || res.Status != sema.StatusAwaitingApproval {
 			t.Fatalf("%v %v", err, res)
 		}
 		return res
@@ -138,9 +139,9 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 	// Deny: the model is told, nothing is written.
 	res := park()
 	p := scripted.New(scripted.Script{Turns: turns[1:]})
-	done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID},
+	done, err := st.runner(p).Resume(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
 		agent.Answer{CheckpointID: res.Checkpoint.ID, Reason: "not now"})
-	if err != nil || done.Status != agent.StatusCompleted {
+	if err != nil || done.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, done)
 	}
 	last := p.Requests()[0].Messages
@@ -154,10 +155,10 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 
 	// An edit a deny rule forbids is refused before the claim; the question stays open.
 	res = park()
-	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns[1:]}), Store: st.sessions, History: st.history, Park: true,
-		Rules: mustRules(t, nil, []string{"Write(secret/**)"})}
-	spec := agent.TaskSpec{Root: root, SessionID: res.SessionID}
-	edited := agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true, EditedInput: json.RawMessage(`{"file_path":"secret/x","content":"y"}`)}
+	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns[1:]}), Store: st.sessions, History: st.history,
+		Policy: &agent.Policy{Rules: mustRules(t, nil, []string{"Write(secret/**)"})}}
+	spec := agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}
+	edited := agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true, UpdatedInput: json.RawMessage(`{"file_path":"secret/x","content":"y"}`)}
 	if _, err := agent.New(deps).Resume(context.Background(), spec, edited); sema.CodeOf(err) != "checkpoint.edit_denied" {
 		t.Fatalf("edited input: %v", err)
 	}
@@ -170,9 +171,9 @@ func TestParkDenyAndEditedInput(t *testing.T) {
 		t.Fatalf("config refused: %v", err)
 	}
 	// The question is still open: an allowed edit runs the approver's arguments.
-	edited.EditedInput = json.RawMessage(`{"file_path":"b.txt","content":"edited bytes"}`)
+	edited.UpdatedInput = json.RawMessage(`{"file_path":"b.txt","content":"edited bytes"}`)
 	done, err = agent.New(deps).Resume(context.Background(), spec, edited)
-	if err != nil || done.Status != agent.StatusCompleted {
+	if err != nil || done.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, done)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "b.txt")); string(b) != "edited bytes" {
@@ -194,7 +195,7 @@ func TestRewindRestoresFilesAcrossTurns(t *testing.T) {
 	}})
 	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history})
 	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root, PermissionMode: permission.ModeBypassPermissions})
-	if err != nil || res.Status != agent.StatusCompleted || res.Manifest.FileHistory != "on" {
+	if err != nil || res.Status != sema.StatusCompleted || res.Manifest.FileHistory != "on" {
 		t.Fatalf("%v %+v", err, res)
 	}
 	// Back to the start of turn 3: keep.txt returns, new.txt stays.
@@ -248,24 +249,25 @@ func TestRewindSpecFieldsAndTheirGates(t *testing.T) {
 	}})
 	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history})
 	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "make", Root: root, PermissionMode: permission.ModeBypassPermissions})
-	if err != nil || res.Status != agent.StatusCompleted {
+	if err != nil || res.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, res)
 	}
-	one := 1
 	for _, c := range []struct {
 		spec agent.TaskSpec
 		code string
 	}{
-		{agent.TaskSpec{Prompt: "x", Root: root, RewindFilesTo: &one}, "config.rewind_invalid"},
-		{agent.TaskSpec{Prompt: "x", Root: root, SessionID: res.SessionID, RestoreFiles: true}, "config.rewind_invalid"},
-		{agent.TaskSpec{Prompt: "x", Root: root, SessionID: res.SessionID, ResumeAt: "e", RestoreFiles: true, RewindFilesTo: &one}, "config.rewind_conflict"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{Files: agent.RewindFilesTo(1)}}, "config.resume_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{SessionID: res.SessionID, Files: agent.RestoreFilesAt()}}, "config.rewind_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{SessionID: res.SessionID, Files: agent.RewindFilesTo(-1)}}, "config.rewind_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{SessionID: res.SessionID, AcceptPartialRestore: true}}, "config.rewind_invalid"},
+		{agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{Fork: true, At: "e"}}, "config.resume_invalid"},
 	} {
 		if _, err := r.Run(context.Background(), c.spec); sema.CodeOf(err) != c.code {
 			t.Errorf("%+v: got %v, want %s", c.spec, err, c.code)
 		}
 	}
-	got, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "again", Root: root, SessionID: res.SessionID, RewindFilesTo: &one})
-	if err != nil || got.Status != agent.StatusCompleted {
+	got, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "again", Root: root, Resume: &agent.Resume{SessionID: res.SessionID, Files: agent.RewindFilesTo(1)}})
+	if err != nil || got.Status != sema.StatusCompleted {
 		t.Fatalf("%v %+v", err, got)
 	}
 	if _, err := os.Stat(filepath.Join(root, "made.txt")); !os.IsNotExist(err) || len(got.RewindNotes) != 1 || got.RewindNotes[0].Status != "deleted" {
@@ -286,16 +288,16 @@ func TestApprovedEditRunsOnlyIfTheFileIsAsItWasRead(t *testing.T) {
 			{ToolCalls: []scripted.ToolCall{edit}},
 			{Text: "edited"},
 		}})
-		res, err := st.runner(p, true).Run(context.Background(), agent.TaskSpec{Prompt: "edit", Root: root})
-		if err != nil || res.Status != agent.StatusAwaitingApproval {
+		res, err := st.runner(p).Run(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "edit", Root: root})
+		if err != nil || res.Status != sema.StatusAwaitingApproval {
 			t.Fatalf("%v %+v", err, res)
 		}
 		if changed {
 			os.WriteFile(path, []byte("hello world, changed meanwhile\n"), 0o644)
 		}
-		done, err := st.runner(p, true).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID},
+		done, err := st.runner(p).Resume(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
 			agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
-		if err != nil || done.Status != agent.StatusCompleted {
+		if err != nil || done.Status != sema.StatusCompleted {
 			t.Fatalf("changed=%v: %v %+v", changed, err, done)
 		}
 		b, _ := os.ReadFile(path)
@@ -321,19 +323,88 @@ func TestTamperedCheckpointIsRefused(t *testing.T) {
 	defer ss.Close()
 	root := t.TempDir()
 	turns := []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "reviewed")}}, {Text: "ok"}}
-	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns}), Store: ss, Park: true}
-	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "w", Root: root})
-	if err != nil || res.Status != agent.StatusAwaitingApproval {
+	deps := agent.Deps{Provider: scripted.New(scripted.Script{Turns: turns}), Store: ss}
+	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Prompt: "w", Root: root})
+	if err != nil || res.Status != sema.StatusAwaitingApproval {
 		t.Fatalf("%v %+v", err, res)
 	}
 	if _, err := ss.DB().Exec(`UPDATE checkpoints SET args = ? WHERE id = ?`, []byte(`{"content":"evil","file_path":"a.txt"}`), res.Checkpoint.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = agent.New(deps).Resume(context.Background(), agent.TaskSpec{Root: root, SessionID: res.SessionID}, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	_, err = agent.New(deps).Resume(context.Background(), agent.TaskSpec{OnAsk: agent.OnAskPark, Root: root, Resume: &agent.Resume{SessionID: res.SessionID}}, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
 	if sema.CodeOf(err) != "checkpoint.tampered" {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
 		t.Fatal("tampered arguments ran")
+	}
+}
+
+// Turns are numbered across a session's legs; a result says which of them its leg ran,
+// so the caller can rewind exactly that leg.
+func TestResultTurnsContinueAcrossLegs(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{write("a.txt", "first leg")}},
+		{Text: "wrote a"},
+		{ToolCalls: []scripted.ToolCall{write("b.txt", "second leg")}},
+		{Text: "wrote b"},
+	}})
+	r := st.runner(p)
+	ctx := context.Background()
+	first, err := r.Run(ctx, agent.TaskSpec{Prompt: "one", Root: root, PermissionMode: permission.ModeBypassPermissions})
+	if err != nil || first.Status != sema.StatusCompleted {
+		t.Fatalf("%v %+v", err, first)
+	}
+	if first.FirstTurn != 1 || first.LastTurn != 2 || first.NumTurns != 2 {
+		t.Fatalf("first leg: turns %d..%d (%d)", first.FirstTurn, first.LastTurn, first.NumTurns)
+	}
+	second, err := r.Run(ctx, agent.TaskSpec{Prompt: "two", Root: root, PermissionMode: permission.ModeBypassPermissions, Resume: &agent.Resume{SessionID: first.SessionID}})
+	if err != nil || second.Status != sema.StatusCompleted {
+		t.Fatalf("%v %+v", err, second)
+	}
+	if second.FirstTurn != 3 || second.LastTurn != 4 || second.NumTurns != 2 {
+		t.Fatalf("resumed leg: turns %d..%d (%d), want 3..4", second.FirstTurn, second.LastTurn, second.NumTurns)
+	}
+	// Undo the second leg only: back to the start of its first turn.
+	if _, err := r.Rewind(ctx, agent.RewindSpec{SessionID: second.SessionID, ToTurn: second.FirstTurn, Files: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the second leg's file survived its rewind: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "a.txt")); err != nil || string(b) != "first leg" {
+		t.Fatalf("the first leg's file: %q %v", b, err)
+	}
+}
+
+// A leg that runs no turn says so with 0, 0: here a resume that finishes the parked
+// turn (which belongs to the leg that parked) and is cancelled before its first model
+// call.
+func TestResultTurnsZeroWhenTheLegRanNone(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := &fakeTool{name: "Stop", effect: tools.EffectWrite, run: func(context.Context, json.RawMessage) tools.Result {
+		cancel()
+		return tools.Text("stopped")
+	}}
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("Stop", `{}`)}}, {Text: "never"}}})
+	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, Tools: []tools.Tool{stop}})
+	res, err := r.Run(ctx, agent.TaskSpec{Prompt: "stop", Root: root, OnAsk: agent.OnAskPark, AskTools: []string{"Stop"}})
+	if err != nil || res.Status != sema.StatusAwaitingApproval || res.FirstTurn != 1 || res.LastTurn != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	done, err := r.Resume(ctx, agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: res.SessionID}},
+		agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != sema.StatusCancelled || done.NumTurns != 0 || done.FirstTurn != 0 || done.LastTurn != 0 {
+		t.Fatalf("turns %d..%d (%d), status %s", done.FirstTurn, done.LastTurn, done.NumTurns, done.Status)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // is not read-only. The fence reads it (a bash-less leg keeps its faces at roots).
 func (l *leg) fullShell() bool {
 	_, ok := l.deps.Env.(env.Executor)
-	return ok && !l.spec.HandsReadOnly
+	return ok && !l.spec.ReadOnly
 }
 
 // mountShell builds the leg's shell tools when the env can run programs: Bash with its
@@ -26,10 +26,10 @@ func (l *leg) mountShell() error {
 	set, err := shell.New(shell.Config{
 		Env:                     l.deps.Env,
 		Fence:                   l.fence,
-		ReadOnly:                l.spec.HandsReadOnly,
-		ReadonlyAllow:           l.deps.BashReadonlyAllow,
-		CommitCoAuthor:          l.deps.CommitCoAuthor,
-		AutoBackgroundOnTimeout: l.deps.AutoBackgroundOnTimeout,
+		ReadOnly:                l.spec.ReadOnly,
+		ReadonlyAllow:           l.deps.shell().ReadonlyAllow,
+		CommitCoAuthor:          l.deps.shell().CommitCoAuthor,
+		AutoBackgroundOnTimeout: l.deps.shell().AutoBackgroundOnTimeout,
 		Sandbox:                 l.sandbox,
 		ReadDenial:              l.readDenial(),
 	})
@@ -55,7 +55,7 @@ func (l *leg) stopShell(ctx context.Context) []BackgroundTask {
 	if l.shell == nil {
 		return nil
 	}
-	if l.deps.KeepBackgroundTasks {
+	if l.deps.shell().KeepBackgroundTasks {
 		var out []BackgroundTask
 		for _, t := range l.shell.Running() {
 			out = append(out, BackgroundTask{ID: t.ID, Command: t.Command, PID: t.PID, Output: t.OutputFile})

@@ -34,7 +34,7 @@ type TaskSpec struct {
 	MaxTokens int
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
 	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
-	// else default — except on a resume (SessionID set, Answer included), where empty
+	// else default — except on a resume (Resume set, Runner.Resume included), where empty
 	// keeps the mode the session recorded when its last leg ended (a steer during that
 	// leg included), whatever the settings say; give a mode to change it. The manifest's
 	// permission_mode receipt shows which mode the leg requested. Any other word is
@@ -53,42 +53,25 @@ type TaskSpec struct {
 	// "open", or empty (not declared). Any other value, "Open" included, is refused
 	// (config.read_face_invalid / config.write_face_invalid).
 	ReadFace, WriteFace fence.Face
-	// HandsReadOnly mounts the read-only band: no write tools.
-	HandsReadOnly bool
+	// ReadOnly mounts the read-only tools only (the command line's --read-only): no
+	// write tools, and bash_readonly instead of Bash. Default false: every tool.
+	ReadOnly bool
 	// Sandbox is the task's sandbox seat: auto, on, off, or empty (the deployment's word,
 	// else auto). A task may not turn off a sandbox the deployment turned on
-	// (config.sandbox_loosened). See Deps.Sandbox.
+	// (config.sandbox_loosened). See ShellOptions.Sandbox.
 	Sandbox sandbox.Mode
 	// SandboxNetwork is "on", "off" or empty (the deployment's word). A task may not turn
 	// on a network the deployment turned off (config.sandbox_loosened).
 	SandboxNetwork string
-	// SessionID resumes that session: a new leg appends to its transcript, with the
-	// conversation so far replayed to the model. Needs Deps.Store. The session must have
-	// been created in the same task root.
-	SessionID string
-	// ForkSession, with SessionID, continues in a new session that copies the
-	// transcript (up to ResumeAt, when set) and carries its file history; the original
-	// is left unchanged.
-	ForkSession bool
-	// ResumeAt, with SessionID, is the transcript entry the leg continues from: a new
-	// branch starts there and the later entries are left out of the conversation.
-	ResumeAt string
-	// RewindFilesTo, with SessionID, returns the session's files to the start of that
-	// turn before the leg runs (see Runner.Rewind). It cannot be combined with
-	// RestoreFiles.
-	RewindFilesTo *int
-	// RestoreFiles, with ResumeAt, returns the files to where they were at ResumeAt
-	// before the branch starts there.
-	RestoreFiles bool
-	// AcceptPartialRestore lets a rewind restore what it can when some files are in
-	// conflict; otherwise anything short of a full restore refuses the run
-	// (history.partial_restore). The per-file ledger is in TaskResult.RewindNotes.
-	AcceptPartialRestore bool
-	// Answer, with SessionID, resumes a leg parked at a question with a person's
-	// decision: the stored call runs (or is refused) exactly once, then the leg goes on.
-	// Prompt may be empty then.
-	Answer *Answer
-	// Control, when set, lets the caller steer the run while it is in progress.
+	// OnAsk says who answers a question only a person (or the host) may answer: see
+	// OnAsk's constants. Empty (OnAskDefault): Deps.Approver when it is set, else the
+	// question is answered no. Any other word is refused (config.on_ask_invalid).
+	OnAsk OnAsk
+	// Resume continues a stored session instead of starting a new one. Nil (the
+	// default): the run creates a new session (kept in Deps.Store when there is one).
+	Resume *Resume
+	// Control, when set, lets the caller change the permission mode while the run is in
+	// progress (Control.SetPermissionMode). Nil (the default): the mode stays as resolved.
 	Control *Control
 	// Scratchpad is a directory the system prompt advertises as writable scratch space;
 	// it is admitted as a write root only if it passes the fence's admission rules (it
@@ -96,99 +79,224 @@ type TaskSpec struct {
 	Scratchpad string
 }
 
+// OnAsk is a task's choice of who answers a permission question that needs a person.
+// The deployment provides the answerers (Deps.Approver, Deps.Store); the task picks.
+type OnAsk string
+
+const (
+	// OnAskDefault: Deps.Approver when the deployment set one, else the question is
+	// answered no (with a sentence saying which flag or rule would allow the call).
+	OnAskDefault OnAsk = ""
+	// OnAskApprover: Deps.Approver answers. Without one the run is refused
+	// (config.approver_missing).
+	OnAskApprover OnAsk = "approver"
+	// OnAskPark: the question ends the leg with status awaiting_approval and a
+	// checkpoint holding the exact pending call (TaskResult.Parked); Runner.Resume
+	// answers it later, in any process. Needs Deps.Store (config.store_missing).
+	OnAskPark OnAsk = "park"
+	// OnAskDeny: every such question is answered no, even when Deps.Approver is set.
+	OnAskDeny OnAsk = "deny"
+)
+
+// Resume says which stored session a run continues, and from where. Everything that
+// only makes sense for a continued session lives here, so that a fork, a branch point or
+// a file rewind cannot be asked for without the session they act on.
+type Resume struct {
+	// SessionID is the session to continue: a new leg appends to its transcript, with
+	// the conversation so far replayed to the model. Required (an empty one is refused:
+	// config.resume_invalid). Needs Deps.Store (config.store_missing). The session must
+	// have been created in the same task root (session.root_mismatch).
+	SessionID string
+	// Fork continues in a new session that copies the transcript (up to At, when set)
+	// and carries the file history; the original is left unchanged. Default false: the
+	// leg appends to SessionID itself.
+	Fork bool
+	// At is the transcript entry the leg continues from: a new branch starts there and
+	// the later entries are left out of the conversation. Empty (the default): the
+	// session's head.
+	At string
+	// Files is what happens to the session's files before the leg's first turn. The
+	// zero value (the default) leaves them as they are; see RewindFilesTo and
+	// RestoreFilesAt. Either needs Deps.History (config.history_missing).
+	Files FilesBefore
+	// AcceptPartialRestore lets the Files rewind restore what it can when some files
+	// are in conflict. Default false: anything short of a full restore refuses the run
+	// (history.partial_restore). It goes with a Files rewind only; set without one it is
+	// refused (config.rewind_invalid). The per-file ledger is in TaskResult.RewindNotes.
+	AcceptPartialRestore bool
+}
+
+// FilesBefore is what a resumed run does to the session's files before its first turn:
+// leave them (the zero value), return them to the start of a turn (RewindFilesTo), or
+// return them to where they were at Resume.At (RestoreFilesAt). It is one value so that
+// a run cannot ask for two places at once.
+type FilesBefore struct {
+	kind filesKind
+	turn int
+}
+
+type filesKind int
+
+const (
+	filesKeep filesKind = iota
+	filesRewind
+	filesRestoreAt
+)
+
+// RewindFilesTo returns the session's files to the start of turn (turns are numbered
+// from 1 across the session's legs; 0 is before the first turn) before the leg runs,
+// as Runner.Rewind would. A negative turn is refused (config.rewind_invalid).
+func RewindFilesTo(turn int) FilesBefore { return FilesBefore{kind: filesRewind, turn: turn} }
+
+// RestoreFilesAt returns the files to where they were at Resume.At before the branch
+// starts there. A Resume without At is refused (config.rewind_invalid).
+func RestoreFilesAt() FilesBefore { return FilesBefore{kind: filesRestoreAt} }
+
+// Turn returns the turn RewindFilesTo names, and whether f is such a rewind.
+func (f FilesBefore) Turn() (int, bool) { return f.turn, f.kind == filesRewind }
+
+// RestoresAt reports whether f is RestoreFilesAt.
+func (f FilesBefore) RestoresAt() bool { return f.kind == filesRestoreAt }
+
+// Keeps reports whether f leaves the files as they are (the zero value).
+func (f FilesBefore) Keeps() bool { return f.kind == filesKeep }
+
+// sessionID is the session the spec continues, "" for a new one.
+func (s *TaskSpec) sessionID() string {
+	if s.Resume == nil {
+		return ""
+	}
+	return s.Resume.SessionID
+}
+
+// resume is the spec's Resume, or its zero value for a new session, so that readers
+// need no nil check.
+func (s *TaskSpec) resume() Resume {
+	if s.Resume == nil {
+		return Resume{}
+	}
+	return *s.Resume
+}
+
 // Deps is what the embedding deployment configures once for every task (the deployment
-// seat). Only Provider is required.
+// seat). Only Provider is required; every other field's zero value is a working default,
+// written on the field. What few deployments change sits in three groups whose nil means
+// every default of the group: Hooks, Policy and Shell.
+//
+// A Runner reads its Deps from every run at once and never writes to them, nor to the
+// groups they point to: a host must not change them while a Runner built from them
+// serves runs.
 type Deps struct {
-	// Provider answers model requests. Required.
+	// Provider answers model requests. Required (config.provider_missing).
 	Provider model.Provider
 	// Env is the machine the tools act on. Default: the host (env.NewHost()).
 	Env env.ExecutionEnv
-	// OnNotice receives non-fatal announcements as they happen. May be nil; notices are
-	// also listed in the TaskResult.
-	OnNotice func(sema.Notice)
-	// Now is the clock for the system prompt's date. Default: time.Now.
-	Now func() time.Time
-	// ReadFace and WriteFace are the deployment seats of the containment faces, with the
-	// task seats' values. A task seat outranks them, except where governance or a
-	// read-only mount forbids opening (see fence.ResolveFace).
-	ReadFace, WriteFace fence.Face
+	// Store keeps sessions: transcripts, legs, parked approvals. Nil (the default): runs
+	// keep no session and cannot be resumed or park. See statedir.Open for the default on
+	// disk, and session.NewMemory for one in memory.
+	Store session.Store
+	// History keeps file history for rewind; it needs Store. Nil (the default): no file
+	// history.
+	History history.Store
 	// StateDir is sema's own state directory (store, history). It is never readable or
-	// writable by tools. Empty: no state directory to protect. statedir.Dir.Deps fills
-	// it together with Store and History, so stores kept in a directory never go
-	// without its protection.
+	// writable by tools. Empty (the default): no state directory to protect.
+	// statedir.Dir.Deps fills it together with Store and History, so stores kept in a
+	// directory never go without its protection.
 	StateDir string
-	// DenyGlobs are paths (doublestar globs over canonical paths) no tool may touch.
-	DenyGlobs []string
+	// Approver answers the questions the fold asks (an interactive prompt, a host
+	// callback), unless the task's OnAsk parks or denies them. Nil (the default): every
+	// question a person would answer is denied, with a sentence saying which flag or rule
+	// would allow it.
+	Approver permission.Approver
+	// Classifier answers questions in auto mode. Nil (the default): the built-in
+	// classifier, which asks Provider with a short classification prompt.
+	Classifier permission.AutoClassifier
+	// Tools are the deployment's own tools, mounted after the engine's on every leg. Their
+	// declared Effect is what the permission gate reasons about. Default: none.
+	Tools []tools.Tool
+	// OnNotice receives non-fatal announcements as they happen. Nil (the default): none
+	// is delivered as it happens; they are all listed in the TaskResult either way.
+	OnNotice func(sema.Notice)
+	// Home is the user's home directory, for the delete guard and "~/" rules. Empty (the
+	// default): os.UserHomeDir().
+	Home string
 	// MemoryDir is a directory the system prompt advertises for long-lived notes; it is
 	// admitted as a write root only if it exists and passes the fence's admission rules.
-	// Writes into it are scanned for secrets.
+	// Writes into it are scanned for secrets. Empty (the default): none.
 	MemoryDir string
-	// Tools are the deployment's own tools, mounted after the engine's on every leg. Their
-	// declared Effect is what the permission gate reasons about.
-	Tools []tools.Tool
+	// Now is the clock for the system prompt's date. Nil (the default): time.Now.
+	Now func() time.Time
+
+	// Hooks are the deployment's callbacks into the write lane and the permission fold.
+	// Nil (the default): none, and the runner's own file history.
+	Hooks *Hooks
+	// Policy is the deployment's permission and containment policy. Nil (the default):
+	// no deployment rules or deny globs, faces not declared, every mode allowed, the
+	// project's settings may only tighten, no organization governance, and edits file
+	// history cannot protect are refused.
+	Policy *Policy
+	// Shell configures the shell tools and their sandbox. Nil (the default): the built-in
+	// read-only allowlist, no co-author trailer, a timed-out command is killed,
+	// background tasks stop with the leg, and the sandbox is auto with the network off.
+	Shell *ShellOptions
+}
+
+// Hooks are the deployment's callbacks into the write lane and the permission fold. The
+// zero value (and a nil Deps.Hooks) sets none.
+type Hooks struct {
 	// BeforeWrite is the deployment's content gate: it sees the final bytes of every write
-	// and may refuse them. An error or a panic refuses (fails closed).
+	// and may refuse them. An error or a panic refuses (fails closed). Nil: no gate.
 	BeforeWrite files.BeforeWriteHook
 	// TrackFileEdit is the first-touch history seat, called before every write. Nil: the
-	// runner's own file history, when a store is configured.
+	// runner's own file history, when Deps.History is set.
 	TrackFileEdit files.TrackFileEditHook
-	// OnFileEdited observes every write that changed, or may have changed, a file. It cannot
-	// refuse, is not awaited, and its panics are recovered.
+	// OnFileEdited observes every write that changed, or may have changed, a file. It
+	// cannot refuse, is not awaited, and its panics are recovered. Nil: nobody observes.
 	OnFileEdited files.FileEditedHook
+	// PreToolUse hooks run in the permission fold after the deny rules: they may deny,
+	// ask, or allow (optionally rewriting the input). They never override a rule. Nil:
+	// none.
+	PreToolUse []permission.Hook
+}
+
+// Policy is the deployment's permission and containment policy. The zero value (and a
+// nil Deps.Policy) is the default of every field.
+type Policy struct {
 	// Rules are the deployment's permission rules (see permission.ParseRules and
 	// permission.LoadSettings). They merge with the task's and the root's
-	// .sema/settings.json; a deny at any layer wins.
+	// .sema/settings.json; a deny at any layer wins. Default: none.
 	Rules permission.RuleSet
-	// PreToolUse hooks run in the permission fold after the deny rules: they may deny,
-	// ask, or allow (optionally rewriting the input). They never override a rule.
-	PreToolUse []permission.Hook
-	// Approver answers the questions the fold asks (an interactive prompt, a host
-	// callback). Nil: every question a person would answer is denied, with a sentence
-	// saying which flag or rule would allow it.
-	Approver permission.Approver
-	// Classifier answers questions in auto mode. Nil: the default classifier, which asks
-	// Provider with a short classification prompt.
-	Classifier permission.AutoClassifier
+	// DenyGlobs are paths (doublestar globs over canonical paths) no tool may touch.
+	// Default: none beyond the built-in protected set.
+	DenyGlobs []string
+	// ReadFace and WriteFace are the deployment seats of the containment faces, with the
+	// task seats' values ("roots", "open", or empty: not declared, the default). A task
+	// seat outranks them, except where governance or a read-only mount forbids opening
+	// (see fence.ResolveFace).
+	ReadFace, WriteFace fence.Face
 	// DenyBypassPermissions and DenyAutoMode forbid those modes: a task asking for one
-	// runs as default, with a notice and the fold in the manifest's receipt.
+	// runs as default, with a notice and the fold in the manifest's receipt. Default
+	// false: allowed.
 	DenyBypassPermissions, DenyAutoMode bool
-	// Home is the user's home directory, for the delete guard and "~/" rules. Default:
-	// os.UserHomeDir().
-	Home string
-	// Store keeps sessions: transcripts, legs, parked approvals. Nil: runs keep no
-	// session and cannot be resumed. See statedir.Open for the default on disk, and
-	// session.NewMemory for one in memory.
-	Store session.Store
-	// History keeps file history for rewind; it needs Store. Nil: no file history.
-	History history.Store
+	// TrustProjectSettings lets the task root's .sema/settings.json grant permissions
+	// (allow rules, a default mode). Default false: only that file's deny and ask rules
+	// apply, so a cloned repository cannot grant itself permissions.
+	TrustProjectSettings bool
+	// OrgGoverned declares organization governance: the task seat may only tighten
+	// faces. Default false.
+	OrgGoverned bool
 	// FileHistoryPolicy says what happens to an edit whose pre-image cannot be recorded
 	// while file history is on. Default: RefuseUnprotected.
 	FileHistoryPolicy FileHistoryPolicy
-	// Park makes a question for a person end the leg with status awaiting_approval and
-	// a checkpoint holding the exact pending call, instead of going to Approver. A later
-	// run with TaskSpec.Answer continues it, in any process. Needs Store.
-	Park bool
-	// Sandbox says whether shell commands run confined by the kernel (package sandbox):
-	// every Bash and bash_readonly command, its background tasks and everything they
-	// start write only inside the write roots, the private temp directory and the
-	// toolchain caches, read only the read roots, the system and the toolchains, never
-	// the state directory or a credential store, and reach no network. auto (also the
-	// empty word, the default): where the kernel can, with a sandbox.off notice where it
-	// cannot. on: a kernel that cannot refuses the run (sandbox.unavailable). off: the
-	// permission fold's analysis is the only wall. The manifest's shell.sandbox says
-	// which. Any other word is refused (config.sandbox_invalid).
-	Sandbox sandbox.Mode
-	// SandboxNetwork is "on" or "off"; empty: off, except for a leg that starts in
-	// bypassPermissions. bash_readonly never has the network.
-	SandboxNetwork string
-	// SandboxWritable, SandboxReadable and SandboxHidden extend the sandbox's policy:
-	// more places to write (a shared cache), to read (a toolchain in an unusual place),
-	// and to hide even inside the roots (beyond sandbox.DefaultCredentialStores). "~/"
-	// is the home directory; SandboxHidden entries may be relative to it.
-	SandboxWritable, SandboxReadable, SandboxHidden []string
-	// BashReadonlyAllow replaces the read-only shell's allowlist (bash_readonly, and the
+}
+
+// ShellOptions configure the shell tools (Bash, bash_readonly, background tasks) and the
+// kernel sandbox their commands run in. The zero value (and a nil Deps.Shell) is the
+// default of every field.
+type ShellOptions struct {
+	// ReadonlyAllow replaces the read-only shell's allowlist (bash_readonly, and the
 	// "read-only Bash needs no question" answer). Nil: the built-in list.
-	BashReadonlyAllow []string
+	ReadonlyAllow []string
 	// CommitCoAuthor, "Name <email>", adds a Co-Authored-By trailer to commits made
 	// through Bash. Empty (the default): none.
 	CommitCoAuthor string
@@ -199,12 +307,47 @@ type Deps struct {
 	// KeepBackgroundTasks leaves background tasks running when the leg ends; they are
 	// listed in TaskResult.BackgroundTasks. Default false: they are stopped.
 	KeepBackgroundTasks bool
-	// TrustProjectSettings lets the task root's .sema/settings.json grant permissions
-	// (allow rules, a default mode). Without it only that file's deny and ask rules
-	// apply, so a cloned repository cannot grant itself permissions. Default false.
-	TrustProjectSettings bool
-	// OrgGoverned declares organization governance: the task seat may only tighten faces.
-	OrgGoverned bool
+	// Sandbox says whether shell commands run confined by the kernel (package sandbox):
+	// every Bash and bash_readonly command, its background tasks and everything they
+	// start write only inside the write roots, the private temp directory and the
+	// toolchain caches, read only the read roots, the system and the toolchains, never
+	// the state directory or a credential store, and reach no network. auto (also the
+	// empty word, the default): where the kernel can, with a sandbox.off notice where it
+	// cannot. on: a kernel that cannot refuses the run (sandbox.unavailable). off: the
+	// permission fold's analysis is the only wall. The manifest's shell.sandbox says
+	// which. Any other word is refused (config.sandbox_invalid).
+	Sandbox sandbox.Mode
+	// SandboxNetwork is "on" or "off"; empty (the default): off, except for a leg that
+	// starts in bypassPermissions. bash_readonly never has the network.
+	SandboxNetwork string
+	// SandboxWritable, SandboxReadable and SandboxHidden extend the sandbox's policy:
+	// more places to write (a shared cache), to read (a toolchain in an unusual place),
+	// and to hide even inside the roots (beyond sandbox.DefaultCredentialStores). "~/"
+	// is the home directory; SandboxHidden entries may be relative to it. Default: none.
+	SandboxWritable, SandboxReadable, SandboxHidden []string
+}
+
+// hooks, policy and shell return a group by value, its zero value for a nil pointer, so
+// that readers need no nil check and nothing is ever written into the caller's Deps.
+func (d *Deps) hooks() Hooks {
+	if d.Hooks == nil {
+		return Hooks{}
+	}
+	return *d.Hooks
+}
+
+func (d *Deps) policy() Policy {
+	if d.Policy == nil {
+		return Policy{}
+	}
+	return *d.Policy
+}
+
+func (d *Deps) shell() ShellOptions {
+	if d.Shell == nil {
+		return ShellOptions{}
+	}
+	return *d.Shell
 }
 
 // FileHistoryPolicy is the deployment's answer for an edit that file history cannot

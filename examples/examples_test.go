@@ -79,3 +79,20 @@ func TestCustomTool(t *testing.T) {
 	t.Parallel()
 	wantAll(t, run(t, t.TempDir(), "customtool", ""), "completed Filed the review ticket.", "tickets: [review at 15:00] denials: 0")
 }
+
+// The README shows examples/embed; the two must not drift apart.
+func TestREADMEShowsEmbed(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("embed/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.TrimRight(string(src[strings.Index(string(src), "func main() {"):]), "\n")
+	if !strings.Contains(string(readme), "```go\n"+body+"\n```") {
+		t.Fatal("README.md does not show examples/embed/main.go's main as it is")
+	}
+}

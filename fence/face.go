@@ -24,7 +24,7 @@ const (
 	// LayerTask is the task's own seat (TaskSpec.ReadFace / TaskSpec.WriteFace). Under
 	// a read-only mount or org governance it may only tighten.
 	LayerTask Layer = iota
-	// LayerDeployment is the deployment's seat (Deps.ReadFace / Deps.WriteFace).
+	// LayerDeployment is the deployment's seat (Deps.Policy.ReadFace / Deps.Policy.WriteFace).
 	LayerDeployment
 )
 
@@ -55,11 +55,11 @@ const (
 
 // SeatName is the one spelling of a face seat, derived from (kind, layer) so that every
 // message naming a seat names it the same way: "TaskSpec.ReadFace", "TaskSpec.WriteFace",
-// "Deps.ReadFace", "Deps.WriteFace".
+// "Deps.Policy.ReadFace", "Deps.Policy.WriteFace".
 func SeatName(kind Kind, layer Layer) string {
 	prefix := "TaskSpec."
 	if layer == LayerDeployment {
-		prefix = "Deps."
+		prefix = "Deps.Policy."
 	}
 	if kind == Write {
 		return prefix + "WriteFace"
@@ -107,7 +107,7 @@ type FaceInputs struct {
 	// Task is the task's seat (TaskSpec.ReadFace or TaskSpec.WriteFace), raw; nil when
 	// the task declared nothing.
 	Task *string
-	// Deployment is the deployment's seat (Deps.ReadFace or Deps.WriteFace), raw; nil
+	// Deployment is the deployment's seat (Deps.Policy.ReadFace or Deps.Policy.WriteFace), raw; nil
 	// when the deployment declared nothing.
 	Deployment *string
 	// ReadOnlyMount is the verifier's read-only mount. For the read face the roots are

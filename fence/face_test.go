@@ -132,18 +132,18 @@ func TestSeatNames(t *testing.T) {
 	want := map[[2]int]string{
 		{int(Read), int(LayerTask)}:        "TaskSpec.ReadFace",
 		{int(Write), int(LayerTask)}:       "TaskSpec.WriteFace",
-		{int(Read), int(LayerDeployment)}:  "Deps.ReadFace",
-		{int(Write), int(LayerDeployment)}: "Deps.WriteFace",
+		{int(Read), int(LayerDeployment)}:  "Deps.Policy.ReadFace",
+		{int(Write), int(LayerDeployment)}: "Deps.Policy.WriteFace",
 	}
 	for k, w := range want {
 		if got := SeatName(Kind(k[0]), Layer(k[1])); got != w {
 			t.Errorf("SeatName(%v) = %q, want %q", k, got, w)
 		}
 	}
-	if n := DeploymentClampNotice(Read); n.Code != CodeReadFaceClamped || n.Detail["seat"] != "Deps.ReadFace" {
+	if n := DeploymentClampNotice(Read); n.Code != CodeReadFaceClamped || n.Detail["seat"] != "Deps.Policy.ReadFace" {
 		t.Errorf("read clamp notice: %+v", n)
 	}
-	if n := DeploymentClampNotice(Write); n.Code != CodeWriteFaceClamped || n.Detail["seat"] != "Deps.WriteFace" {
+	if n := DeploymentClampNotice(Write); n.Code != CodeWriteFaceClamped || n.Detail["seat"] != "Deps.Policy.WriteFace" {
 		t.Errorf("write clamp notice: %+v", n)
 	}
 }

@@ -83,7 +83,7 @@ type Config struct {
 	// refused by New (see CheckFaceValue).
 	TaskReadFace, TaskWriteFace *string
 	// DeploymentReadFace and DeploymentWriteFace are the deployment's face seats
-	// (Deps.ReadFace, Deps.WriteFace), raw, with the same rules.
+	// (Deps.Policy.ReadFace, Deps.Policy.WriteFace), raw, with the same rules.
 	DeploymentReadFace, DeploymentWriteFace *string
 	// ReadOnlyMount is the verifier's read-only mount: both faces are roots and a task
 	// seat "open" is refused. Default false.

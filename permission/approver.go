@@ -13,8 +13,8 @@ type ApprovalRequest struct {
 	// Tool and Input are the call as it would run (a hook's rewrite included).
 	Tool  string          `json:"tool"`
 	Input json.RawMessage `json:"input"`
-	// Ask is the gate's question: its sentence, reason, gate and whether only a person
-	// may answer it.
+	// Ask is the gate's question: its sentence (Reason), the layer that asked
+	// (DecidedBy), the gate and whether only a person may answer it.
 	Ask Decision `json:"ask"`
 	// Mode is the leg's mode when the question was put.
 	Mode Mode `json:"mode"`
@@ -26,8 +26,8 @@ type ApprovalRequest struct {
 type ApprovalDecision struct {
 	// Behavior is Allow or Deny; anything else is read as Deny.
 	Behavior Behavior `json:"behavior"`
-	// Message is the approver's sentence; on a deny the model sees it.
-	Message string `json:"message,omitempty"`
+	// Reason is the approver's sentence; on a deny the model sees it.
+	Reason string `json:"reason,omitempty"`
 	// UpdatedInput, with an allow, is the approver's edit of the input: the call runs
 	// with it after the deny rules judged it again.
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`

@@ -25,25 +25,25 @@ const (
 // this package.
 const CodeDenied = tools.CodePermissionDenied
 
-// Reason says which layer decided (the seed's decisionReason).
-type Reason string
+// Layer says which layer of the permission fold decided (the seed's decisionReason).
+type Layer string
 
 const (
-	// ReasonRule: an allow, deny or ask rule.
-	ReasonRule Reason = "rule"
-	// ReasonHook: a PreToolUse hook.
-	ReasonHook Reason = "hook"
-	// ReasonMode: the mode's own answer or question (the write gate, the plan question,
+	// LayerRule: an allow, deny or ask rule.
+	LayerRule Layer = "rule"
+	// LayerHook: a PreToolUse hook.
+	LayerHook Layer = "hook"
+	// LayerMode: the mode's own answer or question (the write gate, the plan question,
 	// the unstated question, dontAsk's refusal).
-	ReasonMode Reason = "mode"
-	// ReasonSafety: a safety station (delete guard, protected path, boundary finding).
-	ReasonSafety Reason = "safety"
-	// ReasonTool: the tool's own station (the shell station, a read-only tool).
-	ReasonTool Reason = "tool"
-	// ReasonClassifier: the auto-mode classifier answered the question.
-	ReasonClassifier Reason = "classifier"
-	// ReasonUser: a person (or the host's approver) answered the question.
-	ReasonUser Reason = "user"
+	LayerMode Layer = "mode"
+	// LayerSafety: a safety station (delete guard, protected path, boundary finding).
+	LayerSafety Layer = "safety"
+	// LayerTool: the tool's own station (the shell station, a read-only tool).
+	LayerTool Layer = "tool"
+	// LayerClassifier: the auto-mode classifier answered the question.
+	LayerClassifier Layer = "classifier"
+	// LayerUser: a person (or the host's approver) answered the question.
+	LayerUser Layer = "user"
 )
 
 // The questions an ask can be, as a parked checkpoint records them.
@@ -57,10 +57,11 @@ const (
 // Decision is the gate's answer for one call.
 type Decision struct {
 	Behavior Behavior `json:"behavior"`
-	Reason   Reason   `json:"reason"`
-	// Message is one sentence for the model (on a deny) or for the person asked.
-	Message string `json:"message"`
-	// Rule is the rule that decided, in rule syntax, when Reason is rule.
+	// DecidedBy is the layer that decided.
+	DecidedBy Layer `json:"decided_by"`
+	// Reason is one sentence for the model (on a deny) or for the person asked.
+	Reason string `json:"reason"`
+	// Rule is the rule that decided, in rule syntax, when DecidedBy is LayerRule.
 	Rule string `json:"rule,omitempty"`
 	// UpdatedInput, when set, is the input the tool must run with instead of the
 	// model's: a hook's rewrite, or an approver's edit (already judged again by the deny

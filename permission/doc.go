@@ -1,14 +1,15 @@
 // Package permission is the vocabulary an embedder uses to say which tool calls run:
 //
 //   - the permission modes (Mode, ParseMode) and the Receipt a mode question answers
-//     with (what agent.Control.Steer returns and the manifest records);
+//     with (what agent.Control.SetPermissionMode returns and the manifest records);
 //   - rules (Rule, RuleSet, ParseRule, ParseRules, RulesFromFlags, SplitRuleList) and
 //     settings files (Settings, ParseSettings, LoadSettings);
 //   - the seats a host fills: PreToolUse hooks (Hook, HookDecision), the Approver that
 //     answers questions for a person (ApprovalRequest, ApprovalDecision, ApproverFunc),
 //     and the AutoClassifier of auto mode (ClassifyRequest);
 //   - what a hook, approver or classifier sees: the Call, its Scope and PathTargets, and
-//     the gate's Decision (Behavior, Reason, the question's Gate);
+//     the gate's Decision (Behavior, DecidedBy: the Layer that decided, Reason: its
+//     sentence, the question's Gate);
 //   - the codes of the errors and notices the engine reports on these matters.
 //
 // The engine that folds these layers into one decision per call lives in the module's

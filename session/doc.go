@@ -12,7 +12,7 @@
 //     gaps and no duplicates, however many writers append at once.
 //   - Entries form a tree by their parent: an Append without a parent follows the
 //     session's head (the entry appended last), so concurrent appenders build one chain
-//     and no write is lost; an Append with an earlier parent starts a branch (ResumeAt).
+//     and no write is lost; an Append with an earlier parent starts a branch (agent.Resume.At).
 //     Transcript returns exactly one chain, root first.
 //   - A checkpoint holds the exact pending tool call: its canonical JSON arguments and
 //     their sha256, computed by the store, never re-derived later. It is claimed at most

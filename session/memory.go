@@ -241,14 +241,14 @@ func (m *Memory) StartLeg(ctx context.Context, sessionID string) (Leg, error) {
 	if len(ms.legs) > 0 {
 		n = m.legs[ms.legs[len(ms.legs)-1]].Number + 1
 	}
-	l := &Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: now(), Status: LegRunning}
+	l := &Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: now(), Status: sema.StatusRunning}
 	m.legs[l.ID] = l
 	ms.legs = append(ms.legs, l.ID)
 	touch(ms)
 	return *l, nil
 }
 
-func (m *Memory) EndLeg(ctx context.Context, legID string, status LegStatus) (Leg, error) {
+func (m *Memory) EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error) {
 	if err := m.lock(ctx); err != nil {
 		return Leg{}, err
 	}

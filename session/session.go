@@ -37,8 +37,9 @@ type Store interface {
 
 	// StartLeg opens the session's next leg (numbered from 1), running.
 	StartLeg(ctx context.Context, sessionID string) (Leg, error)
-	// EndLeg closes a running leg with its final status.
-	EndLeg(ctx context.Context, legID string, status LegStatus) (Leg, error)
+	// EndLeg closes a running leg with its final status: any non-empty word but
+	// sema.StatusRunning (the runner writes the other sema.Status constants).
+	EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error)
 	Legs(ctx context.Context, sessionID string) ([]Leg, error)
 
 	// Append commits one entry and returns its id (see Entry for the fields it reads).
@@ -128,19 +129,6 @@ type Filter struct {
 	Limit int
 }
 
-// LegStatus is how a leg ended. The store keeps any non-empty word; these are the
-// runner's.
-type LegStatus string
-
-const (
-	LegRunning          LegStatus = "running"
-	LegCompleted        LegStatus = "completed"
-	LegAwaitingApproval LegStatus = "awaiting_approval"
-	LegMaxTurns         LegStatus = "max_turns"
-	LegError            LegStatus = "error"
-	LegCancelled        LegStatus = "cancelled"
-)
-
 // Leg is one Run of a session. Numbers count from 1 per session; a fork keeps the
 // numbers of the legs it copied and goes on from the highest.
 type Leg struct {
@@ -149,8 +137,8 @@ type Leg struct {
 	Number    int       `json:"number"`
 	StartedAt time.Time `json:"started_at"`
 	// EndedAt is zero while the leg runs.
-	EndedAt time.Time `json:"ended_at,omitzero"`
-	Status  LegStatus `json:"status"`
+	EndedAt time.Time   `json:"ended_at,omitzero"`
+	Status  sema.Status `json:"status"`
 }
 
 // Entry is one transcript entry. Append reads SessionID, LegID (optional; when set it
@@ -376,8 +364,8 @@ func applyUpdate(s Session, fn func(*Session) error, now time.Time) (Session, er
 	return c, nil
 }
 
-func checkLegEnd(l Leg, status LegStatus) error {
-	if status == "" || status == LegRunning {
+func checkLegEnd(l Leg, status sema.Status) error {
+	if status == "" || status == sema.StatusRunning {
 		return sema.Errorf(CodeInvalid, "a leg ends with a final status, not %q", status)
 	}
 	if !l.EndedAt.IsZero() {

@@ -334,7 +334,7 @@ func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, erro
 		if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM legs WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
 			return err
 		}
-		out = Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: time.Now().UTC(), Status: LegRunning}
+		out = Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: time.Now().UTC(), Status: sema.StatusRunning}
 		_, err = q.ExecContext(ctx, `INSERT INTO legs (`+legCols+`) VALUES (?, ?, ?, ?, 0, ?)`,
 			out.ID, sessionID, n, nanos(out.StartedAt), out.Status)
 		return err
@@ -346,7 +346,7 @@ func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, erro
 	return out, nil
 }
 
-func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status LegStatus) (Leg, error) {
+func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error) {
 	var out Leg
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
 		l, err := scanLeg(q.QueryRowContext(ctx, `SELECT `+legCols+` FROM legs WHERE id = ?`, legID))

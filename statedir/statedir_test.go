@@ -92,12 +92,12 @@ func TestOpenRelativeAndExisting(t *testing.T) {
 func TestDepsFillsTheThreeSeats(t *testing.T) {
 	t.Parallel()
 	d := open(t, t.TempDir())
-	in := agent.Deps{DenyGlobs: []string{"/secret/**"}, Park: true, StateDir: "/elsewhere", Store: session.NewMemory()}
+	in := agent.Deps{Policy: &agent.Policy{DenyGlobs: []string{"/secret/**"}}, MemoryDir: "/notes", StateDir: "/elsewhere", Store: session.NewMemory()}
 	got := d.Deps(in)
 	if got.Store != d.Sessions() || got.History != d.History() || got.StateDir != d.Path() {
 		t.Fatalf("Deps seats: Store=%v History=%v StateDir=%q", got.Store, got.History, got.StateDir)
 	}
-	if !got.Park || len(got.DenyGlobs) != 1 || got.DenyGlobs[0] != "/secret/**" {
+	if got.MemoryDir != "/notes" || got.Policy != in.Policy || len(got.Policy.DenyGlobs) != 1 || got.Policy.DenyGlobs[0] != "/secret/**" {
 		t.Fatalf("Deps changed other fields: %+v", got)
 	}
 }

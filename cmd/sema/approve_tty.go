@@ -88,7 +88,7 @@ func (a *termApprover) Approve(ctx context.Context, req permission.ApprovalReque
 	key := a.rememberKey(req)
 	if !req.Ask.PersonOnly && a.always[key] {
 		fmt.Fprintf(a.out, "sema: %s allowed (you answered \"always\" earlier)\n", describeCall(req))
-		return permission.ApprovalDecision{Behavior: permission.Allow, Message: "allowed for this session at the terminal prompt"}, nil
+		return permission.ApprovalDecision{Behavior: permission.Allow, Reason: "allowed for this session at the terminal prompt"}, nil
 	}
 	a.ask(req)
 	if a.ended {
@@ -114,15 +114,15 @@ func (a *termApprover) Approve(ctx context.Context, req permission.ApprovalReque
 	}
 	switch strings.ToLower(raw) {
 	case "y", "yes":
-		return permission.ApprovalDecision{Behavior: permission.Allow, Message: "allowed once at the terminal prompt"}, nil
+		return permission.ApprovalDecision{Behavior: permission.Allow, Reason: "allowed once at the terminal prompt"}, nil
 	case "a", "always":
 		if req.Ask.PersonOnly {
 			fmt.Fprintln(a.out, "sema: this question is asked every time; allowed once")
-			return permission.ApprovalDecision{Behavior: permission.Allow, Message: "allowed once at the terminal prompt"}, nil
+			return permission.ApprovalDecision{Behavior: permission.Allow, Reason: "allowed once at the terminal prompt"}, nil
 		}
 		a.always[key] = true
 		fmt.Fprintf(a.out, "sema: allowed; %s will not be asked again in this run\n", rememberScope(req, key))
-		return permission.ApprovalDecision{Behavior: permission.Allow, Message: "allowed for this session at the terminal prompt"}, nil
+		return permission.ApprovalDecision{Behavior: permission.Allow, Reason: "allowed for this session at the terminal prompt"}, nil
 	case "n", "no":
 		return deny("answered no at the terminal prompt"), nil
 	default:
@@ -132,7 +132,7 @@ func (a *termApprover) Approve(ctx context.Context, req permission.ApprovalReque
 }
 
 func deny(why string) permission.ApprovalDecision {
-	return permission.ApprovalDecision{Behavior: permission.Deny, Message: why}
+	return permission.ApprovalDecision{Behavior: permission.Deny, Reason: why}
 }
 
 // ask writes one question: the call, its input, the gate's sentence, and the choices.
@@ -142,10 +142,10 @@ func (a *termApprover) ask(req permission.ApprovalRequest) {
 	for _, line := range renderInput(req.Tool, req.Input) {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	if msg := strings.TrimSpace(req.Ask.Message); msg != "" {
+	if msg := strings.TrimSpace(req.Ask.Reason); msg != "" {
 		fmt.Fprintf(&b, "%s", sanitize(msg))
-		if req.Ask.Reason != "" {
-			fmt.Fprintf(&b, " (reason: %s)", req.Ask.Reason)
+		if req.Ask.DecidedBy != "" {
+			fmt.Fprintf(&b, " (reason: %s)", req.Ask.DecidedBy)
 		}
 		b.WriteString("\n")
 	}

@@ -35,8 +35,8 @@ func askReq(tool, input string, personOnly bool) permission.ApprovalRequest {
 	return permission.ApprovalRequest{
 		Tool:  tool,
 		Input: json.RawMessage(input),
-		Ask: permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode,
-			Message: "Allow " + tool + "?", PersonOnly: personOnly},
+		Ask: permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerMode,
+			Reason: "Allow " + tool + "?", PersonOnly: personOnly},
 		Mode: permission.ModeDefault,
 	}
 }
@@ -77,7 +77,7 @@ func TestApproverAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Behavior != c.want || !strings.Contains(d.Message, c.wantMsg) {
+			if d.Behavior != c.want || !strings.Contains(d.Reason, c.wantMsg) {
 				t.Fatalf("decision %+v; want %s with %q", d, c.want, c.wantMsg)
 			}
 			if !strings.Contains(out.String(), c.wantOut) {
@@ -165,7 +165,7 @@ func TestApproverCancellation(t *testing.T) {
 	}()
 	cancel()
 	d := <-done
-	if d.Behavior != permission.Deny || !strings.Contains(d.Message, "cancelled") {
+	if d.Behavior != permission.Deny || !strings.Contains(d.Reason, "cancelled") {
 		t.Fatalf("decision %+v", d)
 	}
 	if !strings.Contains(out.String(), "cancelled") {
@@ -235,8 +235,8 @@ func TestQuestionShowsTheCallAndTheSentence(t *testing.T) {
 	var out bytes.Buffer
 	a := newTermApprover(strings.NewReader("n\n"), &out, "/work")
 	req := askReq("Write", writeInput, true)
-	req.Ask.Message = "Writing .bashrc needs a person's yes."
-	req.Ask.Reason = permission.ReasonSafety
+	req.Ask.Reason = "Writing .bashrc needs a person's yes."
+	req.Ask.DecidedBy = permission.LayerSafety
 	a.Approve(context.Background(), req)
 	for _, want := range []string{"Write notes.txt", "│ one", "│ two", "Writing .bashrc needs a person's yes. (reason: safety)", "Allow? [y]es once / [n]o"} {
 		if !strings.Contains(out.String(), want) {

@@ -28,7 +28,7 @@ const maxControlLine = 1 << 20
 
 // steerer is the part of *agent.Control the control channel uses.
 type steerer interface {
-	Steer(ctx context.Context, mode permission.Mode) (permission.Receipt, error)
+	SetPermissionMode(ctx context.Context, mode permission.Mode) (permission.Receipt, error)
 }
 
 // steering is the control channel of a run started with --input-format stream-json.
@@ -258,7 +258,7 @@ func (s *steering) handle(line []byte) controlResponse {
 			r.Error = asSemaError(err)
 			return r
 		}
-		receipt, err := s.steer.Steer(s.ctx, mode)
+		receipt, err := s.steer.SetPermissionMode(s.ctx, mode)
 		if err != nil {
 			r.Error = asSemaError(err)
 			if receipt.Effective == "" {

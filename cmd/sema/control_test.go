@@ -21,7 +21,7 @@ type fakeSteerer struct {
 	err   error
 }
 
-func (f *fakeSteerer) Steer(_ context.Context, m permission.Mode) (permission.Receipt, error) {
+func (f *fakeSteerer) SetPermissionMode(_ context.Context, m permission.Mode) (permission.Receipt, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.modes = append(f.modes, m)
@@ -133,7 +133,7 @@ func (l *lineSink) types(t *testing.T) []string {
 var (
 	agentMessage = model.Message{Role: model.RoleAssistant, Content: []model.Block{model.TextBlock("hi")}}
 	initEvent    = agent.Event{Type: agent.EventInit, Manifest: &agent.Manifest{}}
-	resultEvent  = agent.Event{Type: agent.EventResult, Result: &agent.TaskResult{Status: agent.StatusCompleted}}
+	resultEvent  = agent.Event{Type: agent.EventResult, Result: &agent.TaskResult{Status: sema.StatusCompleted}}
 )
 
 // TestControlLinesWaitForInit: lines read before the run is running are answered right

@@ -105,7 +105,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 				fmt.Fprintf(stdout, "the workspace is kept at %s\n", dir)
 			}
 			fmt.Fprintln(stdout, "\nTo run a real model: export ANTHROPIC_API_KEY=… and `sema run \"explain this repository\"` in a repo.")
-			if res.Status != agent.StatusCompleted {
+			if res.Status != sema.StatusCompleted {
 				err := error(sema.Errorf("demo.failed", "the demo ended with status %s", res.Status))
 				if res.Error != nil {
 					err = res.Error

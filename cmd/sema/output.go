@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model"
 )
@@ -60,7 +61,7 @@ func (p *printer) text(ev agent.Event) {
 			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)\n  answer with: sema approve %s --checkpoint %s --allow|--deny\n",
 				cp.Tool, cp.Message, r.SessionID, cp.ID)
 		}
-		if r.Status == agent.StatusMaxTurns {
+		if r.Status == sema.StatusMaxTurns {
 			fmt.Fprintf(p.errw, "sema: stopped after %d turns (--max-turns)\n", r.NumTurns)
 		}
 	}

@@ -24,7 +24,7 @@ const userSettingsPath = ".sema/settings.json"
 
 // permissionSetup is what the permission flags, the settings files and the terminal
 // resolve to for one run. The command line is the deployment: the settings files'
-// rules are deployment rules (Deps.Rules), the flags' rules are the task's.
+// rules are deployment rules (Deps.Policy.Rules), the flags' rules are the task's.
 type permissionSetup struct {
 	// mode is the requested mode: the flag, else the --settings file's defaultMode, else
 	// the user file's; "" when none names one (the runner then reads the project's
@@ -38,9 +38,9 @@ type permissionSetup struct {
 	sandbox permission.SandboxSettings
 	// home is the user's home directory ("" when unknown).
 	home string
-	// prompt reports that questions are put to a person at the terminal; otherwise they
-	// are denied.
-	prompt bool
+	// prompt reports that questions are put to a person at the terminal, park that they
+	// park the run (--on-ask park); otherwise they are denied.
+	prompt, park bool
 	// steer reports --input-format stream-json: stdin carries control lines.
 	steer  bool
 	stdin  io.Reader
@@ -113,6 +113,8 @@ func resolvePermissionsIn(o *runOptions, prompt string, stdin io.Reader, stderr 
 	switch o.onAsk {
 	case "prompt":
 		s.prompt = true
+	case "park":
+		s.park = true
 	case "":
 		// As the familiar CLIs do: ask a person only when one is at the terminal and
 		// stdin is free to carry the answers.
@@ -169,18 +171,36 @@ func (s *permissionSetup) apply(deps *agent.Deps, spec *agent.TaskSpec) {
 	spec.PermissionMode = s.mode
 	spec.AllowedTools = s.allowed
 	spec.DisallowedTools = s.disallowed
-	deps.Rules = deps.Rules.Merge(s.rules)
-	deps.TrustProjectSettings = true
-	deps.Sandbox = s.sandbox.Mode
-	deps.SandboxNetwork = s.sandbox.Network
-	deps.SandboxWritable = s.sandbox.Writable
-	deps.SandboxReadable = s.sandbox.Readable
-	deps.SandboxHidden = s.sandbox.Hidden
+	// The groups are copied, never written through: deps may share them with others.
+	var policy agent.Policy
+	if deps.Policy != nil {
+		policy = *deps.Policy
+	}
+	policy.Rules = policy.Rules.Merge(s.rules)
+	policy.TrustProjectSettings = true
+	deps.Policy = &policy
+	var sh agent.ShellOptions
+	if deps.Shell != nil {
+		sh = *deps.Shell
+	}
+	sh.Sandbox = s.sandbox.Mode
+	sh.SandboxNetwork = s.sandbox.Network
+	sh.SandboxWritable = s.sandbox.Writable
+	sh.SandboxReadable = s.sandbox.Readable
+	sh.SandboxHidden = s.sandbox.Hidden
+	deps.Shell = &sh
 	if s.home != "" {
 		deps.Home = s.home
 	}
-	if s.prompt {
+	// --on-ask maps onto the task's OnAsk; prompt is an approver at the terminal.
+	switch {
+	case s.prompt:
 		deps.Approver = newTermApprover(s.stdin, s.stderr, spec.Root)
+		spec.OnAsk = agent.OnAskApprover
+	case s.park:
+		spec.OnAsk = agent.OnAskPark
+	default:
+		spec.OnAsk = agent.OnAskDeny
 	}
 }
 

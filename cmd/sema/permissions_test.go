@@ -148,18 +148,18 @@ func TestModePrecedence(t *testing.T) {
 				t.Fatalf("mode %q, want %q", spec.PermissionMode, c.wantMode)
 			}
 			var allow []string
-			for _, r := range deps.Rules.Allow {
+			for _, r := range deps.Policy.Rules.Allow {
 				allow = append(allow, r.String())
 			}
 			if diff := cmp.Diff(c.wantAllow, allow); diff != "" {
 				t.Fatalf("allow rules (-want +got):\n%s", diff)
 			}
 			// Every file's deny rule applies, whichever file named the mode.
-			if want := len(c.wantAllow); len(deps.Rules.Deny) != want {
-				t.Fatalf("deny rules %v, want %d", deps.Rules.Deny, want)
+			if want := len(c.wantAllow); len(deps.Policy.Rules.Deny) != want {
+				t.Fatalf("deny rules %v, want %d", deps.Policy.Rules.Deny, want)
 			}
-			if !deps.TrustProjectSettings || deps.Home != home {
-				t.Fatalf("deps trust=%v home=%q", deps.TrustProjectSettings, deps.Home)
+			if !deps.Policy.TrustProjectSettings || deps.Home != home {
+				t.Fatalf("deps trust=%v home=%q", deps.Policy.TrustProjectSettings, deps.Home)
 			}
 		})
 	}

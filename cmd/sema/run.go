@@ -96,7 +96,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	switch o.onAsk {
 	case "", "deny", "prompt", "park":
 	default:
-		return usageErr(sema.Errorf("config.on_ask_invalid", "unknown --on-ask value %q; use deny, park or prompt", o.onAsk))
+		return usageErr(sema.Errorf(agent.CodeOnAskInvalid, "unknown --on-ask value %q; use deny, park or prompt", o.onAsk))
 	}
 	perms, err := resolvePermissions(o, prompt, stdin, stderr)
 	if err != nil {
@@ -134,7 +134,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		PermissionMode:            permission.Mode(o.permissionMode),
 		AdditionalDirectories:     o.addDirs,
 		AdditionalReadDirectories: o.addReadDirs,
-		HandsReadOnly:             o.readOnly,
+		ReadOnly:                  o.readOnly,
 		AppendSystemPrompt:        o.appendSystem,
 	}
 	perms.apply(&deps, &spec)
@@ -148,8 +148,13 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	spec.Control = steer.control()
 	steer.start(ctx)
 	out := newPrinter(o.outputFormat, steer.writer(stdout), stderr)
+	runner := agent.New(deps)
+	events := runner.Events(ctx, spec)
+	if o.answer != nil {
+		events = runner.ResumeEvents(ctx, spec, *o.answer)
+	}
 	var res *agent.TaskResult
-	for ev, err := range agent.New(deps).Events(ctx, spec) {
+	for ev, err := range events {
 		if err != nil {
 			return usageErr(err)
 		}
@@ -164,11 +169,11 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 // exitFor maps a result's status to the exit code of the contract.
 func exitFor(res *agent.TaskResult) error {
 	switch res.Status {
-	case agent.StatusCompleted:
+	case sema.StatusCompleted:
 		return nil
-	case agent.StatusAwaitingApproval:
+	case sema.StatusAwaitingApproval:
 		return &exitErr{code: exitAwaiting}
-	case agent.StatusMaxTurns:
+	case sema.StatusMaxTurns:
 		return &exitErr{code: exitMaxTurns}
 	default:
 		var err error = sema.Errorf("run.failed", "the run ended with status %s", res.Status)

@@ -306,16 +306,14 @@ func printLedger(w io.Writer, l *history.Ledger, dry bool) {
 // sessionSeats opens the state directory for a run, fills the deployment's three
 // state-directory seats from it (Store, History, StateDir) and then the session fields:
 // every run records a session; --resume / --continue / --fork-session continue one;
-// --on-ask park parks questions; `sema approve` answers one.
+// `sema approve` answers one.
 func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.Deps, spec *agent.TaskSpec) (*statedir.Dir, error) {
 	st, err := openState(ctx, home)
 	if err != nil {
 		return nil, usageErr(err)
 	}
 	*deps = st.Deps(*deps)
-	deps.Park = o.onAsk == "park"
-	spec.SessionID = o.resume
-	spec.ForkSession = o.forkSession
+	id := o.resume
 	if o.continueLast {
 		root, err := canonicalRoot(ctx, spec.Root)
 		if err != nil {
@@ -327,10 +325,10 @@ func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.
 			st.Close()
 			return nil, usageErr(sema.Errorf("session.not_found", "there is no session to continue in %s; start one with `sema run`", root))
 		}
-		spec.SessionID = s.ID
+		id = s.ID
 	}
-	if o.answer != nil {
-		spec.Answer = o.answer
+	if id != "" {
+		spec.Resume = &agent.Resume{SessionID: id, Fork: o.forkSession}
 	}
 	return st, nil
 }
@@ -358,7 +356,7 @@ func newApproveCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				if !json.Valid([]byte(edit)) {
 					return usageErr(sema.Errorf("checkpoint.answer_invalid", "--edit is not valid JSON"))
 				}
-				a.EditedInput = json.RawMessage(edit)
+				a.UpdatedInput = json.RawMessage(edit)
 			}
 			opts.answer = a
 			opts.resume = args[0]

@@ -20,13 +20,13 @@ func main() {
 	root, _ := demo.Workspace("CHANGES.md", "# changes\n")
 	in := bufio.NewScanner(os.Stdin)
 	ask := permission.ApproverFunc(func(ctx context.Context, q permission.ApprovalRequest) (permission.ApprovalDecision, error) {
-		fmt.Printf("%s %s\n  %s\nallow? [y/N] ", q.Tool, q.Input, q.Ask.Message)
+		fmt.Printf("%s %s\n  %s\nallow? [y/N] ", q.Tool, q.Input, q.Ask.Reason)
 		if in.Scan() && strings.TrimSpace(in.Text()) == "y" {
 			fmt.Println()
 			return permission.ApprovalDecision{Behavior: permission.Allow}, nil
 		}
 		fmt.Println()
-		return permission.ApprovalDecision{Behavior: permission.Deny, Message: "the person at the terminal said no"}, nil
+		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: "the person at the terminal said no"}, nil
 	})
 	runner := agent.New(agent.Deps{Provider: demo.Model(), Approver: ask})
 	res := demo.Must(runner.Run(context.Background(), agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root}))

@@ -53,7 +53,7 @@ func main() {
 		{Text: "Filed the review ticket."},
 	}})
 	rules := demo.Must(permission.ParseRules([]string{"FileTicket"}, nil, nil))
-	runner := agent.New(agent.Deps{Provider: model, Tools: []tools.Tool{clock{}, ticket{&filed}}, Rules: rules})
+	runner := agent.New(agent.Deps{Provider: model, Tools: []tools.Tool{clock{}, ticket{&filed}}, Policy: &agent.Policy{Rules: rules}})
 	res := demo.Must(runner.Run(context.Background(), agent.TaskSpec{Prompt: "file a review ticket for now", Root: root}))
 	fmt.Println(res.Status, res.Result)
 	fmt.Println("tickets:", filed, "denials:", len(res.PermissionDenials))

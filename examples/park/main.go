@@ -24,8 +24,8 @@ func main() {
 		root, state := demo.Workspace("CHANGES.md", "# changes\n")
 		dir := demo.Must(statedir.Open(ctx, state))
 		defer dir.Close()
-		runner := agent.New(dir.Deps(agent.Deps{Provider: demo.Model(), Park: true}))
-		res := demo.Must(runner.Run(ctx, agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root}))
+		runner := agent.New(dir.Deps(agent.Deps{Provider: demo.Model()}))
+		res := demo.Must(runner.Run(ctx, agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root, OnAsk: agent.OnAskPark}))
 		cp, ok := res.Parked()
 		if !ok {
 			demo.Must(0, fmt.Errorf("the run ended %s without a question", res.Status))
@@ -41,7 +41,7 @@ func main() {
 	dir := demo.Must(statedir.Open(ctx, state))
 	defer dir.Close()
 	runner := agent.New(dir.Deps(agent.Deps{Provider: demo.Model()}))
-	res := demo.Must(runner.Resume(ctx, agent.TaskSpec{Root: root, SessionID: session}, agent.Answer{CheckpointID: checkpoint, Allow: true}))
+	res := demo.Must(runner.Resume(ctx, agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: session}}, agent.Answer{CheckpointID: checkpoint, Allow: true}))
 	fmt.Println(res.Status, res.Result)
 	fmt.Println("CHANGES.md:", demo.Read(filepath.Join(root, "CHANGES.md")))
 }

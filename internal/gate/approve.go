@@ -29,37 +29,37 @@ func AnswerAsk(ctx context.Context, mode permission.Mode, req permission.Approva
 		return ask
 	}
 	if mode == permission.ModeDontAsk {
-		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonMode,
-			Message: fmt.Sprintf("dontAsk mode refuses every question (%s). %s", strings.TrimSuffix(ask.Message, "."), howToAllow(req))}
+		return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerMode,
+			Reason: fmt.Sprintf("dontAsk mode refuses every question (%s). %s", strings.TrimSuffix(ask.Reason, "."), howToAllow(req))}
 	}
 	if mode == permission.ModeAuto && !ask.PersonOnly && classifier != nil {
-		verdict, why, err := classifySafely(ctx, classifier, permission.ClassifyRequest{Tool: req.Tool, Input: req.Input, Question: ask.Message, Transcript: req.Transcript})
+		verdict, why, err := classifySafely(ctx, classifier, permission.ClassifyRequest{Tool: req.Tool, Input: req.Input, Question: ask.Reason, Transcript: req.Transcript})
 		if err == nil {
 			switch verdict {
 			case permission.Allow:
-				return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonClassifier, Message: sentence("The auto classifier allowed the call", why), UpdatedInput: ask.UpdatedInput}
+				return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerClassifier, Reason: sentence("The auto classifier allowed the call", why), UpdatedInput: ask.UpdatedInput}
 			case permission.Deny:
-				return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonClassifier, Message: sentence("The auto classifier refused the call", why)}
+				return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerClassifier, Reason: sentence("The auto classifier refused the call", why)}
 			}
 		}
 		// ask, or a failed classification: a person decides.
 	}
 	if approver == nil {
-		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonMode, Message: noApproverMessage(req)}
+		return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerMode, Reason: noApproverMessage(req)}
 	}
 	ans, err := approveSafely(ctx, approver, req)
 	if err != nil {
-		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonUser, Message: fmt.Sprintf("The approval failed (%v), so the call was refused.", err)}
+		return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerUser, Reason: fmt.Sprintf("The approval failed (%v), so the call was refused.", err)}
 	}
 	switch ans.Behavior {
 	case permission.Allow:
-		d := permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonUser, Message: sentence("Approved", ans.Message), UpdatedInput: ask.UpdatedInput}
+		d := permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerUser, Reason: sentence("Approved", ans.Reason), UpdatedInput: ask.UpdatedInput}
 		if len(ans.UpdatedInput) > 0 {
 			d.UpdatedInput = ans.UpdatedInput
 		}
 		return d
 	default:
-		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonUser, Message: sentence("The user refused the call", ans.Message)}
+		return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerUser, Reason: sentence("The user refused the call", ans.Reason)}
 	}
 }
 
@@ -84,9 +84,9 @@ func sentence(opening, why string) string {
 func noApproverMessage(req permission.ApprovalRequest) string {
 	if req.Ask.PersonOnly {
 		return fmt.Sprintf("Only a person can approve this (%s), and nobody is available to ask; run interactively, or park the run (--on-ask park) and answer it with sema approve.",
-			strings.TrimSuffix(req.Ask.Message, "."))
+			strings.TrimSuffix(req.Ask.Reason, "."))
 	}
-	return fmt.Sprintf("%s Nobody is available to approve it. %s", req.Ask.Message, howToAllow(req))
+	return fmt.Sprintf("%s Nobody is available to approve it. %s", req.Ask.Reason, howToAllow(req))
 }
 
 // howToAllow says how a caller allows such a call without a question.
@@ -156,11 +156,11 @@ func (g *Gate) Answer(ctx context.Context, call permission.Call, ask permission.
 // it or its input cannot be judged.
 func (g *Gate) RecheckDeny(ctx context.Context, call permission.Call, input json.RawMessage) (permission.Decision, bool) {
 	if !json.Valid(input) {
-		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonRule, Message: "The edited input is not valid JSON, so the call was refused."}, true
+		return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerRule, Reason: "The edited input is not valid JSON, so the call was refused."}, true
 	}
 	next, err := g.rederive(ctx, call, input)
 	if err != nil {
-		return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonRule, Message: "The edited input cannot be judged (" + err.Error() + "), so the call was refused."}, true
+		return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerRule, Reason: "The edited input cannot be judged (" + err.Error() + "), so the call was refused."}, true
 	}
 	f := &fold{call: next, mode: g.modes.Current()}
 	f.policy = ModePolicyOf(f.mode)

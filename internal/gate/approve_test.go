@@ -38,8 +38,8 @@ func (c *countingClassifier) Classify(context.Context, permission.ClassifyReques
 
 func TestAnswerAsk(t *testing.T) {
 	t.Parallel()
-	ordinary := permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonTool, Message: "The command `make` is not proven read-only; approve it to run it."}
-	personOnly := permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonSafety, PersonOnly: true, Message: "The command writes the protected path /r/.git/config."}
+	ordinary := permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerTool, Reason: "The command `make` is not proven read-only; approve it to run it."}
+	personOnly := permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerSafety, PersonOnly: true, Reason: "The command writes the protected path /r/.git/config."}
 	bashReq := func(ask permission.Decision) permission.ApprovalRequest {
 		return permission.ApprovalRequest{Tool: "Bash", Input: json.RawMessage(`{"command":"make"}`), Ask: ask}
 	}
@@ -50,27 +50,27 @@ func TestAnswerAsk(t *testing.T) {
 		approver    *countingApprover
 		classifier  *countingClassifier
 		want        permission.Behavior
-		reason      permission.Reason
+		reason      permission.Layer
 		approverN   int32
 		classifierN int32
 		msgHas      string
 	}{
-		{"dontAsk refuses", permission.ModeDontAsk, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, nil, permission.Deny, permission.ReasonMode, 0, 0, "--allowed-tools 'Bash(make)'"},
-		{"dontAsk refuses person-only too", permission.ModeDontAsk, personOnly, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, nil, permission.Deny, permission.ReasonMode, 0, 0, ""},
-		{"auto: classifier allows", permission.ModeAuto, ordinary, &countingApprover{}, &countingClassifier{b: permission.Allow}, permission.Allow, permission.ReasonClassifier, 0, 1, ""},
-		{"auto: classifier denies", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Deny}, permission.Deny, permission.ReasonClassifier, 0, 1, "because"},
-		{"auto: classifier asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Ask}, permission.Allow, permission.ReasonUser, 1, 1, ""},
-		{"auto: classifier error asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Deny}}, &countingClassifier{err: errors.New("timeout")}, permission.Deny, permission.ReasonUser, 1, 1, ""},
-		{"auto: bad verdict asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: "maybe"}, permission.Allow, permission.ReasonUser, 1, 1, ""},
-		{"auto: person-only skips the classifier", permission.ModeAuto, personOnly, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Deny}, permission.Allow, permission.ReasonUser, 1, 0, ""},
-		{"auto without classifier", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, nil, permission.Allow, permission.ReasonUser, 1, 0, ""},
-		{"default: approver allows", permission.ModeDefault, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Deny}, permission.Allow, permission.ReasonUser, 1, 0, ""},
-		{"default: approver denies", permission.ModeDefault, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Deny, Message: "not now"}}, nil, permission.Deny, permission.ReasonUser, 1, 0, "not now"},
-		{"approver error refuses", permission.ModeDefault, ordinary, &countingApprover{err: errors.New("closed")}, nil, permission.Deny, permission.ReasonUser, 1, 0, "closed"},
-		{"approver odd answer refuses", permission.ModeDefault, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: "yes"}}, nil, permission.Deny, permission.ReasonUser, 1, 0, ""},
-		{"no approver", permission.ModeDefault, ordinary, nil, nil, permission.Deny, permission.ReasonMode, 0, 0, "--allowed-tools 'Bash(make)'"},
-		{"no approver, person-only", permission.ModeAcceptEdits, personOnly, nil, nil, permission.Deny, permission.ReasonMode, 0, 0, "Only a person"},
-		{"not an ask", permission.ModeDontAsk, permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonRule}, nil, nil, permission.Allow, permission.ReasonRule, 0, 0, ""},
+		{"dontAsk refuses", permission.ModeDontAsk, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, nil, permission.Deny, permission.LayerMode, 0, 0, "--allowed-tools 'Bash(make)'"},
+		{"dontAsk refuses person-only too", permission.ModeDontAsk, personOnly, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, nil, permission.Deny, permission.LayerMode, 0, 0, ""},
+		{"auto: classifier allows", permission.ModeAuto, ordinary, &countingApprover{}, &countingClassifier{b: permission.Allow}, permission.Allow, permission.LayerClassifier, 0, 1, ""},
+		{"auto: classifier denies", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Deny}, permission.Deny, permission.LayerClassifier, 0, 1, "because"},
+		{"auto: classifier asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Ask}, permission.Allow, permission.LayerUser, 1, 1, ""},
+		{"auto: classifier error asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Deny}}, &countingClassifier{err: errors.New("timeout")}, permission.Deny, permission.LayerUser, 1, 1, ""},
+		{"auto: bad verdict asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: "maybe"}, permission.Allow, permission.LayerUser, 1, 1, ""},
+		{"auto: person-only skips the classifier", permission.ModeAuto, personOnly, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Deny}, permission.Allow, permission.LayerUser, 1, 0, ""},
+		{"auto without classifier", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, nil, permission.Allow, permission.LayerUser, 1, 0, ""},
+		{"default: approver allows", permission.ModeDefault, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Deny}, permission.Allow, permission.LayerUser, 1, 0, ""},
+		{"default: approver denies", permission.ModeDefault, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Deny, Reason: "not now"}}, nil, permission.Deny, permission.LayerUser, 1, 0, "not now"},
+		{"approver error refuses", permission.ModeDefault, ordinary, &countingApprover{err: errors.New("closed")}, nil, permission.Deny, permission.LayerUser, 1, 0, "closed"},
+		{"approver odd answer refuses", permission.ModeDefault, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: "yes"}}, nil, permission.Deny, permission.LayerUser, 1, 0, ""},
+		{"no approver", permission.ModeDefault, ordinary, nil, nil, permission.Deny, permission.LayerMode, 0, 0, "--allowed-tools 'Bash(make)'"},
+		{"no approver, person-only", permission.ModeAcceptEdits, personOnly, nil, nil, permission.Deny, permission.LayerMode, 0, 0, "Only a person"},
+		{"not an ask", permission.ModeDontAsk, permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerRule}, nil, nil, permission.Allow, permission.LayerRule, 0, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,7 +84,7 @@ func TestAnswerAsk(t *testing.T) {
 				cl = tt.classifier
 			}
 			d := AnswerAsk(context.Background(), tt.mode, bashReq(tt.ask), ap, cl)
-			if d.Behavior != tt.want || d.Reason != tt.reason {
+			if d.Behavior != tt.want || d.DecidedBy != tt.reason {
 				t.Fatalf("AnswerAsk = %+v, want %s/%s", d, tt.want, tt.reason)
 			}
 			if tt.approver != nil && tt.approver.calls.Load() != tt.approverN {
@@ -93,8 +93,8 @@ func TestAnswerAsk(t *testing.T) {
 			if tt.classifier != nil && tt.classifier.calls.Load() != tt.classifierN {
 				t.Errorf("classifier calls = %d, want %d", tt.classifier.calls.Load(), tt.classifierN)
 			}
-			if !strings.Contains(d.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", d.Message, tt.msgHas)
+			if !strings.Contains(d.Reason, tt.msgHas) {
+				t.Errorf("message %q lacks %q", d.Reason, tt.msgHas)
 			}
 		})
 	}
@@ -105,9 +105,9 @@ func TestClassifierFallsBackAfterDenials(t *testing.T) {
 	inner := &countingClassifier{b: permission.Deny}
 	tr := TrackDenials(inner)
 	ap := &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}
-	req := permission.ApprovalRequest{Tool: "Bash", Input: json.RawMessage(`{"command":"make"}`), Ask: permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonTool, Message: "?"}}
+	req := permission.ApprovalRequest{Tool: "Bash", Input: json.RawMessage(`{"command":"make"}`), Ask: permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerTool, Reason: "?"}}
 	for i := 0; i < MaxConsecutiveClassifierDenials; i++ {
-		if d := AnswerAsk(context.Background(), permission.ModeAuto, req, ap, tr); d.Behavior != permission.Deny || d.Reason != permission.ReasonClassifier {
+		if d := AnswerAsk(context.Background(), permission.ModeAuto, req, ap, tr); d.Behavior != permission.Deny || d.DecidedBy != permission.LayerClassifier {
 			t.Fatalf("denial %d = %+v", i+1, d)
 		}
 	}
@@ -115,7 +115,7 @@ func TestClassifierFallsBackAfterDenials(t *testing.T) {
 		t.Fatal("no fallback after three denials in a row")
 	}
 	d := AnswerAsk(context.Background(), permission.ModeAuto, req, ap, tr)
-	if d.Behavior != permission.Allow || d.Reason != permission.ReasonUser || ap.calls.Load() != 1 {
+	if d.Behavior != permission.Allow || d.DecidedBy != permission.LayerUser || ap.calls.Load() != 1 {
 		t.Fatalf("after the fallback = %+v, approver calls %d", d, ap.calls.Load())
 	}
 	if inner.calls.Load() != MaxConsecutiveClassifierDenials {
@@ -229,12 +229,12 @@ func TestModelClassifier(t *testing.T) {
 	}
 	ap := &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Deny}}
 	d := AnswerAsk(context.Background(), permission.ModeAuto, permission.ApprovalRequest{Tool: "Bash", Input: req.Input, Ask: permission.Decision{Behavior: permission.Ask}}, ap, failing)
-	if d.Reason != permission.ReasonUser || ap.calls.Load() != 1 {
+	if d.DecidedBy != permission.LayerUser || ap.calls.Load() != 1 {
 		t.Errorf("a failing classifier did not fall back to the approver: %+v", d)
 	}
 }
 
-func TestGateAnswerRechecksEditedInput(t *testing.T) {
+func TestGateAnswerRechecksUpdatedInput(t *testing.T) {
 	t.Parallel()
 	l := newTestLeg(t)
 	g := l.gate(permission.ModeDefault, mustRules(t, nil, []string{"Edit(./secret/**)"}, nil))

@@ -172,7 +172,7 @@ func (g *Gate) Decide(ctx context.Context, call permission.Call) permission.Deci
 	if len(call.Input) > 0 && (call.Tool == "Bash" || call.Tool == "WebFetch" && call.URL == "" || pathFields[call.Tool] != "" && call.Paths == nil) {
 		prepared, err := g.rederive(ctx, call, call.Input)
 		if err != nil {
-			return f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonTool, Message: "The call cannot be judged: " + errMessage(err) + "."})
+			return f.decide(permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerTool, Reason: "The call cannot be judged: " + errMessage(err) + "."})
 		}
 		f.call = prepared
 	}
@@ -190,16 +190,16 @@ func (g *Gate) Decide(ctx context.Context, call permission.Call) permission.Deci
 	for i := range g.rules.Ask {
 		r := &g.rules.Ask[i]
 		if g.matchesRestrictive(ctx, f, r) {
-			return f.decide(permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonRule, Rule: r.String(),
-				Message: fmt.Sprintf("The rule %s asks before %s.", r.String(), describe(&f.call))})
+			return f.decide(permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerRule, Rule: r.String(),
+				Reason: fmt.Sprintf("The rule %s asks before %s.", r.String(), describe(&f.call))})
 		}
 	}
 	// An ask rule on a command cannot be checked against a program the text does not
 	// show: the command is asked about as if the rule named it.
 	if r := firstCommandRule(g.rules.Ask); r != nil && f.call.Tool == "Bash" {
 		if why := g.hiddenCommand(ctx, f); why != "" {
-			return f.decide(permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonRule, Rule: r.String(),
-				Message: fmt.Sprintf("The command may run a program its text does not show (%s), and the rule %s asks before such commands.", why, r.String())})
+			return f.decide(permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerRule, Rule: r.String(),
+				Reason: fmt.Sprintf("The command may run a program its text does not show (%s), and the rule %s asks before such commands.", why, r.String())})
 		}
 	}
 	// 4. The plan gate.
@@ -230,8 +230,8 @@ func (g *Gate) denyStation(ctx context.Context, f *fold) (permission.Decision, b
 	for i := range g.rules.Deny {
 		r := &g.rules.Deny[i]
 		if g.matchesRestrictive(ctx, f, r) {
-			return f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonRule, Rule: r.String(),
-				Message: fmt.Sprintf("Permission to use %s has been denied by the rule %s.", f.call.Tool, r.String())}), true
+			return f.decide(permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerRule, Rule: r.String(),
+				Reason: fmt.Sprintf("Permission to use %s has been denied by the rule %s.", f.call.Tool, r.String())}), true
 		}
 	}
 	if f.call.Tool == "Bash" {
@@ -249,8 +249,8 @@ func (g *Gate) hookStation(ctx context.Context, f *fold) (*permission.Decision, 
 	for i, h := range g.hooks {
 		hd, err := runHook(ctx, h, f.call)
 		if err != nil {
-			return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook,
-				Message: fmt.Sprintf("A PreToolUse hook failed (%v), so the call was refused.", err)}), true
+			return nil, f.decide(permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerHook,
+				Reason: fmt.Sprintf("A PreToolUse hook failed (%v), so the call was refused.", err)}), true
 		}
 		switch hd.Behavior {
 		case "", permission.Allow:
@@ -259,28 +259,28 @@ func (g *Gate) hookStation(ctx context.Context, f *fold) (*permission.Decision, 
 			if hd.Reason != "" {
 				msg = "A PreToolUse hook denied the call: " + hd.Reason
 			}
-			return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook, Message: msg}), true
+			return nil, f.decide(permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerHook, Reason: msg}), true
 		case permission.Ask:
 			if ask == nil {
 				msg := "A PreToolUse hook asks before " + describe(&f.call) + "."
 				if hd.Reason != "" {
 					msg = "A PreToolUse hook asks: " + hd.Reason
 				}
-				ask = &permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonHook, Message: msg}
+				ask = &permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerHook, Reason: msg}
 			}
 		default:
-			return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook,
-				Message: fmt.Sprintf("PreToolUse hook %d answered %q, which is not allow, deny or ask, so the call was refused.", i+1, hd.Behavior)}), true
+			return nil, f.decide(permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerHook,
+				Reason: fmt.Sprintf("PreToolUse hook %d answered %q, which is not allow, deny or ask, so the call was refused.", i+1, hd.Behavior)}), true
 		}
 		if len(hd.UpdatedInput) > 0 {
 			if !json.Valid(hd.UpdatedInput) {
-				return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook,
-					Message: "A PreToolUse hook rewrote the input into invalid JSON, so the call was refused."}), true
+				return nil, f.decide(permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerHook,
+					Reason: "A PreToolUse hook rewrote the input into invalid JSON, so the call was refused."}), true
 			}
 			next, err := g.rederive(ctx, f.call, hd.UpdatedInput)
 			if err != nil {
-				return nil, f.decide(permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonHook,
-					Message: "A PreToolUse hook rewrote the input, and the rewrite cannot be judged: " + err.Error() + "."}), true
+				return nil, f.decide(permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerHook,
+					Reason: "A PreToolUse hook rewrote the input, and the rewrite cannot be judged: " + err.Error() + "."}), true
 			}
 			f.call, f.shell = next, nil
 			f.updated = append(json.RawMessage(nil), hd.UpdatedInput...)
@@ -294,7 +294,7 @@ func (g *Gate) hookStation(ctx context.Context, f *fold) (*permission.Decision, 
 			if hd.Reason != "" {
 				msg = "A PreToolUse hook allowed the call: " + hd.Reason
 			}
-			allow = &permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonHook, Message: msg}
+			allow = &permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerHook, Reason: msg}
 		}
 	}
 	if ask != nil {
@@ -322,15 +322,15 @@ func planStation(f *fold) (permission.Decision, bool) {
 	}
 	c := &f.call
 	if c.Tool == "ExitPlanMode" && c.DeclaredBy == permission.DeclaredByEngine {
-		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, PersonOnly: true, Gate: permission.GatePlanReview,
-			Message: "The plan is ready for review: approve it to leave plan mode and carry it out."}, true
+		return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerMode, PersonOnly: true, Gate: permission.GatePlanReview,
+			Reason: "The plan is ready for review: approve it to leave plan mode and carry it out."}, true
 	}
 	if d, ok := ModeWriteGate(f.mode, c); ok && d.Behavior == permission.Ask {
 		return d, true
 	}
 	if c.DeclaredBy != permission.DeclaredByEngine && !declaredReadOnly(c) {
-		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, PersonOnly: true,
-			Message: fmt.Sprintf("Plan mode is on: %s is not read-only, so it runs only if a person approves it before the plan is accepted.", describe(c))}, true
+		return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerMode, PersonOnly: true,
+			Reason: fmt.Sprintf("Plan mode is on: %s is not read-only, so it runs only if a person approves it before the plan is accepted.", describe(c))}, true
 	}
 	return permission.Decision{}, false
 }
@@ -356,16 +356,16 @@ func (g *Gate) safetyStation(ctx context.Context, f *fold) (permission.Decision,
 	if rulematch.IsEditTool(c.Tool) || c.Effect == tools.EffectWrite {
 		for _, t := range c.Paths {
 			if t.Canonical == "" {
-				return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonSafety, PersonOnly: true,
-					Message: fmt.Sprintf("%s names %s, which cannot be resolved safely; only a person can approve this write.", c.Tool, t.Abs)}, true
+				return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerSafety, PersonOnly: true,
+					Reason: fmt.Sprintf("%s names %s, which cannot be resolved safely; only a person can approve this write.", c.Tool, t.Abs)}, true
 			}
 			if t.Protected {
 				why := t.ProtectedReason
 				if why == "" {
 					why = "it is in the protected set"
 				}
-				return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonSafety, PersonOnly: true,
-					Message: fmt.Sprintf("%s would write the protected path %s (%s); only a person can approve it.", c.Tool, t.Canonical, why)}, true
+				return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerSafety, PersonOnly: true,
+					Reason: fmt.Sprintf("%s would write the protected path %s (%s); only a person can approve it.", c.Tool, t.Canonical, why)}, true
 			}
 		}
 	}
@@ -377,16 +377,16 @@ func (g *Gate) allowStation(ctx context.Context, f *fold) (permission.Decision, 
 	c := &f.call
 	if c.Tool == "Bash" {
 		if r, ok := g.shellAllowed(ctx, f); ok {
-			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonRule, Rule: r,
-				Message: fmt.Sprintf("The rule %s allows %s.", r, describe(c))}, true
+			return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerRule, Rule: r,
+				Reason: fmt.Sprintf("The rule %s allows %s.", r, describe(c))}, true
 		}
 		return permission.Decision{}, false
 	}
 	for i := range g.rules.Allow {
 		r := &g.rules.Allow[i]
 		if g.matchesPermissive(c, r) {
-			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonRule, Rule: r.String(),
-				Message: fmt.Sprintf("The rule %s allows %s.", r.String(), describe(c))}, true
+			return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerRule, Rule: r.String(),
+				Reason: fmt.Sprintf("The rule %s allows %s.", r.String(), describe(c))}, true
 		}
 	}
 	return permission.Decision{}, false
@@ -396,7 +396,7 @@ func (g *Gate) allowStation(ctx context.Context, f *fold) (permission.Decision, 
 func (g *Gate) modeStation(ctx context.Context, f *fold) (permission.Decision, bool) {
 	c := &f.call
 	if f.mode == permission.ModeBypassPermissions {
-		return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode, Message: "bypassPermissions mode allows the call."}, true
+		return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerMode, Reason: "bypassPermissions mode allows the call."}, true
 	}
 	if rulematch.IsEditTool(c.Tool) {
 		if d, ok := ModeWriteGate(f.mode, c); ok && d.Behavior == permission.Allow {
@@ -406,16 +406,16 @@ func (g *Gate) modeStation(ctx context.Context, f *fold) (permission.Decision, b
 	}
 	if c.Tool == "Bash" {
 		if f.policy.WriteGate == WriteGateAcceptRoot && g.shellAccepted(ctx, f) {
-			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode,
-				Message: "acceptEdits mode allows the file command: every target is inside the write roots."}, true
+			return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerMode,
+				Reason: "acceptEdits mode allows the file command: every target is inside the write roots."}, true
 		}
 		if g.shellReadOnly(ctx, f) {
-			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonTool, Message: "The command is read-only and reads only inside the read roots."}, true
+			return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerTool, Reason: "The command is read-only and reads only inside the read roots."}, true
 		}
 		return permission.Decision{}, false
 	}
 	if !isPassthrough(c) && !c.EffectDefaulted && c.Effect == tools.EffectRead {
-		return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonTool, Message: "The tool is read-only."}, true
+		return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerTool, Reason: "The tool is read-only."}, true
 	}
 	return permission.Decision{}, false
 }
@@ -431,20 +431,20 @@ func (g *Gate) ordinaryQuestion(f *fold) permission.Decision {
 	case rulematch.IsEditTool(c.Tool):
 		d, _ := ModeWriteGate(f.mode, c)
 		if d.Behavior == "" {
-			d = permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, Message: fmt.Sprintf("Allow %s?", describe(c))}
+			d = permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerMode, Reason: fmt.Sprintf("Allow %s?", describe(c))}
 		}
 		return d
 	case c.Tool == "Bash":
-		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonTool,
-			Message: fmt.Sprintf("The command %s is not proven read-only; approve it to run it.", quoteCommand(c.Command))}
+		return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerTool,
+			Reason: fmt.Sprintf("The command %s is not proven read-only; approve it to run it.", quoteCommand(c.Command))}
 	case isPassthrough(c) && f.policy.Unstated == UnstatedAsk:
 		msg := c.PassthroughQuestion
 		if msg == "" {
 			msg = UnstatedAskMessage(c.Tool)
 		}
-		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, Message: msg}
+		return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerMode, Reason: msg}
 	}
-	return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonTool, Message: "The tool answers for its own calls."}
+	return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerTool, Reason: "The tool answers for its own calls."}
 }
 
 // UnstatedAskMessage is the question put for a call to a tool that states no permission

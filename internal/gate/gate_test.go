@@ -76,12 +76,12 @@ func TestModeToolMatrix(t *testing.T) {
 			g := l.gate(m, permission.RuleSet{})
 			d := g.Decide(context.Background(), row.call(g))
 			if got := verdict(d); got != row.want[i] {
-				t.Errorf("%s under %s = %s (%s: %s), want %s", row.kind, m, got, d.Reason, d.Message, row.want[i])
+				t.Errorf("%s under %s = %s (%s: %s), want %s", row.kind, m, got, d.DecidedBy, d.Reason, row.want[i])
 			}
 			if d.Behavior == permission.Ask && d.Gate == "" {
 				t.Errorf("%s under %s: an ask without a gate", row.kind, m)
 			}
-			if d.Message == "" {
+			if d.Reason == "" {
 				t.Errorf("%s under %s: no sentence", row.kind, m)
 			}
 		}
@@ -89,11 +89,11 @@ func TestModeToolMatrix(t *testing.T) {
 	// The plan review is its own question, and plan's own questions say so.
 	g := l.gate(permission.ModePlan, permission.RuleSet{})
 	d := g.Decide(context.Background(), permission.Call{Tool: "ExitPlanMode", Effect: tools.EffectRead, Scope: l.scope})
-	if d.Gate != permission.GatePlanReview || d.Reason != permission.ReasonMode {
+	if d.Gate != permission.GatePlanReview || d.DecidedBy != permission.LayerMode {
 		t.Errorf("ExitPlanMode under plan = %+v", d)
 	}
 	d = g.Decide(context.Background(), l.fileCall(g, "Write", "src/a.go"))
-	if d.Gate != permission.GateToolPermission || d.Reason != permission.ReasonMode || !strings.Contains(d.Message, "Plan mode") {
+	if d.Gate != permission.GateToolPermission || d.DecidedBy != permission.LayerMode || !strings.Contains(d.Reason, "Plan mode") {
 		t.Errorf("a write under plan = %+v", d)
 	}
 }
@@ -122,7 +122,7 @@ func TestDenyReadRuleStopsWritesAndSymlinkReads(t *testing.T) {
 			{"Read", filepath.Join(l.root, "src", "..", "secret", "key.txt")},
 		} {
 			d := g.Decide(context.Background(), l.fileCall(g, tc.tool, tc.path))
-			if d.Behavior != permission.Deny || d.Reason != permission.ReasonRule || d.Rule != "Read(./secret/**)" {
+			if d.Behavior != permission.Deny || d.DecidedBy != permission.LayerRule || d.Rule != "Read(./secret/**)" {
 				t.Errorf("%s %s under %s = %+v, want deny by the rule", tc.tool, tc.path, m, d)
 			}
 		}
@@ -146,7 +146,7 @@ func TestAllowPathRuleMustMatchBothSpellings(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := l.gate(permission.ModeDefault, mustRules(t, []string{"Edit(./pub/**)"}, nil, nil))
-	if d := g.Decide(context.Background(), l.fileCall(g, "Write", "pub/a.txt")); d.Behavior != permission.Allow || d.Reason != permission.ReasonRule {
+	if d := g.Decide(context.Background(), l.fileCall(g, "Write", "pub/a.txt")); d.Behavior != permission.Allow || d.DecidedBy != permission.LayerRule {
 		t.Errorf("pub/a.txt = %+v", d)
 	}
 	if d := g.Decide(context.Background(), l.fileCall(g, "Write", "pub/ext/a.txt")); d.Behavior != permission.Ask {
@@ -178,7 +178,7 @@ func TestRuleOrder(t *testing.T) {
 		if m == permission.ModePlan {
 			want = "ask" // the ask rule (station 3) precedes the plan gate
 		}
-		if verdict(d) != want || d.Reason != permission.ReasonRule {
+		if verdict(d) != want || d.DecidedBy != permission.LayerRule {
 			t.Errorf("%s: ask rule: %+v", m, d)
 		}
 		if d := g.Decide(ctx, l.fileCall(g, "Edit", "docs/a.md")); m != permission.ModePlan && d.Behavior != permission.Allow {
@@ -191,7 +191,7 @@ func TestRuleOrder(t *testing.T) {
 		t.Errorf("an allow rule answered the plan question: %+v", d)
 	}
 	g = l.gate(permission.ModeAcceptEdits, mustRules(t, []string{"Write"}, nil, nil))
-	if d := g.Decide(ctx, l.fileCall(g, "Write", ".git/hooks/pre-commit")); verdict(d) != "ask!" || d.Reason != permission.ReasonSafety {
+	if d := g.Decide(ctx, l.fileCall(g, "Write", ".git/hooks/pre-commit")); verdict(d) != "ask!" || d.DecidedBy != permission.LayerSafety {
 		t.Errorf("an allow rule answered a protected-path question: %+v", d)
 	}
 }
@@ -210,26 +210,26 @@ func TestHooks(t *testing.T) {
 		hooks  []permission.Hook
 		path   string
 		want   string
-		reason permission.Reason
+		reason permission.Layer
 	}{
-		{"allow", permission.ModeDefault, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "allow", permission.ReasonHook},
-		{"deny under bypass", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Deny, Reason: "no"}, nil)}, "a.txt", "deny", permission.ReasonHook},
-		{"ask under bypass", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Ask}, nil)}, "a.txt", "ask", permission.ReasonHook},
-		{"no opinion", permission.ModeAcceptEdits, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{}, nil)}, "a.txt", "allow", permission.ReasonMode},
-		{"error fails closed", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, errors.New("down"))}, "a.txt", "deny", permission.ReasonHook},
-		{"panic fails closed", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{func(context.Context, permission.Call) (permission.HookDecision, error) { panic("boom") }}, "a.txt", "deny", permission.ReasonHook},
-		{"odd word fails closed", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: "yes"}, nil)}, "a.txt", "deny", permission.ReasonHook},
-		{"deny rule before hook allow", permission.ModeDefault, mustRules(t, nil, []string{"Write"}, nil), []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "deny", permission.ReasonRule},
-		{"ask rule after hook allow", permission.ModeDefault, mustRules(t, nil, nil, []string{"Write"}), []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "ask", permission.ReasonRule},
-		{"hook allow does not answer plan", permission.ModePlan, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "ask!", permission.ReasonMode},
-		{"hook allow does not answer safety", permission.ModeDefault, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, ".git/config", "ask!", permission.ReasonSafety},
-		{"a later deny wins over an earlier allow", permission.ModeDefault, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil), answer(permission.HookDecision{Behavior: permission.Deny}, nil)}, "a.txt", "deny", permission.ReasonHook},
-		{"ask among allows", permission.ModeDefault, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Ask}, nil), answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "ask", permission.ReasonHook},
+		{"allow", permission.ModeDefault, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "allow", permission.LayerHook},
+		{"deny under bypass", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Deny, Reason: "no"}, nil)}, "a.txt", "deny", permission.LayerHook},
+		{"ask under bypass", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Ask}, nil)}, "a.txt", "ask", permission.LayerHook},
+		{"no opinion", permission.ModeAcceptEdits, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{}, nil)}, "a.txt", "allow", permission.LayerMode},
+		{"error fails closed", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, errors.New("down"))}, "a.txt", "deny", permission.LayerHook},
+		{"panic fails closed", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{func(context.Context, permission.Call) (permission.HookDecision, error) { panic("boom") }}, "a.txt", "deny", permission.LayerHook},
+		{"odd word fails closed", permission.ModeBypassPermissions, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: "yes"}, nil)}, "a.txt", "deny", permission.LayerHook},
+		{"deny rule before hook allow", permission.ModeDefault, mustRules(t, nil, []string{"Write"}, nil), []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "deny", permission.LayerRule},
+		{"ask rule after hook allow", permission.ModeDefault, mustRules(t, nil, nil, []string{"Write"}), []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "ask", permission.LayerRule},
+		{"hook allow does not answer plan", permission.ModePlan, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "ask!", permission.LayerMode},
+		{"hook allow does not answer safety", permission.ModeDefault, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, ".git/config", "ask!", permission.LayerSafety},
+		{"a later deny wins over an earlier allow", permission.ModeDefault, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Allow}, nil), answer(permission.HookDecision{Behavior: permission.Deny}, nil)}, "a.txt", "deny", permission.LayerHook},
+		{"ask among allows", permission.ModeDefault, permission.RuleSet{}, []permission.Hook{answer(permission.HookDecision{Behavior: permission.Ask}, nil), answer(permission.HookDecision{Behavior: permission.Allow}, nil)}, "a.txt", "ask", permission.LayerHook},
 	}
 	for _, tt := range tests {
 		g := l.gate(tt.mode, tt.rules, tt.hooks...)
 		d := g.Decide(ctx, l.fileCall(g, "Write", tt.path))
-		if verdict(d) != tt.want || d.Reason != tt.reason {
+		if verdict(d) != tt.want || d.DecidedBy != tt.reason {
 			t.Errorf("%s: %+v, want %s by %s", tt.name, d, tt.want, tt.reason)
 		}
 	}
@@ -339,15 +339,15 @@ func TestOtherRuleKinds(t *testing.T) {
 		}
 	}
 	g = l.gate(permission.ModeDefault, mustRules(t, []string{"mcp__ok__*"}, nil, nil))
-	if d := g.Decide(ctx, mcp("mcp__ok__x")); d.Behavior != permission.Allow || d.Reason != permission.ReasonRule {
+	if d := g.Decide(ctx, mcp("mcp__ok__x")); d.Behavior != permission.Allow || d.DecidedBy != permission.LayerRule {
 		t.Errorf("an allowed MCP server's tool = %+v", d)
 	}
-	if d := g.Decide(ctx, mcp("mcp__other__x")); d.Behavior != permission.Ask || d.Message != UnstatedAskMessage("mcp__other__x") {
+	if d := g.Decide(ctx, mcp("mcp__other__x")); d.Behavior != permission.Ask || d.Reason != UnstatedAskMessage("mcp__other__x") {
 		t.Errorf("an unstated MCP call = %+v", d)
 	}
 	c := mcp("mcp__other__x")
 	c.PassthroughQuestion = "Execute skill: deploy"
-	if d := g.Decide(ctx, c); d.Message != "Execute skill: deploy" {
+	if d := g.Decide(ctx, c); d.Reason != "Execute skill: deploy" {
 		t.Errorf("the tool's own question was not put: %+v", d)
 	}
 }

@@ -150,7 +150,7 @@ func TestRestrictiveRulesSeeThroughIndirection(t *testing.T) {
 		}
 		d := l.decideBash(deny, cmd)
 		if got := verdict(d); got != tc.want {
-			t.Errorf("deny Bash(touch *): %q = %s (%s), want %s", cmd, got, d.Message, tc.want)
+			t.Errorf("deny Bash(touch *): %q = %s (%s), want %s", cmd, got, d.Reason, tc.want)
 		}
 		if d := l.decideBash(ask, cmd); d.Behavior != permission.Ask {
 			t.Errorf("ask Bash(touch *): %q = %+v, want a question", cmd, d)

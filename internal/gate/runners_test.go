@@ -112,7 +112,7 @@ func TestRestrictiveRulesSeeThroughRunners(t *testing.T) {
 			cmd := strings.ReplaceAll(strings.ReplaceAll(tc.cmd, "{M}", marker), "{D}", dir)
 			d := l.decideBash(deny, cmd)
 			if got := verdict(d); got != tc.want {
-				t.Errorf("deny Bash(touch *): %q = %s (%s), want %s", cmd, got, d.Message, tc.want)
+				t.Errorf("deny Bash(touch *): %q = %s (%s), want %s", cmd, got, d.Reason, tc.want)
 			}
 			if d := l.decideBash(ask, cmd); d.Behavior != permission.Ask {
 				t.Errorf("ask Bash(touch *): %q = %+v, want a question", cmd, d)
@@ -173,7 +173,7 @@ func TestDeleteGuardSeesThroughRunners(t *testing.T) {
 	} {
 		cmd := strings.ReplaceAll(tmpl, "R", l.root)
 		if d := l.decideBash(g, cmd); verdict(d) != "ask!" {
-			t.Errorf("%q = %s (%s), want a person's question", cmd, verdict(d), d.Message)
+			t.Errorf("%q = %s (%s), want a person's question", cmd, verdict(d), d.Reason)
 		}
 	}
 	for _, cmd := range []string{`setsid rm -rf build`, `flock .lock rm -f out.txt`} {

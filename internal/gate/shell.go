@@ -152,8 +152,8 @@ func (g *Gate) shellDenyStation(ctx context.Context, f *fold) (permission.Decisi
 	sf := g.shell(ctx, f)
 	if sf.err != nil {
 		if g.bashDeny {
-			return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonRule,
-				Message: fmt.Sprintf("The command cannot be analyzed (%v), and a deny rule for Bash is in force, so it was refused.", sf.err)}, true
+			return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerRule,
+				Reason: fmt.Sprintf("The command cannot be analyzed (%v), and a deny rule for Bash is in force, so it was refused.", sf.err)}, true
 		}
 		return permission.Decision{}, false
 	}
@@ -161,8 +161,8 @@ func (g *Gate) shellDenyStation(ctx context.Context, f *fold) (permission.Decisi
 	// ($x, eval "$s", bash -c "$s", hidden code): the answer is a person's, never an allow.
 	if r := firstCommandRule(g.rules.Deny); r != nil {
 		if why := g.hiddenCommand(ctx, f); why != "" {
-			return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonRule, Rule: r.String(), PersonOnly: true,
-				Message: fmt.Sprintf("The command may run a program its text does not show (%s), and the deny rule %s is in force; only a person can approve it.", why, r.String())}, true
+			return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerRule, Rule: r.String(), PersonOnly: true,
+				Reason: fmt.Sprintf("The command may run a program its text does not show (%s), and the deny rule %s is in force; only a person can approve it.", why, r.String())}, true
 		}
 	}
 	if g.resolver == nil {
@@ -171,8 +171,8 @@ func (g *Gate) shellDenyStation(ctx context.Context, f *fold) (permission.Decisi
 	for _, list := range [2][]placed{sf.writes, sf.reads} {
 		for _, p := range list {
 			if p.ok() && !p.sink && (g.resolver.Denied(p.canonical) || p.abs != p.canonical && g.resolver.Denied(p.abs)) {
-				return permission.Decision{Behavior: permission.Deny, Reason: permission.ReasonSafety,
-					Message: fmt.Sprintf("The command touches %s, a location no tool may read or write.", p.t.Path)}, true
+				return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerSafety,
+					Reason: fmt.Sprintf("The command touches %s, a location no tool may read or write.", p.t.Path)}, true
 			}
 		}
 	}
@@ -290,7 +290,7 @@ func (g *Gate) shellSafetyStation(ctx context.Context, f *fold) (permission.Deci
 	sf := g.shell(ctx, f)
 	c := &f.call
 	ask := func(format string, args ...any) (permission.Decision, bool) {
-		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonSafety, PersonOnly: true, Message: fmt.Sprintf(format, args...)}, true
+		return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerSafety, PersonOnly: true, Reason: fmt.Sprintf(format, args...)}, true
 	}
 	if sf.err != nil {
 		return ask("The command cannot be analyzed (%v); only a person can approve it.", sf.err)

@@ -70,7 +70,7 @@ func TestAcceptEditsAttacks(t *testing.T) {
 	}
 	// The same commands run in the background are never accepted either.
 	d := g.Decide(context.Background(), l.bashCall("touch a", true))
-	if d.Behavior == permission.Allow && d.Reason == permission.ReasonMode {
+	if d.Behavior == permission.Allow && d.DecidedBy == permission.LayerMode {
 		t.Errorf("acceptEdits accepted a run_in_background call: %+v", d)
 	}
 	// And what acceptEdits is for still works.
@@ -85,7 +85,7 @@ func TestAcceptEditsAttacks(t *testing.T) {
 		"cp x " + filepath.Join(l.scratch, "copy"),
 	} {
 		d := l.decideBash(g, cmd)
-		if d.Behavior != permission.Allow || d.Reason != permission.ReasonMode {
+		if d.Behavior != permission.Allow || d.DecidedBy != permission.LayerMode {
 			t.Errorf("acceptEdits did not accept %q: %+v", cmd, d)
 		}
 	}
@@ -109,7 +109,7 @@ func TestDeleteGuardInEveryMode(t *testing.T) {
 		for _, m := range matrixModes {
 			g := l.gate(m, mustRules(t, []string{"Bash"}, nil, nil))
 			d := l.decideBash(g, cmd)
-			if verdict(d) != "ask!" || d.Reason != permission.ReasonSafety {
+			if verdict(d) != "ask!" || d.DecidedBy != permission.LayerSafety {
 				t.Errorf("%q under %s = %+v, want a person-only safety question", cmd, m, d)
 			}
 		}
@@ -121,11 +121,11 @@ func TestTildeTargetsArePlaced(t *testing.T) {
 	l := newTestLeg(t)
 	g := l.gate(permission.ModeDefault, permission.RuleSet{})
 	// Inside the root through ~: the shell station's ordinary question, not a finding.
-	if d := l.decideBash(g, "echo x > ~/proj/out.txt"); verdict(d) != "ask" || d.Reason != permission.ReasonTool {
+	if d := l.decideBash(g, "echo x > ~/proj/out.txt"); verdict(d) != "ask" || d.DecidedBy != permission.LayerTool {
 		t.Errorf("a write through ~ inside the root = %+v", d)
 	}
 	for _, cmd := range []string{"echo x > ~/.bashrc", "cat ~/.ssh/id_rsa", "echo x > ~root/x", "cat ~/$X", "bash -c 'echo x > /etc/x'", "sh -c 'cat ~/.ssh/id_rsa'"} {
-		if d := l.decideBash(g, cmd); verdict(d) != "ask!" || d.Reason != permission.ReasonSafety {
+		if d := l.decideBash(g, cmd); verdict(d) != "ask!" || d.DecidedBy != permission.LayerSafety {
 			t.Errorf("%q = %+v, want a safety question", cmd, d)
 		}
 	}
@@ -223,7 +223,7 @@ func TestBashDenyRulesLookThroughWrappers(t *testing.T) {
 		"git push",
 		"sudo git push",
 	} {
-		if d := l.decideBash(g, cmd); d.Behavior != permission.Deny || d.Reason != permission.ReasonRule {
+		if d := l.decideBash(g, cmd); d.Behavior != permission.Deny || d.DecidedBy != permission.LayerRule {
 			t.Errorf("deny rules missed %q: %+v", cmd, d)
 		}
 	}
@@ -234,7 +234,7 @@ func TestBashDenyRulesLookThroughWrappers(t *testing.T) {
 	}
 	// An ask rule is looked at the same way.
 	g = l.gate(permission.ModeBypassPermissions, mustRules(t, nil, nil, []string{"Bash(curl:*)"}))
-	if d := l.decideBash(g, "ls | sudo curl evil"); d.Behavior != permission.Ask || d.Reason != permission.ReasonRule {
+	if d := l.decideBash(g, "ls | sudo curl evil"); d.Behavior != permission.Ask || d.DecidedBy != permission.LayerRule {
 		t.Errorf("ask rule missed: %+v", d)
 	}
 	// A command that does not parse is refused while a Bash deny rule is in force.
@@ -287,7 +287,7 @@ func TestBashModeMatrix(t *testing.T) {
 			g := l.gate(m, permission.RuleSet{})
 			d := l.decideBash(g, row.cmd)
 			if got := verdict(d); got != row.want[i] {
-				t.Errorf("%q under %s = %s (%s: %s), want %s", row.cmd, m, got, d.Reason, d.Message, row.want[i])
+				t.Errorf("%q under %s = %s (%s: %s), want %s", row.cmd, m, got, d.DecidedBy, d.Reason, row.want[i])
 			}
 		}
 	}
@@ -307,7 +307,7 @@ func FuzzModeAcceptsFileCommand(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cmd string) {
 		call := l.bashCall(cmd, false)
 		d := g.Decide(context.Background(), call)
-		if d.Behavior != permission.Allow || d.Reason != permission.ReasonMode {
+		if d.Behavior != permission.Allow || d.DecidedBy != permission.LayerMode {
 			return
 		}
 		// Judge the command as the gate read it (JSON replaces invalid UTF-8).

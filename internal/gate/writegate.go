@@ -30,23 +30,23 @@ func ModeWriteGate(mode permission.Mode, c *permission.Call) (permission.Decisio
 	}
 	gate := ModePolicyOf(mode).WriteGate
 	if gate == WriteGateNone {
-		return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode, Message: "bypassPermissions mode installs no write gate."}, true
+		return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerMode, Reason: "bypassPermissions mode installs no write gate."}, true
 	}
 	if allPaths(c, func(p string) bool { return inExempt(&c.Scope, p) }) {
-		return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode, Message: "The write is inside an exempt directory (the scratchpad or an advertised writable directory)."}, true
+		return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerMode, Reason: "The write is inside an exempt directory (the scratchpad or an advertised writable directory)."}, true
 	}
 	switch gate {
 	case WriteGateAcceptRoot:
 		if allPaths(c, func(p string) bool { return inAny(c.WriteRoots, p) }) {
-			return permission.Decision{Behavior: permission.Allow, Reason: permission.ReasonMode, Message: "acceptEdits mode allows writes inside the write roots."}, true
+			return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerMode, Reason: "acceptEdits mode allows writes inside the write roots."}, true
 		}
-		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode,
-			Message: fmt.Sprintf("%s is outside the write roots that acceptEdits mode allows; approve it to write there.", describe(c))}, true
+		return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerMode,
+			Reason: fmt.Sprintf("%s is outside the write roots that acceptEdits mode allows; approve it to write there.", describe(c))}, true
 	case WriteGatePlan:
-		return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, PersonOnly: true,
-			Message: fmt.Sprintf("Plan mode is on: %s would change files before the plan is approved; only a person may allow it.", describe(c))}, true
+		return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerMode, PersonOnly: true,
+			Reason: fmt.Sprintf("Plan mode is on: %s would change files before the plan is approved; only a person may allow it.", describe(c))}, true
 	}
-	return permission.Decision{Behavior: permission.Ask, Reason: permission.ReasonMode, Message: fmt.Sprintf("Allow %s?", describe(c))}, true
+	return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerMode, Reason: fmt.Sprintf("Allow %s?", describe(c))}, true
 }
 
 // allPaths reports whether the call has targets and every one resolved and satisfies in.

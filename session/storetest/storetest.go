@@ -256,14 +256,14 @@ func testLegs(t *testing.T, s session.Store) {
 	a := create(t, s, "/w")
 	l1 := must(s.StartLeg(ctx, a.ID))(t)
 	l2 := must(s.StartLeg(ctx, a.ID))(t)
-	if l1.Number != 1 || l2.Number != 2 || l1.Status != session.LegRunning || !l1.EndedAt.IsZero() || l1.SessionID != a.ID {
+	if l1.Number != 1 || l2.Number != 2 || l1.Status != sema.StatusRunning || !l1.EndedAt.IsZero() || l1.SessionID != a.ID {
 		t.Fatalf("legs %+v %+v", l1, l2)
 	}
 	if !uuidRE.MatchString(l1.ID) || l1.ID == l2.ID {
 		t.Fatalf("leg ids %q %q", l1.ID, l2.ID)
 	}
-	ended := must(s.EndLeg(ctx, l1.ID, session.LegAwaitingApproval))(t)
-	if ended.Status != session.LegAwaitingApproval || ended.EndedAt.IsZero() || ended.EndedAt.Before(ended.StartedAt) {
+	ended := must(s.EndLeg(ctx, l1.ID, sema.StatusAwaitingApproval))(t)
+	if ended.Status != sema.StatusAwaitingApproval || ended.EndedAt.IsZero() || ended.EndedAt.Before(ended.StartedAt) {
 		t.Fatalf("ended leg %+v", ended)
 	}
 	got := must(s.Legs(ctx, a.ID))(t)
@@ -275,16 +275,16 @@ func testLegs(t *testing.T, s session.Store) {
 		err  error
 		code string
 	}{
-		{"end twice", second(s.EndLeg(ctx, l1.ID, session.LegCompleted)), session.CodeLegEnded},
-		{"end as running", second(s.EndLeg(ctx, l2.ID, session.LegRunning)), session.CodeInvalid},
+		{"end twice", second(s.EndLeg(ctx, l1.ID, sema.StatusCompleted)), session.CodeLegEnded},
+		{"end as running", second(s.EndLeg(ctx, l2.ID, sema.StatusRunning)), session.CodeInvalid},
 		{"end with no status", second(s.EndLeg(ctx, l2.ID, "")), session.CodeInvalid},
-		{"end unknown", second(s.EndLeg(ctx, "nope", session.LegCompleted)), session.CodeLegNotFound},
+		{"end unknown", second(s.EndLeg(ctx, "nope", sema.StatusCompleted)), session.CodeLegNotFound},
 		{"start unknown session", second(s.StartLeg(ctx, "nope")), session.CodeNotFound},
 		{"legs unknown session", second(s.Legs(ctx, "nope")), session.CodeNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.err, tc.code) })
 	}
-	if got := must(s.Legs(ctx, a.ID))(t); got[0].Status != session.LegAwaitingApproval {
+	if got := must(s.Legs(ctx, a.ID))(t); got[0].Status != sema.StatusAwaitingApproval {
 		t.Fatalf("a refused EndLeg changed the leg: %+v", got[0])
 	}
 }
@@ -376,7 +376,7 @@ func testAppendRefusals(t *testing.T, s session.Store) {
 	wantCode(t, err, session.CodeNotFound)
 }
 
-// testBranch is ResumeAt: appending with an earlier parent starts a branch; both
+// testBranch is agent.Resume.At: appending with an earlier parent starts a branch; both
 // branches stay readable, and the next parentless append follows the new head.
 func testBranch(t *testing.T, s session.Store) {
 	ctx := t.Context()
@@ -604,7 +604,7 @@ func testFork(t *testing.T, s session.Store) {
 	a := must(s.Create(ctx, session.Session{Root: "/w", FSID: "host", Model: "m", Mode: "plan", PrePlanMode: "default", Title: "t"}))(t)
 	l1 := must(s.StartLeg(ctx, a.ID))(t)
 	x := appendN(t, s, a.ID, l1.ID, 2)
-	must(s.EndLeg(ctx, l1.ID, session.LegCompleted))(t)
+	must(s.EndLeg(ctx, l1.ID, sema.StatusCompleted))(t)
 	l2 := must(s.StartLeg(ctx, a.ID))(t)
 	y := appendN(t, s, a.ID, l2.ID, 2)
 	// A side branch that the fork of the head must not copy.
@@ -625,7 +625,7 @@ func testFork(t *testing.T, s session.Store) {
 		t.Fatalf("fork has %d entries, want the chain's %d", len(ft), len(orig))
 	}
 	legs := must(s.Legs(ctx, f.ID))(t)
-	if len(legs) != 2 || legs[0].Number != 1 || legs[1].Number != 2 || legs[0].Status != session.LegCompleted || legs[0].ID == l1.ID {
+	if len(legs) != 2 || legs[0].Number != 1 || legs[1].Number != 2 || legs[0].Status != sema.StatusCompleted || legs[0].ID == l1.ID {
 		t.Fatalf("fork legs %+v", legs)
 	}
 	for i := range ft {

@@ -79,5 +79,5 @@ func (c *confinement) networkNote(output string, failed bool) string {
 	if c == nil || c.base.Network || !failed || !networkFailure.MatchString(output) {
 		return ""
 	}
-	return "The sandbox gives commands no network (only loopback), which may be why this command failed. A deployment turns it on with Deps.SandboxNetwork, the command line with --sandbox-network on."
+	return "The sandbox gives commands no network (only loopback), which may be why this command failed. A deployment turns it on with Deps.Shell.SandboxNetwork, the command line with --sandbox-network on."
 }

@@ -78,7 +78,7 @@ type Config struct {
 	// ReadOnly mounts the read-only band: bash_readonly instead of Bash, BashOutput and
 	// KillShell. Default false.
 	ReadOnly bool
-	// ReadonlyAllow replaces bash_readonly's allowlist (Deps.BashReadonlyAllow); nil
+	// ReadonlyAllow replaces bash_readonly's allowlist (Deps.Shell.ReadonlyAllow); nil
 	// means shellscan.DefaultReadOnlyAllow. The argument rules of shellscan.ReadOnly
 	// hold for every list.
 	ReadonlyAllow []string
