@@ -10,7 +10,8 @@ import (
 )
 
 // Control changes a running task from outside: create one, put it in TaskSpec.Control,
-// and call its methods while Run is in progress (from another goroutine). A Control
+// and call its methods while the run (Run, Events, Resume or ResumeEvents) is in
+// progress, from another goroutine. A Control
 // serves one run at a time; before the run has prepared its leg, and after it ended,
 // its methods refuse with run.not_running.
 type Control struct {

@@ -28,14 +28,24 @@ type Answer struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// CheckpointInfo describes a parked call in the result.
+// CheckpointInfo describes a parked call in the result: what a person needs to answer
+// it, and the id the answer quotes.
 type CheckpointInfo struct {
-	ID          string          `json:"id"`
-	Tool        string          `json:"tool"`
-	Input       json.RawMessage `json:"input"`
-	InputSHA256 string          `json:"input_sha256"`
-	Gate        string          `json:"gate"`
-	Message     string          `json:"message"`
+	// ID names the stored checkpoint; Answer.CheckpointID quotes it.
+	ID string `json:"id"`
+	// Tool is the parked call's tool.
+	Tool string `json:"tool"`
+	// Input is the call's arguments exactly as stored and as they will run when
+	// allowed unedited, in canonical JSON (session.CanonicalJSON).
+	Input json.RawMessage `json:"input"`
+	// InputSHA256 is the lowercase hex sha256 of Input; a resume refuses a checkpoint
+	// whose stored arguments no longer match it (checkpoint.tampered).
+	InputSHA256 string `json:"input_sha256"`
+	// Gate is the kind of question: permission.GateToolPermission or
+	// permission.GatePlanReview.
+	Gate string `json:"gate"`
+	// Message is the question's sentence.
+	Message string `json:"message"`
 }
 
 // parkRequest is the question a parking leg stopped at.

@@ -12,8 +12,13 @@ import (
 
 // TaskResult is the outcome of one run.
 type TaskResult struct {
-	SessionID string      `json:"session_id"`
-	Status    sema.Status `json:"status"`
+	// SessionID is the session the leg ran in: a new one, the resumed one, or the fork
+	// (Resume.Fork). Without Deps.Store it is a fresh id that no store keeps.
+	SessionID string `json:"session_id"`
+	// Status is how the leg ended: sema.StatusCompleted, StatusAwaitingApproval,
+	// StatusMaxTurns, StatusError or StatusCancelled; never StatusRunning. The session
+	// store records the same word on the leg.
+	Status sema.Status `json:"status"`
 	// Result is the model's final text.
 	Result string `json:"result"`
 	// Error is set when Status is error (a model failure, a broken stream) or cancelled.
@@ -26,12 +31,14 @@ type TaskResult struct {
 	// the numbering of what it copied). Both are 0 when the leg ran no turn. A resume that
 	// finishes a parked turn does not count it: that turn, and the approved call's edits,
 	// belong to the leg that parked.
-	// LastTurn-FirstTurn+1 is NumTurns; a rewind to a turn of this leg is
+	FirstTurn int `json:"first_turn"`
+	// LastTurn is the session-wide number of the leg's last turn (see FirstTurn), so
+	// LastTurn-FirstTurn+1 is NumTurns. A rewind to a turn of this leg is
 	// RewindSpec{ToTurn: n} or RewindFilesTo(n) with FirstTurn <= n <= LastTurn (to
 	// undo the whole leg, n is FirstTurn).
-	FirstTurn int         `json:"first_turn"`
-	LastTurn  int         `json:"last_turn"`
-	Usage     model.Usage `json:"usage"`
+	LastTurn int `json:"last_turn"`
+	// Usage is the sum of the token counts of the leg's model responses.
+	Usage model.Usage `json:"usage"`
 	// PermissionDenials lists every tool call the permission gate refused.
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
 	// EditedFiles lists the canonical paths the write tools changed (or may have changed),
@@ -47,9 +54,13 @@ type TaskResult struct {
 	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
 	// RewindNotes is the per-file account of a file rewind that ran before the leg.
 	RewindNotes []history.LedgerEntry `json:"rewind_notes,omitempty"`
-	Manifest    Manifest              `json:"manifest"`
-	Notices     []sema.Notice         `json:"notices"`
-	// Messages is the leg's transcript, the prompt first.
+	// Manifest is the leg's resolved facts, as the EventInit event carried them.
+	Manifest Manifest `json:"manifest"`
+	// Notices lists every notice of the leg, in the order given; each was also passed
+	// to Deps.OnNotice, when set, as it happened.
+	Notices []sema.Notice `json:"notices"`
+	// Messages is the conversation as the leg left it: a resumed session's replayed
+	// conversation first, then this leg's prompt, responses and tool results.
 	Messages []model.Message `json:"-"`
 }
 
@@ -67,25 +78,35 @@ func (r *TaskResult) Parked() (*CheckpointInfo, bool) {
 
 // BackgroundTask is a Bash task still running.
 type BackgroundTask struct {
-	ID      string `json:"id"`
+	// ID is the task's id as the model knew it ("bash_1", "bash_2", … per leg).
+	ID string `json:"id"`
+	// Command is the command text the task runs.
 	Command string `json:"command"`
-	PID     int    `json:"pid"`
-	Output  string `json:"output_file"`
+	// PID is the process id of the task's shell, which is also its process group id.
+	PID int `json:"pid"`
+	// Output is the path of the file the task's output goes to.
+	Output string `json:"output_file"`
 }
 
 // PermissionDenial is one refused tool call.
 type PermissionDenial struct {
-	Tool   string `json:"tool"`
-	Input  any    `json:"input"`
+	// Tool is the called tool's name.
+	Tool string `json:"tool"`
+	// Input is the call's JSON input, a json.RawMessage ({} when the call had none).
+	Input any `json:"input"`
+	// Reason is the refusal's sentence, as the model saw it.
 	Reason string `json:"reason"`
-	Code   string `json:"code"`
+	// Code is permission.CodeDenied ("permission.denied"), or CodeDeniedByPerson when a
+	// person answered a parked question no.
+	Code string `json:"code"`
 }
 
 // PermissionQuestion is a question the permission fold put to the leg's answerers
 // (an EventPermission), with the seat that answered it and the answer.
 type PermissionQuestion struct {
-	// Tool and Input are the call as it would run (a hook's rewrite included).
-	Tool  string          `json:"tool"`
+	// Tool is the called tool's name.
+	Tool string `json:"tool"`
+	// Input is the call's JSON input as it would run: a hook's rewrite included.
 	Input json.RawMessage `json:"input"`
 	// Message is the question's sentence.
 	Message string `json:"message"`
@@ -120,23 +141,36 @@ const (
 
 // Manifest is the run's resolved facts, fixed when the leg is prepared.
 type Manifest struct {
+	// SessionID is the session the leg runs in (TaskResult.SessionID).
 	SessionID string `json:"session_id"`
-	Provider  string `json:"provider"`
-	Model     string `json:"model"`
-	Platform  string `json:"platform"`
-	Root      string `json:"root"`
-	// WriteRoots and ReadRoots are canonical.
+	// Provider is Deps.Provider's name.
+	Provider string `json:"provider"`
+	// Model is TaskSpec.Model as given; "" when the provider chooses.
+	Model string `json:"model"`
+	// Platform is the operating system and architecture of the process that runs the
+	// leg, as GOOS/GOARCH ("linux/amd64").
+	Platform string `json:"platform"`
+	// Root is the canonical task root.
+	Root string `json:"root"`
+	// WriteRoots are the canonical write roots: the task root first, then the
+	// additional directories, then the admitted advertised directories.
 	WriteRoots []string `json:"write_roots"`
-	ReadRoots  []string `json:"read_roots"`
-	ReadFace   string   `json:"read_face"`
-	WriteFace  string   `json:"write_face"`
+	// ReadRoots are the canonical read roots: the write roots, then the read-only ones.
+	ReadRoots []string `json:"read_roots"`
+	// ReadFace is the resolved read face, "roots" or "open" (fence.Face).
+	ReadFace string `json:"read_face"`
+	// WriteFace is the resolved write face, "roots" or "open" (fence.Face).
+	WriteFace string `json:"write_face"`
 	// Advertised lists the scratchpad and memory directories with their verdicts.
 	Advertised []AdvertisedDir `json:"advertised_dirs,omitempty"`
-	Tools      []string        `json:"tools"`
-	Mode       ModeReceipt     `json:"permission_mode"`
+	// Tools names the tools mounted on the leg, the engine's first, then Deps.Tools.
+	Tools []string `json:"tools"`
+	// Mode records the permission mode the leg requested and the one it runs as.
+	Mode ModeReceipt `json:"permission_mode"`
 	// FileHistory is "on" when edits are recorded for rewind, else "disabled".
 	FileHistory string `json:"file_history"`
-	ReadOnly    bool   `json:"read_only"`
+	// ReadOnly is TaskSpec.ReadOnly: only the read-only tools are mounted.
+	ReadOnly bool `json:"read_only"`
 	// Shell says which shell is mounted and whether the kernel confines its commands.
 	Shell ShellFacts `json:"shell"`
 }
@@ -157,17 +191,27 @@ type ShellFacts struct {
 
 // AdvertisedDir is a writable directory the prompt may advertise, with its verdict.
 type AdvertisedDir struct {
-	Kind     string `json:"kind"`
-	Path     string `json:"path"`
-	Admitted bool   `json:"admitted"`
-	Reason   string `json:"reason,omitempty"`
+	// Kind says who advertises the directory: "scratchpad" (TaskSpec.Scratchpad) or
+	// "memory" (Deps.MemoryDir).
+	Kind string `json:"kind"`
+	// Path is the directory as given.
+	Path string `json:"path"`
+	// Admitted reports that the directory is a write root, so the prompt advertises it.
+	Admitted bool `json:"admitted"`
+	// Reason is the fence's skip reason when the directory was not admitted.
+	Reason string `json:"reason,omitempty"`
 }
 
-// ModeReceipt records how the leg's permission mode was resolved.
+// ModeReceipt records how the leg's permission mode was resolved (permission.Receipt
+// as the manifest writes it).
 type ModeReceipt struct {
+	// Requested is the mode word the leg asked for; "" when none was declared.
 	Requested string `json:"requested"`
+	// Effective is the mode the leg runs as.
 	Effective string `json:"effective"`
-	FoldedBy  string `json:"folded_by,omitempty"`
+	// FoldedBy says why Effective is not Requested (a permission.FoldReason); "" when
+	// nothing folded.
+	FoldedBy string `json:"folded_by,omitempty"`
 }
 
 // EventType names an event of the stream.
@@ -197,32 +241,50 @@ const (
 
 // Event is one item of a run's stream. Which fields are set depends on Type.
 type Event struct {
+	// Type says what the event carries.
 	Type EventType
 	// Turn is the 1-based turn the event belongs to (0 before the first turn).
-	Turn       int
-	Manifest   *Manifest
-	Text       string
-	Message    *model.Message
-	ToolUse    *ToolUse
+	Turn int
+	// Manifest is set on EventInit.
+	Manifest *Manifest
+	// Text is set on EventText: the next piece of the model's text.
+	Text string
+	// Message is set on EventAssistant: the complete model response.
+	Message *model.Message
+	// ToolUse is set on EventToolUse.
+	ToolUse *ToolUse
+	// ToolResult is set on EventToolResult.
 	ToolResult *ToolResult
-	Denial     *PermissionDenial
-	Question   *PermissionQuestion
-	Notice     *sema.Notice
-	Result     *TaskResult
+	// Denial is set on an EventPermission for a refused call.
+	Denial *PermissionDenial
+	// Question is set on an EventPermission for a question put to the leg's answerers.
+	Question *PermissionQuestion
+	// Notice is set on EventNotice.
+	Notice *sema.Notice
+	// Result is set on EventResult.
+	Result *TaskResult
 }
 
 // ToolUse is a tool call as the model made it.
 type ToolUse struct {
-	ID    string
-	Name  string
+	// ID is the model's id for the call; the call's ToolResult carries the same.
+	ID string
+	// Name is the called tool's name.
+	Name string
+	// Input is the call's JSON input as the model wrote it.
 	Input []byte
 }
 
 // ToolResult is a tool call's answer as the model sees it.
 type ToolResult struct {
-	ID      string
-	Name    string
+	// ID is the id of the call it answers (ToolUse.ID).
+	ID string
+	// Name is the called tool's name.
+	Name string
+	// IsError marks a failure the model should see and correct.
 	IsError bool
-	Code    string
-	Text    string
+	// Code is the stable code of an error result; empty on success.
+	Code string
+	// Text is the result's text content, concatenated; images are left out.
+	Text string
 }

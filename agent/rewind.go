@@ -10,6 +10,8 @@ import (
 
 // RewindSpec asks to return a session to the start of one of its turns.
 type RewindSpec struct {
+	// SessionID is the session to rewind; one the store does not hold fails with
+	// session.not_found.
 	SessionID string
 	// ToTurn is the turn to return to (turns are numbered from 1 across every leg of
 	// the session); 0 is the session's beginning.

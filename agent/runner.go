@@ -29,9 +29,12 @@ func New(deps Deps) *Runner {
 	return &Runner{deps: deps}
 }
 
-// Run runs one task to its end. The error is non-nil only when the spec or the deps are
-// refused before anything runs (a *sema.Error with a config.* code); every failure after
-// that — a model error, cancellation, the turn limit — is a TaskResult status.
+// Run runs one task to its end. The error is non-nil only when the run is refused before
+// its first turn, as a *sema.Error whose code names the refusal: config.* for the spec
+// or the deps, and another package's code for what the spec asks that cannot be done
+// here, such as sandbox.unavailable (the sandbox is on and commands cannot be confined),
+// session.not_found or session.root_mismatch (the session to resume). Every failure
+// after that — a model error, cancellation, the turn limit — is a TaskResult status.
 func (r *Runner) Run(ctx context.Context, spec TaskSpec) (*TaskResult, error) {
 	return r.run(ctx, spec, nil, nil)
 }

@@ -221,6 +221,20 @@ func TestRewindRestoresFilesAcrossTurns(t *testing.T) {
 	}
 }
 
+func TestUnknownSessionIsRefusedByName(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	r := st.runner(scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "never"}}}))
+	_, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir(), Resume: &agent.Resume{SessionID: "nope"}})
+	if sema.CodeOf(err) != session.CodeNotFound {
+		t.Errorf("resume of an unknown session: %v, want %s", err, session.CodeNotFound)
+	}
+	_, err = r.Rewind(context.Background(), agent.RewindSpec{SessionID: "nope", Conversation: true})
+	if sema.CodeOf(err) != session.CodeNotFound {
+		t.Errorf("rewind of an unknown session: %v, want %s", err, session.CodeNotFound)
+	}
+}
+
 func mustRules(t *testing.T, allow, deny []string) permission.RuleSet {
 	t.Helper()
 	rs, err := permission.ParseRules(allow, deny, nil)

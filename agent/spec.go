@@ -16,7 +16,8 @@ import (
 )
 
 // TaskSpec is what the caller of one task declares (the task seat). Its zero value is
-// not runnable: Prompt and Root are required.
+// not runnable: Root is required, and so is Prompt except when Runner.Resume answers a
+// parked question (config.root_invalid, config.prompt_missing).
 type TaskSpec struct {
 	// Prompt is the user's request.
 	Prompt string

@@ -7,11 +7,13 @@ import (
 	"github.com/sema-agent/sema/model"
 )
 
-// ApprovalRequest is one question put to an approver or the classifier: plain data a
-// host can store, send and answer later.
+// ApprovalRequest is one question put to an approver (in auto mode, the classifier
+// first sees it as a ClassifyRequest): plain data a host can store, send and answer
+// later.
 type ApprovalRequest struct {
-	// Tool and Input are the call as it would run (a hook's rewrite included).
-	Tool  string          `json:"tool"`
+	// Tool is the called tool's name.
+	Tool string `json:"tool"`
+	// Input is the call's JSON input as it would run: a hook's rewrite included.
 	Input json.RawMessage `json:"input"`
 	// Ask is the gate's question: its sentence (Reason), the layer that asked
 	// (DecidedBy), the gate and whether only a person may answer it.
@@ -36,6 +38,10 @@ type ApprovalDecision struct {
 // Approver answers the questions the gate puts to a person: an interactive prompt, a
 // host callback, or a parking seat. An error is read as a refusal.
 type Approver interface {
+	// Approve answers one question. It may block until a person answers, and should
+	// return when ctx is done. A non-nil error, or a panic, refuses the call with a
+	// sentence that quotes it; a nil error with a Behavior other than Allow refuses it
+	// too.
 	Approve(ctx context.Context, req ApprovalRequest) (ApprovalDecision, error)
 }
 

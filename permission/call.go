@@ -25,7 +25,7 @@ const (
 // this package.
 const CodeDenied = tools.CodePermissionDenied
 
-// Layer says which layer of the permission fold decided (the seed's decisionReason).
+// Layer says which layer of the permission fold decided a call (Decision.DecidedBy).
 type Layer string
 
 const (
@@ -56,6 +56,8 @@ const (
 
 // Decision is the gate's answer for one call.
 type Decision struct {
+	// Behavior is the verdict: Allow, Deny, or Ask when the call is a question still to
+	// be put to the leg's answerers.
 	Behavior Behavior `json:"behavior"`
 	// DecidedBy is the layer that decided.
 	DecidedBy Layer `json:"decided_by"`
@@ -148,9 +150,10 @@ type Call struct {
 	// Paths are the file targets of a file tool (Read, Write, Edit, …), resolved through
 	// the fence. The gate fills them from Input.
 	Paths []PathTarget
-	// Command is a Bash call's command, RunInBackground its run_in_background flag.
-	// The gate fills them from Input.
-	Command         string
+	// Command is a Bash call's command. The gate fills it from Input.
+	Command string
+	// RunInBackground is a Bash call's run_in_background flag. The gate fills it from
+	// Input.
 	RunInBackground bool
 	// URL is a WebFetch call's url. The gate fills it from Input.
 	URL string

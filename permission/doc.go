@@ -13,8 +13,10 @@
 //   - the codes of the errors and notices the engine reports on these matters.
 //
 // The engine that folds these layers into one decision per call lives in the module's
-// internal packages; its order of stations is SEMANTICS.md §4. What an embedder can rely
-// on:
+// internal packages. It reads, for each call: the deny rules; the PreToolUse hooks'
+// denies and asks; the ask rules; the plan gate; the safety stations; a hook's allow and
+// the allow rules; the mode's own answer; and last the ordinary question, else an
+// allow. The first that decides ends the fold. What an embedder can rely on:
 //
 //   - A deny rule is never outranked: no hook, mode, rule, classifier or approver turns
 //     a call a deny rule names into an allow. An approver's or a hook's rewrite of the

@@ -65,9 +65,12 @@ func ruleError(rule, why string) error {
 // RuleSet is the merged rules of every layer. Deny rules win at any layer: the fold
 // reads every deny rule before any ask rule, and every ask rule before any allow rule.
 type RuleSet struct {
+	// Allow lists the rules that let a call they name run without a question.
 	Allow []Rule
-	Deny  []Rule
-	Ask   []Rule
+	// Deny lists the rules that refuse a call they name; nothing outranks them.
+	Deny []Rule
+	// Ask lists the rules that put a call they name to the leg's answerers.
+	Ask []Rule
 }
 
 // Merge returns the rules of s followed by those of every layer.

@@ -38,9 +38,13 @@ type Settings struct {
 }
 
 // SandboxSettings is a settings file's "sandbox" member (see package sandbox): the mode
-// and network words ("" when the file names none) and additions to the policy.
+// and network words and additions to the policy.
 type SandboxSettings struct {
-	Mode    sandbox.Mode
+	// Mode is the file's sandbox.mode as sandbox.ParseMode reads it (auto, on or off);
+	// "" when the file has no sandbox.mode key.
+	Mode sandbox.Mode
+	// Network is the file's sandbox.network word, "on" or "off" (sandbox.ParseNetwork);
+	// "" when the file has no sandbox.network key.
 	Network string
 	// Writable, Readable and Hidden are absolute paths, or "~/" paths under the home
 	// directory.

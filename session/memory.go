@@ -68,6 +68,7 @@ func touch(ms *memSession) {
 	ms.s.UpdatedAt = t
 }
 
+// Create stores a new session, minting its id when none is given (see [Store.Create]).
 func (m *Memory) Create(ctx context.Context, s Session) (Session, error) {
 	if err := m.lock(ctx); err != nil {
 		return Session{}, err
@@ -85,6 +86,7 @@ func (m *Memory) Create(ctx context.Context, s Session) (Session, error) {
 	return s, nil
 }
 
+// Get returns the session with the given id (see [Store.Get]).
 func (m *Memory) Get(ctx context.Context, id string) (Session, error) {
 	if err := m.lock(ctx); err != nil {
 		return Session{}, err
@@ -97,6 +99,8 @@ func (m *Memory) Get(ctx context.Context, id string) (Session, error) {
 	return ms.s, nil
 }
 
+// Update changes the session's Model, Mode, PrePlanMode and Title through fn, atomically
+// (see [Store.Update]).
 func (m *Memory) Update(ctx context.Context, id string, fn func(*Session) error) (Session, error) {
 	if err := m.lock(ctx); err != nil {
 		return Session{}, err
@@ -115,6 +119,7 @@ func (m *Memory) Update(ctx context.Context, id string, fn func(*Session) error)
 	return ms.s, nil
 }
 
+// List returns the sessions f selects, most recently updated first (see [Store.List]).
 func (m *Memory) List(ctx context.Context, f Filter) ([]Session, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
@@ -142,6 +147,7 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]Session, error) {
 	return out, nil
 }
 
+// Newest returns the most recently updated root session at root (see [Store.Newest]).
 func (m *Memory) Newest(ctx context.Context, root string) (Session, error) {
 	l, err := m.List(ctx, Filter{Root: root, RootsOnly: true, Limit: 1})
 	if err != nil {
@@ -157,6 +163,8 @@ func noSessionAt(root string) error {
 	return sema.Errorf(CodeNotFound, "no session was started in %s; start a new one", root).With("root", root)
 }
 
+// Fork copies the session's chain ending at atEntry ("" = the head) into a new session
+// (see [Store.Fork]).
 func (m *Memory) Fork(ctx context.Context, id, atEntry string) (Session, error) {
 	if err := m.lock(ctx); err != nil {
 		return Session{}, err
@@ -205,6 +213,8 @@ func (m *Memory) Fork(ctx context.Context, id, atEntry string) (Session, error) 
 	return dst.s, nil
 }
 
+// Prune deletes the sessions last updated before olderThan, with their legs, entries and
+// checkpoints, and returns their ids sorted (see [Store.Prune]).
 func (m *Memory) Prune(ctx context.Context, olderThan time.Time) ([]string, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
@@ -228,6 +238,7 @@ func (m *Memory) Prune(ctx context.Context, olderThan time.Time) ([]string, erro
 	return pruned, nil
 }
 
+// StartLeg opens the session's next leg, running (see [Store.StartLeg]).
 func (m *Memory) StartLeg(ctx context.Context, sessionID string) (Leg, error) {
 	if err := m.lock(ctx); err != nil {
 		return Leg{}, err
@@ -248,6 +259,7 @@ func (m *Memory) StartLeg(ctx context.Context, sessionID string) (Leg, error) {
 	return *l, nil
 }
 
+// EndLeg closes a running leg with its final status (see [Store.EndLeg]).
 func (m *Memory) EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error) {
 	if err := m.lock(ctx); err != nil {
 		return Leg{}, err
@@ -265,6 +277,7 @@ func (m *Memory) EndLeg(ctx context.Context, legID string, status sema.Status) (
 	return *l, nil
 }
 
+// Legs lists the session's legs in number order (see [Store.Legs]).
 func (m *Memory) Legs(ctx context.Context, sessionID string) ([]Leg, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
@@ -281,6 +294,7 @@ func (m *Memory) Legs(ctx context.Context, sessionID string) ([]Leg, error) {
 	return out, nil
 }
 
+// Append commits one transcript entry and returns its id (see [Store.Append]).
 func (m *Memory) Append(ctx context.Context, e Entry) (string, error) {
 	payload, err := checkEntry(e)
 	if err != nil {
@@ -338,6 +352,8 @@ func (ms *memSession) chain(head string) ([]Entry, error) {
 	return rev, nil
 }
 
+// Transcript returns the chain of entries from the root to head ("" = the session's
+// head; see [Store.Transcript]).
 func (m *Memory) Transcript(ctx context.Context, sessionID, head string) ([]Entry, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
@@ -350,6 +366,8 @@ func (m *Memory) Transcript(ctx context.Context, sessionID, head string) ([]Entr
 	return ms.chain(head)
 }
 
+// Park stores a pending tool call with its canonical arguments and their sha256 (see
+// [Store.Park]).
 func (m *Memory) Park(ctx context.Context, c Checkpoint) (Checkpoint, error) {
 	if err := m.lock(ctx); err != nil {
 		return Checkpoint{}, err
@@ -384,6 +402,7 @@ func copyCheckpoint(c Checkpoint) Checkpoint {
 	return c
 }
 
+// Checkpoint returns the checkpoint with the given id (see [Store.Checkpoint]).
 func (m *Memory) Checkpoint(ctx context.Context, id string) (Checkpoint, error) {
 	if err := m.lock(ctx); err != nil {
 		return Checkpoint{}, err
@@ -396,6 +415,8 @@ func (m *Memory) Checkpoint(ctx context.Context, id string) (Checkpoint, error) 
 	return copyCheckpoint(*c), nil
 }
 
+// Checkpoints lists the session's checkpoints, oldest first, claimed ones included (see
+// [Store.Checkpoints]).
 func (m *Memory) Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
@@ -412,6 +433,8 @@ func (m *Memory) Checkpoints(ctx context.Context, sessionID string) ([]Checkpoin
 	return out, nil
 }
 
+// ClaimCheckpoint records d as the checkpoint's answer, at most once (see
+// [Store.ClaimCheckpoint]).
 func (m *Memory) ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error) {
 	d, err := checkDecision(d)
 	if err != nil {
@@ -433,7 +456,8 @@ func (m *Memory) ClaimCheckpoint(ctx context.Context, id string, d Decision) (Ch
 	return copyCheckpoint(*c), nil
 }
 
-// Close makes every later call fail; the contents are dropped with the store.
+// Close makes every later call fail with CodeClosed; the contents are dropped with the
+// store.
 func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

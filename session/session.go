@@ -16,10 +16,13 @@ import (
 )
 
 // Store keeps sessions, their legs, transcripts and checkpoints. Every method is safe
-// for concurrent use; a method that fails changes nothing.
+// for concurrent use; a method that fails changes nothing. A method given the id of a
+// session the store does not hold fails with CodeNotFound; the other codes below say
+// which call refuses what.
 type Store interface {
 	// Create stores a new session. An empty ID is minted; CreatedAt zero means now.
 	Create(ctx context.Context, s Session) (Session, error)
+	// Get returns the session with the given id; CodeNotFound when there is none.
 	Get(ctx context.Context, id string) (Session, error)
 	// Update changes the mutable fields (Model, Mode, PrePlanMode, Title) in one
 	// transaction: fn sees the stored session and edits it in place. fn must not call
@@ -40,6 +43,7 @@ type Store interface {
 	// EndLeg closes a running leg with its final status: any non-empty word but
 	// sema.StatusRunning (the runner writes the other sema.Status constants).
 	EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error)
+	// Legs lists the session's legs in number order, running and ended alike.
 	Legs(ctx context.Context, sessionID string) ([]Leg, error)
 
 	// Append commits one entry and returns its id (see Entry for the fields it reads).
@@ -50,6 +54,8 @@ type Store interface {
 	// Park stores a pending tool call and returns it with its id, canonical
 	// arguments and their sha256.
 	Park(ctx context.Context, c Checkpoint) (Checkpoint, error)
+	// Checkpoint returns the checkpoint with the given id, claimed or not;
+	// CodeCheckpointNotFound when there is none.
 	Checkpoint(ctx context.Context, id string) (Checkpoint, error)
 	// Checkpoints lists a session's checkpoints, oldest first, claimed ones included.
 	Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error)
@@ -57,6 +63,9 @@ type Store interface {
 	// checkpoint; a second claim fails with CodeAlreadyClaimed.
 	ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error)
 
+	// Close releases the store; no call may follow it. A Memory store refuses later
+	// calls with CodeClosed; a SQLiteStore closes its database when it opened it itself
+	// (OpenSQLite, OpenSQLiteWith).
 	Close() error
 }
 
@@ -80,6 +89,7 @@ const (
 // are fixed at creation; Model, Mode, PrePlanMode and Title change through Update;
 // Head and UpdatedAt are kept by the store.
 type Session struct {
+	// ID names the session: the id Create was given, else a v4 UUID it minted.
 	ID string `json:"id"`
 	// Root is the canonical task root the session works in.
 	Root string `json:"root"`
@@ -88,21 +98,27 @@ type Session struct {
 	FSID string `json:"fs_id"`
 	// Scope is the file-history scope the session records into; empty means its own
 	// ID (a same-tree delegated child records into its root session's scope).
-	Scope     string    `json:"scope,omitempty"`
+	Scope string `json:"scope,omitempty"`
+	// CreatedAt is the time Create was given, else the time it stored the session;
+	// stores return it in UTC.
 	CreatedAt time.Time `json:"created_at"`
 	// UpdatedAt moves on every Update, Append, leg and checkpoint change.
 	UpdatedAt time.Time `json:"updated_at"`
 	// ParentID is the session of the leg that delegated this one (a subagent); empty
 	// for a root session.
 	ParentID string `json:"parent_id,omitempty"`
-	// ForkOf is the session this one was forked from, and ForkAt the entry the fork
-	// was cut at (empty when the original had no entries).
+	// ForkOf is the session this one was forked from; empty when it is not a fork.
 	ForkOf string `json:"fork_of,omitempty"`
+	// ForkAt is the id, in ForkOf's transcript, of the last entry the fork copied;
+	// empty when the original had no entries.
 	ForkAt string `json:"fork_at,omitempty"`
-	Model  string `json:"model,omitempty"`
-	// Mode is the permission mode word in force (the newest steer that took effect);
-	// PrePlanMode is the mode to return to when plan mode is left.
-	Mode        string `json:"mode,omitempty"`
+	// Model is the model name the session was created with (the runner records
+	// agent.TaskSpec.Model); the store does not interpret it.
+	Model string `json:"model,omitempty"`
+	// Mode is the permission mode word in force (the newest steer that took effect).
+	Mode string `json:"mode,omitempty"`
+	// PrePlanMode is the mode word to return to when plan mode is left (the runner
+	// leaves it empty outside plan mode).
 	PrePlanMode string `json:"pre_plan_mode,omitempty"`
 	// Title names the session for people; the runner uses the first prompt.
 	Title string `json:"title,omitempty"`
@@ -129,25 +145,35 @@ type Filter struct {
 	Limit int
 }
 
-// Leg is one Run of a session. Numbers count from 1 per session; a fork keeps the
-// numbers of the legs it copied and goes on from the highest.
+// Leg is one stretch of a session's work: what one call of the runner (a run, or a
+// resume that answers a checkpoint) did, from StartLeg to EndLeg. Numbers count from 1
+// per session; a fork keeps the numbers of the legs it copied and goes on from the
+// highest.
 type Leg struct {
-	ID        string    `json:"id"`
-	SessionID string    `json:"session_id"`
-	Number    int       `json:"number"`
+	// ID names the leg: a v4 UUID that StartLeg (or Fork, for a copied leg) minted.
+	ID string `json:"id"`
+	// SessionID is the session the leg belongs to.
+	SessionID string `json:"session_id"`
+	// Number is the leg's place in its session, from 1.
+	Number int `json:"number"`
+	// StartedAt is when StartLeg opened the leg, in UTC.
 	StartedAt time.Time `json:"started_at"`
 	// EndedAt is zero while the leg runs.
-	EndedAt time.Time   `json:"ended_at,omitzero"`
-	Status  sema.Status `json:"status"`
+	EndedAt time.Time `json:"ended_at,omitzero"`
+	// Status is sema.StatusRunning until EndLeg records the leg's final status.
+	Status sema.Status `json:"status"`
 }
 
 // Entry is one transcript entry. Append reads SessionID, LegID (optional; when set it
 // must be a leg of the session), ParentID, Kind and Payload, and mints ID, Seq and
 // CreatedAt.
 type Entry struct {
-	ID        string `json:"id"`
+	// ID names the entry: a v4 UUID that Append (or Fork, for a copy) minted.
+	ID string `json:"id"`
+	// SessionID is the session whose transcript holds the entry.
 	SessionID string `json:"session_id"`
-	LegID     string `json:"leg_id,omitempty"`
+	// LegID is the leg that appended the entry; empty when Append was given none.
+	LegID string `json:"leg_id,omitempty"`
 	// Seq is the entry's place in the session's append order: 1, 2, 3, … without gaps.
 	Seq int64 `json:"seq"`
 	// ParentID is the entry this one follows. On Append, empty means the session's
@@ -157,55 +183,79 @@ type Entry struct {
 	// does not interpret it.
 	Kind string `json:"kind"`
 	// Payload is the entry's JSON document (nil is stored as null).
-	Payload   json.RawMessage `json:"payload"`
-	CreatedAt time.Time       `json:"created_at"`
+	Payload json.RawMessage `json:"payload"`
+	// CreatedAt is when Append committed the entry, in UTC; a fork's copy keeps the
+	// original's time.
+	CreatedAt time.Time `json:"created_at"`
 }
 
-// Gate says which question a parked checkpoint waits on.
+// Gate says which question a parked checkpoint waits on. Park refuses any other value
+// (CodeCheckpointInvalid).
 type Gate string
 
 const (
+	// GateToolPermission is the ordinary question about one tool call (the value of
+	// permission.GateToolPermission).
 	GateToolPermission Gate = "tool_permission"
-	GatePlanReview     Gate = "plan_review"
+	// GatePlanReview is ExitPlanMode's question: approve the plan and leave plan mode
+	// (the value of permission.GatePlanReview).
+	GatePlanReview Gate = "plan_review"
 )
 
 // Checkpoint is a parked approval: the exact tool call a leg stopped at. Park reads
 // SessionID, LegID (optional), Tool, Args, Gate, Mode and PrePlanMode, and mints ID,
 // canonical Args, ArgsSHA256 and CreatedAt.
 type Checkpoint struct {
-	ID        string `json:"id"`
+	// ID names the checkpoint: a v4 UUID that Park minted. agent.Answer.CheckpointID
+	// quotes it.
+	ID string `json:"id"`
+	// SessionID is the session whose leg parked.
 	SessionID string `json:"session_id"`
-	LegID     string `json:"leg_id,omitempty"`
-	Tool      string `json:"tool"`
-	// Args are the call's arguments in canonical JSON (see CanonicalJSON) and
-	// ArgsSHA256 the lowercase hex sha256 of exactly those bytes.
-	Args       json.RawMessage `json:"args"`
-	ArgsSHA256 string          `json:"args_sha256"`
-	Gate       Gate            `json:"gate"`
-	// Mode and PrePlanMode are the leg's mode words when it parked.
-	Mode        string    `json:"mode,omitempty"`
-	PrePlanMode string    `json:"pre_plan_mode,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	// ClaimedAt and Decision are zero and nil until the checkpoint is claimed.
+	// LegID is the leg that parked; empty when Park was given none.
+	LegID string `json:"leg_id,omitempty"`
+	// Tool is the name of the parked call's tool; Park refuses an empty one.
+	Tool string `json:"tool"`
+	// Args are the call's arguments in canonical JSON (see CanonicalJSON).
+	Args json.RawMessage `json:"args"`
+	// ArgsSHA256 is the lowercase hex sha256 of exactly the bytes of Args (SHA256Hex),
+	// computed by Park.
+	ArgsSHA256 string `json:"args_sha256"`
+	// Gate is the question the call waits on.
+	Gate Gate `json:"gate"`
+	// Mode is the leg's requested mode word when it parked.
+	Mode string `json:"mode,omitempty"`
+	// PrePlanMode is the leg's mode word to return to from plan mode, when it parked
+	// in plan mode.
+	PrePlanMode string `json:"pre_plan_mode,omitempty"`
+	// CreatedAt is when Park stored the checkpoint, in UTC.
+	CreatedAt time.Time `json:"created_at"`
+	// ClaimedAt is when ClaimCheckpoint recorded the decision; zero until then.
 	ClaimedAt time.Time `json:"claimed_at,omitzero"`
-	Decision  *Decision `json:"decision,omitempty"`
+	// Decision is the recorded answer; nil until the checkpoint is claimed.
+	Decision *Decision `json:"decision,omitempty"`
 }
 
-// Verdict is a person's answer to a parked question.
+// Verdict is a person's answer to a parked question. ClaimCheckpoint refuses any other
+// value (CodeDecisionInvalid).
 type Verdict string
 
 const (
+	// VerdictAllow runs the parked call, with Decision.Args when they are set.
 	VerdictAllow Verdict = "allow"
-	VerdictDeny  Verdict = "deny"
+	// VerdictDeny refuses the parked call; it carries no Args.
+	VerdictDeny Verdict = "deny"
 )
 
 // Decision answers a checkpoint.
 type Decision struct {
+	// Verdict is VerdictAllow or VerdictDeny.
 	Verdict Verdict `json:"verdict"`
 	// Args, allowed only with VerdictAllow, are the approver's edited arguments; the
 	// store keeps them in canonical JSON. Empty means the stored arguments run.
-	Args   json.RawMessage `json:"args,omitempty"`
-	Reason string          `json:"reason,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
+	// Reason is the person's sentence, optional; the store keeps it as given (the runner
+	// shows it to the model on a refusal).
+	Reason string `json:"reason,omitempty"`
 }
 
 // CanonicalJSON returns the canonical form of one JSON value: object keys sorted, no

@@ -43,6 +43,24 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+func TestMemoryClosedRefuses(t *testing.T) {
+	t.Parallel()
+	m := session.NewMemory()
+	s, err := m.Create(t.Context(), session.Session{Root: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Get(t.Context(), s.ID); !sema.IsCode(err, session.CodeClosed) {
+		t.Fatalf("Get after Close: %v, want %s", err, session.CodeClosed)
+	}
+	if _, err := m.Append(t.Context(), session.Entry{SessionID: s.ID, Kind: "user"}); !sema.IsCode(err, session.CodeClosed) {
+		t.Fatalf("Append after Close: %v, want %s", err, session.CodeClosed)
+	}
+}
+
 func TestSQLitePersists(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

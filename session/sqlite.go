@@ -52,7 +52,8 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 // DB returns the database, so the file-history store can share the file.
 func (s *SQLiteStore) DB() *sql.DB { return s.db }
 
-// Close closes the database when OpenSQLite opened it.
+// Close closes the database when OpenSQLite or OpenSQLiteWith opened it; a store built
+// by NewSQLite leaves the caller's database open.
 func (s *SQLiteStore) Close() error {
 	if s.own {
 		return sqlitedb.Close(s.db)
@@ -139,6 +140,7 @@ const touchSQL = `UPDATE sessions SET updated_at = MAX(updated_at + 1, ?) WHERE 
 const insertSession = `INSERT INTO sessions (id, root, fs_id, scope, created_at, updated_at, parent_id, fork_of, fork_at,
 	model, mode, pre_plan_mode, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+// Create stores a new session, minting its id when none is given (see [Store.Create]).
 func (s *SQLiteStore) Create(ctx context.Context, in Session) (Session, error) {
 	in, err := checkCreate(in, time.Now().UTC())
 	if err != nil {
@@ -159,10 +161,13 @@ func (s *SQLiteStore) Create(ctx context.Context, in Session) (Session, error) {
 	return s.Get(ctx, in.ID)
 }
 
+// Get returns the session with the given id (see [Store.Get]).
 func (s *SQLiteStore) Get(ctx context.Context, id string) (Session, error) {
 	return getSession(ctx, s.r, id)
 }
 
+// Update changes the session's Model, Mode, PrePlanMode and Title through fn, atomically
+// (see [Store.Update]).
 func (s *SQLiteStore) Update(ctx context.Context, id string, fn func(*Session) error) (Session, error) {
 	var out Session
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
@@ -187,6 +192,7 @@ func (s *SQLiteStore) Update(ctx context.Context, id string, fn func(*Session) e
 	return out, err
 }
 
+// List returns the sessions f selects, most recently updated first (see [Store.List]).
 func (s *SQLiteStore) List(ctx context.Context, f Filter) ([]Session, error) {
 	var where []string
 	var args []any
@@ -221,6 +227,7 @@ func (s *SQLiteStore) List(ctx context.Context, f Filter) ([]Session, error) {
 	return out, rows.Err()
 }
 
+// Newest returns the most recently updated root session at root (see [Store.Newest]).
 func (s *SQLiteStore) Newest(ctx context.Context, root string) (Session, error) {
 	l, err := s.List(ctx, Filter{Root: root, RootsOnly: true, Limit: 1})
 	if err != nil {
@@ -232,6 +239,8 @@ func (s *SQLiteStore) Newest(ctx context.Context, root string) (Session, error) 
 	return l[0], nil
 }
 
+// Fork copies the session's chain ending at atEntry ("" = the head) into a new session
+// (see [Store.Fork]).
 func (s *SQLiteStore) Fork(ctx context.Context, id, atEntry string) (Session, error) {
 	var out Session
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
@@ -288,6 +297,8 @@ func nullable(s string) any {
 	return s
 }
 
+// Prune deletes the sessions last updated before olderThan, with their legs, entries and
+// checkpoints, and returns their ids sorted (see [Store.Prune]).
 func (s *SQLiteStore) Prune(ctx context.Context, olderThan time.Time) ([]string, error) {
 	var pruned []string
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
@@ -320,6 +331,7 @@ func scanLeg(r scanner) (Leg, error) {
 	return l, err
 }
 
+// StartLeg opens the session's next leg, running (see [Store.StartLeg]).
 func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, error) {
 	var out Leg
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
@@ -346,6 +358,7 @@ func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, erro
 	return out, nil
 }
 
+// EndLeg closes a running leg with its final status (see [Store.EndLeg]).
 func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error) {
 	var out Leg
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
@@ -373,6 +386,7 @@ func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status sema.Stat
 	return out, err
 }
 
+// Legs lists the session's legs in number order (see [Store.Legs]).
 func (s *SQLiteStore) Legs(ctx context.Context, sessionID string) ([]Leg, error) {
 	if _, err := s.Get(ctx, sessionID); err != nil {
 		return nil, err
@@ -393,6 +407,7 @@ func (s *SQLiteStore) Legs(ctx context.Context, sessionID string) ([]Leg, error)
 	return out, rows.Err()
 }
 
+// Append commits one transcript entry and returns its id (see [Store.Append]).
 func (s *SQLiteStore) Append(ctx context.Context, e Entry) (string, error) {
 	payload, err := checkEntry(e)
 	if err != nil {
@@ -439,6 +454,8 @@ func exists(ctx context.Context, q sqlitedb.Querier, query string, args ...any) 
 	return q.QueryRowContext(ctx, query, args...).Scan(&one)
 }
 
+// Transcript returns the chain of entries from the root to head ("" = the session's
+// head; see [Store.Transcript]).
 func (s *SQLiteStore) Transcript(ctx context.Context, sessionID, head string) ([]Entry, error) {
 	ss, err := s.Get(ctx, sessionID)
 	if err != nil {
@@ -503,6 +520,8 @@ func scanCheckpoint(r scanner) (Checkpoint, error) {
 	return c, nil
 }
 
+// Park stores a pending tool call with its canonical arguments and their sha256 (see
+// [Store.Park]).
 func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, error) {
 	c, err := checkPark(in, time.Now().UTC())
 	if err != nil {
@@ -533,6 +552,7 @@ func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, erro
 	return c, nil
 }
 
+// Checkpoint returns the checkpoint with the given id (see [Store.Checkpoint]).
 func (s *SQLiteStore) Checkpoint(ctx context.Context, id string) (Checkpoint, error) {
 	c, err := scanCheckpoint(s.r.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -541,6 +561,8 @@ func (s *SQLiteStore) Checkpoint(ctx context.Context, id string) (Checkpoint, er
 	return c, err
 }
 
+// Checkpoints lists the session's checkpoints, oldest first, claimed ones included (see
+// [Store.Checkpoints]).
 func (s *SQLiteStore) Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error) {
 	if _, err := s.Get(ctx, sessionID); err != nil {
 		return nil, err
@@ -562,6 +584,8 @@ func (s *SQLiteStore) Checkpoints(ctx context.Context, sessionID string) ([]Chec
 	return out, rows.Err()
 }
 
+// ClaimCheckpoint records d as the checkpoint's answer, at most once (see
+// [Store.ClaimCheckpoint]).
 func (s *SQLiteStore) ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error) {
 	d, err := checkDecision(d)
 	if err != nil {

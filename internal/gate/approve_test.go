@@ -18,10 +18,14 @@ type countingApprover struct {
 	calls atomic.Int32
 	ans   permission.ApprovalDecision
 	err   error
+	panic bool
 }
 
 func (a *countingApprover) Approve(context.Context, permission.ApprovalRequest) (permission.ApprovalDecision, error) {
 	a.calls.Add(1)
+	if a.panic {
+		panic("approver down")
+	}
 	return a.ans, a.err
 }
 
@@ -29,10 +33,14 @@ type countingClassifier struct {
 	calls atomic.Int32
 	b     permission.Behavior
 	err   error
+	panic bool
 }
 
 func (c *countingClassifier) Classify(context.Context, permission.ClassifyRequest) (permission.Behavior, string, error) {
 	c.calls.Add(1)
+	if c.panic {
+		panic("classifier down")
+	}
 	return c.b, "because", c.err
 }
 
@@ -61,12 +69,14 @@ func TestAnswerAsk(t *testing.T) {
 		{"auto: classifier denies", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Deny}, permission.Deny, permission.LayerClassifier, 0, 1, "because"},
 		{"auto: classifier asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Ask}, permission.Allow, permission.LayerUser, 1, 1, ""},
 		{"auto: classifier error asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Deny}}, &countingClassifier{err: errors.New("timeout")}, permission.Deny, permission.LayerUser, 1, 1, ""},
+		{"auto: classifier panic asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{panic: true}, permission.Allow, permission.LayerUser, 1, 1, ""},
 		{"auto: bad verdict asks a person", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: "maybe"}, permission.Allow, permission.LayerUser, 1, 1, ""},
 		{"auto: person-only skips the classifier", permission.ModeAuto, personOnly, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Deny}, permission.Allow, permission.LayerUser, 1, 0, ""},
 		{"auto without classifier", permission.ModeAuto, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, nil, permission.Allow, permission.LayerUser, 1, 0, ""},
 		{"default: approver allows", permission.ModeDefault, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Allow}}, &countingClassifier{b: permission.Deny}, permission.Allow, permission.LayerUser, 1, 0, ""},
 		{"default: approver denies", permission.ModeDefault, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: permission.Deny, Reason: "not now"}}, nil, permission.Deny, permission.LayerUser, 1, 0, "not now"},
 		{"approver error refuses", permission.ModeDefault, ordinary, &countingApprover{err: errors.New("closed")}, nil, permission.Deny, permission.LayerUser, 1, 0, "closed"},
+		{"approver panic refuses", permission.ModeDefault, ordinary, &countingApprover{panic: true}, nil, permission.Deny, permission.LayerUser, 1, 0, "approver down"},
 		{"approver odd answer refuses", permission.ModeDefault, ordinary, &countingApprover{ans: permission.ApprovalDecision{Behavior: "yes"}}, nil, permission.Deny, permission.LayerUser, 1, 0, ""},
 		{"no approver", permission.ModeDefault, ordinary, nil, nil, permission.Deny, permission.LayerMode, 0, 0, "--allowed-tools 'Bash(make)'"},
 		{"no approver, person-only", permission.ModeAcceptEdits, personOnly, nil, nil, permission.Deny, permission.LayerMode, 0, 0, "Only a person"},
