@@ -29,6 +29,9 @@ type memSession struct {
 	byID    map[string]int
 	legs    []string // leg ids in number order
 	cps     []string // checkpoint ids in park order
+	// leaseHolder holds the writer's lease until leaseExpires ("" = free).
+	leaseHolder  string
+	leaseExpires time.Time
 }
 
 // NewMemory returns an empty in-memory store.
@@ -462,5 +465,59 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
+	return nil
+}
+
+// AcquireLease makes holder the session's writer until ttl from now, unless another
+// holder's lease runs (see [Store.AcquireLease]).
+func (m *Memory) AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (Lease, error) {
+	return m.lease(ctx, sessionID, holder, ttl, false)
+}
+
+// RenewLease moves holder's lease on ttl from now (see [Store.RenewLease]).
+func (m *Memory) RenewLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (Lease, error) {
+	return m.lease(ctx, sessionID, holder, ttl, true)
+}
+
+func (m *Memory) lease(ctx context.Context, sessionID, holder string, ttl time.Duration, renew bool) (Lease, error) {
+	if err := checkLease(sessionID, holder, ttl, true); err != nil {
+		return Lease{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return Lease{}, err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(sessionID)
+	if err != nil {
+		return Lease{}, err
+	}
+	t := now()
+	free := ms.leaseHolder == "" || !t.Before(ms.leaseExpires)
+	switch {
+	case renew && ms.leaseHolder != holder:
+		return Lease{}, leaseLost(sessionID, holder)
+	case !renew && ms.leaseHolder != holder && !free:
+		return Lease{}, busy(sessionID, ms.leaseHolder, ms.leaseExpires)
+	}
+	ms.leaseHolder, ms.leaseExpires = holder, t.Add(ttl)
+	return Lease{SessionID: sessionID, Holder: holder, ExpiresAt: ms.leaseExpires}, nil
+}
+
+// ReleaseLease frees the session when holder holds its lease (see [Store.ReleaseLease]).
+func (m *Memory) ReleaseLease(ctx context.Context, sessionID, holder string) error {
+	if err := checkLease(sessionID, holder, 0, false); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	ms, err := m.session(sessionID)
+	if err != nil {
+		return err
+	}
+	if ms.leaseHolder == holder {
+		ms.leaseHolder, ms.leaseExpires = "", time.Time{}
+	}
 	return nil
 }

@@ -66,4 +66,9 @@ var schema = []string{
 		decision      BLOB
 	);
 	CREATE INDEX checkpoints_by_session ON checkpoints (session_id, created_at);`,
+	// 2: the writer's lease on a session (AcquireLease): who holds it and until when.
+	// An empty holder or a past expiry means the session is free. The lease lives on the
+	// session's row so that taking it is one conditional UPDATE.
+	`ALTER TABLE sessions ADD COLUMN lease_holder TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sessions ADD COLUMN lease_expires INTEGER NOT NULL DEFAULT 0;`,
 }

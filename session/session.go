@@ -63,6 +63,20 @@ type Store interface {
 	// checkpoint; a second claim fails with CodeAlreadyClaimed.
 	ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error)
 
+	// AcquireLease makes holder the session's one writer until ttl from now, atomically:
+	// it succeeds when the session has no lease, when holder already holds it (the expiry
+	// moves on), or when the lease has expired (a holder that died is taken over).
+	// Otherwise it fails with CodeBusy and changes nothing.
+	AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (Lease, error)
+	// RenewLease moves holder's lease to ttl from now. It fails with CodeLeaseLost when
+	// holder does not hold the lease any more (it was released, or it expired and
+	// another holder took it); an expired lease nobody took is renewed.
+	RenewLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (Lease, error)
+	// ReleaseLease frees the session when holder holds its lease. Releasing a lease
+	// holder does not hold (any more) changes nothing and is not an error, so a late
+	// release never frees a session another holder took over.
+	ReleaseLease(ctx context.Context, sessionID, holder string) error
+
 	// Close releases the store; no call may follow it. A Memory store refuses later
 	// calls with CodeClosed; a SQLiteStore closes its database when it opened it itself
 	// (OpenSQLite, OpenSQLiteWith).
@@ -83,7 +97,21 @@ const (
 	CodeCheckpointInvalid  = "checkpoint.invalid"          // Park refuses the checkpoint
 	CodeDecisionInvalid    = "checkpoint.decision_invalid" // ClaimCheckpoint refuses the decision
 	CodeClosed             = sqlitedb.CodeClosed           // a call on a closed Memory store
+	CodeBusy               = "session.busy"                // AcquireLease while another holder's lease runs
+	CodeLeaseLost          = "session.lease_lost"          // RenewLease by a holder whose lease is gone
+	CodeLeaseInvalid       = "session.lease_invalid"       // a lease call without a holder or with a ttl ≤ 0
 )
+
+// Lease is a session's claim by its one writer: the leg continuing it. It expires, so
+// a writer killed without releasing it blocks the session for at most one ttl.
+type Lease struct {
+	// SessionID is the leased session.
+	SessionID string `json:"session_id"`
+	// Holder names the writer; the store compares it and does not interpret it.
+	Holder string `json:"holder"`
+	// ExpiresAt is when the lease lapses unless it is renewed, in UTC.
+	ExpiresAt time.Time `json:"expires_at"`
+}
 
 // Session is a session's metadata. ID, Root, FSID, Scope, ParentID, ForkOf and ForkAt
 // are fixed at creation; Model, Mode, PrePlanMode and Title change through Update;
@@ -380,6 +408,28 @@ func checkDecision(d Decision) (Decision, error) {
 		d.Args = args
 	}
 	return d, nil
+}
+
+// checkLease refuses a lease call without a holder, or (ttl ≥ 0 asked for) with a
+// ttl that is not positive.
+func checkLease(sessionID, holder string, ttl time.Duration, needTTL bool) error {
+	if holder == "" {
+		return sema.Errorf(CodeLeaseInvalid, "a lease on session %q needs a holder name", sessionID).With("session_id", sessionID)
+	}
+	if needTTL && ttl <= 0 {
+		return sema.Errorf(CodeLeaseInvalid, "a lease on session %q needs a positive ttl, not %s", sessionID, ttl).With("session_id", sessionID)
+	}
+	return nil
+}
+
+func busy(sessionID, holder string, until time.Time) error {
+	return sema.Errorf(CodeBusy, "session %q is being continued by another run (%s) until %s at the latest; wait for it to end or retry later",
+		sessionID, holder, until.UTC().Format(time.RFC3339)).With("session_id", sessionID).With("holder", holder)
+}
+
+func leaseLost(sessionID, holder string) error {
+	return sema.Errorf(CodeLeaseLost, "the lease of %s on session %q is gone: it was released, or it expired and another run took the session", holder, sessionID).
+		With("session_id", sessionID).With("holder", holder)
 }
 
 // checkCreate validates a session for Create and fills what Create mints.

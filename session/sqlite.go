@@ -626,3 +626,71 @@ func (s *SQLiteStore) ClaimCheckpoint(ctx context.Context, id string, d Decision
 	})
 	return out, err
 }
+
+// AcquireLease makes holder the session's writer until ttl from now, unless another
+// holder's lease runs (see [Store.AcquireLease]).
+func (s *SQLiteStore) AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (Lease, error) {
+	return s.lease(ctx, sessionID, holder, ttl, false)
+}
+
+// RenewLease moves holder's lease on ttl from now (see [Store.RenewLease]).
+func (s *SQLiteStore) RenewLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (Lease, error) {
+	return s.lease(ctx, sessionID, holder, ttl, true)
+}
+
+func (s *SQLiteStore) lease(ctx context.Context, sessionID, holder string, ttl time.Duration, renew bool) (Lease, error) {
+	if err := checkLease(sessionID, holder, ttl, true); err != nil {
+		return Lease{}, err
+	}
+	var out Lease
+	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		t := time.Now()
+		expires := t.Add(ttl)
+		// The claim is one conditional UPDATE, as a checkpoint's is: of two transactions
+		// that find the session free, the second sees the first one's holder and matches
+		// nothing. A renewal matches only its own holder, expired or not.
+		cond := `lease_holder = ?3 OR lease_holder = '' OR lease_expires <= ?4`
+		if renew {
+			cond = `lease_holder = ?3`
+		}
+		r, err := q.ExecContext(ctx, `UPDATE sessions SET lease_holder = ?3, lease_expires = ?2 WHERE id = ?1 AND (`+cond+`)`,
+			sessionID, expires.UnixNano(), holder, t.UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			out = Lease{SessionID: sessionID, Holder: holder, ExpiresAt: fromNanos(expires.UnixNano())}
+			return nil
+		}
+		var cur string
+		var until int64
+		err = q.QueryRowContext(ctx, `SELECT lease_holder, lease_expires FROM sessions WHERE id = ?`, sessionID).Scan(&cur, &until)
+		switch {
+		case err != nil:
+			return cmpErr(err, notFound(sessionID))
+		case renew:
+			return leaseLost(sessionID, holder)
+		default:
+			return busy(sessionID, cur, fromNanos(until))
+		}
+	})
+	return out, err
+}
+
+// ReleaseLease frees the session when holder holds its lease (see [Store.ReleaseLease]).
+func (s *SQLiteStore) ReleaseLease(ctx context.Context, sessionID, holder string) error {
+	if err := checkLease(sessionID, holder, 0, false); err != nil {
+		return err
+	}
+	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		if _, err := getSession(ctx, q, sessionID); err != nil {
+			return err
+		}
+		_, err := q.ExecContext(ctx, `UPDATE sessions SET lease_holder = '', lease_expires = 0 WHERE id = ? AND lease_holder = ?`, sessionID, holder)
+		return err
+	})
+}

@@ -43,6 +43,9 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		{"ForkRefusals", testForkRefusals},
 		{"Prune", testPrune},
 		{"CancelledContext", testCancelledContext},
+		{"Lease", testLease},
+		{"LeaseRace", testLeaseRace},
+		{"LeaseExpiry", testLeaseExpiry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -744,4 +747,117 @@ func testCancelledContext(t *testing.T, s session.Store) {
 	if got := must(s.Transcript(t.Context(), a.ID, ""))(t); len(got) != 0 {
 		t.Fatalf("a cancelled Append wrote %d entries", len(got))
 	}
+}
+
+func testLease(t *testing.T, s session.Store) {
+	ctx := t.Context()
+	a := create(t, s, "/w")
+	l := must(s.AcquireLease(ctx, a.ID, "one", time.Minute))(t)
+	if l.SessionID != a.ID || l.Holder != "one" || time.Until(l.ExpiresAt) < 50*time.Second || l.ExpiresAt.Location() != time.UTC {
+		t.Fatalf("lease %+v", l)
+	}
+	_, err := s.AcquireLease(ctx, a.ID, "two", time.Minute)
+	wantCode(t, err, session.CodeBusy)
+	// The holder takes it again (its expiry moves on) and renews it; nobody else renews.
+	must(s.AcquireLease(ctx, a.ID, "one", time.Minute))(t)
+	if r := must(s.RenewLease(ctx, a.ID, "one", 2*time.Minute))(t); !r.ExpiresAt.After(l.ExpiresAt) {
+		t.Fatalf("renewal did not move the expiry: %v → %v", l.ExpiresAt, r.ExpiresAt)
+	}
+	_, err = s.RenewLease(ctx, a.ID, "two", time.Minute)
+	wantCode(t, err, session.CodeLeaseLost)
+	// A release by a non-holder changes nothing; the holder's frees the session.
+	if err := s.ReleaseLease(ctx, a.ID, "two"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.AcquireLease(ctx, a.ID, "two", time.Minute)
+	wantCode(t, err, session.CodeBusy)
+	if err := s.ReleaseLease(ctx, a.ID, "one"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.RenewLease(ctx, a.ID, "one", time.Minute)
+	wantCode(t, err, session.CodeLeaseLost)
+	must(s.AcquireLease(ctx, a.ID, "two", time.Minute))(t)
+	// Leases are per session, and do not count as activity.
+	b := create(t, s, "/w")
+	must(s.AcquireLease(ctx, b.ID, "one", time.Minute))(t)
+	if got := must(s.Get(ctx, a.ID))(t); !got.UpdatedAt.Equal(a.UpdatedAt) {
+		t.Fatalf("a lease moved UpdatedAt: %v → %v", a.UpdatedAt, got.UpdatedAt)
+	}
+	// A fork is a new session: its source's lease does not come with it.
+	f := must(s.Fork(ctx, a.ID, ""))(t)
+	must(s.AcquireLease(ctx, f.ID, "three", time.Minute))(t)
+
+	for _, tc := range []struct {
+		name string
+		err  error
+		code string
+	}{
+		{"acquire unknown session", second(s.AcquireLease(ctx, "nope", "one", time.Minute)), session.CodeNotFound},
+		{"renew unknown session", second(s.RenewLease(ctx, "nope", "one", time.Minute)), session.CodeNotFound},
+		{"release unknown session", s.ReleaseLease(ctx, "nope", "one"), session.CodeNotFound},
+		{"no holder", second(s.AcquireLease(ctx, a.ID, "", time.Minute)), session.CodeLeaseInvalid},
+		{"zero ttl", second(s.AcquireLease(ctx, a.ID, "two", 0)), session.CodeLeaseInvalid},
+		{"negative renewal", second(s.RenewLease(ctx, a.ID, "two", -time.Second)), session.CodeLeaseInvalid},
+		{"release without holder", s.ReleaseLease(ctx, a.ID, ""), session.CodeLeaseInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.err, tc.code) })
+	}
+}
+
+// testLeaseRace: of many acquirers of one free session, exactly one wins.
+func testLeaseRace(t *testing.T, s session.Store) {
+	ctx := t.Context()
+	for round := range 5 {
+		a := create(t, s, "/w")
+		const racers = 8
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		results := make([]error, racers)
+		for i := range racers {
+			wg.Go(func() {
+				<-start
+				_, results[i] = s.AcquireLease(ctx, a.ID, fmt.Sprint("racer-", i), time.Minute)
+			})
+		}
+		close(start)
+		wg.Wait()
+		winners := 0
+		for i, err := range results {
+			switch {
+			case err == nil:
+				winners++
+			case !sema.IsCode(err, session.CodeBusy):
+				t.Fatalf("round %d: racer %d: %v", round, i, err)
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("round %d: %d racers hold the lease, want exactly 1", round, winners)
+		}
+	}
+}
+
+// testLeaseExpiry: a lease its holder stopped renewing is taken over, and the old
+// holder can then neither renew nor release it.
+func testLeaseExpiry(t *testing.T, s session.Store) {
+	ctx := t.Context()
+	a := create(t, s, "/w")
+	must(s.AcquireLease(ctx, a.ID, "dead", 30*time.Millisecond))(t)
+	_, err := s.AcquireLease(ctx, a.ID, "next", time.Minute)
+	wantCode(t, err, session.CodeBusy)
+	time.Sleep(60 * time.Millisecond)
+	must(s.AcquireLease(ctx, a.ID, "next", time.Minute))(t)
+	_, err = s.RenewLease(ctx, a.ID, "dead", time.Minute)
+	wantCode(t, err, session.CodeLeaseLost)
+	if err := s.ReleaseLease(ctx, a.ID, "dead"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.AcquireLease(ctx, a.ID, "third", time.Minute)
+	wantCode(t, err, session.CodeBusy)
+	// An expired lease nobody took is still its holder's to renew.
+	b := create(t, s, "/w")
+	must(s.AcquireLease(ctx, b.ID, "slow", 20*time.Millisecond))(t)
+	time.Sleep(40 * time.Millisecond)
+	must(s.RenewLease(ctx, b.ID, "slow", time.Minute))(t)
+	_, err = s.AcquireLease(ctx, b.ID, "other", time.Minute)
+	wantCode(t, err, session.CodeBusy)
 }
