@@ -23,8 +23,9 @@ import (
 func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, start int, prior []model.Block) []model.Block {
 	if start > 0 || prior != nil {
 		if l.approval == nil {
-			// A plain resume moved past the question: nothing after it ran.
-			return append(append([]model.Block(nil), prior...), abandoned(calls, start)...)
+			// A plain resume moved past the question: nothing after it ran, unless an
+			// approval was given and its call started.
+			return append(append([]model.Block(nil), prior...), l.abandoned(ctx, calls, start)...)
 		}
 	}
 	rest := calls[start:]
@@ -48,6 +49,13 @@ func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, s
 			}
 			if l.parkPending() {
 				ran = i
+				break
+			}
+			if l.recordFailed() != nil {
+				// The session can no longer remember what runs: no further call starts.
+				for j := i + 1; j < len(rest); j++ {
+					results[j] = tools.Fail(CodeSessionRecordFailed, "The call was not run: the run stopped because the session could not be recorded.")
+				}
 				break
 			}
 		}
@@ -110,6 +118,11 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 	if byPerson {
 		// The sandbox lets a command a person approved write protected paths.
 		ctx = sandbox.WithApproval(ctx)
+	}
+	// The intent is stored before the tool runs: a leg resuming after a crash then knows
+	// this call may have run. Without it the call does not run at all.
+	if _, ok := l.record(ctx, entryCallStarted, callStartedEntry{ID: call.ID, Tool: call.Name}); !ok {
+		return tools.Fail(CodeSessionRecordFailed, "The call was not run: the session could not record that it was starting.")
 	}
 	ctx = context.WithValue(ctx, callKey{}, runningCall{name: call.Name, input: input})
 	res = t.Run(ctx, input)

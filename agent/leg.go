@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"os"
 	"sync"
 
@@ -29,8 +30,18 @@ type leg struct {
 	// store is the deployment's session store; nil runs the leg without a session.
 	store session.Store
 	legID string
+	// lease is the leg's claim on its session (nil without a store); stop ends the leg's
+	// context with a cause, which is how a lost lease stops the leg.
+	lease *sessionLease
+	stop  context.CancelCauseFunc
+
+	recMu sync.Mutex // serializes transcript writes, which parallel read calls make
 	// branchFrom is the entry the leg's first transcript entry follows (Resume.At).
 	branchFrom string
+	// recErr is the first transcript write that failed (or was refused after the lease
+	// was lost). From then on the leg writes no more entries and stops: the stored chain
+	// stays a prefix that the next leg can complete.
+	recErr *sema.Error
 	// resume is what the leg continues from: the replayed conversation of a resumed
 	// session, and a parked turn if the chain ends at one.
 	resume resumeState

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/session"
 )
 
 // loop runs the leg's turns until the model stops, the turn limit is reached, a
@@ -28,24 +29,31 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 			return l.finish(ctx, res, msgs, turn-first)
 		}
 		msgs = append(msgs, l.recordResults(ctx, results))
+		if l.stopped(res) {
+			return l.finish(ctx, res, msgs, turn-first)
+		}
 	}
-	if l.resume.parked == nil && len(lastCallsOpen(msgs)) > 0 {
-		// The previous leg stopped between a response and its tool results (a crash or a
-		// kill): answer its calls as not run, so the conversation is whole again.
-		msgs = append(msgs, l.recordResults(ctx, abandonedInterrupted(lastCallsOpen(msgs))))
+	if open := lastCallsOpen(msgs); l.resume.parked == nil && len(open) > 0 {
+		// The previous leg stopped between a response and its tool results (a crash, a
+		// kill, a transcript write that failed): answer its calls with what is known of
+		// them, so the conversation is whole again.
+		msgs = append(msgs, l.recordResults(ctx, l.abandonedInterrupted(ctx, open)))
 	}
 	if l.spec.Prompt != "" {
 		m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(l.spec.Prompt)}}
 		msgs = appendUser(msgs, m)
 		l.record(ctx, entryUser, m)
 	}
+	if l.stopped(res) {
+		return l.finish(ctx, res, msgs, turn-first)
+	}
 	for {
 		if l.spec.MaxTurns > 0 && turn-first >= l.spec.MaxTurns {
 			res.Status = sema.StatusMaxTurns
 			break
 		}
-		if err := ctx.Err(); err != nil {
-			l.cancelled(res, err)
+		if ctx.Err() != nil {
+			l.cancelled(res, context.Cause(ctx))
 			break
 		}
 		turn++
@@ -58,7 +66,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				l.cancelled(res, ctx.Err())
+				l.cancelled(res, context.Cause(ctx))
 			} else {
 				res.Status = sema.StatusError
 				res.Error = asSemaError(err)
@@ -68,13 +76,16 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		res.Usage = res.Usage.Add(resp.Usage)
 		msg := model.Message{Role: model.RoleAssistant, Content: resp.Content}
 		msgs = append(msgs, msg)
-		l.record(ctx, entryAssistant, assistantEntry{Turn: turn, Message: msg})
+		l.record(ctx, entryAssistant, assistantEntry{Turn: turn, Message: msg, Intents: true})
 		l.mu.Lock()
 		l.transcript = msgs
 		l.mu.Unlock()
 		l.emit(Event{Type: EventAssistant, Turn: turn, Message: &msg})
 		if text := resp.Text(); text != "" {
 			res.Result = text
+		}
+		if l.stopped(res) {
+			break // the response is not stored: none of its calls may run
 		}
 		calls := resp.ToolCalls()
 		if len(calls) == 0 {
@@ -87,6 +98,9 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		}
 		msgs = append(msgs, l.recordResults(ctx, results))
 		l.flush(turn)
+		if l.stopped(res) {
+			break
+		}
 	}
 	return l.finish(ctx, res, msgs, turn-first)
 }
@@ -103,6 +117,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	res.RewindNotes = l.rewindNotes
 	res.BackgroundTasks = l.stopShell(ctx)
 	l.closeSession(ctx, res.Status)
+	l.dropLease(ctx)
 	l.flush(turns)
 	l.mu.Lock()
 	res.Notices = append([]sema.Notice{}, l.notices...)
@@ -149,7 +164,24 @@ func appendUser(msgs []model.Message, m model.Message) []model.Message {
 	return append(msgs, m)
 }
 
+// stopped ends the result with the failed transcript write, if one stops the leg.
+func (l *leg) stopped(res *TaskResult) bool {
+	err := l.recordFailed()
+	if err == nil {
+		return false
+	}
+	res.Status = sema.StatusError
+	res.Error = err
+	return true
+}
+
 func (l *leg) cancelled(res *TaskResult, cause error) {
+	if sema.IsCode(cause, session.CodeLeaseLost) {
+		// Not the caller's cancellation: the session was taken over by another run.
+		res.Status = sema.StatusError
+		res.Error = &sema.Error{Code: session.CodeLeaseLost, Message: "the run stopped: " + sema.MessageOf(cause), Err: cause}
+		return
+	}
 	res.Status = sema.StatusCancelled
 	res.Error = &sema.Error{Code: CodeCancelled, Message: "the run was cancelled", Err: cause}
 }

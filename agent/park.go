@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
@@ -119,7 +122,11 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 			entry.ReadState = map[string]files.ReadRecord{p.key: rec}
 		}
 	}
-	l.record(ctx, entryParked, entry)
+	if _, ok := l.record(ctx, entryParked, entry); !ok {
+		// Without its parked entry the checkpoint is not where the session stopped, so
+		// nobody could answer it: the leg ends in error, not awaiting an approval.
+		return l.stopped(res)
+	}
 	res.Status = sema.StatusAwaitingApproval
 	res.Checkpoint = &CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: p.req.Ask.Reason}
 	return true
@@ -221,31 +228,95 @@ func (l *leg) isApproved(name string, input json.RawMessage) bool {
 	return l.approved != nil && l.approved.name == name && jsonEqual(l.approved.input, input)
 }
 
-// abandoned answers the calls of a parked turn that a plain resume moved past.
-func abandoned(calls []model.Block, from int) []model.Block {
+// abandoned answers the calls of a parked turn that a plain resume moved past: the
+// pending call waited for an approval and did not run, unless an approval was given and
+// the call started (its leg stopped before the result was stored).
+func (l *leg) abandoned(ctx context.Context, calls []model.Block, from int) []model.Block {
 	var out []model.Block
 	for _, c := range calls[from:] {
-		out = append(out, model.Block{Kind: model.KindToolResult, ID: c.ID, IsError: true,
-			Content: []model.Block{model.TextBlock("This call was not run: it waited for an approval that was not given.")}})
+		text := "This call was not run: it waited for an approval that was not given."
+		if l.resume.started[c.ID] {
+			text = l.unknownOutcome(ctx)
+		}
+		out = append(out, model.Block{Kind: model.KindToolResult, ID: c.ID, IsError: true, Content: []model.Block{model.TextBlock(text)}})
 	}
 	return out
 }
 
-// abandonedInterrupted answers calls a stopped leg never answered.
-func abandonedInterrupted(calls []model.Block) []model.Block {
+// abandonedInterrupted answers the calls a stopped leg never answered. A call recorded
+// as started may have run, fully or in part: the model is told its outcome is unknown,
+// never that it did not run. A call of a turn whose leg recorded intents but not this
+// call's did not start. A turn without intents (an older transcript) cannot tell.
+func (l *leg) abandonedInterrupted(ctx context.Context, calls []model.Block) []model.Block {
 	var out []model.Block
 	for _, c := range calls {
-		out = append(out, model.Block{Kind: model.KindToolResult, ID: c.ID, IsError: true,
-			Content: []model.Block{model.TextBlock("This call's result was lost: the run stopped before it was recorded. Check the workspace before repeating it.")}})
+		text := "This call was not run: the run stopped before it started. Nothing it would have done happened; run it again if it is still needed."
+		if !l.resume.intents || l.resume.started[c.ID] {
+			text = l.unknownOutcome(ctx)
+		}
+		out = append(out, model.Block{Kind: model.KindToolResult, ID: c.ID, IsError: true, Content: []model.Block{model.TextBlock(text)}})
 	}
 	return out
+}
+
+// unknownOutcome is the answer to a call that may have run: what is known of the turn
+// it belongs to, from file history, and what to do before repeating it.
+func (l *leg) unknownOutcome(ctx context.Context) string {
+	text := "The outcome of this call is unknown: it was started, but the run stopped before its result was recorded, so it may have run, fully or in part."
+	if changed, ok := l.filesChangedInTurn(ctx, l.resume.turns); ok {
+		if len(changed) == 0 {
+			text += " File history recorded no change by the file tools during that turn (commands are not tracked)."
+		} else {
+			text += " File history recorded changes by the file tools during that turn (commands are not tracked) to: " + strings.Join(changed, ", ") + "."
+		}
+	}
+	return text + " Check the workspace before repeating it."
+}
+
+// filesChangedInTurn lists the files the file tools first changed at or after the start
+// of turn, relative to the task root when inside it; ok is false when the leg has no
+// file history to ask.
+func (l *leg) filesChangedInTurn(ctx context.Context, turn int) ([]string, bool) {
+	if l.files == nil || turn < 1 {
+		return nil, false
+	}
+	bs, err := l.deps.History.Boundaries(ctx, l.historyScope)
+	if err != nil {
+		return nil, false
+	}
+	from := int64(-1)
+	for _, b := range bs {
+		if b.Turn == turn {
+			from = b.ID // the newest boundary of the turn: the branch that was running
+		}
+	}
+	if from < 0 {
+		return nil, true // the turn never started a boundary, so nothing was first-touched
+	}
+	recs, err := l.deps.History.Records(ctx, l.historyScope, from)
+	if err != nil {
+		return nil, false
+	}
+	changed := []string{}
+	for _, r := range recs {
+		p := r.Key
+		if rel, err := filepath.Rel(l.fence.Root(), p); err == nil && !strings.HasPrefix(rel, "..") {
+			p = rel
+		}
+		if !slices.Contains(changed, p) {
+			changed = append(changed, p)
+		}
+	}
+	return changed, true
 }
 
 // wrapConfigRefused turns a refusal of a resume's re-supplied config into
 // checkpoint.config_refused, keeping the original code in the detail.
 func wrapConfigRefused(err error) error {
 	var se *sema.Error
-	if !errors.As(err, &se) || len(se.Code) > 11 && se.Code[:11] == "checkpoint." || se.Code == session.CodeAlreadyClaimed {
+	// A busy session is not a refusal of the configuration: the same answer succeeds once
+	// the other run ends.
+	if !errors.As(err, &se) || len(se.Code) > 11 && se.Code[:11] == "checkpoint." || se.Code == session.CodeAlreadyClaimed || se.Code == session.CodeBusy {
 		return err
 	}
 	return (&sema.Error{Code: CodeConfigRefused, Message: "the resume's configuration is refused: " + se.Message, Err: err}).With("code", se.Code)

@@ -15,11 +15,17 @@ import (
 // the permission gate, the session (with a rewind the spec asks for), the tools, the
 // answer to a parked question, the manifest and the system prompt. Every refusal is a
 // coded error, and a refusal after the session's leg started ends that leg.
-func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emit func(Event)) (*leg, error) {
+func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emit func(Event), stop context.CancelCauseFunc) (_ *leg, err error) {
 	if err := validateSpec(deps, &spec, answer); err != nil {
 		return nil, err
 	}
-	l := &leg{deps: deps, spec: spec, answer: answer, emit: emit, store: deps.Store}
+	l := &leg{deps: deps, spec: spec, answer: answer, emit: emit, store: deps.Store, stop: stop}
+	defer func() {
+		if err != nil {
+			// A refused leg frees the session it claimed at once, not when the lease expires.
+			l.dropLease(ctx)
+		}
+	}()
 	rules, defaultMode, err := l.rules(ctx)
 	if err != nil {
 		return nil, err

@@ -78,7 +78,10 @@ func (r *Runner) run(ctx context.Context, spec TaskSpec, answer *Answer, emit fu
 	if emit == nil {
 		emit = func(Event) {}
 	}
-	l, err := prepare(ctx, &r.deps, spec, answer, emit)
+	// The leg's own context: a lost session lease cancels it with that cause.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	l, err := prepare(ctx, &r.deps, spec, answer, emit, stop)
 	if err != nil {
 		if answer != nil {
 			return nil, wrapConfigRefused(err)

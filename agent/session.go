@@ -20,11 +20,24 @@ const (
 	entryToolResults = "tool_results" // payload: model.Message (tool_result blocks)
 	entryParked      = "parked"       // payload: parkedEntry
 	entryRewind      = "rewind"       // payload: rewindEntry; moves the head back
+	// entryCallStarted is written right before a tool runs, after its permission was
+	// settled, so that a leg resuming after a crash can tell a call that may have run
+	// from one that never started. payload: callStartedEntry.
+	entryCallStarted = "call_started"
 )
 
 type assistantEntry struct {
 	Turn    int           `json:"turn"`
 	Message model.Message `json:"message"`
+	// Intents says that the leg records call_started before each of this turn's calls;
+	// without it (a transcript written before intents were recorded) a call without a
+	// result may have run or not.
+	Intents bool `json:"intents,omitempty"`
+}
+
+type callStartedEntry struct {
+	ID   string `json:"id"`
+	Tool string `json:"tool"`
 }
 
 // parkedEntry records a turn stopped at a question: the results of the calls before
@@ -48,13 +61,24 @@ type resumeState struct {
 	messages []model.Message
 	// turns is the number of model turns already in the chain.
 	turns int
-	// parked is set when the chain ends at a parked turn.
+	// parked is set when the chain ends at a parked turn (call_started entries of its
+	// approved call after it included).
 	parked *parkedEntry
+	// intents and started describe the last assistant turn: whether its leg recorded
+	// call_started entries, and the ids of the calls that started.
+	intents bool
+	started map[string]bool
 }
 
 // replay rebuilds the conversation from a transcript chain.
 func replay(entries []session.Entry) (resumeState, error) {
 	var st resumeState
+	// The chain's last entry that is not a call intent: a parked entry followed only by
+	// the intent of its approved call is still where the chain stopped.
+	last := len(entries) - 1
+	for last >= 0 && entries[last].Kind == entryCallStarted {
+		last--
+	}
 	for i, e := range entries {
 		switch e.Kind {
 		case entryUser, entryToolResults:
@@ -70,8 +94,9 @@ func replay(entries []session.Entry) (resumeState, error) {
 			}
 			st.messages = append(st.messages, a.Message)
 			st.turns = a.Turn
+			st.intents, st.started = a.Intents, map[string]bool{}
 		case entryParked:
-			if i != len(entries)-1 {
+			if i != last {
 				continue // answered: the tool_results entry after it holds the results
 			}
 			var p parkedEntry
@@ -81,6 +106,14 @@ func replay(entries []session.Entry) (resumeState, error) {
 			st.parked = &p
 		case entryRewind:
 			// A marker only: the chain already ends where the rewind pointed.
+		case entryCallStarted:
+			var c callStartedEntry
+			if err := json.Unmarshal(e.Payload, &c); err != nil {
+				return st, corrupt(e, err)
+			}
+			if st.started != nil {
+				st.started[c.ID] = true
+			}
 		}
 	}
 	return st, nil
@@ -90,12 +123,25 @@ func corrupt(e session.Entry, err error) error {
 	return sema.Errorf(CodeTranscriptCorrupt, "transcript entry %s (%s) cannot be read: %v", e.ID, e.Kind, err)
 }
 
-// record appends one transcript entry. A store failure is a notice, not the end of the
-// run: the work the model is doing is not lost because a bookkeeping write failed, but
-// the caller learns that the session can no longer be resumed exactly.
-func (l *leg) record(ctx context.Context, kind string, payload any) string {
+// record appends one transcript entry and reports whether it was stored. The transcript
+// fails closed: when an entry cannot be stored (or the leg lost its session's lease),
+// the leg records nothing more and stops with session.record_failed, rather than go on
+// with work the session would not remember. What was stored stays a prefix of the
+// conversation that the next leg completes (see replay and abandonedInterrupted).
+func (l *leg) record(ctx context.Context, kind string, payload any) (string, bool) {
 	if l.store == nil {
-		return ""
+		return "", true
+	}
+	l.recMu.Lock()
+	defer l.recMu.Unlock()
+	if l.recErr != nil {
+		return "", false
+	}
+	if cause := context.Cause(ctx); sema.IsCode(cause, session.CodeLeaseLost) {
+		// Another run owns the session now; an entry from this leg would interleave
+		// with its entries.
+		l.recErr = &sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: it lost its claim on the session to another run", Err: cause}
+		return "", false
 	}
 	data, err := json.Marshal(payload)
 	if err == nil {
@@ -103,11 +149,19 @@ func (l *leg) record(ctx context.Context, kind string, payload any) string {
 		id, err = l.store.Append(context.WithoutCancel(ctx), session.Entry{SessionID: l.sessionID, LegID: l.legID, ParentID: l.branchFrom, Kind: kind, Payload: data})
 		if err == nil {
 			l.branchFrom = "" // only the first entry of a branch names its parent
-			return id
+			return id, true
 		}
 	}
-	l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "a transcript entry could not be stored: " + err.Error(), Detail: map[string]any{"kind": kind}})
-	return ""
+	l.recErr = (&sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: a transcript entry (" + kind + ") could not be stored: " + sema.MessageOf(err), Err: err}).
+		With("kind", kind)
+	return "", false
+}
+
+// recordFailed reports the failed transcript write that stops the leg, if there was one.
+func (l *leg) recordFailed() *sema.Error {
+	l.recMu.Lock()
+	defer l.recMu.Unlock()
+	return l.recErr
 }
 
 // mintBoundary marks the start of a turn for file history.
@@ -157,6 +211,13 @@ func (l *leg) loadSession(ctx context.Context) (*session.Session, []session.Entr
 	}
 	if l.store == nil {
 		return nil, nil, configError(CodeStoreMissing, "resuming session %s needs a session store; set Deps.Store", rs.SessionID)
+	}
+	if !rs.Fork {
+		// The lease comes before the session is read: a leg that waited for another one
+		// continues from what that one left (its entries, its mode).
+		if err := l.takeLease(ctx, rs.SessionID); err != nil {
+			return nil, nil, err
+		}
 	}
 	s, err := l.store.Get(ctx, rs.SessionID)
 	if err != nil {
@@ -214,6 +275,13 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	if err != nil {
 		return err
 	}
+	if l.lease == nil {
+		// A new session or a fork: nobody else knows it yet, but a --continue elsewhere
+		// may find it, so it is claimed like any other.
+		if err := l.takeLease(ctx, s.ID); err != nil {
+			return err
+		}
+	}
 	l.sessionID = s.ID
 	l.historyScope = s.HistoryScope()
 	st, err := replay(chain)
@@ -234,9 +302,13 @@ func (l *leg) closeSession(ctx context.Context, status sema.Status) {
 	if l.store == nil || l.legID == "" {
 		return
 	}
+	lost := sema.IsCode(context.Cause(ctx), session.CodeLeaseLost)
 	ctx = context.WithoutCancel(ctx)
 	if _, err := l.store.EndLeg(ctx, l.legID, status); err != nil {
 		l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "the leg's end could not be stored: " + err.Error()})
+	}
+	if lost {
+		return // the session is another run's now; this leg's mode must not overwrite it
 	}
 	_, err := l.store.Update(ctx, l.sessionID, func(s *session.Session) error {
 		s.Mode = string(l.modes.Requested())

@@ -125,6 +125,11 @@ type Resume struct {
 	// (history.partial_restore). It goes with a Files rewind only; set without one it is
 	// refused (config.rewind_invalid). The per-file ledger is in TaskResult.RewindNotes.
 	AcceptPartialRestore bool
+	// Wait, when another run is continuing the session (it holds the session's lease),
+	// waits for that run to end, for as long as ctx lasts. Default false: the run is
+	// refused at once with session.busy, before anything is claimed or written. A fork
+	// never waits: it writes a new session and only reads this one.
+	Wait bool
 }
 
 // FilesBefore is what a resumed run does to the session's files before its first turn:
@@ -227,6 +232,11 @@ type Deps struct {
 	MemoryDir string
 	// Now is the clock for the system prompt's date. Nil (the default): time.Now.
 	Now func() time.Time
+	// SessionLease is how long a leg's claim on its session (the lease that makes it the
+	// session's one writer) lasts without renewal; the leg renews it every third of that
+	// while it runs. A leg killed without releasing it blocks its session for at most this
+	// long. Zero (the default): DefaultSessionLease.
+	SessionLease time.Duration
 
 	// Hooks are the deployment's callbacks into the write lane and the permission fold.
 	// Nil (the default): none, and the runner's own file history.

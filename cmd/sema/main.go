@@ -2,7 +2,7 @@
 // `sema -p PROMPT`) with a real model, or `sema demo` with the built-in scripted one.
 //
 // Exit codes: 0 completed, 1 error, 2 bad usage or refused spec, 3 awaiting approval,
-// 4 max turns.
+// 4 max turns, 5 session busy (another run is continuing the session; --wait waits).
 package main
 
 import (
@@ -26,6 +26,7 @@ const (
 	exitUsage     = 2
 	exitAwaiting  = 3
 	exitMaxTurns  = 4
+	exitBusy      = 5 // session.busy: another run holds the session's lease
 	codeUsage     = "cli.usage"
 	codeNotYet    = "config.not_supported"
 	versionString = "0.1.0-dev"

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/session"
 )
 
 // runOptions are the flags of `sema run` / `sema -p`.
@@ -40,6 +42,7 @@ type runOptions struct {
 	appendSystem   string
 	sandbox        string
 	sandboxNetwork string
+	wait           bool
 	// answer is set by `sema approve`: the run resumes a parked question.
 	answer *agent.Answer
 }
@@ -60,6 +63,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.resume, "resume", "", "resume the session ID")
 	f.BoolVar(&o.continueLast, "continue", false, "continue the newest session of this root")
 	f.BoolVar(&o.forkSession, "fork-session", false, "with --resume/--continue, fork into a new session")
+	f.BoolVar(&o.wait, "wait", false, "with --resume/--continue: if another run is continuing the session, wait for it to end instead of exiting 5 (session.busy)")
 	f.StringVar(&o.onAsk, "on-ask", "", "who answers a permission question: deny|park|prompt (default: prompt on a terminal, else deny); prompt reads the answers from stdin")
 	f.StringVar(&o.inputFormat, "input-format", "text", "text|stream-json: stream-json reads control lines from stdin while the run goes on (set_permission_mode)")
 	f.StringVar(&o.sandbox, "sandbox", "", "auto|on|off: confine shell commands with the kernel (default: the settings files' sandbox.mode, else auto)")
@@ -92,6 +96,13 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	}
 	if o.forkSession && o.resume == "" && !o.continueLast {
 		return usageErr(sema.Errorf(codeUsage, "--fork-session needs --resume ID or --continue"))
+	}
+	if o.wait && o.resume == "" && !o.continueLast {
+		return usageErr(sema.Errorf(codeUsage, "--wait needs --resume ID or --continue: only a session that exists can be busy"))
+	}
+	lease, err := sessionLease()
+	if err != nil {
+		return usageErr(err)
 	}
 	switch o.onAsk {
 	case "", "deny", "prompt", "park":
@@ -143,6 +154,10 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		return err
 	}
 	defer st.Close()
+	deps.SessionLease = lease
+	if spec.Resume != nil {
+		spec.Resume.Wait = o.wait
+	}
 	steer := perms.steering(stdout)
 	defer steer.stop()
 	spec.Control = steer.control()
@@ -156,6 +171,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	var res *agent.TaskResult
 	for ev, err := range events {
 		if err != nil {
+			if sema.IsCode(err, session.CodeBusy) {
+				return &exitErr{code: exitBusy, err: err}
+			}
 			return usageErr(err)
 		}
 		steer.print(out, ev)
@@ -182,6 +200,21 @@ func exitFor(res *agent.TaskResult) error {
 		}
 		return &exitErr{code: exitError, err: err}
 	}
+}
+
+// sessionLease reads $SEMA_SESSION_LEASE, how long a run's claim on its session lasts
+// without renewal (a Go duration, "30s"); empty means the library's default. It bounds
+// how long a session stays busy after the run continuing it was killed.
+func sessionLease() (time.Duration, error) {
+	v := os.Getenv("SEMA_SESSION_LEASE")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, sema.Errorf("config.session_lease_invalid", "SEMA_SESSION_LEASE=%q is not a positive duration such as 30s", v)
+	}
+	return d, nil
 }
 
 // stateDir resolves --home, $SEMA_HOME, then ~/.sema. It does not create the directory.

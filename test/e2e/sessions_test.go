@@ -165,7 +165,9 @@ func TestCrashLeavesWholeFilesAndAResumableSession(t *testing.T) {
 		t.Skip("kills processes repeatedly")
 	}
 	dir := t.TempDir()
-	env := home(t)
+	// A killed run leaves its session's lease behind; a short one lets the resume at the
+	// end (--wait) take the session over within a second.
+	env := append(home(t), "SEMA_SESSION_LEASE=1s")
 	const files = 30
 	oldBody := strings.Repeat("old line\n", 2000)
 	newBody := strings.Repeat("new line\n", 2000)
@@ -220,7 +222,7 @@ func TestCrashLeavesWholeFilesAndAResumableSession(t *testing.T) {
 		t.Fatalf("list after crashes: %d %s", r.code, r.stderr)
 	}
 	more := writeScript(t, `{"turns":[{"text":"resumed fine"}]}`)
-	r = sema(t, dir, env, "", "run", "--model", "scripted/"+more, "--continue", "--output-format", "json", "carry on")
+	r = sema(t, dir, env, "", "run", "--model", "scripted/"+more, "--continue", "--wait", "--output-format", "json", "carry on")
 	if r.code != 0 {
 		t.Fatalf("resume after crash: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
