@@ -96,12 +96,18 @@ func replay(entries []session.Entry) (resumeState, error) {
 			st.turns = a.Turn
 			st.intents, st.started = a.Intents, map[string]bool{}
 		case entryParked:
-			if i != last {
-				continue // answered: the tool_results entry after it holds the results
-			}
 			var p parkedEntry
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
 				return st, corrupt(e, err)
+			}
+			// A write tool asks its permission question inside its run, after its intent
+			// was stored: the parked entry says that call stopped at the question. Only an
+			// intent stored after it (the approved call starting) means it may have run.
+			if calls := lastCalls(st.messages); p.Pending < len(calls) {
+				delete(st.started, calls[p.Pending].ID)
+			}
+			if i != last {
+				continue // answered: the tool_results entry after it holds the results
 			}
 			st.parked = &p
 		case entryRewind:

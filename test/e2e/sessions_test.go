@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -242,5 +243,56 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out waiting")
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestTwoResumesAtOnce: while one `sema run --resume` is continuing a session, a second
+// exits 5 (session.busy) without touching it, and a third with --wait runs once the
+// first is done.
+func TestTwoResumesAtOnce(t *testing.T) {
+	dir := writeTree(t, map[string]string{"README.md": "hi\n"})
+	env := home(t)
+	first := writeScript(t, `{"turns":[{"text":"hello"}]}`)
+	r := sema(t, dir, env, "", "run", "--model", "scripted/"+first, "--output-format", "json", "start")
+	if r.code != 0 {
+		t.Fatalf("first run: %d %s", r.code, r.stderr)
+	}
+	var obj map[string]any
+	json.Unmarshal([]byte(r.stdout), &obj)
+	id, _ := obj["session_id"].(string)
+
+	slow := writeScript(t, `{"turns":[
+		{"tool_calls":[{"name":"Bash","input":{"command":"touch started && sleep 2"}}]},
+		{"text":"slow done"}]}`)
+	cmd := exec.Command(semaBin, "run", "--model", "scripted/"+slow, "--permission-mode", "bypassPermissions",
+		"--resume", id, "--output-format", "json", "slow")
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var slowOut bytes.Buffer
+	cmd.Stdout = &slowOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	})
+
+	quick := writeScript(t, `{"turns":[{"text":"quick done"}]}`)
+	r = sema(t, dir, env, "", "run", "--model", "scripted/"+quick, "--resume", id, "--output-format", "json", "quick")
+	if r.code != 5 || !strings.Contains(r.stderr, "session.busy") || r.stdout != "" {
+		t.Fatalf("second resume while the first runs: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	r = sema(t, dir, env, "", "run", "--model", "scripted/"+quick, "--resume", id, "--wait", "--output-format", "json", "quick")
+	if r.code != 0 {
+		t.Fatalf("resume with --wait: exit %d %s", r.code, r.stderr)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the slow resume: %v\n%s", err, slowOut.String())
+	}
+	// The waiting resume ran after the slow one: its leg comes last.
+	r = sema(t, dir, env, "", "sessions", "show", id)
+	if r.code != 0 || strings.Index(r.stdout, "slow done") < 0 || strings.Index(r.stdout, "slow done") > strings.Index(r.stdout, "quick done") {
+		t.Fatalf("transcript order:\n%s", r.stdout)
 	}
 }
