@@ -95,8 +95,9 @@ const (
 	CodeProjectSettingsUntrusted = "config.project_settings_untrusted"
 	// CodeArmingFailed: the auto-mode classifier could not be armed.
 	CodeArmingFailed = "permission.arming_failed"
-	// CodeSessionRecordFailed: a transcript entry, a leg's end or the session's mode
-	// could not be stored; the session may not resume exactly.
+	// CodeSessionRecordFailed: as TaskResult.Error's code (status error), a transcript
+	// entry could not be stored and the leg stopped before any further tool ran; as a
+	// notice, a leg's end, the session's mode or its lease's release could not be stored.
 	CodeSessionRecordFailed = "session.record_failed"
 	// CodeBoundaryFailed: a turn's file-history boundary could not be stored.
 	CodeBoundaryFailed = "history.boundary_failed"

@@ -33,7 +33,8 @@ func New(deps Deps) *Runner {
 // its first turn, as a *sema.Error whose code names the refusal: config.* for the spec
 // or the deps, and another package's code for what the spec asks that cannot be done
 // here, such as sandbox.unavailable (the sandbox is on and commands cannot be confined),
-// session.not_found or session.root_mismatch (the session to resume). Every failure
+// session.not_found or session.root_mismatch (the session to resume), or session.busy
+// (another run is continuing that session; see Resume.Wait). Every failure
 // after that — a model error, cancellation, the turn limit — is a TaskResult status.
 func (r *Runner) Run(ctx context.Context, spec TaskSpec) (*TaskResult, error) {
 	return r.run(ctx, spec, nil, nil)
