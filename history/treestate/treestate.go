@@ -187,6 +187,9 @@ func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
 			return Diff{}, err
 		}
 	}
+	if err := w.stat(); err != nil {
+		return Diff{}, err
+	}
 	d := Diff{Oversize: w.oversize, Beyond: w.beyond, Files: w.count}
 	next := make(map[string]entry, len(w.seen))
 	var staged []string // sums staged by this Sync, dropped again if it fails
@@ -388,6 +391,7 @@ type walker struct {
 	ctx      context.Context
 	seen     map[string]entry
 	count    int
+	files    []string // listed, in walk order; statted by stat
 	oversize []string
 	beyond   []string
 }
@@ -426,16 +430,8 @@ func (w *walker) dir(d string, ign files.IgnoreMatcher) error {
 				w.beyond = append(w.beyond, p)
 				continue
 			}
-			fi, err := w.t.cfg.Env.Lstat(w.ctx, p)
-			if err != nil || !fi.IsRegular() {
-				continue // gone, or replaced by something else since the listing
-			}
 			w.count++
-			e := entry{size: fi.Size, mtime: fi.ModTime.UnixNano(), dev: fi.Dev, ino: fi.Ino, mode: fi.Mode}
-			if fi.Size > w.t.cfg.MaxFileSize {
-				w.oversize = append(w.oversize, p)
-			}
-			w.seen[p] = e
+			w.files = append(w.files, p)
 		}
 		// Symbolic links are not followed and, like special files, not recorded.
 	}
@@ -447,6 +443,47 @@ func (w *walker) dir(d string, ign files.IgnoreMatcher) error {
 		if err := w.dir(s, ign); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// statWorkers is how many goroutines stat the listed files: a walk of a settled tree is
+// almost all lstat calls, and they overlap well across cores.
+const statWorkers = 4
+
+// stat lstats the listed files in parallel and fills seen.
+func (w *walker) stat() error {
+	infos := make([]entry, len(w.files))
+	ok := make([]bool, len(w.files))
+	var wg sync.WaitGroup
+	chunk := (len(w.files) + statWorkers - 1) / statWorkers
+	for lo := 0; lo < len(w.files); lo += chunk {
+		hi := min(lo+chunk, len(w.files))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				fi, err := w.t.cfg.Env.Lstat(w.ctx, w.files[i])
+				if err != nil || !fi.IsRegular() {
+					continue // gone, or replaced by something else since the listing
+				}
+				infos[i] = entry{size: fi.Size, mtime: fi.ModTime.UnixNano(), dev: fi.Dev, ino: fi.Ino, mode: fi.Mode}
+				ok[i] = true
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	for i, p := range w.files {
+		if !ok[i] {
+			continue
+		}
+		if infos[i].size > w.t.cfg.MaxFileSize {
+			w.oversize = append(w.oversize, p)
+		}
+		w.seen[p] = infos[i]
 	}
 	return nil
 }
