@@ -109,3 +109,14 @@ const (
 	// end.
 	CodeShellShutdownFailed = "shell.shutdown_failed"
 )
+
+// Codes of the file history of Bash changes (notices).
+const (
+	// CodeBashUncovered: files of the write roots the snapshot of Bash changes cannot
+	// cover — over the size cap, unreadable, or past the file-count cap — so a Bash
+	// change to them cannot be undone; the notice lists them.
+	CodeBashUncovered = "history.bash_uncovered"
+	// CodeBashUnrecorded: a change a Bash command made could not be recorded (the store
+	// failed, or the file's pre-image was never kept); the notice lists the files.
+	CodeBashUnrecorded = "history.bash_unrecorded"
+)

@@ -55,6 +55,8 @@ type leg struct {
 	readState *files.ReadState
 	// shell is the leg's shell tool set (nil when the env cannot run programs).
 	shell *shell.Set
+	// bashChanges records what Bash commands change for file history (nil when off).
+	bashChanges *bashChanges
 	// sandbox confines the leg's commands; nil when they run unconfined (sandboxStatus
 	// says why).
 	sandbox       *shell.Sandbox

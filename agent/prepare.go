@@ -151,6 +151,7 @@ func (l *leg) buildManifest() Manifest {
 		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
 		FileHistory: l.fileHistoryFact(),
 		ReadOnly:    l.spec.ReadOnly,
-		Shell:       ShellFacts{FullShell: l.shell != nil && !l.spec.ReadOnly, ReadOnlyShell: l.shell != nil && l.spec.ReadOnly, Sandbox: l.sandboxStatus},
+		Shell: ShellFacts{FullShell: l.shell != nil && !l.spec.ReadOnly, ReadOnlyShell: l.shell != nil && l.spec.ReadOnly, Sandbox: l.sandboxStatus,
+			InFileHistory: l.bashChanges != nil}.withHistoryCaps(),
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/history/treestate"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -184,9 +185,26 @@ type ShellFacts struct {
 	// Sandbox says whether the kernel confines every command (sandboxed), at which
 	// Landlock level, with which namespaces and network, and why not where it does not.
 	Sandbox sandbox.Status `json:"sandbox"`
-	// InFileHistory is false: changes made by shell commands are not recorded for
-	// rewind.
+	// InFileHistory reports that what Bash commands change in the write roots is recorded
+	// for rewind (file history is on and Bash is mounted): a snapshot before each command
+	// not proved read-only, a walk after it, a first-touch record per file created,
+	// changed or deleted. A background task's changes are recorded at the next snapshot
+	// (the next Bash call or turn boundary).
 	InFileHistory bool `json:"in_file_history"`
+	// HistoryMaxFileSize is, when InFileHistory, the size cap in bytes: a Bash change to a
+	// larger file cannot be rewound, and such files are listed in a notice.
+	HistoryMaxFileSize int64 `json:"history_max_file_size,omitempty"`
+	// HistoryMaxFiles is, when InFileHistory, how many files one snapshot walk covers;
+	// the files past it are listed in a notice.
+	HistoryMaxFiles int `json:"history_max_files,omitempty"`
+}
+
+// withHistoryCaps fills in the caps of the snapshot of Bash changes when it is on.
+func (f ShellFacts) withHistoryCaps() ShellFacts {
+	if f.InFileHistory {
+		f.HistoryMaxFileSize, f.HistoryMaxFiles = treestate.DefaultMaxFileSize, treestate.DefaultMaxFiles
+	}
+	return f
 }
 
 // AdvertisedDir is a writable directory the prompt may advertise, with its verdict.

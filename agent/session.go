@@ -175,6 +175,7 @@ func (l *leg) mintBoundary(ctx context.Context, turn int) {
 	if l.files == nil {
 		return
 	}
+	l.bashChanges.atBoundary(ctx)
 	if _, err := l.deps.History.MintBoundary(context.WithoutCancel(ctx), l.historyScope, turn); err != nil {
 		l.notice(sema.Notice{Code: CodeBoundaryFailed, Message: "the file-history boundary of turn could not be stored: " + err.Error(), Detail: map[string]any{"turn": turn}})
 	}

@@ -23,7 +23,7 @@ func (l *leg) mountShell() error {
 	if _, ok := l.deps.Env.(env.Executor); !ok {
 		return nil
 	}
-	set, err := shell.New(shell.Config{
+	cfg := shell.Config{
 		Env:                     l.deps.Env,
 		Fence:                   l.fence,
 		ReadOnly:                l.spec.ReadOnly,
@@ -32,7 +32,11 @@ func (l *leg) mountShell() error {
 		AutoBackgroundOnTimeout: l.deps.shell().AutoBackgroundOnTimeout,
 		Sandbox:                 l.sandbox,
 		ReadDenial:              l.readDenial(),
-	})
+	}
+	if c := l.bashRecorder(); c != nil {
+		l.bashChanges, cfg.Changes = c, c
+	}
+	set, err := shell.New(cfg)
 	if err != nil {
 		return err
 	}

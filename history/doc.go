@@ -25,5 +25,8 @@
 //   - A blob is stored once per sha256, however many records and scopes use it, and is
 //     deleted with the last record that uses it.
 //   - Rewind checks every file before it changes any: a refused rewind has touched
-//     nothing. Bash changes are not recorded and not restored.
+//     nothing.
+//   - Bash changes are recorded too, through package treestate: a stat-cache snapshot of
+//     the write roots before a command not proved read-only, a walk after it, and the
+//     same first-touch records for what it created, changed or deleted.
 package history

@@ -52,7 +52,7 @@ func TestBashUnderAcceptEditsAsksOnlyWhereTheTableSays(t *testing.T) {
 	}
 	shell := manifest["shell"].(map[string]any)
 	sb, _ := shell["sandbox"].(map[string]any)
-	if shell["full_shell"] != true || shell["in_file_history"] != false || sb == nil || sb["mode"] != "auto" ||
+	if shell["full_shell"] != true || shell["in_file_history"] != true || sb == nil || sb["mode"] != "auto" ||
 		sb["sandboxed"] != sandbox.Probe().Available() || sb["network"] != false {
 		t.Fatalf("manifest shell facts %v", shell)
 	}

@@ -155,6 +155,11 @@ func (s *Set) startBackground(ctx context.Context, in bashInput, dir, hooks stri
 	if ctx.Err() != nil {
 		return cancelledResult("The call was cancelled before the command started; nothing ran.")
 	}
+	_, snapNotes, refused := s.snapshotBefore(ctx, in.Command, true)
+	if refused != nil {
+		return *refused
+	}
+	notes = append(notes, snapNotes...)
 	path := s.scratchFile("bg") + ".out"
 	out, err := createOutFile(path, s.outCap)
 	if err != nil {

@@ -77,9 +77,15 @@ func (t *bashTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 	if r := s.permit(ctx, PermissionRequest{Tool: NameBash, Command: in.Command, Description: in.Description, Dir: dir, Timeout: timeout}); r != nil {
 		return *r
 	}
+	after, snapNotes, refused := s.snapshotBefore(ctx, in.Command, false)
+	if refused != nil {
+		return *refused
+	}
+	notes = append(notes, snapNotes...)
 	return s.runForeground(ctx, runSpec{
 		tool: NameBash, command: in.Command, description: in.Description, dir: dir, timeout: timeout,
 		cwdFile: s.scratchFile("cwd"), hooks: hooks, autoBackground: s.cfg.AutoBackgroundOnTimeout,
+		recordAfter: after,
 	}, notes)
 }
 
@@ -96,6 +102,16 @@ type runSpec struct {
 	cwdFile        string
 	hooks          string
 	autoBackground bool
+	// recordAfter: Config.Changes snapshotted before the command, so it walks again after.
+	recordAfter bool
+}
+
+// recorded appends the notes of the walk after a command, when one is owed.
+func (s *Set) recorded(ctx context.Context, rs runSpec, notes []string) []string {
+	if !rs.recordAfter {
+		return notes
+	}
+	return append(notes, s.cfg.Changes.After(context.WithoutCancel(ctx))...)
 }
 
 // runForeground runs a command to its end, its timeout, the call's cancellation or the
@@ -132,6 +148,7 @@ func (s *Set) runForeground(ctx context.Context, rs runSpec, notes []string) too
 	}
 	if ended == "timeout" && rs.autoBackground && autoBackgroundEligible(rs.command) {
 		if t, text, ok := s.adopt(pr, out, rs.command, rs.description, rs.cwdFile); ok {
+			notes = s.recorded(ctx, rs, notes)
 			body := strings.TrimRight(text, "\n")
 			if body == "" {
 				body = "(no output yet)"
@@ -147,6 +164,7 @@ func (s *Set) runForeground(ctx context.Context, rs runSpec, notes []string) too
 		pr.settle()
 	}
 	body := strings.TrimRight(out.String(), "\n")
+	notes = s.recorded(ctx, rs, notes)
 	if rs.cwdFile != "" {
 		if note := s.learnCwd(ctx, rs.cwdFile, rs.dir); note != "" {
 			notes = append(notes, note)

@@ -108,6 +108,9 @@ type Config struct {
 	// enforced by the kernel (package sandbox). The env must be the host's. Nil: commands
 	// run unconfined, and the permission fold's analysis is the only wall.
 	Sandbox *Sandbox
+	// Changes, when set, records what Bash commands change in the write roots for file
+	// history (see ChangeRecorder). Nil: Bash changes are not recorded.
+	Changes ChangeRecorder
 	// ReadDenial is the gate's judgement of reads (gate.Gate.ReadDenial):
 	// bash_readonly refuses a command naming a path a Read deny rule covers, and one
 	// whose unnamed reads (a recursive search, git's object store) could reach such a

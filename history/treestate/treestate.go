@@ -1,0 +1,521 @@
+// Package treestate snapshots the regular files under a set of roots cheaply, with a stat
+// cache in the manner of git's index, so that what a program the runner cannot see into
+// (a Bash command) changed can be recorded in file history like a write tool's edits.
+//
+// A [Tree] keeps, for every file it walked, the file's stat (size, mtime, device, inode,
+// mode) and the sha256 of its bytes, and it holds a copy of those bytes (the stage), so a
+// file's pre-image is in hand before any command can change it. [Tree.Sync] walks again:
+// a file whose stat is unchanged is not read; one whose stat changed is read and hashed,
+// and compared with what the cache says it was. Every file created, changed (bytes or
+// permission bits) or deleted since the previous Sync is handed to the caller with its
+// pre-image, and the cache moves on.
+//
+// What a walk leaves out: .git directories, paths the caller's Skip refuses (the deny set,
+// the shell's own scratch directory), what .gitignore and .git/info/exclude ignore,
+// symbolic links (never followed, so a link cannot lead the walk out of the roots),
+// directories themselves and special files. What a walk cannot cover is reported, never
+// dropped silently: files over the size cap (their bytes are not staged) and files past
+// the file-count cap.
+package treestate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/tools/files"
+)
+
+// Defaults of the caps.
+const (
+	// DefaultMaxFileSize is the largest file whose bytes a snapshot keeps: 5 MiB.
+	DefaultMaxFileSize = 5 << 20
+	// DefaultMaxFiles is how many files one walk covers: 20,000.
+	DefaultMaxFiles = 20000
+)
+
+// racyWindow is how close to a walk a file's mtime may be for its stat not to be trusted
+// at the next walk: a write in the same clock tick as the walk (the kernel stamps mtime
+// from a coarse clock) leaves size, mtime and inode unchanged, which is git's "racily
+// clean" problem; such files are read again next time.
+const racyWindow = 2 * time.Second
+
+// Config says what a Tree walks and where it keeps its stage.
+type Config struct {
+	// Env reads the files. Required.
+	Env env.ExecutionEnv
+	// Roots are the canonical directories walked (the write roots). A root inside another
+	// is walked once.
+	Roots []string
+	// Skip, when set, reports a canonical path never to be walked or entered (the fence's
+	// deny set, the shell's scratch directory).
+	Skip func(path string) bool
+	// StageDir, when set, is a directory of this process's machine where staged bytes are
+	// kept, one file per sha256; it is made when missing. Empty: the stage is in memory.
+	StageDir string
+	// MaxFileSize is the size cap in bytes: a larger file is watched by its stat but its
+	// bytes are not kept, so a change to it cannot be undone. Zero: DefaultMaxFileSize.
+	MaxFileSize int64
+	// MaxFiles caps the files one walk covers; the rest are reported. Zero:
+	// DefaultMaxFiles.
+	MaxFiles int
+}
+
+// Change is a file created, changed or deleted between two walks, with its pre-image.
+type Change struct {
+	// Path is the file's canonical path.
+	Path string
+	// Existed is false for a file the earlier walk did not see (created since).
+	Existed bool
+	// Sum is the sha256 (hex) of the pre-image; empty when !Existed or when the file was
+	// over the size cap, so its bytes were not kept (see Unrecoverable).
+	Sum string
+	// Mode is the pre-image's permission bits (with setuid, setgid, sticky).
+	Mode fs.FileMode
+	// Size is the pre-image's length in bytes.
+	Size int64
+	// Unrecoverable reports a file that existed over the size cap: its pre-image's bytes
+	// were never kept.
+	Unrecoverable bool
+}
+
+// Diff is what one Sync saw.
+type Diff struct {
+	// Changes are the files created, changed or deleted since the previous Sync, sorted by
+	// path; empty on a Tree's first Sync, which only primes the cache.
+	Changes []Change
+	// Oversize lists the files over the size cap that the walk found, sorted.
+	Oversize []string
+	// Beyond lists, sorted, the files and directories past the file-count cap that the walk
+	// did not cover: a change under them is not seen.
+	Beyond []string
+	// Unreadable lists, sorted, the files the walk found but may not read: watched by
+	// their stat only, like those over the size cap.
+	Unreadable []string
+	// Files is how many files the walk covered.
+	Files int
+	// RecordErr joins the errors of the RecordFunc (and of pre-images the stage lost).
+	RecordErr error
+}
+
+// entry is the cache's word on one file.
+type entry struct {
+	size  int64
+	mtime int64
+	dev   uint64
+	ino   uint64
+	mode  fs.FileMode
+	sum   string // "" when over the size cap
+	racy  bool   // mtime too close to the walk that saw it: read again next time
+}
+
+func (e entry) sameStat(o entry) bool {
+	return e.size == o.size && e.mtime == o.mtime && e.ino == o.ino && e.dev == o.dev && e.mode == o.mode
+}
+
+// Tree is the snapshot of a set of roots. Its methods are safe for concurrent use; Syncs
+// run one at a time.
+type Tree struct {
+	cfg   Config
+	roots []string
+
+	mu     sync.Mutex
+	index  map[string]entry
+	primed bool
+	refs   map[string]int    // staged sum → index entries using it
+	mem    map[string][]byte // the stage, when it is in memory
+}
+
+// New returns a Tree that has not walked yet.
+func New(cfg Config) *Tree {
+	if cfg.MaxFileSize <= 0 {
+		cfg.MaxFileSize = DefaultMaxFileSize
+	}
+	if cfg.MaxFiles <= 0 {
+		cfg.MaxFiles = DefaultMaxFiles
+	}
+	t := &Tree{cfg: cfg, index: map[string]entry{}, refs: map[string]int{}}
+	if cfg.StageDir == "" {
+		t.mem = map[string][]byte{}
+	}
+	roots := slices.Clone(cfg.Roots)
+	slices.Sort(roots)
+	for _, r := range roots {
+		if !slices.ContainsFunc(t.roots, func(o string) bool { return under(o, r) }) {
+			t.roots = append(t.roots, r)
+		}
+	}
+	return t
+}
+
+// Primed reports whether the Tree has walked once, so a Sync will report changes.
+func (t *Tree) Primed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.primed
+}
+
+// RecordFunc receives one change with its pre-image's bytes (nil for a file that did not
+// exist or was over the size cap). An error is collected in Diff.RecordErr and Sync goes
+// on: the other changes are still handed over.
+type RecordFunc func(ctx context.Context, c Change, preImage []byte) error
+
+// Sync walks the roots, hands every change since the previous Sync to record (nil:
+// absorb the changes without recording them — what changed was someone else's), and
+// keeps the bytes of every new or changed file under the size cap, so the next change of
+// any of them has its pre-image. The first Sync of a Tree reads every file and reports no
+// change. An error means the walk or the stage failed: the snapshot did not move on and
+// nothing was recorded. Errors of record are in Diff.RecordErr.
+func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	start := time.Now()
+	w := walker{t: t, ctx: ctx, seen: map[string]entry{}}
+	for _, r := range t.roots {
+		if err := w.dir(r, files.IgnoreMatcher{}); err != nil {
+			return Diff{}, err
+		}
+	}
+	if err := w.stat(); err != nil {
+		return Diff{}, err
+	}
+	d := Diff{Oversize: w.oversize, Beyond: w.beyond, Files: w.count}
+	next := make(map[string]entry, len(w.seen))
+	var staged []string // sums staged by this Sync, dropped again if it fails
+	fail := func(err error) (Diff, error) {
+		for _, s := range staged {
+			if t.refs[s] == 0 {
+				t.unstage(s)
+			}
+		}
+		return Diff{}, err
+	}
+	for p, cur := range w.seen {
+		old, had := t.index[p]
+		if had && !old.racy && old.sameStat(cur) {
+			cur.sum = old.sum
+		} else if cur.size <= t.cfg.MaxFileSize {
+			data, err := t.cfg.Env.ReadFile(ctx, p)
+			if isGone(err) {
+				continue // deleted between the listing and the read: absent now
+			}
+			if errors.Is(err, fs.ErrPermission) {
+				// A file we may not read is watched by its stat, like one over the size cap.
+				d.Unreadable = append(d.Unreadable, p)
+				next[p] = cur
+				if had && (old.sum != "" || !old.sameStat(cur)) {
+					d.Changes = append(d.Changes, preImage(p, old))
+				}
+				continue
+			}
+			if err != nil {
+				return fail(fmt.Errorf("treestate: reading %s: %w", p, err))
+			}
+			cur.size = int64(len(data))
+			cur.sum = sumOf(data)
+			if t.refs[cur.sum] == 0 && !slices.Contains(staged, cur.sum) {
+				if err := t.stage(cur.sum, data); err != nil {
+					return fail(err)
+				}
+				staged = append(staged, cur.sum)
+			}
+		}
+		cur.racy = cur.mtime >= start.Add(-racyWindow).UnixNano()
+		next[p] = cur
+		switch {
+		case !had:
+			d.Changes = append(d.Changes, Change{Path: p})
+		case old.sum != cur.sum || old.sum == "" && !old.sameStat(cur) || old.mode&modeBits != cur.mode&modeBits:
+			d.Changes = append(d.Changes, preImage(p, old))
+		}
+	}
+	for p, old := range t.index {
+		if _, ok := next[p]; ok {
+			continue
+		}
+		if w.uncovered(p) {
+			next[p] = old // not walked this time: nothing is known of it
+			continue
+		}
+		// Gone from the walk is not gone from the disk: a path newly ignored or denied is
+		// still there, and forgetting it is all there is to do.
+		if _, err := t.cfg.Env.Lstat(ctx, p); err == nil || !isGone(err) {
+			continue
+		}
+		d.Changes = append(d.Changes, preImage(p, old))
+	}
+	slices.Sort(d.Unreadable)
+	slices.Sort(d.Oversize)
+	slices.Sort(d.Beyond)
+	slices.SortFunc(d.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	if !t.primed {
+		d.Changes = nil
+	}
+	var errs []error
+	if record != nil {
+		for _, c := range d.Changes {
+			var data []byte
+			if c.Existed && c.Sum != "" {
+				b, err := t.staged(c.Sum)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				data = b
+			}
+			if err := record(ctx, c, data); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	// The cache moves on; bytes no entry uses any more leave the stage.
+	newRefs := make(map[string]int, len(t.refs))
+	for _, e := range next {
+		if e.sum != "" {
+			newRefs[e.sum]++
+		}
+	}
+	for s := range t.refs {
+		if newRefs[s] == 0 {
+			t.unstage(s)
+		}
+	}
+	for _, s := range staged {
+		if newRefs[s] == 0 {
+			t.unstage(s)
+		}
+	}
+	t.index, t.refs, t.primed = next, newRefs, true
+	d.RecordErr = errors.Join(errs...)
+	return d, nil
+}
+
+// modeBits are the mode bits a change of which is a change of the file, as file history
+// keeps them.
+const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+func preImage(p string, old entry) Change {
+	return Change{Path: p, Existed: true, Sum: old.sum, Mode: old.mode & modeBits, Size: old.size, Unrecoverable: old.sum == ""}
+}
+
+func sumOf(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func (t *Tree) stage(s string, data []byte) error {
+	if t.mem != nil {
+		t.mem[s] = slices.Clone(data)
+		return nil
+	}
+	if err := os.MkdirAll(t.cfg.StageDir, 0o700); err != nil {
+		return fmt.Errorf("treestate: making the stage: %w", err)
+	}
+	// The stage is a cache of this process, rebuilt by a new Tree: no fsync.
+	if err := os.WriteFile(filepath.Join(t.cfg.StageDir, s), data, 0o600); err != nil {
+		return fmt.Errorf("treestate: staging a pre-image: %w", err)
+	}
+	return nil
+}
+
+func (t *Tree) unstage(s string) {
+	if t.mem != nil {
+		delete(t.mem, s)
+		return
+	}
+	_ = os.Remove(filepath.Join(t.cfg.StageDir, s))
+}
+
+func (t *Tree) staged(s string) ([]byte, error) {
+	if t.mem != nil {
+		if b, ok := t.mem[s]; ok {
+			return b, nil
+		}
+		return nil, fmt.Errorf("treestate: the stage lost pre-image %s", s)
+	}
+	b, err := os.ReadFile(filepath.Join(t.cfg.StageDir, s))
+	if err != nil {
+		return nil, fmt.Errorf("treestate: the stage lost pre-image %s: %w", s, err)
+	}
+	if sumOf(b) != s {
+		return nil, fmt.Errorf("treestate: staged pre-image %s was changed", s)
+	}
+	return b, nil
+}
+
+// Close drops the stage.
+func (t *Tree) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.index, t.refs, t.primed = map[string]entry{}, map[string]int{}, false
+	if t.mem != nil {
+		t.mem = map[string][]byte{}
+		return nil
+	}
+	return os.RemoveAll(t.cfg.StageDir)
+}
+
+func isGone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir)
+}
+
+// under reports whether p is dir or lies beneath it.
+func under(dir, p string) bool {
+	if p == dir || dir == "/" {
+		return true
+	}
+	return len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
+}
+
+func join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// walker is one walk of the roots.
+type walker struct {
+	t        *Tree
+	ctx      context.Context
+	seen     map[string]entry
+	count    int
+	files    []string // listed, in walk order; statted by stat
+	oversize []string
+	beyond   []string
+}
+
+func (w *walker) dir(d string, ign files.IgnoreMatcher) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	ents, err := w.t.cfg.Env.ReadDir(w.ctx, d)
+	if err != nil {
+		if isGone(err) || errors.Is(err, fs.ErrPermission) {
+			return nil // a directory that vanished or that we may not list holds nothing we can keep
+		}
+		return fmt.Errorf("treestate: listing %s: %w", d, err)
+	}
+	ign = w.ignores(d, ents, ign)
+	var subdirs []string
+	for _, e := range ents {
+		if e.Name == ".git" {
+			continue
+		}
+		p := join(d, e.Name)
+		if w.t.cfg.Skip != nil && w.t.cfg.Skip(p) {
+			continue
+		}
+		switch {
+		case e.Type.IsDir():
+			if !ign.Ignored(p, true) {
+				subdirs = append(subdirs, p)
+			}
+		case e.Type == 0:
+			if ign.Ignored(p, false) {
+				continue
+			}
+			if w.count >= w.t.cfg.MaxFiles {
+				w.beyond = append(w.beyond, p)
+				continue
+			}
+			w.count++
+			w.files = append(w.files, p)
+		}
+		// Symbolic links are not followed and, like special files, not recorded.
+	}
+	for _, s := range subdirs {
+		if w.count >= w.t.cfg.MaxFiles {
+			w.beyond = append(w.beyond, s+"/")
+			continue
+		}
+		if err := w.dir(s, ign); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statWorkers is how many goroutines stat the listed files: a walk of a settled tree is
+// almost all lstat calls, and they overlap well across cores.
+const statWorkers = 4
+
+// stat lstats the listed files in parallel and fills seen.
+func (w *walker) stat() error {
+	infos := make([]entry, len(w.files))
+	ok := make([]bool, len(w.files))
+	var wg sync.WaitGroup
+	chunk := (len(w.files) + statWorkers - 1) / statWorkers
+	for lo := 0; lo < len(w.files); lo += chunk {
+		hi := min(lo+chunk, len(w.files))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				fi, err := w.t.cfg.Env.Lstat(w.ctx, w.files[i])
+				if err != nil || !fi.IsRegular() {
+					continue // gone, or replaced by something else since the listing
+				}
+				infos[i] = entry{size: fi.Size, mtime: fi.ModTime.UnixNano(), dev: fi.Dev, ino: fi.Ino, mode: fi.Mode}
+				ok[i] = true
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	for i, p := range w.files {
+		if !ok[i] {
+			continue
+		}
+		if infos[i].size > w.t.cfg.MaxFileSize {
+			w.oversize = append(w.oversize, p)
+		}
+		w.seen[p] = infos[i]
+	}
+	return nil
+}
+
+// ignores extends ign with the .gitignore of d, and with .git/info/exclude where d holds
+// a repository.
+func (w *walker) ignores(d string, ents []env.DirEntry, ign files.IgnoreMatcher) files.IgnoreMatcher {
+	var content []byte
+	for _, e := range ents {
+		switch {
+		case e.Name == ".git" && e.Type.IsDir():
+			if b, err := w.t.cfg.Env.ReadFile(w.ctx, path.Join(d, ".git", "info", "exclude")); err == nil {
+				content = append(append(b, '\n'), content...)
+			}
+		case e.Name == ".gitignore" && e.Type == 0:
+			if b, err := w.t.cfg.Env.ReadFile(w.ctx, join(d, ".gitignore")); err == nil {
+				content = append(content, append([]byte{'\n'}, b...)...)
+			}
+		}
+	}
+	if content == nil {
+		return ign
+	}
+	return ign.With(d, content)
+}
+
+// uncovered reports whether p lies past the file-count cap of this walk.
+func (w *walker) uncovered(p string) bool {
+	for _, b := range w.beyond {
+		if b == p || strings.HasSuffix(b, "/") && strings.HasPrefix(p, b) {
+			return true
+		}
+	}
+	return false
+}
