@@ -101,6 +101,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	}
 	res.Messages = msgs
 	res.RewindNotes = l.rewindNotes
+	res.Answered = l.answered
 	res.BackgroundTasks = l.stopShell(ctx)
 	l.closeSession(ctx, res.Status)
 	l.flush(turns)
@@ -115,6 +116,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 func (l *leg) recordResults(ctx context.Context, results []model.Block) model.Message {
 	m := model.Message{Role: model.RoleUser, Content: results}
 	l.record(ctx, entryToolResults, m)
+	l.storeReadState(ctx)
 	return m
 }
 
