@@ -49,10 +49,14 @@ type leg struct {
 	approval *approval
 	// park is the first question of this leg that was parked.
 	park *parkRequest
+	// answered is the answered call and its result, for TaskResult.Answered.
+	answered *AnsweredCall
 	// approved is the call a person approved, running now: the fold allows exactly it.
 	approved *runningCall
-	// readState is what this leg's file tools have read.
+	// readState is what this leg's file tools have read, seeded from the session.
 	readState *files.ReadState
+	// storedReads is the read state as the session's transcript last stored it.
+	storedReads map[string]files.ReadRecord
 	// shell is the leg's shell tool set (nil when the env cannot run programs).
 	shell *shell.Set
 	// bashChanges records what Bash commands change for file history (nil when off).

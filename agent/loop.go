@@ -115,6 +115,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	}
 	res.Messages = msgs
 	res.RewindNotes = l.rewindNotes
+	res.Answered = l.answered
 	res.BackgroundTasks = l.stopShell(ctx)
 	l.closeSession(ctx, res.Status)
 	l.dropLease(ctx)
@@ -130,6 +131,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 func (l *leg) recordResults(ctx context.Context, results []model.Block) model.Message {
 	m := model.Message{Role: model.RoleUser, Content: results}
 	l.record(ctx, entryToolResults, m)
+	l.storeReadState(ctx)
 	return m
 }
 

@@ -4,16 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
-	"github.com/sema-agent/sema/tools/files"
 )
 
 // Answer is a person's decision on a parked question, given to Runner.Resume (or
@@ -54,17 +55,16 @@ type CheckpointInfo struct {
 // parkRequest is the question a parking leg stopped at.
 type parkRequest struct {
 	req permission.ApprovalRequest
-	// key is the canonical target of a parked write.
-	key string
 }
 
 // approval is the decision a resumed leg executes for its pending call.
 type approval struct {
-	index  int
-	tool   string
-	input  json.RawMessage
-	allow  bool
-	reason string
+	checkpoint string
+	index      int
+	tool       string
+	input      json.RawMessage
+	allow      bool
+	reason     string
 }
 
 // parkingApprover stands in for a person when the task parks questions (OnAskPark): it
@@ -117,11 +117,9 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 		return true
 	}
 	entry := parkedEntry{Turn: turn, Results: results, Pending: pending, Checkpoint: cp.ID}
-	if p.key != "" {
-		if rec, ok := l.readState.Lookup(p.key); ok {
-			entry.ReadState = map[string]files.ReadRecord{p.key: rec}
-		}
-	}
+	// The parked call is judged against what the leg had read, so an approved edit runs
+	// if (and only if) the file is still as it was read.
+	entry.ReadState, entry.ForgetRead = l.readDelta()
 	if _, ok := l.record(ctx, entryParked, entry); !ok {
 		// Without its parked entry the checkpoint is not where the session stopped, so
 		// nobody could answer it: the leg ends in error, not awaiting an approval.
@@ -156,7 +154,7 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 		return sema.Errorf(CodeTampered, "checkpoint %s's arguments do not match their recorded sha256; it cannot be answered", cp.ID)
 	}
 	if cp.Decision != nil {
-		return sema.Errorf(session.CodeAlreadyClaimed, "checkpoint %s was already answered", cp.ID)
+		return l.alreadyAnswered(ctx, cp)
 	}
 	p := l.resume.parked
 	if p == nil || p.Checkpoint != cp.ID {
@@ -188,19 +186,94 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	}
 	claimed, err := l.store.ClaimCheckpoint(ctx, cp.ID, d)
 	if err != nil {
+		if sema.CodeOf(err) == session.CodeAlreadyClaimed {
+			// Another process claimed it between our read and our claim.
+			if now, gerr := l.store.Checkpoint(ctx, cp.ID); gerr == nil && now.Decision != nil {
+				return l.alreadyAnswered(ctx, now)
+			}
+		}
 		return err
 	}
 	if claimed.Decision != nil && len(claimed.Decision.Args) > 0 {
 		input = claimed.Decision.Args
 	}
-	l.approval = &approval{index: p.Pending, tool: cp.Tool, input: input, allow: a.Allow, reason: a.Reason}
+	l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: cp.Tool, input: input, allow: a.Allow, reason: a.Reason}
 	return nil
 }
 
-// answerPending runs (or refuses) the call a person answered.
-func (l *leg) answerPending(ctx context.Context, call model.Block) tools.Result {
+// alreadyAnswered is the refusal of a second answer. A person who answers twice most
+// often did not see what the first answer led to, so it says how the leg that ran the
+// answered call ended and where the session stands: an open question to answer
+// (detail "open_checkpoint"), or a session a plain resume continues.
+func (l *leg) alreadyAnswered(ctx context.Context, cp session.Checkpoint) error {
+	verdict := "allowed"
+	if cp.Decision.Verdict == session.VerdictDeny {
+		verdict = "denied"
+	}
+	msg := fmt.Sprintf("checkpoint %s was already answered (%s) at %s", cp.ID, verdict, cp.ClaimedAt.UTC().Format(time.RFC3339))
+	e := &sema.Error{Code: session.CodeAlreadyClaimed}
+	e = e.With("checkpoint_id", cp.ID).With("session_id", cp.SessionID).With("verdict", string(cp.Decision.Verdict))
+	if leg, ok := l.answeringLeg(ctx, cp); ok {
+		e = e.With("answered_leg_status", string(leg.Status))
+		switch leg.Status {
+		case sema.StatusRunning:
+			msg += "; the leg that answered it has not recorded its end (it is still running, or its process was stopped)"
+		case sema.StatusCompleted:
+			msg += "; the leg that answered it finished (completed)"
+		default:
+			msg += fmt.Sprintf("; the leg that answered it finished with status %s", leg.Status)
+		}
+	}
+	if open, ok := l.openCheckpoint(ctx, cp.SessionID); ok {
+		e = e.With("open_checkpoint", open.ID)
+		msg += fmt.Sprintf(". The session now waits at checkpoint %s (%s); answer that one", open.ID, open.Tool)
+	} else {
+		msg += ". The session is intact; continue it with a new prompt (a plain resume)"
+	}
+	e.Message = msg
+	return e
+}
+
+// answeringLeg finds the leg that claimed cp: the last leg of its session that started
+// before the claim (a resume starts its leg, then claims).
+func (l *leg) answeringLeg(ctx context.Context, cp session.Checkpoint) (session.Leg, bool) {
+	legs, err := l.store.Legs(ctx, cp.SessionID)
+	if err != nil {
+		return session.Leg{}, false
+	}
+	var found session.Leg
+	ok := false
+	for _, g := range legs {
+		if g.ID != l.legID && g.ID != cp.LegID && !g.StartedAt.After(cp.ClaimedAt) {
+			found, ok = g, true
+		}
+	}
+	return found, ok
+}
+
+// openCheckpoint returns the session's newest unanswered checkpoint, if the session's
+// chain still stops at it.
+func (l *leg) openCheckpoint(ctx context.Context, sessionID string) (session.Checkpoint, bool) {
+	p := l.resume.parked
+	if p == nil {
+		return session.Checkpoint{}, false
+	}
+	cp, err := l.store.Checkpoint(ctx, p.Checkpoint)
+	if err != nil || cp.SessionID != sessionID || cp.Decision != nil {
+		return session.Checkpoint{}, false
+	}
+	return cp, true
+}
+
+// answerPending runs (or refuses) the call a person answered, and keeps its result for
+// TaskResult.Answered.
+func (l *leg) answerPending(ctx context.Context, call model.Block) (res tools.Result) {
 	a := l.approval
 	l.approval = nil
+	defer func() {
+		l.answered = &AnsweredCall{CheckpointID: a.checkpoint, Tool: call.Name, Input: json.RawMessage(orEmpty(a.input)), Allowed: a.allow,
+			IsError: res.IsError, Code: res.Code, Text: res.TextOf()}
+	}()
 	if !a.allow {
 		msg := "A person denied this call."
 		if a.reason != "" {

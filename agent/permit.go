@@ -144,11 +144,6 @@ func (l *leg) permitWrite(ctx context.Context, req files.PermissionRequest) erro
 	}
 	d := l.decide(ctx, pc)
 	if d.Behavior != permission.Allow {
-		l.mu.Lock()
-		if l.park != nil && l.park.key == "" {
-			l.park.key = req.Key
-		}
-		l.mu.Unlock()
 		return &sema.Error{Code: permission.CodeDenied, Message: denyText(d)}
 	}
 	if len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, input) {

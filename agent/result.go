@@ -53,6 +53,12 @@ type TaskResult struct {
 	// its end leaves it nil, and only a new question that needs a person sets it again.
 	// Read it through Parked, which checks both.
 	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
+	// Answered is the parked call this leg answered, with its result: set on the result
+	// of a Resume that got as far as running (or refusing) the call, whatever happened
+	// after it. A leg whose model request fails after an approved call ran reports
+	// status error, and Answered says the call ran and what it returned; the session
+	// keeps both, so a plain resume continues from there.
+	Answered *AnsweredCall `json:"answered,omitempty"`
 	// RewindNotes is the per-file account of a file rewind that ran before the leg.
 	RewindNotes []history.LedgerEntry `json:"rewind_notes,omitempty"`
 	// Manifest is the leg's resolved facts, as the EventInit event carried them.
@@ -75,6 +81,24 @@ func (r *TaskResult) Parked() (*CheckpointInfo, bool) {
 		return nil, false
 	}
 	return r.Checkpoint, true
+}
+
+// AnsweredCall is a parked call a person answered, as the resumed leg ran it.
+type AnsweredCall struct {
+	// CheckpointID names the answered checkpoint.
+	CheckpointID string `json:"checkpoint_id"`
+	// Tool is the call's tool.
+	Tool string `json:"tool"`
+	// Input is the arguments it ran with: the stored ones, or the approver's edit.
+	Input json.RawMessage `json:"input"`
+	// Allowed is the answer: true when the call ran, false when a person refused it.
+	Allowed bool `json:"allowed"`
+	// IsError marks a call that ran and failed, or a refused one.
+	IsError bool `json:"is_error"`
+	// Code is the result's code when IsError.
+	Code string `json:"code,omitempty"`
+	// Text is the result's text as the model sees it.
+	Text string `json:"text"`
 }
 
 // BackgroundTask is a Bash task still running.

@@ -97,7 +97,7 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		}
 		out.Head = id
 	}
-	return out, nil
+	return out, forgetRestored(ctx, r.deps.Store, s.ID, out.Ledger)
 }
 
 // rewindBeforeRun applies the spec's file rewind (Resume.Files: RewindFilesTo, or

@@ -9,14 +9,7 @@ import (
 
 // buildRoster mounts the leg's tools.
 func (l *leg) buildRoster() tools.Roster {
-	l.readState = files.NewReadState()
-	if p := l.resume.parked; p != nil {
-		// The parked call was checked against what the earlier leg had read; carry that,
-		// so an approved edit runs if (and only if) the file is still as it was read.
-		for path, rec := range p.ReadState {
-			l.readState.Record(path, rec)
-		}
-	}
+	l.seedReadState()
 	cfg := files.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState}
 	if l.gate != nil {
 		// The walks of Glob, Grep and LS ask the gate's own matcher about every entry, so

@@ -97,10 +97,16 @@ func (r *Runner) run(ctx context.Context, spec TaskSpec, answer *Answer, emit fu
 // Resume answers a parked question and continues the leg: spec names the session
 // (Resume.SessionID) and carries the re-supplied configuration, answer the decision. The
 // checkpoint is claimed once, atomically; a second answer fails with
-// checkpoint.already_claimed, and a configuration prepare refuses fails with
+// checkpoint.already_claimed, whose message and detail say how the leg that ran the first
+// answer ended ("answered_leg_status") and, when the session waits at a newer question,
+// which ("open_checkpoint"); a configuration prepare refuses fails with
 // checkpoint.config_refused before anything is claimed. The resumed leg runs on like any
 // other: it may end completed, or park again at the model's next question with a new
-// checkpoint — TaskResult.Parked says which. An empty spec.PermissionMode keeps the
+// checkpoint — TaskResult.Parked says which. TaskResult.Answered reports the answered
+// call and its result, also when the leg fails after it (a model error on the next
+// request): the call ran, the session holds its result, and a plain resume continues. The
+// resumed leg starts with what the model had read in the session, so an approved edit
+// of a file read earlier runs if the file is as it was read. An empty spec.PermissionMode keeps the
 // session's recorded mode, and spec.Prompt may be empty.
 func (r *Runner) Resume(ctx context.Context, spec TaskSpec, answer Answer) (*TaskResult, error) {
 	return r.run(ctx, spec, &answer, nil)

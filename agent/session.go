@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
@@ -24,6 +25,7 @@ const (
 	// settled, so that a leg resuming after a crash can tell a call that may have run
 	// from one that never started. payload: callStartedEntry.
 	entryCallStarted = "call_started"
+	entryReadState   = "read_state" // payload: readStateEntry; what the model has read
 )
 
 type assistantEntry struct {
@@ -47,9 +49,22 @@ type parkedEntry struct {
 	Results    []model.Block `json:"results"`
 	Pending    int           `json:"pending"`
 	Checkpoint string        `json:"checkpoint"`
-	// ReadState is what the leg had read of the parked write's target, so the resumed
-	// leg judges read-before-edit against the same record.
+	// ReadState holds the reads of the turn that parked (and any earlier ones not yet
+	// stored), so the resumed leg judges read-before-edit against the same records. It
+	// rides on the parked entry rather than an entry of its own because a parked turn's
+	// entry must end the chain for the question to stay open.
 	ReadState map[string]files.ReadRecord `json:"read_state,omitempty"`
+	// ForgetRead names files whose read records were dropped since the last stored ones.
+	ForgetRead []string `json:"forget_read,omitempty"`
+}
+
+// readStateEntry is a change of the session's read state: records to set (a Read, or
+// the content a write left) and paths to forget (files a rewind restored). Replaying
+// the chain's entries in order gives what the model has read at its head, so a branch
+// or a conversation rewind carries exactly the reads of the conversation it keeps.
+type readStateEntry struct {
+	Records map[string]files.ReadRecord `json:"records,omitempty"`
+	Forget  []string                    `json:"forget,omitempty"`
 }
 
 type rewindEntry struct {
@@ -68,17 +83,13 @@ type resumeState struct {
 	// call_started entries, and the ids of the calls that started.
 	intents bool
 	started map[string]bool
+	// reads is what the model had read at the chain's end.
+	reads map[string]files.ReadRecord
 }
 
 // replay rebuilds the conversation from a transcript chain.
 func replay(entries []session.Entry) (resumeState, error) {
-	var st resumeState
-	// The chain's last entry that is not a call intent: a parked entry followed only by
-	// the intent of its approved call is still where the chain stopped.
-	last := len(entries) - 1
-	for last >= 0 && entries[last].Kind == entryCallStarted {
-		last--
-	}
+	st := resumeState{reads: map[string]files.ReadRecord{}}
 	for i, e := range entries {
 		switch e.Kind {
 		case entryUser, entryToolResults:
@@ -100,16 +111,23 @@ func replay(entries []session.Entry) (resumeState, error) {
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
 				return st, corrupt(e, err)
 			}
+			applyReads(st.reads, p.ReadState, p.ForgetRead)
 			// A write tool asks its permission question inside its run, after its intent
 			// was stored: the parked entry says that call stopped at the question. Only an
 			// intent stored after it (the approved call starting) means it may have run.
 			if calls := lastCalls(st.messages); p.Pending < len(calls) {
 				delete(st.started, calls[p.Pending].ID)
 			}
-			if i != last {
+			if !onlyBookkeepingAfter(entries[i+1:]) {
 				continue // answered: the tool_results entry after it holds the results
 			}
 			st.parked = &p
+		case entryReadState:
+			var r readStateEntry
+			if err := json.Unmarshal(e.Payload, &r); err != nil {
+				return st, corrupt(e, err)
+			}
+			applyReads(st.reads, r.Records, r.Forget)
 		case entryRewind:
 			// A marker only: the chain already ends where the rewind pointed.
 		case entryCallStarted:
@@ -123,6 +141,101 @@ func replay(entries []session.Entry) (resumeState, error) {
 		}
 	}
 	return st, nil
+}
+
+// onlyBookkeepingAfter reports whether nothing but bookkeeping follows a parked entry:
+// read-state changes (a leg that ended or was refused after parking may have stored its
+// read state after it) and the intent of the approved call starting. The question is
+// then still where the chain stopped.
+func onlyBookkeepingAfter(rest []session.Entry) bool {
+	for _, e := range rest {
+		if e.Kind != entryReadState && e.Kind != entryCallStarted {
+			return false
+		}
+	}
+	return true
+}
+
+func applyReads(into, set map[string]files.ReadRecord, forget []string) {
+	for _, p := range forget {
+		delete(into, p)
+	}
+	for p, rec := range set {
+		into[p] = rec
+	}
+}
+
+// seedReadState starts the leg's read state from what the session's chain says the
+// model has read, less the files a rewind before this leg restored: their content is no
+// longer what was read, whatever its bytes, so the model must read them again. A record
+// whose file changed since is kept: the write lane's station 3 compares it with the
+// file and refuses with fs.changed_since_read, which tells the model what happened.
+func (l *leg) seedReadState() {
+	l.readState = files.NewReadState()
+	l.storedReads = map[string]files.ReadRecord{}
+	for p, rec := range l.resume.reads {
+		l.readState.Record(p, rec)
+		l.storedReads[p] = rec
+	}
+	for _, p := range (history.Ledger{Entries: l.rewindNotes}).Changed() {
+		l.readState.Forget(p)
+	}
+}
+
+// readDelta returns what changed in the leg's read state since it was last stored and
+// counts it as stored from now on.
+func (l *leg) readDelta() (set map[string]files.ReadRecord, forget []string) {
+	if l.readState == nil {
+		return nil, nil
+	}
+	now := l.readState.Snapshot()
+	for p, rec := range now {
+		if old, ok := l.storedReads[p]; !ok || !old.Equal(rec) {
+			if set == nil {
+				set = map[string]files.ReadRecord{}
+			}
+			set[p] = rec
+		}
+	}
+	for p := range l.storedReads {
+		if _, ok := now[p]; !ok {
+			forget = append(forget, p)
+		}
+	}
+	slices.Sort(forget)
+	l.storedReads = now
+	return set, forget
+}
+
+// storeReadState appends the read state's changes since they were last stored, if any.
+// It follows a turn's tool results, never precedes them: a read whose result the
+// transcript lost must not count as read.
+func (l *leg) storeReadState(ctx context.Context) {
+	set, forget := l.readDelta()
+	if len(set) == 0 && len(forget) == 0 {
+		return
+	}
+	l.record(ctx, entryReadState, readStateEntry{Records: set, Forget: forget})
+}
+
+// forgetRestored stores, at the session's head, that the files a rewind restored or
+// deleted must be read again. A later leg replays it with the rest of the chain.
+func forgetRestored(ctx context.Context, store session.Store, sessionID string, ledger *history.Ledger) error {
+	if ledger == nil || !ledger.Applied {
+		return nil
+	}
+	changed := ledger.Changed()
+	if len(changed) == 0 {
+		return nil
+	}
+	payload, err := json.Marshal(readStateEntry{Forget: changed})
+	if err != nil {
+		return err
+	}
+	if _, err := store.Append(context.WithoutCancel(ctx), session.Entry{SessionID: sessionID, Kind: entryReadState, Payload: payload}); err != nil {
+		return sema.Errorf(CodeSessionRecordFailed, "the files were restored, but the session could not record that they must be read again: %v", err)
+	}
+	return nil
 }
 
 func corrupt(e session.Entry, err error) error {
@@ -311,6 +424,9 @@ func (l *leg) closeSession(ctx context.Context, status sema.Status) {
 	}
 	lost := sema.IsCode(context.Cause(ctx), session.CodeLeaseLost)
 	ctx = context.WithoutCancel(ctx)
+	// Reads not yet stored with a turn's results (a rewind's forgetting, when the leg ran
+	// no turn) are stored before the leg ends.
+	l.storeReadState(ctx)
 	if _, err := l.store.EndLeg(ctx, l.legID, status); err != nil {
 		l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "the leg's end could not be stored: " + err.Error()})
 	}

@@ -36,6 +36,8 @@ const (
 type exitErr struct {
 	code int
 	err  error
+	// hint is a line printed after the error: what to run next.
+	hint string
 }
 
 func (e *exitErr) Error() string { return e.err.Error() }
@@ -63,6 +65,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) {
 		if ee.err != nil && ee.code != exitOK && ee.code != exitAwaiting && ee.code != exitMaxTurns {
 			printErr(stderr, ee.err)
+		}
+		if ee.hint != "" {
+			fmt.Fprintf(stderr, "  %s\n", ee.hint)
 		}
 		return ee.code
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -61,9 +62,27 @@ func (p *printer) text(ev agent.Event) {
 			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)\n  answer with: sema approve %s --checkpoint %s --allow|--deny\n",
 				cp.Tool, cp.Message, r.SessionID, cp.ID)
 		}
+		if a := r.Answered; a != nil && (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) {
+			// The leg failed after the answered call: say that the call did run, so
+			// nobody answers again or repeats by hand what is already done.
+			fmt.Fprintf(p.errw, "sema: %s\n", answeredLine(a))
+		}
 		if r.Status == sema.StatusMaxTurns {
 			fmt.Fprintf(p.errw, "sema: stopped after %d turns (--max-turns)\n", r.NumTurns)
 		}
+	}
+}
+
+// answeredLine says what became of the call a person answered.
+func answeredLine(a *agent.AnsweredCall) string {
+	text := firstLine(a.Text, 200)
+	switch {
+	case !a.Allowed:
+		return fmt.Sprintf("the %s call was denied as answered and did not run; the model was told: %s", a.Tool, text)
+	case a.IsError:
+		return fmt.Sprintf("the approved %s call ran and failed (%s): %s", a.Tool, a.Code, text)
+	default:
+		return fmt.Sprintf("the approved %s call ran: %s", a.Tool, text)
 	}
 }
 
@@ -153,6 +172,13 @@ func resultObject(r *agent.TaskResult) map[string]any {
 	}
 	if len(r.RewindNotes) > 0 {
 		obj["rewind_notes"] = r.RewindNotes
+	}
+	if r.Answered != nil {
+		obj["answered"] = r.Answered
+	}
+	if (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) && r.SessionID != "" {
+		// The command that continues the session; the session keeps every finished turn.
+		obj["continue_with"] = continueCommand(context.Background(), r.SessionID, r.Manifest.Root)
 	}
 	return obj
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -174,14 +176,67 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 			if sema.IsCode(err, session.CodeBusy) {
 				return &exitErr{code: exitBusy, err: err}
 			}
-			return usageErr(err)
+			e := &exitErr{code: exitUsage, err: err}
+			if o.answer != nil && sema.IsCode(err, session.CodeAlreadyClaimed) {
+				e.hint = nextStep(ctx, err, o.resume, root)
+			}
+			return e
 		}
 		steer.print(out, ev)
 		if ev.Type == agent.EventResult {
 			res = ev.Result
 		}
 	}
-	return exitFor(res)
+	err = exitFor(res)
+	if ee, ok := err.(*exitErr); ok && ee.code == exitError && res.SessionID != "" {
+		ee.hint = continueHint(ctx, res)
+	}
+	return err
+}
+
+// continueHint tells a person how to go on after a leg that failed or was cancelled.
+// The transcript holds every turn that finished (and an answered call with its result),
+// so a resume continues from there; after a model failure or a cancellation that is
+// all there is to it.
+func continueHint(ctx context.Context, res *agent.TaskResult) string {
+	cmd := continueCommand(ctx, res.SessionID, res.Manifest.Root)
+	if res.Error != nil && (strings.HasPrefix(res.Error.Code, "model.") || res.Error.Code == agent.CodeCancelled) {
+		return "the session is intact; continue it with: " + cmd
+	}
+	return "continue the session with: " + cmd
+}
+
+// nextStep is the hint of a refused second answer: answer the question the session
+// waits at now, or continue the session.
+func nextStep(ctx context.Context, err error, sessionID, root string) string {
+	var se *sema.Error
+	if errors.As(err, &se) {
+		if open, ok := se.Detail["open_checkpoint"].(string); ok && open != "" {
+			return fmt.Sprintf("answer the open question with: sema approve %s --checkpoint %s --allow|--deny", sessionID, open)
+		}
+	}
+	return "continue the session with: " + continueCommand(ctx, sessionID, root)
+}
+
+// continueCommand is the command line that resumes session id. It names the session's
+// root when this process runs elsewhere, since a resume must run in its session's root.
+func continueCommand(ctx context.Context, id, root string) string {
+	cmd := "sema run --resume " + id
+	if here, err := canonicalRoot(ctx, "."); root != "" && (err != nil || here != root) {
+		cmd += " --cwd " + shellQuote(root)
+	}
+	return cmd + ` "…"`
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain path characters.
+func shellQuote(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%", r))
+	}) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // exitFor maps a result's status to the exit code of the contract.

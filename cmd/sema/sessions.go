@@ -78,7 +78,7 @@ func newSessionsListCmd(home *string, stdout io.Writer) *cobra.Command {
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tUPDATED\tMODE\tTITLE")
 			for _, s := range ss {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.Mode, s.Title)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format("2006-01-02 15:04"), modeOf(s), s.Title)
 			}
 			return tw.Flush()
 		},
@@ -178,7 +178,7 @@ func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) 
 	if err != nil {
 		return &exitErr{code: exitError, err: err}
 	}
-	fmt.Fprintf(w, "session %s\nroot    %s\nmode    %s\n", s.ID, s.Root, s.Mode)
+	fmt.Fprintf(w, "session %s\nroot    %s\nmode    %s\n", s.ID, s.Root, modeOf(s))
 	if s.ForkOf != "" {
 		fmt.Fprintf(w, "fork of %s\n", s.ForkOf)
 	}
@@ -200,7 +200,7 @@ func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) 
 				case model.KindText:
 					fmt.Fprintln(w, b.Text)
 				case model.KindToolUse:
-					fmt.Fprintf(w, "  ▸ %s %s\n", b.Name, firstLine(string(b.Input), 160))
+					fmt.Fprintf(w, "  ▸ %s %s\n", b.Name, firstLine(rawJSON(b.Input), 160))
 				}
 			}
 		case "tool_results":
@@ -210,11 +210,14 @@ func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) 
 				if b.Kind != model.KindToolResult {
 					continue
 				}
+				text := textOf(b.Content)
 				mark := "✓"
 				if b.IsError {
 					mark = "✗"
+				} else if exit := failedExit(text); exit != "" {
+					mark = "✗ (" + exit + ")"
 				}
-				fmt.Fprintf(w, "    %s %s\n", mark, firstLine(textOf(b.Content), 160))
+				fmt.Fprintf(w, "    %s %s\n", mark, firstLine(text, 160))
 			}
 		case "parked":
 			var p struct {
@@ -227,6 +230,72 @@ func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) 
 		}
 	}
 	return nil
+}
+
+// modeOf is the permission mode the session runs in: its recorded word, or default when
+// no mode was ever asked for (the word is recorded only when one was).
+func modeOf(s session.Session) string {
+	if s.Mode == "" {
+		return "default"
+	}
+	return s.Mode
+}
+
+// rawJSON shows a stored JSON value as the model wrote it: the store keeps it with
+// HTML-safe escapes (\u003c for <, \u003e for >, \u0026 for &), which a person should
+// not have to read. Only those three escapes are undone, in place, so the keys keep
+// their order and every other escape stays as it was.
+func rawJSON(b json.RawMessage) string {
+	var out strings.Builder
+	s := string(b)
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			out.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] == 'u' && i+6 <= len(s) {
+			switch strings.ToLower(s[i+2 : i+6]) {
+			case "003c":
+				out.WriteByte('<')
+				i += 5
+				continue
+			case "003e":
+				out.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				out.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		out.WriteString(s[i : i+2]) // any other escape, kept whole
+		i++
+	}
+	return out.String()
+}
+
+// failedExit reads the exit note the shell tools end a failed command's result with
+// ("The command exited with code 2.", "… ended by signal 9 …"). Such a result is not an
+// error result for the model — the command ran and its output is the answer — but a
+// person reading the transcript should see that it failed.
+func failedExit(text string) string {
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "The command ")
+		if !ok {
+			continue
+		}
+		if code, ok := strings.CutPrefix(rest, "exited with code "); ok {
+			code = strings.TrimSuffix(code, ".")
+			if code != "0" {
+				return "exit " + code
+			}
+		}
+		if strings.HasPrefix(rest, "ended by signal ") {
+			return "signal"
+		}
+	}
+	return ""
 }
 
 func textOf(bs []model.Block) string {

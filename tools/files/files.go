@@ -5,6 +5,7 @@
 package files
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -38,17 +39,37 @@ type DenyFunc func(tool, p string) bool
 // ruleDenied asks cfg.Denied about p for tool.
 func (c Config) ruleDenied(tool, p string) bool { return c.Denied != nil && c.Denied(tool, p) }
 
-// ReadRecord is what a Read saw of a file.
+// ReadRecord is what a Read saw of a file. The runner stores it with the session, so a
+// later leg of the session knows what the model read; the JSON names are that stored form.
 type ReadRecord struct {
 	// Size is the length in bytes of the whole file as read, even when Read showed
 	// only part of it. A write refuses with fs.changed_since_read when the file's size
 	// differs now.
-	Size int64
+	Size int64 `json:"size"`
 	// ModTime is the file's modification time when it was read. It is kept for
 	// display; the change check compares Size and Hash only.
-	ModTime time.Time
+	ModTime time.Time `json:"mod_time,omitzero"`
 	// Hash is the hex sha256 of the bytes read.
-	Hash string
+	Hash string `json:"hash"`
+	// Ranges are the lines the model was shown of this content, merged and in order;
+	// empty when it saw the whole file (a whole read, an image or notebook, or the
+	// content it wrote itself). They are a record for people and hosts: the change
+	// check does not read them.
+	Ranges []LineRange `json:"ranges,omitempty"`
+}
+
+// LineRange is a span of 1-based lines, both ends included.
+type LineRange struct {
+	// From is the first line shown.
+	From int `json:"from"`
+	// To is the last line shown.
+	To int `json:"to"`
+}
+
+// Equal reports whether r and o record the same read: the same size, hash, time and
+// ranges.
+func (r ReadRecord) Equal(o ReadRecord) bool {
+	return r.Size == o.Size && r.Hash == o.Hash && r.ModTime.Equal(o.ModTime) && slices.Equal(r.Ranges, o.Ranges)
 }
 
 // ReadState is the set of files a session has read, keyed by canonical path. It is safe
@@ -68,6 +89,42 @@ func (s *ReadState) Record(path string, rec ReadRecord) {
 	s.mu.Unlock()
 }
 
+// recordPart notes a read of lines from..to of content rec describes. A part of the
+// same content read before widens the ranges; a part of other content replaces them.
+// A whole read (an earlier record without ranges) stays whole.
+func (s *ReadState) recordPart(path string, rec ReadRecord, from, to int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ranges []LineRange
+	if prev, ok := s.m[path]; ok && prev.Size == rec.Size && prev.Hash == rec.Hash {
+		if len(prev.Ranges) == 0 {
+			s.m[path] = ReadRecord{Size: rec.Size, ModTime: rec.ModTime, Hash: rec.Hash}
+			return
+		}
+		ranges = prev.Ranges
+	}
+	rec.Ranges = mergeRange(ranges, LineRange{From: from, To: to})
+	s.m[path] = rec
+}
+
+// mergeRange adds r to the ordered, disjoint ranges rs, joining what overlaps or
+// touches.
+func mergeRange(rs []LineRange, r LineRange) []LineRange {
+	out := make([]LineRange, 0, len(rs)+1)
+	for _, x := range rs {
+		switch {
+		case x.To+1 < r.From:
+			out = append(out, x)
+		case r.To+1 < x.From:
+			out = append(out, r)
+			r = x
+		default:
+			r = LineRange{From: min(r.From, x.From), To: max(r.To, x.To)}
+		}
+	}
+	return append(out, r)
+}
+
 // Lookup returns the record for canonical path.
 func (s *ReadState) Lookup(path string) (ReadRecord, bool) {
 	s.mu.Lock()
@@ -81,6 +138,18 @@ func (s *ReadState) Forget(path string) {
 	s.mu.Lock()
 	delete(s.m, path)
 	s.mu.Unlock()
+}
+
+// Snapshot returns a copy of every record, keyed by canonical path: what the runner
+// stores with the session so a later leg starts from it.
+func (s *ReadState) Snapshot() map[string]ReadRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]ReadRecord, len(s.m))
+	for k, v := range s.m {
+		out[k] = v
+	}
+	return out
 }
 
 // ReadTools returns the read tools of a leg, in the order the model sees them: Read, Glob,

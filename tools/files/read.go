@@ -176,7 +176,11 @@ func (t *readTool) readText(ctx context.Context, in readInput, canonical string,
 		return tools.Fail(CodeFileTooLarge, "lines %d-%d of %s are more than Read returns at once (%d KB); ask for fewer lines with limit",
 			start, start+limit-1, in.FilePath, ReadMaxBytes>>10)
 	}
-	t.record(canonical, fi, w.size, w.hash)
+	if last := start + w.shown - 1; (start > 1 || last < w.total) && w.shown > 0 {
+		t.recordPart(canonical, fi, w.size, w.hash, start, last)
+	} else {
+		t.record(canonical, fi, w.size, w.hash)
+	}
 	switch {
 	case w.total == 0:
 		return tools.Text(fmt.Sprintf("The file %s exists but is empty.", in.FilePath))
@@ -198,6 +202,16 @@ func (t *readTool) record(canonical string, fi env.FileInfo, size int64, hash st
 		return
 	}
 	t.cfg.ReadState.Record(canonical, ReadRecord{Size: size, ModTime: fi.ModTime, Hash: hash})
+}
+
+// recordPart is record for a read that showed only lines from..to: the record still
+// admits an edit of the whole file (the hash is of all of it), and its ranges say which
+// lines the model saw.
+func (t *readTool) recordPart(canonical string, fi env.FileInfo, size int64, hash string, from, to int) {
+	if t.cfg.ReadState == nil {
+		return
+	}
+	t.cfg.ReadState.recordPart(canonical, ReadRecord{Size: size, ModTime: fi.ModTime, Hash: hash}, from, to)
 }
 
 // lineWindow is what scanLines saw of a file.
