@@ -57,6 +57,8 @@ type leg struct {
 	// historyScope is the scope the records land in.
 	files        *history.Files
 	historyScope string
+	// afters is the write lane's record of what it leaves in each file (see writeEnv).
+	afters afterImages
 	fence        *fence.Fence
 	modes        *gate.ModeController
 	gate         *gate.Gate
