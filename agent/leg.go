@@ -59,10 +59,10 @@ type leg struct {
 	historyScope string
 	// afters is the write lane's record of what it leaves in each file (see writeEnv).
 	afters afterImages
-	fence        *fence.Fence
-	modes        *gate.ModeController
-	gate         *gate.Gate
-	scope        permission.Scope
+	fence  *fence.Fence
+	modes  *gate.ModeController
+	gate   *gate.Gate
+	scope  permission.Scope
 	// classifier answers asks in auto mode; it counts its denials and falls back to
 	// asking the approver after too many.
 	classifier permission.AutoClassifier
