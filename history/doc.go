@@ -9,7 +9,8 @@
 //     memory. A new Store is done when it passes the conformance suite in package
 //     historytest.
 //   - [Files] binds a store to one env.ExecutionEnv and is what the runner uses: [Files.Track]
-//     before a write, [Files.Annul] when the write then failed, [Files.Rewind] to restore.
+//     before a write, [Files.Wrote] after it succeeded, [Files.Annul] when it failed,
+//     [Files.Rewind] to restore and [Files.Undo] to take the last rewind back.
 //     Every file access goes through the env, never the os package.
 //   - [ResolveScope], [FilesystemIdentity] and [RefuseChildRewind] decide where a run
 //     records and whether it may rewind.
@@ -26,4 +27,8 @@
 //     deleted with the last record that uses it.
 //   - Rewind checks every file before it changes any: a refused rewind has touched
 //     nothing. Bash changes are not recorded and not restored.
+//   - Rewind never overwrites bytes the agent did not leave: a file whose content is not
+//     the After of its newest record that explains it is a conflict unless forced.
+//   - Rewind saves every file it will change (a rewind boundary, one transaction) before
+//     changing any, so Undo can return there; a rewind that cannot save changes nothing.
 package history

@@ -67,9 +67,10 @@ type LedgerEntry struct {
 	Lines int `json:"lines"`
 	// CurrentLines counts the lines of the file before the rewind (0 when absent).
 	CurrentLines int `json:"current_lines"`
-	// Added and Removed count the lines the rewind adds to and removes from the file as
-	// it is now (would, for a file in conflict).
-	Added   int `json:"added"`
+	// Added counts the lines the rewind adds to the file as it is now (would, for a file
+	// in conflict).
+	Added int `json:"added"`
+	// Removed counts the lines the rewind removes from the file as it is now.
 	Removed int `json:"removed"`
 	// Reason says why a file is in conflict or failed, or why a forced one was
 	// overwritten.
