@@ -105,6 +105,10 @@ const (
 	CodeAnnulFailed = "history.annul_failed"
 	// CodeCarryFailed: a fork could not carry its parent's file history.
 	CodeCarryFailed = "history.carry_failed"
+	// CodeAfterFailed: what a write left in a file could not be recorded; a later
+	// rewind will count the file as changed outside the agent (a conflict) rather than
+	// overwrite it.
+	CodeAfterFailed = "history.after_failed"
 	// CodeShellShutdownFailed: background tasks could not all be stopped at the leg's
 	// end.
 	CodeShellShutdownFailed = "shell.shutdown_failed"

@@ -74,10 +74,12 @@ type leg struct {
 	// historyScope is the scope the records land in.
 	files        *history.Files
 	historyScope string
-	fence        *fence.Fence
-	modes        *gate.ModeController
-	gate         *gate.Gate
-	scope        permission.Scope
+	// afters is the write lane's record of what it leaves in each file (see writeEnv).
+	afters afterImages
+	fence  *fence.Fence
+	modes  *gate.ModeController
+	gate   *gate.Gate
+	scope  permission.Scope
 	// classifier answers asks in auto mode; it counts its denials and falls back to
 	// asking the approver after too many.
 	classifier permission.AutoClassifier

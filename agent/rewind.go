@@ -3,8 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
+	"sync"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/history"
 )
 
@@ -27,6 +30,18 @@ type RewindSpec struct {
 	// AcceptPartialRestore restores what can be restored when some files are in conflict;
 	// otherwise anything short of a full restore is refused (history.partial_restore).
 	AcceptPartialRestore bool
+	// Force restores files in conflict too: files whose bytes are no longer what the
+	// agent last left there (someone changed them). Their current bytes are saved first,
+	// so Undo brings them back.
+	Force bool
+	// Undo returns the files to where they were just before the session's most recent
+	// rewind (an undo is itself a rewind, so undoing again redoes). It goes with Files
+	// alone: ToTurn is ignored, and the conversation is not moved. A session never
+	// rewound is refused with history.nothing_to_undo.
+	Undo bool
+	// Diff puts a unified diff (the file now → what the rewind leaves) in each ledger
+	// entry that changes or is in conflict.
+	Diff bool
 }
 
 // RewindResult is what a rewind did.
@@ -44,6 +59,12 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	if r.deps.Store == nil {
 		return nil, configError(CodeStoreMissing, "rewinding needs a session store; set Deps.Store")
 	}
+	if spec.Undo && spec.Conversation {
+		return nil, configError(CodeRewindInvalid, "an undo returns the files to where they were before the last rewind; it does not move the conversation")
+	}
+	if spec.Undo {
+		spec.Files = true
+	}
 	if !spec.Files && !spec.Conversation {
 		return nil, configError(CodeRewindInvalid, "say what to rewind: the files, the conversation, or both")
 	}
@@ -53,6 +74,9 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	s, err := r.deps.Store.Get(ctx, spec.SessionID)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Undo {
+		return r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec)
 	}
 	chain, err := r.deps.Store.Transcript(ctx, s.ID, "")
 	if err != nil {
@@ -75,15 +99,7 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	}
 	out := &RewindResult{}
 	if spec.Files {
-		if r.deps.History == nil {
-			return nil, configError(CodeHistoryMissing, "rewinding files needs a file-history store; set Deps.History")
-		}
-		files := history.NewFiles(r.deps.History, r.deps.Env)
-		ledger, err := files.Rewind(ctx, s.HistoryScope(), spec.ToTurn, history.RewindOptions{
-			DryRun: spec.DryRun, AcceptPartialRestore: spec.AcceptPartialRestore, SessionID: s.ID,
-		})
-		out.Ledger = &ledger
-		if err != nil {
+		if out, err = r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec); err != nil {
 			return out, err
 		}
 	}
@@ -98,6 +114,25 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		out.Head = id
 	}
 	return out, forgetRestored(ctx, r.deps.Store, s.ID, out.Ledger)
+}
+
+// rewindFiles runs the file half of a rewind, or an undo.
+func (r *Runner) rewindFiles(ctx context.Context, scope, sessionID string, spec RewindSpec) (*RewindResult, error) {
+	if r.deps.History == nil {
+		return nil, configError(CodeHistoryMissing, "rewinding files needs a file-history store; set Deps.History")
+	}
+	files := history.NewFiles(r.deps.History, r.deps.Env)
+	opts := history.RewindOptions{
+		DryRun: spec.DryRun, AcceptPartialRestore: spec.AcceptPartialRestore, SessionID: sessionID, Force: spec.Force, Diff: spec.Diff,
+	}
+	var ledger history.Ledger
+	var err error
+	if spec.Undo {
+		ledger, err = files.Undo(ctx, scope, opts)
+	} else {
+		ledger, err = files.Rewind(ctx, scope, spec.ToTurn, opts)
+	}
+	return &RewindResult{Ledger: &ledger}, err
 }
 
 // rewindBeforeRun applies the spec's file rewind (Resume.Files: RewindFilesTo, or
@@ -117,4 +152,59 @@ func (l *leg) rewindBeforeRun(ctx context.Context) error {
 	ledger, err := files.Rewind(ctx, l.historyScope, turn, history.RewindOptions{AcceptPartialRestore: rs.AcceptPartialRestore, SessionID: l.sessionID})
 	l.rewindNotes = ledger.Entries
 	return err
+}
+
+// afterImages maps each file the write lane is about to write to the history record its
+// first-touch seat returned, so the write, once it succeeded, can say what it left there.
+type afterImages struct {
+	mu   sync.Mutex
+	recs map[string]history.Record
+}
+
+func (a *afterImages) track(key string, rec history.Record, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.recs == nil {
+		a.recs = map[string]history.Record{}
+	}
+	if ok {
+		a.recs[key] = rec
+	} else {
+		delete(a.recs, key)
+	}
+}
+
+func (a *afterImages) take(key string) (history.Record, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rec, ok := a.recs[key]
+	delete(a.recs, key)
+	return rec, ok
+}
+
+// writeEnv is the write lane's view of the env when the runner keeps file history: a
+// WriteFile that succeeded records the sha256 of its bytes as what the agent left in the
+// file. The lane holds the file's lock from its history seat through the write, so the
+// record taken here is the one that seat returned for this write. A write that failed
+// records nothing — its outcome is unknown, and a rewind will not overwrite what may be
+// someone else's bytes without force.
+type writeEnv struct {
+	env.ExecutionEnv
+	l *leg
+}
+
+// WriteFile writes through to the env, then records what the write left.
+func (w *writeEnv) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	rec, tracked := w.l.afters.take(path)
+	if err := w.ExecutionEnv.WriteFile(ctx, path, data, perm); err != nil {
+		return err
+	}
+	if !tracked {
+		return nil
+	}
+	if err := w.l.files.Wrote(context.WithoutCancel(ctx), rec, data); err != nil {
+		w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write left in " + path + " could not be recorded; a rewind will treat the file as changed outside the agent: " + err.Error(),
+			Detail: map[string]any{"path": path}})
+	}
+	return nil
 }

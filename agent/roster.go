@@ -20,7 +20,11 @@ func (l *leg) buildRoster() tools.Roster {
 	r = append(r, files.ReadTools(cfg)...)
 	l.laneTools = map[string]bool{}
 	if !l.spec.ReadOnly {
-		lane := files.WriteTools(cfg, files.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: files.Hooks{
+		laneCfg := cfg
+		if l.files != nil {
+			laneCfg.Env = &writeEnv{ExecutionEnv: cfg.Env, l: l}
+		}
+		lane := files.WriteTools(laneCfg, files.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: files.Hooks{
 			Permission:    l.permitWrite,
 			BeforeWrite:   l.deps.hooks().BeforeWrite,
 			TrackFileEdit: l.trackSeat(),

@@ -299,6 +299,9 @@ func (l *leg) mintBoundary(ctx context.Context, turn int) {
 // the edit is refused, unless the deployment chose to proceed unprotected.
 func (l *leg) trackFileEdit(ctx context.Context, req files.TrackEditRequest) (files.TrackEditResult, error) {
 	rec, minted, err := l.files.Track(ctx, l.historyScope, req.Key)
+	// The write that follows leaves its bytes in this record's After; one with no record
+	// leaves none, so a rewind counts the file as someone else's.
+	l.afters.track(req.Key, rec, err == nil)
 	if err != nil {
 		// The cause's code stays in the notice's detail; the sentences carry only its
 		// message, so no code is nested inside another.

@@ -123,9 +123,21 @@ func (c *bashChanges) syncLocked(ctx context.Context, record bool) ([]string, er
 				return nil
 			}
 			r := history.Record{Scope: l.historyScope, Key: ch.Path, Existed: ch.Existed, Mode: ch.Mode, Size: ch.Size}
-			if _, _, err := l.deps.History.Insert(context.WithoutCancel(ctx), r, pre); err != nil {
+			stored, _, err := l.deps.History.Insert(context.WithoutCancel(ctx), r, pre)
+			if err != nil {
 				unrecoverable = append(unrecoverable, ch.Path)
 				return fmt.Errorf("%s: %w", ch.Path, err)
+			}
+			// What the command left is the file's after-image: a rewind restores it only
+			// while it still holds exactly that (anything else is a person's edit).
+			after := ch.After
+			if ch.Gone {
+				after = history.AfterAbsent
+			}
+			if after != "" {
+				if err := l.deps.History.SetAfter(context.WithoutCancel(ctx), stored.ID, after); err != nil {
+					l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a Bash command left in " + ch.Path + " could not be recorded; rewinding it will ask for --force: " + err.Error()})
+				}
 			}
 			return nil
 		}

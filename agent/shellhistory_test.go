@@ -46,6 +46,17 @@ func TestRewindRestoresWhatBashChanged(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "new.txt")); string(b) != "fresh\n" {
 		t.Fatalf("the command did not run: new.txt %q; notices %+v", b, res.Notices)
 	}
+	// A person then edits what the command made: the rewind must not destroy that edit
+	// without being forced, since the file is no longer what the command left.
+	mine := []byte("fresh\nand my line\n")
+	must(t, os.WriteFile(filepath.Join(root, "new.txt"), mine, 0o644))
+	if _, err := runner.Rewind(context.Background(), agent.RewindSpec{SessionID: res.SessionID, ToTurn: res.FirstTurn, Files: true}); err == nil {
+		t.Fatal("a rewind overwrote a file a person edited after the command")
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "new.txt")); string(b) != string(mine) {
+		t.Fatalf("the refused rewind changed new.txt: %q", b)
+	}
+	must(t, os.WriteFile(filepath.Join(root, "new.txt"), []byte("fresh\n"), 0o644))
 	rw, err := runner.Rewind(context.Background(), agent.RewindSpec{SessionID: res.SessionID, ToTurn: res.FirstTurn, Files: true})
 	must(t, err)
 	if b, err := os.ReadFile(filepath.Join(root, "edit.txt")); err != nil || string(b) != string(edit) {

@@ -9,7 +9,8 @@
 //     memory. A new Store is done when it passes the conformance suite in package
 //     historytest.
 //   - [Files] binds a store to one env.ExecutionEnv and is what the runner uses: [Files.Track]
-//     before a write, [Files.Annul] when the write then failed, [Files.Rewind] to restore.
+//     before a write, [Files.Wrote] after it succeeded, [Files.Annul] when it failed,
+//     [Files.Rewind] to restore and [Files.Undo] to take the last rewind back.
 //     Every file access goes through the env, never the os package.
 //   - [ResolveScope], [FilesystemIdentity] and [RefuseChildRewind] decide where a run
 //     records and whether it may rewind.
@@ -29,4 +30,8 @@
 //   - Bash changes are recorded too, through package treestate: a stat-cache snapshot of
 //     the write roots before a command not proved read-only, a walk after it, and the
 //     same first-touch records for what it created, changed or deleted.
+//   - Rewind never overwrites bytes the agent did not leave: a file whose content is not
+//     the After of its newest record that explains it is a conflict unless forced.
+//   - Rewind saves every file it will change (a rewind boundary, one transaction) before
+//     changing any, so Undo can return there; a rewind that cannot save changes nothing.
 package history

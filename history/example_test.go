@@ -10,7 +10,7 @@ import (
 
 // The shape of a write lane's first-touch station over Files: Track before the write,
 // refuse the write when Track fails, Annul the minted record when the write then fails,
-// and a rewind later puts the file back.
+// record what a write that succeeded left (Wrote), and a rewind later puts the file back.
 func ExampleFiles_Track() {
 	ctx := context.Background()
 	e := envtest.NewMem()
@@ -26,8 +26,13 @@ func ExampleFiles_Track() {
 		fmt.Println("refuse the edit:", err) // cannot record durably: do not write
 		return
 	}
-	if werr := e.WriteFile(ctx, "/w/main.go", []byte("package main // edited\n"), 0o644); werr != nil && minted {
-		files.Annul(ctx, rec, history.ProofVerify) // the write failed: retract the record
+	edited := []byte("package main // edited\n")
+	if werr := e.WriteFile(ctx, "/w/main.go", edited, 0o644); werr != nil {
+		if minted {
+			files.Annul(ctx, rec, history.ProofVerify) // the write failed: retract the record
+		}
+	} else {
+		files.Wrote(ctx, rec, edited) // what the agent left, so a rewind can tell it from others' edits
 	}
 
 	led, err := files.Rewind(ctx, "session-1", 1, history.RewindOptions{SessionID: "session-1"})

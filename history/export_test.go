@@ -6,3 +6,6 @@ func (m *Memory) BlobCount() int {
 	defer m.mu.Unlock()
 	return len(m.blobs)
 }
+
+// SchemaSteps is the SQLite store's migration list, for tests that build an older file.
+var SchemaSteps = schema

@@ -76,6 +76,16 @@ func (f *Files) Track(ctx context.Context, scope, key string) (Record, bool, err
 	return got, minted, nil
 }
 
+// Wrote records that a write of rec's file succeeded and left data there: its sha256
+// becomes rec's After, what a rewind compares the file with to tell the agent's bytes
+// from anyone else's. Call it after every write that succeeded, with the record Track
+// returned for it (minted or not); never after a write that failed, whose outcome is
+// unknown — the file then keeps its last known After, and a rewind that finds other
+// bytes there counts them as someone else's.
+func (f *Files) Wrote(ctx context.Context, rec Record, data []byte) error {
+	return f.store.SetAfter(ctx, rec.ID, sum(data))
+}
+
 // Annul retracts a record minted by Track whose write then failed, so a failed edit
 // leaves no trace in history. With ProofProven the record is deleted; with ProofVerify
 // the file is read again and the record deleted only if it still holds the pre-image

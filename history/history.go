@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sema-agent/sema"
@@ -34,6 +35,20 @@ type Store interface {
 	// Delete removes a record (an annulled first touch), and its blob if no record
 	// uses it any more. Deleting a record that is gone is not an error.
 	Delete(ctx context.Context, id int64) error
+	// SetAfter records on the record with id what the agent left at its key after a write
+	// that succeeded: the hex sha256 of the bytes, or AfterAbsent. A later call replaces
+	// it (the last write wins); an after that is neither is refused with
+	// CodeAfterInvalid. Setting it on a record that is gone is not an error.
+	SetAfter(ctx context.Context, id int64, after string) error
+	// MintRewind mints a rewind boundary in scope (see KindRewind) — it becomes the
+	// scope's newest — and stores saved at it, in one transaction: either the boundary
+	// and every record exist afterwards, or nothing does. Each saved entry is a file's
+	// state before the rewind changes it, as Insert takes one (Scope is set to scope; a
+	// key given twice keeps its first entry), with After set to what the rewind is about
+	// to leave there (an After that is neither empty, a sha256 nor AfterAbsent is refused
+	// with CodeAfterInvalid). It returns the boundary and the records, a repeated key
+	// dropped, in the order given.
+	MintRewind(ctx context.Context, scope string, turn int, saved []Saved) (Boundary, []Record, error)
 	// CarryFork copies the boundaries and records of scope from into scope to, once:
 	// a second carry into to is a no-op. It returns how many records were copied.
 	CarryFork(ctx context.Context, from, to string) (int, error)
@@ -53,11 +68,38 @@ type Boundary struct {
 	// Scope is the history scope the boundary belongs to (see ResolveScope): a
 	// session's ID, or its delegating root's.
 	Scope string `json:"scope"`
-	// Turn is the turn that starts here, numbered from 1.
+	// Turn is the turn that starts here, numbered from 1; for a rewind boundary, the
+	// turn that rewind returned to (0: the scope's beginning, and an undo).
 	Turn int `json:"turn"`
+	// Kind says what minted the boundary: KindTurn or KindRewind.
+	Kind BoundaryKind `json:"kind"`
 	// CreatedAt is when the boundary was minted, in UTC.
 	CreatedAt time.Time `json:"created_at"`
 }
+
+// BoundaryKind says what minted a boundary.
+type BoundaryKind string
+
+const (
+	// KindTurn is a turn's start, the point a rewind returns to.
+	KindTurn BoundaryKind = "turn"
+	// KindRewind is a rewind: its records hold the files as they were just before the
+	// rewind changed them, so an undo can return them there. A rewind to a turn never
+	// stops at one.
+	KindRewind BoundaryKind = "rewind"
+)
+
+// Saved is one file's state before a rewind changes it (see Store.MintRewind).
+type Saved struct {
+	// Record holds Key, Existed and Mode, as Insert reads them, and After: what the
+	// rewind will leave at Key.
+	Record Record
+	// Content is the file's bytes; ignored when !Record.Existed.
+	Content []byte
+}
+
+// AfterAbsent is the Record.After of a file the agent (or a rewind) left absent.
+const AfterAbsent = "absent"
 
 // Record is a file's pre-image before its first change after a boundary.
 type Record struct {
@@ -83,6 +125,11 @@ type Record struct {
 	Mode fs.FileMode `json:"mode,omitempty"`
 	// Size is the pre-image's length in bytes; zero when !Existed.
 	Size int64 `json:"size,omitempty"`
+	// After is what the agent last left at Key during this boundary, set after each
+	// write that succeeded (SetAfter): the hex sha256 of the bytes, or AfterAbsent. Empty
+	// means unknown — no write succeeded yet, or its outcome was ambiguous — so a rewind
+	// cannot tell the agent's bytes from someone else's there.
+	After string `json:"after,omitempty"`
 	// CreatedAt is when the record was inserted, in UTC.
 	CreatedAt time.Time `json:"created_at"`
 }
@@ -100,6 +147,9 @@ const (
 	CodeProofInvalid      = "history.proof_invalid"       // Annul with a proof that is not proven or verify
 	CodeBlobMissing       = "history.blob_missing"        // a record's blob is not in the store
 	CodeCarryConflict     = "history.carry_conflict"      // CarryFork into a scope that already records
+	CodeAfterInvalid      = "history.after_invalid"       // SetAfter with neither a sha256 nor AfterAbsent
+	CodeNothingToUndo     = "history.nothing_to_undo"     // Undo in a scope that was never rewound
+	CodeSaveFailed        = "history.save_failed"         // a rewind could not save the files' current state first, so it changed nothing
 )
 
 // modeBits are the mode bits a record keeps and a restore puts back.
@@ -131,6 +181,53 @@ func checkTurn(turn int) error {
 		return sema.Errorf(CodeTurnInvalid, "turns are numbered from 1; cannot mint a boundary for turn %d", turn).With("turn", turn)
 	}
 	return nil
+}
+
+func checkAfter(after string) error {
+	if after == AfterAbsent {
+		return nil
+	}
+	if len(after) == sha256.Size*2 {
+		if _, err := hex.DecodeString(after); err == nil && strings.ToLower(after) == after {
+			return nil
+		}
+	}
+	return sema.Errorf(CodeAfterInvalid, "an after-image is a lowercase hex sha256 or %q, not %q", AfterAbsent, after).With("after", after)
+}
+
+// prepareSaved validates a rewind's saved states before anything is stored, and drops a
+// key given twice (the first entry is the state the file had).
+func prepareSaved(scope string, turn int, saved []Saved) ([]Saved, error) {
+	if err := checkScope(scope); err != nil {
+		return nil, err
+	}
+	if turn < 0 {
+		return nil, checkTurn(turn)
+	}
+	out := make([]Saved, 0, len(saved))
+	seen := map[string]bool{}
+	for _, sv := range saved {
+		sv.Record.Scope = scope
+		rec, err := prepareInsert(sv.Record, sv.Content)
+		if err != nil {
+			return nil, err
+		}
+		if sv.Record.After != "" {
+			if err := checkAfter(sv.Record.After); err != nil {
+				return nil, err
+			}
+		}
+		if seen[rec.Key] {
+			continue
+		}
+		seen[rec.Key] = true
+		rec.After = sv.Record.After
+		if !rec.Existed {
+			sv.Content = nil
+		}
+		out = append(out, Saved{Record: rec, Content: sv.Content})
+	}
+	return out, nil
 }
 
 func blobMissing(s string) error {

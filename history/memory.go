@@ -67,7 +67,7 @@ func (m *Memory) MintBoundary(ctx context.Context, scope string, turn int) (Boun
 	}
 	defer m.mu.Unlock()
 	m.lastID++
-	b := Boundary{ID: m.lastID, Scope: scope, Turn: turn, CreatedAt: now()}
+	b := Boundary{ID: m.lastID, Scope: scope, Turn: turn, Kind: KindTurn, CreatedAt: now()}
 	m.boundaries[scope] = append(m.boundaries[scope], b)
 	return b, nil
 }
@@ -160,6 +160,7 @@ func prepareInsert(rec Record, content []byte) (Record, error) {
 	} else {
 		rec.Sum, rec.Size, rec.Mode = "", 0, 0
 	}
+	rec.After = "" // only SetAfter, after a write succeeded, says what was left
 	return rec, nil
 }
 
@@ -232,6 +233,53 @@ func (m *Memory) Delete(ctx context.Context, id int64) error {
 		}
 	}
 	return nil
+}
+
+// SetAfter implements Store.SetAfter: it sets the After of the record with id; a
+// missing id is not an error.
+func (m *Memory) SetAfter(ctx context.Context, id int64, after string) error {
+	if err := checkAfter(after); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	for _, rs := range m.records {
+		if i := slices.IndexFunc(rs, func(r Record) bool { return r.ID == id }); i >= 0 {
+			rs[i].After = after
+			return nil
+		}
+	}
+	return nil
+}
+
+// MintRewind implements Store.MintRewind: a rewind boundary and the saved states at it,
+// all under one hold of the mutex.
+func (m *Memory) MintRewind(ctx context.Context, scope string, turn int, saved []Saved) (Boundary, []Record, error) {
+	saved, err := prepareSaved(scope, turn, saved)
+	if err != nil {
+		return Boundary{}, nil, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return Boundary{}, nil, err
+	}
+	defer m.mu.Unlock()
+	m.lastID++
+	b := Boundary{ID: m.lastID, Scope: scope, Turn: turn, Kind: KindRewind, CreatedAt: now()}
+	m.boundaries[scope] = append(m.boundaries[scope], b)
+	out := make([]Record, len(saved))
+	for i, sv := range saved {
+		rec := sv.Record
+		m.lastID++
+		rec.ID, rec.Boundary, rec.Turn, rec.CreatedAt = m.lastID, b.ID, b.Turn, now()
+		if rec.Existed {
+			m.ref(rec.Sum, sv.Content)
+		}
+		m.records[scope] = append(m.records[scope], rec)
+		out[i] = rec
+	}
+	return b, out, nil
 }
 
 // CarryFork implements Store.CarryFork: it copies from's boundaries and records into

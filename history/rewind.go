@@ -28,6 +28,13 @@ type RewindOptions struct {
 	// delegated child recording into its root's scope) is refused with
 	// CodeChildCannotRewind.
 	SessionID string
+	// Force restores files in conflict too — files whose bytes are no longer what the
+	// agent last left there. Their current bytes are saved with everything else the
+	// rewind changes, so an undo brings them back.
+	Force bool
+	// Diff fills LedgerEntry.Diff: a unified diff, from the file as it is now to what the
+	// rewind leaves, for every file the rewind changes or that is in conflict.
+	Diff bool
 }
 
 // Status is what a rewind did, or would do, to one file.
@@ -41,9 +48,9 @@ const (
 	StatusDeleted Status = "deleted"
 	// StatusUnchanged: the file already matches its pre-image.
 	StatusUnchanged Status = "unchanged"
-	// StatusConflict: the file cannot be put back without destroying something history
-	// does not hold — a directory, a link or a special file is there now, or it cannot be
-	// read — so it is left alone.
+	// StatusConflict: the file cannot be put back without destroying something the agent
+	// did not make — its bytes are not what the agent last left there, or a directory,
+	// a link or a special file is there now, or it cannot be read — so it is left alone.
 	StatusConflict Status = "conflict"
 	// StatusFailed: restoring was attempted (or the pre-image was unreadable) and failed.
 	StatusFailed Status = "failed"
@@ -60,19 +67,35 @@ type LedgerEntry struct {
 	Lines int `json:"lines"`
 	// CurrentLines counts the lines of the file before the rewind (0 when absent).
 	CurrentLines int `json:"current_lines"`
-	// Reason says why a file is in conflict or failed.
+	// Added counts the lines the rewind adds to the file as it is now (would, for a file
+	// in conflict).
+	Added int `json:"added"`
+	// Removed counts the lines the rewind removes from the file as it is now.
+	Removed int `json:"removed"`
+	// Reason says why a file is in conflict or failed, or why a forced one was
+	// overwritten.
 	Reason string `json:"reason,omitempty"`
+	// Forced is set on a file that was in conflict and was restored because of Force.
+	Forced bool `json:"forced,omitempty"`
+	// Diff is the unified diff from the file as it is now to what the rewind leaves,
+	// when RewindOptions.Diff asked for it and the file changes or is in conflict.
+	Diff string `json:"diff,omitempty"`
 }
 
 // Ledger is the per-file account of a rewind, sorted by path.
 type Ledger struct {
 	// Scope is the history scope that was rewound.
 	Scope string `json:"scope"`
-	// Turn is the turn rewound to (0: the scope's beginning).
+	// Turn is the turn rewound to (0: the scope's beginning, or an undo).
 	Turn int `json:"turn"`
+	// Undo is set when this was an undo of the scope's most recent rewind.
+	Undo bool `json:"undo,omitempty"`
 	// Applied reports whether files were changed: false for a dry run and for a rewind
 	// refused before it touched anything.
 	Applied bool `json:"applied"`
+	// Saved is the ID of the rewind boundary under which the files' state before this
+	// rewind was saved (the point an undo returns to); 0 when nothing was changed.
+	Saved int64 `json:"saved,omitempty"`
 	// Entries holds one entry per file recorded since the boundary, sorted by Path.
 	Entries []LedgerEntry `json:"entries"`
 }
@@ -132,26 +155,33 @@ const (
 )
 
 type step struct {
-	rec   Record
+	rec   Record   // the file's earliest record at or after the boundary: its state there
+	chain []Record // every record of the file in the scope, oldest first
 	act   action
-	data  []byte
+	data  []byte      // the bytes the restore writes
+	cur   []byte      // the file's bytes now
 	mode  fs.FileMode // the mode bits the file has now; absentMode when it has none
+	saved Record      // the record the rewind saved the file's state under
 	entry LedgerEntry
 }
 
-// Rewind returns every file touched at or after the boundary of turn (the newest
+// Rewind returns every file touched at or after the boundary of turn (the newest turn
 // boundary minted for that turn; 0 means the scope's beginning) to its pre-image there:
 // the earliest record of the file at or after that boundary. An existed pre-image gets
 // its bytes and mode back (atomically, through env.WriteFile, creating missing parent
 // directories), an existed-not one is removed.
 //
-// Every file is checked before any is changed. A file is in conflict when what is there
-// now cannot be replaced without losing something history does not hold, or not at the
-// recorded place: a directory, a symbolic link or a special file where the pre-image is
-// a file or is absent, a directory above it that became a symbolic link or a file, or a
-// file that cannot be read. History
-// records pre-images only (never what a write left), so a regular file whose bytes differ
-// from the pre-image is restored whoever changed it last; a dry run shows it first.
+// Every file is checked before any is changed. A file is in conflict when restoring it
+// would destroy something the agent did not make: its bytes are not what the agent last
+// left there (Record.After; someone changed it since, or the agent's last write has no
+// confirmed outcome), or what is there now is a directory, a symbolic link or a special
+// file, a directory above it became a link or a file, or it cannot be read. A file that
+// is gone is not in conflict: putting it back destroys nothing. opts.Force restores a
+// file whose bytes are in conflict all the same; the others stay conflicts.
+//
+// Before it changes anything, a rewind saves the state of every file it will change
+// under a new rewind boundary (Store.MintRewind), in one transaction; when that fails
+// it changes nothing (CodeSaveFailed). Undo returns to that saved state.
 //
 // Anything short of a full restore is refused with CodePartialRestore — before anything
 // is changed when the check found conflicts — unless opts.AcceptPartialRestore; the
@@ -159,35 +189,82 @@ type step struct {
 // nothing.
 func (f *Files) Rewind(ctx context.Context, scope string, turn int, opts RewindOptions) (Ledger, error) {
 	led := Ledger{Scope: scope, Turn: turn}
-	if err := checkScope(scope); err != nil {
+	if err := f.refuse(scope, opts); err != nil {
 		return led, err
+	}
+	bs, err := f.store.Boundaries(ctx, scope)
+	if err != nil {
+		return led, err
+	}
+	from, err := boundaryOf(bs, scope, turn)
+	if err != nil {
+		return led, err
+	}
+	return f.rewind(ctx, led, bs, from, opts)
+}
+
+// Undo returns the files of scope to where they were just before its most recent
+// rewind (or undo: an undo is a rewind too, so a second Undo redoes): every file
+// touched since that rewind began gets the state the rewind saved, or, for one first
+// touched after it, its pre-image then. It checks, saves and refuses as Rewind does. A
+// scope never rewound is refused with CodeNothingToUndo.
+func (f *Files) Undo(ctx context.Context, scope string, opts RewindOptions) (Ledger, error) {
+	led := Ledger{Scope: scope, Undo: true}
+	if err := f.refuse(scope, opts); err != nil {
+		return led, err
+	}
+	bs, err := f.store.Boundaries(ctx, scope)
+	if err != nil {
+		return led, err
+	}
+	for _, b := range slices.Backward(bs) {
+		if b.Kind == KindRewind {
+			return f.rewind(ctx, led, bs, b.ID, opts)
+		}
+	}
+	return led, sema.Errorf(CodeNothingToUndo, "scope %q has no rewind to undo", scope).With("scope", scope)
+}
+
+func (f *Files) refuse(scope string, opts RewindOptions) error {
+	if err := checkScope(scope); err != nil {
+		return err
 	}
 	if opts.SessionID != "" {
-		if err := RefuseChildRewind(scope, opts.SessionID); err != nil {
-			return led, err
-		}
+		return RefuseChildRewind(scope, opts.SessionID)
 	}
-	from, err := f.boundaryOf(ctx, scope, turn)
+	return nil
+}
+
+func (f *Files) rewind(ctx context.Context, led Ledger, bs []Boundary, from int64, opts RewindOptions) (Ledger, error) {
+	scope := led.Scope
+	recs, err := f.store.Records(ctx, scope, 0)
 	if err != nil {
 		return led, err
 	}
-	recs, err := f.store.Records(ctx, scope, from)
-	if err != nil {
-		return led, err
-	}
-	// The earliest record of each file at or after the boundary is its state there.
+	// The earliest record of each file at or after the boundary is its state there; all
+	// of its records say who changed it last.
 	var steps []*step
-	seen := map[string]bool{}
+	byKey := map[string]*step{}
+	chains := map[string][]Record{}
 	for _, r := range recs {
-		if !seen[r.Key] {
-			seen[r.Key] = true
-			steps = append(steps, &step{rec: r, entry: LedgerEntry{Path: r.Key}})
+		chains[r.Key] = append(chains[r.Key], r)
+		if r.Boundary >= from && byKey[r.Key] == nil {
+			s := &step{rec: r, entry: LedgerEntry{Path: r.Key}}
+			byKey[r.Key] = s
+			steps = append(steps, s)
 		}
+	}
+	for _, s := range steps {
+		s.chain = chains[s.rec.Key]
 	}
 	slices.SortFunc(steps, func(a, b *step) int { return strings.Compare(a.rec.Key, b.rec.Key) })
+	kinds := map[int64]BoundaryKind{}
+	for _, b := range bs {
+		kinds[b.ID] = b.Kind
+	}
 
 	ds := &dirs{m: map[string]error{}}
-	parallel(len(steps), func(i int) { f.check(ctx, ds, steps[i]) })
+	parallel(len(steps), func(i int) { f.check(ctx, ds, steps[i], kinds, opts) })
 	if err := ctx.Err(); err != nil {
 		return led, err
 	}
@@ -199,7 +276,33 @@ func (f *Files) Rewind(ctx context.Context, scope string, turn int, opts RewindO
 		return led, partial(led)
 	}
 
+	// Save what is there now, before anything changes: the undo's way back, and the
+	// forced files' bytes. A rewind that cannot save changes nothing.
+	var saves []Saved
+	var changing []*step
+	for _, s := range steps {
+		if s.act == actNone {
+			continue
+		}
+		after := s.rec.Sum
+		if s.act == actRemove {
+			after = AfterAbsent
+		}
+		saves = append(saves, Saved{Record: Record{Key: s.rec.Key, Existed: s.mode != absentMode, Mode: s.mode, After: after}, Content: s.cur})
+		changing = append(changing, s)
+	}
 	led.Applied = true
+	if len(saves) > 0 {
+		b, saved, err := f.store.MintRewind(ctx, scope, led.Turn, saves)
+		if err != nil {
+			led.Applied = false
+			return led, sema.Errorf(CodeSaveFailed, "the files' current state could not be saved before the rewind, so nothing was changed: %w", err).With("scope", scope)
+		}
+		led.Saved = b.ID
+		for i, s := range changing {
+			s.saved = saved[i]
+		}
+	}
 	parallel(len(steps), func(i int) { f.apply(ctx, steps[i]) })
 	led.Entries = entries(steps)
 	if !led.Complete() && !opts.AcceptPartialRestore {
@@ -208,16 +311,15 @@ func (f *Files) Rewind(ctx context.Context, scope string, turn int, opts RewindO
 	return led, nil
 }
 
-func (f *Files) boundaryOf(ctx context.Context, scope string, turn int) (int64, error) {
+func boundaryOf(bs []Boundary, scope string, turn int) (int64, error) {
 	if turn == 0 {
 		return 0, nil
 	}
-	bs, err := f.store.Boundaries(ctx, scope)
-	if err != nil {
-		return 0, err
-	}
 	var turns []int
 	for _, b := range slices.Backward(bs) {
+		if b.Kind == KindRewind {
+			continue // a rewind is no turn's start
+		}
 		if b.Turn == turn {
 			return b.ID, nil
 		}
@@ -230,7 +332,7 @@ func (f *Files) boundaryOf(ctx context.Context, scope string, turn int) (int64, 
 }
 
 // check decides what restoring s.rec means for the file as it is now; it changes nothing.
-func (f *Files) check(ctx context.Context, ds *dirs, s *step) {
+func (f *Files) check(ctx context.Context, ds *dirs, s *step, kinds map[int64]BoundaryKind, opts RewindOptions) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -243,7 +345,6 @@ func (f *Files) check(ctx context.Context, ds *dirs, s *step) {
 		return
 	}
 	fi, err := f.env.Lstat(ctx, rec.Key)
-	var cur []byte
 	exists := false
 	s.mode = absentMode
 	switch {
@@ -260,37 +361,100 @@ func (f *Files) check(ctx context.Context, ds *dirs, s *step) {
 		conflict("a %s is there now", kindOf(fi))
 		return
 	default:
-		if cur, err = f.env.ReadFile(ctx, rec.Key); err != nil {
+		if s.cur, err = f.env.ReadFile(ctx, rec.Key); err != nil {
 			conflict("cannot read the file: %v", err)
 			return
 		}
 		exists, s.mode = true, fi.Mode&modeBits
-		e.CurrentLines = lineCount(cur)
+		e.CurrentLines = lineCount(s.cur)
 	}
 
-	if !rec.Existed {
-		if exists {
-			s.act, e.Status = actRemove, StatusDeleted
-		} else {
-			e.Status = StatusUnchanged
-		}
+	switch {
+	case !rec.Existed && !exists:
+		e.Status = StatusUnchanged
 		return
-	}
-	if exists && sum(cur) == rec.Sum {
+	case !rec.Existed:
+		s.act, e.Status = actRemove, StatusDeleted
+	case exists && sum(s.cur) == rec.Sum:
 		e.Lines = e.CurrentLines
 		if s.mode == rec.Mode {
 			e.Status = StatusUnchanged
 		} else {
+			// Only the mode differs: no bytes are lost, whoever changed it.
 			s.act, e.Status = actChmod, StatusRestored
 		}
 		return
+	default:
+		data, err := f.store.Blob(ctx, rec.Sum)
+		if err != nil {
+			e.Status, e.Reason = StatusFailed, fmt.Sprintf("cannot read the recorded pre-image: %v", err)
+			return
+		}
+		s.act, s.data, e.Status, e.Lines = actWrite, data, StatusRestored, lineCount(data)
 	}
-	data, err := f.store.Blob(ctx, rec.Sum)
-	if err != nil {
-		e.Status, e.Reason = StatusFailed, fmt.Sprintf("cannot read the recorded pre-image: %v", err)
-		return
+	e.Added, e.Removed = diffStat(string(s.cur), string(s.data))
+	if opts.Diff {
+		e.Diff = fileDiff(rec.Key, exists, s.cur, rec.Existed, s.data)
 	}
-	s.act, s.data, e.Status, e.Lines = actWrite, data, StatusRestored, lineCount(data)
+	if !exists {
+		return // nothing is there to destroy
+	}
+	if why := s.foreign(kinds); why != "" {
+		if !opts.Force {
+			s.act = actNone
+			conflict("%s", why)
+			return
+		}
+		e.Forced, e.Reason = true, why+"; overwritten by force, its bytes saved for undo"
+	}
+}
+
+// foreign says why the file's bytes now are not the agent's to overwrite, or "" when
+// they are what the agent (or a rewind) last left there. It walks the file's records
+// from the newest: a record whose After matches was the last to leave these bytes; a
+// record whose pre-image matches changed nothing that is still there (its writes failed
+// or were undone), so the answer lies with the record before it; anything else was
+// changed by someone else, or by a write with no confirmed outcome. Bytes equal to the
+// file's state before the agent first touched it are history's own, never foreign.
+func (s *step) foreign(kinds map[int64]BoundaryKind) string {
+	now := sum(s.cur)
+	for i := len(s.chain) - 1; i >= 0; i-- {
+		r := s.chain[i]
+		if r.After == now {
+			return ""
+		}
+		if r.Existed && r.Sum == now {
+			continue
+		}
+		by := fmt.Sprintf("its last write at turn %d", r.Turn)
+		if kinds[r.Boundary] == KindRewind {
+			by = "the rewind that last restored it"
+		}
+		if r.After == "" {
+			return fmt.Sprintf("changed outside the agent: %s has no confirmed outcome, and the file no longer holds what was there before", by)
+		}
+		return "changed outside the agent since " + by
+	}
+	return ""
+}
+
+// fileDiff is the unified diff from the file now to what the rewind leaves; a side that
+// is absent is /dev/null, and binary content is named, not printed.
+func fileDiff(key string, curExists bool, cur []byte, wantExists bool, want []byte) string {
+	from, to := key+"\t(now)", key+"\t(restored)"
+	if !curExists {
+		from = "/dev/null"
+	}
+	if !wantExists {
+		to = "/dev/null"
+	}
+	if bytes.IndexByte(cur, 0) >= 0 || bytes.IndexByte(want, 0) >= 0 {
+		if bytes.Equal(cur, want) {
+			return ""
+		}
+		return fmt.Sprintf("Binary files %s and %s differ\n", from, to)
+	}
+	return unifiedDiff(from, to, string(cur), string(want))
 }
 
 // apply carries out what check decided.
@@ -298,7 +462,9 @@ func (f *Files) apply(ctx context.Context, s *step) {
 	if s.act == actNone {
 		return
 	}
-	fail := func(err error) { s.entry.Status, s.entry.Reason = StatusFailed, err.Error() }
+	fail := func(err error) {
+		s.entry.Status, s.entry.Reason = StatusFailed, err.Error()
+	}
 	if err := ctx.Err(); err != nil {
 		fail(fmt.Errorf("not restored: %w", err))
 		return
@@ -321,15 +487,42 @@ func (f *Files) apply(ctx context.Context, s *step) {
 				err = f.env.WriteFile(ctx, key, s.data, mode.Perm())
 			}
 		}
+		if err != nil {
+			fail(f.repair(ctx, s, err))
+			return
+		}
 		// WriteFile keeps an existing file's mode; the pre-image's mode wins unless the
 		// file already had it.
-		if err == nil && s.mode != mode {
-			err = f.env.Chmod(ctx, key, mode)
-		}
-		if err != nil {
-			fail(err)
+		if s.mode != mode {
+			if err := f.env.Chmod(ctx, key, mode); err != nil {
+				fail(err)
+			}
 		}
 	}
+}
+
+// repair handles a restore write that failed. The env's WriteFile is atomic, but one
+// that is not (or a fault) may leave the file holding neither its old bytes nor the
+// restored ones: then the old bytes, which the rewind holds, are written back, so no
+// file is left half-written when it can be helped. It returns the error to report.
+func (f *Files) repair(ctx context.Context, s *step, err error) error {
+	if s.mode == absentMode {
+		// Nothing was there: a partly written new file is removed.
+		if _, lerr := f.env.Lstat(context.WithoutCancel(ctx), s.rec.Key); lerr == nil {
+			if rerr := f.env.Remove(context.WithoutCancel(ctx), s.rec.Key); rerr != nil {
+				return fmt.Errorf("%w; a partly written file may be left (removing it failed: %v)", err, rerr)
+			}
+		}
+		return err
+	}
+	now, rerr := f.env.ReadFile(context.WithoutCancel(ctx), s.rec.Key)
+	if rerr == nil && (bytes.Equal(now, s.cur) || bytes.Equal(now, s.data)) {
+		return err
+	}
+	if werr := f.env.WriteFile(context.WithoutCancel(ctx), s.rec.Key, s.cur, s.mode.Perm()); werr != nil {
+		return fmt.Errorf("%w; the file may be partly written, and putting its previous bytes back failed too (%v): undo the rewind to restore them", err, werr)
+	}
+	return fmt.Errorf("%w; its previous bytes were put back", err)
 }
 
 // dirs remembers, for one rewind, which directories above the keys are intact.

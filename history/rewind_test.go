@@ -103,8 +103,10 @@ func mkdirAll(t *testing.T, e env.ExecutionEnv, dir string) {
 func apply(t *testing.T, f *history.Files, e env.ExecutionEnv, scope, root string, o op) {
 	t.Helper()
 	p := filepath.Join(root, o.path)
+	var rec history.Record
 	if f != nil {
-		if _, _, err := f.Track(t.Context(), scope, p); err != nil {
+		var err error
+		if rec, _, err = f.Track(t.Context(), scope, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,6 +116,10 @@ func apply(t *testing.T, f *history.Files, e env.ExecutionEnv, scope, root strin
 	}
 	mkdirAll(t, e, filepath.Dir(p))
 	write(t, e, p, o.content, o.mode)
+	if f != nil {
+		// As the write lane does after a write that succeeded.
+		check(t, f.Wrote(t.Context(), rec, []byte(o.content)))
+	}
 }
 
 // runScenario plays the scenario into scope and returns the tree's snapshot at the start
@@ -222,10 +228,10 @@ func TestRewindDryRun(t *testing.T) {
 			t.Fatalf("a dry run changed the tree:\n%s", d)
 		}
 		want := []history.LedgerEntry{
-			{Path: filepath.Join(root, "a.txt"), Status: history.StatusRestored, Lines: 1, CurrentLines: 1},
-			{Path: filepath.Join(root, "c.txt"), Status: history.StatusRestored, Lines: 1, CurrentLines: 1},
-			{Path: filepath.Join(root, "gen/deep/b.txt"), Status: history.StatusDeleted, Lines: 0, CurrentLines: 3},
-			{Path: filepath.Join(root, "run.sh"), Status: history.StatusRestored, Lines: 2, CurrentLines: 0},
+			{Path: filepath.Join(root, "a.txt"), Status: history.StatusRestored, Lines: 1, CurrentLines: 1, Added: 1, Removed: 1},
+			{Path: filepath.Join(root, "c.txt"), Status: history.StatusRestored, Lines: 1, CurrentLines: 1, Added: 1, Removed: 1},
+			{Path: filepath.Join(root, "gen/deep/b.txt"), Status: history.StatusDeleted, Lines: 0, CurrentLines: 3, Removed: 3},
+			{Path: filepath.Join(root, "run.sh"), Status: history.StatusRestored, Lines: 2, CurrentLines: 0, Added: 2},
 			{Path: filepath.Join(root, "src/new1.go"), Status: history.StatusRestored, Lines: 1, CurrentLines: 1},
 		}
 		if d := cmp.Diff(want, led.Entries); d != "" {
@@ -386,8 +392,9 @@ func TestRewindRemintedTurn(t *testing.T) {
 		write(t, e, a, "a0", 0o644)
 		edit := func(turn int, content string) {
 			must(s.MintBoundary(ctx, "S", turn))(t)
-			track(t, f, "S", a)
+			rec := track(t, f, "S", a)
 			write(t, e, a, content, 0o644)
+			check(t, f.Wrote(ctx, rec, []byte(content)))
 		}
 		read := func() string { return string(must(e.ReadFile(ctx, a))(t)) }
 		edit(1, "a1")

@@ -45,6 +45,11 @@ var schema = []string{
 		from_scope TEXT NOT NULL,
 		created_at INTEGER NOT NULL
 	);`,
+	// 2: what minted a boundary (a turn or a rewind), and what the agent last left at a
+	// record's key. Records from before have no after-image: unknown, which a rewind
+	// treats as "cannot tell who changed it".
+	`ALTER TABLE history_boundaries ADD COLUMN kind TEXT NOT NULL DEFAULT 'turn';
+	ALTER TABLE history_records ADD COLUMN after TEXT;`,
 }
 
 // SQLite is the history Store in a SQLite file, normally the session store's.
@@ -86,21 +91,23 @@ func (s *SQLite) Close() error {
 }
 
 const (
-	recordCols = `id, scope, boundary, turn, key, existed, COALESCE(sum, ''), mode, size, created_at`
+	recordCols = `id, scope, boundary, turn, key, existed, COALESCE(sum, ''), mode, size, COALESCE(after, ''), created_at`
 	// newestBoundary is the scope's newest boundary id, 0 before the first.
 	newestBoundary = `COALESCE((SELECT id FROM history_boundaries WHERE scope = ?1 ORDER BY id DESC LIMIT 1), 0)`
 	qNewest        = `SELECT id, turn FROM history_boundaries WHERE scope = ? ORDER BY id DESC LIMIT 1`
 	qLookup        = `SELECT ` + recordCols + ` FROM history_records WHERE scope = ?1 AND key = ?2 AND boundary = ` + newestBoundary
 	qPutBlob       = `INSERT INTO history_blobs (sum, size, data) VALUES (?, ?, ?) ON CONFLICT (sum) DO NOTHING`
-	qPutRecord     = `INSERT INTO history_records (scope, boundary, turn, key, existed, sum, mode, size, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	qPutRecord     = `INSERT INTO history_records (scope, boundary, turn, key, existed, sum, mode, size, after, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?) RETURNING id`
+	qMint        = `INSERT INTO history_boundaries (scope, turn, kind, created_at) VALUES (?, ?, ?, ?) RETURNING id`
+	qSetAfter    = `UPDATE history_records SET after = ? WHERE id = ?`
 	qRecordsFrom = `SELECT ` + recordCols + ` FROM history_records WHERE scope = ? AND boundary >= ? ORDER BY boundary, id`
 	qBlob        = `SELECT data FROM history_blobs WHERE sum = ?`
 	// qDropOrphan deletes a blob no record uses any more.
 	qDropOrphan = `DELETE FROM history_blobs WHERE sum = ?1 AND NOT EXISTS (SELECT 1 FROM history_records WHERE sum = ?1)`
 )
 
-var hotQueries = []string{qNewest, qLookup, qPutBlob, qPutRecord, qRecordsFrom, qBlob, qDropOrphan}
+var hotQueries = []string{qNewest, qLookup, qPutBlob, qPutRecord, qRecordsFrom, qBlob, qDropOrphan, qMint, qSetAfter}
 
 // sqliteSchema is the history store's share of a database file, beside the session
 // store's.
@@ -116,7 +123,7 @@ func scanRecord(r scanner) (Record, error) {
 	var rec Record
 	var created int64
 	var mode uint32
-	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &created)
+	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &created)
 	rec.Mode, rec.CreatedAt = fsMode(mode), fromNanos(created)
 	return rec, err
 }
@@ -130,10 +137,9 @@ func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boun
 	if err := checkTurn(turn); err != nil {
 		return Boundary{}, err
 	}
-	b := Boundary{Scope: scope, Turn: turn, CreatedAt: now()}
+	b := Boundary{Scope: scope, Turn: turn, Kind: KindTurn, CreatedAt: now()}
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
-		return q.QueryRowContext(ctx, `INSERT INTO history_boundaries (scope, turn, created_at) VALUES (?, ?, ?) RETURNING id`,
-			scope, turn, b.CreatedAt.UnixNano()).Scan(&b.ID)
+		return q.QueryRowContext(ctx, qMint, scope, turn, string(b.Kind), b.CreatedAt.UnixNano()).Scan(&b.ID)
 	})
 	return b, err
 }
@@ -141,7 +147,7 @@ func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boun
 // Boundaries implements Store.Boundaries, returning the scope's boundaries in mint
 // order; none is not an error.
 func (s *SQLite) Boundaries(ctx context.Context, scope string) ([]Boundary, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, scope, turn, created_at FROM history_boundaries WHERE scope = ? ORDER BY id`, scope)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, scope, turn, kind, created_at FROM history_boundaries WHERE scope = ? ORDER BY id`, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +156,7 @@ func (s *SQLite) Boundaries(ctx context.Context, scope string) ([]Boundary, erro
 	for rows.Next() {
 		var b Boundary
 		var created int64
-		if err := rows.Scan(&b.ID, &b.Scope, &b.Turn, &created); err != nil {
+		if err := rows.Scan(&b.ID, &b.Scope, &b.Turn, &b.Kind, &created); err != nil {
 			return nil, err
 		}
 		b.CreatedAt = fromNanos(created)
@@ -203,7 +209,7 @@ func (s *SQLite) Insert(ctx context.Context, rec Record, content []byte) (Record
 		}
 		r.CreatedAt = now()
 		if err := q.QueryRowContext(ctx, qPutRecord, r.Scope, r.Boundary, r.Turn, r.Key, r.Existed, sumArg, uint32(r.Mode),
-			r.Size, r.CreatedAt.UnixNano()).Scan(&r.ID); err != nil {
+			r.Size, r.After, r.CreatedAt.UnixNano()).Scan(&r.ID); err != nil {
 			return err
 		}
 		out, minted = r, true
@@ -304,18 +310,19 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 			to, from, now().UnixNano()); err != nil {
 			return err
 		}
-		bs, err := q.QueryContext(ctx, `SELECT id, turn, created_at FROM history_boundaries WHERE scope = ? ORDER BY id`, from)
+		bs, err := q.QueryContext(ctx, `SELECT id, turn, kind, created_at FROM history_boundaries WHERE scope = ? ORDER BY id`, from)
 		if err != nil {
 			return err
 		}
 		type old struct {
 			id, created int64
 			turn        int
+			kind        string
 		}
 		var olds []old
 		for bs.Next() {
 			var o old
-			if err := bs.Scan(&o.id, &o.turn, &o.created); err != nil {
+			if err := bs.Scan(&o.id, &o.turn, &o.kind, &o.created); err != nil {
 				bs.Close()
 				return err
 			}
@@ -328,8 +335,7 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 		ids := map[int64]int64{0: 0}
 		for _, o := range olds {
 			var nid int64
-			if err := q.QueryRowContext(ctx, `INSERT INTO history_boundaries (scope, turn, created_at) VALUES (?, ?, ?) RETURNING id`,
-				to, o.turn, o.created).Scan(&nid); err != nil {
+			if err := q.QueryRowContext(ctx, qMint, to, o.turn, o.kind, o.created).Scan(&nid); err != nil {
 				return err
 			}
 			ids[o.id] = nid
@@ -345,7 +351,7 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 			}
 			var id int64
 			if err := q.QueryRowContext(ctx, qPutRecord, to, ids[r.Boundary], r.Turn, r.Key, r.Existed, sumArg, uint32(r.Mode),
-				r.Size, r.CreatedAt.UnixNano()).Scan(&id); err != nil {
+				r.Size, r.After, r.CreatedAt.UnixNano()).Scan(&id); err != nil {
 				return err
 			}
 		}
@@ -353,6 +359,61 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// SetAfter implements Store.SetAfter: it sets the After of the record with id; a
+// missing id is not an error.
+func (s *SQLite) SetAfter(ctx context.Context, id int64, after string) error {
+	if err := checkAfter(after); err != nil {
+		return err
+	}
+	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		_, err := q.ExecContext(ctx, qSetAfter, after, id)
+		return err
+	})
+}
+
+// MintRewind implements Store.MintRewind: the rewind boundary, the saved states' blobs
+// and their records in one transaction.
+func (s *SQLite) MintRewind(ctx context.Context, scope string, turn int, saved []Saved) (Boundary, []Record, error) {
+	saved, err := prepareSaved(scope, turn, saved)
+	if err != nil {
+		return Boundary{}, nil, err
+	}
+	var b Boundary
+	var out []Record
+	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		b = Boundary{Scope: scope, Turn: turn, Kind: KindRewind, CreatedAt: now()}
+		if err := q.QueryRowContext(ctx, qMint, scope, turn, string(b.Kind), b.CreatedAt.UnixNano()).Scan(&b.ID); err != nil {
+			return err
+		}
+		out = make([]Record, len(saved))
+		for i, sv := range saved {
+			r := sv.Record
+			var sumArg any
+			if r.Existed {
+				content := sv.Content
+				if content == nil {
+					content = []byte{}
+				}
+				if _, err := q.ExecContext(ctx, qPutBlob, r.Sum, r.Size, content); err != nil {
+					return err
+				}
+				sumArg = r.Sum
+			}
+			r.Boundary, r.Turn, r.CreatedAt = b.ID, b.Turn, now()
+			if err := q.QueryRowContext(ctx, qPutRecord, scope, r.Boundary, r.Turn, r.Key, r.Existed, sumArg, uint32(r.Mode),
+				r.Size, r.After, r.CreatedAt.UnixNano()).Scan(&r.ID); err != nil {
+				return err
+			}
+			out[i] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return Boundary{}, nil, err
+	}
+	return b, out, nil
 }
 
 // Forget implements Store.Forget: it drops scope's boundaries and records, the blobs

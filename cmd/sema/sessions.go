@@ -315,19 +315,37 @@ func firstLine(s string, max int) string {
 }
 
 func newRewindCmd(stdout io.Writer) *cobra.Command {
-	var home string
+	var home, format string
+	var stat, diff bool
 	var spec agent.RewindSpec
 	cmd := &cobra.Command{
-		Use:   "rewind SESSION --to TURN [--files] [--conversation]",
-		Short: "Return a session's files and/or conversation to the start of a turn",
-		Args:  cobra.ExactArgs(1),
+		Use:   "rewind SESSION (--to TURN [--files] [--conversation] | --undo) [--dry-run] [--force]",
+		Short: "Return a session's files and/or conversation to the start of a turn, or undo the last rewind",
+		Long: `Return a session's files and/or conversation to the start of a turn.
+
+A file whose bytes are no longer what the agent last left there (someone edited it since)
+is a conflict: it is shown as a diff and left alone, and the rewind changes nothing unless
+--force (overwrite it) or --accept-partial (restore the others). Before changing anything,
+a rewind saves every file it will change, so --undo returns them to where they were just
+before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("to") {
-				return usageErr(sema.Errorf(codeUsage, "give the turn to return to with --to N (see `sema sessions show %s`)", args[0]))
+			if format != "text" && format != "json" {
+				return usageErr(sema.Errorf(codeUsage, "--output-format is text or json, not %q", format))
+			}
+			if spec.Undo {
+				if cmd.Flags().Changed("to") || spec.Conversation {
+					return usageErr(sema.Errorf(codeUsage, "--undo returns the files to where they were before the last rewind; it takes no --to and no --conversation"))
+				}
+				spec.Files = true
+			} else if !cmd.Flags().Changed("to") {
+				return usageErr(sema.Errorf(codeUsage, "give the turn to return to with --to N (see `sema sessions show %s`), or undo the last rewind with --undo", args[0]))
 			}
 			if !spec.Files && !spec.Conversation {
 				spec.Files, spec.Conversation = true, true
 			}
+			// Text shows diffs unless --stat; JSON carries them when --diff asks.
+			spec.Diff = (format == "text" && !stat) || (format == "json" && diff)
 			st, err := openHome(cmd.Context(), home)
 			if err != nil {
 				return usageErr(err)
@@ -336,13 +354,15 @@ func newRewindCmd(stdout io.Writer) *cobra.Command {
 			spec.SessionID = args[0]
 			r := agent.New(st.Deps(agent.Deps{}))
 			out, err := r.Rewind(cmd.Context(), spec)
-			if out != nil && out.Ledger != nil {
-				printLedger(stdout, out.Ledger, spec.DryRun)
+			if format == "json" {
+				printLedgerJSON(stdout, out, spec.DryRun, err)
+			} else if out != nil && out.Ledger != nil {
+				printLedger(stdout, out.Ledger, spec, args[0])
 			}
 			if err != nil {
 				return &exitErr{code: exitError, err: err}
 			}
-			if out.Head != "" {
+			if out.Head != "" && format == "text" {
 				fmt.Fprintf(stdout, "conversation: the next `sema run --resume %s` continues from the start of turn %d\n", args[0], spec.ToTurn)
 			}
 			return nil
@@ -352,24 +372,99 @@ func newRewindCmd(stdout io.Writer) *cobra.Command {
 	cmd.Flags().IntVar(&spec.ToTurn, "to", 0, "the turn to return to")
 	cmd.Flags().BoolVar(&spec.Files, "files", false, "restore the files (default: files and conversation)")
 	cmd.Flags().BoolVar(&spec.Conversation, "conversation", false, "move the conversation back (default: files and conversation)")
-	cmd.Flags().BoolVar(&spec.DryRun, "dry-run", false, "list what would change, change nothing")
+	cmd.Flags().BoolVar(&spec.DryRun, "dry-run", false, "show what would change, as a diff per file, and change nothing")
 	cmd.Flags().BoolVar(&spec.AcceptPartialRestore, "accept-partial", false, "restore what can be restored when some files conflict")
+	cmd.Flags().BoolVar(&spec.Force, "force", false, "overwrite files changed outside the agent too (their bytes are saved first; --undo brings them back)")
+	cmd.Flags().BoolVar(&spec.Undo, "undo", false, "return the files to where they were just before the most recent rewind")
+	cmd.Flags().BoolVar(&stat, "stat", false, "show line counts per file, no diffs")
+	cmd.Flags().BoolVar(&diff, "diff", false, "with --output-format json: include each file's diff")
+	cmd.Flags().StringVar(&format, "output-format", "text", "text|json")
 	return cmd
 }
 
-func printLedger(w io.Writer, l *history.Ledger, dry bool) {
-	verb := "restored"
-	if dry {
-		verb = "would change"
+func printLedger(w io.Writer, l *history.Ledger, spec agent.RewindSpec, id string) {
+	var what string
+	switch {
+	case l.Undo && spec.DryRun:
+		what = "an undo of the last rewind would change"
+	case l.Undo:
+		what = "undo of the last rewind"
+	case spec.DryRun:
+		what = fmt.Sprintf("a rewind to the start of turn %d would change", l.Turn)
+	case l.Applied:
+		what = fmt.Sprintf("restored to the start of turn %d", l.Turn)
+	default:
+		what = fmt.Sprintf("nothing changed; a rewind to the start of turn %d", l.Turn)
 	}
-	fmt.Fprintf(w, "files (%s to the start of turn %d):\n", verb, l.Turn)
+	fmt.Fprintf(w, "files (%s):\n", what)
+	conflicts := 0
 	for _, e := range l.Entries {
-		line := fmt.Sprintf("  %-9s %s (%d → %d lines)", e.Status, e.Path, e.CurrentLines, e.Lines)
+		line := fmt.Sprintf("  %-9s %s (+%d -%d)", e.Status, e.Path, e.Added, e.Removed)
 		if e.Reason != "" {
 			line += ": " + e.Reason
 		}
 		fmt.Fprintln(w, line)
+		if e.Status == history.StatusConflict {
+			conflicts++
+		}
 	}
+	// The diffs follow the list: every change on a dry run, and on a real one the
+	// conflicts, so the person sees what a --force would overwrite.
+	for _, e := range l.Entries {
+		if e.Diff != "" && (spec.DryRun || e.Status == history.StatusConflict) {
+			fmt.Fprintf(w, "\n%s", e.Diff)
+		}
+	}
+	if conflicts > 0 && !spec.Force {
+		fmt.Fprintf(w, "\n%d file(s) changed outside the agent are left alone; `sema rewind %s --force ...` overwrites them (their bytes are saved first, and `sema rewind %s --undo` brings them back)\n", conflicts, id, id)
+	}
+}
+
+// ledgerJSON is the ledger as `sema rewind --output-format json` prints it.
+type ledgerJSON struct {
+	Scope   string     `json:"scope,omitempty"`
+	Turn    int        `json:"turn"`
+	Undo    bool       `json:"undo"`
+	DryRun  bool       `json:"dry_run"`
+	Applied bool       `json:"applied"`
+	Files   []fileJSON `json:"files"`
+	Head    string     `json:"head,omitempty"`
+	Error   *errorJSON `json:"error,omitempty"`
+}
+
+type fileJSON struct {
+	Path    string `json:"path"`
+	Action  string `json:"action"`
+	Reason  string `json:"reason,omitempty"`
+	Added   int    `json:"added"`
+	Removed int    `json:"removed"`
+	Forced  bool   `json:"forced,omitempty"`
+	Diff    string `json:"diff,omitempty"`
+}
+
+type errorJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func printLedgerJSON(w io.Writer, out *agent.RewindResult, dry bool, err error) {
+	doc := ledgerJSON{DryRun: dry, Files: []fileJSON{}}
+	if out != nil && out.Ledger != nil {
+		l := out.Ledger
+		doc.Scope, doc.Turn, doc.Undo, doc.Applied = l.Scope, l.Turn, l.Undo, l.Applied
+		for _, e := range l.Entries {
+			doc.Files = append(doc.Files, fileJSON{Path: e.Path, Action: string(e.Status), Reason: e.Reason, Added: e.Added, Removed: e.Removed, Forced: e.Forced, Diff: e.Diff})
+		}
+	}
+	if out != nil {
+		doc.Head = out.Head
+	}
+	if err != nil {
+		doc.Error = &errorJSON{Code: sema.CodeOf(err), Message: sema.MessageOf(err)}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(doc)
 }
 
 // sessionSeats opens the state directory for a run, fills the deployment's three

@@ -9,7 +9,8 @@
 // and its rewind rely on, through the interface only: boundaries in mint order, one
 // first-touch record per (scope, boundary, key), records ordered for the rewind ledger,
 // blobs shared by sum and kept while a record uses them, the one-time fork carry, Forget,
-// refusals that change nothing, and writers racing on one key. How a store keeps its
+// refusals that change nothing, writers racing on one key, after-images (SetAfter) and
+// rewind boundaries minted with their saved states in one step (MintRewind). How a store keeps its
 // blobs (one row per sum, say) is not visible through the interface; a store's own tests
 // check that.
 package historytest
@@ -48,6 +49,10 @@ func Run(t *testing.T, newStore func(t *testing.T) history.Store) {
 		{"ConcurrentInsert", testConcurrentInsert},
 		{"ConcurrentMint", testConcurrentMint},
 		{"CancelledContext", testCancelledContext},
+		{"SetAfter", testSetAfter},
+		{"MintRewind", testMintRewind},
+		{"MintRewindRefusals", testMintRewindRefusals},
+		{"CarryForkKeepsKindAndAfter", testCarryForkKeepsKindAndAfter},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -627,4 +632,159 @@ func testCancelledContext(t *testing.T, s history.Store) {
 	if bs := must(s.Boundaries(t.Context(), "F"))(t); len(bs) != 0 {
 		t.Fatalf("a cancelled carry copied %+v", bs)
 	}
+}
+
+// SetAfter sets what was left at a record's key; the last call wins, Insert never takes
+// an After from its caller, and a bad value or a missing record changes nothing.
+func testSetAfter(t *testing.T, s history.Store) {
+	ctx := t.Context()
+	must(s.MintBoundary(ctx, "S", 1))(t)
+	in := history.Record{Scope: "S", Key: "/w/a", Existed: true, Mode: 0o644, After: sum("smuggled")}
+	r, _, err := s.Insert(ctx, in, []byte("a0"))
+	check(t, err)
+	if r.After != "" {
+		t.Fatalf("Insert kept the caller's After %q", r.After)
+	}
+	check(t, s.SetAfter(ctx, r.ID, sum("a1")))
+	check(t, s.SetAfter(ctx, r.ID, sum("a2")))
+	if got, _ := must2(s.Lookup(ctx, "S", "/w/a"))(t); got.After != sum("a2") {
+		t.Fatalf("After = %q, want the last write's %q", got.After, sum("a2"))
+	}
+	check(t, s.SetAfter(ctx, r.ID, history.AfterAbsent))
+	if got := must(s.Records(ctx, "S", 0))(t); len(got) != 1 || got[0].After != history.AfterAbsent {
+		t.Fatalf("Records after SetAfter(absent) = %+v", got)
+	}
+	for _, bad := range []string{"", "nope", sum("x")[:63], "ABCDEF" + sum("x")[6:]} {
+		wantCode(t, s.SetAfter(ctx, r.ID, bad), history.CodeAfterInvalid)
+	}
+	if got, _ := must2(s.Lookup(ctx, "S", "/w/a"))(t); got.After != history.AfterAbsent {
+		t.Fatalf("a refused SetAfter changed After to %q", got.After)
+	}
+	check(t, s.SetAfter(ctx, 1<<40, sum("x"))) // a record that is gone
+	check(t, s.Delete(ctx, r.ID))
+	check(t, s.SetAfter(ctx, r.ID, sum("x")))
+}
+
+// MintRewind mints a rewind boundary — the newest, listed with its kind among the
+// turns — and stores the saved states at it with their blobs and Afters, a repeated key
+// once.
+func testMintRewind(t *testing.T, s history.Store) {
+	ctx := t.Context()
+	b1 := must(s.MintBoundary(ctx, "S", 1))(t)
+	if b1.Kind != history.KindTurn {
+		t.Fatalf("a turn boundary has kind %q", b1.Kind)
+	}
+	insert(t, s, "S", "/w/a", []byte("a0"))
+	saved := []history.Saved{
+		{Record: history.Record{Key: "/w/a", Existed: true, Mode: 0o600 | fs.ModeSetgid, After: sum("a0")}, Content: []byte("a1 by someone\n")},
+		{Record: history.Record{Key: "/w/new", After: history.AfterAbsent}, Content: []byte("ignored")},
+		{Record: history.Record{Key: "/w/a", Existed: true, Mode: 0o644}, Content: []byte("a repeat is dropped")},
+		{Record: history.Record{Key: "/w/empty", Existed: true, Mode: 0o644}},
+	}
+	b, recs, err := s.MintRewind(ctx, "S", 1, saved)
+	check(t, err)
+	if b.Kind != history.KindRewind || b.Turn != 1 || b.Scope != "S" || b.ID <= b1.ID || b.CreatedAt.IsZero() {
+		t.Fatalf("rewind boundary %+v", b)
+	}
+	if d := cmp.Diff([]history.Boundary{b1, b}, must(s.Boundaries(ctx, "S"))(t)); d != "" {
+		t.Fatalf("Boundaries (-want +got):\n%s", d)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("MintRewind returned %d records, want 3 (a repeated key once): %+v", len(recs), recs)
+	}
+	want := []history.Record{
+		{Key: "/w/a", Existed: true, Mode: 0o600 | fs.ModeSetgid, Sum: sum("a1 by someone\n"), Size: 14, After: sum("a0")},
+		{Key: "/w/new", After: history.AfterAbsent},
+		{Key: "/w/empty", Existed: true, Mode: 0o644, Sum: sum("")},
+	}
+	for i := range want {
+		want[i].ID, want[i].Scope, want[i].Boundary, want[i].Turn, want[i].CreatedAt = recs[i].ID, "S", b.ID, 1, recs[i].CreatedAt
+		if recs[i].ID == 0 || recs[i].CreatedAt.IsZero() {
+			t.Fatalf("record %d has no ID or time: %+v", i, recs[i])
+		}
+	}
+	if d := cmp.Diff(want, recs); d != "" {
+		t.Fatalf("MintRewind records (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(want, must(s.Records(ctx, "S", b.ID))(t)); d != "" {
+		t.Fatalf("stored records at the rewind boundary (-want +got):\n%s", d)
+	}
+	if data := must(s.Blob(ctx, recs[0].Sum))(t); string(data) != "a1 by someone\n" {
+		t.Fatalf("saved blob = %q", data)
+	}
+	if data := must(s.Blob(ctx, recs[2].Sum))(t); len(data) != 0 {
+		t.Fatalf("an empty saved file's blob = %q", data)
+	}
+	// The rewind boundary is the newest: Lookup and Insert work at it.
+	if got, ok := must2(s.Lookup(ctx, "S", "/w/a"))(t); !ok || got.ID != recs[0].ID {
+		t.Fatalf("Lookup after MintRewind = %+v %v", got, ok)
+	}
+	// Nothing to save still marks the rewind.
+	b2, none, err := s.MintRewind(ctx, "S", 0, nil)
+	check(t, err)
+	if b2.Kind != history.KindRewind || b2.Turn != 0 || len(none) != 0 {
+		t.Fatalf("an empty MintRewind = %+v %+v", b2, none)
+	}
+	// The saved blobs go with the scope.
+	check(t, s.Forget(ctx, "S"))
+	_, err = s.Blob(ctx, recs[0].Sum)
+	wantCode(t, err, history.CodeBlobMissing)
+}
+
+// A refused MintRewind stores neither the boundary nor any record.
+func testMintRewindRefusals(t *testing.T, s history.Store) {
+	ctx := t.Context()
+	good := history.Saved{Record: history.Record{Key: "/w/a", Existed: true}, Content: []byte("a")}
+	for _, tc := range []struct {
+		name, scope string
+		turn        int
+		saved       []history.Saved
+		code        string
+	}{
+		{"empty scope", "", 1, []history.Saved{good}, history.CodeScopeInvalid},
+		{"negative turn", "S", -1, []history.Saved{good}, history.CodeTurnInvalid},
+		{"relative key", "S", 1, []history.Saved{good, {Record: history.Record{Key: "w/b"}}}, history.CodeKeyInvalid},
+		{"bad after", "S", 1, []history.Saved{good, {Record: history.Record{Key: "/w/b", After: "later"}}}, history.CodeAfterInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := s.MintRewind(ctx, tc.scope, tc.turn, tc.saved)
+			wantCode(t, err, tc.code)
+		})
+	}
+	if bs := must(s.Boundaries(ctx, "S"))(t); len(bs) != 0 {
+		t.Fatalf("refused MintRewinds left boundaries %+v", bs)
+	}
+	if rs := must(s.Records(ctx, "S", 0))(t); len(rs) != 0 {
+		t.Fatalf("refused MintRewinds left records %+v", rs)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := s.MintRewind(cctx, "S", 1, []history.Saved{good}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("MintRewind with a cancelled context: %v", err)
+	}
+	if bs := must(s.Boundaries(ctx, "S"))(t); len(bs) != 0 {
+		t.Fatalf("a cancelled MintRewind left boundaries %+v", bs)
+	}
+}
+
+// A fork carries its parent's rewind boundaries as rewinds, and every record's After.
+func testCarryForkKeepsKindAndAfter(t *testing.T, s history.Store) {
+	ctx := t.Context()
+	must(s.MintBoundary(ctx, "parent", 1))(t)
+	r, _ := insert(t, s, "parent", "/w/a", []byte("a0"))
+	check(t, s.SetAfter(ctx, r.ID, sum("a1")))
+	must3(s.MintRewind(ctx, "parent", 1, []history.Saved{{Record: history.Record{Key: "/w/a", Existed: true, Mode: 0o644, After: sum("a0")}, Content: []byte("a1")}}))(t)
+	must(s.CarryFork(ctx, "parent", "fork"))(t)
+	bs := must(s.Boundaries(ctx, "fork"))(t)
+	if len(bs) != 2 || bs[0].Kind != history.KindTurn || bs[1].Kind != history.KindRewind {
+		t.Fatalf("fork boundaries %+v", bs)
+	}
+	recs := must(s.Records(ctx, "fork", 0))(t)
+	if len(recs) != 2 || recs[0].After != sum("a1") || recs[1].After != sum("a0") || recs[1].Boundary != bs[1].ID {
+		t.Fatalf("fork records %+v", recs)
+	}
+}
+
+func must3[A, B any](a A, b B, err error) func(t *testing.T) (A, B) {
+	return must2(a, b, err)
 }

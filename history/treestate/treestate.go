@@ -88,6 +88,12 @@ type Change struct {
 	// Unrecoverable reports a file that existed over the size cap: its pre-image's bytes
 	// were never kept.
 	Unrecoverable bool
+	// After is the sha256 (hex) of what the file holds now, the post-image a rewind
+	// checks the file against before restoring it; empty when the file is gone or was not
+	// hashed (over the size cap).
+	After string
+	// Gone reports that the file no longer exists.
+	Gone bool
 }
 
 // Diff is what one Sync saw.
@@ -235,9 +241,11 @@ func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
 		next[p] = cur
 		switch {
 		case !had:
-			d.Changes = append(d.Changes, Change{Path: p})
+			d.Changes = append(d.Changes, Change{Path: p, After: cur.sum})
 		case old.sum != cur.sum || old.sum == "" && !old.sameStat(cur) || old.mode&modeBits != cur.mode&modeBits:
-			d.Changes = append(d.Changes, preImage(p, old))
+			ch := preImage(p, old)
+			ch.After = cur.sum
+			d.Changes = append(d.Changes, ch)
 		}
 	}
 	for p, old := range t.index {
@@ -253,7 +261,9 @@ func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
 		if _, err := t.cfg.Env.Lstat(ctx, p); err == nil || !isGone(err) {
 			continue
 		}
-		d.Changes = append(d.Changes, preImage(p, old))
+		ch := preImage(p, old)
+		ch.Gone = true
+		d.Changes = append(d.Changes, ch)
 	}
 	slices.Sort(d.Unreadable)
 	slices.Sort(d.Oversize)
