@@ -2,7 +2,9 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/session"
@@ -208,5 +211,41 @@ func TestLegThatLosesItsLeaseStops(t *testing.T) {
 	entries, _ := st.sessions.Transcript(t.Context(), res.SessionID, "")
 	if len(entries) != 1 || entries[0].Kind != "user" {
 		t.Fatalf("the leg wrote after losing its lease: %d entries", len(entries))
+	}
+}
+
+// A rewind changes the session's files and head: while a leg holds the session, a rewind
+// is refused with session.busy and changes nothing.
+func TestRewindRefusesABusySession(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	store, hist := session.NewMemory(), history.NewMemory()
+	model := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{Name: "Write", Input: json.RawMessage(`{"file_path":"a.txt","content":"a\n"}`)}}},
+		{Text: "done"},
+	}})
+	runner := agent.New(agent.Deps{Provider: model, Store: store, History: hist})
+	res, err := runner.Run(context.Background(), agent.TaskSpec{Prompt: "write", Root: root, PermissionMode: "acceptEdits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AcquireLease(context.Background(), res.SessionID, "another run", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runner.Rewind(context.Background(), agent.RewindSpec{SessionID: res.SessionID, ToTurn: 1, Files: true})
+	if !sema.IsCode(err, session.CodeBusy) {
+		t.Fatalf("rewind of a held session: %v, want session.busy", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "a\n" {
+		t.Fatalf("the refused rewind changed a.txt: %q", b)
+	}
+	if err := store.ReleaseLease(context.Background(), res.SessionID, "another run"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Rewind(context.Background(), agent.RewindSpec{SessionID: res.SessionID, ToTurn: 1, Files: true}); err != nil {
+		t.Fatalf("rewind once the session is free: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a.txt after the rewind: %v", err)
 	}
 }

@@ -75,6 +75,17 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	if err != nil {
 		return nil, err
 	}
+	// A rewind writes the session's files and head: it is the session's one writer while
+	// it runs, like a leg (a running leg makes it session.busy).
+	ttl := r.deps.SessionLease
+	if ttl <= 0 {
+		ttl = DefaultSessionLease
+	}
+	holder := leaseHolder()
+	if _, err := r.deps.Store.AcquireLease(ctx, s.ID, holder, ttl); err != nil {
+		return nil, err
+	}
+	defer r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), s.ID, holder)
 	if spec.Undo {
 		return r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec)
 	}

@@ -359,6 +359,9 @@ before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
 			} else if out != nil && out.Ledger != nil {
 				printLedger(stdout, out.Ledger, spec, args[0])
 			}
+			if sema.IsCode(err, session.CodeBusy) {
+				return &exitErr{code: exitBusy, err: err}
+			}
 			if err != nil {
 				return &exitErr{code: exitError, err: err}
 			}
