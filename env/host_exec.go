@@ -20,8 +20,11 @@ import (
 // writer), so Close can deliver what is buffered and stop even when a process that left
 // the group still holds a pipe open.
 //
-// A process that leaves the group (setsid, setpgid) or that outlives this process is not
-// reached by Signal; nothing short of a container can follow it.
+// The group dies with this process: on Linux the program gets SIGKILL as its
+// parent-death signal, and a guardian process sends SIGKILL to the groups still running
+// when this process ends, however it ends (guard.go). A process that leaves the group
+// (setsid, setpgid) is reached by neither, nor by Signal; nothing short of a container
+// can follow it.
 func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -44,6 +47,7 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	setDeathSignal(attr)
 	cmd.SysProcAttr = attr
 
 	p := &hostProcess{exited: make(chan struct{})}
@@ -84,7 +88,7 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		}
 		cmd.Stderr = errw
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd); err != nil {
 		return fail(err)
 	}
 	// The child has its own copies; the parent's write ends must go, or the pipes never
@@ -93,6 +97,7 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		f.Close()
 	}
 	p.pid = cmd.Process.Pid
+	guardAdd(p.pid)
 	p.wg.Add(len(p.copies))
 	for i := range p.copies {
 		go p.copy(&p.copies[i])
@@ -149,6 +154,15 @@ type hostProcess struct {
 	// gone is set once kill reported that no process of the group exists: the group id
 	// may be reused from then on, so it is never signalled again.
 	gone atomic.Bool
+	// unguarded is set once the group was taken off the guardian's list.
+	unguarded atomic.Bool
+}
+
+// unguard takes the group off the guardian's list, once, when it has no live process.
+func (p *hostProcess) unguard() {
+	if p.unguarded.CompareAndSwap(false, true) {
+		guardDrop(p.pid)
+	}
 }
 
 func (p *hostProcess) PID() int { return p.pid }
@@ -165,6 +179,7 @@ func (p *hostProcess) Signal(sig syscall.Signal) error {
 	err := syscall.Kill(-p.pid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		p.gone.Store(true)
+		p.unguard()
 		return ErrProcessDone
 	}
 	if sig == 0 && err == nil && !liveMember(p.pid) {
@@ -187,6 +202,9 @@ func (p *hostProcess) Close() error {
 			c.r.Close()
 		}
 	})
+	if errors.Is(p.Signal(0), ErrProcessDone) {
+		p.unguard()
+	}
 	return nil
 }
 

@@ -18,7 +18,10 @@ import (
 	"github.com/sema-agent/sema/env"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The host starts programs from one goroutine that never returns (env/host_start_linux.go).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/sema-agent/sema/env.startLoop"))
+}
 
 // lockedBuffer is a goroutine-safe writer.
 type lockedBuffer struct {

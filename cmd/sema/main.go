@@ -7,11 +7,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -69,20 +71,65 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if ee.hint != "" {
 			fmt.Fprintf(stderr, "  %s\n", ee.hint)
 		}
+		if ee.code == exitUsage {
+			printRefusal(stdout, args, ee.err)
+		}
 		return ee.code
 	}
 	// Errors from cobra itself (unknown flag, bad argument count) are usage errors.
 	printErr(stderr, err)
+	printRefusal(stdout, args, err)
 	return exitUsage
+}
+
+// printRefusal gives a program that asked for JSON output the refusal as JSON too: one
+// result object with status error and the error's code and message, the shape a run's
+// failed result has, so a reader of stdout never finds it empty. Text output has the
+// refusal on stderr only.
+func printRefusal(stdout io.Writer, args []string, err error) {
+	if !jsonOutput(args) {
+		return
+	}
+	se := &sema.Error{Code: codeUsage, Message: "the command line was refused"}
+	if err != nil {
+		se.Message = err.Error()
+		var e *sema.Error
+		if errors.As(err, &e) {
+			se = e
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]any{"type": "result", "status": sema.StatusError, "error": se})
+}
+
+// jsonOutput reports whether the command line asks for json or stream-json output. It
+// reads the arguments itself: a refused command line may never have been parsed into
+// flags. The last --output-format wins, as it does for the flag; "--" ends the flags.
+func jsonOutput(args []string) bool {
+	format := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--output-format="); ok {
+			format = v
+		} else if a == "--output-format" && i+1 < len(args) {
+			format = args[i+1]
+			i++
+		}
+	}
+	return format == "json" || format == "stream-json"
 }
 
 func printErr(w io.Writer, err error) {
 	var se *sema.Error
 	if errors.As(err, &se) {
-		fmt.Fprintf(w, "sema: %s (%s)\n", se.Message, se.Code)
+		fmt.Fprintf(w, "sema: %s (%s)\n", terminalText(se.Message), terminalText(se.Code))
 		return
 	}
-	fmt.Fprintf(w, "sema: %v\n", err)
+	fmt.Fprintf(w, "sema: %s\n", terminalText(err.Error()))
 }
 
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {

@@ -42,25 +42,27 @@ func (p *printer) event(ev agent.Event) {
 }
 
 // text prints the final answer on stdout and notices and failures on stderr, so that
-// `sema -p … > answer.txt` captures only the answer.
+// `sema -p … > answer.txt` captures only the answer. Every text that came from the model,
+// a tool or the workspace is spelled through terminalText: an escape sequence in a file
+// name or an answer must not drive the terminal it is printed on.
 func (p *printer) text(ev agent.Event) {
 	switch ev.Type {
 	case agent.EventNotice:
-		fmt.Fprintf(p.errw, "sema: notice: %s (%s)\n", ev.Notice.Message, ev.Notice.Code)
+		fmt.Fprintf(p.errw, "sema: notice: %s (%s)\n", terminalText(ev.Notice.Message), terminalText(ev.Notice.Code))
 	case agent.EventPermission:
 		// Questions are not printed: a person at the prompt saw theirs, and a refusal
 		// that followed one is printed as its denial.
 		if ev.Denial != nil {
-			fmt.Fprintf(p.errw, "sema: denied %s: %s\n", ev.Denial.Tool, ev.Denial.Reason)
+			fmt.Fprintf(p.errw, "sema: denied %s: %s\n", terminalText(ev.Denial.Tool), terminalText(ev.Denial.Reason))
 		}
 	case agent.EventResult:
 		r := ev.Result
 		if r.Result != "" {
-			fmt.Fprintln(p.out, strings.TrimRight(r.Result, "\n"))
+			fmt.Fprintln(p.out, terminalText(strings.TrimRight(r.Result, "\n")))
 		}
 		if cp, parked := r.Parked(); parked {
 			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)\n  answer with: sema approve %s --checkpoint %s --allow|--deny\n",
-				cp.Tool, cp.Message, r.SessionID, cp.ID)
+				terminalText(cp.Tool), terminalText(cp.Message), r.SessionID, cp.ID)
 		}
 		if a := r.Answered; a != nil && (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) {
 			// The leg failed after the answered call: say that the call did run, so
@@ -84,6 +86,17 @@ func answeredLine(a *agent.AnsweredCall) string {
 	default:
 		return fmt.Sprintf("the approved %s call ran: %s", a.Tool, text)
 	}
+}
+
+// terminalText is s with every control character but the newline and the tab spelled
+// out (\x1b, \r, \u202e…), as sanitize does for the approval prompt: the text keeps its
+// lines, and nothing in it can move the cursor, recolour, erase or reorder what is shown.
+func terminalText(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = sanitize(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // wireBlock is a content block in the JSON output, in the familiar Messages shape.

@@ -14,19 +14,28 @@
 //     pieces, and an empty input is {}.
 //   - Transient failures (429, 5xx, 529 overloaded, a connection that fails) are retried
 //     with exponential backoff that honours retry-after and retry-after-ms, up to
-//     Config.MaxRetries times in all; 400, 401, 403 and 404 never are. A stream that
-//     fails before it delivered any delta counts as transient in the same budget.
+//     Config.MaxRetries times in all; 400, 401, 403 and 404 never are. A wait the server
+//     advises beyond Config.MaxRetryAfter (60 s) is not waited out: the call fails at
+//     once (429: model.rate_limited) with the advice in the detail (retry_after_seconds).
+//   - A stream cut mid-response (the connection broke, went silent, or ended before
+//     message_stop) and a server that sends no first byte within
+//     Config.FirstByteTimeout (60 s) are transient too, retried in the same budget: the
+//     request is idempotent. Deltas already delivered stay delivered; a retried attempt
+//     delivers none, and the returned Response is the authority. A stream whose content
+//     breaks the wire format is not retried.
 //   - Stream honours ctx: cancellation, also mid-stream, returns promptly with
 //     model.cancelled wrapping ctx.Err(). A stream that goes silent for
 //     Config.IdleTimeout fails with model.network instead of hanging.
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +55,11 @@ const (
 	// DefaultIdleTimeout is how long a stream may stay silent (no bytes at all; the API
 	// sends ping events while it works) before the attempt is abandoned.
 	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultMaxRetryAfter is the longest retry-after the provider waits out.
+	DefaultMaxRetryAfter = 60 * time.Second
+	// DefaultFirstByteTimeout is how long a request may wait for the first byte of its
+	// response (the status line) before the attempt is abandoned and retried.
+	DefaultFirstByteTimeout = 60 * time.Second
 	// defaultHeaderTimeout bounds the wait for response headers with the default
 	// HTTP client; streams themselves are bounded by the idle timeout instead.
 	defaultHeaderTimeout = 10 * time.Minute
@@ -69,6 +83,15 @@ type Config struct {
 	// IdleTimeout abandons an attempt whose response has sent nothing for this long.
 	// Zero means DefaultIdleTimeout (5 minutes); a negative value turns it off.
 	IdleTimeout time.Duration
+	// MaxRetryAfter is the longest wait a retry-after (or retry-after-ms) header may
+	// ask for; a response asking for more ends the call with the advised wait in the
+	// error's detail. Zero means DefaultMaxRetryAfter (60 s).
+	MaxRetryAfter time.Duration
+	// FirstByteTimeout abandons an attempt that has received nothing of its response
+	// this long after the request was sent; the attempt is retried like a failed
+	// connection. Zero means DefaultFirstByteTimeout (60 s); a negative value turns it
+	// off.
+	FirstByteTimeout time.Duration
 }
 
 // Provider streams responses from the Anthropic Messages API. It holds no state between
@@ -78,6 +101,8 @@ type Provider struct {
 	http        *http.Client
 	maxRetries  int
 	idleTimeout time.Duration
+	maxWait     time.Duration // MaxRetryAfter
+	firstByte   time.Duration // FirstByteTimeout; 0: none
 	baseURL     string
 	// backoff is the wait before stream-level retry n (0-based); tests shorten it.
 	backoff func(n int) time.Duration
@@ -101,6 +126,8 @@ func New(cfg Config) (*Provider, error) {
 	if p.idleTimeout == 0 {
 		p.idleTimeout = DefaultIdleTimeout
 	}
+	p.maxWait = cmp.Or(cfg.MaxRetryAfter, DefaultMaxRetryAfter)
+	p.firstByte = max(0, cmp.Or(cfg.FirstByteTimeout, DefaultFirstByteTimeout))
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = defaultHTTPClient()
@@ -159,13 +186,14 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 			return resp, nil
 		}
 		// The SDK has already retried what failed before a response started; what is
-		// left is a stream that broke early. It may be sent again only while the
-		// caller has seen nothing of it and the budget lasts.
-		code := sema.CodeOf(err)
-		transient := code == model.CodeOverloaded || code == model.CodeRateLimited || code == model.CodeNetwork
-		if !transient || !c.streamed || c.emitted || c.attempts > p.maxRetries {
+		// left is a stream that broke, or a server that never answered. Either is sent
+		// again while the budget lasts.
+		if !c.retryable || c.attempts > p.maxRetries {
 			return nil, err
 		}
+		// The caller has seen part of the broken stream; the next attempt may answer
+		// differently, so its deltas would not continue what was shown.
+		c.muted = c.emitted
 		t := time.NewTimer(p.backoff(n))
 		select {
 		case <-ctx.Done():
@@ -186,11 +214,21 @@ type call struct {
 	attempts int
 	// streamed is set when the last attempt got a 2xx response and began to stream.
 	streamed bool
-	// emitted is set once onDelta has been called; no retry may follow then.
+	// emitted is set once onDelta has been called.
 	emitted bool
+	// muted withholds the deltas of attempts after one whose deltas were delivered.
+	muted bool
+	// retryable is set when the last attempt failed in a way another attempt may not:
+	// a stream that broke or stopped early, a server that sent no first byte.
+	retryable bool
+	// advised is the retry-after of a response that asked for more than maxWait.
+	advised time.Duration
 }
 
 func (c *call) delta(d model.Delta) {
+	if c.muted {
+		return
+	}
 	c.emitted = true
 	if c.onDelta != nil {
 		c.onDelta(d)
@@ -204,20 +242,24 @@ func (c *call) attempt(params sdk.MessageNewParams) (*model.Response, error) {
 	defer cancel()
 	w := newWatch(c.p.idleTimeout, cancel)
 	defer w.stop()
-	c.streamed = false
+	c.streamed, c.retryable = false, false
 
 	retries := max(0, c.p.maxRetries-c.attempts)
 	stream := c.p.client.Messages.NewStreaming(actx, params,
 		option.WithMaxRetries(retries),
 		option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 			c.attempts++
-			w.arm()
+			w.armFirst(c.p.firstByte)
 			res, err := next(r)
 			if err != nil || res.StatusCode >= 300 {
 				// The SDK may now wait out a retry-after; that silence is not idleness.
 				w.stop()
+				if err == nil {
+					c.boundWait(res)
+				}
 				return res, err
 			}
+			w.arm()
 			c.streamed = true
 			res.Body = &watchedBody{rc: res.Body, w: w}
 			return res, nil
@@ -233,9 +275,15 @@ func (c *call) attempt(params sdk.MessageNewParams) (*model.Response, error) {
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, c.fail(c.classify(err), w)
+		err = c.fail(c.classify(err), w)
+		code := sema.CodeOf(err)
+		transient := code == model.CodeOverloaded || code == model.CodeRateLimited || code == model.CodeNetwork
+		c.retryable = transient && c.advised == 0 && (c.streamed || w.firstByteFired())
+		return nil, err
 	}
 	if !acc.stopped {
+		// Ended cleanly but early: a proxy or the connection cut the response.
+		c.retryable = c.ctx.Err() == nil
 		return nil, c.fail(malformed("the stream ended before message_stop"), w)
 	}
 	resp, err := acc.response()
@@ -251,11 +299,48 @@ func (c *call) fail(err error, w *watch) error {
 	if cerr := c.ctx.Err(); cerr != nil {
 		return cancelled(cerr)
 	}
+	if w.firstByteFired() {
+		return sema.Errorf(model.CodeNetwork, "the Anthropic API at %s sent nothing within %s of the request; check the network (or the proxy at ANTHROPIC_BASE_URL) and try again", c.p.baseURL, c.p.firstByte).
+			With("first_byte_timeout", c.p.firstByte.String()).With("retries", c.attempts-1)
+	}
 	if w.fired() {
 		return sema.Errorf(model.CodeNetwork, "the Anthropic API stream sent nothing for %s; check the network (or the proxy at ANTHROPIC_BASE_URL) and try again", c.p.idleTimeout).
 			With("idle_timeout", c.p.idleTimeout.String())
 	}
 	return err
+}
+
+// boundWait keeps the SDK from waiting out a retry-after longer than maxWait: such a
+// response is marked not to be retried (x-should-retry: false, which the SDK obeys over
+// the status), and the advice is kept for the error.
+func (c *call) boundWait(res *http.Response) {
+	d, ok := retryAfter(res.Header)
+	if !ok || d <= c.p.maxWait {
+		return
+	}
+	res.Header.Set("x-should-retry", "false")
+	c.advised = d
+}
+
+// retryAfter reads retry-after-ms, else retry-after (seconds or an HTTP date), as the
+// SDK does.
+func retryAfter(h http.Header) (time.Duration, bool) {
+	if v := h.Get("retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := h.Get("retry-after")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return time.Until(t), true
+	}
+	return 0, false
 }
 
 // backoff is the wait before stream-level retry n: 0.5s doubling per retry up to 8s,

@@ -454,7 +454,8 @@ func TestRetries(t *testing.T) {
 		{"rate limit error event", -1, []anthropictest.Turn{{Fault: anthropictest.FaultErrorEvent, ErrorType: "rate_limit_error"}}, model.CodeRateLimited, 1},
 		{"invalid request error event", 0, []anthropictest.Turn{{Fault: anthropictest.FaultErrorEvent, ErrorType: "invalid_request_error"}}, model.CodeMalformedStream, 1},
 		{"malformed stream is not retried", 0, []anthropictest.Turn{{Text: "x", Fault: anthropictest.FaultMalformed}}, model.CodeMalformedStream, 1},
-		{"truncated stream is not retried", 0, []anthropictest.Turn{{Text: "hello there", Fault: anthropictest.FaultTruncated}}, model.CodeMalformedStream, 1},
+		{"truncated stream is retried", 0, []anthropictest.Turn{{Text: "hello there", Fault: anthropictest.FaultTruncated}, ok}, "", 2},
+		{"truncated stream repeatedly", 1, []anthropictest.Turn{{Text: "hello", Fault: anthropictest.FaultTruncated}, {Text: "hello", Fault: anthropictest.FaultTruncated}}, model.CodeMalformedStream, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -20,7 +21,11 @@ import (
 func (c *call) classify(err error) error {
 	var aerr *sdk.Error
 	if errors.As(err, &aerr) {
-		return apiError(aerr, c.model, c.attempts-1)
+		se := apiError(aerr, c.model, c.attempts-1)
+		if c.advised > 0 {
+			se = c.tooLongAWait(se, aerr.StatusCode)
+		}
+		return se
 	}
 	var rerr *readError
 	if errors.As(err, &rerr) {
@@ -43,6 +48,29 @@ func (c *call) classify(err error) error {
 		return malformed(err.Error())
 	}
 	return sema.Errorf(model.CodeBadRequest, "the request to the Anthropic API could not be sent (%v); check the request's content", err)
+}
+
+// tooLongAWait is the error of a response that advised a wait beyond MaxRetryAfter: the
+// call stops instead of sleeping that long, and says how long the API asked for. A 429
+// is model.rate_limited; another status keeps the code apiError gave it.
+func (c *call) tooLongAWait(se *sema.Error, status int) *sema.Error {
+	code := se.Code
+	if status == http.StatusTooManyRequests {
+		code = model.CodeRateLimited
+	}
+	secs := int64((c.advised + time.Second - 1) / time.Second)
+	out := &sema.Error{
+		Code: code,
+		Message: fmt.Sprintf("the Anthropic API asked to wait %s before retrying (status %d), longer than the %s this provider waits; try again later, or raise MaxRetryAfter",
+			(time.Duration(secs) * time.Second).String(), status, c.p.maxWait),
+		Detail: map[string]any{},
+	}
+	for k, v := range se.Detail {
+		out.Detail[k] = v
+	}
+	out.Detail["retry_after_seconds"] = secs
+	out.Detail["max_retry_after"] = c.p.maxWait.String()
+	return out
 }
 
 // malformed is the error of a stream that broke the wire format.

@@ -276,8 +276,9 @@ func stopReason(r sdk.StopReason, toolCalls bool) model.StopReason {
 	return model.StopEndTurn
 }
 
-// watch is the idle watchdog of one attempt: armed when a request is sent and re-armed
-// by every read of the response body, it cancels the attempt when it runs out.
+// watch is the watchdog of one attempt: armed with the first-byte timeout when a request
+// is sent, with the idle timeout when the response starts, and re-armed by every read of
+// the response body, it cancels the attempt when it runs out.
 type watch struct {
 	d      time.Duration
 	cancel func()
@@ -285,26 +286,54 @@ type watch struct {
 
 	mu sync.Mutex
 	t  *time.Timer
+	// first is set while the timer waits for the first byte, firstHit when it fired then.
+	first, firstHit bool
 }
 
 func newWatch(d time.Duration, cancel func()) *watch {
 	return &watch{d: d, cancel: cancel}
 }
 
-func (w *watch) arm() {
-	if w.d <= 0 {
+// arm (re)starts the idle timeout.
+func (w *watch) arm() { w.armFor(w.d, false) }
+
+// armFirst starts the wait for the first byte of a response: d, or none when d is 0.
+func (w *watch) armFirst(d time.Duration) {
+	if d <= 0 {
+		w.stop()
+		return
+	}
+	w.armFor(d, true)
+}
+
+func (w *watch) armFor(d time.Duration, first bool) {
+	if d <= 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.first = first
 	if w.t == nil {
-		w.t = time.AfterFunc(w.d, func() {
+		w.t = time.AfterFunc(d, func() {
+			w.mu.Lock()
+			w.firstHit = w.first
+			w.mu.Unlock()
 			w.hit.Store(true)
 			w.cancel()
 		})
 		return
 	}
-	w.t.Reset(w.d)
+	w.t.Reset(d)
+}
+
+// firstByteFired reports that the attempt was abandoned waiting for its first byte.
+func (w *watch) firstByteFired() bool {
+	if !w.hit.Load() {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.firstHit
 }
 
 func (w *watch) stop() {

@@ -226,7 +226,7 @@ func TestStreamFormatViolations(t *testing.T) {
 		name     string
 		events   []string
 		wantCode string
-		// wantCalls is 1 unless a transient failure before any delta was retried.
+		// wantCalls is 1 unless a transient failure (a cut stream included) was retried.
 		wantCalls int32
 	}{
 		{"event before message_start", cat(ok, start, end), model.CodeMalformedStream, 1},
@@ -238,12 +238,12 @@ func TestStreamFormatViolations(t *testing.T) {
 		{"tool_use without id", cat(start, []string{"content_block_start", toolStart(0, "", "X"), "content_block_stop", blockStop(0)}, end), model.CodeMalformedStream, 1},
 		{"block never stopped", cat(start, []string{"content_block_start", textStart(0), "content_block_delta", textDelta(0, "x")}, end), model.CodeMalformedStream, 1},
 		{"no stop reason", cat(start, ok, []string{"message_stop", msgStop}), model.CodeMalformedStream, 1},
-		{"no message_stop", cat(start, ok, []string{"message_delta", msgDelta("end_turn")}), model.CodeMalformedStream, 1},
-		{"empty body", nil, model.CodeMalformedStream, 1},
+		{"no message_stop", cat(start, ok, []string{"message_delta", msgDelta("end_turn")}), model.CodeMalformedStream, 3},
+		{"empty body", nil, model.CodeMalformedStream, 3},
 		{"data that is not JSON", cat(start, []string{"content_block_start", `{"type":"content_block_start",`}, end), model.CodeMalformedStream, 1},
 		{"tool input that is not JSON", cat(start, []string{"content_block_start", toolStart(0, "t", "X"), "content_block_delta", inputDelta(0, `{"a": tru`), "content_block_stop", blockStop(0)}, end), model.CodeMalformedStream, 1},
 		{"tool input that is not an object", cat(start, []string{"content_block_start", toolStart(0, "t", "X"), "content_block_delta", inputDelta(0, `["a"]`), "content_block_stop", blockStop(0)}, end), model.CodeMalformedStream, 1},
-		{"overloaded error event after a delta is not retried", cat(start, ok[:4], []string{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}), model.CodeOverloaded, 1},
+		{"overloaded error event after a delta is retried", cat(start, ok[:4], []string{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}), model.CodeOverloaded, 3},
 		{"overloaded error event before any delta is retried", cat(start, []string{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}), model.CodeOverloaded, 3},
 	}
 	for _, tt := range tests {

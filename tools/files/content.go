@@ -19,20 +19,27 @@ const CodeHardLink = fence.CodeHardLink
 // link count is read from the opened file where the env can describe it, so a name
 // swapped for a link after a check cannot slip through; otherwise from Stat.
 func (c Config) openContent(ctx context.Context, spelled, canonical string) (io.ReadCloser, error) {
+	rc, _, err := c.openContentSized(ctx, spelled, canonical)
+	return rc, err
+}
+
+// openContentSized is openContent that also answers the size of the file it opened (as
+// the open file describes itself where the env allows, else as Stat saw the path).
+func (c Config) openContentSized(ctx context.Context, spelled, canonical string) (io.ReadCloser, int64, error) {
 	rc, err := c.Env.Open(ctx, canonical)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	fi, ok := env.OpenedInfo(rc)
 	if !ok {
 		if fi, err = c.Env.Stat(ctx, canonical); err != nil {
 			rc.Close()
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if fence.HardLinked(canonical, fi) {
 		rc.Close()
-		return nil, fence.HardLinkError(spelled)
+		return nil, 0, fence.HardLinkError(spelled)
 	}
-	return rc, nil
+	return rc, fi.Size, nil
 }

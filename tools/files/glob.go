@@ -129,7 +129,7 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 			fmt.Fprintf(&b, "(Results are truncated: %d of %d files are shown. Use a more specific path or pattern.)\n", GlobMaxResults, len(hits))
 			break
 		}
-		b.WriteString(h.path)
+		b.WriteString(showName(h.path))
 		b.WriteByte('\n')
 	}
 	return tools.Text(strings.TrimSuffix(b.String(), "\n") + skippedNote(stats))

@@ -334,7 +334,7 @@ func (w *grepWorker) release() {
 }
 
 func (w *grepWorker) file(ctx context.Context, f walkFile) {
-	rc, err := w.cfg.openContent(ctx, f.Path, f.Canonical)
+	rc, size, err := w.cfg.openContentSized(ctx, f.Path, f.Canonical)
 	if err != nil {
 		var se *sema.Error
 		switch {
@@ -343,6 +343,14 @@ func (w *grepWorker) file(ctx context.Context, f walkFile) {
 		case !errors.Is(err, iofs.ErrNotExist):
 			w.stats.unreadable++ // a file removed since the walk met it is simply gone
 		}
+		return
+	}
+	if size > GrepMaxFileBytes {
+		// Judged by the size of the file that was opened, before a byte is read: a huge
+		// file costs one fstat, not 64 MB of reading. The limit on the read below still
+		// holds for a file that grows after this look.
+		rc.Close()
+		w.stats.tooLarge++
 		return
 	}
 	if w.buf == nil {
@@ -442,7 +450,7 @@ func (w *grepWorker) render(path string, buf []byte, regions [][2]int) (out []st
 			sep = ":"
 		}
 		var b strings.Builder
-		b.WriteString(path)
+		b.WriteString(showName(path))
 		b.WriteString(sep)
 		if q.lineNumbers {
 			b.WriteString(strconv.Itoa(i + 1))
@@ -522,13 +530,13 @@ func formatGrep(hits []grepHit, stats grepStats, q *grepQuery, headLimit int) st
 			return cmp.Or(b.mtime.Compare(a.mtime), strings.Compare(a.path, b.path))
 		})
 		for _, h := range hits {
-			lines = append(lines, h.path)
+			lines = append(lines, showName(h.path))
 		}
 	case grepCount:
 		slices.SortFunc(hits, func(a, b grepHit) int { return comparePaths(a.path, b.path) })
 		total := 0
 		for _, h := range hits {
-			lines = append(lines, h.path+":"+strconv.Itoa(h.count))
+			lines = append(lines, showName(h.path)+":"+strconv.Itoa(h.count))
 			total += h.count
 		}
 		summary = fmt.Sprintf("Found %s in %s.", plural(total, "matching line"), plural(len(hits), "file"))

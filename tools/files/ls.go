@@ -135,16 +135,19 @@ func renderTree(root string, entries []lsEntry, truncated bool, unreadable int) 
 		fmt.Fprintf(&b, "There are more than %d entries under %s; the first %d (nearest first) are listed. List a subdirectory, or use Glob and Grep to search.\n\n", LSMaxEntries, root, LSMaxEntries)
 	}
 	b.WriteString("- ")
-	b.WriteString(strings.TrimSuffix(root, "/"))
-	b.WriteString("/\n")
+	b.WriteString(showName(strings.TrimSuffix(root, "/") + "/"))
+	b.WriteString("\n")
 	for _, e := range entries {
 		depth := strings.Count(e.rel, "/") + 1
 		b.WriteString(strings.Repeat("  ", depth))
 		b.WriteString("- ")
-		b.WriteString(path.Base(e.rel))
+		name := path.Base(e.rel)
+		if e.dir {
+			name += "/"
+		}
+		b.WriteString(showName(name))
 		switch {
 		case e.dir:
-			b.WriteByte('/')
 		case e.link:
 			b.WriteString(" (symlink, not followed)")
 		}

@@ -14,7 +14,10 @@
 //     whole group gets SIGTERM (and SIGCONT, so a stopped process can act on it), and
 //     SIGKILL two seconds later if any process of it is still alive. A process that
 //     leaves its group (setsid) is beyond reach; a background task owns its group until
-//     the task ends.
+//     the task ends. The groups die with the process that runs the set, even when it is
+//     killed with SIGKILL: the host env kills them then (env.Host.Start), and should that
+//     fail too, the next set made in the same scratch parent kills what a dead process
+//     left and removes its scratch directory (CleanStale).
 //   - Output is one stream: stdout and stderr share a pipe, so the answer shows them
 //     interleaved as written. A foreground answer keeps the first and the last 15,000
 //     characters and names how many were elided between them. A background task's output

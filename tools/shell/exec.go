@@ -16,6 +16,7 @@ import (
 // proc is a started shell and the one goroutine that waits for it.
 type proc struct {
 	p      env.Process
+	marker string // the group's file in the scratch directory; removed once the group is gone
 	exited chan struct{}
 	status env.ExitStatus
 	err    error
@@ -32,7 +33,7 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 	req := env.ExecRequest{
 		Argv:   []string{s.shell, "--noprofile", "--norc", "-p", "-c", script},
 		Dir:    dir,
-		Env:    append(append([]string(nil), noPromptEnv...), extraEnv...),
+		Env:    append(append(append([]string(nil), noPromptEnv...), extraEnv...), tokenEnv+"="+s.token),
 		Stdout: out,
 		Stderr: out,
 	}
@@ -46,7 +47,10 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 	if err != nil {
 		return nil, err
 	}
-	pr := &proc{p: p, exited: make(chan struct{})}
+	pr := &proc{p: p, exited: make(chan struct{}), marker: s.groupFile(p.PID())}
+	// Best effort: without the file, only the env's guardian stops the group should this
+	// process die.
+	os.WriteFile(pr.marker, nil, 0o600)
 	go func() {
 		pr.status, pr.err = p.Wait()
 		close(pr.exited)
@@ -62,6 +66,9 @@ func (pr *proc) settle() {
 		terminate(pr.p)
 	}
 	pr.p.Close()
+	if errors.Is(pr.p.Signal(0), env.ErrProcessDone) {
+		os.Remove(pr.marker)
+	}
 }
 
 // stop ends the whole group and waits for the shell, then settles.

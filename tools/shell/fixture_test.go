@@ -21,7 +21,14 @@ import (
 	"github.com/sema-agent/sema/tools"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The host starts programs from one goroutine that never returns (env/host_start_linux.go).
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(orphanParentEnv); dir != "" {
+		orphanParent(dir)
+		return
+	}
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/sema-agent/sema/env.startLoop"))
+}
 
 // fix is one leg's shell tools over a temporary task root on the host.
 type fix struct {

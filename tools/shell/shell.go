@@ -171,6 +171,7 @@ type Set struct {
 	shell   string
 	allow   []string
 	scratch string
+	token   string       // carried by every command as SEMA_SHELL_SET (stale.go)
 	confine *confinement // nil: commands run unconfined
 	maxBG   int
 	outCap  int64
@@ -195,7 +196,8 @@ type Set struct {
 
 var coAuthorRE = regexp.MustCompile(`^[^<>\x00-\x1f]*[^<>\s\x00-\x1f] <[^<>\s]+@[^<>\s]+>$`)
 
-// New builds the shell tool set of a leg and makes its scratch directory. Refusals are
+// New builds the shell tool set of a leg and makes its scratch directory, after cleaning
+// up, once per process, what dead processes left there (CleanStale). Refusals are
 // *sema.Error: a missing env or fence, an env that cannot run programs
 // (config.env_not_executor), a CommitCoAuthor that is not "Name <email>"
 // (config.commit_co_author_invalid), a scratch directory that cannot be made.
@@ -230,11 +232,20 @@ func New(cfg Config) (*Set, error) {
 		}
 		s.trailer = "Co-Authored-By: " + cfg.CommitCoAuthor
 	}
-	dir, err := os.MkdirTemp(cfg.ScratchDir, "sema-shell-")
+	cleanStaleOnce(cfg.ScratchDir)
+	token, err := newToken()
+	if err != nil {
+		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot name their scratch directory (%w)", err)
+	}
+	dir, err := os.MkdirTemp(cfg.ScratchDir, scratchPrefix)
 	if err != nil {
 		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their scratch directory in %q (%w); set Config.ScratchDir to a writable directory", cfg.ScratchDir, err)
 	}
-	s.scratch = dir
+	if err := writeOwner(dir, token); err != nil {
+		os.RemoveAll(dir)
+		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot write to their scratch directory %q (%w); set Config.ScratchDir to a writable directory", dir, err)
+	}
+	s.scratch, s.token = dir, token
 	if cfg.Sandbox != nil {
 		if !cfg.Sandbox.Kernel.Available() {
 			os.RemoveAll(dir)
