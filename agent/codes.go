@@ -112,6 +112,9 @@ const (
 	// CodeShellShutdownFailed: background tasks could not all be stopped at the leg's
 	// end.
 	CodeShellShutdownFailed = "shell.shutdown_failed"
+	// CodeStaleTempsRemoved: temporary files an interrupted atomic write had left in the
+	// write roots were removed at the leg's start; the notice lists them.
+	CodeStaleTempsRemoved = "fs.stale_temps_removed"
 )
 
 // Codes of the file history of Bash changes (notices).

@@ -63,6 +63,8 @@ type leg struct {
 	bashChanges *bashChanges
 	// sandbox confines the leg's commands; nil when they run unconfined (sandboxStatus
 	// says why).
+	// stopSweep ends the leg's sweep of stale temporary files (sweepTemps).
+	stopSweep     func()
 	sandbox       *shell.Sandbox
 	sandboxStatus sandbox.Status
 	// projectSandbox is what the root's .sema/settings.json says of the sandbox (only

@@ -51,6 +51,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 		return nil, err
 	}
 	if err := l.prepareLeg(ctx); err != nil {
+		l.endSweep()
 		if l.shell != nil {
 			l.shell.Close()
 		}
@@ -123,6 +124,7 @@ func (l *leg) prepareLeg(ctx context.Context) error {
 	if err := l.mountShell(); err != nil {
 		return err
 	}
+	l.sweepTemps(ctx)
 	l.roster = l.buildRoster()
 	for _, t := range l.roster {
 		l.specs = append(l.specs, t.Spec().ModelSpec())

@@ -86,6 +86,10 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		return nil, err
 	}
 	defer r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), s.ID, holder)
+	if _, host := r.deps.Env.(*env.Host); host && spec.Files && !spec.DryRun && s.Root != "" {
+		// What an interrupted atomic write left behind goes with the rewind that cleans up.
+		env.CleanStaleTemps(ctx, s.Root)
+	}
 	if spec.Undo {
 		return r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec)
 	}

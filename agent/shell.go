@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
@@ -56,6 +57,7 @@ func (l *leg) readDenial() gate.ReadDenial {
 // stopShell ends the leg's shell: background tasks are stopped unless the deployment
 // keeps them, in which case the running ones are reported.
 func (l *leg) stopShell(ctx context.Context) []BackgroundTask {
+	l.endSweep()
 	if l.shell == nil {
 		return nil
 	}
@@ -70,4 +72,37 @@ func (l *leg) stopShell(ctx context.Context) []BackgroundTask {
 		l.notice(sema.Notice{Code: CodeShellShutdownFailed, Message: "background tasks could not all be stopped: " + err.Error()})
 	}
 	return nil
+}
+
+// sweepTemps removes, while the leg runs, the temporary files that atomic writes of a
+// process killed mid-write left in the write roots (env.CleanStaleTemps: only that exact
+// name pattern, only files older than a minute). It walks on a goroutine of its own, so a
+// large tree never delays the first model request; the walk is bounded
+// (env.MaxStaleTempWalk) and ends with ctx, and endSweep waits for it.
+func (l *leg) sweepTemps(ctx context.Context) {
+	if _, ok := l.deps.Env.(*env.Host); !ok || l.spec.ReadOnly {
+		return
+	}
+	done := make(chan struct{})
+	roots := l.fence.WriteRoots()
+	go func() {
+		defer close(done)
+		var removed []string
+		for _, r := range roots {
+			removed = append(removed, env.CleanStaleTemps(ctx, r)...)
+		}
+		if len(removed) > 0 {
+			l.notice(sema.Notice{Code: CodeStaleTempsRemoved, Message: fmt.Sprintf("removed %d temporary file(s) an interrupted write had left behind", len(removed)),
+				Detail: map[string]any{"paths": removed}})
+		}
+	}()
+	l.stopSweep = func() { <-done }
+}
+
+// endSweep waits for the leg's temp sweep, if one runs.
+func (l *leg) endSweep() {
+	if l.stopSweep != nil {
+		l.stopSweep()
+		l.stopSweep = nil
+	}
 }
