@@ -64,7 +64,9 @@ func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, s
 	blocks := append(make([]model.Block, 0, len(calls)), prior...)
 	for i, c := range rest[:ran] {
 		r := results[i]
-		if r.EditedFile != "" {
+		if r.EditedFile != "" && !r.IsError {
+			// Only writes that landed: a failed write that may have changed the file says
+			// so in its own result, and is not reported as an edit.
 			l.noteEdited(r.EditedFile)
 		}
 		content := r.Content

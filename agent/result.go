@@ -42,8 +42,9 @@ type TaskResult struct {
 	Usage model.Usage `json:"usage"`
 	// PermissionDenials lists every tool call the permission gate refused.
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
-	// EditedFiles lists the canonical paths the write tools changed (or may have changed),
-	// in the order first edited.
+	// EditedFiles lists the canonical paths the write tools changed — writes that landed —
+	// in the order first edited. A write that failed after it may have changed the file is
+	// not listed; its tool result says the file may be partly changed.
 	EditedFiles []string `json:"edited_files"`
 	// BackgroundTasks lists the Bash background tasks still running when the leg ended
 	// (only with Deps.Shell.KeepBackgroundTasks; otherwise they were stopped).
