@@ -438,6 +438,7 @@ func (l *leg) closeSession(ctx context.Context, status sema.Status) {
 	}
 	_, err := l.store.Update(ctx, l.sessionID, func(s *session.Session) error {
 		s.Mode = string(l.modes.Requested())
+		s.EffectiveMode = string(l.modes.Current())
 		s.PrePlanMode = string(l.modes.PrePlanMode())
 		return nil
 	})

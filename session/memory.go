@@ -102,7 +102,7 @@ func (m *Memory) Get(ctx context.Context, id string) (Session, error) {
 	return ms.s, nil
 }
 
-// Update changes the session's Model, Mode, PrePlanMode and Title through fn, atomically
+// Update changes the session's Model, Mode, EffectiveMode, PrePlanMode and Title through fn, atomically
 // (see [Store.Update]).
 func (m *Memory) Update(ctx context.Context, id string, fn func(*Session) error) (Session, error) {
 	if err := m.lock(ctx); err != nil {

@@ -71,4 +71,6 @@ var schema = []string{
 	// session's row so that taking it is one conditional UPDATE.
 	`ALTER TABLE sessions ADD COLUMN lease_holder TEXT NOT NULL DEFAULT '';
 	ALTER TABLE sessions ADD COLUMN lease_expires INTEGER NOT NULL DEFAULT 0;`,
+	// 3: the mode the newest leg ran in (Session.EffectiveMode), for listings.
+	`ALTER TABLE sessions ADD COLUMN effective_mode TEXT NOT NULL DEFAULT '';`,
 }

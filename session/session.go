@@ -24,7 +24,7 @@ type Store interface {
 	Create(ctx context.Context, s Session) (Session, error)
 	// Get returns the session with the given id; CodeNotFound when there is none.
 	Get(ctx context.Context, id string) (Session, error)
-	// Update changes the mutable fields (Model, Mode, PrePlanMode, Title) in one
+	// Update changes the mutable fields (Model, Mode, EffectiveMode, PrePlanMode, Title) in one
 	// transaction: fn sees the stored session and edits it in place. fn must not call
 	// the store.
 	Update(ctx context.Context, id string, fn func(*Session) error) (Session, error)
@@ -114,7 +114,7 @@ type Lease struct {
 }
 
 // Session is a session's metadata. ID, Root, FSID, Scope, ParentID, ForkOf and ForkAt
-// are fixed at creation; Model, Mode, PrePlanMode and Title change through Update;
+// are fixed at creation; Model, Mode, EffectiveMode, PrePlanMode and Title change through Update;
 // Head and UpdatedAt are kept by the store.
 type Session struct {
 	// ID names the session: the id Create was given, else a v4 UUID it minted.
@@ -145,6 +145,10 @@ type Session struct {
 	Model string `json:"model,omitempty"`
 	// Mode is the permission mode word in force (the newest steer that took effect).
 	Mode string `json:"mode,omitempty"`
+	// EffectiveMode is the mode the newest leg ran in, after the deployment's folds and a
+	// parent's ceiling (Mode is the word it asked for, which a resume asks for again).
+	// Empty for a session no leg has ended yet.
+	EffectiveMode string `json:"effective_mode,omitempty"`
 	// PrePlanMode is the mode word to return to when plan mode is left (the runner
 	// leaves it empty outside plan mode).
 	PrePlanMode string `json:"pre_plan_mode,omitempty"`
@@ -456,9 +460,9 @@ func applyUpdate(s Session, fn func(*Session) error, now time.Time) (Session, er
 		return s, err
 	}
 	fixed := s
-	fixed.Model, fixed.Mode, fixed.PrePlanMode, fixed.Title = c.Model, c.Mode, c.PrePlanMode, c.Title
+	fixed.Model, fixed.Mode, fixed.EffectiveMode, fixed.PrePlanMode, fixed.Title = c.Model, c.Mode, c.EffectiveMode, c.PrePlanMode, c.Title
 	if fixed != c {
-		return s, sema.Errorf(CodeInvalid, "Update may change only Model, Mode, PrePlanMode and Title of session %q", s.ID).With("session_id", s.ID)
+		return s, sema.Errorf(CodeInvalid, "Update may change only Model, Mode, EffectiveMode, PrePlanMode and Title of session %q", s.ID).With("session_id", s.ID)
 	}
 	c.UpdatedAt = now
 	return c, nil

@@ -77,7 +77,7 @@ func fromNanos(n int64) time.Time {
 
 // sessionCols reads a session; head and the last activity come from its newest entry
 // (see the entries table in schema.go).
-const sessionCols = `id, root, fs_id, scope, created_at, parent_id, fork_of, fork_at, model, mode, pre_plan_mode, title,
+const sessionCols = `id, root, fs_id, scope, created_at, parent_id, fork_of, fork_at, model, mode, effective_mode, pre_plan_mode, title,
 	COALESCE((SELECT e.id FROM entries e WHERE e.session_id = sessions.id ORDER BY e.seq DESC LIMIT 1), ''),
 	` + lastActivity
 
@@ -121,7 +121,7 @@ func scanSession(r scanner) (Session, error) {
 	var s Session
 	var created, updated int64
 	err := r.Scan(&s.ID, &s.Root, &s.FSID, &s.Scope, &created, &s.ParentID, &s.ForkOf, &s.ForkAt,
-		&s.Model, &s.Mode, &s.PrePlanMode, &s.Title, &s.Head, &updated)
+		&s.Model, &s.Mode, &s.EffectiveMode, &s.PrePlanMode, &s.Title, &s.Head, &updated)
 	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
 	return s, err
 }
@@ -166,7 +166,7 @@ func (s *SQLiteStore) Get(ctx context.Context, id string) (Session, error) {
 	return getSession(ctx, s.r, id)
 }
 
-// Update changes the session's Model, Mode, PrePlanMode and Title through fn, atomically
+// Update changes the session's Model, Mode, EffectiveMode, PrePlanMode and Title through fn, atomically
 // (see [Store.Update]).
 func (s *SQLiteStore) Update(ctx context.Context, id string, fn func(*Session) error) (Session, error) {
 	var out Session
@@ -179,8 +179,8 @@ func (s *SQLiteStore) Update(ctx context.Context, id string, fn func(*Session) e
 		if err != nil {
 			return err
 		}
-		if _, err := q.ExecContext(ctx, `UPDATE sessions SET model = ?, mode = ?, pre_plan_mode = ?, title = ? WHERE id = ?`,
-			next.Model, next.Mode, next.PrePlanMode, next.Title, id); err != nil {
+		if _, err := q.ExecContext(ctx, `UPDATE sessions SET model = ?, mode = ?, effective_mode = ?, pre_plan_mode = ?, title = ? WHERE id = ?`,
+			next.Model, next.Mode, next.EffectiveMode, next.PrePlanMode, next.Title, id); err != nil {
 			return err
 		}
 		if _, err := q.ExecContext(ctx, touchSQL, time.Now().UnixNano(), id); err != nil {

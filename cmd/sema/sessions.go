@@ -234,11 +234,17 @@ func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) 
 
 // modeOf is the permission mode the session runs in: its recorded word, or default when
 // no mode was ever asked for (the word is recorded only when one was).
+// modeOf is the mode a session's newest leg ran in; where a deployment's policy ran it in
+// another mode than it asked for, the word asked for follows ("default (asked auto)").
 func modeOf(s session.Session) string {
-	if s.Mode == "" {
-		return "default"
+	asked := s.Mode
+	if asked == "" {
+		asked = "default"
 	}
-	return s.Mode
+	if s.EffectiveMode == "" || s.EffectiveMode == asked {
+		return asked
+	}
+	return s.EffectiveMode + " (asked " + asked + ")"
 }
 
 // rawJSON shows a stored JSON value as the model wrote it: the store keeps it with

@@ -158,9 +158,10 @@ func testUpdate(t *testing.T, s session.Store) {
 	a := create(t, s, "/w")
 	got := must(s.Update(ctx, a.ID, func(x *session.Session) error {
 		x.Mode, x.PrePlanMode, x.Model, x.Title = "plan", "default", "openai/y", "renamed"
+		x.EffectiveMode = "dontAsk"
 		return nil
 	}))(t)
-	if got.Mode != "plan" || got.PrePlanMode != "default" || got.Model != "openai/y" || got.Title != "renamed" {
+	if got.Mode != "plan" || got.PrePlanMode != "default" || got.Model != "openai/y" || got.Title != "renamed" || got.EffectiveMode != "dontAsk" {
 		t.Fatalf("Update did not apply: %+v", got)
 	}
 	if !got.UpdatedAt.After(a.UpdatedAt) {
