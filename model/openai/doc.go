@@ -12,10 +12,21 @@
 //     a sentence saying what to change. A cancelled ctx yields model.cancelled wrapping
 //     ctx.Err(); nothing panics on any input the server can send.
 //   - Transient failures (429, 5xx, connection errors before the response started) are
-//     retried with backoff by the SDK; 400, 401, 403 and 404 are not. Once the stream
-//     has started nothing is retried, so onDelta never sees a text twice.
-//   - A stream that sends no byte for Config.StreamIdleTimeout is abandoned
-//     (model.network), so a stalled server cannot hang a run.
+//     retried with backoff that honours retry-after and retry-after-ms, up to
+//     Config.MaxRetries times in all; 400, 401, 403 and 404 are not. A wait the server
+//     advises beyond Config.MaxRetryAfter (60 s) is not waited out: the call fails at
+//     once (429: model.rate_limited; 5xx keeps its code) with the advice in the detail
+//     (retry_after_seconds).
+//   - A stream cut mid-response (the connection broke, the stream ended without
+//     "data: [DONE]", or it went silent for Config.StreamIdleTimeout), a transient
+//     error the server reported inside the stream, and a server that sends no first
+//     byte within Config.FirstByteTimeout (60 s for the official API) are transient
+//     too, retried in the same budget: the request is idempotent. Deltas already
+//     delivered stay delivered; a retried attempt delivers none, so onDelta never sees
+//     a text twice, and the returned Response, the retried attempt's, is the authority.
+//     A stream whose content breaks the wire format is not retried.
+//   - Once the retries are spent, a stalled server fails the call with model.network,
+//     so it cannot hang a run.
 //   - New reads no environment variable; FromEnv is the one place that does.
 //
 // Translation to the wire format:

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,8 +27,11 @@ import (
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 1 << 20
 
-// errStalled is the cancellation cause the watchdog sets.
-var errStalled = errors.New("the server sent nothing for too long")
+// errStalled and errNoFirstByte are the cancellation causes the watchdog sets.
+var (
+	errStalled     = errors.New("the server sent nothing for too long")
+	errNoFirstByte = errors.New("the server sent no first byte in time")
+)
 
 // apiError is what an error response said, in whichever of the shapes compatible
 // servers use.
@@ -37,22 +42,28 @@ type apiError struct {
 	Code    string
 }
 
-// capture records the last attempt of one call: how many attempts were made and what
-// an error response said. It also rewrites every error body into the OpenAI shape
-// {"error":{…}}, because the SDK cannot decode the others ({"error":"text"} from some
-// servers, a top-level message from vLLM, plain text from a proxy) and would then lose
-// the status code.
+// capture records the attempts of one call: how many were made, what the last error
+// response said, and the retry-after it advised when that was too long to wait. It also
+// rewrites every error body into the OpenAI shape {"error":{…}}, because the SDK cannot
+// decode the others ({"error":"text"} from some servers, a top-level message from vLLM,
+// plain text from a proxy) and would then lose the status code.
 type capture struct {
+	maxWait time.Duration // Config.MaxRetryAfter, resolved
+
 	mu       sync.Mutex
 	attempts int
 	last     *apiError
+	// advised is the retry-after of the last response when it asked for more than
+	// maxWait; 0 otherwise.
+	advised time.Duration
 }
 
 func (c *capture) middleware(wd *watchdog) option.Middleware {
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		wd.arm()
+		wd.request()
 		c.mu.Lock()
 		c.attempts++
+		c.advised = 0
 		c.mu.Unlock()
 		res, err := next(req)
 		if err != nil || res == nil {
@@ -66,23 +77,79 @@ func (c *capture) middleware(wd *watchdog) option.Middleware {
 			body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 			res.Body.Close()
 			ae := parseAPIError(res.StatusCode, body)
+			advised := c.boundWait(res)
 			c.mu.Lock()
 			c.last = &ae
+			c.advised = advised
 			c.mu.Unlock()
 			norm, _ := json.Marshal(map[string]any{"error": map[string]any{"message": ae.Message, "type": ae.Type, "code": ae.Code}})
 			res.Body = io.NopCloser(bytes.NewReader(norm))
 			res.ContentLength = int64(len(norm))
 			return res, nil
 		}
+		wd.respond()
 		res.Body = &touchReader{ReadCloser: res.Body, wd: wd}
 		return res, nil
 	}
 }
 
-func (c *capture) snapshot() (int, *apiError) {
+// boundWait keeps the SDK from sleeping through a retry-after longer than maxWait: such
+// a response is marked not to be retried (x-should-retry: false, which the SDK obeys
+// over the status), and the advised wait is returned for the error. It returns 0 for a
+// response the SDK would not retry anyway, or that asks for no more than maxWait.
+func (c *capture) boundWait(res *http.Response) time.Duration {
+	s := res.StatusCode
+	if s != http.StatusRequestTimeout && s != http.StatusConflict && s != http.StatusTooManyRequests && s < 500 {
+		return 0
+	}
+	d, ok := retryAfter(res.Header)
+	if !ok || d <= c.maxWait {
+		return 0
+	}
+	res.Header.Set("x-should-retry", "false")
+	return d
+}
+
+// retryAfter reads retry-after-ms, else retry-after (seconds, or an HTTP date), as the
+// SDK does. A value too large for a Duration is the largest Duration.
+func retryAfter(h http.Header) (time.Duration, bool) {
+	for _, f := range [...]struct {
+		name string
+		unit time.Duration
+	}{{"retry-after-ms", time.Millisecond}, {"retry-after", time.Second}} {
+		v := strings.TrimSpace(h.Get(f.name))
+		if v == "" {
+			continue
+		}
+		if n, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			if math.IsNaN(n) || n < 0 {
+				continue
+			}
+			if d := n * float64(f.unit); d < math.MaxInt64 {
+				return time.Duration(d), true
+			}
+			return math.MaxInt64, true
+		}
+		if f.unit == time.Second {
+			if t, err := http.ParseTime(v); err == nil {
+				return max(0, time.Until(t)), true
+			}
+		}
+	}
+	return 0, false
+}
+
+func (c *capture) snapshot() (int, *apiError, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.attempts, c.last
+	return c.attempts, c.last, c.advised
+}
+
+// count is the number of requests sent so far.
+func (c *capture) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.attempts
 }
 
 // parseAPIError reads an error body in any of the shapes seen in the wild.
@@ -156,6 +223,11 @@ func (p *Provider) interrupted(ctx, callCtx context.Context, err error) *sema.Er
 	if ctx.Err() != nil {
 		return cancelled(ctx.Err())
 	}
+	if errors.Is(context.Cause(callCtx), errNoFirstByte) {
+		return &sema.Error{Code: model.CodeNetwork,
+			Message: fmt.Sprintf("%s sent nothing within %s of the request and the call was abandoned: check that the server is running and not overloaded, or raise the first-byte timeout", p.baseURL, p.firstByte),
+			Err:     err, Detail: map[string]any{"base_url": p.baseURL, "first_byte_timeout": p.firstByte.String()}}
+	}
 	if errors.Is(context.Cause(callCtx), errStalled) {
 		return &sema.Error{Code: model.CodeNetwork,
 			Message: fmt.Sprintf("%s sent nothing for %s and the call was abandoned: check that the server is running and not overloaded, or raise the stream idle timeout", p.baseURL, p.idle),
@@ -164,19 +236,29 @@ func (p *Provider) interrupted(ctx, callCtx context.Context, err error) *sema.Er
 	return nil
 }
 
+// stalled reports that the watchdog abandoned the attempt of callCtx.
+func stalled(callCtx context.Context) bool {
+	cause := context.Cause(callCtx)
+	return errors.Is(cause, errStalled) || errors.Is(cause, errNoFirstByte)
+}
+
 // requestError maps an error of the request phase (before the stream started).
 func (p *Provider) requestError(ctx, callCtx context.Context, err error, c *capture, modelName string) error {
 	if e := p.interrupted(ctx, callCtx, err); e != nil {
 		return e
 	}
-	attempts, last := c.snapshot()
+	attempts, last, advised := c.snapshot()
 	var oe *oai.Error
 	if errors.As(err, &oe) {
 		ae := apiError{Status: oe.StatusCode, Message: oe.Message, Type: oe.Type, Code: oe.Code}
 		if last != nil {
 			ae = *last
 		}
-		return p.apiFailure(ae, attempts, modelName, err)
+		se := p.apiFailure(ae, attempts, modelName, err)
+		if advised > 0 {
+			se = p.tooLongAWait(se, ae, advised)
+		}
+		return se
 	}
 	return &sema.Error{Code: model.CodeNetwork,
 		Message: fmt.Sprintf("cannot reach %s (%s): check the base URL and your network connection", p.baseURL, netReason(err)),
@@ -235,6 +317,30 @@ func (p *Provider) apiFailure(ae apiError, attempts int, modelName string, cause
 	}
 }
 
+// tooLongAWait is the error of a response that advised a wait beyond MaxRetryAfter:
+// the call stops instead of sleeping that long, and says how long the server asked
+// for. A 429 is model.rate_limited; another status keeps the code apiFailure gave it.
+func (p *Provider) tooLongAWait(se *sema.Error, ae apiError, advised time.Duration) *sema.Error {
+	code := se.Code
+	if ae.Status == http.StatusTooManyRequests {
+		code = model.CodeRateLimited
+	}
+	secs := int64(advised / time.Second)
+	if advised%time.Second != 0 {
+		secs++
+	}
+	detail := make(map[string]any, len(se.Detail)+2)
+	for k, v := range se.Detail {
+		detail[k] = v
+	}
+	detail["retry_after_seconds"] = secs
+	detail["max_retry_after"] = p.maxWait.String()
+	return &sema.Error{Code: code,
+		Message: fmt.Sprintf("%s asked to wait %s before retrying (%d: %s), longer than the %s this provider waits: try again later, or raise MaxRetryAfter",
+			p.baseURL, advised.Round(time.Second), ae.Status, ae.Message, p.maxWait),
+		Err: se.Err, Detail: detail}
+}
+
 func statusText(ae apiError, msg string) string {
 	if ae.Status == 0 {
 		return msg
@@ -285,55 +391,74 @@ func netReason(err error) string {
 	}
 }
 
-// watchdog abandons a call (cancels its context with errStalled) when no byte has
-// arrived for d while a request is in flight. Activity is a timestamp store, so the
-// per-read cost is one atomic write; the timer re-checks it when it fires.
+// watchdog abandons an attempt (cancels its context with a cause) when nothing has
+// arrived for too long: the first byte of a response within firstByte of sending the
+// request (errNoFirstByte), then each next byte within idle (errStalled). Without a
+// first-byte limit the idle limit covers the wait for the response too. Activity is a
+// timestamp store, so the per-read cost is one atomic write; the timer re-checks it
+// when it fires.
 type watchdog struct {
-	d      time.Duration
-	cancel context.CancelCauseFunc
-	last   atomic.Int64
+	idle, firstByte time.Duration
+	cancel          context.CancelCauseFunc
+	last            atomic.Int64
 
 	mu    sync.Mutex
 	timer *time.Timer
-	armed bool
+	limit time.Duration // the wait being timed; 0 while paused
+	cause error
 }
 
-// newWatchdog returns nil when d is zero (no limit); a nil watchdog ignores every call.
-func newWatchdog(d time.Duration, cancel context.CancelCauseFunc) *watchdog {
-	if d <= 0 {
+// newWatchdog returns nil when neither limit is set; a nil watchdog ignores every call.
+func newWatchdog(idle, firstByte time.Duration, cancel context.CancelCauseFunc) *watchdog {
+	if idle <= 0 && firstByte <= 0 {
 		return nil
 	}
-	return &watchdog{d: d, cancel: cancel}
+	return &watchdog{idle: idle, firstByte: firstByte, cancel: cancel}
 }
 
-func (w *watchdog) arm() {
+// request starts the wait for the first byte of a response.
+func (w *watchdog) request() {
 	if w == nil {
 		return
 	}
-	w.touch()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.armed = true
-	if w.timer == nil {
-		w.timer = time.AfterFunc(w.d, w.fire)
+	if w.firstByte > 0 {
+		w.set(w.firstByte, errNoFirstByte)
 	} else {
-		w.timer.Reset(w.d)
+		w.set(w.idle, errStalled)
+	}
+}
+
+// respond switches to the idle limit once a response has started.
+func (w *watchdog) respond() {
+	if w != nil {
+		w.set(w.idle, errStalled)
 	}
 }
 
 func (w *watchdog) pause() {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.armed = false
-	if w.timer != nil {
-		w.timer.Stop()
+	if w != nil {
+		w.set(0, nil)
 	}
 }
 
 func (w *watchdog) stop() { w.pause() }
+
+func (w *watchdog) set(d time.Duration, cause error) {
+	w.touch()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.limit, w.cause = max(d, 0), cause
+	switch {
+	case w.limit == 0:
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+	case w.timer == nil:
+		w.timer = time.AfterFunc(d, w.fire)
+	default:
+		w.timer.Reset(d)
+	}
+}
 
 func (w *watchdog) touch() {
 	if w != nil {
@@ -344,16 +469,16 @@ func (w *watchdog) touch() {
 func (w *watchdog) fire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.armed {
+	if w.limit == 0 {
 		return
 	}
-	idle := time.Duration(time.Now().UnixNano() - w.last.Load())
-	if idle < w.d {
-		w.timer.Reset(w.d - idle)
+	quiet := time.Duration(time.Now().UnixNano() - w.last.Load())
+	if quiet < w.limit {
+		w.timer.Reset(w.limit - quiet)
 		return
 	}
-	w.armed = false
-	w.cancel(errStalled)
+	w.limit = 0
+	w.cancel(w.cause)
 }
 
 // touchReader marks activity on every read that returned bytes.

@@ -2,6 +2,8 @@ package openai
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,7 +31,18 @@ const (
 	// DefaultMaxTokens bounds a response when model.Request.MaxTokens is zero or
 	// negative.
 	DefaultMaxTokens = 8192
+	// DefaultMaxRetryAfter is Config.MaxRetryAfter when it is zero: the longest wait a
+	// server's retry-after may ask for before the call gives up instead.
+	DefaultMaxRetryAfter = 60 * time.Second
+	// DefaultFirstByteTimeout is Config.FirstByteTimeout when it is zero and the
+	// provider talks to the official API: how long an attempt may wait for the first
+	// byte of its response (the status line) before it is abandoned and retried.
+	DefaultFirstByteTimeout = 60 * time.Second
 )
+
+// sdkMaxRetryAfter is the longest retry-after the SDK waits out unless told otherwise;
+// beyond it the SDK gives up on its own, without saying why.
+const sdkMaxRetryAfter = 2 * time.Minute
 
 // Environment variables FromEnv reads.
 const (
@@ -53,15 +66,33 @@ type Config struct {
 	BaseURL string
 	// HTTPClient sends the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
-	// MaxRetries is how many times a transient failure (429, 5xx, a connection error
-	// before the response started) is retried, with the SDK's exponential backoff and
-	// the server's retry-after. Zero means DefaultMaxRetries (2); negative means none.
+	// MaxRetries is how many times a transient failure is retried: a 429 or 5xx, a
+	// connection error, a server that sends no first byte within FirstByteTimeout, a
+	// stream cut mid-response or silent past StreamIdleTimeout. Waits follow the
+	// server's retry-after, else an exponential backoff. Every attempt counts, whether
+	// the SDK or the stream reader started it. Zero means DefaultMaxRetries (2);
+	// negative means none.
 	MaxRetries int
-	// StreamIdleTimeout is how long a call may wait for the next byte from the server
-	// (the response headers, or the next piece of the stream) before it is abandoned
-	// with model.network. Time spent in onDelta counts, so onDelta must not block.
-	// Zero means DefaultStreamIdleTimeout (10 minutes, long enough for a local server
-	// to load a model); negative disables the limit.
+	// MaxRetryAfter is the longest wait a retry-after (or retry-after-ms) header may ask
+	// for; a response asking for more ends the call at once, with the advised wait in
+	// the error's detail (retry_after_seconds), rather than hold the run that long.
+	// Zero means DefaultMaxRetryAfter (60 s); negative means no positive wait is waited
+	// out.
+	MaxRetryAfter time.Duration
+	// FirstByteTimeout abandons an attempt that has received nothing of its response,
+	// not even the status line, this long after the request was sent; the attempt is
+	// retried like a failed connection. Zero means DefaultFirstByteTimeout (60 s) for
+	// the official API; for a compatible server (BaseURL set) zero leaves that wait to
+	// StreamIdleTimeout, because a local server such as Ollama sends nothing while it
+	// loads a model, which can take minutes. Negative turns it off everywhere
+	// (StreamIdleTimeout still bounds the wait).
+	FirstByteTimeout time.Duration
+	// StreamIdleTimeout is how long an attempt may wait for the next byte from the
+	// server (the next piece of the stream, and the response headers too when no
+	// FirstByteTimeout applies) before it is abandoned and retried; once the retries are
+	// spent the call fails with model.network. Time spent in onDelta counts, so onDelta
+	// must not block. Zero means DefaultStreamIdleTimeout (10 minutes, long enough for a
+	// local server to load a model); negative disables the limit.
 	StreamIdleTimeout time.Duration
 	// Header holds extra request headers (OpenRouter's "HTTP-Referer", a proxy's
 	// token, …). It cannot replace Authorization; use APIKey for that.
@@ -78,7 +109,13 @@ type Provider struct {
 	// every one of them understands.
 	official bool
 	custom   bool
-	idle     time.Duration
+	idle     time.Duration // StreamIdleTimeout; 0: none
+	// firstByte is FirstByteTimeout; 0: the idle timeout bounds the wait for headers.
+	firstByte time.Duration
+	maxWait   time.Duration // MaxRetryAfter
+	retries   int           // MaxRetries, resolved
+	// backoff is the wait before stream-level retry n (0-based); tests shorten it.
+	backoff func(n int) time.Duration
 }
 
 // New returns a Provider for cfg. It refuses (model.config) a missing API key when
@@ -125,11 +162,30 @@ func New(cfg Config) (*Provider, error) {
 	case idle < 0:
 		idle = 0
 	}
+	firstByte := cfg.FirstByteTimeout
+	switch {
+	case firstByte == 0 && !custom:
+		firstByte = DefaultFirstByteTimeout
+	case firstByte < 0:
+		firstByte = 0
+	}
+	maxWait := cfg.MaxRetryAfter
+	switch {
+	case maxWait == 0:
+		maxWait = DefaultMaxRetryAfter
+	case maxWait < 0:
+		maxWait = 0
+	}
 
 	opts := []option.RequestOption{
 		option.WithBaseURL(base + "/"),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(retries),
+	}
+	if maxWait > sdkMaxRetryAfter {
+		// Let the SDK wait out what this Config allows. The option also caps the SDK's
+		// own backoff, which stays far below this unless MaxRetries is large.
+		opts = append(opts, option.WithMaxRetryDelay(maxWait))
 	}
 	for k, vs := range cfg.Header {
 		if strings.EqualFold(k, "Authorization") {
@@ -147,11 +203,15 @@ func New(cfg Config) (*Provider, error) {
 		// OPENAI_* variables (an admin key, an organization, custom headers, a base URL)
 		// that this Config did not ask for. Execute, the one method used, needs nothing
 		// else from the client.
-		client:   oai.Client{Options: opts},
-		baseURL:  base,
-		official: u.Hostname() == "api.openai.com",
-		custom:   custom,
-		idle:     idle,
+		client:    oai.Client{Options: opts},
+		baseURL:   base,
+		official:  u.Hostname() == "api.openai.com",
+		custom:    custom,
+		idle:      idle,
+		firstByte: firstByte,
+		maxWait:   maxWait,
+		retries:   retries,
+		backoff:   backoff,
 	}, nil
 }
 
@@ -170,8 +230,9 @@ func (*Provider) Name() string { return "openai" }
 // BaseURL returns the API root the provider sends to, without a trailing slash.
 func (p *Provider) BaseURL() string { return p.baseURL }
 
-// Stream sends req as one streaming Chat Completions call and assembles the answer.
-// See the package documentation for the translation and the assembly rules.
+// Stream sends req as a streaming Chat Completions call, sent again after a transient
+// failure, and assembles the answer. See the package documentation for the retries,
+// the translation and the assembly rules.
 func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, cancelled(err)
@@ -184,36 +245,114 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 		return nil, err
 	}
 
+	c := &capture{maxWait: p.maxWait}
+	out := &deltas{onDelta: onDelta}
+	for n := 0; ; n++ {
+		resp, again, err := p.attempt(ctx, params, req.Model, c, out)
+		if err == nil {
+			return resp, nil
+		}
+		// The SDK has already retried what failed before a response started; what is
+		// left is a stream that broke or a server that never answered. The request
+		// is idempotent, so either is sent again while the budget lasts.
+		if !again || c.count() > p.retries {
+			return nil, err
+		}
+		// The caller has seen part of the broken stream; the next attempt may answer
+		// differently, so its deltas would not continue what was shown.
+		out.muted = out.emitted
+		t := time.NewTimer(p.backoff(n))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, cancelled(ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// attempt sends the request once (the SDK may send it again after an error response
+// or a failed connection) and reads the stream. again reports a failure another
+// attempt may not meet: a stream cut or silent mid-response, a server that sent no
+// first byte.
+func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewParams, modelName string, c *capture, out *deltas) (resp *model.Response, again bool, err error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wd := newWatchdog(p.idle, cancel)
+	wd := newWatchdog(p.idle, p.firstByte, cancel)
 	defer wd.stop()
-	c := &capture{}
 
 	var raw *http.Response
 	err = p.client.Post(callCtx, "chat/completions", params, &raw,
 		option.WithJSONSet("stream", true),
 		option.WithHeader("Accept", "text/event-stream"),
+		option.WithMaxRetries(max(0, p.retries-c.count())),
 		option.WithMiddleware(c.middleware(wd)),
 	)
 	if err != nil {
 		if raw != nil && raw.Body != nil {
 			raw.Body.Close()
 		}
-		return nil, p.requestError(ctx, callCtx, err, c, req.Model)
+		return nil, ctx.Err() == nil && stalled(callCtx), p.requestError(ctx, callCtx, err, c, modelName)
 	}
 	defer raw.Body.Close()
 
 	if ct := raw.Header.Get("Content-Type"); strings.HasPrefix(strings.ToLower(ct), "application/json") {
-		return nil, sema.Errorf(model.CodeMalformedStream,
+		return nil, false, sema.Errorf(model.CodeMalformedStream,
 			"%s answered with %s instead of an event stream: check that the server supports streaming Chat Completions", p.endpoint(), ct)
 	}
 
-	a := newAssembler(req.Model, onDelta)
+	a := newAssembler(modelName, out.emit)
 	if err := a.read(raw.Body); err != nil {
-		return nil, p.streamError(ctx, callCtx, err)
+		return nil, ctx.Err() == nil && p.cutShort(err, a), p.streamError(ctx, callCtx, err)
 	}
-	return a.response(), nil
+	return a.response(), false, nil
+}
+
+// cutShort reports whether a stream that had started failed in a way a new attempt may
+// not: the connection broke or went silent, the stream ended early, or the server
+// reported a transient error in it. A stream whose content broke the format is not
+// retried: a server that sends garbage is likely to send it again.
+func (p *Provider) cutShort(err error, a *assembler) bool {
+	var ae *streamAPIError
+	var se *sema.Error
+	switch {
+	case a.cut:
+		return true
+	case errors.As(err, &ae):
+		// An overloaded server or a rate limit may pass; a spent quota will not.
+		code := p.apiFailure(ae.apiError, 0, "", nil).Code
+		return ae.Code != "insufficient_quota" && (code == model.CodeOverloaded || code == model.CodeRateLimited)
+	case errors.As(err, &se):
+		return false
+	default:
+		return true // the transport's: a reset, a stall, an unexpected EOF
+	}
+}
+
+// deltas passes a call's deltas to the caller, and withholds those of attempts after
+// one whose deltas were delivered.
+type deltas struct {
+	onDelta func(model.Delta)
+	emitted bool
+	muted   bool
+}
+
+func (d *deltas) emit(x model.Delta) {
+	if d.muted || d.onDelta == nil {
+		return
+	}
+	d.emitted = true
+	d.onDelta(x)
+}
+
+// backoff is the wait before stream-level retry n: 0.5 s doubling per retry up to 8 s,
+// less up to a quarter of jitter, as the SDK waits between its own retries.
+func backoff(n int) time.Duration {
+	d := 8 * time.Second
+	if n < 4 {
+		d = 500 * time.Millisecond << n
+	}
+	return d - rand.N(d/4)
 }
 
 // endpoint is the URL calls go to, for messages.

@@ -35,6 +35,7 @@ func newProvider(t *testing.T, base string, mod ...func(*openai.Config)) *openai
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	openai.SetBackoff(p, func(int) time.Duration { return 0 })
 	return p
 }
 
@@ -528,6 +529,31 @@ func TestBrokenStreams(t *testing.T) {
 	}{
 		{"garbage mid-stream", openaitest.Turn{Text: "Hello world", Fault: openaitest.FaultMalformed}, model.CodeMalformedStream},
 		{"garbage before tool calls", openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "LS", Arguments: "{}"}}, Fault: openaitest.FaultMalformed}, model.CodeMalformedStream},
+		{"quota spent mid-stream", openaitest.Turn{Text: "Hello", Fault: openaitest.FaultErrorEvent, ErrorType: "insufficient_quota", ErrorCode: "insufficient_quota", ErrorMessage: "You exceeded your current quota."}, model.CodeRateLimited},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := openaitest.NewServer(t, tt.turn, openaitest.Turn{Text: "must not be reached"})
+			_, err := newProvider(t, s.URL()).Stream(context.Background(), simpleRequest(), nil)
+			wantCode(t, err, tt.code)
+			if n := s.RequestCount(); n != 1 {
+				t.Errorf("requests = %d, want 1 (a stream that broke the format is not retried)", n)
+			}
+		})
+	}
+}
+
+// TestCutStreamsAreRetried covers every way a started stream can stop short: each is
+// sent again, the retried attempt's answer is the response, and once the budget is
+// spent the last failure is the error.
+func TestCutStreamsAreRetried(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		turn openaitest.Turn
+		code string // of the failure once retries run out
+	}{
 		{"truncated", openaitest.Turn{Text: "Hello world", Fault: openaitest.FaultTruncated}, model.CodeMalformedStream},
 		{"truncated tool call", openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "LS", Arguments: `{"path":"."}`}}, Fault: openaitest.FaultTruncated}, model.CodeMalformedStream},
 		{"no [DONE]", openaitest.Turn{Text: "Hello world", Fault: openaitest.FaultNoDone}, model.CodeMalformedStream},
@@ -538,11 +564,20 @@ func TestBrokenStreams(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := openaitest.NewServer(t, tt.turn, openaitest.Turn{Text: "must not be reached"})
-			_, err := newProvider(t, s.URL()).Stream(context.Background(), simpleRequest(), nil)
+			s := openaitest.NewServer(t, tt.turn, openaitest.Turn{Text: "second try"})
+			resp, err := newProvider(t, s.URL()).Stream(context.Background(), simpleRequest(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Text() != "second try" || s.RequestCount() != 2 {
+				t.Errorf("text %q after %d requests, want the second attempt's after 2", resp.Text(), s.RequestCount())
+			}
+
+			s = openaitest.NewServer(t, tt.turn, tt.turn)
+			_, err = newProvider(t, s.URL(), func(c *openai.Config) { c.MaxRetries = 1 }).Stream(context.Background(), simpleRequest(), nil)
 			wantCode(t, err, tt.code)
-			if n := s.RequestCount(); n != 1 {
-				t.Errorf("requests = %d, want 1 (a started stream is never retried)", n)
+			if n := s.RequestCount(); n != 2 {
+				t.Errorf("requests = %d, want 2 (one retry)", n)
 			}
 		})
 	}
@@ -589,12 +624,16 @@ func TestDeadlineDuringStall(t *testing.T) {
 
 func TestIdleTimeoutAbandonsStall(t *testing.T) {
 	t.Parallel()
-	s := openaitest.NewServer(t, openaitest.Turn{Text: "x", Fault: openaitest.FaultStall})
+	stall := openaitest.Turn{Text: "x", Fault: openaitest.FaultStall}
+	s := openaitest.NewServer(t, stall, stall, stall)
 	p := newProvider(t, s.URL(), func(c *openai.Config) { c.StreamIdleTimeout = 30 * time.Millisecond })
 	_, err := p.Stream(context.Background(), simpleRequest(), nil)
 	se := wantCode(t, err, model.CodeNetwork)
 	if !strings.Contains(se.Message, "sent nothing") {
 		t.Errorf("message %q does not explain the stall", se.Message)
+	}
+	if n := s.RequestCount(); n != 3 {
+		t.Errorf("requests = %d, want 3 (a stall is retried like any transient failure)", n)
 	}
 }
 

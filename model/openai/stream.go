@@ -55,6 +55,9 @@ type assembler struct {
 	refusal  bool
 	usage    model.Usage
 	done     bool
+	// cut is set when the stream ended cleanly but early (no [DONE]): a server or a
+	// proxy dropped the rest, which another attempt may well deliver.
+	cut bool
 }
 
 func newAssembler(reqModel string, onDelta func(model.Delta)) *assembler {
@@ -117,6 +120,7 @@ func (a *assembler) read(r io.Reader) error {
 			return err
 		}
 	}
+	a.cut = true
 	if a.finish == "" {
 		return malformed("the stream ended before the response was complete (no finish_reason and no data: [DONE]): the server or a proxy cut it off; retry the task")
 	}

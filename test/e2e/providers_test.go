@@ -216,9 +216,12 @@ func TestOpenAIRateLimitThenSuccessAndMalformed(t *testing.T) {
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "ok" || srv.RequestCount() != 2 {
 		t.Fatalf("exit %d stdout %q stderr %q requests %d", r.code, r.stdout, r.stderr, srv.RequestCount())
 	}
-	bad := openaitest.NewServer(t, openaitest.Turn{Text: "x", Fault: openaitest.FaultTruncated})
+	// A cut stream is retried within the budget (two retries by default); cut every
+	// time, the call fails with the last attempt's error.
+	cut := openaitest.Turn{Text: "x", Fault: openaitest.FaultTruncated}
+	bad := openaitest.NewServer(t, cut, cut, cut)
 	r = sema(t, t.TempDir(), openaiEnv(bad), "", "run", "--model", "openai/gpt-4.1", "--output-format", "json", "hi")
-	if obj := jsonResult(t, r.stdout); r.code != 1 || obj["error"].(map[string]any)["code"] != "model.malformed_stream" {
-		t.Fatalf("exit %d stdout %s", r.code, r.stdout)
+	if obj := jsonResult(t, r.stdout); r.code != 1 || obj["error"].(map[string]any)["code"] != "model.malformed_stream" || bad.RequestCount() != 3 {
+		t.Fatalf("exit %d stdout %s requests %d", r.code, r.stdout, bad.RequestCount())
 	}
 }

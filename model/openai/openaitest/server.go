@@ -136,6 +136,10 @@ const (
 	FaultErrorEvent
 	// FaultReset sends the first chunk and some text, then aborts the connection.
 	FaultReset
+	// FaultNoAnswer reads the request and sends nothing, not even the status line,
+	// until the client goes away or the server closes: a server that hangs before it
+	// answers.
+	FaultNoAnswer
 )
 
 // Request is one request the server received. It has the fields of the record every
@@ -167,7 +171,8 @@ type Server struct {
 }
 
 // NewServer starts a fake API that answers requests with turns, in order. The server
-// closes when the test ends; a request still stalled by FaultStall is released then.
+// closes when the test ends; a request still stalled by FaultStall or FaultNoAnswer is
+// released then.
 func NewServer(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
 	s := &Server{t: t, closing: make(chan struct{})}
@@ -268,6 +273,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if turn.Fault == FaultNoAnswer {
+		select {
+		case <-r.Context().Done():
+		case <-s.closing:
+		}
+		return
+	}
 	if turn.Status != 0 {
 		h := turn.Header.Clone()
 		if h == nil {

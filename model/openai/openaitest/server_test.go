@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sema-agent/sema/model/internal/fakeserver"
 )
@@ -391,5 +392,19 @@ func TestSplit(t *testing.T) {
 				t.Errorf("split(%q) cut a character: %q", s, p)
 			}
 		}
+	}
+}
+
+func TestNoAnswer(t *testing.T) {
+	t.Parallel()
+	s := NewServer(t, Turn{Fault: FaultNoAnswer})
+	c := &http.Client{Timeout: 50 * time.Millisecond}
+	res, err := c.Post(s.URL()+"/chat/completions", "application/json", strings.NewReader(chatBody(okUser)))
+	if err == nil {
+		res.Body.Close()
+		t.Fatalf("the server answered %d", res.StatusCode)
+	}
+	if s.RequestCount() != 1 || s.Remaining() != 0 {
+		t.Errorf("requests %d, remaining turns %d", s.RequestCount(), s.Remaining())
 	}
 }
