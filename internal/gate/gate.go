@@ -147,7 +147,7 @@ func (f *fold) decide(d permission.Decision) permission.Decision {
 }
 
 // Decide folds the layers of the leg's permissions into one decision for call, in
-// SEMANTICS.md §4's order; the first station that decides ends it:
+// this order; the first station that decides ends it:
 //
 //  1. deny rules (every mode), and a shell command touching the deny set;
 //  2. PreToolUse hooks: deny → deny; ask → ask; allow (with its rewrite) is remembered;

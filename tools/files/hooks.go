@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The tool names the write lane's hooks receive. They are the seed's union: MultiEdit is
+// The tool names the write lane's hooks receive. There are three: MultiEdit is
 // an Edit lane and reports as HookEdit to the BeforeWrite, TrackFileEdit and FileEdited
 // hooks, so a deployment's content gate, its history store and its observers need no
 // fourth case. The permission hook is different — it receives the tool the model called

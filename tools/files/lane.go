@@ -97,7 +97,7 @@ func newLane(cfg Config, lc LaneConfig) *lane {
 // mutation is one call's way through the lane.
 type mutation struct {
 	tool    string // the tool the model called
-	hook    string // the name the seed's hooks receive (HookWrite, HookEdit, HookNotebookEdit)
+	hook    string // the tool name the write-lane hooks receive (HookWrite, HookEdit, HookNotebookEdit)
 	spelled string // the path as the model spelled it
 	// apply turns the file as it is now into the final text, or refuses with an error
 	// Result (the argument checks that need the file's text).
