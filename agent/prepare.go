@@ -105,6 +105,8 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 		Rules:    rules,
 		Hooks:    l.deps.hooks().PreToolUse,
 		Resolver: gate.FenceResolver(l.fence),
+		// The read-only answer of the fold and bash_readonly judge by one list.
+		ReadOnlyAllow: l.deps.shell().ReadonlyAllow,
 		// Only Bash's confinement counts: a read-only leg's commands write nothing anyway.
 		Sandboxed: l.sandbox != nil,
 	})
