@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools"
 )
@@ -392,5 +394,40 @@ func wrapConfigRefused(err error) error {
 	if !errors.As(err, &se) || len(se.Code) > 11 && se.Code[:11] == "checkpoint." || se.Code == session.CodeAlreadyClaimed || se.Code == session.CodeBusy {
 		return err
 	}
-	return (&sema.Error{Code: CodeConfigRefused, Message: "the resume's configuration is refused: " + se.Message, Err: err}).With("code", se.Code)
+	field := refusedField[se.Code]
+	if field == "" {
+		field = "TaskSpec"
+	}
+	return (&sema.Error{Code: CodeConfigRefused, Message: "the resume's configuration is refused (" + field + "): " + se.Message, Err: err}).
+		With("code", se.Code).With("field", field).With("reason", se.Message)
+}
+
+// refusedField names the seat a refusal of the door is about, so that a host answering a
+// parked question can tell which of the values it re-supplied to change.
+var refusedField = map[string]string{
+	permission.CodeModeInvalid:     "TaskSpec.PermissionMode",
+	permission.CodeRuleInvalid:     "TaskSpec.AllowedTools / DisallowedTools / AskTools",
+	fence.CodeReadFaceInvalid:      "TaskSpec.ReadFace",
+	fence.CodeWriteFaceInvalid:     "TaskSpec.WriteFace",
+	fence.CodeReadFaceOpenRefused:  "TaskSpec.ReadFace",
+	fence.CodeWriteFaceOpenRefused: "TaskSpec.WriteFace",
+	fence.CodeRootInvalid:          "TaskSpec.Root",
+	CodeMaxTurnsInvalid:            "TaskSpec.MaxTurns",
+	CodeMaxTokensInvalid:           "TaskSpec.MaxTokens",
+	sandbox.CodeModeInvalid:        "TaskSpec.Sandbox",
+	sandbox.CodeNetworkInvalid:     "TaskSpec.SandboxNetwork",
+	sandbox.CodeLoosened:           "TaskSpec.Sandbox / SandboxNetwork",
+	CodeOnAskInvalid:               "TaskSpec.OnAsk",
+	CodeApproverMissing:            "TaskSpec.OnAsk",
+	CodeResumeInvalid:              "TaskSpec.Resume",
+	CodeRewindInvalid:              "TaskSpec.Resume.Files",
+	CodeHistoryMissing:             "Deps.History",
+	CodeStoreMissing:               "Deps.Store",
+	CodeProviderMissing:            "Deps.Provider",
+	fence.CodeDenyGlobInvalid:      "Deps.Policy.DenyGlobs",
+	fence.CodeStateDirUnresolvable: "Deps.StateDir",
+	permission.CodeSettingsInvalid: "the root's .sema/settings.json",
+	CodeSettingsUnreadable:         "the root's .sema/settings.json",
+	permission.CodeSpecUnknownKey:  "the root's .sema/settings.json",
+	sandbox.CodeUnavailable:        "TaskSpec.Sandbox",
 }

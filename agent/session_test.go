@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,6 +170,10 @@ func TestParkDenyAndUpdatedInput(t *testing.T) {
 	var se *sema.Error
 	if sema.CodeOf(err) != "checkpoint.config_refused" || !asErr(err, &se) || se.Detail["code"] != "config.permission_mode_invalid" {
 		t.Fatalf("config refused: %v", err)
+	}
+	// The refusal names the seat to change and says why.
+	if se.Detail["field"] != "TaskSpec.PermissionMode" || !strings.Contains(fmt.Sprint(se.Detail["reason"]), "yolo") {
+		t.Fatalf("config refused detail: %+v", se.Detail)
 	}
 	// The question is still open: an allowed edit runs the approver's arguments.
 	edited.UpdatedInput = json.RawMessage(`{"file_path":"b.txt","content":"edited bytes"}`)
