@@ -35,6 +35,11 @@ Paths may be absolute or relative to the working directory. Tools refuse paths o
 			b.WriteString("- Memory directory (writable, for notes that outlive this task): " + d.Canonical + "\n")
 		}
 	}
+	if l.fence.WriteFace() == fence.FaceOpen {
+		// Under the open write face the directories above are where work is expected, not
+		// the only places a write may go.
+		b.WriteString("- Writes are not confined to the directories above (the write face is open): they list where to work, not every place you may write.\n")
+	}
 	b.WriteString("- Platform: " + l.manifest.Platform + "\n")
 	b.WriteString("- Today's date: " + l.deps.Now().Format("2006-01-02") + "\n")
 	b.WriteString("- Permission mode: " + string(l.modes.Current()) + "\n")
