@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sema-agent/sema/internal/linediff"
 )
 
 // Limits of the diff snippets the write tools answer with. A snippet shows the model
@@ -39,22 +41,17 @@ func unifiedDiff(path, old, new string) string {
 	}
 	oldMid, newMid := old[p:len(old)-s], new[p:len(new)-s]
 
-	var ops []diffLine
+	var ops []linediff.Op
 	before := lastLines(old[:p], diffContext)
 	for _, l := range before {
-		ops = append(ops, diffLine{' ', l})
+		ops = append(ops, linediff.Op{Kind: ' ', Text: l})
 	}
-	ops = append(ops, lineDiff(splitLines(oldMid), splitLines(newMid))...)
+	ops = append(ops, linediff.Script(linediff.Lines(oldMid), linediff.Lines(newMid), diffMaxEdits)...)
 	for _, l := range firstLines(old[len(old)-s:], diffContext) {
-		ops = append(ops, diffLine{' ', l})
+		ops = append(ops, linediff.Op{Kind: ' ', Text: l})
 	}
 	firstLine := strings.Count(old[:p], "\n") + 1 - len(before)
 	return formatHunks(path, ops, firstLine, firstLine)
-}
-
-type diffLine struct {
-	kind byte // ' ' unchanged, '-' removed, '+' added
-	text string
 }
 
 // commonPrefixLen compares in blocks first: string equality of a block is a vectorized
@@ -85,18 +82,6 @@ func commonSuffixLen(a, b string) int {
 	return i
 }
 
-// splitLines splits s after each '\n'; a last line without one is kept.
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines
-}
-
 // lastLines returns the last n lines of s, which is empty or ends with '\n'.
 func lastLines(s string, n int) []string {
 	i := len(s)
@@ -106,7 +91,7 @@ func lastLines(s string, n int) []string {
 		}
 		i = strings.LastIndexByte(s[:i-1], '\n') + 1
 	}
-	return splitLines(s[i:])
+	return linediff.Lines(s[i:])
 }
 
 // firstLines returns the first n lines of s.
@@ -123,96 +108,16 @@ func firstLines(s string, n int) []string {
 		}
 		i += j + 1
 	}
-	return splitLines(s[:i])
-}
-
-// lineDiff is Myers' O(ND) diff of two line lists, giving up (one removed block, one
-// added block) when more than diffMaxEdits lines differ.
-func lineDiff(a, b []string) []diffLine {
-	n, m := len(a), len(b)
-	if n == 0 || m == 0 || (n == 1 && m == 1 && a[0] != b[0]) {
-		return replaceBlock(a, b)
-	}
-	maxD := min(n+m, diffMaxEdits)
-	off := maxD + 1
-	v := make([]int, 2*maxD+3)
-	var trace [][]int
-	for d := 0; d <= maxD; d++ {
-		trace = append(trace, append([]int(nil), v...))
-		for k := -d; k <= d; k += 2 {
-			var x int
-			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
-				x = v[off+k+1]
-			} else {
-				x = v[off+k-1] + 1
-			}
-			y := x - k
-			for x < n && y < m && a[x] == b[y] {
-				x++
-				y++
-			}
-			v[off+k] = x
-			if x >= n && y >= m {
-				return backtrack(a, b, trace, off)
-			}
-		}
-	}
-	return replaceBlock(a, b)
-}
-
-// replaceBlock is the script that removes all of a and adds all of b.
-func replaceBlock(a, b []string) []diffLine {
-	out := make([]diffLine, 0, len(a)+len(b))
-	for _, l := range a {
-		out = append(out, diffLine{'-', l})
-	}
-	for _, l := range b {
-		out = append(out, diffLine{'+', l})
-	}
-	return out
-}
-
-func backtrack(a, b []string, trace [][]int, off int) []diffLine {
-	var rev []diffLine
-	x, y := len(a), len(b)
-	for d := len(trace) - 1; d >= 0; d-- {
-		v := trace[d]
-		k := x - y
-		var pk int
-		if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
-			pk = k + 1
-		} else {
-			pk = k - 1
-		}
-		px := v[off+pk]
-		py := px - pk
-		for x > px && y > py {
-			rev = append(rev, diffLine{' ', a[x-1]})
-			x--
-			y--
-		}
-		if d > 0 {
-			if x == px {
-				rev = append(rev, diffLine{'+', b[y-1]})
-			} else {
-				rev = append(rev, diffLine{'-', a[x-1]})
-			}
-		}
-		x, y = px, py
-	}
-	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-		rev[i], rev[j] = rev[j], rev[i]
-	}
-	return rev
+	return linediff.Lines(s[:i])
 }
 
 // formatHunks groups ops into hunks with diffContext lines around each change (merging
 // hunks whose gap is at most twice that) and prints them, cut at diffMaxLines.
-func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
+func formatHunks(path string, ops []linediff.Op, oldLine, newLine int) string {
 	var b strings.Builder
 	size := 2*len(path) + 64
 	for _, op := range ops[:min(len(ops), diffMaxLines)] {
-		size += min(len(op.text), diffMaxWidth+3) + 2
+		size += min(len(op.Text), diffMaxWidth+3) + 2
 	}
 	b.Grow(size)
 	b.WriteString("--- " + path + "\n+++ " + path + "\n")
@@ -222,10 +127,10 @@ func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
 	oldNo, newNo := oldLine, newLine
 	advance := func(to int) {
 		for ; i < to; i++ {
-			if ops[i].kind != '+' {
+			if ops[i].Kind != '+' {
 				oldNo++
 			}
-			if ops[i].kind != '-' {
+			if ops[i].Kind != '-' {
 				newNo++
 			}
 		}
@@ -233,7 +138,7 @@ func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
 	for i < len(ops) {
 		first := -1
 		for j := i; j < len(ops); j++ {
-			if ops[j].kind != ' ' {
+			if ops[j].Kind != ' ' {
 				first = j
 				break
 			}
@@ -243,7 +148,7 @@ func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
 		}
 		last := first
 		for j := first + 1; j < len(ops); j++ {
-			if ops[j].kind == ' ' {
+			if ops[j].Kind == ' ' {
 				continue
 			}
 			if j-last-1 > 2*diffContext {
@@ -255,10 +160,10 @@ func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
 		advance(start)
 		var oldCount, newCount int
 		for _, op := range ops[start:end] {
-			if op.kind != '+' {
+			if op.Kind != '+' {
 				oldCount++
 			}
-			if op.kind != '-' {
+			if op.Kind != '-' {
 				newCount++
 			}
 		}
@@ -272,8 +177,8 @@ func formatHunks(path string, ops []diffLine, oldLine, newLine int) string {
 				fmt.Fprintf(&b, "… (diff cut after %d lines)\n", diffMaxLines)
 				return b.String()
 			}
-			b.WriteByte(op.kind)
-			writeDisplayLine(&b, op.text)
+			b.WriteByte(op.Kind)
+			writeDisplayLine(&b, op.Text)
 			b.WriteByte('\n')
 			shown++
 		}

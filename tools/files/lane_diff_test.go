@@ -1,8 +1,6 @@
 package files
 
 import (
-	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,58 +72,4 @@ func TestUnifiedDiffCaps(t *testing.T) {
 	if d := unifiedDiff("p", "a\n", long+"\n"); !strings.Contains(d, "…") || strings.Contains(d, "\uFFFD") {
 		t.Fatalf("long line not cut cleanly: %.100q", d)
 	}
-}
-
-// TestLineDiffMinimal checks Myers' diff on random inputs: the script rebuilds both
-// sides, and its length is the minimal one an LCS table gives.
-func TestLineDiffMinimal(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(1, 2))
-	gen := func() []string {
-		out := make([]string, rng.IntN(12))
-		for i := range out {
-			out[i] = string(rune('a' + rng.IntN(4)))
-		}
-		return out
-	}
-	for range 2000 {
-		a, b := gen(), gen()
-		ops := lineDiff(a, b)
-		var gotA, gotB []string
-		changes := 0
-		for _, op := range ops {
-			if op.kind != '+' {
-				gotA = append(gotA, op.text)
-			}
-			if op.kind != '-' {
-				gotB = append(gotB, op.text)
-			}
-			if op.kind != ' ' {
-				changes++
-			}
-		}
-		if !slices.Equal(gotA, a) || !slices.Equal(gotB, b) {
-			t.Fatalf("script does not rebuild a=%v b=%v: %v", a, b, ops)
-		}
-		if want := len(a) + len(b) - 2*lcsLen(a, b); changes != want {
-			t.Fatalf("a=%v b=%v: %d changes, minimal is %d", a, b, changes, want)
-		}
-	}
-}
-
-func lcsLen(a, b []string) int {
-	dp := make([][]int, len(a)+1)
-	for i := range dp {
-		dp[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				dp[i][j] = dp[i+1][j+1] + 1
-			} else {
-				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
-			}
-		}
-	}
-	return dp[0][0]
 }

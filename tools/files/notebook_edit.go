@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sema-agent/sema/internal/linediff"
+
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -267,7 +269,7 @@ func findCellByID(cells []nbObject, id string) int {
 
 // sourceLines splits source the way nbformat stores it: lines keeping their "\n".
 func sourceLines(source string) []string {
-	lines := splitLines(source)
+	lines := linediff.Lines(source)
 	if lines == nil {
 		return []string{}
 	}
