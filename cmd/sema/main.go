@@ -167,11 +167,22 @@ func newRunCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] PROMPT",
 		Short: "Run one task (PROMPT '-' reads the prompt from stdin)",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactlyOne("prompt", `sema run "fix the failing test" (quote a prompt of several words; - reads it from stdin)`),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTask(cmd.Context(), &opts, args[0], stdin, stdout, stderr)
 		},
 	}
 	addRunFlags(cmd, &opts)
 	return cmd
+}
+
+// exactlyOne is cobra.ExactArgs(1) with a refusal that says what the one argument is and
+// how to write the command.
+func exactlyOne(what, example string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			return nil
+		}
+		return sema.Errorf(codeUsage, "%s takes one %s, got %d arguments; write it as: %s", cmd.CommandPath(), what, len(args), example)
+	}
 }

@@ -92,7 +92,7 @@ func newSessionsShowCmd(home *string, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show ID",
 		Short: "Print a session's transcript with its turn numbers",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactlyOne("session id", "sema sessions show SESSION (sema sessions list shows the ids)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := openHome(cmd.Context(), *home)
 			if err != nil {
@@ -334,7 +334,7 @@ is a conflict: it is shown as a diff and left alone, and the rewind changes noth
 --force (overwrite it) or --accept-partial (restore the others). Before changing anything,
 a rewind saves every file it will change, so --undo returns them to where they were just
 before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
-		Args: cobra.ExactArgs(1),
+		Args: exactlyOne("session id", "sema rewind SESSION --to N (sema sessions list shows the ids, sema sessions show SESSION the turns)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usageErr(sema.Errorf(codeUsage, "--output-format is text or json, not %q", format))
@@ -513,7 +513,7 @@ func newApproveCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approve SESSION --checkpoint ID --allow|--deny [--edit JSON] [--reason TEXT]",
 		Short: "Answer a parked question and continue the run (any process, any time later)",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactlyOne("session id", "sema approve SESSION --checkpoint ID --allow (the parked run printed both)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if allow == deny {
 				return usageErr(sema.Errorf(codeUsage, "say --allow or --deny"))
