@@ -112,6 +112,16 @@ func exists(p string) bool {
 func TestProbeFindsLandlock(t *testing.T) {
 	k := kernel(t)
 	t.Logf("landlock ABI %d, mount namespace %v, network namespace %v (%s)", k.Landlock, k.MountNamespace, k.NetworkNamespace, k.Reason)
+	if k.Landlock < 1 || !k.Available() {
+		t.Fatalf("available with Landlock ABI %d", k.Landlock)
+	}
+	// The reason is empty exactly when nothing is missing.
+	if whole := k.MountNamespace && k.NetworkNamespace; whole != (k.Reason == "") {
+		t.Fatalf("namespaces %v/%v with reason %q", k.MountNamespace, k.NetworkNamespace, k.Reason)
+	}
+	if again := sandbox.Probe(); again != k {
+		t.Fatalf("a second probe answered %+v, the first %+v", again, k)
+	}
 }
 
 func TestConfinedCommandStillWorksInsideTheRoot(t *testing.T) {
