@@ -34,7 +34,7 @@ type confinement struct {
 // newConfinement derives the set's policy. A read-only set (bash_readonly) writes nothing
 // but its private temp directory, and has no network, whatever the options say: the
 // kernel then holds the band's promise even where the analysis erred.
-func (s *Set) newConfinement(sb *Sandbox) (*confinement, error) {
+func (s *Set) newConfinement(sb *Sandbox) *confinement {
 	tmp := filepath.Join(s.scratch, "tmp")
 	o := sb.Options
 	o.TempDir = tmp
@@ -46,7 +46,7 @@ func (s *Set) newConfinement(sb *Sandbox) (*confinement, error) {
 		p.Write = []string{tmp}
 		p.Network = false
 	}
-	return &confinement{kernel: sb.Kernel, base: p, tmp: tmp}, nil
+	return &confinement{kernel: sb.Kernel, base: p, tmp: tmp}
 }
 
 // wrap rewrites req to run confined. A person's approval of exactly this call (carried

@@ -237,6 +237,9 @@ func New(cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot name their scratch directory (%w)", err)
 	}
+	if cfg.Sandbox != nil && !cfg.Sandbox.Kernel.Available() {
+		return nil, sema.Errorf(sandbox.CodeUnavailable, "commands cannot be confined on this machine: %s", cfg.Sandbox.Kernel.Reason)
+	}
 	dir, err := os.MkdirTemp(cfg.ScratchDir, scratchPrefix)
 	if err != nil {
 		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their scratch directory in %q (%w); set Config.ScratchDir to a writable directory", cfg.ScratchDir, err)
@@ -247,14 +250,7 @@ func New(cfg Config) (*Set, error) {
 	}
 	s.scratch, s.token = dir, token
 	if cfg.Sandbox != nil {
-		if !cfg.Sandbox.Kernel.Available() {
-			os.RemoveAll(dir)
-			return nil, sema.Errorf(sandbox.CodeUnavailable, "commands cannot be confined on this machine: %s", cfg.Sandbox.Kernel.Reason)
-		}
-		if s.confine, err = s.newConfinement(cfg.Sandbox); err != nil {
-			os.RemoveAll(dir)
-			return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their private temp directory in %q (%w); set Config.ScratchDir to a writable directory", dir, err)
-		}
+		s.confine = s.newConfinement(cfg.Sandbox)
 	}
 	return s, nil
 }
