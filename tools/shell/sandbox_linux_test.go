@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/shellscan"
 )
@@ -176,5 +179,23 @@ func benchBackground(b *testing.B, configure ...func(*Config)) {
 		f.set.mu.Unlock()
 		<-t.done
 		b.StartTimer()
+	}
+}
+
+// A set asked to confine on a kernel that cannot is refused by name, and leaves nothing
+// behind.
+func TestSandboxUnavailableIsRefused(t *testing.T) {
+	scratch := t.TempDir()
+	h := env.NewHost()
+	fc, err := fence.New(context.Background(), fence.Config{Env: h, Root: tempDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Config{Env: h, Fence: fc, ScratchDir: scratch, Sandbox: &Sandbox{Kernel: sandbox.Kernel{Reason: "no Landlock"}}})
+	if !sema.IsCode(err, sandbox.CodeUnavailable) {
+		t.Fatalf("err %v, want %s", err, sandbox.CodeUnavailable)
+	}
+	if ents, _ := os.ReadDir(scratch); len(ents) != 0 {
+		t.Fatalf("the refused set left %v in its scratch directory", ents)
 	}
 }
