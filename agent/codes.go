@@ -127,3 +127,22 @@ const (
 	// failed, or the file's pre-image was never kept); the notice lists the files.
 	CodeBashUnrecorded = "history.bash_unrecorded"
 )
+
+// Codes of delegation: the Task tool and the child legs it runs.
+const (
+	// CodeDelegationInvalid: Deps.Delegation holds a negative bound, or a definition in
+	// Deps.Agents is refused (its own code, subagent.definition_invalid, is in the detail).
+	CodeDelegationInvalid = "config.delegation_invalid"
+	// CodeSubagentFailed: a Task call's child leg could not start, or ended in error, was
+	// cancelled or reached its turn limit before finishing (a tool result).
+	CodeSubagentFailed = "subagent.failed"
+	// CodeSubagentBudget: a Task call when the leg has no turns left to give a child (a
+	// tool result).
+	CodeSubagentBudget = "subagent.budget_exhausted"
+	// CodeSubagentProblem: an agent definition file of the task root could not be used
+	// (a notice naming the file; the other definitions load).
+	CodeSubagentProblem = "subagent.definition_skipped"
+	// CodeDelegatedSession: Resume or a conversation Rewind named a delegated child's
+	// session; a child is continued through its parent, whose Task call it answers.
+	CodeDelegatedSession = "session.delegated"
+)

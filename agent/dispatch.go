@@ -13,80 +13,221 @@ import (
 	"github.com/sema-agent/sema/tools"
 )
 
-// dispatchFrom runs the tool calls of one model turn from index start on and returns one
-// tool_result block per call answered, in call order, after prior (the results of the
-// calls before start, when a parked turn resumes). When every call is to a read tool
-// they run concurrently; otherwise one after another, in order, so a write never races
-// another call of its own turn. No call is left unanswered: an unknown tool, bad input,
-// a panic and cancellation all become error results. A question that parks stops the
-// turn at that call; the calls after it are not run.
-func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, start int, prior []model.Block) []model.Block {
-	if start > 0 || prior != nil {
+// dispatchFrom runs the tool calls of one model turn and returns one tool_result block
+// per call answered, in call order. p is the parked entry a resumed leg finishes (nil
+// for a new turn): its pending call gets the person's answer, the results it kept are
+// kept, and the calls after it run. When every call is to a read tool, or every call is
+// a Task call, they run concurrently (Task calls bounded by Delegation.MaxConcurrent);
+// otherwise one after another, in order, so a write never races another call of its own
+// turn. No call is left unanswered: an unknown tool, bad input, a panic and cancellation
+// all become error results. A question that parks stops the turn at that call
+// (l.turnPark says which); the calls after it are not run, except those of a
+// concurrent batch, whose results the parked entry keeps.
+func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, p *parkedEntry) []model.Block {
+	start := 0
+	var prior []model.Block
+	if p != nil {
+		start, prior = p.Pending, p.Results
 		if l.approval == nil {
 			// A plain resume moved past the question: nothing after it ran, unless an
 			// approval was given and its call started.
-			return append(append([]model.Block(nil), prior...), l.abandoned(ctx, calls, start)...)
+			return append(append([]model.Block(nil), prior...), l.abandoned(ctx, calls, p)...)
 		}
 	}
+	l.resetParks()
+	l.turnPark = nil
 	rest := calls[start:]
 	for _, c := range rest {
 		l.emit(Event{Type: EventToolUse, Turn: turn, ToolUse: &ToolUse{ID: c.ID, Name: c.Name, Input: c.Input}})
 	}
 	results := make([]tools.Result, len(rest))
-	ran := len(rest)
-	if l.allReadOnly(rest) && len(rest) > 1 && l.spec.OnAsk != OnAskPark && l.approval == nil {
+	settled := make([]bool, len(rest))
+	kept := map[int]model.Block{}
+	if p != nil {
+		for i := range rest {
+			if b, ok := p.Later[start+i]; ok {
+				kept[i], settled[i] = b, true
+			}
+			if w, ok := p.Waiting[start+i]; ok {
+				l.setChildPark(start+i, w)
+				settled[i] = true
+			}
+		}
+	}
+	if l.approval != nil {
+		c := rest[0]
+		results[0] = l.runPumped(turn, c, func() tools.Result { return l.answerPending(l.callCtx(ctx, c, start), c) })
+		settled[0] = true
+	}
+	var todo []int
+	for i := range rest {
+		if !settled[i] {
+			todo = append(todo, i)
+		}
+	}
+	if l.concurrent(rest, todo) {
 		var wg sync.WaitGroup
-		for i, c := range rest {
-			wg.Go(func() { results[i] = l.runTool(ctx, c) })
+		for _, i := range todo {
+			c := rest[i]
+			wg.Go(func() { results[i] = l.runTool(l.callCtx(ctx, c, start+i), c) })
+		}
+		if l.hasTask(rest, todo) {
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			l.pump(turn, done)
 		}
 		wg.Wait()
+		for _, i := range todo {
+			settled[i] = true
+		}
 	} else {
-		for i, c := range rest {
-			if i == 0 && l.approval != nil {
-				results[i] = l.answerPending(ctx, c)
-			} else {
-				results[i] = l.runTool(ctx, c)
+		for n, i := range todo {
+			if f := l.firstPark(); f >= 0 && f < start+i {
+				break // a question before this call waits for a person
 			}
-			if l.parkPending() {
-				ran = i
+			c := rest[i]
+			results[i] = l.runPumped(turn, c, func() tools.Result { return l.runTool(l.callCtx(ctx, c, start+i), c) })
+			settled[i] = true
+			if l.parkedAt(start + i) {
 				break
 			}
 			if l.recordFailed() != nil {
 				// The session can no longer remember what runs: no further call starts.
-				for j := i + 1; j < len(rest); j++ {
+				for _, j := range todo[n+1:] {
 					results[j] = tools.Fail(CodeSessionRecordFailed, "The call was not run: the run stopped because the session could not be recorded.")
+					settled[j] = true
 				}
 				break
 			}
 		}
 	}
 	l.flush(turn) // permission events and notices of these calls precede their results
+	end := len(rest)
+	pend := l.firstPark()
+	if pend >= 0 {
+		end = pend - start
+	}
 	blocks := append(make([]model.Block, 0, len(calls)), prior...)
-	for i, c := range rest[:ran] {
-		r := results[i]
-		if r.EditedFile != "" && !r.IsError {
-			// Only writes that landed: a failed write that may have changed the file says
-			// so in its own result, and is not reported as an edit.
-			l.noteEdited(r.EditedFile)
+	for i, c := range rest[:end] {
+		blocks = append(blocks, l.resultBlock(turn, c, results[i], kept, i))
+	}
+	if pend >= 0 {
+		tp := &turnPark{pending: pend}
+		l.parks.mu.Lock()
+		tp.own, tp.child = l.parks.own[pend], l.parks.children[pend]
+		for i := end + 1; i < len(rest); i++ {
+			abs := start + i
+			switch {
+			case l.parks.children[abs] != nil:
+				if tp.waiting == nil {
+					tp.waiting = map[int]*childPark{}
+				}
+				tp.waiting[abs] = l.parks.children[abs]
+			case l.parks.own[abs] != nil || !settled[i]:
+				// Asked, or never started: the call runs when the leg resumes.
+			default:
+				if tp.later == nil {
+					tp.later = map[int]model.Block{}
+				}
+				tp.later[abs] = model.Block{} // filled below, outside the lock
+			}
 		}
-		content := r.Content
-		if len(content) == 0 {
-			content = []model.Block{model.TextBlock("(no output)")}
+		l.parks.mu.Unlock()
+		for abs := range tp.later {
+			tp.later[abs] = l.resultBlock(turn, rest[abs-start], results[abs-start], kept, abs-start)
 		}
-		blocks = append(blocks, model.Block{Kind: model.KindToolResult, ID: c.ID, Content: content, IsError: r.IsError})
-		l.emit(Event{Type: EventToolResult, Turn: turn, ToolResult: &ToolResult{ID: c.ID, Name: c.Name, IsError: r.IsError, Code: r.Code, Text: r.TextOf()}})
+		l.turnPark = tp
 	}
 	return blocks
 }
 
-func (l *leg) allReadOnly(calls []model.Block) bool {
-	for _, c := range calls {
-		t := l.roster.Lookup(c.Name)
-		if t == nil || t.Spec().Effect != tools.EffectRead {
+// turnPark is the first call of a dispatched turn that waits for a person, with what the
+// parked entry keeps of the calls after it.
+type turnPark struct {
+	pending int
+	own     *parkRequest
+	child   *childPark
+	later   map[int]model.Block
+	waiting map[int]*childPark
+}
+
+// resultBlock is a call's tool_result block, emitted as its event: a result the parked
+// entry kept, or the result the call returned now.
+func (l *leg) resultBlock(turn int, c model.Block, r tools.Result, kept map[int]model.Block, i int) model.Block {
+	if b, ok := kept[i]; ok {
+		l.emit(Event{Type: EventToolResult, Turn: turn, ToolResult: &ToolResult{ID: c.ID, Name: c.Name, IsError: b.IsError, Text: blocksText(b.Content)}})
+		return b
+	}
+	if r.EditedFile != "" && !r.IsError {
+		// Only writes that landed: a failed write that may have changed the file says
+		// so in its own result, and is not reported as an edit.
+		l.noteEdited(r.EditedFile)
+	}
+	content := r.Content
+	if len(content) == 0 {
+		content = []model.Block{model.TextBlock("(no output)")}
+	}
+	l.emit(Event{Type: EventToolResult, Turn: turn, ToolResult: &ToolResult{ID: c.ID, Name: c.Name, IsError: r.IsError, Code: r.Code, Text: r.TextOf()}})
+	return model.Block{Kind: model.KindToolResult, ID: c.ID, Content: content, IsError: r.IsError}
+}
+
+func blocksText(bs []model.Block) string {
+	return tools.Result{Content: bs}.TextOf()
+}
+
+// callCtx is the context a call runs in: it names the call, so that a question it
+// parks and a child it delegates to know which call they belong to.
+func (l *leg) callCtx(ctx context.Context, c model.Block, index int) context.Context {
+	return context.WithValue(ctx, callRefKey{}, callRef{id: c.ID, index: index})
+}
+
+// concurrent reports whether the calls still to run in a turn run at once: more than
+// one, and all to read tools (not while questions park: a parked read would race the
+// others) or all Task calls, whose children park on their own.
+func (l *leg) concurrent(rest []model.Block, todo []int) bool {
+	if len(todo) < 2 {
+		return false
+	}
+	tasks, reads := 0, 0
+	for _, i := range todo {
+		t := l.roster.Lookup(rest[i].Name)
+		switch {
+		case t == nil:
+			return false
+		case rest[i].Name == "Task":
+			tasks++
+		case t.Spec().Effect == tools.EffectRead:
+			reads++
+		default:
 			return false
 		}
 	}
-	return true
+	return tasks == len(todo) || reads == len(todo) && l.spec.OnAsk != OnAskPark
+}
+
+func (l *leg) hasTask(rest []model.Block, todo []int) bool {
+	for _, i := range todo {
+		if rest[i].Name == "Task" {
+			return true
+		}
+	}
+	return false
+}
+
+// runPumped runs one call; a Task call runs off the loop goroutine while the loop
+// streams its child's events.
+func (l *leg) runPumped(turn int, c model.Block, run func() tools.Result) tools.Result {
+	if c.Name != "Task" {
+		return run()
+	}
+	var r tools.Result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r = run()
+	}()
+	l.pump(turn, done)
+	return r
 }
 
 // runTool runs one call and always returns a result.

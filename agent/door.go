@@ -61,5 +61,8 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 			return err
 		}
 	}
+	if err := validateDelegation(deps); err != nil {
+		return err
+	}
 	return validateSandbox(deps, spec)
 }

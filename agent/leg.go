@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
@@ -13,6 +14,7 @@ import (
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/subagent"
 	"github.com/sema-agent/sema/tools"
 	"github.com/sema-agent/sema/tools/files"
 	"github.com/sema-agent/sema/tools/shell"
@@ -47,8 +49,10 @@ type leg struct {
 	resume resumeState
 	// approval is the answer a resumed leg executes for its parked call.
 	approval *approval
-	// park is the first question of this leg that was parked.
-	park *parkRequest
+	// parks is what the calls of the turn being dispatched left waiting for a person;
+	// turnPark is the turn's first such call, once the dispatch ended.
+	parks    parkSet
+	turnPark *turnPark
 	// answered is the answered call and its result, for TaskResult.Answered.
 	answered *AnsweredCall
 	// approved is the call a person approved, running now: the fold allows exactly it.
@@ -85,7 +89,10 @@ type leg struct {
 	// classifier answers asks in auto mode; it counts its denials and falls back to
 	// asking the approver after too many.
 	classifier permission.AutoClassifier
-	roster     tools.Roster
+	// face is the auto-mode face the leg armed from (nil: the built-in one), which its
+	// children inherit when their deployment wires none.
+	face   permission.AutoClassifier
+	roster tools.Roster
 	// laneTools are the tools whose permission question the write lane asks itself, at
 	// its station 4, after containment and read-before-edit.
 	laneTools map[string]bool
@@ -93,7 +100,22 @@ type leg struct {
 	system    string
 	manifest  Manifest
 
-	askMu sync.Mutex // serializes questions to the approver
+	// askMu serializes questions to the approver; a child shares its parent's, so a
+	// person never sees two prompts at once.
+	askMu *sync.Mutex
+
+	// link is set on a delegated child leg: its parent and the Task call it answers.
+	link *link
+	// agents are the agent types the Task tool offers (nil when the leg does not delegate).
+	agents *subagent.Catalog
+	// taskSlots bounds the leg's Task calls running at once.
+	taskSlots chan struct{}
+	// turnsRun counts the turns this leg has run, for its children's turn budget.
+	turnsRun atomic.Int64
+	// wake signals the loop that events were queued while it waits for Task calls.
+	wake chan struct{}
+	// ruleSet is the leg's merged permission rules, which its children reuse.
+	ruleSet permission.RuleSet
 
 	mu sync.Mutex
 	// transcript is the conversation so far, for the auto classifier.
@@ -104,6 +126,9 @@ type leg struct {
 	pending []Event
 	edited  []string
 	denials []PermissionDenial
+	// subagents are the child legs this leg's Task calls ran; childUsage is their usage.
+	subagents  []SubagentRun
+	childUsage model.Usage
 }
 
 // notice records a notice, delivers it to the deployment's sink, and queues it for the
@@ -111,8 +136,8 @@ type leg struct {
 func (l *leg) notice(n sema.Notice) {
 	l.mu.Lock()
 	l.notices = append(l.notices, n)
-	l.pending = append(l.pending, Event{Type: EventNotice, Notice: &n})
 	l.mu.Unlock()
+	l.enqueue(Event{Type: EventNotice, Notice: &n})
 	if l.deps.OnNotice != nil {
 		l.deps.OnNotice(n)
 	}
@@ -123,16 +148,14 @@ func (l *leg) notice(n sema.Notice) {
 func (l *leg) deny(d PermissionDenial) {
 	l.mu.Lock()
 	l.denials = append(l.denials, d)
-	l.pending = append(l.pending, Event{Type: EventPermission, Denial: &d})
 	l.mu.Unlock()
+	l.enqueue(Event{Type: EventPermission, Denial: &d})
 }
 
 // question queues the permission event of a question the fold put to the answerers.
 // It is safe to call from any goroutine.
 func (l *leg) question(q PermissionQuestion) {
-	l.mu.Lock()
-	l.pending = append(l.pending, Event{Type: EventPermission, Question: &q})
-	l.mu.Unlock()
+	l.enqueue(Event{Type: EventPermission, Question: &q})
 }
 
 // flush emits queued events; only the loop goroutine calls it.
@@ -142,7 +165,9 @@ func (l *leg) flush(turn int) {
 	l.pending = nil
 	l.mu.Unlock()
 	for _, ev := range p {
-		ev.Turn = turn
+		if ev.ParentToolUseID == "" {
+			ev.Turn = turn // a child's event keeps its own turn
+		}
 		l.emit(ev)
 	}
 }

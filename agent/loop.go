@@ -24,7 +24,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		// for the pending call (Resume), or with every unanswered call refused (a plain
 		// resume that moved on).
 		calls := lastCalls(msgs)
-		results := l.dispatchFrom(ctx, turn, calls, p.Pending, p.Results)
+		results := l.dispatchFrom(ctx, turn, calls, p)
 		if l.parked(ctx, res, turn, calls, results) {
 			return l.finish(ctx, res, msgs, turn-first)
 		}
@@ -57,6 +57,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 			break
 		}
 		turn++
+		l.turnsRun.Store(int64(turn - first))
 		l.mintBoundary(ctx, turn)
 		req := &model.Request{Model: l.spec.Model, System: l.system, Messages: msgs, Tools: l.specs, MaxTokens: l.spec.MaxTokens}
 		resp, err := l.deps.Provider.Stream(ctx, req, func(d model.Delta) {
@@ -92,7 +93,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 			res.Status = sema.StatusCompleted
 			break
 		}
-		results := l.dispatchFrom(ctx, turn, calls, 0, nil)
+		results := l.dispatchFrom(ctx, turn, calls, nil)
 		if l.parked(ctx, res, turn, calls, results) {
 			break
 		}
@@ -116,6 +117,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	res.Messages = msgs
 	res.RewindNotes = l.rewindNotes
 	res.Answered = l.answered
+	res.Usage = l.usageWithChildren(res.Usage)
 	res.BackgroundTasks = l.stopShell(ctx)
 	l.closeSession(ctx, res.Status)
 	l.dropLease(ctx)
@@ -124,6 +126,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	res.Notices = append([]sema.Notice{}, l.notices...)
 	res.EditedFiles = append([]string{}, l.edited...)
 	res.PermissionDenials = append([]PermissionDenial{}, l.denials...)
+	res.Subagents = append([]SubagentRun(nil), l.subagents...)
 	l.mu.Unlock()
 	return res
 }

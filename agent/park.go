@@ -52,6 +52,10 @@ type CheckpointInfo struct {
 	Gate string `json:"gate"`
 	// Message is the question's sentence.
 	Message string `json:"message"`
+	// Subagent is set when a delegated child leg asks: the checkpoint is stored in the
+	// child's session, and the answer, given to this session's Resume, resumes the child
+	// and then this leg.
+	Subagent *SubagentRef `json:"subagent,omitempty"`
 }
 
 // parkRequest is the question a parking leg stopped at.
@@ -65,60 +69,85 @@ type approval struct {
 	index      int
 	tool       string
 	input      json.RawMessage
-	allow      bool
-	reason     string
+	// edited reports that the person edited the input (Answer.UpdatedInput).
+	edited bool
+	allow  bool
+	reason string
+	// child is set when the question was a delegated child's: the pending call is the
+	// Task call, and answering it resumes the child with claimed, the checkpoint as this
+	// leg claimed it.
+	child   *childPark
+	claimed *session.Checkpoint
 }
 
 // parkingApprover stands in for a person when the task parks questions (OnAskPark): it
-// remembers the first question and refuses, and the dispatcher stops at that call.
+// remembers each call's question and refuses, and the dispatcher stops at the first
+// call that asked.
 func (l *leg) parkingApprover() permission.Approver {
-	return permission.ApproverFunc(func(_ context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
-		l.mu.Lock()
-		if l.park == nil {
-			l.park = &parkRequest{req: req}
+	return permission.ApproverFunc(func(ctx context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
+		call, _ := ctx.Value(callRefKey{}).(callRef)
+		l.parks.mu.Lock()
+		if l.parks.own == nil {
+			l.parks.own = map[int]*parkRequest{}
 		}
-		l.mu.Unlock()
+		if l.parks.own[call.index] == nil {
+			l.parks.own[call.index] = &parkRequest{req: req}
+		}
+		l.parks.mu.Unlock()
 		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: "The question was parked for a person to answer."}, nil
 	})
 }
 
-func (l *leg) parkPending() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.park != nil
+// parkPending reports whether the call ctx runs has a question parked.
+func (l *leg) parkPending(ctx context.Context) bool {
+	call, ok := ctx.Value(callRefKey{}).(callRef)
+	if !ok {
+		return false
+	}
+	l.parks.mu.Lock()
+	defer l.parks.mu.Unlock()
+	return l.parks.own[call.index] != nil
 }
 
 // parked ends the turn at a parked question: the exact pending call is stored as a
 // checkpoint with the results of the calls before it, and the leg ends awaiting
-// approval. It reports whether the leg parked.
+// approval. A delegated child's question is already a checkpoint in the child's
+// session; the parked entry names it. It reports whether the leg parked.
 func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, results []model.Block) bool {
-	l.mu.Lock()
-	p := l.park
-	l.mu.Unlock()
-	if p == nil {
+	tp := l.turnPark
+	if tp == nil {
 		return false
 	}
-	pending := len(results) // the call that parked is the first one without a kept result
-	call := calls[pending]
-	input := call.Input
-	if len(p.req.Input) > 0 {
-		input = p.req.Input
+	pending := tp.pending
+	entry := parkedEntry{Turn: turn, Results: results, Pending: pending, Later: tp.later, Waiting: tp.waiting}
+	var info CheckpointInfo
+	if c := tp.child; c != nil {
+		entry.Checkpoint, entry.Child = c.Checkpoint.ID, c
+		info = c.Checkpoint
+		info.Subagent = c.ref()
+	} else {
+		call := calls[pending]
+		input := call.Input
+		if len(tp.own.req.Input) > 0 {
+			input = tp.own.req.Input
+		}
+		cp, err := l.store.Park(context.WithoutCancel(ctx), session.Checkpoint{
+			SessionID:   l.sessionID,
+			LegID:       l.legID,
+			Tool:        call.Name,
+			Args:        input,
+			Gate:        session.Gate(gateOf(tp.own.req.Ask)),
+			Mode:        string(l.modes.Requested()),
+			PrePlanMode: string(l.modes.PrePlanMode()),
+		})
+		if err != nil {
+			res.Status = sema.StatusError
+			res.Error = sema.Errorf(CodeParkFailed, "the question could not be parked: %v", err)
+			return true
+		}
+		entry.Checkpoint = cp.ID
+		info = CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: tp.own.req.Ask.Reason}
 	}
-	cp, err := l.store.Park(context.WithoutCancel(ctx), session.Checkpoint{
-		SessionID:   l.sessionID,
-		LegID:       l.legID,
-		Tool:        call.Name,
-		Args:        input,
-		Gate:        session.Gate(gateOf(p.req.Ask)),
-		Mode:        string(l.modes.Requested()),
-		PrePlanMode: string(l.modes.PrePlanMode()),
-	})
-	if err != nil {
-		res.Status = sema.StatusError
-		res.Error = sema.Errorf(CodeParkFailed, "the question could not be parked: %v", err)
-		return true
-	}
-	entry := parkedEntry{Turn: turn, Results: results, Pending: pending, Checkpoint: cp.ID}
 	// The parked call is judged against what the leg had read, so an approved edit runs
 	// if (and only if) the file is still as it was read.
 	entry.ReadState, entry.ForgetRead = l.readDelta()
@@ -128,7 +157,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 		return l.stopped(res)
 	}
 	res.Status = sema.StatusAwaitingApproval
-	res.Checkpoint = &CheckpointInfo{ID: cp.ID, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256, Gate: string(cp.Gate), Message: p.req.Ask.Reason}
+	res.Checkpoint = &info
 	return true
 }
 
@@ -148,6 +177,12 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if p := l.resume.parked; p != nil && p.Child != nil && p.Checkpoint == cp.ID {
+		return l.prepareChildAnswer(ctx, cp, p)
+	}
+	if cp.SessionID != l.spec.sessionID() && cp.Decision != nil && l.answersChild(ctx, cp) {
+		return l.alreadyAnswered(ctx, cp) // a child's question this session moved past
+	}
 	if cp.SessionID != l.spec.sessionID() {
 		return sema.Errorf(CodeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.sessionID())
 	}
@@ -155,7 +190,8 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 		// The stored arguments are not the ones that were reviewed.
 		return sema.Errorf(CodeTampered, "checkpoint %s's arguments do not match their recorded sha256; it cannot be answered", cp.ID)
 	}
-	if cp.Decision != nil {
+	preclaimed := l.link != nil && l.link.claimed != nil && l.link.claimed.ID == cp.ID
+	if cp.Decision != nil && !preclaimed {
 		return l.alreadyAnswered(ctx, cp)
 	}
 	p := l.resume.parked
@@ -186,21 +222,103 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 			d.Args = a.UpdatedInput
 		}
 	}
-	claimed, err := l.store.ClaimCheckpoint(ctx, cp.ID, d)
-	if err != nil {
-		if sema.CodeOf(err) == session.CodeAlreadyClaimed {
-			// Another process claimed it between our read and our claim.
-			if now, gerr := l.store.Checkpoint(ctx, cp.ID); gerr == nil && now.Decision != nil {
-				return l.alreadyAnswered(ctx, now)
-			}
+	if preclaimed {
+		// The delegating parent claimed it, with the same decision, before resuming us.
+		claimed := l.link.claimed
+		if claimed.Decision != nil && len(claimed.Decision.Args) > 0 {
+			input = claimed.Decision.Args
 		}
+		l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: cp.Tool, input: input, allow: a.Allow, reason: a.Reason}
+		return nil
+	}
+	claimed, err := l.claim(ctx, cp, d)
+	if err != nil {
 		return err
 	}
 	if claimed.Decision != nil && len(claimed.Decision.Args) > 0 {
 		input = claimed.Decision.Args
 	}
-	l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: cp.Tool, input: input, allow: a.Allow, reason: a.Reason}
+	l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: cp.Tool, input: input, edited: len(a.UpdatedInput) > 0, allow: a.Allow, reason: a.Reason}
 	return nil
+}
+
+// claim records the decision on the checkpoint, once; a claim another process made
+// first is refused as a second answer.
+func (l *leg) claim(ctx context.Context, cp session.Checkpoint, d session.Decision) (session.Checkpoint, error) {
+	claimed, err := l.store.ClaimCheckpoint(ctx, cp.ID, d)
+	if err != nil {
+		if sema.CodeOf(err) == session.CodeAlreadyClaimed {
+			// Another process claimed it between our read and our claim.
+			if now, gerr := l.store.Checkpoint(ctx, cp.ID); gerr == nil && now.Decision != nil {
+				return claimed, l.alreadyAnswered(ctx, now)
+			}
+		}
+		return claimed, err
+	}
+	return claimed, nil
+}
+
+// prepareChildAnswer checks an answer to a delegated child's question (the parked entry
+// names the child's checkpoint) and claims it here, so that a second answer is refused
+// before anything runs; the child's resumed leg then runs the claimed decision. Down a
+// nested chain only the outermost leg claims; each child passes the claim on.
+func (l *leg) prepareChildAnswer(ctx context.Context, cp session.Checkpoint, p *parkedEntry) error {
+	a := l.answer
+	if session.SHA256Hex(cp.Args) != cp.ArgsSHA256 {
+		return sema.Errorf(CodeTampered, "checkpoint %s's arguments do not match their recorded sha256; it cannot be answered", cp.ID)
+	}
+	preclaimed := l.link != nil && l.link.claimed != nil && l.link.claimed.ID == cp.ID
+	if cp.Decision != nil && !preclaimed {
+		return l.alreadyAnswered(ctx, cp)
+	}
+	calls := lastCalls(l.resume.messages)
+	if p.Pending >= len(calls) || calls[p.Pending].Name != "Task" || calls[p.Pending].ID != p.Child.ToolUseID {
+		return sema.Errorf(CodeStale, "checkpoint %s does not match the parked turn", cp.ID)
+	}
+	d := session.Decision{Verdict: session.VerdictDeny, Reason: a.Reason}
+	input := cp.Args
+	if a.Allow {
+		d.Verdict = session.VerdictAllow
+		if len(a.UpdatedInput) > 0 {
+			if !json.Valid(a.UpdatedInput) {
+				return sema.Errorf(CodeAnswerInvalid, "the edited input is not valid JSON")
+			}
+			effect := tools.EffectExec // fail closed for a tool only the child mounts
+			if t := l.roster.Lookup(cp.Tool); t != nil {
+				effect = t.Spec().Effect
+			}
+			call := permission.Call{Tool: cp.Tool, Effect: effect, Input: a.UpdatedInput, Scope: l.scope}
+			if dec, denied := l.gate.RecheckDeny(ctx, call, a.UpdatedInput); denied {
+				return sema.Errorf(CodeEditDenied, "the edited input is refused by the deny rules: %s", dec.Reason)
+			}
+			input = a.UpdatedInput
+			d.Args = a.UpdatedInput
+		}
+	}
+	claimed := l.linkClaimed()
+	if !preclaimed {
+		c, err := l.claim(ctx, cp, d)
+		if err != nil {
+			return err
+		}
+		claimed = &c
+	}
+	l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: "Task", input: input, edited: len(a.UpdatedInput) > 0,
+		allow: a.Allow, reason: a.Reason, child: p.Child, claimed: claimed}
+	return nil
+}
+
+func (l *leg) linkClaimed() *session.Checkpoint {
+	if l.link == nil {
+		return nil
+	}
+	return l.link.claimed
+}
+
+// answersChild reports whether cp belongs to a delegated child of this leg's session.
+func (l *leg) answersChild(ctx context.Context, cp session.Checkpoint) bool {
+	s, err := l.store.Get(ctx, cp.SessionID)
+	return err == nil && s.ParentID == l.spec.sessionID()
 }
 
 // alreadyAnswered is the refusal of a second answer. A person who answers twice most
@@ -272,6 +390,10 @@ func (l *leg) openCheckpoint(ctx context.Context, sessionID string) (session.Che
 func (l *leg) answerPending(ctx context.Context, call model.Block) (res tools.Result) {
 	a := l.approval
 	l.approval = nil
+	if a.child != nil {
+		call, _ := ctx.Value(callRefKey{}).(callRef)
+		return l.resumeDelegated(ctx, call, a)
+	}
 	defer func() {
 		l.answered = &AnsweredCall{CheckpointID: a.checkpoint, Tool: call.Name, Input: json.RawMessage(orEmpty(a.input)), Allowed: a.allow,
 			IsError: res.IsError, Code: res.Code, Text: res.TextOf()}
@@ -306,11 +428,18 @@ func (l *leg) isApproved(name string, input json.RawMessage) bool {
 // abandoned answers the calls of a parked turn that a plain resume moved past: the
 // pending call waited for an approval and did not run, unless an approval was given and
 // the call started (its leg stopped before the result was stored).
-func (l *leg) abandoned(ctx context.Context, calls []model.Block, from int) []model.Block {
+func (l *leg) abandoned(ctx context.Context, calls []model.Block, p *parkedEntry) []model.Block {
 	var out []model.Block
-	for _, c := range calls[from:] {
+	for i, c := range calls[p.Pending:] {
+		if b, ok := p.Later[p.Pending+i]; ok {
+			out = append(out, b) // it ran to its end in the parked turn's batch
+			continue
+		}
 		text := "This call was not run: it waited for an approval that was not given."
-		if l.resume.started[c.ID] {
+		switch {
+		case p.Waiting[p.Pending+i] != nil || i == 0 && p.Child != nil:
+			text = "The agent this call started stopped at a question that was not answered; its work so far stays in its session, but it did not finish."
+		case l.resume.started[c.ID]:
 			text = l.unknownOutcome(ctx)
 		}
 		out = append(out, model.Block{Kind: model.KindToolResult, ID: c.ID, IsError: true, Content: []model.Block{model.TextBlock(text)}})

@@ -40,7 +40,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		approver, seat, asked := l.approverSeat()
 		d = l.gate.Answer(ctx, call, ask, approver, l.classifier, l.snapshot())
 		l.askMu.Unlock()
-		parked := l.parkPending()
+		parked := l.parkPending(ctx)
 		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Reason,
 			Gate: gateOf(ask), PersonOnly: ask.PersonOnly, AnsweredBy: AnsweredByNone, Behavior: d.Behavior}
 		if len(ask.UpdatedInput) > 0 {
@@ -88,7 +88,7 @@ func (l *leg) approverSeat() (permission.Approver, AnsweredBy, *bool) {
 	}
 	return permission.ApproverFunc(func(ctx context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
 		*asked = true
-		return approver.Approve(ctx, req)
+		return approver.Approve(ctx, l.approvalAgent(req))
 	}), seat, asked
 }
 

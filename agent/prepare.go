@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"runtime"
+	"sync"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
@@ -15,27 +16,43 @@ import (
 // the permission gate, the session (with a rewind the spec asks for), the tools, the
 // answer to a parked question, the manifest and the system prompt. Every refusal is a
 // coded error, and a refusal after the session's leg started ends that leg.
-func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emit func(Event), stop context.CancelCauseFunc) (_ *leg, err error) {
+// lk is set for a delegated child leg (see delegate).
+func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emit func(Event), stop context.CancelCauseFunc, lk *link) (_ *leg, err error) {
 	if err := validateSpec(deps, &spec, answer); err != nil {
 		return nil, err
 	}
-	l := &leg{deps: deps, spec: spec, answer: answer, emit: emit, store: deps.Store, stop: stop}
+	l := &leg{deps: deps, spec: spec, answer: answer, emit: emit, store: deps.Store, stop: stop, link: lk,
+		wake: make(chan struct{}, 1), taskSlots: make(chan struct{}, deps.delegation().maxConcurrent())}
+	l.askMu = new(sync.Mutex)
+	if lk != nil {
+		l.askMu = lk.parent.askMu
+	}
 	defer func() {
 		if err != nil {
 			// A refused leg frees the session it claimed at once, not when the lease expires.
 			l.dropLease(ctx)
 		}
 	}()
-	rules, defaultMode, err := l.rules(ctx)
-	if err != nil {
+	var rules permission.RuleSet
+	var defaultMode permission.Mode
+	if lk != nil {
+		// A child works under its parent's rules, read once by the parent.
+		rules, l.projectSandbox = lk.parent.ruleSet, lk.parent.projectSandbox
+	} else if rules, defaultMode, err = l.rules(ctx); err != nil {
 		return nil, err
 	}
+	l.ruleSet = rules
 	loaded, chain, err := l.loadSession(ctx)
 	if err != nil {
 		return nil, err
 	}
 	requested, prePlan := requestedMode(spec, loaded, defaultMode)
-	if err := l.prepareModes(requested, prePlan); err != nil {
+	var ceiling gate.Ceiling
+	if lk != nil {
+		// The parent's live controller: a steer of the parent reaches the child's next read.
+		ceiling = lk.parent.modes
+	}
+	if err := l.prepareModes(requested, prePlan, ceiling); err != nil {
 		return nil, err
 	}
 	if err := l.prepareFence(ctx); err != nil {
@@ -126,7 +143,10 @@ func (l *leg) prepareLeg(ctx context.Context) error {
 	if err := l.mountShell(); err != nil {
 		return err
 	}
-	l.sweepTemps(ctx)
+	if l.link == nil {
+		l.sweepTemps(ctx) // a child's parent swept the same roots
+	}
+	l.prepareAgents(ctx)
 	l.roster = l.buildRoster()
 	for _, t := range l.roster {
 		l.specs = append(l.specs, t.Spec().ModelSpec())

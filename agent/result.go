@@ -38,12 +38,15 @@ type TaskResult struct {
 	// RewindSpec{ToTurn: n} or RewindFilesTo(n) with FirstTurn <= n <= LastTurn (to
 	// undo the whole leg, n is FirstTurn).
 	LastTurn int `json:"last_turn"`
-	// Usage is the sum of the token counts of the leg's model responses.
+	// Usage is the sum of the token counts of the leg's model responses, its child legs'
+	// (Subagents) included.
 	Usage model.Usage `json:"usage"`
 	// PermissionDenials lists every tool call the permission gate refused.
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
+	// Subagents are the child legs this leg's Task calls ran, in the order they ended.
+	Subagents []SubagentRun `json:"subagents,omitempty"`
 	// EditedFiles lists the canonical paths the write tools changed — writes that landed —
-	// in the order first edited. A write that failed after it may have changed the file is
+	// in the order first edited, a child leg's included (Subagents says which child). A write that failed after it may have changed the file is
 	// not listed; its tool result says the file may be partly changed.
 	EditedFiles []string `json:"edited_files"`
 	// BackgroundTasks lists the Bash background tasks still running when the leg ended
@@ -278,6 +281,12 @@ const (
 	EventPermission EventType = "permission"
 	// EventNotice carries a notice.
 	EventNotice EventType = "notice"
+	// EventSubagentStart announces a child leg a Task call started (Subagent, with the
+	// child's session).
+	EventSubagentStart EventType = "subagent_start"
+	// EventSubagentEnd carries how a child leg ended (Subagent: status, turns, usage,
+	// edits).
+	EventSubagentEnd EventType = "subagent_end"
 	// EventResult carries the TaskResult; it is always the last event.
 	EventResult EventType = "result"
 )
@@ -306,6 +315,49 @@ type Event struct {
 	Notice *sema.Notice
 	// Result is set on EventResult.
 	Result *TaskResult
+	// Subagent is set on EventSubagentStart and EventSubagentEnd.
+	Subagent *SubagentRun
+	// ParentToolUseID is set on the events of a delegated child leg, forwarded into its
+	// parent's stream: the id of the parent's Task call the child answers. Its Turn is
+	// the child's. Empty for the leg's own events.
+	ParentToolUseID string
+}
+
+// SubagentRun is one child leg a Task call ran (or resumed).
+type SubagentRun struct {
+	// ToolUseID is the id of the parent's Task call.
+	ToolUseID string `json:"tool_use_id"`
+	// Type is the agent type (the call's subagent_type).
+	Type string `json:"type"`
+	// Description is the call's description.
+	Description string `json:"description,omitempty"`
+	// SessionID is the child's session: a child of the parent's session in the same
+	// store (session.Session.ParentID), empty when the child could not start.
+	SessionID string `json:"session_id"`
+	// Status is how the child's leg ended (running on EventSubagentStart).
+	Status sema.Status `json:"status"`
+	// NumTurns is the number of turns the child's leg ran.
+	NumTurns int `json:"num_turns"`
+	// Usage is the child's usage, its own children's included; the parent's
+	// TaskResult.Usage includes it.
+	Usage model.Usage `json:"usage"`
+	// EditedFiles are the files the child's writes changed; the parent's
+	// TaskResult.EditedFiles lists them too.
+	EditedFiles []string `json:"edited_files,omitempty"`
+}
+
+// SubagentRef names the delegated child leg a parked question belongs to.
+type SubagentRef struct {
+	// SessionID is the child's session.
+	SessionID string `json:"session_id"`
+	// ToolUseID is the parent's Task call that waits for the child.
+	ToolUseID string `json:"tool_use_id"`
+	// Type is the child's agent type.
+	Type string `json:"type"`
+	// Description is the Task call's description.
+	Description string `json:"description,omitempty"`
+	// Nested is set when the question is the child's own child's (nested delegation).
+	Nested *SubagentRef `json:"nested,omitempty"`
 }
 
 // ToolUse is a tool call as the model made it.

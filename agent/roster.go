@@ -39,7 +39,13 @@ func (l *leg) buildRoster() tools.Roster {
 		r = append(r, l.shell.Tools()...)
 	}
 	r = append(r, gate.NewEnterPlanMode(l.modes), gate.NewExitPlanMode(l.modes))
+	if l.mayDelegate() && l.agents != nil {
+		r = append(r, &taskTool{l: l})
+	}
 	r = append(r, l.deps.Tools...)
+	if l.link != nil {
+		r = l.filterChildTools(r)
+	}
 	return r
 }
 

@@ -97,14 +97,30 @@ func requestedMode(spec TaskSpec, loaded *session.Session, defaultMode permissio
 	return requested, prePlan
 }
 
+// autoModeFace is the auto-mode classifier face the leg arms from: the deployment's
+// own (Deps.Classifier), else the face its delegating ancestor armed from, riding the
+// chain, so that each of a child's actions meets the same decision order as its
+// parent's — classified on the child's own transcript. Nil: the built-in classifier
+// over the leg's own model.
+func (l *leg) autoModeFace() permission.AutoClassifier {
+	if l.deps.Classifier != nil {
+		return l.deps.Classifier
+	}
+	if l.link != nil {
+		return l.link.parent.face
+	}
+	return nil
+}
+
 // prepareModes builds the leg's mode controller and binds the deployment's arming facts:
 // denied modes fold to default, and auto arms the classifier.
-func (l *leg) prepareModes(requested, prePlan permission.Mode) error {
-	ctrl, err := gate.NewModeController(requested, nil, gate.ControllerOptions{OnNotice: l.notice, PrePlanMode: prePlan})
+func (l *leg) prepareModes(requested, prePlan permission.Mode, ceiling gate.Ceiling) error {
+	ctrl, err := gate.NewModeController(requested, ceiling, gate.ControllerOptions{OnNotice: l.notice, PrePlanMode: prePlan})
 	if err != nil {
 		return err
 	}
-	base := l.deps.Classifier
+	l.face = l.autoModeFace()
+	base := l.face
 	if base == nil {
 		base = &gate.ModelClassifier{Provider: l.deps.Provider, Model: l.spec.Model}
 	}

@@ -82,7 +82,7 @@ func (r *Runner) run(ctx context.Context, spec TaskSpec, answer *Answer, emit fu
 	// The leg's own context: a lost session lease cancels it with that cause.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	l, err := prepare(ctx, &r.deps, spec, answer, emit, stop)
+	l, err := prepare(ctx, &r.deps, spec, answer, emit, stop, nil)
 	if err != nil {
 		if answer != nil {
 			return nil, wrapConfigRefused(err)

@@ -26,6 +26,11 @@ const (
 	// from one that never started. payload: callStartedEntry.
 	entryCallStarted = "call_started"
 	entryReadState   = "read_state" // payload: readStateEntry; what the model has read
+	// entryDelegation opens a delegated child's transcript. payload: delegationEntry.
+	entryDelegation = "delegation"
+	// entrySubagent records in a parent's transcript the child session a Task call
+	// started. payload: subagentEntry.
+	entrySubagent = "subagent"
 )
 
 type assistantEntry struct {
@@ -56,6 +61,15 @@ type parkedEntry struct {
 	ReadState map[string]files.ReadRecord `json:"read_state,omitempty"`
 	// ForgetRead names files whose read records were dropped since the last stored ones.
 	ForgetRead []string `json:"forget_read,omitempty"`
+	// Child is set when the pending question is a delegated child's: Checkpoint is then
+	// stored in the child's session, and answering it resumes the child first.
+	Child *childPark `json:"child,omitempty"`
+	// Later holds the results of calls after the pending one that ran to their end in the
+	// same concurrent batch (Task calls), by call index: a resume keeps them.
+	Later map[int]model.Block `json:"later,omitempty"`
+	// Waiting holds the calls after the pending one whose child legs also wait for a
+	// person, by call index: a resume parks again at them, without running them again.
+	Waiting map[int]*childPark `json:"waiting,omitempty"`
 }
 
 // readStateEntry is a change of the session's read state: records to set (a Read, or
@@ -149,7 +163,7 @@ func replay(entries []session.Entry) (resumeState, error) {
 // then still where the chain stopped.
 func onlyBookkeepingAfter(rest []session.Entry) bool {
 	for _, e := range rest {
-		if e.Kind != entryReadState && e.Kind != entryCallStarted {
+		if e.Kind != entryReadState && e.Kind != entryCallStarted && e.Kind != entrySubagent {
 			return false
 		}
 	}
@@ -285,7 +299,9 @@ func (l *leg) recordFailed() *sema.Error {
 
 // mintBoundary marks the start of a turn for file history.
 func (l *leg) mintBoundary(ctx context.Context, turn int) {
-	if l.files == nil {
+	if l.files == nil || l.link != nil && l.historyScope != l.sessionID {
+		// A child recording into its root's scope mints none: its edits belong to the
+		// parent's turn that delegated, and a rewind of that turn undoes them.
 		return
 	}
 	l.bashChanges.atBoundary(ctx)
@@ -346,6 +362,10 @@ func (l *leg) loadSession(ctx context.Context) (*session.Session, []session.Entr
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.ParentID != "" && l.link == nil {
+		return nil, nil, sema.Errorf(CodeDelegatedSession, "session %s is a delegated child of session %s (an agent a Task call started); continue it through %s, whose Task call it answers",
+			s.ID, s.ParentID, s.ParentID).With("parent_session", s.ParentID)
+	}
 	head := ""
 	if !rs.Fork {
 		head = rs.At
@@ -377,6 +397,8 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	var s session.Session
 	var err error
 	switch {
+	case loaded == nil && l.link != nil:
+		s, err = l.childSession(ctx)
 	case loaded == nil:
 		s, err = l.store.Create(ctx, session.Session{
 			Root: root, FSID: history.FilesystemIdentity(l.deps.Env), Model: l.spec.Model,

@@ -11,6 +11,7 @@ import (
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/subagent"
 	"github.com/sema-agent/sema/tools"
 	"github.com/sema-agent/sema/tools/files"
 )
@@ -250,6 +251,16 @@ type Deps struct {
 	// read-only allowlist, no co-author trailer, a timed-out command is killed,
 	// background tasks stop with the leg, and the sandbox is auto with the network off.
 	Shell *ShellOptions
+
+	// Agents are the deployment's agent types for the Task tool. They join the built-in
+	// ones (general-purpose, Explore, Plan) and the task root's .claude/agents/*.md and
+	// .sema/agents/*.md files, and replace any of those with the same name. A definition
+	// subagent.Validate refuses refuses the run (config.delegation_invalid). Default: none.
+	Agents []subagent.Definition
+	// Delegation configures the Task tool: whether it is mounted, how many of a turn's
+	// calls run at once, how deep delegation nests. Nil (the default): mounted, 4 at once,
+	// children do not delegate.
+	Delegation *Delegation
 }
 
 // Hooks are the deployment's callbacks into the write lane and the permission fold. The

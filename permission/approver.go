@@ -20,6 +20,9 @@ type ApprovalRequest struct {
 	Ask Decision `json:"ask"`
 	// Mode is the leg's mode when the question was put.
 	Mode Mode `json:"mode"`
+	// Agent is the agent type of the delegated child leg that asks ("Explore"); empty
+	// when the task's own leg asks.
+	Agent string `json:"agent,omitempty"`
 	// Transcript is the leg's conversation so far, for the classifier. Optional.
 	Transcript []model.Message `json:"-"`
 }

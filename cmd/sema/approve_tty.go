@@ -139,6 +139,9 @@ func deny(why string) permission.ApprovalDecision {
 func (a *termApprover) ask(req permission.ApprovalRequest) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n── permission ── %s\n", describeCall(req))
+	if req.Agent != "" {
+		fmt.Fprintf(&b, "  asked by the %s agent (a Task call's child)\n", sanitize(req.Agent))
+	}
 	for _, line := range renderInput(req.Tool, req.Input) {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}

@@ -18,12 +18,14 @@ type printer struct {
 	out    io.Writer
 	errw   io.Writer
 	enc    *json.Encoder
+	// agents names the agent type of each running Task call, for the text format.
+	agents map[string]string
 }
 
 func newPrinter(format string, out, errw io.Writer) *printer {
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	return &printer{format: format, out: out, errw: errw, enc: enc}
+	return &printer{format: format, out: out, errw: errw, enc: enc, agents: map[string]string{}}
 }
 
 func (p *printer) event(ev agent.Event) {
@@ -46,23 +48,42 @@ func (p *printer) event(ev agent.Event) {
 // a tool or the workspace is spelled through terminalText: an escape sequence in a file
 // name or an answer must not drive the terminal it is printed on.
 func (p *printer) text(ev agent.Event) {
+	who := "sema"
+	if ev.ParentToolUseID != "" {
+		name := p.agents[ev.ParentToolUseID]
+		if name == "" {
+			name = "agent" // an event from before the child's start was announced
+		}
+		who = "sema[" + terminalText(name) + "]"
+	}
 	switch ev.Type {
 	case agent.EventNotice:
-		fmt.Fprintf(p.errw, "sema: notice: %s (%s)\n", terminalText(ev.Notice.Message), terminalText(ev.Notice.Code))
+		fmt.Fprintf(p.errw, "%s: notice: %s (%s)\n", who, terminalText(ev.Notice.Message), terminalText(ev.Notice.Code))
 	case agent.EventPermission:
 		// Questions are not printed: a person at the prompt saw theirs, and a refusal
 		// that followed one is printed as its denial.
 		if ev.Denial != nil {
-			fmt.Fprintf(p.errw, "sema: denied %s: %s\n", terminalText(ev.Denial.Tool), terminalText(ev.Denial.Reason))
+			fmt.Fprintf(p.errw, "%s: denied %s: %s\n", who, terminalText(ev.Denial.Tool), terminalText(ev.Denial.Reason))
 		}
+	case agent.EventSubagentStart:
+		s := ev.Subagent
+		p.agents[s.ToolUseID] = s.Type
+		fmt.Fprintf(p.errw, "%s: agent %s started: %s\n", who, terminalText(s.Type), terminalText(s.Description))
+	case agent.EventSubagentEnd:
+		s := ev.Subagent
+		fmt.Fprintf(p.errw, "%s: agent %s %s after %d turns (%s)\n", who, terminalText(s.Type), s.Status, s.NumTurns, terminalText(s.Description))
 	case agent.EventResult:
 		r := ev.Result
 		if r.Result != "" {
 			fmt.Fprintln(p.out, terminalText(strings.TrimRight(r.Result, "\n")))
 		}
 		if cp, parked := r.Parked(); parked {
-			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)\n  answer with: sema approve %s --checkpoint %s --allow|--deny\n",
-				terminalText(cp.Tool), terminalText(cp.Message), r.SessionID, cp.ID)
+			by := ""
+			for s := cp.Subagent; s != nil; s = s.Nested {
+				by += fmt.Sprintf(" asked by the %s agent (session %s)", terminalText(s.Type), s.SessionID)
+			}
+			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)%s\n  answer with: sema approve %s --checkpoint %s --allow|--deny\n",
+				terminalText(cp.Tool), terminalText(cp.Message), by, r.SessionID, cp.ID)
 		}
 		if a := r.Answered; a != nil && (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) {
 			// The leg failed after the answered call: say that the call did run, so
@@ -122,7 +143,18 @@ func wireBlocks(bs []model.Block) []wireBlock {
 }
 
 func streamObject(ev agent.Event) any {
+	obj := streamBody(ev)
+	if m, ok := obj.(map[string]any); ok && ev.ParentToolUseID != "" {
+		// A child leg's event: the Task call it belongs to, as the Agent SDKs name it.
+		m["parent_tool_use_id"] = ev.ParentToolUseID
+	}
+	return obj
+}
+
+func streamBody(ev agent.Event) any {
 	switch ev.Type {
+	case agent.EventSubagentStart, agent.EventSubagentEnd:
+		return map[string]any{"type": string(ev.Type), "turn": ev.Turn, "subagent": ev.Subagent}
 	case agent.EventInit:
 		return map[string]any{"type": "system", "subtype": "init", "session_id": ev.Manifest.SessionID, "manifest": ev.Manifest}
 	case agent.EventAssistant:
@@ -188,6 +220,9 @@ func resultObject(r *agent.TaskResult) map[string]any {
 	}
 	if r.Answered != nil {
 		obj["answered"] = r.Answered
+	}
+	if len(r.Subagents) > 0 {
+		obj["subagents"] = r.Subagents
 	}
 	if (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) && r.SessionID != "" {
 		// The command that continues the session; the session keeps every finished turn.

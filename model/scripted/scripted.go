@@ -31,9 +31,23 @@ import (
 // CodeExhausted is the error code of a call past the end of the script.
 const CodeExhausted = "model.script_exhausted"
 
-// Script is a sequence of assistant turns.
+// Script is a sequence of assistant turns, and the threads of other conversations.
 type Script struct {
 	// Turns are the responses, in the order successive Stream calls return them.
+	Turns []Turn `json:"turns"`
+	// Threads answer the conversations that are not the main one — a delegated agent's —
+	// each from its own turns, so that concurrent conversations stay deterministic. A
+	// request whose first user message contains a thread's Match is answered from that
+	// thread (the first thread that matches); any other request from Turns.
+	Threads []Thread `json:"threads,omitempty"`
+}
+
+// Thread is the script of one conversation told apart by its first user message.
+type Thread struct {
+	// Match is a piece of text the conversation's first user message contains; Parse
+	// refuses an empty one.
+	Match string `json:"match"`
+	// Turns are the thread's responses, in order.
 	Turns []Turn `json:"turns"`
 }
 
@@ -57,7 +71,7 @@ type Turn struct {
 // ToolCall is one scripted tool call. ID is generated when empty.
 type ToolCall struct {
 	// ID is the tool_use ID; empty means "toolu_scripted_<turn>_<call>", both
-	// counted from 1.
+	// counted from 1 ("toolu_scripted_t<thread>_<turn>_<call>" in a thread).
 	ID string `json:"id,omitempty"`
 	// Name is the tool called; Parse refuses a call without one.
 	Name string `json:"name"`
@@ -71,11 +85,15 @@ type Provider struct {
 	mu       sync.Mutex
 	turns    []Turn
 	next     int
+	threads  []Thread
+	threadAt []int
 	requests []*model.Request
 }
 
 // New returns a Provider replaying s.
-func New(s Script) *Provider { return &Provider{turns: s.Turns} }
+func New(s Script) *Provider {
+	return &Provider{turns: s.Turns, threads: s.Threads, threadAt: make([]int, len(s.Threads))}
+}
 
 // Parse decodes a script strictly (unknown fields are refused, so a typo is not a silent
 // no-op).
@@ -86,18 +104,33 @@ func Parse(data []byte) (Script, error) {
 	if err := dec.Decode(&s); err != nil {
 		return Script{}, sema.Errorf(model.CodeConfig, "the model script is not valid: %v", err)
 	}
-	for i, t := range s.Turns {
+	for i, th := range s.Threads {
+		if th.Match == "" {
+			return Script{}, sema.Errorf(model.CodeConfig, "the model script's thread %d has no match", i+1)
+		}
+		if err := checkTurns(th.Turns, fmt.Sprintf("thread %q, ", th.Match)); err != nil {
+			return Script{}, err
+		}
+	}
+	if err := checkTurns(s.Turns, ""); err != nil {
+		return Script{}, err
+	}
+	return s, nil
+}
+
+func checkTurns(turns []Turn, where string) error {
+	for i, t := range turns {
 		for j, c := range t.ToolCalls {
 			if c.Name == "" {
-				return Script{}, sema.Errorf(model.CodeConfig, "the model script's turn %d, tool call %d has no name", i+1, j+1)
+				return sema.Errorf(model.CodeConfig, "the model script's %sturn %d, tool call %d has no name", where, i+1, j+1)
 			}
 			var obj map[string]json.RawMessage
 			if len(c.Input) > 0 && json.Unmarshal(c.Input, &obj) != nil {
-				return Script{}, sema.Errorf(model.CodeConfig, "the model script's turn %d, tool call %d: input must be a JSON object", i+1, j+1)
+				return sema.Errorf(model.CodeConfig, "the model script's %sturn %d, tool call %d: input must be a JSON object", where, i+1, j+1)
 			}
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // Load reads and parses a script file.
@@ -130,13 +163,29 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 	}
 	p.mu.Lock()
 	p.requests = append(p.requests, req)
-	if p.next >= len(p.turns) {
-		p.mu.Unlock()
-		return nil, sema.Errorf(CodeExhausted, "the model script has no turn %d", p.next+1)
+	turns, next, where, idPrefix := p.turns, &p.next, "", "toolu_scripted_"
+	if first := firstUserText(req); first != "" {
+		for i, th := range p.threads {
+			if strings.Contains(first, th.Match) {
+				turns, next, where = th.Turns, &p.threadAt[i], fmt.Sprintf("thread %q has ", th.Match)
+				idPrefix = fmt.Sprintf("toolu_scripted_t%d_", i+1)
+				break
+			}
+		}
 	}
-	n := p.next
-	t := p.turns[n]
-	p.next++
+	if *next >= len(turns) {
+		n := *next
+		p.mu.Unlock()
+		if where == "" {
+			where = "model script has "
+		} else {
+			where = "model script's " + where
+		}
+		return nil, sema.Errorf(CodeExhausted, "the %sno turn %d", where, n+1)
+	}
+	n := *next
+	t := turns[n]
+	*next++
 	p.mu.Unlock()
 
 	if t.Error != nil {
@@ -155,7 +204,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 	for i, c := range t.ToolCalls {
 		id := c.ID
 		if id == "" {
-			id = fmt.Sprintf("toolu_scripted_%d_%d", n+1, i+1)
+			id = fmt.Sprintf("%s%d_%d", idPrefix, n+1, i+1)
 		}
 		input := c.Input
 		if len(input) == 0 {
@@ -193,4 +242,21 @@ func approxTokens(req *model.Request) int {
 		}
 	}
 	return n/4 + 1
+}
+
+// firstUserText is the text of the conversation's first user message.
+func firstUserText(req *model.Request) string {
+	for _, m := range req.Messages {
+		if m.Role != model.RoleUser {
+			continue
+		}
+		var b strings.Builder
+		for _, bl := range m.Content {
+			if bl.Kind == model.KindText {
+				b.WriteString(bl.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
 }

@@ -44,3 +44,33 @@ func TestReplayInOrderThenExhausted(t *testing.T) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
+
+// Threads answer each conversation from its own turns, whatever the order the
+// conversations' requests arrive in.
+func TestThreadsAnswerTheirOwnConversation(t *testing.T) {
+	s, err := Parse([]byte(`{"turns": [{"text": "main 1"}, {"text": "main 2"}],
+		"threads": [{"match": "find the tests", "turns": [{"text": "explore 1"}, {"text": "explore 2"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(s)
+	ask := func(first string) string {
+		t.Helper()
+		req := &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.Block{model.TextBlock(first)}}}}
+		resp, err := p.Stream(context.Background(), req, nil)
+		if err != nil {
+			return sema.CodeOf(err)
+		}
+		return resp.Text()
+	}
+	got := []string{ask("please find the tests now"), ask("the task"), ask("find the tests"), ask("the task"), ask("find the tests")}
+	want := []string{"explore 1", "main 1", "explore 2", "main 2", CodeExhausted}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("answer %d = %q, want %q", i+1, got[i], want[i])
+		}
+	}
+	if _, err := Parse([]byte(`{"turns": [], "threads": [{"match": "", "turns": []}]}`)); sema.CodeOf(err) != model.CodeConfig {
+		t.Errorf("a thread without a match: %v, want %s", err, model.CodeConfig)
+	}
+}

@@ -1,0 +1,515 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/subagent"
+	"github.com/sema-agent/sema/tools"
+)
+
+// Delegation configures the Task tool and the child legs it runs. The zero value (and
+// a nil Deps.Delegation) is the default of every field.
+type Delegation struct {
+	// Off unmounts the Task tool: no leg delegates. Default false.
+	Off bool
+	// MaxConcurrent bounds the Task calls of one turn that run at once; the others wait
+	// for a slot. Zero (the default): DefaultMaxConcurrentTasks. Negative is refused
+	// (config.delegation_invalid).
+	MaxConcurrent int
+	// MaxDepth is how deep delegation nests: 1 lets the task's own leg delegate and gives
+	// its children no Task tool, 2 lets those children delegate once more, and so on.
+	// Zero (the default): DefaultMaxDelegationDepth. Negative is refused
+	// (config.delegation_invalid).
+	MaxDepth int
+}
+
+const (
+	// DefaultMaxConcurrentTasks is how many Task calls of one turn run at once by default.
+	DefaultMaxConcurrentTasks = 4
+	// DefaultMaxDelegationDepth is how deep delegation nests by default: children do not
+	// delegate.
+	DefaultMaxDelegationDepth = 1
+)
+
+func (d *Deps) delegation() Delegation {
+	if d.Delegation == nil {
+		return Delegation{}
+	}
+	return *d.Delegation
+}
+
+func (d Delegation) maxConcurrent() int {
+	if d.MaxConcurrent == 0 {
+		return DefaultMaxConcurrentTasks
+	}
+	return d.MaxConcurrent
+}
+
+func (d Delegation) maxDepth() int {
+	if d.MaxDepth == 0 {
+		return DefaultMaxDelegationDepth
+	}
+	return d.MaxDepth
+}
+
+// validateDelegation is the door's part for Deps.Delegation and Deps.Agents.
+func validateDelegation(deps *Deps) error {
+	dg := deps.delegation()
+	if dg.MaxConcurrent < 0 || dg.MaxDepth < 0 {
+		return configError(CodeDelegationInvalid, "Deps.Delegation bounds must not be negative (MaxConcurrent %d, MaxDepth %d); use 0 for the defaults, or Off to turn delegation off",
+			dg.MaxConcurrent, dg.MaxDepth)
+	}
+	for i, d := range deps.Agents {
+		if err := subagent.Validate(d); err != nil {
+			return (&sema.Error{Code: CodeDelegationInvalid, Message: fmt.Sprintf("Deps.Agents[%d] is refused: %s", i, sema.MessageOf(err)), Err: err}).
+				With("code", sema.CodeOf(err)).With("index", i)
+		}
+	}
+	return nil
+}
+
+// link is what a child leg knows of the leg that delegated it.
+type link struct {
+	parent *leg
+	// toolUseID is the parent's Task call this child answers.
+	toolUseID   string
+	def         subagent.Definition
+	description string
+	// depth is 1 for a child of the task's own leg.
+	depth int
+	// claimed is the checkpoint a resuming parent already claimed for this child: the
+	// child runs the decision without claiming it again.
+	claimed *session.Checkpoint
+}
+
+// depth is how deep the leg is in its delegation chain: 0 for the task's own leg.
+func (l *leg) depth() int {
+	if l.link == nil {
+		return 0
+	}
+	return l.link.depth
+}
+
+// mayDelegate reports whether the leg mounts the Task tool.
+func (l *leg) mayDelegate() bool {
+	return !l.deps.delegation().Off && l.depth() < l.deps.delegation().maxDepth()
+}
+
+// prepareAgents builds the catalog of agent types: the built-ins, the root's
+// .claude/agents and .sema/agents files, then the deployment's (Deps.Agents), a later
+// definition of a name replacing an earlier one. A child uses its parent's catalog.
+func (l *leg) prepareAgents(ctx context.Context) {
+	if l.link != nil {
+		l.agents = l.link.parent.agents
+		return
+	}
+	if !l.mayDelegate() {
+		return
+	}
+	project, problems := subagent.Load(ctx, l.deps.Env, l.fence.Root())
+	for _, p := range problems {
+		l.notice(sema.Notice{Code: CodeSubagentProblem, Message: "an agent definition was not loaded: " + sema.MessageOf(p),
+			Detail: map[string]any{"cause": sema.CodeOf(p)}})
+	}
+	l.agents = subagent.NewCatalog(subagent.BuiltIns(), project, l.deps.Agents)
+}
+
+// taskTool is the Task tool: it runs a child leg to completion and answers with the
+// child's final text.
+type taskTool struct{ l *leg }
+
+// taskInput is the Task tool's input, Claude Code's shape.
+type taskInput struct {
+	Description  string `json:"description"`
+	Prompt       string `json:"prompt"`
+	SubagentType string `json:"subagent_type"`
+}
+
+var taskSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
+	`"prompt":{"type":"string","description":"The task for the agent to perform: everything it needs to know, since it sees nothing of this conversation"},` +
+	`"subagent_type":{"type":"string","description":"The type of specialized agent to use for this task"}},` +
+	`"required":["description","prompt","subagent_type"],"additionalProperties":false}`)
+
+func (t *taskTool) Spec() tools.Spec {
+	desc := "Launch a new agent to handle a task on its own. The agent starts with no context but " +
+		"the prompt you give it, works with its own tools, and answers with one final message, " +
+		"which is all you see of its work; say in the prompt what it should report. Several Task " +
+		"calls in one message run concurrently. Available agent types:\n" + t.l.agents.Describe()
+	// Exec: the gate lets the engine's own tool through unless a rule says otherwise, and
+	// the child's every call is judged by the child's own gate.
+	return tools.Spec{Name: "Task", Description: desc, InputSchema: taskSchema, Effect: tools.EffectExec}
+}
+
+func (t *taskTool) Run(ctx context.Context, input json.RawMessage) tools.Result {
+	var in taskInput
+	if err := tools.Decode(input, &in); err != nil {
+		return tools.FromError(err, tools.CodeInputInvalid)
+	}
+	if strings.TrimSpace(in.Prompt) == "" {
+		return tools.Fail(tools.CodeInputInvalid, "Task needs a prompt: the whole task for the agent, which sees nothing of this conversation.")
+	}
+	def, ok := t.l.agents.Lookup(in.SubagentType)
+	if !ok {
+		return tools.FromError(t.l.agents.UnknownType(in.SubagentType), subagent.CodeTypeUnknown)
+	}
+	call, _ := ctx.Value(callRefKey{}).(callRef)
+	return t.l.delegate(ctx, call, def, in)
+}
+
+// delegate runs one Task call's child leg.
+func (l *leg) delegate(ctx context.Context, call callRef, def subagent.Definition, in taskInput) tools.Result {
+	spec, res := l.childSpec(def, in.Prompt)
+	if res != nil {
+		return *res
+	}
+	select {
+	case l.taskSlots <- struct{}{}:
+		defer func() { <-l.taskSlots }()
+	case <-ctx.Done():
+		return tools.Fail(tools.CodeCancelled, "The call was not run: the task was cancelled.")
+	}
+	lk := &link{parent: l, toolUseID: call.id, def: def, description: in.Description, depth: l.depth() + 1}
+	r, err := l.runChild(ctx, spec, nil, lk)
+	return l.childOutcome(ctx, call, lk, r, err)
+}
+
+// childSpec is the task a child leg runs: the parent's roots, faces, rules, sandbox and
+// way of answering questions, the definition's mode, model, prompt and read-only mount,
+// and no more turns than the parent has left.
+func (l *leg) childSpec(def subagent.Definition, prompt string) (TaskSpec, *tools.Result) {
+	p := l.spec
+	spec := TaskSpec{
+		Prompt:                    prompt,
+		Root:                      l.fence.Root(),
+		Model:                     p.Model,
+		AppendSystemPrompt:        def.Prompt,
+		MaxTokens:                 p.MaxTokens,
+		PermissionMode:            def.PermissionMode,
+		AllowedTools:              p.AllowedTools,
+		DisallowedTools:           p.DisallowedTools,
+		AskTools:                  p.AskTools,
+		AdditionalDirectories:     p.AdditionalDirectories,
+		AdditionalReadDirectories: p.AdditionalReadDirectories,
+		ReadFace:                  p.ReadFace,
+		WriteFace:                 p.WriteFace,
+		ReadOnly:                  p.ReadOnly || def.ReadOnly,
+		Sandbox:                   p.Sandbox,
+		SandboxNetwork:            p.SandboxNetwork,
+		OnAsk:                     p.OnAsk,
+		Scratchpad:                p.Scratchpad,
+	}
+	if def.Model != "" && def.Model != "inherit" {
+		spec.Model = def.Model
+	}
+	if p.MaxTurns > 0 {
+		left := p.MaxTurns - int(l.turnsRun.Load())
+		if left <= 0 {
+			r := tools.Fail(CodeSubagentBudget, "The agent was not started: this task has no turns left to give it (its turn limit is %d).", p.MaxTurns)
+			return spec, &r
+		}
+		spec.MaxTurns = left
+	}
+	return spec, nil
+}
+
+// runChild prepares and runs a child leg under this leg, streaming its events into this
+// leg's stream. answer is set when the child resumes a parked question.
+func (l *leg) runChild(ctx context.Context, spec TaskSpec, answer *Answer, lk *link) (*TaskResult, error) {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	child, err := prepare(ctx, l.deps, spec, answer, l.childEmitter(lk), stop, lk)
+	if err != nil {
+		return nil, err
+	}
+	l.enqueue(Event{Type: EventSubagentStart, Subagent: &SubagentRun{
+		ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, SessionID: child.sessionID, Status: sema.StatusRunning}})
+	return child.loop(ctx), nil
+}
+
+// childEmitter forwards a child's events into this leg's stream, marked with the Task
+// call they belong to. The child's init, text pieces and result are left out: its start
+// and end are this leg's subagent events.
+func (l *leg) childEmitter(lk *link) func(Event) {
+	return func(ev Event) {
+		switch ev.Type {
+		case EventInit, EventText, EventResult:
+			return
+		}
+		if ev.ParentToolUseID == "" {
+			ev.ParentToolUseID = lk.toolUseID
+		}
+		l.enqueue(ev)
+	}
+}
+
+// childOutcome turns a child's end into the Task call's result, and adds the child's
+// usage and edits to this leg's.
+func (l *leg) childOutcome(ctx context.Context, call callRef, lk *link, r *TaskResult, err error) tools.Result {
+	if err != nil {
+		run := SubagentRun{ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, Status: sema.StatusError}
+		code := CodeSubagentFailed
+		if ctx.Err() != nil {
+			run.Status, code = sema.StatusCancelled, tools.CodeCancelled
+		}
+		l.mu.Lock()
+		l.subagents = append(l.subagents, run)
+		l.mu.Unlock()
+		l.enqueue(Event{Type: EventSubagentEnd, Subagent: &run})
+		return tools.Fail(code, "The %s agent could not start: %s", lk.def.Name, sema.MessageOf(err))
+	}
+	run := SubagentRun{ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, SessionID: r.SessionID,
+		Status: r.Status, NumTurns: r.NumTurns, Usage: r.Usage, EditedFiles: r.EditedFiles}
+	l.mu.Lock()
+	l.subagents = append(l.subagents, run)
+	l.childUsage = l.childUsage.Add(r.Usage)
+	l.mu.Unlock()
+	for _, p := range r.EditedFiles {
+		l.noteEdited(p)
+	}
+	if r.Answered != nil {
+		// The person's answer reached the child: the call it ran is the answered call.
+		l.answered = r.Answered
+	}
+	l.enqueue(Event{Type: EventSubagentEnd, Subagent: &run})
+	switch r.Status {
+	case sema.StatusCompleted:
+		text := r.Result
+		if strings.TrimSpace(text) == "" {
+			text = "(the agent finished without a final message)"
+		}
+		return tools.Text(text)
+	case sema.StatusAwaitingApproval:
+		cp := *r.Checkpoint
+		l.setChildPark(call.index, &childPark{SessionID: r.SessionID, ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, Checkpoint: cp})
+		return tools.Fail(CodeSubagentFailed, "The %s agent is waiting for a person's answer.", lk.def.Name)
+	case sema.StatusCancelled:
+		return tools.Fail(tools.CodeCancelled, "The %s agent was cancelled.%s", lk.def.Name, lastWords(r.Result))
+	case sema.StatusMaxTurns:
+		return tools.Fail(CodeSubagentFailed, "The %s agent stopped after %d turns, its limit, before it finished.%s", lk.def.Name, r.NumTurns, lastWords(r.Result))
+	default:
+		msg := "it failed"
+		if r.Error != nil {
+			msg = "it failed: " + r.Error.Error()
+		}
+		return tools.Fail(CodeSubagentFailed, "The %s agent did not finish: %s.%s", lk.def.Name, msg, lastWords(r.Result))
+	}
+}
+
+func lastWords(text string) string {
+	if strings.TrimSpace(text) == "" {
+		return ""
+	}
+	return " Its last message: " + text
+}
+
+// childPark is a delegated child's parked question that parks this leg: the child's
+// session, the Task call it answers, and the child's checkpoint.
+type childPark struct {
+	SessionID   string         `json:"session_id"`
+	ToolUseID   string         `json:"tool_use_id"`
+	Type        string         `json:"type"`
+	Description string         `json:"description,omitempty"`
+	Checkpoint  CheckpointInfo `json:"checkpoint"`
+}
+
+// ref is how a parked result names the child.
+func (c *childPark) ref() *SubagentRef {
+	return &SubagentRef{SessionID: c.SessionID, ToolUseID: c.ToolUseID, Type: c.Type, Description: c.Description, Nested: c.Checkpoint.Subagent}
+}
+
+// resumeDelegated continues the child whose question a person answered: it claims
+// nothing (the parent claimed the checkpoint in prepare), runs the child's resumed leg
+// with the answer, and answers the Task call with how the child ended — its final text,
+// or its next question, which parks this leg again.
+func (l *leg) resumeDelegated(ctx context.Context, call callRef, a *approval) tools.Result {
+	park := a.child
+	def, ok := l.agents.Lookup(park.Type)
+	if !ok {
+		return tools.FromError(l.agents.UnknownType(park.Type), subagent.CodeTypeUnknown)
+	}
+	spec, res := l.childSpec(def, "")
+	if res != nil {
+		return *res
+	}
+	spec.Resume = &Resume{SessionID: park.SessionID}
+	answer := &Answer{CheckpointID: a.checkpoint, Allow: a.allow, Reason: a.reason}
+	if a.allow && a.edited {
+		answer.UpdatedInput = a.input
+	}
+	lk := &link{parent: l, toolUseID: park.ToolUseID, def: def, description: park.Description, depth: l.depth() + 1, claimed: a.claimed}
+	r, err := l.runChild(ctx, spec, answer, lk)
+	return l.childOutcome(ctx, call, lk, r, err)
+}
+
+// delegationEntry is the first entry of a child's transcript: which leg delegated it,
+// through which Task call, as which agent type.
+type delegationEntry struct {
+	ParentSession string `json:"parent_session"`
+	ToolUseID     string `json:"tool_use_id"`
+	Type          string `json:"type"`
+	Description   string `json:"description,omitempty"`
+	Depth         int    `json:"depth"`
+}
+
+// subagentEntry records in a parent's transcript that a Task call started a child
+// session, so the session's children can be found from it.
+type subagentEntry struct {
+	ToolUseID string `json:"tool_use_id"`
+	SessionID string `json:"session_id"`
+	Type      string `json:"type"`
+}
+
+// childSession creates a child leg's session: a child of the parent's session, recording
+// file history into the lineage's scope when it works on the same tree.
+func (l *leg) childSession(ctx context.Context) (session.Session, error) {
+	p := l.link.parent
+	root, fsID := l.fence.Root(), history.FilesystemIdentity(l.deps.Env)
+	lineage := &history.Lineage{Scope: p.historyScope, Root: p.fence.Root(), FS: history.FilesystemIdentity(p.deps.Env)}
+	scope := history.ResolveScope(lineage, root, fsID, "")
+	s, err := l.store.Create(ctx, session.Session{Root: root, FSID: fsID, Model: l.spec.Model, Mode: string(l.modes.Requested()),
+		Title: title(l.link.description), ParentID: p.sessionID, Scope: scope})
+	if err != nil {
+		return s, err
+	}
+	payload, _ := json.Marshal(delegationEntry{ParentSession: p.sessionID, ToolUseID: l.link.toolUseID, Type: l.link.def.Name, Description: l.link.description, Depth: l.link.depth})
+	if _, err := l.store.Append(ctx, session.Entry{SessionID: s.ID, Kind: entryDelegation, Payload: payload}); err != nil {
+		return s, err
+	}
+	p.record(ctx, entrySubagent, subagentEntry{ToolUseID: l.link.toolUseID, SessionID: s.ID, Type: l.link.def.Name})
+	return s, nil
+}
+
+// filterChildTools keeps the tools the child's definition allows, and the Task tool
+// only where delegation may nest deeper. A name the definition lists that the leg does
+// not mount is announced.
+func (l *leg) filterChildTools(r tools.Roster) tools.Roster {
+	def := l.link.def
+	var out tools.Roster
+	for _, t := range r {
+		name := t.Spec().Name
+		if name == "ExitPlanMode" || name == "EnterPlanMode" {
+			// A child's mode is its parent's business: it neither enters nor leaves plan.
+			continue
+		}
+		if def.Allows(name) {
+			out = append(out, t)
+		}
+	}
+	var missing []string
+	for _, name := range def.Tools {
+		if out.Lookup(name) == nil && r.Lookup(name) == nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		l.notice(sema.Notice{Code: CodeSubagentProblem, Message: fmt.Sprintf("the %s agent lists tools this leg does not have: %s", def.Name, strings.Join(missing, ", ")),
+			Detail: map[string]any{"agent": def.Name, "tools": missing}})
+	}
+	return out
+}
+
+// callRef names the call being run: its id and its index among its turn's calls.
+type callRef struct {
+	id    string
+	index int
+}
+
+type callRefKey struct{}
+
+// parkSet is what the calls of the turn being dispatched left waiting for a person: the
+// leg's own questions (OnAskPark) and its children's, by call index.
+type parkSet struct {
+	mu       sync.Mutex
+	own      map[int]*parkRequest
+	children map[int]*childPark
+}
+
+func (l *leg) resetParks() {
+	l.parks.mu.Lock()
+	l.parks.own, l.parks.children = map[int]*parkRequest{}, map[int]*childPark{}
+	l.parks.mu.Unlock()
+}
+
+func (l *leg) setChildPark(index int, c *childPark) {
+	l.parks.mu.Lock()
+	defer l.parks.mu.Unlock()
+	if l.parks.children == nil {
+		l.parks.children = map[int]*childPark{}
+	}
+	l.parks.children[index] = c
+}
+
+// parkedAt reports whether the call at index waits for a person.
+func (l *leg) parkedAt(index int) bool {
+	l.parks.mu.Lock()
+	defer l.parks.mu.Unlock()
+	return l.parks.own[index] != nil || l.parks.children[index] != nil
+}
+
+// firstPark returns the first call of the turn that waits for a person, or -1.
+func (l *leg) firstPark() int {
+	l.parks.mu.Lock()
+	defer l.parks.mu.Unlock()
+	first := -1
+	for i := range l.parks.own {
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	for i := range l.parks.children {
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	return first
+}
+
+// enqueue queues an event raised off the loop goroutine and wakes the loop when it is
+// waiting for Task calls, so that a child's progress streams as it happens.
+func (l *leg) enqueue(ev Event) {
+	l.mu.Lock()
+	l.pending = append(l.pending, ev)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump flushes queued events while work runs off the loop goroutine, until done closes.
+func (l *leg) pump(turn int, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-l.wake:
+			l.flush(turn)
+		}
+	}
+}
+
+// usageWithChildren is the leg's own usage plus its children's.
+func (l *leg) usageWithChildren(u model.Usage) model.Usage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return u.Add(l.childUsage)
+}
+
+// approvalAgent labels a child's questions with its agent type, so a person knows who
+// asks.
+func (l *leg) approvalAgent(req permission.ApprovalRequest) permission.ApprovalRequest {
+	if l.link != nil && req.Agent == "" {
+		req.Agent = l.link.def.Name
+	}
+	return req
+}
