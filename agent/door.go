@@ -4,8 +4,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/tools"
 )
 
 // validateSpec is the door: it refuses a spec by name before anything runs.
@@ -63,6 +65,15 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	}
 	if err := validateDelegation(deps); err != nil {
 		return err
+	}
+	// A seat the gate does not know would be read as another one than its author meant.
+	for i, t := range deps.Tools {
+		if t == nil {
+			return sema.Errorf(tools.CodeSpecInvalid, "Deps.Tools[%d] is nil; mount tools, not nil", i)
+		}
+		if err := t.Spec().Validate(); err != nil {
+			return err
+		}
 	}
 	return validateSandbox(deps, spec)
 }

@@ -101,7 +101,8 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 	if l.laneTools[spec.Name] {
 		return call.Input, false, nil
 	}
-	pc := permission.Call{Tool: spec.Name, Effect: spec.Effect, Input: call.Input, Scope: l.scope}
+	pc := seatedCall(spec)
+	pc.Input, pc.Scope = call.Input, l.scope
 	if !l.isEngineTool(spec.Name) {
 		pc.DeclaredBy = permission.DeclaredByCaller
 	}
@@ -120,6 +121,26 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 		return d.UpdatedInput, byPerson, nil
 	}
 	return call.Input, byPerson, nil
+}
+
+// seatedCall is the gate's call for a tool, carrying every seat its spec declares. It is
+// read for every tool; the engine's own declare only an Effect. An empty Effect is the
+// fail-closed exec, marked defaulted so that a read-only claim may count where the gate
+// allows a claim to; a PermissionSeat other than the tool's own counts as passthrough,
+// the stricter reading of a word the run's door would have refused.
+func seatedCall(spec tools.Spec) permission.Call {
+	c := permission.Call{
+		Tool:                    spec.Name,
+		Effect:                  spec.Effect,
+		ReadOnlyHint:            spec.ReadOnlyHint,
+		Passthrough:             spec.PermissionSeat != tools.SeatOwn,
+		PassthroughQuestion:     spec.PassthroughQuestion,
+		RequiresUserInteraction: spec.RequiresUserInteraction,
+	}
+	if c.Effect == "" {
+		c.Effect, c.EffectDefaulted = tools.EffectExec, true
+	}
+	return c
 }
 
 // permitWrite is the write lane's permission station: the same fold, asked after the

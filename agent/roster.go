@@ -10,7 +10,7 @@ import (
 // buildRoster mounts the leg's tools.
 func (l *leg) buildRoster() tools.Roster {
 	l.seedReadState()
-	cfg := files.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState}
+	cfg := files.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState, ImageDownsampler: l.deps.ImageDownsampler}
 	if l.gate != nil {
 		// The walks of Glob, Grep and LS ask the gate's own matcher about every entry, so
 		// a Read deny rule hides a path from a listing as it refuses a call naming it.

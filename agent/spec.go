@@ -218,9 +218,19 @@ type Deps struct {
 	// Classifier answers questions in auto mode. Nil (the default): the built-in
 	// classifier, which asks Provider with a short classification prompt.
 	Classifier permission.AutoClassifier
-	// Tools are the deployment's own tools, mounted after the engine's on every leg. Their
-	// declared Effect is what the permission gate reasons about. Default: none.
+	// Tools are the deployment's own tools, mounted after the engine's on every leg
+	// (tools.Func makes one of a function). The permission gate reads the seats each
+	// declares on its tools.Spec — Effect (empty: exec, fail-closed), PermissionSeat,
+	// PassthroughQuestion, ReadOnlyHint, RequiresUserInteraction — and a run whose tools
+	// declare a seat the gate does not know is refused (tools.CodeSpecInvalid). Default:
+	// none.
 	Tools []tools.Tool
+	// ImageDownsampler makes an image Read would show fit the limits a model accepts
+	// (files.ImageMaxBytes, files.ImageMaxDimension), for image files and notebook
+	// outputs alike. files.NoDownsample turns downsampling off: an image over the limits
+	// is then refused with fs.image_too_large, never sent as it is. Nil (the default):
+	// the built-in files.DownsampleImage.
+	ImageDownsampler files.ImageDownsampler
 	// OnNotice receives non-fatal announcements as they happen. Nil (the default): none
 	// is delivered as it happens; they are all listed in the TaskResult either way.
 	OnNotice func(sema.Notice)

@@ -69,9 +69,9 @@ type Decision struct {
 	// model's: a hook's rewrite, or an approver's edit (already judged again by the deny
 	// rules).
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
-	// PersonOnly marks a question of the plan gate or the safety stations: no rule,
-	// hook allow or classifier may answer it, only a person (or, non-interactively, a
-	// refusal).
+	// PersonOnly marks a question of the plan gate, the safety stations or a tool that
+	// requires a person for every call: no rule, hook allow or classifier may answer it,
+	// only a person (or, non-interactively, a refusal).
 	PersonOnly bool `json:"person_only,omitempty"`
 	// Gate names the question of an ask: GateToolPermission or GatePlanReview.
 	Gate string `json:"gate,omitempty"`
@@ -136,15 +136,21 @@ type Call struct {
 	EffectDefaulted bool
 	// DeclaredBy says who defined the tool.
 	DeclaredBy DeclaredBy
-	// ReadOnlyHint is an MCP server's readOnlyHint for the tool.
+	// ReadOnlyHint is a claim that the tool only reads: an MCP server's readOnlyHint, or
+	// a caller tool's tools.Spec.ReadOnlyHint. It counts only where EffectDefaulted, and
+	// only for the plan gate's question.
 	ReadOnlyHint bool
-	// Passthrough marks a tool that states no permission of its own: an allow nobody
-	// stated meets the mode's answer for such calls (ask, except in bypassPermissions).
-	// MCP tools are always passthrough.
+	// Passthrough marks a tool that states no permission of its own
+	// (tools.SeatPassthrough): an allow nobody stated meets the mode's answer for such
+	// calls (ask, except in bypassPermissions). MCP tools are always passthrough.
 	Passthrough bool
 	// PassthroughQuestion is the question put for an unstated call; "" puts the
 	// standard sentence.
 	PassthroughQuestion string
+	// RequiresUserInteraction marks a tool every call of which only a person may
+	// approve (tools.Spec.RequiresUserInteraction): the gate turns every answer but a
+	// deny into a PersonOnly question, in every mode, bypassPermissions included.
+	RequiresUserInteraction bool
 	// Input is the call's raw JSON input.
 	Input json.RawMessage
 	// Paths are the file targets of a file tool (Read, Write, Edit, …), resolved through

@@ -23,7 +23,9 @@
 //     input meets the deny rules again.
 //   - Questions of the plan gate and of the safety stations (the delete guard, protected
 //     paths, writes or reads outside the roots) are person-only (Decision.PersonOnly):
-//     no rule, hook allow, classifier or mode answers them.
+//     no rule, hook allow, classifier or mode answers them. So is every call to a tool
+//     that requires a person for every call (Call.RequiresUserInteraction), in every
+//     mode, bypassPermissions included; a deny (a deny rule's, a hook's) still refuses it.
 //   - Paths are compared by canonical components, never by string prefix. A deny or ask
 //     path rule names a target when its spelled path or its canonical path matches; an
 //     allow path rule must match both.

@@ -1,7 +1,9 @@
 // Package tools defines what a tool is to the engine: a spec the model sees (name,
-// description, JSON schema), the effect the permission gate reasons about, and a Run
-// method that always answers with a Result. It knows no particular tool; the tool
-// packages (tools/files, tools/shell, …) build them and the runner assembles a Roster.
+// description, JSON schema), the seats the permission gate reads on every call (the
+// declared effect, the permission seat, a read-only claim, a person's approval for every
+// call), and a Run method that always answers with a Result. It knows no particular
+// tool; the tool packages (tools/files, tools/shell, …) build them, an embedder makes its
+// own with Func or FuncOf, and the runner assembles a Roster.
 package tools
 
 import (
@@ -28,7 +30,25 @@ const (
 	EffectExec Effect = "exec"
 )
 
-// Spec is a tool's description.
+// Seat is a tool's permission seat: who answers for a call of the tool when no rule,
+// hook or mode station of the permission fold stated an answer.
+type Seat string
+
+const (
+	// SeatOwn is the zero value: the tool answers for itself. The engine's stations and
+	// the deployment's rules decide its calls, and a call none of them asks about runs.
+	// The engine's own tools all sit here.
+	SeatOwn Seat = ""
+	// SeatPassthrough marks a tool that states no permission of its own: an allow no
+	// layer of the fold stated meets the mode's answer for an unstated call, which is a
+	// question in every mode but bypassPermissions. An MCP tool always sits here.
+	SeatPassthrough Seat = "passthrough"
+)
+
+// Spec is a tool's description: what the model sees (Name, Description, InputSchema)
+// and the seats the permission gate reads for every call of the tool (Effect,
+// PermissionSeat, PassthroughQuestion, ReadOnlyHint, RequiresUserInteraction). The
+// engine's own tools declare an Effect and no other seat.
 type Spec struct {
 	// Name is what the model calls the tool by and what permission rules match
 	// ("Read", "Bash", …).
@@ -37,9 +57,59 @@ type Spec struct {
 	Description string
 	// InputSchema is a JSON Schema object for the tool's input.
 	InputSchema json.RawMessage
-	// Effect is what the permission gate reasons about; read tools of one model turn
-	// may run concurrently.
+	// Effect is the tool's declared effect, what the permission gate reasons about, and
+	// the only fact that lets calls of one model turn run concurrently (every one of them
+	// must declare EffectRead). Empty: nobody declared one, and the runner treats the
+	// tool as EffectExec (fail-closed), remembering that the effect was defaulted so
+	// that ReadOnlyHint may count.
 	Effect Effect
+	// PermissionSeat is who answers for a call no station of the fold answered:
+	// SeatOwn (the zero value: the tool itself) or SeatPassthrough (the mode's unstated
+	// question). A word that is neither is refused when a run starts; read at a call, it
+	// counts as SeatPassthrough, the stricter of the two.
+	PermissionSeat Seat
+	// PassthroughQuestion is the question put to the leg's answerers when a
+	// passthrough call meets the mode's unstated question. Empty: the standard
+	// sentence, "The tool NAME states no permission of its own; allow this call?". It
+	// is meaningful only with SeatPassthrough, and refused when a run starts without it,
+	// so that a caller who wrote a question believing the tool asks learns it does not.
+	PassthroughQuestion string
+	// ReadOnlyHint is the tool author's claim that the tool only reads (as an MCP
+	// server's readOnlyHint is). A claim ranks below a declaration: it counts only where
+	// Effect is empty, and then only for plan mode's question, which it spares the
+	// call. It never lets calls run concurrently and never makes a call the mode's own
+	// read-only allow: a declared Effect, EffectExec included, always outranks it.
+	ReadOnlyHint bool
+	// RequiresUserInteraction makes every call of the tool a question only a person may
+	// answer: no allow rule, no mode (bypassPermissions included), no hook's allow and
+	// no auto-mode classifier runs it, only a person saying yes to this very call; where
+	// nobody can be asked (dontAsk, an OnAsk of deny, no approver) the call is refused.
+	// A deny rule still refuses it outright.
+	RequiresUserInteraction bool
+}
+
+// CodeSpecInvalid refuses, before a run starts, a tool spec whose seats hold a word the
+// permission gate does not know: a guessed Effect or PermissionSeat would otherwise be
+// read as some other seat than the one its author meant.
+const CodeSpecInvalid = "config.tool_spec_invalid"
+
+// Validate refuses a spec the permission gate would misread, with a *sema.Error of code
+// CodeSpecInvalid: an empty Name, an Effect other than EffectRead, EffectWrite,
+// EffectExec or empty, a PermissionSeat other than SeatOwn or SeatPassthrough, and a
+// PassthroughQuestion on a tool that is not SeatPassthrough (the question would never be
+// put). The runner validates every Deps.Tools spec when a run starts.
+func (s Spec) Validate() error {
+	switch {
+	case s.Name == "":
+		return sema.Errorf(CodeSpecInvalid, "a tool has no name; set Spec.Name")
+	case s.Effect != "" && s.Effect != EffectRead && s.Effect != EffectWrite && s.Effect != EffectExec:
+		return sema.Errorf(CodeSpecInvalid, "the tool %s declares the effect %q; use read, write or exec (or leave it empty for exec)", s.Name, s.Effect).With("tool", s.Name)
+	case s.PermissionSeat != SeatOwn && s.PermissionSeat != SeatPassthrough:
+		return sema.Errorf(CodeSpecInvalid, "the tool %s declares the permission seat %q; use passthrough (or leave it empty for the tool's own)", s.Name, s.PermissionSeat).With("tool", s.Name)
+	case s.PassthroughQuestion != "" && s.PermissionSeat != SeatPassthrough:
+		return sema.Errorf(CodeSpecInvalid, "the tool %s sets a PassthroughQuestion but not the passthrough seat, so the question would never be put; set PermissionSeat to passthrough or drop the question", s.Name).With("tool", s.Name)
+	}
+	return nil
 }
 
 // ModelSpec is the part of s the model sees.
@@ -56,6 +126,53 @@ type Tool interface {
 	// Run executes one call with the model's input as sent, which may not match the
 	// schema: the tool checks it and answers a mismatch with an error Result.
 	Run(ctx context.Context, input json.RawMessage) Result
+}
+
+// Func returns a Tool made of a spec and a function: the few lines an embedder needs for
+// a tool of its own. Spec returns spec (its InputSchema copied, so a caller changing its
+// slice later changes nothing), and Run calls run with the model's input as sent. run
+// must honour the Tool contract: answer with a Result, failures as coded error Results;
+// a panic is contained by the runner and answered as CodePanic. Func panics when run is
+// nil, as a tool that can never answer is a mistake of the program, not of a call.
+//
+// A function rather than an exported struct keeps Spec and Run the tool's whole
+// surface: there is no zero value with a nil function to guard at every call.
+func Func(spec Spec, run func(ctx context.Context, input json.RawMessage) Result) Tool {
+	if run == nil {
+		panic("tools.Func: run is nil")
+	}
+	spec.InputSchema = bytes.Clone(spec.InputSchema)
+	return funcTool{spec: spec, run: run}
+}
+
+// FuncOf is Func for a function that takes its input decoded: the model's input is
+// decoded into a fresh In with Decode (strictly: an unknown field is refused), and an
+// input that does not decode is answered with a CodeInputInvalid error Result without
+// calling run. In is usually a struct whose json tags match spec.InputSchema; checks
+// the schema states beyond the shape (a required field, a range) are run's to make.
+func FuncOf[In any](spec Spec, run func(ctx context.Context, in In) Result) Tool {
+	if run == nil {
+		panic("tools.FuncOf: run is nil")
+	}
+	return Func(spec, func(ctx context.Context, input json.RawMessage) Result {
+		var in In
+		if err := Decode(input, &in); err != nil {
+			return FromError(err, CodeInputInvalid)
+		}
+		return run(ctx, in)
+	})
+}
+
+// funcTool is the Tool Func returns.
+type funcTool struct {
+	spec Spec
+	run  func(ctx context.Context, input json.RawMessage) Result
+}
+
+func (t funcTool) Spec() Spec { return t.spec }
+
+func (t funcTool) Run(ctx context.Context, input json.RawMessage) Result {
+	return t.run(ctx, input)
 }
 
 // Result is a tool's answer. Content holds text and image blocks. An error Result has

@@ -34,6 +34,10 @@
 //  8. the ordinary question → ask: a covered write, a shell command, an unstated call
 //     under a mode whose unstated answer is ask; otherwise allow.
 //
+// A call to a tool that requires a person for every call (Call.RequiresUserInteraction)
+// leaves the fold as a person-only question whatever station answered it, unless that
+// answer is a deny.
+//
 // An ask is answered by AnswerAsk (Gate.Answer): dontAsk refuses it; auto's classifier
 // answers it unless it is person-only; otherwise the Approver; with no approver it is
 // refused with a sentence saying how to allow the call.
@@ -44,7 +48,10 @@
 //     a call a deny rule names into an allow. An approver's or a hook's rewrite of the
 //     input meets the deny rules again.
 //   - Questions of stations 4 and 5 are person-only (Decision.PersonOnly): no rule, hook
-//     allow, classifier or mode answers them.
+//     allow, classifier or mode answers them. So is every call to a tool that requires a
+//     person for every call, in every mode, bypassPermissions included.
+//   - A tool's read-only claim (Call.ReadOnlyHint) counts only where nobody declared its
+//     effect (Call.EffectDefaulted), and only for the plan gate's question.
 //   - Paths are compared by canonical components (fence.Contains), never by string
 //     prefix. A deny or ask path rule names a target when its spelled path or its
 //     canonical path matches; an allow path rule must match both.

@@ -136,7 +136,14 @@ type fold struct {
 	shell   *shellFacts
 }
 
+// decide is the one exit of the fold: every station's decision leaves through it. That
+// makes it the place where a tool requiring a person for every call is held to it —
+// whichever station answered, an allow or a question becomes a person-only question,
+// and only a deny passes unchanged.
 func (f *fold) decide(d permission.Decision) permission.Decision {
+	if f.call.RequiresUserInteraction && d.Behavior != permission.Deny {
+		d = personRequired(&f.call, d)
+	}
 	if d.Behavior != permission.Deny && f.updated != nil {
 		d.UpdatedInput = f.updated
 	}
@@ -144,6 +151,28 @@ func (f *fold) decide(d permission.Decision) permission.Decision {
 		d.Gate = permission.GateToolPermission
 	}
 	return d
+}
+
+// personRequired turns d — an allow or a question of any station — into the question a
+// tool that requires a person's approval for every call puts. A question keeps who
+// raised it and its sentence, after the requirement's; an allow becomes the tool's own
+// question. Either way no rule, hook, mode or classifier may answer it.
+func personRequired(c *permission.Call, d permission.Decision) permission.Decision {
+	reason := RequiresUserInteractionMessage(c.Tool)
+	if d.Behavior == permission.Ask {
+		if d.Reason != "" {
+			reason += " " + d.Reason
+		}
+		d.Reason, d.PersonOnly = reason, true
+		return d
+	}
+	return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerTool, PersonOnly: true, Reason: reason}
+}
+
+// RequiresUserInteractionMessage is the sentence of the question put for every call of
+// a tool that requires a person's approval for each of them.
+func RequiresUserInteractionMessage(tool string) string {
+	return fmt.Sprintf("%s requires a person's approval for every call.", tool)
 }
 
 // Decide folds the layers of the leg's permissions into one decision for call, in
@@ -160,6 +189,9 @@ func (f *fold) decide(d permission.Decision) permission.Decision {
 //     a read-only tool or a shell command proven read-only in every mode);
 //  8. the ordinary question: a covered write, a shell command, an unstated call; else
 //     allow.
+//
+// For a call whose tool requires a person for every call (RequiresUserInteraction),
+// whatever a station answers other than a deny becomes a person-only question.
 //
 // The mode is read once, live, at the start of the call.
 func (g *Gate) Decide(ctx context.Context, call permission.Call) permission.Decision {

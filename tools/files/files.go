@@ -31,6 +31,11 @@ type Config struct {
 	// The agent hands in the gate's own judgement (gate.Gate.ReadDenial), so there
 	// is one. Nil: no rule denies anything.
 	Denied DenyFunc
+	// ImageDownsampler makes an image Read would show (a file, or a notebook's image
+	// output) fit the limits a model accepts, when it is over them; NoDownsample turns
+	// downsampling off, and such an image is then refused. Nil: DownsampleImage, the
+	// built-in one.
+	ImageDownsampler ImageDownsampler
 }
 
 // DenyFunc reports whether a rule keeps the absolute path p from the named tool.

@@ -34,7 +34,7 @@ const (
 	CodeNotRegular      = "fs.not_regular_file" // a device, socket or pipe
 	CodeBinaryFile      = "fs.binary_file"      // Read refuses binary content (PDF included, for now)
 	CodeFileTooLarge    = "fs.file_too_large"   // the answer would be too large; read a part
-	CodeImageTooLarge   = "fs.image_too_large"  // an image above the limits that cannot be downsampled
+	CodeImageTooLarge   = "fs.image_too_large"  // an image above the limits that cannot be downsampled, or with downsampling off
 	CodeImageUnreadable = "fs.image_unreadable" // an image that does not decode
 	CodeReadFailed      = "fs.read_failed"      // the env could not read the file
 	CodePatternInvalid  = "fs.pattern_invalid"  // a glob or regular expression that does not compile
@@ -429,9 +429,12 @@ func (t *readTool) readImage(ctx context.Context, spelled, canonical string, fi 
 	if tooLarge {
 		return tools.Fail(CodeImageTooLarge, "the image %s is larger than %d MB and cannot be shown", spelled, readMaxWholeFile>>20)
 	}
-	img, err := fitImage(data, mediaType)
+	img, err := t.cfg.fitImage(ctx, data, mediaType)
 	if err != nil {
-		return tools.FromError(err, CodeImageUnreadable)
+		if ctx.Err() != nil {
+			return cancelled()
+		}
+		return tools.FromError(err, CodeImageDownsampleFailed)
 	}
 	t.record(canonical, fi, int64(len(data)), hash)
 	note := fmt.Sprintf("Image %s (%s, %dx%d, %s).", spelled, mediaType, img.width, img.height, byteSize(len(data)))

@@ -2,7 +2,11 @@ package files
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"image"
 	"image/draw"
 	_ "image/gif" // registers the GIF decoder for image.Decode
@@ -39,6 +43,97 @@ func sniffImage(head []byte) string {
 	return ""
 }
 
+// DownsampledImage is what an ImageDownsampler made of an image.
+type DownsampledImage struct {
+	// Data is the encoded image.
+	Data []byte
+	// MediaType is the type of Data: image/png, image/jpeg, image/gif or image/webp.
+	// Empty: Read takes the type from Data's first bytes. A type Data's bytes contradict
+	// is refused.
+	MediaType string
+}
+
+// ImageDownsampler is the seat that makes an image Read would show fit the limits a
+// model accepts (ImageMaxBytes, ImageMaxDimension). Read calls it only for an image over
+// them, whose size it has read (an image that does not decode is refused before), and
+// never sends what it is given as it is:
+//
+//   - (img, true, nil): img replaces the image; Read checks it again — it must be a PNG,
+//     JPEG, GIF or WebP within the limits — and refuses it otherwise;
+//   - (_, false, nil): nothing done — the downsampler cannot or will not make this image
+//     fit; Read refuses the image with CodeImageTooLarge;
+//   - (_, _, err): it failed; Read answers a coded error: err's code when err is a
+//     *sema.Error, else CodeImageDownsampleFailed. A panic is contained and answered the
+//     same way.
+//
+// It is called for image files and for the image outputs of notebooks alike, possibly
+// from several calls at once, and must honour ctx. DownsampleImage is the built-in one;
+// NoDownsample turns downsampling off.
+type ImageDownsampler func(ctx context.Context, data []byte, mimeType string) (DownsampledImage, bool, error)
+
+// CodeImageDownsampleFailed is the code of an image the downsampler failed on: it
+// returned an error without a code of its own, panicked, or returned something that is
+// not an image.
+const CodeImageDownsampleFailed = "fs.image_downsample_failed"
+
+// errDownsamplingOff is NoDownsample's answer, which Read recognises to say why the
+// image was refused.
+var errDownsamplingOff = errors.New("image downsampling is off")
+
+// NoDownsample is the ImageDownsampler that turns downsampling off, for a deployment
+// that wants no image work done in its process, or answers that do not depend on a
+// decoder: an image over the limits is then refused with CodeImageTooLarge and a
+// sentence saying downsampling is off. Images within the limits are shown as before.
+func NoDownsample(ctx context.Context, data []byte, mimeType string) (DownsampledImage, bool, error) {
+	return DownsampledImage{}, false, errDownsamplingOff
+}
+
+// DownsampleImage is the built-in ImageDownsampler: it decodes a PNG, JPEG or GIF,
+// scales it (box filter, aspect kept, composited over white) to fit ImageMaxDimension,
+// and re-encodes it as JPEG, lowering the quality and then the size until it fits
+// ImageMaxBytes. An image already within the limits is nothing to do ((_, false, nil)).
+// A WebP image, or one of more than 50 million pixels, cannot be downsampled
+// (CodeImageTooLarge); one that does not decode is CodeImageUnreadable.
+func DownsampleImage(ctx context.Context, data []byte, mimeType string) (DownsampledImage, bool, error) {
+	w, h, err := imageSize(data, mimeType)
+	if err != nil {
+		return DownsampledImage{}, false, err
+	}
+	if withinImageLimits(len(data), w, h) {
+		return DownsampledImage{}, false, nil
+	}
+	if mimeType == "image/webp" {
+		return DownsampledImage{}, false, sema.Errorf(CodeImageTooLarge, "the WebP image is %dx%d and %d bytes, over the limits (%d pixels a side, %d bytes), and WebP images cannot be downsampled here; convert it to PNG or JPEG first",
+			w, h, len(data), ImageMaxDimension, ImageMaxBytes)
+	}
+	if w <= 0 || h <= 0 || w*h > imageMaxPixels {
+		return DownsampledImage{}, false, sema.Errorf(CodeImageTooLarge, "the image is %dx%d, too large to downsample (at most %d pixels); make a smaller copy first", w, h, imageMaxPixels)
+	}
+	src, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return DownsampledImage{}, false, sema.Errorf(CodeImageUnreadable, "the %s image does not decode (%v) and cannot be shown", mimeType, err)
+	}
+	scale := min(1, float64(ImageMaxDimension)/float64(w), float64(ImageMaxDimension)/float64(h))
+	for range 8 {
+		if err := ctx.Err(); err != nil {
+			return DownsampledImage{}, false, err
+		}
+		nw, nh := max(1, int(float64(w)*scale+0.5)), max(1, int(float64(h)*scale+0.5))
+		small := boxResize(src, nw, nh)
+		for _, q := range []int{85, 70, 55, 40} {
+			var buf bytes.Buffer
+			if err := jpeg.Encode(&buf, small, &jpeg.Options{Quality: q}); err != nil {
+				return DownsampledImage{}, false, sema.Errorf(CodeImageUnreadable, "the image could not be re-encoded: %v", err)
+			}
+			if buf.Len() <= ImageMaxBytes {
+				return DownsampledImage{Data: buf.Bytes(), MediaType: "image/jpeg"}, true, nil
+			}
+		}
+		scale *= 0.7
+	}
+	return DownsampledImage{}, false, sema.Errorf(CodeImageTooLarge, "the image cannot be made smaller than %d bytes", ImageMaxBytes)
+}
+
 // fittedImage is an image ready for a model.
 type fittedImage struct {
 	data                []byte
@@ -48,56 +143,86 @@ type fittedImage struct {
 	resized             bool
 }
 
-// fitImage returns data as is when it is within ImageMaxBytes and ImageMaxDimension, and
-// otherwise decodes it, scales it (box filter, aspect kept) to fit, and re-encodes it as
-// JPEG, lowering quality and then size until it fits. Errors are *sema.Error with
-// CodeImageTooLarge or CodeImageUnreadable.
-func fitImage(data []byte, mediaType string) (fittedImage, error) {
-	var w, h int
+// imageSize reads an image's width and height without decoding its pixels. Its error is
+// a *sema.Error with CodeImageUnreadable.
+func imageSize(data []byte, mediaType string) (w, h int, err error) {
 	if mediaType == "image/webp" {
 		var ok bool
 		if w, h, ok = webpSize(data); !ok {
-			return fittedImage{}, sema.Errorf(CodeImageUnreadable, "the WebP image is malformed and cannot be shown")
+			return 0, 0, sema.Errorf(CodeImageUnreadable, "the WebP image is malformed and cannot be shown")
 		}
-	} else {
-		cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
-		if err != nil {
-			return fittedImage{}, sema.Errorf(CodeImageUnreadable, "the %s image does not decode (%v) and cannot be shown", mediaType, err)
-		}
-		w, h = cfg.Width, cfg.Height
+		return w, h, nil
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return 0, 0, sema.Errorf(CodeImageUnreadable, "the %s image does not decode (%v) and cannot be shown", mediaType, err)
+	}
+	return cfg.Width, cfg.Height, nil
+}
+
+// withinImageLimits reports whether an image of n bytes and w x h pixels may be sent as
+// it is.
+func withinImageLimits(n, w, h int) bool {
+	return n <= ImageMaxBytes && w <= ImageMaxDimension && h <= ImageMaxDimension
+}
+
+// fitImage returns data as is when it is within ImageMaxBytes and ImageMaxDimension, and
+// otherwise what the configured ImageDownsampler made of it, checked against the limits
+// again. An image over the limits is never returned: every refusal is a *sema.Error
+// (CodeImageTooLarge, CodeImageUnreadable, CodeImageDownsampleFailed, or the code of the
+// downsampler's own error), or ctx's error when ctx ended.
+func (c Config) fitImage(ctx context.Context, data []byte, mediaType string) (fittedImage, error) {
+	w, h, err := imageSize(data, mediaType)
+	if err != nil {
+		return fittedImage{}, err
 	}
 	fit := fittedImage{data: data, mediaType: mediaType, width: w, height: h, outWidth: w, outHeight: h}
-	if len(data) <= ImageMaxBytes && w <= ImageMaxDimension && h <= ImageMaxDimension {
+	if withinImageLimits(len(data), w, h) {
 		return fit, nil
 	}
-	if mediaType == "image/webp" {
-		return fittedImage{}, sema.Errorf(CodeImageTooLarge, "the WebP image is %dx%d and %d bytes, over the limits (%d pixels a side, %d bytes), and WebP images cannot be downsampled here; convert it to PNG or JPEG first",
-			w, h, len(data), ImageMaxDimension, ImageMaxBytes)
+	over := fmt.Sprintf("the %s image is %dx%d and %d bytes, over the limits a model accepts (%d pixels a side, %d bytes)", mediaType, w, h, len(data), ImageMaxDimension, ImageMaxBytes)
+	down := c.ImageDownsampler
+	if down == nil {
+		down = DownsampleImage
 	}
-	if w <= 0 || h <= 0 || w*h > imageMaxPixels {
-		return fittedImage{}, sema.Errorf(CodeImageTooLarge, "the image is %dx%d, too large to downsample (at most %d pixels); make a smaller copy first", w, h, imageMaxPixels)
+	out, ok, err := downsampleSafely(ctx, down, data, mediaType)
+	var se *sema.Error
+	switch {
+	case errors.Is(err, errDownsamplingOff):
+		return fittedImage{}, sema.Errorf(CodeImageTooLarge, "%s, and image downsampling is off; make a smaller copy first", over)
+	case err != nil && ctx.Err() != nil:
+		return fittedImage{}, ctx.Err()
+	case errors.As(err, &se):
+		return fittedImage{}, err
+	case err != nil:
+		return fittedImage{}, sema.Errorf(CodeImageDownsampleFailed, "%s, and the image downsampler failed: %v", over, err)
+	case !ok:
+		return fittedImage{}, sema.Errorf(CodeImageTooLarge, "%s, and the image downsampler could not make it smaller; make a smaller copy first", over)
 	}
-	src, _, err := image.Decode(bytes.NewReader(data))
+	mt := sniffImage(out.Data)
+	if mt == "" || out.MediaType != "" && out.MediaType != mt {
+		return fittedImage{}, sema.Errorf(CodeImageDownsampleFailed, "%s, and the image downsampler returned %d bytes that are not a %s image", over, len(out.Data), cmp.Or(out.MediaType, "PNG, JPEG, GIF or WebP"))
+	}
+	ow, oh, err := imageSize(out.Data, mt)
 	if err != nil {
-		return fittedImage{}, sema.Errorf(CodeImageUnreadable, "the %s image does not decode (%v) and cannot be shown", mediaType, err)
+		return fittedImage{}, sema.Errorf(CodeImageDownsampleFailed, "%s, and the image the downsampler returned does not decode", over)
 	}
-	scale := min(1, float64(ImageMaxDimension)/float64(w), float64(ImageMaxDimension)/float64(h))
-	for range 8 {
-		nw, nh := max(1, int(float64(w)*scale+0.5)), max(1, int(float64(h)*scale+0.5))
-		small := boxResize(src, nw, nh)
-		for _, q := range []int{85, 70, 55, 40} {
-			var buf bytes.Buffer
-			if err := jpeg.Encode(&buf, small, &jpeg.Options{Quality: q}); err != nil {
-				return fittedImage{}, sema.Errorf(CodeImageUnreadable, "the image could not be re-encoded: %v", err)
-			}
-			if buf.Len() <= ImageMaxBytes {
-				fit.data, fit.mediaType, fit.outWidth, fit.outHeight, fit.resized = buf.Bytes(), "image/jpeg", nw, nh, true
-				return fit, nil
-			}
+	if !withinImageLimits(len(out.Data), ow, oh) {
+		return fittedImage{}, sema.Errorf(CodeImageTooLarge, "%s, and the image downsampler made it %dx%d and %d bytes, still over them; make a smaller copy first", over, ow, oh, len(out.Data))
+	}
+	fit.data, fit.mediaType, fit.outWidth, fit.outHeight, fit.resized = out.Data, mt, ow, oh, true
+	return fit, nil
+}
+
+// downsampleSafely calls a downsampler with its panic contained: a seat the deployment
+// filled must not take the process down with it.
+func downsampleSafely(ctx context.Context, down ImageDownsampler, data []byte, mediaType string) (out DownsampledImage, ok bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, ok, err = DownsampledImage{}, false, sema.Errorf(CodeImageDownsampleFailed, "the image downsampler panicked: %v", p)
 		}
-		scale *= 0.7
-	}
-	return fittedImage{}, sema.Errorf(CodeImageTooLarge, "the image cannot be made smaller than %d bytes", ImageMaxBytes)
+	}()
+	return down(ctx, data, mediaType)
 }
 
 // boxResize scales src to nw x nh (nw <= width, nh <= height) by averaging the source

@@ -90,7 +90,10 @@ func (t *readTool) readNotebook(ctx context.Context, in readInput, canonical str
 		}
 		return t.readText(ctx, in, canonical, fi, bufio.NewReader(bytes.NewReader(data)))
 	}
-	blocks := renderNotebook(&nb)
+	blocks := renderNotebook(&nb, func(raw []byte, mt string) (fittedImage, error) { return t.cfg.fitImage(ctx, raw, mt) })
+	if ctx.Err() != nil {
+		return cancelled()
+	}
 	if textSize(blocks) > ReadMaxBytes {
 		return tools.Fail(CodeFileTooLarge, "the notebook %s renders to more than %d KB of text; use Grep to find the cells you need", in.FilePath, ReadMaxBytes>>10)
 	}
@@ -116,9 +119,10 @@ func textSize(blocks []model.Block) int {
 //	</cell>
 //	<output type="stream">…</output>
 //
-// with image outputs as image blocks between the text blocks. A cell without an id (before
+// with image outputs as image blocks between the text blocks, each made to fit by fit (an
+// output fit refuses is left out, with a line saying why). A cell without an id (before
 // nbformat 4.5) is named cell-N by its 0-based index, the name NotebookEdit accepts.
-func renderNotebook(nb *ipynbFile) []model.Block {
+func renderNotebook(nb *ipynbFile, fit func(data []byte, mediaType string) (fittedImage, error)) []model.Block {
 	lang := nb.Metadata.LanguageInfo.Name
 	if lang == "" {
 		lang = "python"
@@ -167,7 +171,7 @@ func renderNotebook(nb *ipynbFile) []model.Block {
 				case images >= notebookMaxImages:
 					b.WriteString("[an image output was left out: too many images]\n")
 				default:
-					img, err := fitImage(raw, mt)
+					img, err := fit(raw, mt)
 					if err != nil {
 						fmt.Fprintf(&b, "[an image output was left out: %v]\n", err)
 						continue
