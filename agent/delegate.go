@@ -361,16 +361,10 @@ type delegationEntry struct {
 	Depth         int    `json:"depth"`
 }
 
-// subagentEntry records in a parent's transcript that a Task call started a child
-// session, so the session's children can be found from it.
-type subagentEntry struct {
-	ToolUseID string `json:"tool_use_id"`
-	SessionID string `json:"session_id"`
-	Type      string `json:"type"`
-}
-
-// childSession creates a child leg's session: a child of the parent's session, recording
-// file history into the lineage's scope when it works on the same tree.
+// childSession creates a child leg's session: a child of the parent's session
+// (session.Session.ParentID, which is how a session's children are found), recording
+// file history into the lineage's scope when it works on the same tree. Its first entry
+// names the Task call it answers.
 func (l *leg) childSession(ctx context.Context) (session.Session, error) {
 	p := l.link.parent
 	root, fsID := l.fence.Root(), history.FilesystemIdentity(l.deps.Env)
@@ -385,7 +379,6 @@ func (l *leg) childSession(ctx context.Context) (session.Session, error) {
 	if _, err := l.store.Append(ctx, session.Entry{SessionID: s.ID, Kind: entryDelegation, Payload: payload}); err != nil {
 		return s, err
 	}
-	p.record(ctx, entrySubagent, subagentEntry{ToolUseID: l.link.toolUseID, SessionID: s.ID, Type: l.link.def.Name})
 	return s, nil
 }
 

@@ -38,7 +38,15 @@ type sessionLease struct {
 // long as ctx lasts. While the leg runs, the lease is renewed; if it is lost anyway (the
 // leg stalled past the ttl and another run took the session), the leg's context ends
 // with that cause and the leg stops writing.
+//
+// A delegated child takes none: its session is continued only through its parent
+// (Resume refuses a child's session by name), so the root leg's lease already makes
+// the whole chain the session tree's one writer, and a lost root lease ends the child's
+// context with the same cause.
 func (l *leg) takeLease(ctx context.Context, sessionID string) error {
+	if l.link != nil {
+		return nil
+	}
 	ttl := l.deps.SessionLease
 	if ttl <= 0 {
 		ttl = DefaultSessionLease

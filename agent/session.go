@@ -28,9 +28,6 @@ const (
 	entryReadState   = "read_state" // payload: readStateEntry; what the model has read
 	// entryDelegation opens a delegated child's transcript. payload: delegationEntry.
 	entryDelegation = "delegation"
-	// entrySubagent records in a parent's transcript the child session a Task call
-	// started. payload: subagentEntry.
-	entrySubagent = "subagent"
 )
 
 type assistantEntry struct {
@@ -163,7 +160,7 @@ func replay(entries []session.Entry) (resumeState, error) {
 // then still where the chain stopped.
 func onlyBookkeepingAfter(rest []session.Entry) bool {
 	for _, e := range rest {
-		if e.Kind != entryReadState && e.Kind != entryCallStarted && e.Kind != entrySubagent {
+		if e.Kind != entryReadState && e.Kind != entryCallStarted {
 			return false
 		}
 	}
