@@ -471,3 +471,94 @@ func TestCancellingTheParentCancelsEveryChild(t *testing.T) {
 		}
 	}
 }
+
+// Nested delegation: a grandchild's question parks the whole chain; the answer, given
+// to the root session, is claimed once there and runs the grandchild, then the child,
+// then the root.
+func TestNestedDelegationParksAndResumesTheWholeChain(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	p := scripted.New(scripted.Script{
+		Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{taskCall("t1", "general-purpose", "plan it", "FIRST-LEVEL: get it written")}}, {Text: "root done"}},
+		Threads: []scripted.Thread{
+			{Match: "FIRST-LEVEL", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{taskCall("t2", "general-purpose", "write it", "SECOND-LEVEL: write deep.txt")}}, {Text: "child done"}}},
+			{Match: "SECOND-LEVEL", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("deep.txt", "deep\n")}}, {Text: "grandchild done"}}},
+		},
+	})
+	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history, Delegation: &agent.Delegation{MaxDepth: 2}})
+	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root, OnAsk: agent.OnAskPark})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, parked := res.Parked()
+	if !parked || cp.Subagent == nil || cp.Subagent.Nested == nil || cp.Subagent.ToolUseID != "t1" || cp.Subagent.Nested.ToolUseID != "t2" || cp.Tool != "Write" {
+		t.Fatalf("parked %v: %+v", parked, cp)
+	}
+	spec := agent.TaskSpec{Root: root, OnAsk: agent.OnAskPark, Resume: &agent.Resume{SessionID: res.SessionID}}
+	done, err := r.Resume(context.Background(), spec, agent.Answer{CheckpointID: cp.ID, Allow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != sema.StatusCompleted || done.Result != "root done" {
+		t.Fatalf("%s %q %v", done.Status, done.Result, done.Error)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "deep.txt")); err != nil || string(b) != "deep\n" {
+		t.Fatalf("deep.txt %q %v", b, err)
+	}
+	if len(done.EditedFiles) != 1 {
+		t.Fatalf("the grandchild's edit is not in the root's result: %v", done.EditedFiles)
+	}
+	// The grandchild records into the root's scope too: the root's rewind undoes it.
+	if _, err := r.Rewind(context.Background(), agent.RewindSpec{SessionID: res.SessionID, ToTurn: 1, Files: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "deep.txt")); !os.IsNotExist(err) {
+		t.Fatalf("deep.txt survived the root's rewind: %v", err)
+	}
+	if _, err := r.Resume(context.Background(), spec, agent.Answer{CheckpointID: cp.ID, Allow: true}); sema.CodeOf(err) != "checkpoint.already_claimed" {
+		t.Fatalf("second answer: %v", err)
+	}
+}
+
+// A plain resume of a session parked at a child's question moves past it: the Task
+// call is answered as unfinished, and the kept results of its turn stay.
+func TestPlainResumeMovesPastAChildsQuestion(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	p := scripted.New(scripted.Script{
+		Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{taskCall("t1", "general-purpose", "write", "CHILD-W: write w.txt"), taskCall("t2", "Explore", "look", "CHILD-E: look")}},
+			{Text: "moved on"},
+		},
+		Threads: []scripted.Thread{
+			{Match: "CHILD-W", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("w.txt", "w")}}}},
+			{Match: "CHILD-E", Turns: []scripted.Turn{{Text: "looked"}}},
+		},
+	})
+	r := st.runner(p)
+	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root, OnAsk: agent.OnAskPark})
+	if err != nil || res.Status != sema.StatusAwaitingApproval {
+		t.Fatalf("%v %+v", err, res)
+	}
+	done, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "never mind", Root: root, Resume: &agent.Resume{SessionID: res.SessionID}})
+	if err != nil || done.Status != sema.StatusCompleted {
+		t.Fatalf("%v %+v", err, done)
+	}
+	req := p.Requests()[len(p.Requests())-1]
+	var results []string
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			if b.Kind == model.KindToolResult {
+				results = append(results, b.ID+"="+tools.Result{Content: b.Content}.TextOf())
+			}
+		}
+	}
+	if len(results) != 2 || !strings.HasPrefix(results[0], "t1=The agent this call started stopped at a question") || results[1] != "t2=looked" {
+		t.Fatalf("results the model saw: %q", results)
+	}
+	if _, err := os.Stat(filepath.Join(root, "w.txt")); !os.IsNotExist(err) {
+		t.Fatal("the unanswered child's write ran")
+	}
+}

@@ -315,10 +315,21 @@ func (l *leg) linkClaimed() *session.Checkpoint {
 	return l.link.claimed
 }
 
-// answersChild reports whether cp belongs to a delegated child of this leg's session.
+// answersChild reports whether cp belongs to a delegated descendant of this leg's
+// session (a child, or a child's child).
 func (l *leg) answersChild(ctx context.Context, cp session.Checkpoint) bool {
-	s, err := l.store.Get(ctx, cp.SessionID)
-	return err == nil && s.ParentID == l.spec.sessionID()
+	id := cp.SessionID
+	for range 32 { // deeper than any chain a deployment nests
+		s, err := l.store.Get(ctx, id)
+		if err != nil || s.ParentID == "" {
+			return false
+		}
+		if s.ParentID == l.spec.sessionID() {
+			return true
+		}
+		id = s.ParentID
+	}
+	return false
 }
 
 // alreadyAnswered is the refusal of a second answer. A person who answers twice most
