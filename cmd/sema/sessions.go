@@ -182,6 +182,16 @@ func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) 
 	if s.ForkOf != "" {
 		fmt.Fprintf(w, "fork of %s\n", s.ForkOf)
 	}
+	if s.ParentID != "" {
+		fmt.Fprintf(w, "agent of %s (a Task call's child; continue it through that session)\n", s.ParentID)
+	}
+	if all, err := st.Sessions().List(ctx, session.Filter{Root: s.Root}); err == nil {
+		for _, c := range all {
+			if c.ParentID == s.ID {
+				fmt.Fprintf(w, "agent   %s  %s\n", c.ID, sanitize(c.Title))
+			}
+		}
+	}
 	for _, e := range chain {
 		switch e.Kind {
 		case "user":

@@ -77,6 +77,11 @@ func TestDelegationParksNamingTheChildAndApproveResumesChildThenParent(t *testin
 	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "notes\n" {
 		t.Fatalf("notes.txt = %q", b)
 	}
+	// The parent's session lists its three agents.
+	r = sema(t, dir, env, "", "sessions", "show", sid)
+	if r.code != 0 || strings.Count(r.stdout, "\nagent   ") != 3 {
+		t.Fatalf("sessions show: exit %d\n%s", r.code, r.stdout)
+	}
 	// Text mode names the child in the parked line.
 	fresh := writeTree(t, map[string]string{"a.txt": "alpha\n"})
 	r = sema(t, fresh, env, "", "run", "--model", "scripted/"+script, "--on-ask", "park", "delegate again")
