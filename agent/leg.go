@@ -47,6 +47,9 @@ type leg struct {
 	resume resumeState
 	// approval is the answer a resumed leg executes for its parked call.
 	approval *approval
+	// checkpoint is the row answer answers, read once before the mode is resolved
+	// (readCheckpoint) and claimed by prepareAnswer; nil for any other leg.
+	checkpoint *session.Checkpoint
 	// park is the first question of this leg that was parked.
 	park *parkRequest
 	// answered is the answered call and its result, for TaskResult.Answered.

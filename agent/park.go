@@ -143,11 +143,7 @@ func gateOf(d permission.Decision) string {
 // at the end of prepare: everything that can refuse the resume refuses before the
 // claim, so a refused resume leaves the question open.
 func (l *leg) prepareAnswer(ctx context.Context) error {
-	a := l.answer
-	cp, err := l.store.Checkpoint(ctx, a.CheckpointID)
-	if err != nil {
-		return err
-	}
+	a, cp := l.answer, *l.checkpoint // read before the mode was resolved (readCheckpoint)
 	if cp.SessionID != l.spec.sessionID() {
 		return sema.Errorf(CodeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.sessionID())
 	}

@@ -34,8 +34,10 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	if err != nil {
 		return nil, err
 	}
-	requested, prePlan := requestedMode(spec, loaded, defaultMode)
-	if err := l.prepareModes(requested, prePlan); err != nil {
+	if err := l.readCheckpoint(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.prepareModes(l.modeFor(loaded, defaultMode)); err != nil {
 		return nil, err
 	}
 	if err := l.prepareFence(ctx); err != nil {

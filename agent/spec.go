@@ -35,9 +35,11 @@ type TaskSpec struct {
 	MaxTokens int
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
 	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
-	// else default — except on a resume (Resume set, Runner.Resume included), where empty
-	// keeps the mode the session recorded when its last leg ended (a steer during that
-	// leg included), whatever the settings say; give a mode to change it. The manifest's
+	// else default — except on a resume (Resume set), where empty keeps the mode the
+	// session recorded when its last leg ended (a steer during that leg included),
+	// whatever the settings say; give a mode to change it. Runner.Resume reads the
+	// checkpoint it answers instead, and an approved plan review leaves plan (see
+	// Runner.Resume). The manifest's
 	// permission_mode receipt shows which mode the leg requested. Any other word is
 	// refused (config.permission_mode_invalid).
 	PermissionMode permission.Mode

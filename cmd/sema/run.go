@@ -159,6 +159,14 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	deps.SessionLease = lease
 	if spec.Resume != nil {
 		spec.Resume.Wait = o.wait
+		if o.permissionMode == "" {
+			// A settings file's defaultMode is the default of a new session. A continued
+			// one keeps the mode it recorded (an answer: the mode its checkpoint recorded,
+			// or the exit of an approved plan), unless --permission-mode names another:
+			// read as the caller's choice, a default would take a session out of plan —
+			// a denied plan review included.
+			spec.PermissionMode = ""
+		}
 	}
 	steer := perms.steering(stdout)
 	defer steer.stop()
