@@ -79,6 +79,9 @@ type leg struct {
 	// historyScope is the scope the records land in.
 	files        *history.Files
 	historyScope string
+	// capture is what the layers' switches and the session's filesystem left of
+	// recording (resolveCapture).
+	capture fileCapture
 	// afters is the write lane's record of what it leaves in each file (see writeEnv).
 	afters afterImages
 	fence  *fence.Fence

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -418,6 +419,8 @@ var refusedField = map[string]string{
 	CodeResumeInvalid:              "TaskSpec.Resume",
 	CodeRewindInvalid:              "TaskSpec.Resume.Files",
 	CodeHistoryMissing:             "Deps.History",
+	CodeFileHistoryInvalid:         "TaskSpec.FileHistory / Deps.FileHistoryCapture",
+	history.CodeFilesystemMismatch: "TaskSpec.Resume.Files / Deps.Env",
 	CodeStoreMissing:               "Deps.Store",
 	CodeProviderMissing:            "Deps.Provider",
 	fence.CodeDenyGlobInvalid:      "Deps.Policy.DenyGlobs",

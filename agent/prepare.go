@@ -34,6 +34,9 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	if err != nil {
 		return nil, err
 	}
+	if err := l.resolveCapture(loaded); err != nil {
+		return nil, err
+	}
 	if err := l.readCheckpoint(ctx); err != nil {
 		return nil, err
 	}
@@ -119,7 +122,7 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 // prepareLeg runs the phases after the session's leg started: file history and a
 // requested rewind, the tools, and the answer to a parked question.
 func (l *leg) prepareLeg(ctx context.Context) error {
-	if l.deps.History != nil && l.deps.hooks().TrackFileEdit == nil && l.deps.Store != nil {
+	if l.capture.own() && l.deps.History != nil && l.deps.hooks().TrackFileEdit == nil && l.deps.Store != nil {
 		l.files = history.NewFiles(l.deps.History, l.deps.Env)
 	}
 	if err := l.rewindBeforeRun(ctx); err != nil {
