@@ -11,10 +11,12 @@ import (
 	"github.com/sema-agent/sema/permission"
 )
 
-// prepare runs the leg's phases in order: the door, the rules and the mode, the fence,
-// the permission gate, the session (with a rewind the spec asks for), the tools, the
-// answer to a parked question, the manifest and the system prompt. Every refusal is a
-// coded error, and a refusal after the session's leg started ends that leg.
+// prepare runs the leg's phases in order: the door, the rules, the session to continue
+// (with whether the leg may record file history into it, and the checkpoint a resume
+// answers, read but not claimed), the mode, the fence, the permission gate, the session's
+// new leg (with a rewind the spec asks for), the tools, the answer to a parked question,
+// the manifest and the system prompt. Every refusal is a coded error, and a refusal
+// after the session's leg started ends that leg.
 func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emit func(Event), stop context.CancelCauseFunc) (_ *leg, err error) {
 	if err := validateSpec(deps, &spec, answer); err != nil {
 		return nil, err
