@@ -39,6 +39,9 @@ const (
 	// CodeSettingsUnreadable: the task root's .sema/settings.json exists but cannot be
 	// read.
 	CodeSettingsUnreadable = "config.settings_unreadable"
+	// CodeFileHistoryInvalid: Deps.FileHistoryCapture or TaskSpec.FileHistory is not one
+	// of the FileHistoryCapture words.
+	CodeFileHistoryInvalid = "config.file_history_invalid"
 )
 
 // Codes of a run's end and of steering it.
@@ -105,6 +108,14 @@ const (
 	CodeAnnulFailed = "history.annul_failed"
 	// CodeCarryFailed: a fork could not carry its parent's file history.
 	CodeCarryFailed = "history.carry_failed"
+	// CodeCaptureOff: the task asked for file history (TaskSpec.FileHistory on) and the
+	// deployment turned it off or wires no store; the run goes on without recording, and
+	// the detail's "layer" and "seat" say who decided.
+	CodeCaptureOff = "history.capture_off"
+	// CodeFilesystemChanged: a resumed (or forked) session was recorded on another
+	// filesystem than the run's env, so the run records no file history into it; the
+	// detail holds both identities ("recorded", "current").
+	CodeFilesystemChanged = "history.filesystem_changed"
 	// CodeAfterFailed: what a write left in a file could not be recorded; a later
 	// rewind will count the file as changed outside the agent (a conflict) rather than
 	// overwrite it.

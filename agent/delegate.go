@@ -207,6 +207,7 @@ func (l *leg) childSpec(def subagent.Definition, prompt string) (TaskSpec, *tool
 		SandboxNetwork:            p.SandboxNetwork,
 		OnAsk:                     p.OnAsk,
 		Scratchpad:                p.Scratchpad,
+		FileHistory:               p.FileHistory,
 	}
 	if def.Model != "" && def.Model != "inherit" {
 		spec.Model = def.Model

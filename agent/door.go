@@ -75,5 +75,8 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 			return err
 		}
 	}
+	if err := validateFileHistory(deps, spec); err != nil {
+		return err
+	}
 	return validateSandbox(deps, spec)
 }

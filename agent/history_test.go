@@ -36,7 +36,12 @@ func TestAnUnprotectedEditIsRefusedWithOneCode(t *testing.T) {
 	if files.CodeHistoryUnprotected != unprotected {
 		t.Fatalf("files.CodeHistoryUnprotected = %q", files.CodeHistoryUnprotected)
 	}
-	for _, policy := range []agent.FileHistoryPolicy{agent.RefuseUnprotected, agent.ProceedUnprotected} {
+	// A nil Deps.Policy is the default policy: refuse.
+	for _, deployed := range []*agent.Policy{nil, {FileHistoryPolicy: agent.RefuseUnprotected}, {FileHistoryPolicy: agent.ProceedUnprotected}} {
+		policy := agent.RefuseUnprotected
+		if deployed != nil {
+			policy = deployed.FileHistoryPolicy
+		}
 		root := t.TempDir()
 		store, hist := session.NewMemory(), history.NewMemory()
 		t.Cleanup(func() { store.Close(); hist.Close() })
@@ -44,9 +49,10 @@ func TestAnUnprotectedEditIsRefusedWithOneCode(t *testing.T) {
 			{ToolCalls: []scripted.ToolCall{write("a.txt", "new bytes")}},
 			{Text: "done"},
 		}})
-		r := agent.New(agent.Deps{Provider: p, Store: store, History: brokenHistory{hist}, Policy: &agent.Policy{FileHistoryPolicy: policy}})
+		r := agent.New(agent.Deps{Provider: p, Store: store, History: brokenHistory{hist}, Policy: deployed})
 		var results []*agent.ToolResult
 		var notices []*sema.Notice
+		var final *agent.TaskResult
 		for ev, err := range r.Events(context.Background(), agent.TaskSpec{Prompt: "write", Root: root, PermissionMode: permission.ModeAcceptEdits}) {
 			if err != nil {
 				t.Fatal(err)
@@ -56,7 +62,16 @@ func TestAnUnprotectedEditIsRefusedWithOneCode(t *testing.T) {
 				results = append(results, ev.ToolResult)
 			case agent.EventNotice:
 				notices = append(notices, ev.Notice)
+			case agent.EventResult:
+				final = ev.Result
 			}
+		}
+		// History is on either way: the policy says what an edit it cannot protect does.
+		if final.Manifest.FileHistory != "on" {
+			t.Fatalf("policy %d: manifest file_history %q", policy, final.Manifest.FileHistory)
+		}
+		if landed := len(final.EditedFiles) == 1; landed != (policy == agent.ProceedUnprotected) {
+			t.Fatalf("policy %d: edited files %v", policy, final.EditedFiles)
 		}
 		if len(results) != 1 {
 			t.Fatalf("policy %d: %d tool results", policy, len(results))

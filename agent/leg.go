@@ -53,6 +53,9 @@ type leg struct {
 	// turnPark is the turn's first such call, once the dispatch ended.
 	parks    parkSet
 	turnPark *turnPark
+	// checkpoint is the row answer answers, read once before the mode is resolved
+	// (readCheckpoint) and claimed by prepareAnswer; nil for any other leg.
+	checkpoint *session.Checkpoint
 	// answered is the answered call and its result, for TaskResult.Answered.
 	answered *AnsweredCall
 	// approved is the call a person approved, running now: the fold allows exactly it.
@@ -80,6 +83,9 @@ type leg struct {
 	// historyScope is the scope the records land in.
 	files        *history.Files
 	historyScope string
+	// capture is what the layers' switches and the session's filesystem left of
+	// recording (resolveCapture).
+	capture fileCapture
 	// afters is the write lane's record of what it leaves in each file (see writeEnv).
 	afters afterImages
 	fence  *fence.Fence

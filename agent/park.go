@@ -12,6 +12,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -172,11 +173,7 @@ func gateOf(d permission.Decision) string {
 // at the end of prepare: everything that can refuse the resume refuses before the
 // claim, so a refused resume leaves the question open.
 func (l *leg) prepareAnswer(ctx context.Context) error {
-	a := l.answer
-	cp, err := l.store.Checkpoint(ctx, a.CheckpointID)
-	if err != nil {
-		return err
-	}
+	a, cp := l.answer, *l.checkpoint // read before the mode was resolved (readCheckpoint)
 	if p := l.resume.parked; p != nil && p.Child != nil && p.Checkpoint == cp.ID {
 		return l.prepareChildAnswer(ctx, cp, p)
 	}
@@ -562,6 +559,8 @@ var refusedField = map[string]string{
 	CodeResumeInvalid:              "TaskSpec.Resume",
 	CodeRewindInvalid:              "TaskSpec.Resume.Files",
 	CodeHistoryMissing:             "Deps.History",
+	CodeFileHistoryInvalid:         "TaskSpec.FileHistory / Deps.FileHistoryCapture",
+	history.CodeFilesystemMismatch: "TaskSpec.Resume.Files / Deps.Env",
 	CodeStoreMissing:               "Deps.Store",
 	CodeProviderMissing:            "Deps.Provider",
 	fence.CodeDenyGlobInvalid:      "Deps.Policy.DenyGlobs",

@@ -12,11 +12,13 @@ import (
 	"github.com/sema-agent/sema/permission"
 )
 
-// prepare runs the leg's phases in order: the door, the rules and the mode, the fence,
-// the permission gate, the session (with a rewind the spec asks for), the tools, the
-// answer to a parked question, the manifest and the system prompt. Every refusal is a
-// coded error, and a refusal after the session's leg started ends that leg.
-// lk is set for a delegated child leg (see delegate).
+// prepare runs the leg's phases in order: the door, the rules, the session to continue
+// (with whether the leg may record file history into it, and the checkpoint a resume
+// answers, read but not claimed), the mode, the fence, the permission gate, the session's
+// new leg (with a rewind the spec asks for), the tools, the answer to a parked question,
+// the manifest and the system prompt. Every refusal is a coded error, and a refusal
+// after the session's leg started ends that leg. lk is set for a delegated child leg
+// (see delegate).
 func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emit func(Event), stop context.CancelCauseFunc, lk *link) (_ *leg, err error) {
 	if err := validateSpec(deps, &spec, answer); err != nil {
 		return nil, err
@@ -46,13 +48,18 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	if err != nil {
 		return nil, err
 	}
-	requested, prePlan := requestedMode(spec, loaded, defaultMode)
+	if err := l.resolveCapture(loaded); err != nil {
+		return nil, err
+	}
+	if err := l.readCheckpoint(ctx); err != nil {
+		return nil, err
+	}
 	var ceiling gate.Ceiling
 	if lk != nil {
 		// The parent's live controller: a steer of the parent reaches the child's next read.
 		ceiling = lk.parent.modes
 	}
-	if err := l.prepareModes(requested, prePlan, ceiling); err != nil {
+	if err := l.prepareModes(l.modeFor(loaded, defaultMode), ceiling); err != nil {
 		return nil, err
 	}
 	if err := l.prepareFence(ctx); err != nil {
@@ -134,7 +141,7 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 // prepareLeg runs the phases after the session's leg started: file history and a
 // requested rewind, the tools, and the answer to a parked question.
 func (l *leg) prepareLeg(ctx context.Context) error {
-	if l.deps.History != nil && l.deps.hooks().TrackFileEdit == nil && l.deps.Store != nil {
+	if l.capture.own() && l.deps.History != nil && l.deps.hooks().TrackFileEdit == nil && l.deps.Store != nil {
 		l.files = history.NewFiles(l.deps.History, l.deps.Env)
 	}
 	if err := l.rewindBeforeRun(ctx); err != nil {

@@ -196,7 +196,10 @@ type Manifest struct {
 	Tools []string `json:"tools"`
 	// Mode records the permission mode the leg requested and the one it runs as.
 	Mode ModeReceipt `json:"permission_mode"`
-	// FileHistory is "on" when edits are recorded for rewind, else "disabled".
+	// FileHistory is "on" when the leg's edits are recorded for rewind, else
+	// "disabled": no history seat is wired, a layer turned recording off
+	// (Deps.FileHistoryCapture, TaskSpec.FileHistory), the resumed session's history
+	// lives on another filesystem, or the leg is read-only (it has no write tools).
 	FileHistory string `json:"file_history"`
 	// ReadOnly is TaskSpec.ReadOnly: only the read-only tools are mounted.
 	ReadOnly bool `json:"read_only"`

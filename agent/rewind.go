@@ -53,8 +53,10 @@ type RewindResult struct {
 }
 
 // Rewind returns a session's files and/or conversation to the start of a turn. A
-// delegated child session cannot rewind its root's files (history.child_cannot_rewind).
-// Bash changes are not in file history and are not undone.
+// delegated child session cannot rewind its root's files (history.child_cannot_rewind),
+// and a file rewind through an env of another filesystem than the one the session was
+// created on is refused (history.filesystem_mismatch): its history names that tree's
+// files.
 func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, error) {
 	if r.deps.Store == nil {
 		return nil, configError(CodeStoreMissing, "rewinding needs a session store; set Deps.Store")
@@ -74,6 +76,13 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	s, err := r.deps.Store.Get(ctx, spec.SessionID)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Files {
+		// The records name the files of the tree the session was created on; through an
+		// env of another tree a rewind would write them into that tree's files.
+		if err := history.RefuseOtherFilesystem(s.ID, s.FSID, history.FilesystemIdentity(r.deps.Env)); err != nil {
+			return nil, err
+		}
 	}
 	// A rewind writes the session's files and head: it is the session's one writer while
 	// it runs, like a leg (a running leg makes it session.busy).

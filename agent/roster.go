@@ -50,9 +50,13 @@ func (l *leg) buildRoster() tools.Roster {
 }
 
 // trackSeat is the write lane's first-touch history seat: the deployment's own, else the
-// runner's file history when it is on, else none.
+// runner's file history when it is on, else none. A layer that turned file history off
+// silences both.
 func (l *leg) trackSeat() files.TrackFileEditHook {
 	if l.deps.hooks().TrackFileEdit != nil {
+		if l.capture.offBy != "" {
+			return nil
+		}
 		return l.deps.hooks().TrackFileEdit
 	}
 	if l.files != nil {
@@ -61,9 +65,11 @@ func (l *leg) trackSeat() files.TrackFileEditHook {
 	return nil
 }
 
-// fileHistoryFact is the manifest's word for file history.
+// fileHistoryFact is the manifest's word for file history: on when the leg's writes
+// meet a first-touch seat. A read-only leg has no write band, so nothing of it is
+// recorded (it still marks its turns' boundaries, so a rewind can return to them).
 func (l *leg) fileHistoryFact() string {
-	if l.deps.hooks().TrackFileEdit != nil || l.files != nil {
+	if !l.spec.ReadOnly && l.trackSeat() != nil {
 		return "on"
 	}
 	return "disabled"

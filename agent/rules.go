@@ -80,9 +80,10 @@ func splitRules(list []string) []string {
 	return out
 }
 
-// requestedMode is the mode word the leg asks for: the spec's, else the word a resumed
-// session recorded, else the settings' default mode. The pre-plan word comes from the
-// session.
+// requestedMode is the mode word a leg that answers no parked question asks for: the
+// spec's, else the word a resumed session recorded, else the settings' default mode. The
+// pre-plan word comes from the session. A resume that answers one reads the checkpoint
+// instead (modeFor).
 func requestedMode(spec TaskSpec, loaded *session.Session, defaultMode permission.Mode) (requested, prePlan permission.Mode) {
 	requested = spec.PermissionMode
 	if loaded != nil {
@@ -114,8 +115,8 @@ func (l *leg) autoModeFace() permission.AutoClassifier {
 
 // prepareModes builds the leg's mode controller and binds the deployment's arming facts:
 // denied modes fold to default, and auto arms the classifier.
-func (l *leg) prepareModes(requested, prePlan permission.Mode, ceiling gate.Ceiling) error {
-	ctrl, err := gate.NewModeController(requested, ceiling, gate.ControllerOptions{OnNotice: l.notice, PrePlanMode: prePlan})
+func (l *leg) prepareModes(req modeRequest, ceiling gate.Ceiling) error {
+	ctrl, err := gate.NewModeController(req.requested, ceiling, gate.ControllerOptions{OnNotice: l.notice, PrePlanMode: req.prePlan, PlanApproved: req.planApproved})
 	if err != nil {
 		return err
 	}

@@ -106,8 +106,14 @@ func (r *Runner) run(ctx context.Context, spec TaskSpec, answer *Answer, emit fu
 // call and its result, also when the leg fails after it (a model error on the next
 // request): the call ran, the session holds its result, and a plain resume continues. The
 // resumed leg starts with what the model had read in the session, so an approved edit
-// of a file read earlier runs if the file is as it was read. An empty spec.PermissionMode keeps the
-// session's recorded mode, and spec.Prompt may be empty.
+// of a file read earlier runs if the file is as it was read. spec.Prompt may be empty.
+//
+// The resumed leg's mode comes from the checkpoint: spec.PermissionMode when set, else
+// the mode the leg that parked recorded — except that approving (or editing) a
+// plan_review question (the model's ExitPlanMode) asked in plan leaves plan: the leg
+// runs in the mode it had before plan (none recorded: the root's settings default, else
+// default), or in the mode spec.PermissionMode names when that is not plan; a re-passed
+// plan does not keep an approved plan open. A denied plan review stays in plan.
 func (r *Runner) Resume(ctx context.Context, spec TaskSpec, answer Answer) (*TaskResult, error) {
 	return r.run(ctx, spec, &answer, nil)
 }

@@ -36,9 +36,11 @@ type TaskSpec struct {
 	MaxTokens int
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
 	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
-	// else default — except on a resume (Resume set, Runner.Resume included), where empty
-	// keeps the mode the session recorded when its last leg ended (a steer during that
-	// leg included), whatever the settings say; give a mode to change it. The manifest's
+	// else default — except on a resume (Resume set), where empty keeps the mode the
+	// session recorded when its last leg ended (a steer during that leg included),
+	// whatever the settings say; give a mode to change it. Runner.Resume reads the
+	// checkpoint it answers instead, and an approved plan review leaves plan (see
+	// Runner.Resume). The manifest's
 	// permission_mode receipt shows which mode the leg requested. Any other word is
 	// refused (config.permission_mode_invalid).
 	PermissionMode permission.Mode
@@ -79,6 +81,13 @@ type TaskSpec struct {
 	// it is admitted as a write root only if it passes the fence's admission rules (it
 	// must not be, or contain, a root), and created when missing.
 	Scratchpad string
+	// FileHistory is the task's switch of file-history recording: empty (the default:
+	// as the deployment says), on, or off, which turns recording off for this run (its
+	// manifest says disabled, and a rewind cannot return to its turns). On cannot turn on
+	// what the deployment turned off or did not wire: the run goes on without recording,
+	// with a history.capture_off notice naming the deployment's seat. Any other word is
+	// refused (config.file_history_invalid). See FileHistoryCapture.
+	FileHistory FileHistoryCapture
 }
 
 // OnAsk is a task's choice of who answers a permission question that needs a person.
@@ -119,7 +128,11 @@ type Resume struct {
 	At string
 	// Files is what happens to the session's files before the leg's first turn. The
 	// zero value (the default) leaves them as they are; see RewindFilesTo and
-	// RestoreFilesAt. Either needs Deps.History (config.history_missing).
+	// RestoreFilesAt. Either needs Deps.History (config.history_missing), and Deps.Env
+	// must be a view of the filesystem the session was created on
+	// (history.filesystem_mismatch; see history.FilesystemIdentity). A resume or fork on
+	// another filesystem that asks no rewind runs without recording file history into
+	// the session, with a history.filesystem_changed notice.
 	Files FilesBefore
 	// AcceptPartialRestore lets the Files rewind restore what it can when some files
 	// are in conflict. Default false: anything short of a full restore refuses the run
@@ -205,6 +218,12 @@ type Deps struct {
 	// History keeps file history for rewind; it needs Store. Nil (the default): no file
 	// history.
 	History history.Store
+	// FileHistoryCapture is the deployment's switch of file-history recording: empty
+	// (the default: on when History and Store, or Hooks.TrackFileEdit, are set), on, or
+	// off — which no task can turn back on. On without a history seat is refused
+	// (config.history_missing, config.store_missing); any other word too
+	// (config.file_history_invalid). See FileHistoryCapture.
+	FileHistoryCapture FileHistoryCapture
 	// StateDir is sema's own state directory (store, history). It is never readable or
 	// writable by tools. Empty (the default): no state directory to protect.
 	// statedir.Dir.Deps fills it together with Store and History, so stores kept in a
@@ -279,8 +298,9 @@ type Hooks struct {
 	// BeforeWrite is the deployment's content gate: it sees the final bytes of every write
 	// and may refuse them. An error or a panic refuses (fails closed). Nil: no gate.
 	BeforeWrite files.BeforeWriteHook
-	// TrackFileEdit is the first-touch history seat, called before every write. Nil: the
-	// runner's own file history, when Deps.History is set.
+	// TrackFileEdit is the first-touch history seat, called before every write, unless a
+	// layer turned file history off (Deps.FileHistoryCapture, TaskSpec.FileHistory). Nil:
+	// the runner's own file history, when Deps.History is set.
 	TrackFileEdit files.TrackFileEditHook
 	// OnFileEdited observes every write that changed, or may have changed, a file. It
 	// cannot refuse, is not awaited, and its panics are recovered. Nil: nobody observes.

@@ -136,20 +136,21 @@ type Record struct {
 
 // Codes of the errors this package returns.
 const (
-	CodeRecordFailed      = "history.record_failed"       // a pre-image could not be recorded durably
-	CodeNotAFile          = "history.not_a_file"          // the path is a directory, a link or a device
-	CodeKeyInvalid        = "history.key_invalid"         // the key is not an absolute clean path
-	CodeScopeInvalid      = "history.scope_invalid"       // an empty scope
-	CodeTurnInvalid       = "history.turn_invalid"        // a boundary turn below 1 (and the runner's rewind to a turn the session never had)
-	CodeBoundaryNotFound  = "history.boundary_not_found"  // Rewind to a turn the scope never minted
-	CodePartialRestore    = "history.partial_restore"     // Rewind could not restore every file
-	CodeChildCannotRewind = "history.child_cannot_rewind" // a delegated child asked to rewind
-	CodeProofInvalid      = "history.proof_invalid"       // Annul with a proof that is not proven or verify
-	CodeBlobMissing       = "history.blob_missing"        // a record's blob is not in the store
-	CodeCarryConflict     = "history.carry_conflict"      // CarryFork into a scope that already records
-	CodeAfterInvalid      = "history.after_invalid"       // SetAfter with neither a sha256 nor AfterAbsent
-	CodeNothingToUndo     = "history.nothing_to_undo"     // Undo in a scope that was never rewound
-	CodeSaveFailed        = "history.save_failed"         // a rewind could not save the files' current state first, so it changed nothing
+	CodeRecordFailed       = "history.record_failed"       // a pre-image could not be recorded durably
+	CodeNotAFile           = "history.not_a_file"          // the path is a directory, a link or a device
+	CodeKeyInvalid         = "history.key_invalid"         // the key is not an absolute clean path
+	CodeScopeInvalid       = "history.scope_invalid"       // an empty scope
+	CodeTurnInvalid        = "history.turn_invalid"        // a boundary turn below 1 (and the runner's rewind to a turn the session never had)
+	CodeBoundaryNotFound   = "history.boundary_not_found"  // Rewind to a turn the scope never minted
+	CodePartialRestore     = "history.partial_restore"     // Rewind could not restore every file
+	CodeChildCannotRewind  = "history.child_cannot_rewind" // a delegated child asked to rewind
+	CodeProofInvalid       = "history.proof_invalid"       // Annul with a proof that is not proven or verify
+	CodeBlobMissing        = "history.blob_missing"        // a record's blob is not in the store
+	CodeCarryConflict      = "history.carry_conflict"      // CarryFork into a scope that already records
+	CodeAfterInvalid       = "history.after_invalid"       // SetAfter with neither a sha256 nor AfterAbsent
+	CodeNothingToUndo      = "history.nothing_to_undo"     // Undo in a scope that was never rewound
+	CodeSaveFailed         = "history.save_failed"         // a rewind could not save the files' current state first, so it changed nothing
+	CodeFilesystemMismatch = "history.filesystem_mismatch" // a rewind on another filesystem than the one the history was recorded on
 )
 
 // modeBits are the mode bits a record keeps and a restore puts back.

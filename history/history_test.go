@@ -494,6 +494,35 @@ func TestResolveScope(t *testing.T) {
 	}
 }
 
+func TestRefuseOtherFilesystem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name              string
+		recorded, current string
+		refused           bool
+	}{
+		{"same tree", "host", "host", false},
+		{"another tree", "host", "sandbox:1", true},
+		{"no tree recorded", "", "host", true},
+		{"no tree on either side", "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := history.RefuseOtherFilesystem("s1", tc.recorded, tc.current)
+			if (err != nil) != tc.refused {
+				t.Fatalf("refused = %v, want %v", err, tc.refused)
+			}
+			if err == nil {
+				return
+			}
+			wantCode(t, err, history.CodeFilesystemMismatch)
+			var se *sema.Error
+			if !errors.As(err, &se) || se.Detail["recorded"] != tc.recorded || se.Detail["current"] != tc.current || !strings.Contains(se.Message, "another filesystem") {
+				t.Fatalf("refusal %+v", se)
+			}
+		})
+	}
+}
+
 func TestSQLiteSharesSessionFile(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

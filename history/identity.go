@@ -2,10 +2,12 @@ package history
 
 import (
 	"crypto/rand"
+	"fmt"
 	"reflect"
 	"strconv"
 	"sync/atomic"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 )
 
@@ -67,4 +69,26 @@ func FilesystemIdentity(e env.ExecutionEnv) string {
 		return instancePrefix + processNonce + ":" + v.Type().String() + "@" + strconv.FormatUint(uint64(v.Pointer()), 16)
 	}
 	return instancePrefix + processNonce + ":" + strconv.FormatUint(instanceSeq.Add(1), 10)
+}
+
+// RefuseOtherFilesystem refuses to rewind, through an env whose FilesystemIdentity is
+// current, the history of a session recorded on the tree whose identity is recorded: its
+// records' paths and pre-images belong to that tree, and restoring them on another would
+// write one tree's bytes into a different tree's files. It returns nil when both name the
+// same tree, and a CodeFilesystemMismatch error otherwise; an empty recorded identity (a
+// session that names no tree) names none, so it matches nothing.
+func RefuseOtherFilesystem(sessionID, recorded, current string) error {
+	if recorded != "" && recorded == current {
+		return nil
+	}
+	return sema.Errorf(CodeFilesystemMismatch, "session %s's files live on another filesystem (%s) than this run's (%q); its file history cannot be rewound here",
+		sessionID, orUnknown(recorded), current).
+		With("session_id", sessionID).With("recorded", recorded).With("current", current)
+}
+
+func orUnknown(id string) string {
+	if id == "" {
+		return "not recorded"
+	}
+	return fmt.Sprintf("%q", id)
 }

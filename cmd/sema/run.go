@@ -44,6 +44,7 @@ type runOptions struct {
 	appendSystem   string
 	sandbox        string
 	sandboxNetwork string
+	fileHistory    string
 	wait           bool
 	// answer is set by `sema approve`: the run resumes a parked question.
 	answer *agent.Answer
@@ -70,6 +71,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.inputFormat, "input-format", "text", "text|stream-json: stream-json reads control lines from stdin while the run goes on (set_permission_mode)")
 	f.StringVar(&o.sandbox, "sandbox", "", "auto|on|off: confine shell commands with the kernel (default: the settings files' sandbox.mode, else auto)")
 	f.StringVar(&o.sandboxNetwork, "sandbox-network", "", "on|off: let sandboxed commands reach the network (default off, on under bypassPermissions)")
+	f.StringVar(&o.fileHistory, "file-history", "", "on|off: record what the run changes in files, for sema rewind (default on)")
 	f.StringVar(&o.settings, "settings", "", "a settings file {\"permissions\":{\"allow\",\"deny\",\"ask\",\"defaultMode\"}}, read with ~/.sema/settings.json and the task root's .sema/settings.json (trusted: you chose to run here)")
 	f.StringVar(&o.home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
 	f.StringVar(&o.appendSystem, "append-system-prompt", "", "text added to the system prompt")
@@ -111,6 +113,11 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	default:
 		return usageErr(sema.Errorf(agent.CodeOnAskInvalid, "unknown --on-ask value %q; use deny, park or prompt", o.onAsk))
 	}
+	switch agent.FileHistoryCapture(o.fileHistory) {
+	case agent.FileHistoryDefault, agent.FileHistoryOn, agent.FileHistoryOff:
+	default:
+		return usageErr(sema.Errorf(agent.CodeFileHistoryInvalid, "unknown --file-history value %q; use on or off", o.fileHistory))
+	}
 	perms, err := resolvePermissions(o, prompt, stdin, stderr)
 	if err != nil {
 		return err
@@ -149,6 +156,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		AdditionalReadDirectories: o.addReadDirs,
 		ReadOnly:                  o.readOnly,
 		AppendSystemPrompt:        o.appendSystem,
+		FileHistory:               agent.FileHistoryCapture(o.fileHistory),
 	}
 	perms.apply(&deps, &spec)
 	st, err := o.sessionSeats(ctx, home, &deps, &spec)
@@ -159,6 +167,14 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	deps.SessionLease = lease
 	if spec.Resume != nil {
 		spec.Resume.Wait = o.wait
+		if o.permissionMode == "" {
+			// A settings file's defaultMode is the default of a new session. A continued
+			// one keeps the mode it recorded (an answer: the mode its checkpoint recorded,
+			// or the exit of an approved plan), unless --permission-mode names another:
+			// read as the caller's choice, a default would take a session out of plan —
+			// a denied plan review included.
+			spec.PermissionMode = ""
+		}
 	}
 	steer := perms.steering(stdout)
 	defer steer.stop()

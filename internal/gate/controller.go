@@ -48,6 +48,12 @@ type ControllerOptions struct {
 	OnNotice func(sema.Notice)
 	// PrePlanMode is the word a resumed leg had before a steer moved it into plan.
 	PrePlanMode permission.Mode
+	// PlanApproved says the leg resumes a plan review a person approved, and the resume
+	// already left plan (ModeRequestAfterResume): the ExitPlanMode call the person
+	// approved then reports the mode the leg runs in instead of refusing as a call
+	// outside plan. It answers one such call; a later ExitPlanMode outside plan is
+	// refused as usual. Default false.
+	PlanApproved bool
 }
 
 type steer struct {
@@ -74,6 +80,8 @@ type ModeController struct {
 	readFault  bool // a read-started arming failed; not retried until the leg leaves auto
 	prePlan    permission.Mode
 	lastFold   string
+	// planApproved is ControllerOptions.PlanApproved until ExitPlanMode takes it.
+	planApproved bool
 }
 
 // NewModeController returns the controller of a leg that requested requested ("" for
@@ -88,7 +96,7 @@ func NewModeController(requested permission.Mode, ceiling Ceiling, opts Controll
 			return nil, err
 		}
 	}
-	c := &ModeController{spec: requested, ceiling: ceiling, onNotice: opts.OnNotice, prePlan: opts.PrePlanMode}
+	c := &ModeController{spec: requested, ceiling: ceiling, onNotice: opts.OnNotice, prePlan: opts.PrePlanMode, planApproved: opts.PlanApproved}
 	c.announce(c.ceilingWord(false))
 	return c, nil
 }
@@ -263,6 +271,16 @@ func (c *ModeController) PrePlanMode() permission.Mode {
 		return ""
 	}
 	return c.prePlan
+}
+
+// takePlanApproved reports whether the leg resumed an approved plan review whose exit
+// no ExitPlanMode call has reported yet, and marks it reported.
+func (c *ModeController) takePlanApproved() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok := c.planApproved
+	c.planApproved = false
+	return ok
 }
 
 // Receipt is the three-member answer as it stands right now.

@@ -18,7 +18,9 @@ func NewEnterPlanMode(c *ModeController) tools.Tool { return enterPlan{c} }
 // NewExitPlanMode returns the ExitPlanMode tool over a leg's controller. The gate puts
 // its call to a person as the plan_review question (Decision.Gate GatePlanReview,
 // PersonOnly); the tool runs only once that was approved, and returns the leg to the
-// mode it had before plan (PrePlanMode), else default.
+// mode it had before plan (PrePlanMode), else default. A leg that resumed a parked plan
+// review has left plan already (ControllerOptions.PlanApproved): the approved call says
+// so and changes nothing.
 func NewExitPlanMode(c *ModeController) tools.Tool { return exitPlan{c} }
 
 type enterPlan struct{ c *ModeController }
@@ -71,7 +73,13 @@ func (t exitPlan) Run(ctx context.Context, input json.RawMessage) tools.Result {
 	if v.Plan == nil || strings.TrimSpace(*v.Plan) == "" {
 		return tools.Fail(tools.CodeInputInvalid, "invalid input: plan is required and must not be empty")
 	}
-	if t.c.Current() != permission.ModePlan {
+	// A resume that approved this call already left plan (the mode it requests is the
+	// pre-plan word or the approver's); the call then only reports where the leg is.
+	approved := t.c.takePlanApproved()
+	if mode := t.c.Current(); mode != permission.ModePlan {
+		if approved {
+			return tools.Text("The plan was approved and plan mode is off (the permission mode is now " + string(mode) + "). Carry out the plan.")
+		}
 		return tools.Fail(permission.CodeNotInPlanMode, "The leg is not in plan mode, so there is no plan to exit; carry on with the task.")
 	}
 	to := t.c.PrePlanMode()

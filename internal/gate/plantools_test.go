@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/sema-agent/sema/permission"
@@ -56,5 +57,41 @@ func TestPlanTools(t *testing.T) {
 	child := mustController(t, "", parent, ControllerOptions{})
 	if r := NewExitPlanMode(child).Run(ctx, json.RawMessage(`{"plan":"p"}`)); !r.IsError || child.Current() != permission.ModePlan || child.Requested() != "" {
 		t.Errorf("a child left its parent's plan: %+v, %s, requested %q", r, child.Current(), child.Requested())
+	}
+}
+
+// A leg resuming an approved plan review starts out of plan: the approved ExitPlanMode
+// call reports the leg's mode once, and a second call outside plan is refused.
+func TestExitPlanModeAfterAnApprovedReview(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		mode     permission.Mode
+		approved bool
+		wantErr  []bool // one per call
+	}{
+		{"approved review, out of plan", permission.ModeAcceptEdits, true, []bool{false, true}},
+		{"no review, out of plan", permission.ModeAcceptEdits, false, []bool{true}},
+		{"approved review, still in plan", permission.ModePlan, true, []bool{false, true}},
+	}
+	for _, tt := range tests {
+		mc := mustController(t, tt.mode, nil, ControllerOptions{PlanApproved: tt.approved})
+		exit := NewExitPlanMode(mc)
+		for i, want := range tt.wantErr {
+			r := exit.Run(ctx, json.RawMessage(`{"plan":"p"}`))
+			if r.IsError != want {
+				t.Fatalf("%s: call %d: %+v", tt.name, i+1, r)
+			}
+			if r.IsError && r.Code != permission.CodeNotInPlanMode {
+				t.Fatalf("%s: call %d: code %q", tt.name, i+1, r.Code)
+			}
+			if !r.IsError && !strings.Contains(r.TextOf(), "permission mode is now "+string(mc.Current())) {
+				t.Fatalf("%s: call %d does not name the mode %s: %q", tt.name, i+1, mc.Current(), r.TextOf())
+			}
+		}
+		if tt.mode == permission.ModePlan && mc.Current() != permission.ModeDefault {
+			t.Fatalf("%s: an approved exit from plan left the leg in %s", tt.name, mc.Current())
+		}
 	}
 }

@@ -1,0 +1,275 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/tools/files"
+)
+
+// noticeOf returns the first notice of the result with the code, or nil.
+func noticeOf(res *agent.TaskResult, code string) *sema.Notice {
+	for i, n := range res.Notices {
+		if n.Code == code {
+			return &res.Notices[i]
+		}
+	}
+	return nil
+}
+
+// writeOnce is a model that writes a.txt and stops.
+func writeOnce() *scripted.Provider {
+	return scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{write("a.txt", "new bytes")}},
+		{Text: "done"},
+	}})
+}
+
+// The capture switch at each layer: off at either turns recording off (the deployment's
+// off also over a task's on, which says so in a notice), the manifest says which, and
+// the write itself goes on either way. Bad words and an on that nothing can honour are
+// refused by name.
+func TestFileHistoryCaptureSwitch(t *testing.T) {
+	t.Parallel()
+	const ( // the deployment's wiring, as bits
+		noHistory = 1 << iota // Deps.History nil
+		noStore               // Deps.Store nil
+		withHook              // Deps.Hooks.TrackFileEdit set
+	)
+	tests := []struct {
+		name       string
+		deployment agent.FileHistoryCapture
+		task       agent.FileHistoryCapture
+		wiring     int
+		readOnly   bool
+		wantCode   string // the refusal; "" when the run goes on
+		wantFact   string
+		wantNotice map[string]any // the history.capture_off notice's detail; nil: none
+	}{
+		{name: "default: on", wantFact: "on"},
+		{name: "deployment on", deployment: agent.FileHistoryOn, wantFact: "on"},
+		{name: "task on", task: agent.FileHistoryOn, wantFact: "on"},
+		{name: "task off", task: agent.FileHistoryOff, wantFact: "disabled"},
+		{name: "deployment off", deployment: agent.FileHistoryOff, wantFact: "disabled"},
+		{name: "deployment off beats task on", deployment: agent.FileHistoryOff, task: agent.FileHistoryOn, wantFact: "disabled",
+			wantNotice: map[string]any{"layer": "deployment", "seat": "Deps.FileHistoryCapture"}},
+		{name: "task on without a store", task: agent.FileHistoryOn, wiring: noHistory, wantFact: "disabled",
+			wantNotice: map[string]any{"layer": "deployment", "seat": "Deps.History"}},
+		{name: "no store, nothing asked", wiring: noHistory, wantFact: "disabled"},
+		{name: "read-only leg", readOnly: true, wantFact: "disabled"},
+		{name: "hook seat, default", wiring: withHook, wantFact: "on"},
+		{name: "hook seat, task off", wiring: withHook, task: agent.FileHistoryOff, wantFact: "disabled"},
+		{name: "deployment on without History", deployment: agent.FileHistoryOn, wiring: noHistory, wantCode: agent.CodeHistoryMissing},
+		{name: "deployment on without Store", deployment: agent.FileHistoryOn, wiring: noStore, wantCode: agent.CodeStoreMissing},
+		{name: "deployment on with only a hook", deployment: agent.FileHistoryOn, wiring: noHistory | withHook, wantFact: "on"},
+		{name: "a bad deployment word", deployment: "On", wantCode: agent.CodeFileHistoryInvalid},
+		{name: "a bad task word", task: "true", wantCode: agent.CodeFileHistoryInvalid},
+		{name: "a task word that is not off", task: "disabled", wantCode: agent.CodeFileHistoryInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := newStores(t)
+			root := t.TempDir()
+			deps := agent.Deps{Provider: writeOnce(), Store: st.sessions, History: st.history, FileHistoryCapture: tt.deployment}
+			if tt.wiring&noHistory != 0 {
+				deps.History = nil
+			}
+			if tt.wiring&noStore != 0 {
+				deps.Store = nil
+			}
+			var mu sync.Mutex
+			var hooked []string
+			if tt.wiring&withHook != 0 {
+				deps.Hooks = &agent.Hooks{TrackFileEdit: func(_ context.Context, req files.TrackEditRequest) (files.TrackEditResult, error) {
+					mu.Lock()
+					hooked = append(hooked, req.Key)
+					mu.Unlock()
+					return files.TrackEditResult{OK: true}, nil
+				}}
+			}
+			spec := agent.TaskSpec{Prompt: "write", Root: root, PermissionMode: permission.ModeAcceptEdits, FileHistory: tt.task, ReadOnly: tt.readOnly}
+			res, err := agent.New(deps).Run(context.Background(), spec)
+			if tt.wantCode != "" {
+				if sema.CodeOf(err) != tt.wantCode {
+					t.Fatalf("got %v, want %s", err, tt.wantCode)
+				}
+				if _, statErr := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(statErr) {
+					t.Fatal("a refused run wrote")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Manifest.FileHistory != tt.wantFact {
+				t.Fatalf("manifest file_history %q, want %q", res.Manifest.FileHistory, tt.wantFact)
+			}
+			_, statErr := os.Stat(filepath.Join(root, "a.txt"))
+			if tt.readOnly != os.IsNotExist(statErr) {
+				t.Fatalf("the write landed: %v; a read-only leg has no Write (%v)", statErr == nil, tt.readOnly)
+			}
+			n := noticeOf(res, agent.CodeCaptureOff)
+			switch {
+			case tt.wantNotice == nil && n != nil:
+				t.Fatalf("unexpected notice %+v", n)
+			case tt.wantNotice != nil && n == nil:
+				t.Fatalf("no %s notice among %+v", agent.CodeCaptureOff, res.Notices)
+			case n != nil && (n.Detail["layer"] != tt.wantNotice["layer"] || n.Detail["seat"] != tt.wantNotice["seat"]):
+				t.Fatalf("notice detail %v, want %v", n.Detail, tt.wantNotice)
+			}
+			// What the manifest says is what happened: records (or hook calls) exactly when on.
+			recorded := len(hooked) > 0
+			if deps.History != nil {
+				recs, err := st.history.Records(context.Background(), res.SessionID, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				recorded = recorded || len(recs) > 0
+			}
+			if recorded != (tt.wantFact == "on") {
+				t.Fatalf("recorded %v (hook calls %v), manifest says %s", recorded, hooked, res.Manifest.FileHistory)
+			}
+		})
+	}
+}
+
+// A resume that re-supplies a bad capture word is refused before the claim, naming the
+// seat; the question stays open.
+func TestResumeRefusesABadCaptureWordBeforeTheClaim(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	res, err := st.runner(writeOnce()).Run(context.Background(), agent.TaskSpec{Prompt: "write", Root: root, OnAsk: agent.OnAskPark})
+	if err != nil || res.Status != sema.StatusAwaitingApproval {
+		t.Fatalf("%v %+v", err, res)
+	}
+	spec := agent.TaskSpec{Root: root, FileHistory: "maybe", Resume: &agent.Resume{SessionID: res.SessionID}}
+	_, err = st.runner(writeOnce()).Resume(context.Background(), spec, agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true})
+	var se *sema.Error
+	if sema.CodeOf(err) != agent.CodeConfigRefused || !asErr(err, &se) || se.Detail["code"] != agent.CodeFileHistoryInvalid ||
+		se.Detail["field"] != "TaskSpec.FileHistory / Deps.FileHistoryCapture" {
+		t.Fatalf("got %v (%+v)", err, se)
+	}
+	cp, err := st.sessions.Checkpoint(context.Background(), res.Checkpoint.ID)
+	if err != nil || cp.Decision != nil {
+		t.Fatalf("the refused resume claimed the checkpoint: %v %+v", err, cp.Decision)
+	}
+}
+
+// otherTree is the host's files seen as another filesystem: an env whose identity is not
+// the one the session was created on.
+type otherTree struct{ env.ExecutionEnv }
+
+func (otherTree) Identity() string { return "tree:other" }
+
+// A session's history belongs to the filesystem it was created on. A resume (or a fork)
+// through an env of another tree records nothing into it, with a notice; a file rewind
+// there is refused before anything is written or started, and so is Runner.Rewind of the
+// files.
+func TestResumeOnAnotherFilesystem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStores(t)
+	root := t.TempDir()
+	host := agent.New(agent.Deps{Provider: writeOnce(), Store: st.sessions, History: st.history})
+	first, err := host.Run(ctx, agent.TaskSpec{Prompt: "write", Root: root, PermissionMode: permission.ModeAcceptEdits})
+	if err != nil || first.Manifest.FileHistory != "on" {
+		t.Fatalf("%v %+v", err, first)
+	}
+	records := func(scope string) int {
+		recs, err := st.history.Records(ctx, scope, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	before := records(first.SessionID)
+	if before == 0 {
+		t.Fatal("the first leg recorded nothing")
+	}
+	legs := func() int {
+		ls, err := st.sessions.Legs(ctx, first.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ls)
+	}
+
+	elsewhere := func() *agent.Runner {
+		p := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("b.txt", "elsewhere")}}, {Text: "done"}}})
+		return agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history, Env: otherTree{env.NewHost()}})
+	}
+	t.Run("a file rewind is refused", func(t *testing.T) {
+		os.WriteFile(filepath.Join(root, "a.txt"), []byte("a person's bytes"), 0o644)
+		defer os.WriteFile(filepath.Join(root, "a.txt"), []byte("new bytes"), 0o644)
+		n := legs()
+		spec := agent.TaskSpec{Prompt: "go on", Root: root, Resume: &agent.Resume{SessionID: first.SessionID, Files: agent.RewindFilesTo(1), AcceptPartialRestore: true}}
+		_, err := elsewhere().Run(ctx, spec)
+		var se *sema.Error
+		if sema.CodeOf(err) != history.CodeFilesystemMismatch || !asErr(err, &se) || se.Detail["recorded"] != env.HostIdentity || se.Detail["current"] != "tree:other" {
+			t.Fatalf("got %v", err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "a person's bytes" || legs() != n {
+			t.Fatalf("the refused rewind acted: a.txt %q, legs %d → %d", b, n, legs())
+		}
+		_, err = elsewhere().Rewind(ctx, agent.RewindSpec{SessionID: first.SessionID, ToTurn: 1, Files: true, Force: true})
+		if sema.CodeOf(err) != history.CodeFilesystemMismatch {
+			t.Fatalf("Runner.Rewind of the files: %v", err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "a person's bytes" {
+			t.Fatalf("the refused Runner.Rewind wrote a.txt: %q", b)
+		}
+		// Moving the conversation touches no file: it is not refused.
+		if _, err := elsewhere().Rewind(ctx, agent.RewindSpec{SessionID: first.SessionID, ToTurn: 2, Conversation: true}); err != nil {
+			t.Fatalf("a conversation rewind: %v", err)
+		}
+	})
+	for _, fork := range []bool{false, true} {
+		t.Run(map[bool]string{false: "a resume records nothing", true: "a fork records nothing"}[fork], func(t *testing.T) {
+			os.Remove(filepath.Join(root, "b.txt"))
+			res, err := elsewhere().Run(ctx, agent.TaskSpec{Prompt: "go on", Root: root, PermissionMode: permission.ModeAcceptEdits,
+				Resume: &agent.Resume{SessionID: first.SessionID, Fork: fork}})
+			if err != nil || res.Status != sema.StatusCompleted {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if res.Manifest.FileHistory != "disabled" {
+				t.Fatalf("manifest file_history %q", res.Manifest.FileHistory)
+			}
+			n := noticeOf(res, agent.CodeFilesystemChanged)
+			if n == nil || n.Detail["recorded"] != env.HostIdentity || n.Detail["current"] != "tree:other" {
+				t.Fatalf("notice %+v among %+v", n, res.Notices)
+			}
+			if b, _ := os.ReadFile(filepath.Join(root, "b.txt")); string(b) != "elsewhere" {
+				t.Fatalf("the write did not land: %q", b)
+			}
+			scope := first.SessionID
+			if fork {
+				scope = res.SessionID
+			}
+			if got := records(scope); got != before {
+				t.Fatalf("%d records in %s after the leg, %d before", got, scope, before)
+			}
+		})
+	}
+	t.Run("the same tree records", func(t *testing.T) {
+		p := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("c.txt", "home")}}, {Text: "done"}}})
+		r := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history})
+		res, err := r.Run(ctx, agent.TaskSpec{Prompt: "go on", Root: root, PermissionMode: permission.ModeAcceptEdits, Resume: &agent.Resume{SessionID: first.SessionID}})
+		if err != nil || res.Manifest.FileHistory != "on" || noticeOf(res, agent.CodeFilesystemChanged) != nil {
+			t.Fatalf("%v %+v", err, res)
+		}
+		if records(first.SessionID) <= before {
+			t.Fatal("a resume on the session's own tree recorded nothing")
+		}
+	})
+}
