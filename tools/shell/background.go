@@ -160,6 +160,9 @@ func (s *Set) startBackground(ctx context.Context, in bashInput, dir, hooks stri
 		return *refused
 	}
 	notes = append(notes, snapNotes...)
+	if err := s.ensureScratch(); err != nil {
+		return tools.FromError(err, CodeStartFailed)
+	}
 	path := s.scratchFile("bg") + ".out"
 	out, err := createOutFile(path, s.outCap)
 	if err != nil {

@@ -31,6 +31,11 @@ func (s *Set) snapshotBefore(ctx context.Context, command string, background boo
 	if s.cfg.Changes == nil || s.proveReadOnly(ctx, command) == nil {
 		return false, nil, nil
 	}
+	// The recorder stages what it keeps in the scratch directory.
+	if err := s.ensureScratch(); err != nil {
+		r := tools.FromError(err, CodeChangesUnrecorded)
+		return false, nil, &r
+	}
 	notes, err := s.cfg.Changes.Before(ctx, background)
 	if err != nil {
 		r := tools.Fail(CodeChangesUnrecorded, "The command did not run: the workspace could not be snapshotted for file history first (%v), and a change that cannot be undone is not made.", err)

@@ -55,6 +55,10 @@ func (s *Set) coAuthorFor(command string) (string, string) {
 		return "", ""
 	}
 	s.hooksOnce.Do(func() {
+		if err := s.ensureScratch(); err != nil {
+			s.hooksErr = err
+			return
+		}
 		dir := filepath.Join(s.scratch, "git-hooks")
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			s.hooksErr = err

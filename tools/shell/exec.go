@@ -30,6 +30,9 @@ var noPromptEnv = []string{"GIT_TERMINAL_PROMPT=0"}
 // Under a sandbox the command runs confined; cwdFile, when set, is the one file outside the
 // policy it may write.
 func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, cwdFile string, out io.Writer) (*proc, error) {
+	if err := s.ensureScratch(); err != nil {
+		return nil, err
+	}
 	req := env.ExecRequest{
 		Argv:   []string{s.shell, "--noprofile", "--norc", "-p", "-c", script},
 		Dir:    dir,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -177,6 +178,8 @@ type Set struct {
 	outCap  int64
 
 	trailer     string
+	scratchOnce sync.Once // makes the scratch directory (ensureScratch)
+	scratchErr  error
 	hooksOnce   sync.Once
 	hooksDir    string
 	hooksErr    error
@@ -196,8 +199,9 @@ type Set struct {
 
 var coAuthorRE = regexp.MustCompile(`^[^<>\x00-\x1f]*[^<>\s\x00-\x1f] <[^<>\s]+@[^<>\s]+>$`)
 
-// New builds the shell tool set of a leg and makes its scratch directory, after cleaning
-// up, once per process, what dead processes left there (CleanStale). Refusals are
+// New builds the shell tool set of a leg and names its scratch directory, which the
+// first command makes, after cleaning up, once per process, what dead processes left
+// there (CleanStale). Refusals are
 // *sema.Error: a missing env or fence, an env that cannot run programs
 // (config.env_not_executor), a CommitCoAuthor that is not "Name <email>"
 // (config.commit_co_author_invalid), a scratch directory that cannot be made.
@@ -240,15 +244,20 @@ func New(cfg Config) (*Set, error) {
 	if cfg.Sandbox != nil && !cfg.Sandbox.Kernel.Available() {
 		return nil, sema.Errorf(sandbox.CodeUnavailable, "commands cannot be confined on this machine: %s", cfg.Sandbox.Kernel.Reason)
 	}
-	dir, err := os.MkdirTemp(cfg.ScratchDir, scratchPrefix)
-	if err != nil {
-		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their scratch directory in %q (%w); set Config.ScratchDir to a writable directory", cfg.ScratchDir, err)
+	base := cfg.ScratchDir
+	if base == "" {
+		base = os.TempDir()
 	}
-	if err := writeOwner(dir, token); err != nil {
-		os.RemoveAll(dir)
-		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot write to their scratch directory %q (%w); set Config.ScratchDir to a writable directory", dir, err)
+	if fi, err := os.Stat(base); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("not a directory")
+		}
+		return nil, sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their scratch directory in %q (%w); set Config.ScratchDir to a writable directory", base, err)
 	}
-	s.scratch, s.token = dir, token
+	// The directory is named now and made before the first command (ensureScratch): a
+	// leg that runs none — most delegated children — makes nothing, and legs starting at
+	// once do not queue on the temp directory's lock.
+	s.scratch, s.token = filepath.Join(base, scratchPrefix+token[:20]), token
 	if cfg.Sandbox != nil {
 		s.confine = s.newConfinement(cfg.Sandbox)
 	}
@@ -268,7 +277,8 @@ func (s *Set) Tools() []tools.Tool {
 	return []tools.Tool{&bashTool{s}, &outputTool{s}, &killTool{s}}
 }
 
-// ScratchDir is the set's own scratch directory.
+// ScratchDir is the set's own scratch directory. It is made before the set's first
+// command, so it may not exist yet.
 func (s *Set) ScratchDir() string { return s.scratch }
 
 // Running lists the background tasks still running, oldest first.
@@ -350,6 +360,25 @@ func (s *Set) dir() string {
 		return s.root
 	}
 	return s.cwd
+}
+
+// ensureScratch makes the scratch directory and its owner file, once, before the first
+// command that needs them.
+func (s *Set) ensureScratch() error {
+	s.scratchOnce.Do(func() {
+		if err := os.Mkdir(s.scratch, 0o700); err != nil {
+			s.scratchErr = err
+			return
+		}
+		if err := writeOwner(s.scratch, s.token); err != nil {
+			os.RemoveAll(s.scratch)
+			s.scratchErr = err
+		}
+	})
+	if s.scratchErr != nil {
+		return sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their scratch directory %q (%v); set Config.ScratchDir to a writable directory", s.scratch, s.scratchErr)
+	}
+	return nil
 }
 
 // scratchFile names a fresh file in the scratch directory.

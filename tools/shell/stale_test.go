@@ -181,6 +181,13 @@ func TestCleanStaleKillsOnlyProvenGroupsOfDeadOwners(t *testing.T) {
 
 func TestSetRecordsItsOwnerAndRunningGroups(t *testing.T) {
 	f := newFix(t)
+	// The scratch directory is made before the first command, not before.
+	if _, err := os.Stat(f.set.ScratchDir()); !os.IsNotExist(err) {
+		t.Fatalf("a set that ran nothing made its scratch directory: %v", err)
+	}
+	if r := f.call(context.Background(), NameBash, map[string]any{"command": "true"}); r.IsError {
+		t.Fatal(r.TextOf())
+	}
 	b, err := os.ReadFile(filepath.Join(f.set.ScratchDir(), ownerFile))
 	if err != nil {
 		t.Fatal(err)
