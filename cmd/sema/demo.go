@@ -44,9 +44,9 @@ func demoScript() scripted.Script {
 		return scripted.ToolCall{Name: name, Input: b}
 	}
 	return scripted.Script{Turns: []scripted.Turn{
-		{Text: "I'll start by finding the Go files in the workspace.", ToolCalls: []scripted.ToolCall{
-			call("Glob", map[string]any{"pattern": "**/*.go"}),
-			call("Grep", map[string]any{"pattern": "TODO|FIXME", "output_mode": "content", "-n": true}),
+		{Text: "I'll have an Explore agent survey the workspace first.", ToolCalls: []scripted.ToolCall{
+			call("Task", map[string]any{"description": "survey the workspace", "subagent_type": "Explore",
+				"prompt": "Survey this Go workspace: list the Go files and every TODO or FIXME note, with file and line."}),
 		}},
 		{Text: "Let me read main.go.", ToolCalls: []scripted.ToolCall{
 			call("Read", map[string]any{"file_path": "main.go"}),
@@ -55,7 +55,13 @@ func demoScript() scripted.Script {
 			call("Edit", map[string]any{"file_path": "main.go", "old_string": `"Helo, %s!"`, "new_string": `"Hello, %s!"`}),
 		}},
 		{Text: "Fixed the typo in main.go: greeting now prints \"Hello, world!\". There is one open TODO (greet by time of day)."},
-	}}
+	}, Threads: []scripted.Thread{{Match: "Survey this Go workspace", Turns: []scripted.Turn{
+		{Text: "Looking for Go files and notes.", ToolCalls: []scripted.ToolCall{
+			call("Glob", map[string]any{"pattern": "**/*.go"}),
+			call("Grep", map[string]any{"pattern": "TODO|FIXME", "output_mode": "content", "-n": true}),
+		}},
+		{Text: "One Go file, main.go; one note: main.go:7 TODO: greet by time of day."},
+	}}}}
 }
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -119,9 +125,17 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-// showDemoEvent prints one step of the demo for a person to follow.
+// showDemoEvent prints one step of the demo for a person to follow; a delegated agent's
+// steps are indented under its Task call.
 func showDemoEvent(w io.Writer, ev agent.Event) {
+	if ev.ParentToolUseID != "" {
+		w = indented{w}
+	}
 	switch ev.Type {
+	case agent.EventSubagentStart:
+		fmt.Fprintf(w, "    ⤷ agent %s started: %s\n", ev.Subagent.Type, ev.Subagent.Description)
+	case agent.EventSubagentEnd:
+		fmt.Fprintf(w, "    ⤶ agent %s %s after %d turns\n", ev.Subagent.Type, ev.Subagent.Status, ev.Subagent.NumTurns)
 	case agent.EventInit:
 		fmt.Fprintf(w, "tools: %s\n\n", strings.Join(ev.Manifest.Tools, ", "))
 	case agent.EventAssistant:
@@ -150,4 +164,21 @@ func showDemoEvent(w io.Writer, ev agent.Event) {
 	case agent.EventNotice:
 		fmt.Fprintf(w, "notice: %s (%s)\n", ev.Notice.Message, ev.Notice.Code)
 	}
+}
+
+// indented writes a delegated agent's lines one step further in.
+type indented struct{ w io.Writer }
+
+func (i indented) Write(p []byte) (int, error) {
+	lines := strings.SplitAfter(string(p), "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString("      │ " + l)
+		}
+	}
+	if _, err := io.WriteString(i.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
