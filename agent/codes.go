@@ -139,6 +139,22 @@ const (
 	CodeBashUnrecorded = "history.bash_unrecorded"
 )
 
+// Codes of the context window: compaction.
+const (
+	// CodeContextInvalid: Deps.Context holds a negative window or a threshold outside
+	// 0.1–0.99.
+	CodeContextInvalid = "config.context_invalid"
+	// CodeCompactionFailed: the conversation could not be compacted (the summary request
+	// failed); the transcript is as it was and the leg ended (TaskResult.Error).
+	CodeCompactionFailed = "context.compaction_failed"
+	// CodeCompacted: the conversation was compacted (a notice, with the tokens before and
+	// after).
+	CodeCompacted = "context.compacted"
+	// CodeCompactParked: Runner.Compact of a session that waits at a parked question; answer
+	// it first.
+	CodeCompactParked = "context.compact_parked"
+)
+
 // Codes of delegation: the Task tool and the child legs it runs.
 const (
 	// CodeDelegationInvalid: Deps.Delegation holds a negative bound, or a definition in

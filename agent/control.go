@@ -17,6 +17,38 @@ import (
 type Control struct {
 	mu    sync.Mutex
 	modes *gate.ModeController
+	// compact holds a compaction asked for and not yet made, with its instructions.
+	compact *string
+}
+
+// Compact asks the running task to compact its conversation before its next model
+// request (the command line's compact control request); instructions, when not empty,
+// say what the summary must keep. The compaction is reported as an EventCompaction; one
+// that fails ends the run (context.compaction_failed). Before the run has prepared its
+// leg, and after it ended, Compact refuses with run.not_running.
+func (c *Control) Compact(instructions string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.modes == nil {
+		return sema.Errorf(CodeNotRunning, "the task is not running; a compaction can be asked for only while it runs")
+	}
+	c.compact = &instructions
+	return nil
+}
+
+// takeCompact returns a compaction asked for, once.
+func (c *Control) takeCompact() (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.compact == nil {
+		return "", false
+	}
+	s := *c.compact
+	c.compact = nil
+	return s, true
 }
 
 // SetPermissionMode changes the running task's permission mode (the command line's

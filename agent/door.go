@@ -15,7 +15,7 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if deps.Provider == nil {
 		return configError(CodeProviderMissing, "no model provider is configured; set Deps.Provider")
 	}
-	if strings.TrimSpace(spec.Prompt) == "" && answer == nil {
+	if strings.TrimSpace(spec.Prompt) == "" && answer == nil && !spec.compactOnly {
 		return configError(CodePromptMissing, "the task has no prompt; give a prompt to run")
 	}
 	if answer != nil && (spec.sessionID() == "" || answer.CheckpointID == "") {
@@ -64,6 +64,9 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 		}
 	}
 	if err := validateDelegation(deps); err != nil {
+		return err
+	}
+	if err := validateContext(deps); err != nil {
 		return err
 	}
 	// A seat the gate does not know would be read as another one than its author meant.

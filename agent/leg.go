@@ -132,6 +132,13 @@ type leg struct {
 	pending []Event
 	edited  []string
 	denials []PermissionDenial
+	// ctx is what the leg knows of its conversation's size; compactions are the
+	// compactions it made; sideUsage is the usage of requests that were not turns (the
+	// summaries); specTokens estimates the tool specs' share of every request.
+	ctx         contextState
+	compactions []CompactionInfo
+	sideUsage   model.Usage
+	specTokens  int64
 	// subagents are the child legs this leg's Task calls ran; childUsage is their usage.
 	subagents  []SubagentRun
 	childUsage model.Usage

@@ -56,15 +56,23 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 			l.cancelled(res, context.Cause(ctx))
 			break
 		}
+		compacted, err := l.maybeCompact(ctx, msgs, turn)
+		if err != nil {
+			l.failed(ctx, res, err)
+			break
+		}
+		msgs = compacted
 		turn++
 		l.turnsRun.Store(int64(turn - first))
 		l.mintBoundary(ctx, turn)
-		req := &model.Request{Model: l.spec.Model, System: l.system, Messages: msgs, Tools: l.specs, MaxTokens: l.spec.MaxTokens}
-		resp, err := l.deps.Provider.Stream(ctx, req, func(d model.Delta) {
-			if d.Kind == model.DeltaText {
-				l.emit(Event{Type: EventText, Turn: turn, Text: d.Text})
+		resp, err := l.request(ctx, turn, msgs)
+		if sema.IsCode(err, model.CodeContextTooLong) && ctx.Err() == nil {
+			// The provider knows the window better than the estimate: compact and send the
+			// turn's request once more.
+			if msgs, err = l.compact(ctx, msgs, "overflow", "", turn); err == nil {
+				resp, err = l.request(ctx, turn, msgs)
 			}
-		})
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				l.cancelled(res, context.Cause(ctx))
@@ -77,6 +85,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		res.Usage = res.Usage.Add(resp.Usage)
 		msg := model.Message{Role: model.RoleAssistant, Content: resp.Content}
 		msgs = append(msgs, msg)
+		l.noteContext(resp.Usage, len(msgs))
 		l.record(ctx, entryAssistant, assistantEntry{Turn: turn, Message: msg, Intents: true})
 		l.mu.Lock()
 		l.transcript = msgs
@@ -106,6 +115,26 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 	return l.finish(ctx, res, msgs, turn-first)
 }
 
+// request sends the turn's request, streaming its text as it comes.
+func (l *leg) request(ctx context.Context, turn int, msgs []model.Message) (*model.Response, error) {
+	req := &model.Request{Model: l.spec.Model, System: l.system, Messages: msgs, Tools: l.specs, MaxTokens: l.spec.MaxTokens}
+	return l.deps.Provider.Stream(ctx, req, func(d model.Delta) {
+		if d.Kind == model.DeltaText {
+			l.emit(Event{Type: EventText, Turn: turn, Text: d.Text})
+		}
+	})
+}
+
+// failed ends the result with err: cancelled when ctx ended, else an error.
+func (l *leg) failed(ctx context.Context, res *TaskResult, err error) {
+	if ctx.Err() != nil {
+		l.cancelled(res, context.Cause(ctx))
+		return
+	}
+	res.Status = sema.StatusError
+	res.Error = asSemaError(err)
+}
+
 // finish completes the result and closes the session's leg. turns is the number of
 // turns the leg ran; they are the last ones of the session's numbering so far.
 func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message, turns int) *TaskResult {
@@ -118,6 +147,10 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	res.RewindNotes = l.rewindNotes
 	res.Answered = l.answered
 	res.Usage = l.usageWithChildren(res.Usage)
+	l.mu.Lock()
+	res.Usage = res.Usage.Add(l.sideUsage)
+	res.Compactions = append([]CompactionInfo(nil), l.compactions...)
+	l.mu.Unlock()
 	res.BackgroundTasks = l.stopShell(ctx)
 	l.closeSession(ctx, res.Status)
 	l.dropLease(ctx)

@@ -156,7 +156,9 @@ func (l *leg) prepareLeg(ctx context.Context) error {
 	l.prepareAgents(ctx)
 	l.roster = l.buildRoster()
 	for _, t := range l.roster {
-		l.specs = append(l.specs, t.Spec().ModelSpec())
+		s := t.Spec().ModelSpec()
+		l.specs = append(l.specs, s)
+		l.specTokens += int64(len(s.Name)+len(s.Description)+len(s.InputSchema))/4 + 1
 	}
 	if l.answer != nil {
 		return l.prepareAnswer(ctx)

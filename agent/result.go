@@ -43,6 +43,9 @@ type TaskResult struct {
 	Usage model.Usage `json:"usage"`
 	// PermissionDenials lists every tool call the permission gate refused.
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
+	// Compactions are the compactions of the conversation the leg made, in order; Usage
+	// includes their summary requests.
+	Compactions []CompactionInfo `json:"compactions,omitempty"`
 	// Subagents are the child legs this leg's Task calls ran, in the order they ended.
 	Subagents []SubagentRun `json:"subagents,omitempty"`
 	// EditedFiles lists the canonical paths the write tools changed — writes that landed —
@@ -290,6 +293,8 @@ const (
 	// EventSubagentEnd carries how a child leg ended (Subagent: status, turns, usage,
 	// edits).
 	EventSubagentEnd EventType = "subagent_end"
+	// EventCompaction reports a compaction of the conversation (Compaction).
+	EventCompaction EventType = "compaction"
 	// EventResult carries the TaskResult; it is always the last event.
 	EventResult EventType = "result"
 )
@@ -318,6 +323,8 @@ type Event struct {
 	Notice *sema.Notice
 	// Result is set on EventResult.
 	Result *TaskResult
+	// Compaction is set on EventCompaction.
+	Compaction *CompactionInfo
 	// Subagent is set on EventSubagentStart and EventSubagentEnd.
 	Subagent *SubagentRun
 	// ParentToolUseID is set on the events of a delegated child leg, forwarded into its

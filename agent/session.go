@@ -28,6 +28,9 @@ const (
 	entryReadState   = "read_state" // payload: readStateEntry; what the model has read
 	// entryDelegation opens a delegated child's transcript. payload: delegationEntry.
 	entryDelegation = "delegation"
+	// entryCompaction marks a compaction; replay applies it to the conversation rebuilt
+	// so far. payload: compactionEntry.
+	entryCompaction = "compaction"
 )
 
 type assistantEntry struct {
@@ -139,6 +142,12 @@ func replay(entries []session.Entry) (resumeState, error) {
 				return st, corrupt(e, err)
 			}
 			applyReads(st.reads, r.Records, r.Forget)
+		case entryCompaction:
+			var c compactionEntry
+			if err := json.Unmarshal(e.Payload, &c); err != nil {
+				return st, corrupt(e, err)
+			}
+			st.messages = applyCompaction(st.messages, c)
 		case entryRewind:
 			// A marker only: the chain already ends where the rewind pointed.
 		case entryCallStarted:

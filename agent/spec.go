@@ -77,6 +77,8 @@ type TaskSpec struct {
 	// Control, when set, lets the caller change the permission mode while the run is in
 	// progress (Control.SetPermissionMode). Nil (the default): the mode stays as resolved.
 	Control *Control
+	// compactOnly marks the leg Runner.Compact runs: it runs no turn.
+	compactOnly bool
 	// Scratchpad is a directory the system prompt advertises as writable scratch space;
 	// it is admitted as a write root only if it passes the fence's admission rules (it
 	// must not be, or contain, a root), and created when missing.
@@ -286,6 +288,9 @@ type Deps struct {
 	// .sema/agents/*.md files, and replace any of those with the same name. A definition
 	// subagent.Validate refuses refuses the run (config.delegation_invalid). Default: none.
 	Agents []subagent.Definition
+	// Context says how the conversation is kept inside the model's context window. Nil
+	// (the default): the window known for the model's family, compacted at 85% of it.
+	Context *ContextOptions
 	// Delegation configures the Task tool: whether it is mounted, how many of a turn's
 	// calls run at once, how deep delegation nests. Nil (the default): mounted, 4 at once,
 	// children do not delegate.

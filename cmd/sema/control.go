@@ -38,6 +38,11 @@ type steerer interface {
 //	→ {"type":"control","subtype":"set_permission_mode","mode":"plan","request_id":"r1"}
 //	← {"type":"control_response","subtype":"set_permission_mode","request_id":"r1",
 //	   "receipt":{"requested":"plan","effective":"plan"}}
+//	→ {"type":"control","subtype":"compact","instructions":"keep the test names","request_id":"r2"}
+//	← {"type":"control_response","subtype":"compact","request_id":"r2"}
+//
+// A compact request compacts the conversation before the run's next model request (a
+// compaction event reports it).
 //
 // A failed request is answered with "error": {"code","message"} instead (with the
 // receipt as it stands when a steer was refused). Lines are handled in the order they
@@ -267,8 +272,29 @@ func (s *steering) handle(line []byte) controlResponse {
 		}
 		r.Receipt = &receipt
 		return r
+	case "compact":
+		var req struct {
+			Type         string `json:"type"`
+			Subtype      string `json:"subtype"`
+			RequestID    string `json:"request_id"`
+			Instructions string `json:"instructions"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			r.Error = sema.Errorf(codeControlMalformed, "the compact request is not valid (%v); its members are type, subtype, instructions and request_id", err)
+			return r
+		}
+		if s.ctrl == nil {
+			r.Error = sema.Errorf(agent.CodeNotRunning, "the task is not running; a compaction can be asked for only while it runs")
+			return r
+		}
+		if err := s.ctrl.Compact(req.Instructions); err != nil {
+			r.Error = asSemaError(err)
+		}
+		return r
 	default:
-		r.Error = sema.Errorf(codeControlUnknown, "unknown control request %q; sema answers set_permission_mode", head.Subtype).With("subtype", head.Subtype)
+		r.Error = sema.Errorf(codeControlUnknown, "unknown control request %q; sema answers set_permission_mode and compact", head.Subtype).With("subtype", head.Subtype)
 		return r
 	}
 }

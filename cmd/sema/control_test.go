@@ -56,6 +56,8 @@ func TestControlLines(t *testing.T) {
 		{"unknown subtype", `{"type":"control","subtype":"interrupt","request_id":"r9"}`, nil, "", codeControlUnknown, "", "r9"},
 		{"not a control line", `{"type":"user","message":{"role":"user","content":"hi"}}`, nil, "", codeControlUnknown, "", ""},
 		{"not JSON", `set mode plan`, nil, "", codeControlMalformed, "", ""},
+		{"compact before the run", `{"type":"control","subtype":"compact","request_id":"c1"}`, nil, "", agent.CodeNotRunning, "", "c1"},
+		{"compact with a member sema does not read", `{"type":"control","subtype":"compact","keep":"all"}`, nil, "", codeControlMalformed, "", ""},
 		{"a refused steer keeps its receipt", `{"type":"control","subtype":"set_permission_mode","mode":"auto"}`,
 			sema.Errorf(permission.CodeAutoArmFailed, "the classifier could not be armed"), permission.ModeAuto, permission.CodeAutoArmFailed, permission.ModeDefault, ""},
 	}

@@ -153,6 +153,8 @@ func streamObject(ev agent.Event) any {
 
 func streamBody(ev agent.Event) any {
 	switch ev.Type {
+	case agent.EventCompaction:
+		return map[string]any{"type": "compaction", "turn": ev.Turn, "compaction": ev.Compaction}
 	case agent.EventSubagentStart, agent.EventSubagentEnd:
 		return map[string]any{"type": string(ev.Type), "turn": ev.Turn, "subagent": ev.Subagent}
 	case agent.EventInit:
@@ -223,6 +225,9 @@ func resultObject(r *agent.TaskResult) map[string]any {
 	}
 	if len(r.Subagents) > 0 {
 		obj["subagents"] = r.Subagents
+	}
+	if len(r.Compactions) > 0 {
+		obj["compactions"] = r.Compactions
 	}
 	if (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) && r.SessionID != "" {
 		// The command that continues the session; the session keeps every finished turn.
