@@ -188,7 +188,7 @@ func TestFailedCompactionStopsTheLegAndKeepsTheTranscript(t *testing.T) {
 // request once more, even with no window declared.
 func TestOverflowCompactsAndRetries(t *testing.T) {
 	t.Parallel()
-	p := &overflowing{limit: 6_000}
+	p := &overflowing{limit: 9_000}
 	root := t.TempDir()
 	for i := range 5 {
 		os.WriteFile(filepath.Join(root, fmt.Sprintf("f%d.txt", i)), []byte(strings.Repeat("y", 3000)), 0o644)

@@ -84,6 +84,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	}
 	l.manifest = l.buildManifest()
 	l.system = systemPrompt(l)
+	l.manifest.SystemPromptChars = len(l.system)
 	return l, nil
 }
 

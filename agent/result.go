@@ -206,6 +206,9 @@ type Manifest struct {
 	FileHistory string `json:"file_history"`
 	// ReadOnly is TaskSpec.ReadOnly: only the read-only tools are mounted.
 	ReadOnly bool `json:"read_only"`
+	// SystemPromptChars is the size of the leg's system prompt in bytes (four to a token,
+	// about): what every request of the leg carries before the conversation.
+	SystemPromptChars int `json:"system_prompt_chars"`
 	// Shell says which shell is mounted and whether the kernel confines its commands.
 	Shell ShellFacts `json:"shell"`
 }

@@ -28,7 +28,13 @@ type TaskSpec struct {
 	// Model is the provider's model name ("claude-sonnet-4-5"). Empty lets the provider
 	// choose its default.
 	Model string
-	// AppendSystemPrompt is added after the built-in system prompt.
+	// SystemPrompt replaces the built-in instructions (and Deps.SystemPrompt) for this
+	// task: what sema says of how to work, its tools, git and safety, and the final
+	// answer. The leg's own facts — the permission mode, the environment (roots, sandbox,
+	// tools) — are still added after it. Empty (the default): the deployment's, else the
+	// built-in instructions for the provider's family.
+	SystemPrompt string
+	// AppendSystemPrompt is added at the end of the system prompt.
 	AppendSystemPrompt string
 	// MaxTurns bounds the number of model responses; 0 means no bound.
 	MaxTurns int
@@ -288,6 +294,11 @@ type Deps struct {
 	// .sema/agents/*.md files, and replace any of those with the same name. A definition
 	// subagent.Validate refuses refuses the run (config.delegation_invalid). Default: none.
 	Agents []subagent.Definition
+	// SystemPrompt replaces the built-in instructions for every task, as
+	// TaskSpec.SystemPrompt does for one (which wins). Empty (the default): the built-in
+	// instructions for the provider's family (Anthropic's models, or OpenAI's and
+	// OpenAI-compatible servers').
+	SystemPrompt string
 	// Context says how the conversation is kept inside the model's context window. Nil
 	// (the default): the window known for the model's family, compacted at 85% of it.
 	Context *ContextOptions

@@ -42,6 +42,7 @@ type runOptions struct {
 	settings       string
 	home           string
 	appendSystem   string
+	systemPrompt   string
 	sandbox        string
 	sandboxNetwork string
 	fileHistory    string
@@ -75,6 +76,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.settings, "settings", "", "a settings file {\"permissions\":{\"allow\",\"deny\",\"ask\",\"defaultMode\"}}, read with ~/.sema/settings.json and the task root's .sema/settings.json (trusted: you chose to run here)")
 	f.StringVar(&o.home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
 	f.StringVar(&o.appendSystem, "append-system-prompt", "", "text added to the system prompt")
+	f.StringVar(&o.systemPrompt, "system-prompt", "", "instructions that replace the built-in ones (the permission mode and the environment are still added)")
 }
 
 var outputFormats = []string{"text", "json", "stream-json"}
@@ -156,6 +158,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		AdditionalReadDirectories: o.addReadDirs,
 		ReadOnly:                  o.readOnly,
 		AppendSystemPrompt:        o.appendSystem,
+		SystemPrompt:              o.systemPrompt,
 		FileHistory:               agent.FileHistoryCapture(o.fileHistory),
 	}
 	perms.apply(&deps, &spec)
