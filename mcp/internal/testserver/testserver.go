@@ -12,6 +12,9 @@
 //   - image {size}: a PNG, "small" (20x10) or "large" (2400x300, over the 2000-pixel
 //     limit).
 //   - big {bytes}: that many bytes of text.
+//   - huge {bytes}: the same answer as big, written by the stdio transport itself a
+//     piece at a time (the call never reaches the SDK), so a test can be sent 100 MB
+//     without the server building them; stdio only.
 //   - add_tool {name}: adds a tool of that name, which sends list_changed.
 //   - flood {count}: sends list_changed count times without pause (stdio only: it
 //     writes the notifications itself; elsewhere it changes a hidden tool count times).
@@ -168,6 +171,9 @@ func addTools(s *mcp.Server, cfg *config) {
 	add(s, "big", "Returns many bytes of text.", nil, func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
 		return text(strings.Repeat("x", number(args, "bytes"))), nil
 	})
+	add(s, "huge", "Returns many bytes of text, written by the stdio transport.", nil, func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
+		return text(strings.Repeat("x", number(args, "bytes"))), nil // reached only over other transports
+	})
 	add(s, "add_tool", "Adds a tool.", nil, func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
 		name, _ := args["name"].(string)
 		add(s, name, "A tool added at run time.", nil, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
@@ -307,7 +313,8 @@ func RunFromEnv() {
 	opts = append(opts, rawNotify(func(method string) {
 		fmt.Fprintf(out, `{"jsonrpc":"2.0","method":%q}`+"\n", method)
 	}))
-	err := New(opts...).Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: out})
+	in := &hugeCalls{src: bufio.NewReader(os.Stdin), out: out}
+	err := New(opts...).Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out})
 	if err != nil && err != io.EOF {
 		fmt.Fprintln(os.Stderr, err)
 	}
@@ -337,3 +344,55 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 
 // Close does nothing: stdout stays open until the process ends.
 func (l *lineWriter) Close() error { return nil }
+
+// hugeCalls reads the client's messages, answering calls of the huge tool itself and
+// handing every other message on to the SDK.
+type hugeCalls struct {
+	src  *bufio.Reader
+	out  *lineWriter
+	line []byte // what is left of the message being handed on
+}
+
+// Read implements io.Reader.
+func (h *hugeCalls) Read(p []byte) (int, error) {
+	for len(h.line) == 0 {
+		line, err := h.src.ReadBytes('\n')
+		if len(line) == 0 && err != nil {
+			return 0, err
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name      string `json:"name"`
+				Arguments struct {
+					Bytes int `json:"bytes"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &msg) == nil && msg.Method == "tools/call" && msg.Params.Name == "huge" {
+			go h.answer(msg.ID, msg.Params.Arguments.Bytes)
+			continue
+		}
+		h.line = line
+	}
+	n := copy(p, h.line)
+	h.line = h.line[n:]
+	return n, nil
+}
+
+// Close closes nothing: stdin ends when the client closes it.
+func (h *hugeCalls) Close() error { return nil }
+
+// answer writes the answer to the huge call id: n bytes of text, a piece at a time.
+func (h *hugeCalls) answer(id json.RawMessage, n int) {
+	piece := bytes.Repeat([]byte("x"), 64<<10)
+	h.out.mu.Lock()
+	defer h.out.mu.Unlock()
+	fmt.Fprintf(h.out.w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id)
+	for ; n > 0; n -= len(piece) {
+		h.out.w.Write(piece[:min(n, len(piece))])
+	}
+	h.out.w.WriteString("\"}]}}\n")
+	h.out.w.Flush()
+}
