@@ -177,3 +177,49 @@ func TestDownsamplerCancelled(t *testing.T) {
 		t.Fatalf("error %v code %q: %s", r.IsError, r.Code, r.TextOf())
 	}
 }
+
+// FitImage holds an image from elsewhere to Read's limits: within them it is returned
+// as is, over them it goes through the downsampler, and bytes that are not an image, or
+// whose claimed type would have to be trusted, are refused with a code.
+func TestFitImage(t *testing.T) {
+	t.Parallel()
+	small := encodePNG(t, gradient(40, 30))
+	wide := encodePNG(t, gradient(2100, 200))
+	cases := []struct {
+		name    string
+		data    []byte
+		down    ImageDownsampler
+		code    string // "" = success
+		resized bool
+		media   string
+	}{
+		{name: "within the limits", data: small, media: "image/png"},
+		{name: "over the limits, built-in", data: wide, resized: true, media: "image/jpeg"},
+		{name: "over the limits, off", data: wide, down: NoDownsample, code: CodeImageTooLarge},
+		{name: "not an image", data: []byte("hello, world"), code: CodeImageUnreadable},
+		{name: "truncated PNG", data: small[:20], code: CodeImageUnreadable},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			img, resized, err := FitImage(context.Background(), c.down, c.data)
+			if c.code != "" {
+				if sema.CodeOf(err) != c.code {
+					t.Fatalf("err = %v, want code %s", err, c.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resized != c.resized || img.MediaType != c.media {
+				t.Fatalf("resized %v media %q, want %v %q", resized, img.MediaType, c.resized, c.media)
+			}
+			if !c.resized && !bytes.Equal(img.Data, c.data) {
+				t.Fatal("an image within the limits was changed")
+			}
+			if len(img.Data) > ImageMaxBytes {
+				t.Fatalf("%d bytes, over the limit", len(img.Data))
+			}
+		})
+	}
+}

@@ -214,6 +214,27 @@ func (c Config) fitImage(ctx context.Context, data []byte, mediaType string) (fi
 	return fit, nil
 }
 
+// FitImage holds an image that did not come from a file (a tool of an MCP server
+// returned it, say) to the limits Read holds its own images to: it returns data as it
+// is when it is within ImageMaxBytes and ImageMaxDimension, and otherwise what down
+// made of it (nil: DownsampleImage), checked against the limits again, with resized
+// set. The media type is read from data's first bytes, never taken from whoever sent
+// it; bytes that are not a PNG, JPEG, GIF or WebP image are CodeImageUnreadable. Every
+// refusal is a *sema.Error (CodeImageTooLarge, CodeImageUnreadable,
+// CodeImageDownsampleFailed, or the code of down's own error), or ctx's error when ctx
+// ended, exactly as for a file Read shows.
+func FitImage(ctx context.Context, down ImageDownsampler, data []byte) (img DownsampledImage, resized bool, err error) {
+	mt := sniffImage(data)
+	if mt == "" {
+		return DownsampledImage{}, false, sema.Errorf(CodeImageUnreadable, "the %d bytes are not a PNG, JPEG, GIF or WebP image and cannot be shown", len(data))
+	}
+	fit, err := Config{ImageDownsampler: down}.fitImage(ctx, data, mt)
+	if err != nil {
+		return DownsampledImage{}, false, err
+	}
+	return DownsampledImage{Data: fit.data, MediaType: fit.mediaType}, fit.resized, nil
+}
+
 // downsampleSafely calls a downsampler with its panic contained: a seat the deployment
 // filled must not take the process down with it.
 func downsampleSafely(ctx context.Context, down ImageDownsampler, data []byte, mediaType string) (out DownsampledImage, ok bool, err error) {
