@@ -169,6 +169,12 @@ const (
 	// CodeSubagentProblem: an agent definition file of the task root could not be used
 	// (a notice naming the file; the other definitions load).
 	CodeSubagentProblem = "subagent.definition_skipped"
+	// CodeMCPProjectUntrusted: the workspace declares MCP servers (.mcp.json, its
+	// settings' mcpServers) that were not started because the deployment does not trust
+	// them (a notice listing them).
+	CodeMCPProjectUntrusted = "mcp.project_untrusted"
+	// CodeMCPCloseFailed: the leg's MCP servers could not all be stopped (a notice).
+	CodeMCPCloseFailed = "mcp.close_failed"
 	// CodeDelegatedSession: Resume or a conversation Rewind named a delegated child's
 	// session; a child is continued through its parent, whose Task call it answers.
 	CodeDelegatedSession = "session.delegated"

@@ -190,13 +190,13 @@ func (l *leg) concurrent(rest []model.Block, todo []int) bool {
 	}
 	tasks, reads := 0, 0
 	for _, i := range todo {
-		t := l.roster.Lookup(rest[i].Name)
+		t := l.tools().Lookup(rest[i].Name)
 		switch {
 		case t == nil:
 			return false
 		case rest[i].Name == "Task":
 			tasks++
-		case t.Spec().Effect == tools.EffectRead:
+		case l.effectOf(t) == tools.EffectRead:
 			reads++
 		default:
 			return false
@@ -235,9 +235,10 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 	if err := ctx.Err(); err != nil {
 		return tools.Fail(tools.CodeCancelled, "The call was not run: the task was cancelled.")
 	}
-	t := l.roster.Lookup(call.Name)
+	roster := l.tools()
+	t := roster.Lookup(call.Name)
 	if t == nil {
-		return tools.Fail(tools.CodeUnknown, "There is no tool named %q. Available tools: %v.", call.Name, l.roster.Names())
+		return tools.Fail(tools.CodeUnknown, "There is no tool named %q. Available tools: %v.", call.Name, roster.Names())
 	}
 	input := call.Input
 	if len(input) == 0 {

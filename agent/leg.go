@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -102,9 +103,17 @@ type leg struct {
 	// laneTools are the tools whose permission question the write lane asks itself, at
 	// its station 4, after containment and read-before-edit.
 	laneTools map[string]bool
-	specs     []model.ToolSpec
-	system    string
-	manifest  Manifest
+	// live is the roster as calls find it: roster, then the MCP servers' tools as they
+	// are now (see toolsAndSpecs).
+	live liveRoster
+	// mcp is the MCP servers the leg's tools include (its root's, for a child); mcpTemp
+	// is the private temp directory of the servers a root leg confined.
+	mcp     *mcpMount
+	mcpTemp string
+	// projectMCP is the mcpServers member of the root's settings file.
+	projectMCP json.RawMessage
+	system     string
+	manifest   Manifest
 
 	// askMu serializes questions to the approver; a child shares its parent's, so a
 	// person never sees two prompts at once.

@@ -117,7 +117,8 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 
 // request sends the turn's request, streaming its text as it comes.
 func (l *leg) request(ctx context.Context, turn int, msgs []model.Message) (*model.Response, error) {
-	req := &model.Request{Model: l.spec.Model, System: l.system, Messages: msgs, Tools: l.specs, MaxTokens: l.spec.MaxTokens}
+	_, specs := l.toolsAndSpecs() // an MCP server's list change shows in the next request
+	req := &model.Request{Model: l.spec.Model, System: l.system, Messages: msgs, Tools: specs, MaxTokens: l.spec.MaxTokens}
 	return l.deps.Provider.Stream(ctx, req, func(d model.Delta) {
 		if d.Kind == model.DeltaText {
 			l.emit(Event{Type: EventText, Turn: turn, Text: d.Text})
@@ -152,6 +153,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	res.Compactions = append([]CompactionInfo(nil), l.compactions...)
 	l.mu.Unlock()
 	res.BackgroundTasks = l.stopShell(ctx)
+	l.stopMCP()
 	l.closeSession(ctx, res.Status)
 	l.dropLease(ctx)
 	l.flush(turns)

@@ -207,7 +207,7 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 			if !json.Valid(a.UpdatedInput) {
 				return sema.Errorf(CodeAnswerInvalid, "the edited input is not valid JSON")
 			}
-			t := l.roster.Lookup(cp.Tool)
+			t := l.tools().Lookup(cp.Tool)
 			if t == nil {
 				return sema.Errorf(CodeStale, "the parked tool %s is not mounted on this leg", cp.Tool)
 			}
@@ -281,7 +281,7 @@ func (l *leg) prepareChildAnswer(ctx context.Context, cp session.Checkpoint, p *
 				return sema.Errorf(CodeAnswerInvalid, "the edited input is not valid JSON")
 			}
 			effect := tools.EffectExec // fail closed for a tool only the child mounts
-			if t := l.roster.Lookup(cp.Tool); t != nil {
+			if t := l.tools().Lookup(cp.Tool); t != nil {
 				effect = t.Spec().Effect
 			}
 			call := permission.Call{Tool: cp.Tool, Effect: effect, Input: a.UpdatedInput, Scope: l.scope}

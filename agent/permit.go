@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
@@ -103,8 +104,15 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 	}
 	pc := seatedCall(spec)
 	pc.Input, pc.Scope = call.Input, l.scope
-	if !l.isEngineTool(spec.Name) {
+	switch _, isMCP := mcp.ServerOf(t); {
+	case isMCP:
+		pc.DeclaredBy = permission.DeclaredByMCP
+	case !l.isEngineTool(spec.Name):
 		pc.DeclaredBy = permission.DeclaredByCaller
+	}
+	if e, ok := l.declaredEffect(spec.Name); ok {
+		// The deployment's declaration outranks what the tool or its server claims.
+		pc.Effect, pc.EffectDefaulted = e, false
 	}
 	pc, err := l.gate.Prepare(ctx, pc)
 	if err != nil {

@@ -75,6 +75,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 		return nil, err
 	}
 	if err := l.prepareLeg(ctx); err != nil {
+		l.stopMCP()
 		l.endSweep()
 		if l.shell != nil {
 			l.shell.Close()
@@ -155,10 +156,12 @@ func (l *leg) prepareLeg(ctx context.Context) error {
 		l.sweepTemps(ctx) // a child's parent swept the same roots
 	}
 	l.prepareAgents(ctx)
+	if err := l.startMCP(ctx); err != nil {
+		return err
+	}
 	l.roster = l.buildRoster()
-	for _, t := range l.roster {
-		s := t.Spec().ModelSpec()
-		l.specs = append(l.specs, s)
+	_, specs := l.toolsAndSpecs()
+	for _, s := range specs {
 		l.specTokens += int64(len(s.Name)+len(s.Description)+len(s.InputSchema))/4 + 1
 	}
 	if l.answer != nil {
@@ -181,7 +184,8 @@ func (l *leg) buildManifest() Manifest {
 		ReadFace:    string(f.ReadFace()),
 		WriteFace:   string(f.WriteFace()),
 		Advertised:  advertisedOf(f),
-		Tools:       l.roster.Names(),
+		Tools:       l.tools().Names(),
+		MCPServers:  l.mcpStatus(),
 		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
 		FileHistory: l.fileHistoryFact(),
 		ReadOnly:    l.spec.ReadOnly,

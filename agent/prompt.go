@@ -46,7 +46,7 @@ func promptFamily(l *leg) string {
 
 // basePrompt is sema's own working conventions, with the tools the leg has.
 func basePrompt(l *leg) string {
-	has := func(name string) bool { return slices.Contains(l.roster.Names(), name) }
+	has := func(name string) bool { return slices.Contains(l.tools().Names(), name) }
 	var b strings.Builder
 	b.WriteString(`You are sema, an agent that carries out one task in a software workspace with the tools provided. Keep going until the task is done or you are truly blocked; then end with a short answer.
 
@@ -151,8 +151,8 @@ func environmentPrompt(l *leg) string {
 	b.WriteString("- Platform: " + l.manifest.Platform + "\n")
 	b.WriteString("- Today's date: " + l.deps.Now().Format("2006-01-02") + "\n")
 	b.WriteString("- Permission mode: " + string(l.modes.Current()) + "\n")
-	if len(l.roster) > 0 {
-		b.WriteString("- Tools: " + strings.Join(l.roster.Names(), ", ") + "\n")
+	if r := l.tools(); len(r) > 0 {
+		b.WriteString("- Tools: " + strings.Join(r.Names(), ", ") + "\n")
 	}
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/history/treestate"
+	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -206,6 +207,9 @@ type Manifest struct {
 	FileHistory string `json:"file_history"`
 	// ReadOnly is TaskSpec.ReadOnly: only the read-only tools are mounted.
 	ReadOnly bool `json:"read_only"`
+	// MCPServers are the MCP servers the leg mounted (or tried to), with their state and
+	// their tools' names; empty when none was configured.
+	MCPServers []mcp.ServerStatus `json:"mcp_servers,omitempty"`
 	// SystemPromptChars is the size of the leg's system prompt in bytes (four to a token,
 	// about): what every request of the leg carries before the conversation.
 	SystemPromptChars int `json:"system_prompt_chars"`

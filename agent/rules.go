@@ -53,6 +53,7 @@ func (l *leg) projectSettings(ctx context.Context) (permission.Settings, error) 
 		return permission.Settings{}, err
 	}
 	l.projectSandbox = st.Sandbox
+	l.projectMCP = st.MCPServers
 	if !l.deps.policy().TrustProjectSettings {
 		// What an untrusted workspace may say of the sandbox is what tightens it.
 		l.projectSandbox = permission.SandboxSettings{Hidden: st.Sandbox.Hidden}

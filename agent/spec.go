@@ -7,6 +7,7 @@ import (
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -83,6 +84,12 @@ type TaskSpec struct {
 	// Control, when set, lets the caller change the permission mode while the run is in
 	// progress (Control.SetPermissionMode). Nil (the default): the mode stays as resolved.
 	Control *Control
+	// MCPServers are the task's MCP servers (the command line's --mcp-config); a server of
+	// the same name as the deployment's or the workspace's replaces it. Default: none.
+	MCPServers []mcp.Server
+	// StrictMCPConfig mounts the task's MCPServers only: the deployment's and the
+	// workspace's are not started (the command line's --strict-mcp-config). Default false.
+	StrictMCPConfig bool
 	// compactOnly marks the leg Runner.Compact runs: it runs no turn.
 	compactOnly bool
 	// Scratchpad is a directory the system prompt advertises as writable scratch space;
@@ -294,6 +301,14 @@ type Deps struct {
 	// .sema/agents/*.md files, and replace any of those with the same name. A definition
 	// subagent.Validate refuses refuses the run (config.delegation_invalid). Default: none.
 	Agents []subagent.Definition
+	// MCPServers are the deployment's MCP servers (mcp.ParseConfig reads Claude Code's
+	// mcpServers format). They join the workspace's (started only when MCP.TrustProject)
+	// and are replaced by the task's of the same name. Default: none.
+	MCPServers []mcp.Server
+	// MCP tunes the MCP servers: timeouts, the output cap, trust of the workspace's
+	// servers, declared effects. Nil (the default): 30 s to start, 120 s a call, 25,000
+	// tokens of output, the workspace's servers not started, no declared effects.
+	MCP *MCPOptions
 	// SystemPrompt replaces the built-in instructions for every task, as
 	// TaskSpec.SystemPrompt does for one (which wins). Empty (the default): the built-in
 	// instructions for the provider's family (Anthropic's models, or OpenAI's and

@@ -7,6 +7,15 @@ import (
 	"syscall"
 )
 
+// ProcAttr is the host's process attributes for a program started with isolation iso:
+// a process group of its own and the namespaces iso asks for, as Host.Start gives them.
+// It is for a package that starts a program itself because it needs the program's
+// standard streams as a protocol (an MCP server), so that it isolates the program
+// exactly as the host isolates commands.
+func ProcAttr(iso Isolation) (*syscall.SysProcAttr, error) {
+	return procAttr(ExecRequest{Isolate: iso})
+}
+
 // procAttr is the host's process attributes for req: a process group of its own, and the
 // namespaces req.Isolate asks for. A process with root's effective id makes them
 // directly; any other gets a user namespace as well, mapping only its own ids, with the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/tools"
 	"github.com/sema-agent/sema/tools/files"
 )
@@ -98,11 +99,12 @@ type Options struct {
 	// (files.ImageMaxBytes, files.ImageMaxDimension) when it is over them, as for the
 	// images Read shows. Nil: files.DownsampleImage.
 	Downsample files.ImageDownsampler
-	// Wrap is how a stdio server's process is started: it gets the argv, the
-	// environment and the directory the server would be started with, and returns the
-	// argv and environment to start instead (the runner wraps the server in its
-	// kernel sandbox here). An error refuses to start the server. Nil: as is.
-	Wrap func(argv, env []string, dir string) ([]string, []string, error)
+	// Wrap is how a stdio server's process is started: it gets the request the server
+	// would be started with (Argv, Env, Dir) and returns the request to start instead —
+	// the runner wraps the server in its kernel sandbox here, which may ask for
+	// namespaces of the server's own (Isolate, made as env.ProcAttr makes them). An
+	// error refuses to start the server. Nil: as is.
+	Wrap func(req env.ExecRequest) (env.ExecRequest, error)
 	// Dir is the working directory of stdio servers (the task root). Empty: this
 	// process's.
 	Dir string

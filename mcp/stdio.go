@@ -15,6 +15,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	semaenv "github.com/sema-agent/sema/env"
 )
 
 // closeGrace is how long Close waits at each step of stopping a stdio server: after
@@ -49,14 +51,16 @@ type process struct {
 func startProcess(s Server, opts *Options) (*process, error) {
 	argv := append([]string{s.Command}, s.Args...)
 	env := mergeEnv(opts.Env, s.Env)
+	var iso semaenv.Isolation
 	if opts.Wrap != nil {
-		var err error
-		if argv, env, err = opts.Wrap(argv, env, opts.Dir); err != nil {
+		req, err := opts.Wrap(semaenv.ExecRequest{Argv: argv, Env: env, Dir: opts.Dir})
+		if err != nil {
 			return nil, fmt.Errorf("the wrapper refused to start it: %w", err)
 		}
-		if len(argv) == 0 {
+		if len(req.Argv) == 0 {
 			return nil, errors.New("the wrapper returned no program to start")
 		}
+		argv, env, iso = req.Argv, req.Env, req.Isolate
 	}
 	path, err := lookPath(argv[0], env, opts.Dir)
 	if err != nil {
@@ -76,7 +80,11 @@ func startProcess(s Server, opts *Options) (*process, error) {
 		closeAll(inR, inW, outR, outW)
 		return nil, err
 	}
-	attr := &syscall.SysProcAttr{Setpgid: true}
+	attr, err := semaenv.ProcAttr(iso)
+	if err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, err
+	}
 	setDeathSignal(attr)
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: opts.Dir, Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: attr}
 	err = startCmd(cmd)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"errors"
+	"github.com/sema-agent/sema/env"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,12 +22,13 @@ func TestStdioEnvironment(t *testing.T) {
 	opts := Options{
 		Dir: dir,
 		Env: []string{"BASE=options", "KEPT=kept", "HOME=/nowhere"},
-		Wrap: func(argv, env []string, d string) ([]string, []string, error) {
-			if d != dir {
-				return nil, nil, errors.New("wrong directory")
+		Wrap: func(req env.ExecRequest) (env.ExecRequest, error) {
+			if req.Dir != dir {
+				return req, errors.New("wrong directory")
 			}
-			wrapped = append(wrapped, argv)
-			return argv, append(env, "WRAPPED=yes"), nil
+			wrapped = append(wrapped, req.Argv)
+			req.Env = append(req.Env, "WRAPPED=yes")
+			return req, nil
 		},
 	}
 	m, _ := mount(t, []Server{srv}, opts)
@@ -39,8 +41,8 @@ func TestStdioEnvironment(t *testing.T) {
 	}
 
 	refused := opts
-	refused.Wrap = func([]string, []string, string) ([]string, []string, error) {
-		return nil, nil, errors.New("no sandbox here")
+	refused.Wrap = func(req env.ExecRequest) (env.ExecRequest, error) {
+		return req, errors.New("no sandbox here")
 	}
 	m, log := mount(t, []Server{stdioServer(t, "y", "")}, refused)
 	if n := log.await(t, CodeServerFailed); !strings.Contains(n.Message, "the wrapper refused to start it: no sandbox here") {

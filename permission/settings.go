@@ -35,6 +35,9 @@ type Settings struct {
 	DefaultMode Mode
 	// Sandbox is the file's sandbox member.
 	Sandbox SandboxSettings
+	// MCPServers is the file's mcpServers member as written (Claude Code's format), for
+	// the MCP client to read (mcp.ParseConfig); nil when the file has none.
+	MCPServers json.RawMessage
 }
 
 // SandboxSettings is a settings file's "sandbox" member (see package sandbox): the mode
@@ -70,9 +73,12 @@ func ParseSettings(data []byte, name string) (Settings, error) {
 	}
 	var out Settings
 	for _, k := range sortedKeys(top) {
-		if k != "permissions" && k != "sandbox" {
+		if k != "permissions" && k != "sandbox" && k != "mcpServers" {
 			return Settings{}, unknownKey(name, k)
 		}
+	}
+	if raw, ok := top["mcpServers"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		out.MCPServers = raw
 	}
 	if raw, ok := top["sandbox"]; ok {
 		sb, err := parseSandboxSettings(raw, name)

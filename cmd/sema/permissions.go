@@ -6,9 +6,11 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 )
@@ -36,6 +38,9 @@ type permissionSetup struct {
 	// sandbox is the sandbox as the flags and the settings files say: the flag's word,
 	// else the first file's that names one; the files' lists together.
 	sandbox permission.SandboxSettings
+	// mcpServers are the settings files' MCP servers (the operator's: the deployment's
+	// layer), the first file's where two name the same server.
+	mcpServers []mcp.Server
 	// home is the user's home directory ("" when unknown).
 	home string
 	// prompt reports that questions are put to a person at the terminal, park that they
@@ -156,6 +161,18 @@ func (s *permissionSetup) loadSettings(flagFile string) error {
 		}
 		if sb.Network == "" {
 			sb.Network = st.Sandbox.Network
+		}
+		if len(st.MCPServers) > 0 {
+			servers, err := mcp.ParseConfig(mcpDocument(st.MCPServers), f.path)
+			if err != nil {
+				return err
+			}
+			for _, srv := range servers {
+				// As with defaultMode, the first file that names a server wins.
+				if !slices.ContainsFunc(s.mcpServers, func(x mcp.Server) bool { return x.Name == srv.Name }) {
+					s.mcpServers = append(s.mcpServers, srv)
+				}
+			}
 		}
 		sb.Writable = append(sb.Writable, st.Sandbox.Writable...)
 		sb.Readable = append(sb.Readable, st.Sandbox.Readable...)

@@ -47,6 +47,9 @@ type runOptions struct {
 	sandboxNetwork string
 	fileHistory    string
 	wait           bool
+	mcpConfig      []string
+	strictMCP      bool
+	trustMCP       bool
 	// answer is set by `sema approve`: the run resumes a parked question.
 	answer *agent.Answer
 }
@@ -74,6 +77,9 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.sandboxNetwork, "sandbox-network", "", "on|off: let sandboxed commands reach the network (default off, on under bypassPermissions)")
 	f.StringVar(&o.fileHistory, "file-history", "", "on|off: record what the run changes in files, for sema rewind (default on)")
 	f.StringVar(&o.settings, "settings", "", "a settings file {\"permissions\":{\"allow\",\"deny\",\"ask\",\"defaultMode\"}}, read with ~/.sema/settings.json and the task root's .sema/settings.json (trusted: you chose to run here)")
+	f.StringArrayVar(&o.mcpConfig, "mcp-config", nil, `MCP servers to mount, as a file or inline JSON in Claude Code's format {"mcpServers":{...}}; repeatable`)
+	f.BoolVar(&o.strictMCP, "strict-mcp-config", false, "mount only the --mcp-config servers: not the settings files' nor the workspace's .mcp.json")
+	f.BoolVar(&o.trustMCP, "trust-project-mcp", false, "start the MCP servers the workspace declares itself (.mcp.json, .sema/settings.json); without it they are listed and not started")
 	f.StringVar(&o.home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
 	f.StringVar(&o.appendSystem, "append-system-prompt", "", "text added to the system prompt")
 	f.StringVar(&o.systemPrompt, "system-prompt", "", "instructions that replace the built-in ones (the permission mode and the environment are still added)")
@@ -162,6 +168,12 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		FileHistory:               agent.FileHistoryCapture(o.fileHistory),
 	}
 	perms.apply(&deps, &spec)
+	if spec.MCPServers, err = mcpConfigs(o.mcpConfig); err != nil {
+		return usageErr(err)
+	}
+	spec.StrictMCPConfig = o.strictMCP
+	deps.MCPServers = perms.mcpServers
+	deps.MCP = &agent.MCPOptions{TrustProject: o.trustMCP}
 	st, err := o.sessionSeats(ctx, home, &deps, &spec)
 	if err != nil {
 		return err

@@ -1,0 +1,355 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/mcp"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/tools"
+)
+
+// MCPOptions tune the MCP servers a leg mounts. The zero value (and a nil Deps.MCP) is
+// the default of every field.
+type MCPOptions struct {
+	// StartTimeout bounds a server's start (connection and first tool list); a server's
+	// own startTimeoutMs wins. Zero: mcp.DefaultStartTimeout (30 s).
+	StartTimeout time.Duration
+	// CallTimeout bounds one tool call; a server's own callTimeoutMs wins. Zero:
+	// mcp.DefaultCallTimeout (120 s).
+	CallTimeout time.Duration
+	// OutputLimit caps one call's text output, in tokens of four bytes; the rest is cut
+	// with a note. Zero: mcp.DefaultOutputLimit (25,000).
+	OutputLimit int
+	// TrustProject starts the servers the workspace declares itself (the root's .mcp.json
+	// and the mcpServers of its .sema/settings.json). Default false: they are listed in a
+	// notice (mcp.project_untrusted) and not started, so that a cloned repository cannot
+	// start programs by itself.
+	TrustProject bool
+	// ToolEffects declares the effect of MCP tools by name ("mcp__server__tool") or for a
+	// whole server ("mcp__server"). A declared effect outranks a server's readOnlyHint:
+	// the hint only counts for a tool nobody declared. Default: none (every MCP tool is
+	// fail-closed, a write, unless its server hints it only reads).
+	ToolEffects map[string]tools.Effect
+}
+
+func (d *Deps) mcpOptions() MCPOptions {
+	if d.MCP == nil {
+		return MCPOptions{}
+	}
+	return *d.MCP
+}
+
+// mcpMount is the MCP servers of a chain of legs: the root leg starts them, its children
+// use them, and gen moves on whenever a server's tool list changed, so every leg's
+// roster sees the new tools at its next call.
+type mcpMount struct {
+	m   *mcp.Mount
+	gen atomic.Uint64
+}
+
+// projectMCPFile is where a workspace declares its MCP servers, as Claude Code reads it.
+const projectMCPFile = ".mcp.json"
+
+// mcpServers collects the servers the leg may start, later sources replacing earlier
+// ones of the same name: the workspace's (.mcp.json, then the root's settings), the
+// deployment's (Deps.MCPServers), the task's (TaskSpec.MCPServers). StrictMCPConfig keeps
+// the task's only. The workspace's servers are dropped, with a notice, unless the
+// deployment trusts them.
+// The untrusted servers are returned too, for a status listing.
+func (l *leg) mcpServers(ctx context.Context) (servers, untrusted []mcp.Server, err error) {
+	var layers [][]mcp.Server
+	if !l.spec.StrictMCPConfig {
+		project, err := l.projectMCPServers(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(project) > 0 && !l.deps.mcpOptions().TrustProject {
+			untrusted = project
+			var names []string
+			for _, s := range project {
+				names = append(names, s.Name+" ("+s.Source+")")
+			}
+			l.notice(sema.Notice{Code: CodeMCPProjectUntrusted, Message: "the workspace declares MCP servers that were not started, because a workspace may not start programs by itself: " +
+				strings.Join(names, ", ") + "; trust them with --trust-project-mcp (Deps.MCP.TrustProject)", Detail: map[string]any{"servers": names}})
+			project = nil
+		}
+		layers = append(layers, project, l.deps.MCPServers)
+	}
+	layers = append(layers, l.spec.MCPServers)
+	var out []mcp.Server
+	for _, layer := range layers {
+		for _, s := range layer {
+			out = slices.DeleteFunc(out, func(x mcp.Server) bool { return x.Name == s.Name })
+			out = append(out, s)
+		}
+	}
+	for i, s := range out {
+		x, err := s.Expand(os.LookupEnv)
+		if err != nil {
+			return nil, nil, err
+		}
+		out[i] = x
+	}
+	return out, untrusted, nil
+}
+
+// projectMCPServers reads the servers the workspace declares: the root's .mcp.json and
+// the mcpServers member of its .sema/settings.json, marked Project.
+func (l *leg) projectMCPServers(ctx context.Context) ([]mcp.Server, error) {
+	var out []mcp.Server
+	path := filepath.Join(l.fence.Root(), projectMCPFile)
+	data, err := l.deps.Env.ReadFile(ctx, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, sema.Errorf(mcp.CodeConfigInvalid, "cannot read %s: %v", path, err)
+	default:
+		servers, err := mcp.ParseConfig(data, path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, servers...)
+	}
+	if len(l.projectMCP) > 0 {
+		doc, _ := json.Marshal(map[string]json.RawMessage{"mcpServers": l.projectMCP})
+		servers, err := mcp.ParseConfig(doc, filepath.Join(l.fence.Root(), projectSettingsPath))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, servers...)
+	}
+	for i := range out {
+		out[i].Project = true
+	}
+	return out, nil
+}
+
+// startMCP starts the leg's MCP servers; a child uses its parent's. A required server
+// that fails refuses the run; another is a notice and the leg goes on without it.
+func (l *leg) startMCP(ctx context.Context) error {
+	if l.link != nil {
+		l.mcp = l.link.parent.mcp
+		return nil
+	}
+	servers, _, err := l.mcpServers(ctx)
+	if err != nil || len(servers) == 0 {
+		return err
+	}
+	o := l.deps.mcpOptions()
+	mm := &mcpMount{}
+	opts := mcp.Options{
+		Roots:        append(append([]string(nil), l.fence.WriteRoots()...), l.fence.ReadRoots()...),
+		StartTimeout: o.StartTimeout,
+		CallTimeout:  o.CallTimeout,
+		OutputLimit:  o.OutputLimit,
+		Downsample:   l.deps.ImageDownsampler,
+		Dir:          l.fence.Root(),
+		OnNotice:     l.notice,
+		OnChange:     func() { mm.gen.Add(1) },
+	}
+	if l.sandbox != nil {
+		opts.Wrap = l.mcpWrap()
+	}
+	m, err := mcp.Start(ctx, servers, opts)
+	if err != nil {
+		return err
+	}
+	mm.m = m
+	l.mcp = mm
+	return nil
+}
+
+// mcpWrap confines a stdio server's process as the leg's shell commands are confined:
+// it writes only inside the write roots, its private temp directory and the toolchain
+// caches, reads no credential store and never the state directory. Unlike a command, a
+// server keeps the network unless a seat turned it off by name: talking to its service
+// is most servers' whole job.
+func (l *leg) mcpWrap() func(req env.ExecRequest) (env.ExecRequest, error) {
+	var once sync.Once
+	var tmp string
+	var tmpErr error
+	return func(req env.ExecRequest) (env.ExecRequest, error) {
+		once.Do(func() {
+			tmp, tmpErr = sandbox.TempDir("sema-mcp-")
+			l.mcpTemp = tmp
+		})
+		if tmpErr != nil {
+			return req, tmpErr
+		}
+		o := l.sandbox.Options
+		o.TempDir = tmp
+		o.Readable = append(append([]string(nil), o.Readable...), sandbox.ProgramReadable(req.Argv)...)
+		o.Network = l.spec.SandboxNetwork != "off" && l.deps.shell().SandboxNetwork != "off" && l.projectSandbox.Network != "off"
+		p := sandbox.ForFence(l.fence, o).WithProtected(l.fence, false)
+		req.Env = append(append([]string(nil), req.Env...), "TMPDIR="+tmp)
+		return l.sandbox.Kernel.Wrap(req, p)
+	}
+}
+
+// MCPStatus starts the MCP servers a run of spec would mount — the workspace's, the
+// deployment's and the task's, under the same trust, timeouts and sandbox — lists what
+// each offers, and stops them. A workspace server the deployment does not trust is
+// listed with State "untrusted" and not started. It is the command line's `sema mcp
+// list`. Refusals are those of Run's door, and a required server that fails.
+func (r *Runner) MCPStatus(ctx context.Context, spec TaskSpec) ([]mcp.ServerStatus, error) {
+	if spec.Prompt == "" {
+		spec.Prompt = "(mcp status)"
+	}
+	deps := &r.deps
+	if err := validateSpec(deps, &spec, nil); err != nil {
+		return nil, err
+	}
+	l := &leg{deps: deps, spec: spec, emit: func(Event) {}, wake: make(chan struct{}, 1), askMu: new(sync.Mutex)}
+	if _, _, err := l.rules(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.prepareModes(modeRequest{requested: spec.PermissionMode}, nil); err != nil {
+		return nil, err
+	}
+	if err := l.prepareFence(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.prepareSandbox(); err != nil {
+		return nil, err
+	}
+	_, untrusted, err := l.mcpServers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.startMCP(ctx); err != nil {
+		return nil, err
+	}
+	defer l.stopMCP()
+	out := l.mcpStatus()
+	for _, s := range untrusted {
+		out = append(out, mcp.ServerStatus{Name: s.Name, Source: s.Source, Type: s.Type, State: "untrusted",
+			Error: "declared by the workspace; not started without --trust-project-mcp (Deps.MCP.TrustProject)"})
+	}
+	return out, nil
+}
+
+// stopMCP stops the servers a root leg started.
+func (l *leg) stopMCP() {
+	if l.link != nil || l.mcp == nil {
+		return
+	}
+	if err := l.mcp.m.Close(); err != nil {
+		l.notice(sema.Notice{Code: CodeMCPCloseFailed, Message: "the MCP servers could not all be stopped: " + err.Error()})
+	}
+	if l.mcpTemp != "" {
+		sandbox.RemoveTempDir(l.mcpTemp)
+	}
+}
+
+// mcpStatus is the manifest's list of the leg's MCP servers.
+func (l *leg) mcpStatus() []mcp.ServerStatus {
+	if l.mcp == nil {
+		return nil
+	}
+	return l.mcp.m.Status()
+}
+
+// liveRoster is the leg's roster as a call finds it: the tools built when the leg was
+// prepared, then the MCP servers' tools as they are now. A name mounted twice dispatches
+// to its last instance (an MCP server's tools come after the engine's and the
+// deployment's, and a later server's after an earlier one's), and the model is offered
+// each name once.
+type liveRoster struct {
+	mu    sync.Mutex
+	gen   uint64
+	ready bool
+	cur   tools.Roster
+	specs []model.ToolSpec
+}
+
+// tools returns the leg's roster as it is now.
+func (l *leg) tools() tools.Roster {
+	r, _ := l.toolsAndSpecs()
+	return r
+}
+
+// toolsAndSpecs returns the roster as it is now and the specs the model is offered.
+func (l *leg) toolsAndSpecs() (tools.Roster, []model.ToolSpec) {
+	var gen uint64
+	if l.mcp != nil {
+		gen = l.mcp.gen.Load()
+	}
+	lr := &l.live
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.ready && lr.gen == gen {
+		return lr.cur, lr.specs
+	}
+	all := append(tools.Roster(nil), l.roster...)
+	if l.mcp != nil {
+		for _, t := range l.mcp.m.Tools() {
+			if l.link != nil && !l.link.def.Allows(t.Spec().Name) {
+				continue
+			}
+			if l.spec.ReadOnly && l.effectOf(t) != tools.EffectRead {
+				// A read-only leg mounts what is declared to only read; a server's hint is a
+				// claim, not a declaration.
+				continue
+			}
+			all = append(all, t)
+		}
+	}
+	cur := make(tools.Roster, 0, len(all))
+	for i, t := range all {
+		name := t.Spec().Name
+		later := false
+		for _, u := range all[i+1:] {
+			if u.Spec().Name == name {
+				later = true
+				break
+			}
+		}
+		if !later {
+			cur = append(cur, t)
+		}
+	}
+	specs := make([]model.ToolSpec, 0, len(cur))
+	for _, t := range cur {
+		specs = append(specs, t.Spec().ModelSpec())
+	}
+	lr.cur, lr.specs, lr.gen, lr.ready = cur, specs, gen, true
+	return cur, specs
+}
+
+// effectOf is a tool's effect as the runner reads it for concurrency: the deployment's
+// declaration, else the tool's own.
+func (l *leg) effectOf(t tools.Tool) tools.Effect {
+	if e, ok := l.declaredEffect(t.Spec().Name); ok {
+		return e
+	}
+	return t.Spec().Effect
+}
+
+// declaredEffect is the effect the deployment declares for a tool (MCPOptions.ToolEffects),
+// by its name or its MCP server's.
+func (l *leg) declaredEffect(name string) (tools.Effect, bool) {
+	effects := l.deps.mcpOptions().ToolEffects
+	if e, ok := effects[name]; ok {
+		return e, true
+	}
+	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
+		if server, _, ok := strings.Cut(rest, "__"); ok {
+			e, ok := effects["mcp__"+server]
+			return e, ok
+		}
+	}
+	return "", false
+}

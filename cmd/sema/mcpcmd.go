@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/mcp"
+	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/sandbox"
+)
+
+// mcpOptions are the flags of `sema mcp list|get`: where the servers come from, as for
+// `sema run`.
+type mcpOptions struct {
+	cwd, settings, outputFormat, sandbox string
+	mcpConfig                            []string
+	strict, trust                        bool
+}
+
+func newMCPCmd(stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "List the MCP servers a run here would mount, with their state and tools",
+	}
+	var o mcpOptions
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "Start every configured MCP server, list its state and tools, and stop it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return mcpList(cmd.Context(), &o, "", stdout)
+		},
+	}
+	get := &cobra.Command{
+		Use:   "get NAME",
+		Short: "Start one configured MCP server and print its state and tools",
+		Args:  exactlyOne("server name", "sema mcp get NAME (sema mcp list shows the names)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return mcpList(cmd.Context(), &o, args[0], stdout)
+		},
+	}
+	for _, c := range []*cobra.Command{list, get} {
+		f := c.Flags()
+		f.StringVar(&o.cwd, "cwd", ".", "task root: where the workspace's .mcp.json and .sema/settings.json are read")
+		f.StringArrayVar(&o.mcpConfig, "mcp-config", nil, "MCP servers as a file or inline JSON, as for sema run; repeatable")
+		f.BoolVar(&o.strict, "strict-mcp-config", false, "only the --mcp-config servers")
+		f.BoolVar(&o.trust, "trust-project-mcp", false, "start the servers the workspace declares itself")
+		f.StringVar(&o.settings, "settings", "", "a settings file, read with ~/.sema/settings.json")
+		f.StringVar(&o.sandbox, "sandbox", "", "auto|on|off, as for sema run")
+		f.StringVar(&o.outputFormat, "output-format", "text", "text|json")
+	}
+	cmd.AddCommand(list, get)
+	return cmd
+}
+
+func mcpList(ctx context.Context, o *mcpOptions, only string, stdout io.Writer) error {
+	if o.outputFormat != "text" && o.outputFormat != "json" {
+		return usageErr(sema.Errorf("config.output_format_invalid", "unknown output format %q; use text or json", o.outputFormat))
+	}
+	root, err := filepath.Abs(o.cwd)
+	if err != nil {
+		return usageErr(sema.Errorf("config.root_invalid", "cannot resolve --cwd %q: %v", o.cwd, err))
+	}
+	home, _ := os.UserHomeDir()
+	perms := &permissionSetup{home: home}
+	if err := perms.loadSettings(o.settings); err != nil {
+		return usageErr(err)
+	}
+	if o.sandbox != "" {
+		if _, err := sandbox.ParseMode(o.sandbox); err != nil {
+			return usageErr(err)
+		}
+	}
+	task, err := mcpConfigs(o.mcpConfig)
+	if err != nil {
+		return usageErr(err)
+	}
+	// No model is asked anything: the runner needs a provider only by contract.
+	deps := agent.Deps{Provider: scripted.New(scripted.Script{}), MCPServers: perms.mcpServers,
+		MCP: &agent.MCPOptions{TrustProject: o.trust}, Shell: &agent.ShellOptions{Sandbox: sandbox.Mode(o.sandbox)}}
+	spec := agent.TaskSpec{Root: root, MCPServers: task, StrictMCPConfig: o.strict}
+	if only != "" {
+		// Start only the named server: a task server of that name, else the configured one.
+		spec.StrictMCPConfig = true
+		spec.MCPServers = nil
+		all, err := mcpConfigured(ctx, deps, spec, task, o.strict)
+		if err != nil {
+			return &exitErr{code: exitError, err: err}
+		}
+		for _, s := range all {
+			if s.Name == only {
+				spec.MCPServers = []mcp.Server{s}
+			}
+		}
+		if len(spec.MCPServers) == 1 && spec.MCPServers[0].Project && !o.trust {
+			// Naming a workspace's server is no trust: it is listed, not started.
+			s := spec.MCPServers[0]
+			return printMCP(stdout, o.outputFormat, []mcp.ServerStatus{{Name: s.Name, Source: s.Source, Type: s.Type, State: "untrusted",
+				Error: "declared by the workspace; not started without --trust-project-mcp"}})
+		}
+		if spec.MCPServers == nil {
+			return &exitErr{code: exitUsage, err: sema.Errorf(mcp.CodeConfigInvalid, "no MCP server named %q is configured here; sema mcp list shows the names", only)}
+		}
+	}
+	status, err := agent.New(deps).MCPStatus(ctx, spec)
+	if err != nil {
+		return &exitErr{code: exitError, err: err}
+	}
+	return printMCP(stdout, o.outputFormat, status)
+}
+
+// printMCP prints server states as `sema mcp list` does.
+func printMCP(stdout io.Writer, format string, status []mcp.ServerStatus) error {
+	if format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(map[string]any{"servers": nonNil(status)})
+	}
+	if len(status) == 0 {
+		fmt.Fprintln(stdout, "no MCP servers are configured here (.mcp.json, the settings files' mcpServers, --mcp-config)")
+		return nil
+	}
+	for _, s := range status {
+		fmt.Fprintf(stdout, "%s  %s  %s  (%s)\n", sanitize(s.Name), s.State, sanitize(s.Type), sanitize(s.Source))
+		if s.Error != "" {
+			fmt.Fprintf(stdout, "    %s\n", sanitize(firstLine(s.Error, 300)))
+		}
+		if len(s.Tools) > 0 {
+			fmt.Fprintf(stdout, "    tools: %s\n", sanitize(strings.Join(s.Tools, ", ")))
+		}
+	}
+	return nil
+}
+
+// mcpConfigured is every server a run here would consider, trusted or not, in the
+// runner's order, for `sema mcp get` to pick one from. It starts nothing.
+func mcpConfigured(ctx context.Context, deps agent.Deps, spec agent.TaskSpec, task []mcp.Server, strict bool) ([]mcp.Server, error) {
+	var out []mcp.Server
+	if !strict {
+		if data, err := os.ReadFile(filepath.Join(spec.Root, ".mcp.json")); err == nil {
+			s, err := mcp.ParseConfig(data, filepath.Join(spec.Root, ".mcp.json"))
+			if err != nil {
+				return nil, err
+			}
+			for i := range s {
+				s[i].Project = true
+			}
+			out = append(out, s...)
+		}
+		out = append(out, deps.MCPServers...)
+	}
+	return append(out, task...), nil
+}
