@@ -196,3 +196,42 @@ func TestNpmMCPServerIsConfinedBySandbox(t *testing.T) {
 		t.Fatalf("calibration: unconfined, the server writes there: %v\n%s", err, r.stderr)
 	}
 }
+
+// sema mcp list starts every configured server and prints its state and tools; get does
+// it for one; a workspace's own server is listed untrusted and not started.
+func TestMCPListAndGet(t *testing.T) {
+	bin := npmServers(t)
+	dir := writeTree(t, map[string]string{".mcp.json": `{"mcpServers": {"proj": {"command": "sh", "args": ["-c", "exit 1"]}}}`})
+	cfg := `{"mcpServers": {"everything": {"command": "` + filepath.Join(bin, "mcp-server-everything") + `", "args": ["stdio"]}}}`
+	r := sema(t, dir, home(t), "", "mcp", "list", "--mcp-config", cfg, "--output-format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var out struct {
+		Servers []struct {
+			Name, State string
+			Tools       []string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err, r.stdout)
+	}
+	states := map[string]string{}
+	for _, s := range out.Servers {
+		states[s.Name] = s.State
+		if s.Name == "everything" && !strings.Contains(strings.Join(s.Tools, ","), "mcp__everything__echo") {
+			t.Errorf("everything's tools: %v", s.Tools)
+		}
+	}
+	if states["everything"] != "connected" || states["proj"] != "untrusted" {
+		t.Fatalf("states %v", states)
+	}
+	r = sema(t, dir, home(t), "", "mcp", "get", "proj")
+	if r.code != 0 || !strings.Contains(r.stdout, "untrusted") {
+		t.Fatalf("get of an untrusted server: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = sema(t, dir, home(t), "", "mcp", "get", "nosuch")
+	if r.code != 2 || !strings.Contains(r.stderr, "mcp.config_invalid") {
+		t.Fatalf("get of an unknown server: exit %d %s", r.code, r.stderr)
+	}
+}
