@@ -17,6 +17,9 @@ const (
 	StatusAwaitingApproval Status = "awaiting_approval"
 	// StatusMaxTurns: the leg reached the task's turn limit.
 	StatusMaxTurns Status = "max_turns"
+	// StatusBudgetExceeded: the leg stopped before a model request that would have passed
+	// the task's token or cost budget (or a budget its parent leg passed down to it).
+	StatusBudgetExceeded Status = "budget_exceeded"
 	// StatusError: a model failure, a broken stream, or a store failure ended the leg.
 	StatusError Status = "error"
 	// StatusCancelled: the caller's context ended the leg.

@@ -163,8 +163,8 @@ const (
 	// CodeSubagentFailed: a Task call's child leg could not start, or ended in error, was
 	// cancelled or reached its turn limit before finishing (a tool result).
 	CodeSubagentFailed = "subagent.failed"
-	// CodeSubagentBudget: a Task call when the leg has no turns left to give a child (a
-	// tool result).
+	// CodeSubagentBudget: a Task call when the leg has no turns, tokens or dollars left to
+	// give a child, or a child that stopped at the budget it was given (a tool result).
 	CodeSubagentBudget = "subagent.budget_exhausted"
 	// CodeSubagentProblem: an agent definition file of the task root could not be used
 	// (a notice naming the file; the other definitions load).
@@ -178,4 +178,32 @@ const (
 	// CodeDelegatedSession: Resume or a conversation Rewind named a delegated child's
 	// session; a child is continued through its parent, whose Task call it answers.
 	CodeDelegatedSession = "session.delegated"
+)
+
+// Codes of the todo list (TodoWrite's tool results), each naming the refused item.
+const (
+	// CodeTodoContentEmpty: an item has no content.
+	CodeTodoContentEmpty = "todo.content_empty"
+	// CodeTodoStatusInvalid: an item's status is not pending, in_progress or completed.
+	CodeTodoStatusInvalid = "todo.status_invalid"
+	// CodeTodoActiveFormEmpty: an item has no activeForm.
+	CodeTodoActiveFormEmpty = "todo.active_form_empty"
+	// CodeTodoIDDuplicate: two items share an id.
+	CodeTodoIDDuplicate = "todo.id_duplicate"
+)
+
+// Codes of budgets: what a run may spend (TaskSpec.MaxBudgetUSD, TaskSpec.MaxTokensTotal).
+const (
+	// CodeBudgetInvalid: TaskSpec.MaxBudgetUSD is negative, NaN or infinite.
+	CodeBudgetInvalid = "config.max_budget_invalid"
+	// CodeTokensTotalInvalid: TaskSpec.MaxTokensTotal is negative.
+	CodeTokensTotalInvalid = "config.max_tokens_total_invalid"
+	// CodeBudgetUnmeasurable: a cost budget (TaskSpec.MaxBudgetUSD) for a model without a
+	// price (neither Deps.Prices nor the built-in table knows it, or TaskSpec.Model is
+	// empty), whose spending could not be measured against it.
+	CodeBudgetUnmeasurable = "config.budget_unmeasurable"
+	// CodeBudgetExceeded: the leg stopped before a request that would pass a budget (a
+	// notice, with status budget_exceeded; the detail says which budget, its limit, what
+	// was spent and the request's estimate).
+	CodeBudgetExceeded = "budget.exceeded"
 )

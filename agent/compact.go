@@ -344,6 +344,7 @@ func (l *leg) summarize(ctx context.Context, msgs []model.Message, instructions 
 	l.mu.Lock()
 	l.sideUsage = l.sideUsage.Add(resp.Usage)
 	l.mu.Unlock()
+	l.charge(resp)
 	text = strings.TrimSpace(resp.Text())
 	if text == "" {
 		return "", sema.Errorf(CodeCompactionFailed, "the conversation could not be compacted: the model answered the summary request with no text")

@@ -185,7 +185,7 @@ func (l *leg) delegate(ctx context.Context, call callRef, def subagent.Definitio
 
 // childSpec is the task a child leg runs: the parent's roots, faces, rules, sandbox and
 // way of answering questions, the definition's mode, model, prompt and read-only mount,
-// and no more turns than the parent has left.
+// and no more turns, tokens or dollars than the parent has left.
 func (l *leg) childSpec(def subagent.Definition, prompt string) (TaskSpec, *tools.Result) {
 	p := l.spec
 	spec := TaskSpec{
@@ -219,6 +219,9 @@ func (l *leg) childSpec(def subagent.Definition, prompt string) (TaskSpec, *tool
 			return spec, &r
 		}
 		spec.MaxTurns = left
+	}
+	if r := l.childBudget(&spec); r != nil {
+		return spec, r
 	}
 	return spec, nil
 }
@@ -254,7 +257,7 @@ func (l *leg) childEmitter(lk *link) func(Event) {
 }
 
 // childOutcome turns a child's end into the Task call's result, and adds the child's
-// usage and edits to this leg's.
+// usage, per-model usage and cost, and edits to this leg's.
 func (l *leg) childOutcome(ctx context.Context, call callRef, lk *link, r *TaskResult, err error) tools.Result {
 	if err != nil {
 		run := SubagentRun{ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, Status: sema.StatusError}
@@ -274,6 +277,7 @@ func (l *leg) childOutcome(ctx context.Context, call callRef, lk *link, r *TaskR
 	l.subagents = append(l.subagents, run)
 	l.childUsage = l.childUsage.Add(r.Usage)
 	l.mu.Unlock()
+	l.addChildCosts(r.ModelUsage)
 	for _, p := range r.EditedFiles {
 		l.noteEdited(p)
 	}
@@ -297,6 +301,8 @@ func (l *leg) childOutcome(ctx context.Context, call callRef, lk *link, r *TaskR
 		return tools.Fail(tools.CodeCancelled, "The %s agent was cancelled.%s", lk.def.Name, lastWords(r.Result))
 	case sema.StatusMaxTurns:
 		return tools.Fail(CodeSubagentFailed, "The %s agent stopped after %d turns, its limit, before it finished.%s", lk.def.Name, r.NumTurns, lastWords(r.Result))
+	case sema.StatusBudgetExceeded:
+		return tools.Fail(CodeSubagentBudget, "The %s agent stopped after %d turns, before it finished: the next request would have passed the budget this task gave it.%s", lk.def.Name, r.NumTurns, lastWords(r.Result))
 	default:
 		msg := "it failed"
 		if r.Error != nil {

@@ -18,10 +18,10 @@
 //   - A Control in TaskSpec.Control changes the permission mode of a leg while it runs.
 //
 // A leg ends with a sema.Status, the same word the session store records on the leg:
-// completed, awaiting_approval, max_turns, error or cancelled. A Go error from Run,
-// Events, Resume or ResumeEvents means the run was refused before its first turn, by a
-// coded *sema.Error; every failure after that is a status, and TaskResult.Error says
-// why for error and cancelled.
+// completed, awaiting_approval, max_turns, budget_exceeded, error or cancelled. A Go
+// error from Run, Events, Resume or ResumeEvents means the run was refused before its
+// first turn, by a coded *sema.Error; every failure after that is a status, and
+// TaskResult.Error says why for error and cancelled.
 //
 // A leg has three phases, each in its own file:
 //   - prepare (prepare.go): the doors refuse a bad spec by name before anything runs; the

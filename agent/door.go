@@ -58,6 +58,9 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if spec.MaxTokens < 0 {
 		return configError(CodeMaxTokensInvalid, "max tokens is %d; give a positive number, or 0 for the provider's default", spec.MaxTokens)
 	}
+	if err := validateBudget(deps, spec); err != nil {
+		return err
+	}
 	if spec.PermissionMode != "" {
 		if _, err := permission.ParseMode(string(spec.PermissionMode)); err != nil {
 			return err

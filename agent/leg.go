@@ -151,6 +151,13 @@ type leg struct {
 	// subagents are the child legs this leg's Task calls ran; childUsage is their usage.
 	subagents  []SubagentRun
 	childUsage model.Usage
+	// tallies are the leg's usage and cost by model, its children's included; todoList
+	// is the session's todo list (see todos).
+	tallies  map[string]*tally
+	todoList []Todo
+
+	// budget is what the leg may spend and has spent, its children's included.
+	budget *budget
 }
 
 // notice records a notice, delivers it to the deployment's sink, and queues it for the

@@ -56,12 +56,18 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 			l.cancelled(res, context.Cause(ctx))
 			break
 		}
+		if l.overBudget(res, msgs) {
+			break // a compaction's summary request would carry about this much too
+		}
 		compacted, err := l.maybeCompact(ctx, msgs, turn)
 		if err != nil {
 			l.failed(ctx, res, err)
 			break
 		}
 		msgs = compacted
+		if l.overBudget(res, msgs) {
+			break
+		}
 		turn++
 		l.turnsRun.Store(int64(turn - first))
 		l.mintBoundary(ctx, turn)
@@ -83,6 +89,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 			break
 		}
 		res.Usage = res.Usage.Add(resp.Usage)
+		l.charge(resp)
 		msg := model.Message{Role: model.RoleAssistant, Content: resp.Content}
 		msgs = append(msgs, msg)
 		l.noteContext(resp.Usage, len(msgs))
@@ -148,6 +155,8 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	res.RewindNotes = l.rewindNotes
 	res.Answered = l.answered
 	res.Usage = l.usageWithChildren(res.Usage)
+	res.ModelUsage, res.TotalCostUSD = l.costReport()
+	res.Todos = l.todos()
 	l.mu.Lock()
 	res.Usage = res.Usage.Add(l.sideUsage)
 	res.Compactions = append([]CompactionInfo(nil), l.compactions...)

@@ -25,6 +25,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	}
 	l := &leg{deps: deps, spec: spec, answer: answer, emit: emit, store: deps.Store, stop: stop, link: lk,
 		wake: make(chan struct{}, 1), taskSlots: make(chan struct{}, deps.delegation().maxConcurrent())}
+	l.budget = newBudget(spec, lk)
 	l.askMu = new(sync.Mutex)
 	if lk != nil {
 		l.askMu = lk.parent.askMu

@@ -18,8 +18,8 @@ type TaskResult struct {
 	// (Resume.Fork). Without Deps.Store it is a fresh id that no store keeps.
 	SessionID string `json:"session_id"`
 	// Status is how the leg ended: sema.StatusCompleted, StatusAwaitingApproval,
-	// StatusMaxTurns, StatusError or StatusCancelled; never StatusRunning. The session
-	// store records the same word on the leg.
+	// StatusMaxTurns, StatusBudgetExceeded, StatusError or StatusCancelled; never
+	// StatusRunning. The session store records the same word on the leg.
 	Status sema.Status `json:"status"`
 	// Result is the model's final text.
 	Result string `json:"result"`
@@ -42,6 +42,18 @@ type TaskResult struct {
 	// Usage is the sum of the token counts of the leg's model responses, its child legs'
 	// (Subagents) included.
 	Usage model.Usage `json:"usage"`
+	// TotalCostUSD is what the leg's model requests cost in US dollars, its child legs'
+	// included, at the models' prices (Deps.Prices, else package pricing's built-in
+	// table). Nil when a model that answered has no price: the cost is unknown, which is
+	// not zero (the JSON says null). A leg that made no request cost 0.
+	TotalCostUSD *float64 `json:"total_cost_usd"`
+	// ModelUsage is Usage and the cost by model, as each response named its model (else
+	// TaskSpec.Model), child legs included; Claude Code's modelUsage.
+	ModelUsage map[string]ModelUsage `json:"modelUsage,omitempty"`
+	// Todos is the session's todo list as the leg left it: the model's last TodoWrite,
+	// of this leg or, for a resumed session, of an earlier one. A child leg's list is its
+	// own, in its own session.
+	Todos []Todo `json:"todos,omitempty"`
 	// PermissionDenials lists every tool call the permission gate refused.
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
 	// Compactions are the compactions of the conversation the leg made, in order; Usage
@@ -302,6 +314,8 @@ const (
 	EventSubagentEnd EventType = "subagent_end"
 	// EventCompaction reports a compaction of the conversation (Compaction).
 	EventCompaction EventType = "compaction"
+	// EventTodos carries the session's todo list after each TodoWrite changed it (Todos).
+	EventTodos EventType = "todos"
 	// EventResult carries the TaskResult; it is always the last event.
 	EventResult EventType = "result"
 )
@@ -334,6 +348,8 @@ type Event struct {
 	Compaction *CompactionInfo
 	// Subagent is set on EventSubagentStart and EventSubagentEnd.
 	Subagent *SubagentRun
+	// Todos is set on EventTodos: the whole list, as TodoWrite left it.
+	Todos []Todo
 	// ParentToolUseID is set on the events of a delegated child leg, forwarded into its
 	// parent's stream: the id of the parent's Task call the child answers. Its Turn is
 	// the child's. Empty for the leg's own events.

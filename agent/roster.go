@@ -38,7 +38,7 @@ func (l *leg) buildRoster() tools.Roster {
 	if l.shell != nil {
 		r = append(r, l.shell.Tools()...)
 	}
-	r = append(r, gate.NewEnterPlanMode(l.modes), gate.NewExitPlanMode(l.modes))
+	r = append(r, gate.NewEnterPlanMode(l.modes), gate.NewExitPlanMode(l.modes), &todoTool{l: l})
 	if l.mayDelegate() && l.agents != nil {
 		r = append(r, &taskTool{l: l})
 	}

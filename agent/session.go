@@ -99,6 +99,8 @@ type resumeState struct {
 	started map[string]bool
 	// reads is what the model had read at the chain's end.
 	reads map[string]files.ReadRecord
+	// todos is the todo list of the chain's last TodoWrite.
+	todos []Todo
 }
 
 // replay rebuilds the conversation from a transcript chain.
@@ -148,6 +150,12 @@ func replay(entries []session.Entry) (resumeState, error) {
 				return st, corrupt(e, err)
 			}
 			st.messages = applyCompaction(st.messages, c)
+		case entryTodos:
+			var t todosEntry
+			if err := json.Unmarshal(e.Payload, &t); err != nil {
+				return st, corrupt(e, err)
+			}
+			st.todos = t.Todos
 		case entryRewind:
 			// A marker only: the chain already ends where the rewind pointed.
 		case entryCallStarted:
@@ -165,11 +173,12 @@ func replay(entries []session.Entry) (resumeState, error) {
 
 // onlyBookkeepingAfter reports whether nothing but bookkeeping follows a parked entry:
 // read-state changes (a leg that ended or was refused after parking may have stored its
-// read state after it) and the intent of the approved call starting. The question is
-// then still where the chain stopped.
+// read state after it), the intent of the approved call starting, and the todo list an
+// approved TodoWrite stored as it ran. The question is then still where the chain
+// stopped.
 func onlyBookkeepingAfter(rest []session.Entry) bool {
 	for _, e := range rest {
-		if e.Kind != entryReadState && e.Kind != entryCallStarted {
+		if e.Kind != entryReadState && e.Kind != entryCallStarted && e.Kind != entryTodos {
 			return false
 		}
 	}
@@ -440,6 +449,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 		return err
 	}
 	l.resume = st
+	l.todoList = st.todos
 	leg, err := l.store.StartLeg(ctx, s.ID)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/subagent"
@@ -41,6 +42,19 @@ type TaskSpec struct {
 	MaxTurns int
 	// MaxTokens bounds each model response; 0 means the provider's default.
 	MaxTokens int
+	// MaxTokensTotal bounds the tokens the run may spend: every token its model responses
+	// report (input, output, cache reads and writes), its child legs' included. The leg
+	// stops with status budget_exceeded before a request whose estimated input would
+	// carry the total past it. 0 (the default): no limit. Negative is refused
+	// (config.max_tokens_total_invalid).
+	MaxTokensTotal int64
+	// MaxBudgetUSD bounds what the run may cost, in US dollars at the models' prices
+	// (Deps.Prices, else package pricing's built-in table), its child legs included; the
+	// leg stops with status budget_exceeded before a request whose estimated input would
+	// carry the cost past it. A budget for a model without a price cannot be kept and is
+	// refused (config.budget_unmeasurable), as are a negative, NaN or infinite one
+	// (config.max_budget_invalid). 0 (the default): no budget.
+	MaxBudgetUSD float64
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
 	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
 	// else default — except on a resume (Resume set), where empty keeps the mode the
@@ -317,6 +331,13 @@ type Deps struct {
 	// Context says how the conversation is kept inside the model's context window. Nil
 	// (the default): the window known for the model's family, compacted at 85% of it.
 	Context *ContextOptions
+	// Prices are the deployment's model prices in US dollars per million tokens, by model
+	// or family name as package pricing matches them; an entry wins over the built-in
+	// table's, and a model priced at zero is free (a local one). They make
+	// TaskResult.TotalCostUSD known and TaskSpec.MaxBudgetUSD possible for models the
+	// built-in table does not know. A negative, NaN or infinite price, or an empty name,
+	// is refused (config.prices_invalid). Nil (the default): the built-in table only.
+	Prices map[string]pricing.Price
 	// Delegation configures the Task tool: whether it is mounted, how many of a turn's
 	// calls run at once, how deep delegation nests. Nil (the default): mounted, 4 at once,
 	// children do not delegate.

@@ -2,7 +2,8 @@
 // `sema -p PROMPT`) with a real model, or `sema demo` with the built-in scripted one.
 //
 // Exit codes: 0 completed, 1 error, 2 bad usage or refused spec, 3 awaiting approval,
-// 4 max turns, 5 session busy (another run is continuing the session; --wait waits).
+// 4 max turns, 5 session busy (another run is continuing the session; --wait waits),
+// 6 budget exceeded (--max-budget-usd, --max-tokens-total).
 package main
 
 import (
@@ -29,6 +30,7 @@ const (
 	exitAwaiting  = 3
 	exitMaxTurns  = 4
 	exitBusy      = 5 // session.busy: another run holds the session's lease
+	exitBudget    = 6 // budget_exceeded: the run stopped before passing its budget
 	codeUsage     = "cli.usage"
 	codeNotYet    = "config.not_supported"
 	versionString = "0.1.0-dev"
@@ -65,7 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ee *exitErr
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code != exitOK && ee.code != exitAwaiting && ee.code != exitMaxTurns {
+		if ee.err != nil && ee.code != exitOK && ee.code != exitAwaiting && ee.code != exitMaxTurns && ee.code != exitBudget {
 			printErr(stderr, ee.err)
 		}
 		if ee.hint != "" {

@@ -72,6 +72,8 @@ func (p *printer) text(ev agent.Event) {
 	case agent.EventSubagentEnd:
 		s := ev.Subagent
 		fmt.Fprintf(p.errw, "%s: agent %s %s after %d turns (%s)\n", who, terminalText(s.Type), s.Status, s.NumTurns, terminalText(s.Description))
+	case agent.EventTodos:
+		fmt.Fprint(p.errw, todoLines(who, ev.Todos))
 	case agent.EventResult:
 		r := ev.Result
 		if r.Result != "" {
@@ -93,7 +95,34 @@ func (p *printer) text(ev agent.Event) {
 		if r.Status == sema.StatusMaxTurns {
 			fmt.Fprintf(p.errw, "sema: stopped after %d turns (--max-turns)\n", r.NumTurns)
 		}
+		if r.Status == sema.StatusBudgetExceeded {
+			fmt.Fprintf(p.errw, "sema: stopped after %d turns, before passing the budget (--max-budget-usd, --max-tokens-total)\n", r.NumTurns)
+		}
 	}
+}
+
+// todoMarks are the text format's marks of the todo statuses.
+var todoMarks = map[agent.TodoStatus]string{agent.TodoPending: "☐", agent.TodoInProgress: "◐", agent.TodoCompleted: "☑"}
+
+// todoLines prints a todo list compactly: a heading with the count done, then one line
+// an item, the item in progress as it happens (its activeForm).
+func todoLines(who string, list []agent.Todo) string {
+	done := 0
+	for _, td := range list {
+		if td.Status == agent.TodoCompleted {
+			done++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: todos (%d/%d done)\n", who, done, len(list))
+	for _, td := range list {
+		text := td.Content
+		if td.Status == agent.TodoInProgress && td.ActiveForm != "" {
+			text = td.ActiveForm
+		}
+		fmt.Fprintf(&b, "  %s %s\n", todoMarks[td.Status], terminalText(firstLine(text, 200)))
+	}
+	return b.String()
 }
 
 // answeredLine says what became of the call a person answered.
@@ -155,6 +184,8 @@ func streamBody(ev agent.Event) any {
 	switch ev.Type {
 	case agent.EventCompaction:
 		return map[string]any{"type": "compaction", "turn": ev.Turn, "compaction": ev.Compaction}
+	case agent.EventTodos:
+		return map[string]any{"type": "todos", "turn": ev.Turn, "todos": nonNil(ev.Todos)}
 	case agent.EventSubagentStart, agent.EventSubagentEnd:
 		return map[string]any{"type": string(ev.Type), "turn": ev.Turn, "subagent": ev.Subagent}
 	case agent.EventInit:
@@ -206,6 +237,8 @@ func resultObject(r *agent.TaskResult) map[string]any {
 		"result":             r.Result,
 		"num_turns":          r.NumTurns,
 		"usage":              r.Usage,
+		"total_cost_usd":     r.TotalCostUSD,
+		"modelUsage":         nonNilMap(r.ModelUsage),
 		"permission_denials": nonNil(r.PermissionDenials),
 		"edited_files":       nonNil(r.EditedFiles),
 		"manifest":           r.Manifest,
@@ -229,6 +262,9 @@ func resultObject(r *agent.TaskResult) map[string]any {
 	if len(r.Compactions) > 0 {
 		obj["compactions"] = r.Compactions
 	}
+	if len(r.Todos) > 0 {
+		obj["todos"] = r.Todos
+	}
 	if (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) && r.SessionID != "" {
 		// The command that continues the session; the session keeps every finished turn.
 		obj["continue_with"] = continueCommand(context.Background(), r.SessionID, r.Manifest.Root)
@@ -241,4 +277,11 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+func nonNilMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
 )
@@ -33,6 +35,8 @@ type runOptions struct {
 	addReadDirs    []string
 	readOnly       bool
 	maxTurns       int
+	maxBudgetUSD   float64
+	maxTokensTotal int64
 	outputFormat   string
 	resume         string
 	continueLast   bool
@@ -66,6 +70,8 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringArrayVar(&o.addReadDirs, "add-read-dir", nil, "an additional read-only root; repeatable")
 	f.BoolVar(&o.readOnly, "read-only", false, "mount the read-only band: no write tools")
 	f.IntVar(&o.maxTurns, "max-turns", 0, "stop after N model turns (0: no limit)")
+	f.Float64Var(&o.maxBudgetUSD, "max-budget-usd", 0, "stop before a model request that would carry the run's cost past this many US dollars (0: no budget; the model needs a price)")
+	f.Int64Var(&o.maxTokensTotal, "max-tokens-total", 0, "stop before a model request that would carry the run's tokens past N (0: no limit)")
 	f.StringVar(&o.outputFormat, "output-format", "text", "text|json|stream-json")
 	f.StringVar(&o.resume, "resume", "", "resume the session ID")
 	f.BoolVar(&o.continueLast, "continue", false, "continue the newest session of this root")
@@ -153,12 +159,18 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if err != nil {
 		return usageErr(err)
 	}
-	deps := agent.Deps{Provider: provider}
+	prices, err := loadPrices(home)
+	if err != nil {
+		return usageErr(err)
+	}
+	deps := agent.Deps{Provider: provider, Prices: prices}
 	spec := agent.TaskSpec{
 		Prompt:                    prompt,
 		Root:                      root,
 		Model:                     modelName,
 		MaxTurns:                  o.maxTurns,
+		MaxTokensTotal:            o.maxTokensTotal,
+		MaxBudgetUSD:              o.maxBudgetUSD,
 		PermissionMode:            permission.Mode(o.permissionMode),
 		AdditionalDirectories:     o.addDirs,
 		AdditionalReadDirectories: o.addReadDirs,
@@ -279,6 +291,8 @@ func exitFor(res *agent.TaskResult) error {
 		return &exitErr{code: exitAwaiting}
 	case sema.StatusMaxTurns:
 		return &exitErr{code: exitMaxTurns}
+	case sema.StatusBudgetExceeded:
+		return &exitErr{code: exitBudget}
 	default:
 		var err error = sema.Errorf("run.failed", "the run ended with status %s", res.Status)
 		if res.Error != nil {
@@ -301,6 +315,28 @@ func sessionLease() (time.Duration, error) {
 		return 0, sema.Errorf("config.session_lease_invalid", "SEMA_SESSION_LEASE=%q is not a positive duration such as 30s", v)
 	}
 	return d, nil
+}
+
+// pricesFile is the price table sema reads from its state directory: model prices that
+// replace or add to the built-in ones (package pricing's JSON shape). It is a file of its
+// own, not a settings key: the settings files configure permissions and the sandbox, and
+// a price is a fact of the deployment's contract with its provider, not of a project.
+const pricesFile = "prices.json"
+
+// loadPrices reads home's prices.json when it exists; nil without one.
+func loadPrices(home string) (map[string]pricing.Price, error) {
+	if home == "" {
+		return nil, nil
+	}
+	path := filepath.Join(home, pricesFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, sema.Errorf(pricing.CodePricesInvalid, "the price table %s cannot be read: %v", path, err).With("path", path)
+	}
+	return pricing.ParseTable(data, path)
 }
 
 // stateDir resolves --home, $SEMA_HOME, then ~/.sema. It does not create the directory.

@@ -48,6 +48,14 @@ var goldenScenarios = []goldenScenario{
 		args:   []string{"--output-format", "json", "--on-ask", "park"},
 	},
 	{
+		name: "todo_write",
+		script: `{"turns":[` +
+			`{"tool_calls":[{"name":"TodoWrite","input":{"todos":[{"content":"Read the notes","status":"in_progress","activeForm":"Reading the notes"},{"content":"Answer","status":"pending","activeForm":"Answering"}]}}]},` +
+			`{"tool_calls":[{"name":"TodoWrite","input":{"todos":[{"content":"Read the notes","status":"completed","activeForm":"Reading the notes"},{"content":"","status":"pending","activeForm":"Answering"}]}}]},` +
+			`{"text":"done"}]}`,
+		args: []string{"--output-format", "stream-json"},
+	},
+	{
 		name:   "unknown_tool_and_bad_input",
 		script: `{"turns":[{"tool_calls":[{"name":"Teleport","input":{}},{"name":"Read","input":{"path":"x"}}]},{"text":"ok"}]}`,
 		args:   []string{"--output-format", "stream-json"},
@@ -61,7 +69,7 @@ func normalize(out, root, home string) string {
 	out = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`).ReplaceAllString(out, "$$UUID")
 	out = regexp.MustCompile(`"input_sha256":"[0-9a-f]{64}"`).ReplaceAllString(out, `"input_sha256":"$$SHA256"`)
 	// The scripted model estimates tokens from the text, which holds the temp paths.
-	out = regexp.MustCompile(`"(input_tokens|output_tokens|system_prompt_chars)":\d+`).ReplaceAllString(out, `"$1":"$$N"`)
+	out = regexp.MustCompile(`"(input_tokens|output_tokens|inputTokens|outputTokens|system_prompt_chars)":\d+`).ReplaceAllString(out, `"$1":"$$N"`)
 	out = strings.ReplaceAll(out, `"platform":"`+runtime.GOOS+"/"+runtime.GOARCH+`"`, `"platform":"$PLATFORM"`)
 	return out
 }
