@@ -42,6 +42,8 @@ const (
 	// CodeFileHistoryInvalid: Deps.FileHistoryCapture or TaskSpec.FileHistory is not one
 	// of the FileHistoryCapture words.
 	CodeFileHistoryInvalid = "config.file_history_invalid"
+	// CodeWebFetchInvalid: Deps.WebFetch holds a negative MaxBytes or Timeout.
+	CodeWebFetchInvalid = "config.webfetch_invalid"
 )
 
 // Codes of a run's end and of steering it.

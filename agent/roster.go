@@ -38,6 +38,9 @@ func (l *leg) buildRoster() tools.Roster {
 	if l.shell != nil {
 		r = append(r, l.shell.Tools()...)
 	}
+	if t := l.webFetchTool(); t != nil {
+		r = append(r, t)
+	}
 	r = append(r, gate.NewEnterPlanMode(l.modes), gate.NewExitPlanMode(l.modes), &todoTool{l: l})
 	if l.mayDelegate() && l.agents != nil {
 		r = append(r, &taskTool{l: l})

@@ -342,6 +342,10 @@ type Deps struct {
 	// calls run at once, how deep delegation nests. Nil (the default): mounted, 4 at once,
 	// children do not delegate.
 	Delegation *Delegation
+	// WebFetch configures the WebFetch tool. Nil (the default): mounted on every leg,
+	// answering from public http(s) pages (http upgraded to https) through the leg's
+	// model, 10 MiB and 30 s at most a fetch.
+	WebFetch *WebFetchOptions
 }
 
 // Hooks are the deployment's callbacks into the write lane and the permission fold. The
