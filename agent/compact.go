@@ -88,9 +88,10 @@ type CompactionInfo struct {
 	Kind string `json:"kind"`
 	// Reason is auto, overflow or manual.
 	Reason string `json:"reason"`
-	// TokensBefore and TokensAfter are the conversation's estimated size around it.
+	// TokensBefore is the conversation's estimated size before it, in tokens.
 	TokensBefore int64 `json:"tokens_before"`
-	TokensAfter  int64 `json:"tokens_after"`
+	// TokensAfter is the conversation's estimated size after it, in tokens.
+	TokensAfter int64 `json:"tokens_after"`
 }
 
 // applyCompaction returns the conversation c leaves of msgs. It is a pure function of

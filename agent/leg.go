@@ -142,6 +142,9 @@ type leg struct {
 	// subagents are the child legs this leg's Task calls ran; childUsage is their usage.
 	subagents  []SubagentRun
 	childUsage model.Usage
+
+	// instr is the leg's instruction files; nil when they are off.
+	instr *instructionState
 }
 
 // notice records a notice, delivers it to the deployment's sink, and queues it for the
