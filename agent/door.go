@@ -75,6 +75,9 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if err := validateWebFetch(deps); err != nil {
 		return err
 	}
+	if err := validateInstructions(deps); err != nil {
+		return err
+	}
 	// A seat the gate does not know would be read as another one than its author meant.
 	for i, t := range deps.Tools {
 		if t == nil {

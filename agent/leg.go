@@ -158,6 +158,9 @@ type leg struct {
 
 	// budget is what the leg may spend and has spent, its children's included.
 	budget *budget
+
+	// instr is the leg's instruction files; nil when they are off.
+	instr *instructionState
 }
 
 // notice records a notice, delivers it to the deployment's sink, and queues it for the

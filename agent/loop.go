@@ -176,7 +176,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 }
 
 func (l *leg) recordResults(ctx context.Context, results []model.Block) model.Message {
-	m := model.Message{Role: model.RoleUser, Content: results}
+	m := model.Message{Role: model.RoleUser, Content: l.withReminders(results)}
 	l.record(ctx, entryToolResults, m)
 	l.storeReadState(ctx)
 	return m

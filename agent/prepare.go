@@ -15,10 +15,10 @@ import (
 // prepare runs the leg's phases in order: the door, the rules, the session to continue
 // (with whether the leg may record file history into it, and the checkpoint a resume
 // answers, read but not claimed), the mode, the fence, the permission gate, the session's
-// new leg (with a rewind the spec asks for), the tools, the answer to a parked question,
-// the manifest and the system prompt. Every refusal is a coded error, and a refusal
-// after the session's leg started ends that leg. lk is set for a delegated child leg
-// (see delegate).
+// new leg (with a rewind the spec asks for), the instruction files, the tools, the answer
+// to a parked question, the manifest and the system prompt. Every refusal is a coded
+// error, and a refusal after the session's leg started ends that leg. lk is set for a
+// delegated child leg (see delegate).
 func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emit func(Event), stop context.CancelCauseFunc, lk *link) (_ *leg, err error) {
 	if err := validateSpec(deps, &spec, answer); err != nil {
 		return nil, err
@@ -75,6 +75,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	if err := l.openSession(ctx, loaded, chain); err != nil {
 		return nil, err
 	}
+	l.prepareInstructions(ctx) // before the tools: the read tools report to it
 	if err := l.prepareLeg(ctx); err != nil {
 		l.stopMCP()
 		l.endSweep()
@@ -85,6 +86,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 		return nil, err
 	}
 	l.manifest = l.buildManifest()
+	l.manifest.Instructions = l.instructionFiles()
 	l.system = systemPrompt(l)
 	l.manifest.SystemPromptChars = len(l.system)
 	return l, nil

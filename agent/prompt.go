@@ -11,9 +11,10 @@ import (
 // systemPrompt assembles the system prompt, in one place and this order: the
 // instructions (the deployment's or the task's replacement, else the built-in ones for
 // the provider's family), what the permission mode and the read-only band mean for this
-// leg, the environment (roots, advertised directories, the sandbox), and the caller's
-// addition. It is rebuilt for every leg and never read back from a store, and it is
-// stable across the turns of a leg, which is what lets providers cache it.
+// leg, the environment (roots, advertised directories, the sandbox), the instruction
+// files and the memory index (instructionsPrompt), and the caller's addition. It is
+// rebuilt for every leg and never read back from a store, and it is stable across the
+// turns of a leg, which is what lets providers cache it.
 func systemPrompt(l *leg) string {
 	var b strings.Builder
 	switch {
@@ -28,6 +29,7 @@ func systemPrompt(l *leg) string {
 		b.WriteString("\n# Permissions\n" + s)
 	}
 	b.WriteString(environmentPrompt(l))
+	b.WriteString(instructionsPrompt(l))
 	if s := strings.TrimSpace(l.spec.AppendSystemPrompt); s != "" {
 		b.WriteString("\n" + s + "\n")
 	}

@@ -49,7 +49,10 @@ func TestGoldenSystemPrompt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			root, _ := filepath.EvalSymlinks(t.TempDir())
 			p := named{scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}}), v.family}
-			deps := agent.Deps{Provider: p, Now: func() time.Time { return time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC) }}
+			// No instruction files: an AGENTS.md of the machine's would be in the prompt
+			// (TestGoldenInstructionsPrompt pins that part).
+			deps := agent.Deps{Provider: p, Now: func() time.Time { return time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC) },
+				Instructions: &agent.InstructionOptions{Off: true}}
 			spec := agent.TaskSpec{Prompt: "x", Root: root, PermissionMode: v.mode, ReadOnly: v.readOnly, Sandbox: sandbox.ModeOff}
 			res, err := agent.New(deps).Run(context.Background(), spec)
 			if err != nil {

@@ -222,6 +222,12 @@ type Manifest struct {
 	// MCPServers are the MCP servers the leg mounted (or tried to), with their state and
 	// their tools' names; empty when none was configured.
 	MCPServers []mcp.ServerStatus `json:"mcp_servers,omitempty"`
+	// Instructions are the instruction files in the system prompt (see
+	// InstructionOptions), canonical paths in the order loaded: the user's, those from
+	// the filesystem root down to the task root, the root's .sema/AGENTS.md, each
+	// followed by its imports, and the memory index. A file loaded later, when a tool
+	// first reads in its directory, is announced by an instructions.loaded notice.
+	Instructions []string `json:"instructions,omitempty"`
 	// SystemPromptChars is the size of the leg's system prompt in bytes (four to a token,
 	// about): what every request of the leg carries before the conversation.
 	SystemPromptChars int `json:"system_prompt_chars"`

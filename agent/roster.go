@@ -17,7 +17,7 @@ func (l *leg) buildRoster() tools.Roster {
 		cfg.Denied = l.gate.ReadDenial(l.scope).Denied
 	}
 	var r tools.Roster
-	r = append(r, files.ReadTools(cfg)...)
+	r = append(r, l.watchReads(files.ReadTools(cfg))...)
 	l.laneTools = map[string]bool{}
 	if !l.spec.ReadOnly {
 		laneCfg := cfg

@@ -18,7 +18,7 @@ import (
 const (
 	entryUser        = "user"         // payload: model.Message (the prompt)
 	entryAssistant   = "assistant"    // payload: assistantEntry
-	entryToolResults = "tool_results" // payload: model.Message (tool_result blocks)
+	entryToolResults = "tool_results" // payload: model.Message (tool_result blocks, then maybe a reminder of instruction files)
 	entryParked      = "parked"       // payload: parkedEntry
 	entryRewind      = "rewind"       // payload: rewindEntry; moves the head back
 	// entryCallStarted is written right before a tool runs, after its permission was

@@ -117,6 +117,11 @@ type TaskSpec struct {
 	// with a history.capture_off notice naming the deployment's seat. Any other word is
 	// refused (config.file_history_invalid). See FileHistoryCapture.
 	FileHistory FileHistoryCapture
+	// NoInstructions turns the instruction files off for this task (the command line's
+	// --no-instructions): no AGENTS.md, CLAUDE.md or memory index is read, and the
+	// manifest lists none. Default false: loaded, unless Deps.Instructions turned them
+	// off (see InstructionOptions).
+	NoInstructions bool
 }
 
 // OnAsk is a task's choice of who answers a permission question that needs a person.
@@ -346,6 +351,11 @@ type Deps struct {
 	// answering from public http(s) pages (http upgraded to https) through the leg's
 	// model, 10 MiB and 30 s at most a fetch.
 	WebFetch *WebFetchOptions
+	// Instructions configures the instruction files: the user's and the project's
+	// AGENTS.md and CLAUDE.md, the files they import, and the memory directory's index,
+	// shown to the model (see InstructionOptions). Nil (the default): loaded, capped at
+	// 40,000 characters.
+	Instructions *InstructionOptions
 }
 
 // Hooks are the deployment's callbacks into the write lane and the permission fold. The

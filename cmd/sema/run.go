@@ -50,6 +50,7 @@ type runOptions struct {
 	sandbox        string
 	sandboxNetwork string
 	fileHistory    string
+	noInstructions bool
 	wait           bool
 	mcpConfig      []string
 	strictMCP      bool
@@ -89,6 +90,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
 	f.StringVar(&o.appendSystem, "append-system-prompt", "", "text added to the system prompt")
 	f.StringVar(&o.systemPrompt, "system-prompt", "", "instructions that replace the built-in ones (the permission mode and the environment are still added)")
+	f.BoolVar(&o.noInstructions, "no-instructions", false, "read no instruction files: ~/.sema/AGENTS.md, AGENTS.md and CLAUDE.md up to the task root and below it, .sema/AGENTS.md, their imports")
 }
 
 var outputFormats = []string{"text", "json", "stream-json"}
@@ -178,6 +180,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		AppendSystemPrompt:        o.appendSystem,
 		SystemPrompt:              o.systemPrompt,
 		FileHistory:               agent.FileHistoryCapture(o.fileHistory),
+		NoInstructions:            o.noInstructions,
 	}
 	perms.apply(&deps, &spec)
 	if spec.MCPServers, err = mcpConfigs(o.mcpConfig); err != nil {
