@@ -1,14 +1,17 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,10 +30,11 @@ import (
 // read-only-hinted tool, a write tool, a tool that declares it needs a person, and a
 // tool that adds another tool (a list change) when called.
 type mcpServer struct {
-	srv   *sdk.Server
-	url   string
-	mu    sync.Mutex
-	calls []string
+	srv      *sdk.Server
+	url      string
+	mu       sync.Mutex
+	calls    []string
+	listings atomic.Int32
 }
 
 func newMCPServer(t *testing.T) *mcpServer {
@@ -58,7 +62,18 @@ func newMCPServer(t *testing.T) *mcpServer {
 	add(&sdk.Tool{Name: "store", Description: "writes"}, "stored")
 	add(&sdk.Tool{Name: "confirm", Description: "needs a person", Meta: sdk.Meta{"requiresUserInteraction": true}}, "confirmed")
 	add(&sdk.Tool{Name: "grow", Description: "adds a tool"}, "grew")
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return m.srv }, nil))
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return m.srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Count the listings the client asks for, so a test can wait for a re-listing.
+		if r.Body != nil {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/list"`)) {
+				m.listings.Add(1)
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
 	m.url = hs.URL
 	return m
@@ -222,7 +237,7 @@ func TestMCPListChangedRefreshesTheRoster(t *testing.T) {
 	}})
 	// The notification and the re-listing travel while the model "thinks" about its
 	// second turn; the third request is built after they arrived.
-	slow := &slowSecond{Provider: p}
+	slow := &slowSecond{Provider: p, ready: func() bool { return srv.listings.Load() >= 2 }}
 	res, err := agent.New(agent.Deps{Provider: slow, MCPServers: srv.config("srv")}).Run(context.Background(),
 		agent.TaskSpec{Prompt: "x", Root: t.TempDir(), PermissionMode: permission.ModeBypassPermissions})
 	if err != nil {
@@ -266,16 +281,21 @@ func TestChildUsesTheParentsMCPServers(t *testing.T) {
 	}
 }
 
-// slowSecond answers its second request after a pause.
+// slowSecond answers its second request once ready says the server re-listed its tools,
+// and a moment more for the client to mount them (at most 10 s).
 type slowSecond struct {
 	*scripted.Provider
-	n int
+	ready func() bool
+	n     int
 }
 
 func (s *slowSecond) Stream(ctx context.Context, req *model.Request, d func(model.Delta)) (*model.Response, error) {
 	s.n++
 	if s.n == 2 {
-		time.Sleep(300 * time.Millisecond)
+		for deadline := time.Now().Add(10 * time.Second); !s.ready() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	return s.Provider.Stream(ctx, req, d)
 }
