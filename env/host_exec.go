@@ -182,7 +182,7 @@ func (p *hostProcess) Signal(sig syscall.Signal) error {
 		p.unguard()
 		return ErrProcessDone
 	}
-	if sig == 0 && err == nil && !liveMember(p.pid) {
+	if sig == 0 && err == nil && !GroupAlive(p.pid) {
 		// Only unreaped exits remain; they cannot start anything, but they keep the
 		// group id taken, so a later signal still reaches nothing but them.
 		return ErrProcessDone
@@ -259,9 +259,10 @@ func drain(r *os.File, buf []byte, deliver func([]byte)) {
 	}
 }
 
-// liveMember reports whether a process of group pgid is alive, not merely an exit its
-// parent has not reaped yet. Without /proc it cannot tell, and answers true.
-func liveMember(pgid int) bool {
+// GroupAlive reports whether a process of group pgid is alive, not merely an exit its
+// parent has not reaped yet (nor a zombie an init that never reaps keeps). Without /proc
+// it cannot tell, and answers true, so a caller waiting for the group waits out its bound.
+func GroupAlive(pgid int) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return true

@@ -23,6 +23,19 @@ import (
 // The signal reaches the started program only (a fork clears it); what the program
 // starts is reached through its process group by the guardian (guard.go).
 
+// StartCmd starts cmd as the host starts every program: the kernel kills it when this
+// process dies (its parent-death signal, set on cmd.SysProcAttr), and it is forked from
+// the one thread that lives as long as the process, so that the signal fires only then.
+// It is for a package that starts a program itself because it needs the program's
+// standard streams as a protocol (an MCP server); use env.ProcAttr for its attributes.
+func StartCmd(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	setDeathSignal(cmd.SysProcAttr)
+	return startCmd(cmd)
+}
+
 // setDeathSignal asks the kernel to kill the program when this process dies.
 func setDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
 

@@ -11,5 +11,9 @@ import (
 // (guard.go) still stops the program's group when this process dies.
 func setDeathSignal(*syscall.SysProcAttr) {}
 
+// StartCmd starts cmd. Elsewhere than on Linux there is no parent-death signal, and any
+// thread will do.
+func StartCmd(cmd *exec.Cmd) error { return startCmd(cmd) }
+
 // startCmd starts cmd; any thread will do where there is no parent-death signal.
 func startCmd(cmd *exec.Cmd) error { return cmd.Start() }

@@ -29,7 +29,7 @@ import (
 // process by design.
 func TestMain(m *testing.M) {
 	testserver.RunFromEnv()
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/sema-agent/sema/mcp.serveStarts"))
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/sema-agent/sema/env.startLoop"))
 }
 
 // stdioServer is a stdio server running the test server with flags (see

@@ -85,9 +85,8 @@ func startProcess(s Server, opts *Options) (*process, error) {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, err
 	}
-	setDeathSignal(attr)
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: opts.Dir, Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: attr}
-	err = startCmd(cmd)
+	err = semaenv.StartCmd(cmd)
 	closeAll(inR, outW, errW) // the program holds its own copies now
 	if err != nil {
 		closeAll(inW, outR, errR)
@@ -111,7 +110,7 @@ func (p *process) watch() {
 	for {
 		// Again each time: a member may have started another before it died.
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		if !groupAlive(p.pgid) || time.Now().After(deadline) {
+		if !semaenv.GroupAlive(p.pgid) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
