@@ -148,6 +148,11 @@ func (l *leg) startMCP(ctx context.Context) error {
 	if err != nil || len(servers) == 0 {
 		return err
 	}
+	return l.mountServers(ctx, servers)
+}
+
+// mountServers starts servers for the leg, confined as its shell commands are.
+func (l *leg) mountServers(ctx context.Context, servers []mcp.Server) error {
 	o := l.deps.mcpOptions()
 	mm := &mcpMount{}
 	opts := mcp.Options{
@@ -203,8 +208,10 @@ func (l *leg) mcpWrap() func(req env.ExecRequest) (env.ExecRequest, error) {
 // deployment's and the task's, under the same trust, timeouts and sandbox — lists what
 // each offers, and stops them. A workspace server the deployment does not trust is
 // listed with State "untrusted" and not started. It is the command line's `sema mcp
-// list`. Refusals are those of Run's door, and a required server that fails.
-func (r *Runner) MCPStatus(ctx context.Context, spec TaskSpec) ([]mcp.ServerStatus, error) {
+// list`. only, when not empty, names the one server to start and list (`sema mcp get`);
+// a name no layer configures is refused (mcp.config_invalid). Refusals are those of
+// Run's door, and a required server that fails.
+func (r *Runner) MCPStatus(ctx context.Context, spec TaskSpec, only string) ([]mcp.ServerStatus, error) {
 	if spec.Prompt == "" {
 		spec.Prompt = "(mcp status)"
 	}
@@ -225,14 +232,23 @@ func (r *Runner) MCPStatus(ctx context.Context, spec TaskSpec) ([]mcp.ServerStat
 	if err := l.prepareSandbox(); err != nil {
 		return nil, err
 	}
-	_, untrusted, err := l.mcpServers(ctx)
+	servers, untrusted, err := l.mcpServers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.startMCP(ctx); err != nil {
-		return nil, err
+	if only != "" {
+		other := func(s mcp.Server) bool { return s.Name != only }
+		servers, untrusted = slices.DeleteFunc(servers, other), slices.DeleteFunc(untrusted, other)
+		if len(servers)+len(untrusted) == 0 {
+			return nil, sema.Errorf(mcp.CodeConfigInvalid, "no MCP server named %q is configured here; sema mcp list shows the names", only)
+		}
 	}
-	defer l.stopMCP()
+	if len(servers) > 0 {
+		if err := l.mountServers(ctx, servers); err != nil {
+			return nil, err
+		}
+		defer l.stopMCP()
+	}
 	out := l.mcpStatus()
 	for _, s := range untrusted {
 		out = append(out, mcp.ServerStatus{Name: s.Name, Source: s.Source, Type: s.Type, State: "untrusted",

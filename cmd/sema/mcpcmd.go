@@ -88,30 +88,10 @@ func mcpList(ctx context.Context, o *mcpOptions, only string, stdout io.Writer) 
 	deps := agent.Deps{Provider: scripted.New(scripted.Script{}), MCPServers: perms.mcpServers,
 		MCP: &agent.MCPOptions{TrustProject: o.trust}, Shell: &agent.ShellOptions{Sandbox: sandbox.Mode(o.sandbox)}}
 	spec := agent.TaskSpec{Root: root, MCPServers: task, StrictMCPConfig: o.strict}
-	if only != "" {
-		// Start only the named server: a task server of that name, else the configured one.
-		spec.StrictMCPConfig = true
-		spec.MCPServers = nil
-		all, err := mcpConfigured(ctx, deps, spec, task, o.strict)
-		if err != nil {
-			return &exitErr{code: exitError, err: err}
-		}
-		for _, s := range all {
-			if s.Name == only {
-				spec.MCPServers = []mcp.Server{s}
-			}
-		}
-		if len(spec.MCPServers) == 1 && spec.MCPServers[0].Project && !o.trust {
-			// Naming a workspace's server is no trust: it is listed, not started.
-			s := spec.MCPServers[0]
-			return printMCP(stdout, o.outputFormat, []mcp.ServerStatus{{Name: s.Name, Source: s.Source, Type: s.Type, State: "untrusted",
-				Error: "declared by the workspace; not started without --trust-project-mcp"}})
-		}
-		if spec.MCPServers == nil {
-			return &exitErr{code: exitUsage, err: sema.Errorf(mcp.CodeConfigInvalid, "no MCP server named %q is configured here; sema mcp list shows the names", only)}
-		}
+	status, err := agent.New(deps).MCPStatus(ctx, spec, only)
+	if sema.IsCode(err, mcp.CodeConfigInvalid) {
+		return usageErr(err)
 	}
-	status, err := agent.New(deps).MCPStatus(ctx, spec)
 	if err != nil {
 		return &exitErr{code: exitError, err: err}
 	}
@@ -139,24 +119,4 @@ func printMCP(stdout io.Writer, format string, status []mcp.ServerStatus) error 
 		}
 	}
 	return nil
-}
-
-// mcpConfigured is every server a run here would consider, trusted or not, in the
-// runner's order, for `sema mcp get` to pick one from. It starts nothing.
-func mcpConfigured(ctx context.Context, deps agent.Deps, spec agent.TaskSpec, task []mcp.Server, strict bool) ([]mcp.Server, error) {
-	var out []mcp.Server
-	if !strict {
-		if data, err := os.ReadFile(filepath.Join(spec.Root, ".mcp.json")); err == nil {
-			s, err := mcp.ParseConfig(data, filepath.Join(spec.Root, ".mcp.json"))
-			if err != nil {
-				return nil, err
-			}
-			for i := range s {
-				s[i].Project = true
-			}
-			out = append(out, s...)
-		}
-		out = append(out, deps.MCPServers...)
-	}
-	return append(out, task...), nil
 }
