@@ -117,7 +117,7 @@ func validateBudget(deps *Deps, spec *TaskSpec) error {
 			return configError(CodeBudgetUnmeasurable, "a budget of %v US dollars needs the model's price, and no model is named; set TaskSpec.Model", spec.MaxBudgetUSD)
 		}
 		if _, ok := pricing.Lookup(spec.Model, deps.Prices); !ok {
-			return sema.Errorf(CodeBudgetUnmeasurable, "a budget of %v US dollars cannot be kept: the model %s has no known price; give its price (Deps.Prices, or the command line's prices.json), or use a token budget instead", spec.MaxBudgetUSD, spec.Model).
+			return sema.Errorf(CodeBudgetUnmeasurable, "a budget of %v US dollars cannot be kept: the model %s has no known price; give its price (Deps.Prices; for the command line, prices.json in the state directory: $SEMA_HOME, else ~/.sema), or use a token budget instead", spec.MaxBudgetUSD, spec.Model).
 				With("model", spec.Model)
 		}
 	}
