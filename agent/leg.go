@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/settings"
 	"github.com/sema-agent/sema/subagent"
 	"github.com/sema-agent/sema/tools"
 	"github.com/sema-agent/sema/tools/files"
@@ -75,9 +75,10 @@ type leg struct {
 	stopSweep     func()
 	sandbox       *shell.Sandbox
 	sandboxStatus sandbox.Status
-	// projectSandbox is what the root's .sema/settings.json says of the sandbox (only
-	// what tightens it, unless the workspace is trusted).
-	projectSandbox permission.SandboxSettings
+	// layered is what the leg applies of the settings files (readSettings), and
+	// settingsFiles the files themselves, lowest layer first.
+	layered       settings.Merged
+	settingsFiles []settings.File
 	// rewindNotes is the ledger of the rewind that ran before the leg.
 	rewindNotes []history.LedgerEntry
 	// files records first-touch history when the deployment wired a history store;
@@ -108,12 +109,10 @@ type leg struct {
 	live liveRoster
 	// mcp is the MCP servers the leg's tools include (its root's, for a child); mcpTemp
 	// is the private temp directory of the servers a root leg confined.
-	mcp     *mcpMount
-	mcpTemp string
-	// projectMCP is the mcpServers member of the root's settings file.
-	projectMCP json.RawMessage
-	system     string
-	manifest   Manifest
+	mcp      *mcpMount
+	mcpTemp  string
+	system   string
+	manifest Manifest
 
 	// askMu serializes questions to the approver; a child shares its parent's, so a
 	// person never sees two prompts at once.

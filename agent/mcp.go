@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,8 +65,8 @@ type mcpMount struct {
 const projectMCPFile = ".mcp.json"
 
 // mcpServers collects the servers the leg may start, later sources replacing earlier
-// ones of the same name: the workspace's (.mcp.json, then the root's settings), the
-// deployment's (Deps.MCPServers), the task's (TaskSpec.MCPServers). StrictMCPConfig keeps
+// ones of the same name: the workspace's (.mcp.json, then its settings files), the
+// deployment's settings files', the deployment's (Deps.MCPServers), the task's (TaskSpec.MCPServers). StrictMCPConfig keeps
 // the task's only. The workspace's servers are dropped, with a notice, unless the
 // deployment trusts them.
 // The untrusted servers are returned too, for a status listing.
@@ -86,7 +87,11 @@ func (l *leg) mcpServers(ctx context.Context) (servers, untrusted []mcp.Server, 
 				strings.Join(names, ", ") + "; trust them with --trust-project-mcp (Deps.MCP.TrustProject)", Detail: map[string]any{"servers": names}})
 			project = nil
 		}
-		layers = append(layers, project, l.deps.MCPServers)
+		operator, err := l.settingsMCPServers()
+		if err != nil {
+			return nil, nil, err
+		}
+		layers = append(layers, project, operator, l.deps.MCPServers)
 	}
 	layers = append(layers, l.spec.MCPServers)
 	var out []mcp.Server
@@ -106,6 +111,27 @@ func (l *leg) mcpServers(ctx context.Context) (servers, untrusted []mcp.Server, 
 	return out, untrusted, nil
 }
 
+// settingsMCPServers reads the servers of the deployment's settings files (the user's,
+// the command line's, the managed policy), a higher layer's replacing a lower's.
+func (l *leg) settingsMCPServers() ([]mcp.Server, error) {
+	var out []mcp.Server
+	for _, f := range l.settingsFiles {
+		if f.Layer.Workspace() || len(f.MCPServers) == 0 {
+			continue
+		}
+		doc, _ := json.Marshal(map[string]json.RawMessage{"mcpServers": f.MCPServers})
+		servers, err := mcp.ParseConfig(doc, cmp.Or(f.Path, string(f.Layer)+" settings"))
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range servers {
+			out = slices.DeleteFunc(out, func(x mcp.Server) bool { return x.Name == s.Name })
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
 // projectMCPServers reads the servers the workspace declares: the root's .mcp.json and
 // the mcpServers member of its .sema/settings.json, marked Project.
 func (l *leg) projectMCPServers(ctx context.Context) ([]mcp.Server, error) {
@@ -123,9 +149,12 @@ func (l *leg) projectMCPServers(ctx context.Context) ([]mcp.Server, error) {
 		}
 		out = append(out, servers...)
 	}
-	if len(l.projectMCP) > 0 {
-		doc, _ := json.Marshal(map[string]json.RawMessage{"mcpServers": l.projectMCP})
-		servers, err := mcp.ParseConfig(doc, filepath.Join(l.fence.Root(), projectSettingsPath))
+	for _, f := range l.settingsFiles {
+		if !f.Layer.Workspace() || len(f.MCPServers) == 0 {
+			continue
+		}
+		doc, _ := json.Marshal(map[string]json.RawMessage{"mcpServers": f.MCPServers})
+		servers, err := mcp.ParseConfig(doc, f.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +226,7 @@ func (l *leg) mcpWrap() func(req env.ExecRequest) (env.ExecRequest, error) {
 		o := l.sandbox.Options
 		o.TempDir = tmp
 		o.Readable = append(append([]string(nil), o.Readable...), sandbox.ProgramReadable(req.Argv)...)
-		o.Network = l.spec.SandboxNetwork != "off" && l.deps.shell().SandboxNetwork != "off" && l.projectSandbox.Network != "off"
+		o.Network = l.spec.SandboxNetwork != "off" && l.deps.shell().SandboxNetwork != "off" && l.layered.Sandbox.Network != "off"
 		p := sandbox.ForFence(l.fence, o).WithProtected(l.fence, false)
 		req.Env = append(append([]string(nil), req.Env...), "TMPDIR="+tmp)
 		return l.sandbox.Kernel.Wrap(req, p)

@@ -13,10 +13,12 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/settings"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -565,8 +567,9 @@ var refusedField = map[string]string{
 	CodeProviderMissing:            "Deps.Provider",
 	fence.CodeDenyGlobInvalid:      "Deps.Policy.DenyGlobs",
 	fence.CodeStateDirUnresolvable: "Deps.StateDir",
-	permission.CodeSettingsInvalid: "the root's .sema/settings.json",
-	CodeSettingsUnreadable:         "the root's .sema/settings.json",
-	permission.CodeSpecUnknownKey:  "the root's .sema/settings.json",
+	settings.CodeSettingsInvalid:   "the settings files",
+	CodeSettingsUnreadable:         "the workspace's settings files",
+	settings.CodeSpecUnknownKey:    "the settings files",
+	hooks.CodeConfigInvalid:        "the settings files' hooks / Deps.Hooks.Events",
 	sandbox.CodeUnavailable:        "TaskSpec.Sandbox",
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/sema-agent/sema"
@@ -40,11 +41,15 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	var defaultMode permission.Mode
 	if lk != nil {
 		// A child works under its parent's rules, read once by the parent.
-		rules, l.projectSandbox = lk.parent.ruleSet, lk.parent.projectSandbox
+		rules, l.layered, l.settingsFiles = lk.parent.ruleSet, lk.parent.layered, lk.parent.settingsFiles
 	} else if rules, defaultMode, err = l.rules(ctx); err != nil {
 		return nil, err
 	}
 	l.ruleSet = rules
+	if l.spec.Model == "" {
+		// A settings file's model is the default of a task that names none.
+		l.spec.Model = l.layered.Model
+	}
 	loaded, chain, err := l.loadSession(ctx)
 	if err != nil {
 		return nil, err
@@ -99,7 +104,7 @@ func (l *leg) prepareFence(ctx context.Context) error {
 	f, err := fence.New(ctx, fence.Config{
 		Env:                       deps.Env,
 		Root:                      spec.Root,
-		AdditionalDirectories:     spec.AdditionalDirectories,
+		AdditionalDirectories:     append(slices.Clip(spec.AdditionalDirectories), l.layered.AdditionalDirectories...),
 		AdditionalReadDirectories: spec.AdditionalReadDirectories,
 		TaskReadFace:              faceSeat(spec.ReadFace),
 		TaskWriteFace:             faceSeat(spec.WriteFace),
@@ -191,6 +196,7 @@ func (l *leg) buildManifest() Manifest {
 		MCPServers:  l.mcpStatus(),
 		Mode:        ModeReceipt{Requested: string(receipt.Requested), Effective: string(receipt.Effective), FoldedBy: string(receipt.FoldedBy)},
 		FileHistory: l.fileHistoryFact(),
+		Settings:    l.layered.Applied,
 		ReadOnly:    l.spec.ReadOnly,
 		Shell: ShellFacts{FullShell: l.shell != nil && !l.spec.ReadOnly, ReadOnlyShell: l.shell != nil && l.spec.ReadOnly, Sandbox: l.sandboxStatus,
 			InFileHistory: l.bashChanges != nil}.withHistoryCaps(),

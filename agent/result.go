@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/settings"
 )
 
 // TaskResult is the outcome of one run.
@@ -228,6 +229,10 @@ type Manifest struct {
 	// followed by its imports, and the memory index. A file loaded later, when a tool
 	// first reads in its directory, is announced by an instructions.loaded notice.
 	Instructions []string `json:"instructions,omitempty"`
+	// Settings are the settings files the leg read, lowest layer first, with what of
+	// each applied: a workspace file the operator does not trust applies only what
+	// tightens, and its entry names what it left out and why.
+	Settings []settings.Applied `json:"settings,omitempty"`
 	// SystemPromptChars is the size of the leg's system prompt in bytes (four to a token,
 	// about): what every request of the leg carries before the conversation.
 	SystemPromptChars int `json:"system_prompt_chars"`

@@ -2,22 +2,15 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"io/fs"
-	"path/filepath"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/permission"
-	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
 )
 
-// projectSettingsPath is where a workspace keeps its own permission settings.
-const projectSettingsPath = ".sema/settings.json"
-
-// rules merges the permission rules of every layer: the deployment's, the project's
-// settings file, and the task's. A rule that does not parse refuses the spec.
+// rules merges the permission rules of every layer: the deployment's, the settings
+// files', and the task's. A rule that does not parse refuses the spec.
 func (l *leg) rules(ctx context.Context) (permission.RuleSet, permission.Mode, error) {
 	task, err := permission.RulesFromFlags(l.spec.AllowedTools, l.spec.DisallowedTools)
 	if err != nil {
@@ -27,50 +20,11 @@ func (l *leg) rules(ctx context.Context) (permission.RuleSet, permission.Mode, e
 	if err != nil {
 		return permission.RuleSet{}, "", err
 	}
-	proj, err := l.projectSettings(ctx)
-	if err != nil {
+	if err := l.readSettings(ctx); err != nil {
 		return permission.RuleSet{}, "", err
 	}
-	merged := l.deps.policy().Rules.Merge(task, ask, proj.Rules)
-	return merged, proj.DefaultMode, nil
-}
-
-// projectSettings reads the root's .sema/settings.json through the env. Its deny and ask
-// rules always apply; its allow rules and its defaultMode only when the deployment trusts
-// the workspace (Deps.Policy.TrustProjectSettings), because a cloned repository must not be able
-// to grant itself permissions.
-func (l *leg) projectSettings(ctx context.Context) (permission.Settings, error) {
-	path := filepath.Join(l.spec.Root, projectSettingsPath)
-	data, err := l.deps.Env.ReadFile(ctx, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return permission.Settings{}, nil
-	}
-	if err != nil {
-		return permission.Settings{}, configError(CodeSettingsUnreadable, "cannot read %s: %v", path, err)
-	}
-	st, err := permission.ParseSettings(data, path)
-	if err != nil {
-		return permission.Settings{}, err
-	}
-	l.projectSandbox = st.Sandbox
-	l.projectMCP = st.MCPServers
-	if !l.deps.policy().TrustProjectSettings {
-		// What an untrusted workspace may say of the sandbox is what tightens it.
-		l.projectSandbox = permission.SandboxSettings{Hidden: st.Sandbox.Hidden}
-		if st.Sandbox.Mode == sandbox.ModeOn {
-			l.projectSandbox.Mode = sandbox.ModeOn
-		}
-		if st.Sandbox.Network == "off" {
-			l.projectSandbox.Network = "off"
-		}
-		if len(st.Rules.Allow) > 0 || st.DefaultMode != "" {
-			l.notice(sema.Notice{Code: CodeProjectSettingsUntrusted, Message: path + " grants permissions (allow rules or a default mode), which apply only when the deployment trusts the workspace; its deny and ask rules apply",
-				Detail: map[string]any{"path": path}})
-		}
-		st.Rules.Allow = nil
-		st.DefaultMode = ""
-	}
-	return st, nil
+	merged := l.deps.policy().Rules.Merge(task, ask, l.layered.Rules)
+	return merged, l.layered.DefaultMode, nil
 }
 
 func splitRules(list []string) []string {
@@ -128,7 +82,7 @@ func (l *leg) prepareModes(req modeRequest, ceiling gate.Ceiling) error {
 	}
 	l.classifier = gate.TrackDenials(base)
 	ctrl.BindArming(gate.Arming{
-		DenyBypass: l.deps.policy().DenyBypassPermissions,
+		DenyBypass: l.deps.policy().DenyBypassPermissions || l.layered.DenyBypassPermissions,
 		DenyAuto:   l.deps.policy().DenyAutoMode,
 		ArmAuto: func(context.Context) (permission.AutoClassifier, error) {
 			return l.classifier, nil

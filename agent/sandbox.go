@@ -41,7 +41,7 @@ func validateSandbox(deps *Deps, spec *TaskSpec) error {
 // (sandbox.unavailable). The network is off unless a seat turns it on or the leg starts
 // in bypassPermissions.
 func (l *leg) prepareSandbox() error {
-	proj := l.projectSandbox
+	proj := l.layered.Sandbox
 	mode := sandbox.ModeAuto
 	for _, m := range []sandbox.Mode{proj.Mode, l.deps.shell().Sandbox, l.spec.Sandbox} {
 		if m != "" {
@@ -52,6 +52,25 @@ func (l *leg) prepareSandbox() error {
 	for _, w := range []string{proj.Network, l.deps.shell().SandboxNetwork, l.spec.SandboxNetwork} {
 		if w != "" {
 			network, _ = sandbox.ParseNetwork(w)
+		}
+	}
+	// The managed policy is the highest layer: what it says of the sandbox holds, and a
+	// seat that asks otherwise by name is refused rather than quietly overruled.
+	if ms := l.layered.ManagedSandbox; ms.Mode == sandbox.ModeOn || ms.Network == "off" {
+		for _, seat := range []struct {
+			mode          sandbox.Mode
+			network, name string
+		}{
+			{l.deps.shell().Sandbox, l.deps.shell().SandboxNetwork, "Deps.Shell"}, {l.spec.Sandbox, l.spec.SandboxNetwork, "the task"}} {
+			if ms.Mode == sandbox.ModeOn && seat.mode != "" && seat.mode != sandbox.ModeOn || ms.Network == "off" && seat.network == "on" {
+				return sema.Errorf(sandbox.CodeLoosened, "the managed policy keeps commands in the sandbox (sandbox.mode %q, sandbox.network %q), and %s asked to loosen it; leave the sandbox words to the policy", ms.Mode, ms.Network, seat.name)
+			}
+		}
+		if ms.Mode == sandbox.ModeOn {
+			mode = sandbox.ModeOn
+		}
+		if ms.Network == "off" {
+			network = false
 		}
 	}
 	st := sandbox.Status{Mode: mode, Network: true}

@@ -33,6 +33,7 @@ func (l *leg) mountShell() error {
 		AutoBackgroundOnTimeout: l.deps.shell().AutoBackgroundOnTimeout,
 		Sandbox:                 l.sandbox,
 		ReadDenial:              l.readDenial(),
+		ExtraEnv:                l.layered.Env,
 	}
 	if c := l.bashRecorder(); c != nil {
 		l.bashChanges, cfg.Changes = c, c

@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/settings"
 	"github.com/sema-agent/sema/subagent"
 	"github.com/sema-agent/sema/tools"
 	"github.com/sema-agent/sema/tools/files"
@@ -314,6 +315,18 @@ type Deps struct {
 	// read-only allowlist, no co-author trailer, a timed-out command is killed,
 	// background tasks stop with the leg, and the sandbox is auto with the network off.
 	Shell *ShellOptions
+
+	// Settings say which settings files a run reads besides the deployment's own: the
+	// user's and the command line's files the deployment parsed, the workspace's layers,
+	// Claude Code's files (see SettingsOptions). Nil (the default): the task root's
+	// .sema/settings.json and .sema/settings.local.json only.
+	Settings *SettingsOptions
+	// ManagedSettings is the deployment's managed policy (settings.Load with
+	// settings.Managed; the command line reads /etc/sema/managed-settings.json): the
+	// highest layer, which nothing below may loosen — its sandbox cannot be turned off
+	// nor its network on, its hooks cannot be disabled, and allowManagedHooksOnly runs
+	// its hooks alone. Nil (the default): none.
+	ManagedSettings *settings.File
 
 	// Agents are the deployment's agent types for the Task tool. They join the built-in
 	// ones (general-purpose, Explore, Plan) and the task root's .claude/agents/*.md and

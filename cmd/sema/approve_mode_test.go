@@ -11,8 +11,8 @@ import (
 )
 
 // `sema approve` over a parked plan review: --permission-mode reaches the resumed leg as
-// the approver's choice, and a settings file's defaultMode does not — it would take a
-// denied plan out of plan.
+// the approver's choice; a settings file's defaultMode is where an approved plan of a
+// session started in plan goes, and never takes a denied plan out of plan.
 func TestApprovePlanReviewMode(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -24,7 +24,9 @@ func TestApprovePlanReviewMode(t *testing.T) {
 	}{
 		{"approve: the pre-plan default", "", []string{"--allow"}, exitAwaiting, "default", false},
 		{"approve with --permission-mode", "", []string{"--allow", "--permission-mode", "acceptEdits"}, exitOK, "acceptEdits", true},
-		{"approve: a user default is no choice", "dontAsk", []string{"--allow"}, exitAwaiting, "default", false},
+		// A session started in plan has no pre-plan word: the approved exit goes to the
+		// settings files' default, the user's as any layer's.
+		{"approve: exit to the user's default", "dontAsk", []string{"--allow"}, exitOK, "dontAsk", false},
 		{"deny: stays in plan despite a user default", "acceptEdits", []string{"--deny"}, exitAwaiting, "plan", false},
 	}
 	for _, tt := range tests {

@@ -160,7 +160,7 @@ openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / O
 	addRunFlags(root, &opts)
 	root.Flags().StringVarP(&opts.print, "print", "p", "", "run PROMPT non-interactively (same as `sema run PROMPT`)")
 	root.AddCommand(newRunCmd(stdin, stdout, stderr), newDemoCmd(stdout, stderr), newApproveCmd(stdin, stdout, stderr),
-		newSessionsCmd(stdout), newRewindCmd(stdout), newMCPCmd(stdout))
+		newSessionsCmd(stdout), newRewindCmd(stdout), newMCPCmd(stdout), newTrustCmd(stdout))
 	return root
 }
 

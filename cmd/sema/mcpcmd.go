@@ -72,7 +72,7 @@ func mcpList(ctx context.Context, o *mcpOptions, only string, stdout io.Writer) 
 	}
 	home, _ := os.UserHomeDir()
 	perms := &permissionSetup{home: home}
-	if err := perms.loadSettings(o.settings); err != nil {
+	if err := perms.loadSettings(&runOptions{settings: o.settings}); err != nil {
 		return usageErr(err)
 	}
 	if o.sandbox != "" {
@@ -85,8 +85,8 @@ func mcpList(ctx context.Context, o *mcpOptions, only string, stdout io.Writer) 
 		return usageErr(err)
 	}
 	// No model is asked anything: the runner needs a provider only by contract.
-	deps := agent.Deps{Provider: scripted.New(scripted.Script{}), MCPServers: perms.mcpServers,
-		MCP: &agent.MCPOptions{TrustProject: o.trust}, Shell: &agent.ShellOptions{Sandbox: sandbox.Mode(o.sandbox)}}
+	deps := agent.Deps{Provider: scripted.New(scripted.Script{}), Settings: &agent.SettingsOptions{Files: perms.files},
+		ManagedSettings: perms.managed, MCP: &agent.MCPOptions{TrustProject: o.trust}, Shell: &agent.ShellOptions{Sandbox: sandbox.Mode(o.sandbox)}}
 	spec := agent.TaskSpec{Root: root, MCPServers: task, StrictMCPConfig: o.strict}
 	status, err := agent.New(deps).MCPStatus(ctx, spec, only)
 	if sema.IsCode(err, mcp.CodeConfigInvalid) {

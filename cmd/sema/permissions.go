@@ -1,18 +1,14 @@
 package main
 
 import (
-	"errors"
 	"io"
-	iofs "io/fs"
 	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
-	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/settings"
 )
 
 // Codes of the command line's permission doors.
@@ -21,26 +17,26 @@ const (
 	codeStdinConflict      = "config.stdin_conflict"
 )
 
-// userSettingsPath is the user's own settings file, under the home directory.
-const userSettingsPath = ".sema/settings.json"
-
 // permissionSetup is what the permission flags, the settings files and the terminal
-// resolve to for one run. The command line is the deployment: the settings files'
-// rules are deployment rules (Deps.Policy.Rules), the flags' rules are the task's.
+// resolve to for one run. The command line is the deployment: it reads the user's and
+// the --settings files and the managed policy, and the runner reads the workspace's and
+// folds the hierarchy (package settings).
 type permissionSetup struct {
-	// mode is the requested mode: the flag, else the --settings file's defaultMode, else
-	// the user file's; "" when none names one (the runner then reads the project's
-	// settings, else runs default).
+	// mode is the --permission-mode word; "" lets the settings files' defaultMode, else
+	// default, decide.
 	mode                permission.Mode
 	allowed, disallowed []string
-	// rules are the settings files' rules, --settings first.
-	rules permission.RuleSet
-	// sandbox is the sandbox as the flags and the settings files say: the flag's word,
-	// else the first file's that names one; the files' lists together.
-	sandbox permission.SandboxSettings
-	// mcpServers are the settings files' MCP servers (the operator's: the deployment's
-	// layer), the first file's where two name the same server.
-	mcpServers []mcp.Server
+	// sandbox and network are the --sandbox and --sandbox-network words (the task's).
+	sandbox sandbox.Mode
+	network string
+	// files are the user's and the --settings files, lowest layer first; managed is the
+	// machine's managed policy.
+	files   []settings.File
+	managed *settings.File
+	// sources are the workspace layers to read (nil: both); compat reads Claude Code's
+	// files too.
+	sources []settings.Layer
+	compat  bool
 	// home is the user's home directory ("" when unknown).
 	home string
 	// prompt reports that questions are put to a person at the terminal, park that they
@@ -104,15 +100,15 @@ func resolvePermissionsIn(o *runOptions, prompt string, stdin io.Reader, stderr 
 		if err != nil {
 			return nil, usageErr(err)
 		}
-		s.sandbox.Mode = m
+		s.sandbox = m
 	}
 	if o.sandboxNetwork != "" {
 		if _, err := sandbox.ParseNetwork(o.sandboxNetwork); err != nil {
 			return nil, usageErr(err)
 		}
-		s.sandbox.Network = o.sandboxNetwork
+		s.network = o.sandboxNetwork
 	}
-	if err := s.loadSettings(o.settings); err != nil {
+	if err := s.loadSettings(o); err != nil {
 		return nil, usageErr(err)
 	}
 	switch o.onAsk {
@@ -128,84 +124,15 @@ func resolvePermissionsIn(o *runOptions, prompt string, stdin io.Reader, stderr 
 	return s, nil
 }
 
-// loadSettings reads the --settings file (when given) and the user's settings file
-// (when it exists), in that order of precedence: the first defaultMode wins unless the
-// flag named a mode, and the rules of both apply.
-func (s *permissionSetup) loadSettings(flagFile string) error {
-	type file struct {
-		path     string
-		optional bool
-	}
-	var files []file
-	if flagFile != "" {
-		files = append(files, file{path: flagFile})
-	}
-	if s.home != "" {
-		files = append(files, file{path: filepath.Join(s.home, userSettingsPath), optional: true})
-	}
-	for _, f := range files {
-		st, err := permission.LoadSettings(f.path)
-		if f.optional && errors.Is(err, iofs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		s.rules = s.rules.Merge(st.Rules)
-		if s.mode == "" {
-			s.mode = st.DefaultMode
-		}
-		sb := &s.sandbox
-		if sb.Mode == "" {
-			sb.Mode = st.Sandbox.Mode
-		}
-		if sb.Network == "" {
-			sb.Network = st.Sandbox.Network
-		}
-		if len(st.MCPServers) > 0 {
-			servers, err := mcp.ParseConfig(mcpDocument(st.MCPServers), f.path)
-			if err != nil {
-				return err
-			}
-			for _, srv := range servers {
-				// As with defaultMode, the first file that names a server wins.
-				if !slices.ContainsFunc(s.mcpServers, func(x mcp.Server) bool { return x.Name == srv.Name }) {
-					s.mcpServers = append(s.mcpServers, srv)
-				}
-			}
-		}
-		sb.Writable = append(sb.Writable, st.Sandbox.Writable...)
-		sb.Readable = append(sb.Readable, st.Sandbox.Readable...)
-		sb.Hidden = append(sb.Hidden, st.Sandbox.Hidden...)
-	}
-	return nil
-}
-
-// apply puts the resolved permissions into the run's deps and spec. The project's
-// .sema/settings.json is trusted: the operator chose to run in this directory, as
-// with the familiar agent CLIs.
+// apply puts the resolved permissions into the run's deps and spec.
 func (s *permissionSetup) apply(deps *agent.Deps, spec *agent.TaskSpec) {
 	spec.PermissionMode = s.mode
 	spec.AllowedTools = s.allowed
 	spec.DisallowedTools = s.disallowed
-	// The groups are copied, never written through: deps may share them with others.
-	var policy agent.Policy
-	if deps.Policy != nil {
-		policy = *deps.Policy
-	}
-	policy.Rules = policy.Rules.Merge(s.rules)
-	policy.TrustProjectSettings = true
-	deps.Policy = &policy
-	var sh agent.ShellOptions
-	if deps.Shell != nil {
-		sh = *deps.Shell
-	}
-	sh.Sandbox = s.sandbox.Mode
-	sh.SandboxNetwork = s.sandbox.Network
-	sh.SandboxWritable = s.sandbox.Writable
-	sh.SandboxReadable = s.sandbox.Readable
-	sh.SandboxHidden = s.sandbox.Hidden
-	deps.Shell = &sh
+	spec.Sandbox = s.sandbox
+	spec.SandboxNetwork = s.network
+	deps.Settings = &agent.SettingsOptions{Files: s.files, Sources: s.sources, ClaudeCompat: s.compat}
+	deps.ManagedSettings = s.managed
 	if s.home != "" {
 		deps.Home = s.home
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/settings"
 )
 
 func writeFile(t *testing.T, path, body string) string {
@@ -31,7 +32,7 @@ func writeFile(t *testing.T, path, body string) string {
 func TestPermissionDoors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	badSettings := writeFile(t, filepath.Join(dir, "bad.json"), `{"permissions":{"allow":["Read"]},"hooks":{}}`)
+	badSettings := writeFile(t, filepath.Join(dir, "bad.json"), `{"permissions":{"allow":["Read"]},"hookz":{}}`)
 	badRule := writeFile(t, filepath.Join(dir, "badrule.json"), `{"permissions":{"deny":["Edit(src/**"]}}`)
 	badMode := writeFile(t, filepath.Join(dir, "badmode.json"), `{"permissions":{"defaultMode":"yolo"}}`)
 	cases := []struct {
@@ -50,8 +51,8 @@ func TestPermissionDoors(t *testing.T) {
 		{"modes are case-sensitive", runOptions{permissionMode: "Plan"}, "x", permission.CodeModeInvalid, `"Plan"`},
 		{"bad allow rule", runOptions{allowedTools: []string{"Read,Edit(src/**"}}, "x", permission.CodeRuleInvalid, `"Edit(src/**"`},
 		{"bad deny rule", runOptions{disallowed: []string{"Read)"}}, "x", permission.CodeRuleInvalid, `"Read)"`},
-		{"missing settings file", runOptions{settings: filepath.Join(dir, "nope.json")}, "x", permission.CodeSettingsInvalid, "nope.json"},
-		{"settings key sema does not read", runOptions{settings: badSettings}, "x", permission.CodeSpecUnknownKey, "hooks"},
+		{"missing settings file", runOptions{settings: filepath.Join(dir, "nope.json")}, "x", settings.CodeSettingsInvalid, "nope.json"},
+		{"settings key sema does not read", runOptions{settings: badSettings}, "x", settings.CodeSpecUnknownKey, "hookz"},
 		{"settings rule", runOptions{settings: badRule}, "x", permission.CodeRuleInvalid, "Edit(src/**"},
 		{"settings mode", runOptions{settings: badMode}, "x", permission.CodeModeInvalid, "yolo"},
 	}
@@ -108,31 +109,42 @@ func TestOnAskDefault(t *testing.T) {
 	}
 }
 
-// TestModePrecedence: the flag, then the --settings file, then the user's file; with
-// none of them the spec names no mode and the runner reads the project's file.
-func TestModePrecedence(t *testing.T) {
+// TestSettingsFilesCarried: the command line reads the user's file and the --settings
+// file (a path or an inline document) and hands both to the runner, user first, with
+// the --permission-mode word as the task's; the runner folds the hierarchy (its own
+// tests say how).
+func TestSettingsFilesCarried(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name      string
-		flag      string
-		flagFile  string // defaultMode of the --settings file; "-" for no file
-		userFile  string // defaultMode of ~/.sema/settings.json; "-" for no file
-		wantMode  permission.Mode
-		wantAllow []string
+		name       string
+		flag       string
+		flagFile   string // defaultMode of the --settings file; "-" for no file
+		userFile   string // defaultMode of ~/.sema/settings.json; "-" for no file
+		inline     bool
+		sources    string
+		wantLayers []settings.Layer
+		wantModes  []permission.Mode
 	}{
-		{"nothing", "", "-", "-", "", nil},
-		{"user file", "", "-", "acceptEdits", permission.ModeAcceptEdits, []string{"Glob"}},
-		{"settings file beats user file", "", "plan", "acceptEdits", permission.ModePlan, []string{"LS", "Glob"}},
-		{"flag beats both", "dontAsk", "plan", "acceptEdits", permission.ModeDontAsk, []string{"LS", "Glob"}},
-		{"a file without defaultMode defers", "", "", "acceptEdits", permission.ModeAcceptEdits, []string{"LS", "Glob"}},
+		{"nothing", "", "-", "-", false, "", nil, nil},
+		{"user file", "", "-", "acceptEdits", false, "", []settings.Layer{settings.User}, []permission.Mode{permission.ModeAcceptEdits}},
+		{"both, user first", "", "plan", "acceptEdits", false, "", []settings.Layer{settings.User, settings.Flag}, []permission.Mode{permission.ModeAcceptEdits, permission.ModePlan}},
+		{"inline document", "dontAsk", "plan", "-", true, "", []settings.Layer{settings.Flag}, []permission.Mode{permission.ModePlan}},
+		{"sources leave the user out", "", "plan", "acceptEdits", false, "project", []settings.Layer{settings.Flag}, []permission.Mode{permission.ModePlan}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir()
 			opts := runOptions{permissionMode: c.flag}
+			if c.sources != "" {
+				opts.settingSources = &c.sources
+			}
 			if c.flagFile != "-" {
-				opts.settings = writeFile(t, filepath.Join(t.TempDir(), "s.json"), settingsDoc(c.flagFile, "LS", "Write(secret/**)"))
+				doc := settingsDoc(c.flagFile, "LS", "Write(secret/**)")
+				opts.settings = doc
+				if !c.inline {
+					opts.settings = writeFile(t, filepath.Join(t.TempDir(), "s.json"), doc)
+				}
 			}
 			if c.userFile != "-" {
 				writeFile(t, filepath.Join(home, ".sema", "settings.json"), settingsDoc(c.userFile, "Glob", "Bash(git push *)"))
@@ -144,22 +156,25 @@ func TestModePrecedence(t *testing.T) {
 			deps := agent.Deps{}
 			spec := agent.TaskSpec{Root: "/r", PermissionMode: "stale"}
 			s.apply(&deps, &spec)
-			if spec.PermissionMode != c.wantMode {
-				t.Fatalf("mode %q, want %q", spec.PermissionMode, c.wantMode)
+			if spec.PermissionMode != permission.Mode(c.flag) {
+				t.Fatalf("mode %q, want the flag's %q", spec.PermissionMode, c.flag)
 			}
-			var allow []string
-			for _, r := range deps.Policy.Rules.Allow {
-				allow = append(allow, r.String())
+			var layers []settings.Layer
+			var modes []permission.Mode
+			for _, f := range deps.Settings.Files {
+				layers, modes = append(layers, f.Layer), append(modes, f.DefaultMode)
 			}
-			if diff := cmp.Diff(c.wantAllow, allow); diff != "" {
-				t.Fatalf("allow rules (-want +got):\n%s", diff)
+			if diff := cmp.Diff(c.wantLayers, layers); diff != "" {
+				t.Fatalf("layers (-want +got):\n%s", diff)
 			}
-			// Every file's deny rule applies, whichever file named the mode.
-			if want := len(c.wantAllow); len(deps.Policy.Rules.Deny) != want {
-				t.Fatalf("deny rules %v, want %d", deps.Policy.Rules.Deny, want)
+			if diff := cmp.Diff(c.wantModes, modes); diff != "" {
+				t.Fatalf("modes (-want +got):\n%s", diff)
 			}
-			if !deps.Policy.TrustProjectSettings || deps.Home != home {
-				t.Fatalf("deps trust=%v home=%q", deps.Policy.TrustProjectSettings, deps.Home)
+			if c.sources != "" && (deps.Settings.Sources == nil || len(deps.Settings.Sources) != 1) {
+				t.Fatalf("sources %v", deps.Settings.Sources)
+			}
+			if deps.Home != home {
+				t.Fatalf("home %q", deps.Home)
 			}
 		})
 	}
@@ -180,7 +195,7 @@ func TestBrokenUserSettingsRefuse(t *testing.T) {
 	home := t.TempDir()
 	writeFile(t, filepath.Join(home, ".sema", "settings.json"), `{"permissions":`)
 	_, err := resolvePermissionsIn(&runOptions{}, "x", strings.NewReader(""), io.Discard, home, false)
-	if sema.CodeOf(err) != permission.CodeSettingsInvalid || !strings.Contains(err.Error(), home) {
+	if sema.CodeOf(err) != settings.CodeSettingsInvalid || !strings.Contains(err.Error(), home) {
 		t.Fatalf("err %v", err)
 	}
 }

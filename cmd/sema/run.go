@@ -55,6 +55,10 @@ type runOptions struct {
 	mcpConfig      []string
 	strictMCP      bool
 	trustMCP       bool
+	trustProject   bool
+	claudeCompat   bool
+	// settingSources is --setting-sources when given (nil: every layer).
+	settingSources *string
 	// answer is set by `sema approve`: the run resumes a parked question.
 	answer *agent.Answer
 }
@@ -83,7 +87,13 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.sandbox, "sandbox", "", "auto|on|off: confine shell commands with the kernel (default: the settings files' sandbox.mode, else auto)")
 	f.StringVar(&o.sandboxNetwork, "sandbox-network", "", "on|off: let sandboxed commands reach the network (default off, on under bypassPermissions)")
 	f.StringVar(&o.fileHistory, "file-history", "", "on|off: record what the run changes in files, for sema rewind (default on)")
-	f.StringVar(&o.settings, "settings", "", "a settings file {\"permissions\":{\"allow\",\"deny\",\"ask\",\"defaultMode\"}}, read with ~/.sema/settings.json and the task root's .sema/settings.json (trusted: you chose to run here)")
+	f.StringVar(&o.settings, "settings", "", "a settings file, or a JSON document, above ~/.sema/settings.json and the workspace's .sema/settings.json and .sema/settings.local.json (below the managed policy)")
+	f.Func("setting-sources", "the settings layers to read, comma-separated: user,project,local (default all)", func(v string) error {
+		o.settingSources = &v
+		return nil
+	})
+	f.BoolVar(&o.claudeCompat, "claude-compat", false, "also read Claude Code's files: ~/.claude/settings.json, .claude/settings.json, .claude/settings.local.json")
+	f.BoolVar(&o.trustProject, "trust-project", false, "apply the workspace's own settings in full — its hooks, allow rules, env, model and MCP servers (see sema trust)")
 	f.StringArrayVar(&o.mcpConfig, "mcp-config", nil, `MCP servers to mount, as a file or inline JSON in Claude Code's format {"mcpServers":{...}}; repeatable`)
 	f.BoolVar(&o.strictMCP, "strict-mcp-config", false, "mount only the --mcp-config servers: not the settings files' nor the workspace's .mcp.json")
 	f.BoolVar(&o.trustMCP, "trust-project-mcp", false, "start the MCP servers the workspace declares itself (.mcp.json, .sema/settings.json); without it they are listed and not started")
@@ -149,15 +159,22 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if err != nil {
 		return usageErr(sema.Errorf("config.root_invalid", "cannot resolve --cwd %q: %v", o.cwd, err))
 	}
+	home, err := stateDir(o.home)
+	if err != nil {
+		return usageErr(err)
+	}
+	trusted, err := workspaceTrusted(o, home, root)
+	if err != nil {
+		return usageErr(err)
+	}
 	ref := o.model
 	if ref == "" {
 		ref = os.Getenv("SEMA_MODEL")
 	}
-	provider, modelName, err := openProvider(ref, o.baseURL)
-	if err != nil {
-		return usageErr(err)
+	if ref == "" {
+		ref = settingsModel(perms, root, trusted)
 	}
-	home, err := stateDir(o.home)
+	provider, modelName, err := openProvider(ref, o.baseURL)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -187,8 +204,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		return usageErr(err)
 	}
 	spec.StrictMCPConfig = o.strictMCP
-	deps.MCPServers = perms.mcpServers
-	deps.MCP = &agent.MCPOptions{TrustProject: o.trustMCP}
+	trustDeps(&deps, trusted, o.trustMCP)
 	st, err := o.sessionSeats(ctx, home, &deps, &spec)
 	if err != nil {
 		return err

@@ -526,10 +526,9 @@ func newApproveCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Long: `Answer a parked question and continue the run (any process, any time later).
 
 The continued run keeps the mode the parked run recorded. Approving a plan review (the
-model's ExitPlanMode) leaves plan for the mode the run had before it (none: the task
-root's .sema/settings.json defaultMode, else default); --permission-mode MODE continues in
-MODE instead (plan does not keep an approved plan open). A denied plan review stays in
-plan. The defaultMode of --settings and ~/.sema/settings.json applies to new runs only.`,
+model's ExitPlanMode) leaves plan for the mode the run had before it (none: the settings
+files' defaultMode, else default); --permission-mode MODE continues in MODE instead (plan
+does not keep an approved plan open). A denied plan review stays in plan.`,
 		Args: exactlyOne("session id", "sema approve SESSION --checkpoint ID --allow (the parked run printed both)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if allow == deny {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -36,7 +37,7 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 	req := env.ExecRequest{
 		Argv:   []string{s.shell, "--noprofile", "--norc", "-p", "-c", script},
 		Dir:    dir,
-		Env:    append(append(append([]string(nil), noPromptEnv...), extraEnv...), tokenEnv+"="+s.token),
+		Env:    append(append(append(slices.Clip(s.cfg.ExtraEnv), noPromptEnv...), extraEnv...), tokenEnv+"="+s.token),
 		Stdout: out,
 		Stderr: out,
 	}

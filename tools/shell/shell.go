@@ -95,6 +95,10 @@ type Config struct {
 	// (background output, working-directory reports, the co-author hooks). It must be on
 	// the machine the commands run on. Empty: os.TempDir().
 	ScratchDir string
+	// ExtraEnv holds NAME=value entries every command gets on top of the env's own (the
+	// settings files' env); the shell's own variables (no pagers or prompts, the set's
+	// token) win over them. Default: none.
+	ExtraEnv []string
 	// Shell is the bash to run. Empty: "bash", looked up on the env's PATH.
 	Shell string
 	// MaxBackground is how many background tasks may run at once. Zero: 5.

@@ -1,4 +1,4 @@
-package permission
+package settings
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/permission"
 )
 
 func TestLoadSettings(t *testing.T) {
@@ -16,17 +17,17 @@ func TestLoadSettings(t *testing.T) {
 	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := LoadSettings(p)
+	s, err := Load(p, User)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.DefaultMode != ModeAcceptEdits || len(s.Rules.Allow) != 2 || len(s.Rules.Deny) != 1 || len(s.Rules.Ask) != 1 {
+	if s.DefaultMode != permission.ModeAcceptEdits || len(s.Rules.Allow) != 2 || len(s.Rules.Deny) != 1 || len(s.Rules.Ask) != 1 {
 		t.Fatalf("LoadSettings = %+v", s)
 	}
 	if s.Rules.Deny[0].String() != "Read(./secrets/**)" {
 		t.Errorf("deny rule = %s", s.Rules.Deny[0])
 	}
-	if _, err := LoadSettings(filepath.Join(dir, "missing.json")); !sema.IsCode(err, CodeSettingsInvalid) {
+	if _, err := Load(filepath.Join(dir, "missing.json"), User); !sema.IsCode(err, CodeSettingsInvalid) {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -39,12 +40,20 @@ func TestParseSettingsRefusals(t *testing.T) {
 		{"empty object", `{}`, "", ""},
 		{"null permissions", `{"permissions":null}`, "", ""},
 		{"empty mode", `{"permissions":{"defaultMode":""}}`, "", ""},
-		{"unknown top key", `{"permissions":{},"env":{}}`, CodeSpecUnknownKey, "env"},
-		{"unknown permissions key", `{"permissions":{"allow":[],"additionalDirectories":[]}}`, CodeSpecUnknownKey, "permissions.additionalDirectories"},
+		{"unknown top key", `{"permissions":{},"envs":{}}`, CodeSpecUnknownKey, "envs"},
+		{"unknown permissions key", `{"permissions":{"allow":[],"additionalDirectory":[]}}`, CodeSpecUnknownKey, "permissions.additionalDirectory"},
+		{"claude interface key", `{"statusLine":{"type":"command"},"theme":"dark"}`, "", ""},
+		{"env not strings", `{"env":{"A":1}}`, CodeSettingsInvalid, "env"},
+		{"env bad name", `{"env":{"A=B":"x"}}`, CodeSettingsInvalid, "env"},
+		{"model not a string", `{"model":3}`, CodeSettingsInvalid, "model"},
+		{"disableAllHooks not bool", `{"disableAllHooks":"yes"}`, CodeSettingsInvalid, "disableAllHooks"},
+		{"managed-only key", `{"allowManagedHooksOnly":true}`, CodeSettingsInvalid, "allowManagedHooksOnly"},
+		{"bypass disable word", `{"permissions":{"disableBypassPermissionsMode":"off"}}`, CodeSettingsInvalid, "permissions.disableBypassPermissionsMode"},
+		{"empty directory", `{"permissions":{"additionalDirectories":[""]}}`, CodeSettingsInvalid, "permissions.additionalDirectories"},
 		{"misspelled key", `{"permissions":{"Allow":["Read"]}}`, CodeSpecUnknownKey, "permissions.Allow"},
-		{"bad rule", `{"permissions":{"deny":["Bash(ls *.go)"]}}`, CodeRuleInvalid, ""},
-		{"bad mode", `{"permissions":{"defaultMode":"yolo"}}`, CodeModeInvalid, ""},
-		{"mode wrong case", `{"permissions":{"defaultMode":"AcceptEdits"}}`, CodeModeInvalid, ""},
+		{"bad rule", `{"permissions":{"deny":["Bash(ls *.go)"]}}`, permission.CodeRuleInvalid, ""},
+		{"bad mode", `{"permissions":{"defaultMode":"yolo"}}`, permission.CodeModeInvalid, ""},
+		{"mode wrong case", `{"permissions":{"defaultMode":"AcceptEdits"}}`, permission.CodeModeInvalid, ""},
 		{"allow not a list", `{"permissions":{"allow":"Read"}}`, CodeSettingsInvalid, ""},
 		{"not an object", `[]`, CodeSettingsInvalid, ""},
 		{"null", `null`, CodeSettingsInvalid, ""},
@@ -54,7 +63,7 @@ func TestParseSettingsRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := ParseSettings([]byte(tt.doc), "s.json")
+			_, err := Parse([]byte(tt.doc), "s.json", Project)
 			if tt.code == "" {
 				if err != nil {
 					t.Fatalf("unexpected error %v", err)

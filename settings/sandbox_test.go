@@ -1,4 +1,4 @@
-package permission
+package settings
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 
 func TestSettingsSandboxMember(t *testing.T) {
 	t.Parallel()
-	st, err := ParseSettings([]byte(`{"sandbox": {"mode": "on", "network": "off", "writable": ["~/.cache/bazel"], "readable": ["/opt/sdk"], "hidden": ["~/.config/secrets"]}}`), "s.json")
+	st, err := Parse([]byte(`{"sandbox": {"mode": "on", "network": "off", "writable": ["~/.cache/bazel"], "readable": ["/opt/sdk"], "hidden": ["~/.config/secrets"]}}`), "s.json", User)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,14 +20,15 @@ func TestSettingsSandboxMember(t *testing.T) {
 		t.Fatalf("parsed %+v", sb)
 	}
 	for doc, code := range map[string]string{
-		`{"sandbox": {"enabled": true}}`:           CodeSpecUnknownKey,
+		`{"sandbox": {"enabled": 1}}`:              CodeSettingsInvalid,
+		`{"sandbox": {"enable": true}}`:            CodeSpecUnknownKey,
 		`{"sandbox": {"mode": "strict"}}`:          sandbox.CodeModeInvalid,
 		`{"sandbox": {"network": "maybe"}}`:        sandbox.CodeNetworkInvalid,
 		`{"sandbox": {"writable": ["build/out"]}}`: CodeSettingsInvalid,
 		`{"sandbox": {"hidden": "~/.x"}}`:          CodeSettingsInvalid,
 		`{"sandbox": []}`:                          CodeSettingsInvalid,
 	} {
-		if _, err := ParseSettings([]byte(doc), "s.json"); sema.CodeOf(err) != code {
+		if _, err := Parse([]byte(doc), "s.json", User); sema.CodeOf(err) != code {
 			t.Errorf("%s: err %v, want %s", doc, err, code)
 		}
 	}
