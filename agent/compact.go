@@ -263,6 +263,11 @@ func (l *leg) maybeCompact(ctx context.Context, msgs []model.Message, turn int) 
 // is recorded in the transcript before the leg goes on. A summary request that fails
 // leaves the conversation and the transcript as they were, and the error ends the leg.
 func (l *leg) compact(ctx context.Context, msgs []model.Message, reason, instructions string, turn int) ([]model.Message, error) {
+	trigger := reason
+	if trigger == "overflow" {
+		trigger = "auto"
+	}
+	l.preCompactHooks(ctx, trigger, instructions)
 	before := l.nextRequestTokens(msgs)
 	w := int64(l.window())
 	if w == 0 && reason == "overflow" {

@@ -270,7 +270,7 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 	}
 	ctx = context.WithValue(ctx, callKey{}, runningCall{name: call.Name, input: input})
 	res = t.Run(ctx, input)
-	return res
+	return l.postToolUse(ctx, call.Name, call.ID, input, res)
 }
 
 func (l *leg) noteEdited(path string) {

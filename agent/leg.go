@@ -77,7 +77,11 @@ type leg struct {
 	sandboxStatus sandbox.Status
 	// layered is what the leg applies of the settings files (readSettings), and
 	// settingsFiles the files themselves, lowest layer first.
-	layered       settings.Merged
+	layered settings.Merged
+	// hooks are the leg's command and Go hooks (nil: none); hookStop is set by a hook
+	// that answered continue: false, and ends the leg after the step it ran in.
+	hooks         *legHooks
+	hookStop      atomic.Pointer[sema.Error]
 	settingsFiles []settings.File
 	// rewindNotes is the ledger of the rewind that ran before the leg.
 	rewindNotes []history.LedgerEntry

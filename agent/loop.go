@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
@@ -39,14 +40,29 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		// them, so the conversation is whole again.
 		msgs = append(msgs, l.recordResults(ctx, l.abandonedInterrupted(ctx, open)))
 	}
+	var extra []string
+	if l.link == nil {
+		source := "startup"
+		if l.spec.Resume != nil {
+			source = "resume"
+		}
+		extra = l.sessionStartHooks(ctx, source)
+	}
+	promptExtra, blocked := l.promptHooks(ctx)
+	if blocked != nil {
+		res.Status, res.Error = sema.StatusError, blocked
+		return l.finish(ctx, res, msgs, turn-first)
+	}
 	if l.spec.Prompt != "" {
 		m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(l.spec.Prompt)}}
+		m = withContext(m, append(extra, promptExtra...))
 		msgs = appendUser(msgs, m)
 		l.record(ctx, entryUser, m)
 	}
 	if l.stopped(res) {
 		return l.finish(ctx, res, msgs, turn-first)
 	}
+	stopBlocks := 0
 	for {
 		if l.spec.MaxTurns > 0 && turn-first >= l.spec.MaxTurns {
 			res.Status = sema.StatusMaxTurns
@@ -106,9 +122,23 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		}
 		calls := resp.ToolCalls()
 		if len(calls) == 0 {
+			if reason, goOn := l.stopHooks(ctx, stopBlocks > 0); goOn && ctx.Err() == nil {
+				if stopBlocks++; stopBlocks <= maxStopBlocks {
+					// A Stop hook sends the model back to work with its reason.
+					m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(reason)}}
+					msgs = appendUser(msgs, m)
+					l.record(ctx, entryUser, m)
+					if l.stopped(res) {
+						break
+					}
+					continue
+				}
+				l.notice(sema.Notice{Code: CodeStopHookLoop, Message: fmt.Sprintf("the Stop hooks blocked %d stops in a row; the leg stopped anyway", maxStopBlocks)})
+			}
 			res.Status = sema.StatusCompleted
 			break
 		}
+		stopBlocks = 0
 		results := l.dispatchFrom(ctx, turn, calls, nil)
 		if l.parked(ctx, res, turn, calls, results) {
 			break
@@ -146,6 +176,7 @@ func (l *leg) failed(ctx context.Context, res *TaskResult, err error) {
 // finish completes the result and closes the session's leg. turns is the number of
 // turns the leg ran; they are the last ones of the session's numbering so far.
 func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message, turns int) *TaskResult {
+	l.sessionEndHooks(ctx, "other")
 	res.NumTurns = turns
 	if turns > 0 {
 		res.FirstTurn = l.resume.turns + 1
@@ -216,6 +247,9 @@ func appendUser(msgs []model.Message, m model.Message) []model.Message {
 // stopped ends the result with the failed transcript write, if one stops the leg.
 func (l *leg) stopped(res *TaskResult) bool {
 	err := l.recordFailed()
+	if err == nil {
+		err = l.hookStop.Load()
+	}
 	if err == nil {
 		return false
 	}

@@ -89,6 +89,7 @@ func (l *leg) approverSeat() (permission.Approver, AnsweredBy, *bool) {
 	}
 	return permission.ApproverFunc(func(ctx context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
 		*asked = true
+		l.notifyHooks(ctx, req.Tool)
 		return approver.Approve(ctx, l.approvalAgent(req))
 	}), seat, asked
 }

@@ -74,6 +74,9 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	if err := l.prepareSandbox(); err != nil {
 		return nil, err
 	}
+	if err := l.prepareHooks(); err != nil {
+		return nil, err
+	}
 	if err := l.prepareGate(ctx, rules); err != nil {
 		return nil, err
 	}
@@ -137,7 +140,7 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 	g, err := gate.New(gate.Config{
 		Modes:    l.modes,
 		Rules:    rules,
-		Hooks:    l.deps.hooks().PreToolUse,
+		Hooks:    l.gateHooks(),
 		Resolver: gate.FenceResolver(l.fence),
 		// The read-only answer of the fold and bash_readonly judge by one list.
 		ReadOnlyAllow: l.deps.shell().ReadonlyAllow,
@@ -146,6 +149,16 @@ func (l *leg) prepareGate(ctx context.Context, rules permission.RuleSet) error {
 	})
 	l.gate = g
 	return err
+}
+
+// gateHooks are the fold's PreToolUse seats: the deployment's permission.Hook callbacks,
+// then the settings files' and Deps.Hooks.Events' hooks as one seat.
+func (l *leg) gateHooks() []permission.Hook {
+	hs := slices.Clip(l.deps.hooks().PreToolUse)
+	if h := l.preToolUseHook(); h != nil {
+		hs = append(hs, h)
+	}
+	return hs
 }
 
 // prepareLeg runs the phases after the session's leg started: file history and a

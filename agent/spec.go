@@ -7,6 +7,7 @@ import (
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
@@ -388,6 +389,12 @@ type Hooks struct {
 	// ask, or allow (optionally rewriting the input). They never override a rule. Nil:
 	// none.
 	PreToolUse []permission.Hook
+	// Events are hooks of Claude Code's events, Go functions (hooks.Hook.Func) or
+	// commands, run with the settings files' hooks and as they are (see package hooks and
+	// the README's Hooks section). A PreToolUse hook here is a seat of the permission
+	// fold like PreToolUse above, and fails closed. A hook NewSet refuses refuses the run
+	// (config.hooks_invalid). Nil: none.
+	Events []hooks.Hook
 }
 
 // Policy is the deployment's permission and containment policy. The zero value (and a
