@@ -28,10 +28,15 @@ type Layer string
 
 // The layers, lowest precedence first.
 const (
-	User    Layer = "user"
+	// User is the user's own file, under the home directory.
+	User Layer = "user"
+	// Project is the workspace's shared file, .sema/settings.json.
 	Project Layer = "project"
-	Local   Layer = "local"
-	Flag    Layer = "flag"
+	// Local is the workspace's file of one person, .sema/settings.local.json.
+	Local Layer = "local"
+	// Flag is the command line's --settings (or a deployment's own document).
+	Flag Layer = "flag"
+	// Managed is the machine's managed policy.
 	Managed Layer = "managed"
 )
 
@@ -63,7 +68,9 @@ func ParseSources(s string) ([]Layer, error) {
 
 // Source is one settings file to read: where, and as which layer.
 type Source struct {
-	Path  string
+	// Path is the file's absolute path.
+	Path string
+	// Layer is the layer the file is read as.
 	Layer Layer
 }
 
@@ -71,9 +78,11 @@ type Source struct {
 const (
 	// UserFile is the user's settings file, under the home directory.
 	UserFile = ".sema/settings.json"
-	// ProjectFile and LocalFile are the workspace's, under the task root.
+	// ProjectFile is the workspace's shared file, under the task root.
 	ProjectFile = ".sema/settings.json"
-	LocalFile   = ".sema/settings.local.json"
+	// LocalFile is the workspace's file of one person, under the task root; it is
+	// meant to be git-ignored.
+	LocalFile = ".sema/settings.local.json"
 	// ManagedFile is where a machine keeps its managed policy.
 	ManagedFile = "/etc/sema/managed-settings.json"
 	// ClaudeManagedFile is Claude Code's managed policy on Linux, read with the

@@ -40,13 +40,16 @@ type Merged struct {
 
 // Applied is one settings file's fact in the manifest.
 type Applied struct {
-	Path  string `json:"path"`
-	Layer Layer  `json:"layer"`
+	// Path is where the file was read; empty for an inline document.
+	Path string `json:"path"`
+	// Layer is the file's layer.
+	Layer Layer `json:"layer"`
 	// Trusted is false for a workspace file the operator does not trust.
 	Trusted bool `json:"trusted"`
-	// Dropped names what of the file was not applied, and Why says why.
+	// Dropped names what of the file was not applied.
 	Dropped []string `json:"dropped,omitempty"`
-	Why     string   `json:"why,omitempty"`
+	// Why says why Dropped was not applied.
+	Why string `json:"why,omitempty"`
 	// Ignored are Claude Code's keys sema does not apply.
 	Ignored []string `json:"ignored,omitempty"`
 }

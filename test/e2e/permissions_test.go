@@ -247,7 +247,7 @@ func TestPermissionUsageErrors(t *testing.T) {
 	script := scriptOf(t)
 	dir := t.TempDir()
 	unknownKey := filepath.Join(dir, "unknown.json")
-	os.WriteFile(unknownKey, []byte(`{"permissions":{"allow":["Read"],"additionalDirectories":["/"]}}`), 0o644)
+	os.WriteFile(unknownKey, []byte(`{"permissions":{"allow":["Read"],"additionalDirectory":["/"]}}`), 0o644)
 	cases := []struct {
 		name string
 		args []string
@@ -257,7 +257,7 @@ func TestPermissionUsageErrors(t *testing.T) {
 		{"bad deny rule", []string{"--disallowed-tools", "Read)"}, []string{"config.rule_invalid", "Read)"}},
 		{"mode words are case-sensitive", []string{"--permission-mode", "Plan"}, []string{"config.permission_mode_invalid", "Plan"}},
 		{"missing settings file", []string{"--settings", filepath.Join(dir, "none.json")}, []string{"config.settings_invalid", "none.json"}},
-		{"unknown settings key", []string{"--settings", unknownKey}, []string{"config.spec_unknown_key", "additionalDirectories"}},
+		{"unknown settings key", []string{"--settings", unknownKey}, []string{"config.spec_unknown_key", "additionalDirectory"}},
 		{"unknown input format", []string{"--input-format", "xml"}, []string{"config.input_format_invalid", "xml"}},
 		{"stream-json input needs stream-json output", []string{"--input-format", "stream-json"}, []string{"config.input_format_invalid"}},
 		{"bad --on-ask", []string{"--on-ask", "maybe"}, []string{"config.on_ask_invalid", "maybe"}},
@@ -284,35 +284,46 @@ func TestPermissionUsageErrors(t *testing.T) {
 	}
 }
 
-// TestSettingsFiles: the --settings file, the user's ~/.sema/settings.json and the
-// project's .sema/settings.json each add rules; the mode comes from the flag, else the
-// --settings file, else the user file, else the project file, else default.
+// TestSettingsFiles: the --settings file, the user's ~/.sema/settings.json, the
+// project's .sema/settings.json and .sema/settings.local.json each add rules; the mode
+// comes from the flag, else the highest layer's defaultMode: --settings, then the local
+// file, the project file, the user file. A workspace's own files grant only when it is
+// trusted (--trust-project).
 func TestSettingsFiles(t *testing.T) {
 	t.Parallel()
+	trust := []string{"--trust-project"}
 	cases := []struct {
 		name      string
 		flagFile  string // content of the --settings file; "" for none
 		userFile  string // content of $HOME/.sema/settings.json; "" for none
 		project   string // content of .sema/settings.json in the root; "" for none
+		local     string // content of .sema/settings.local.json in the root; "" for none
 		flags     []string
 		requested string
 		lands     bool // whether the Write of out/new.txt lands
 	}{
-		{"settings deny beats bypassPermissions", `{"permissions":{"deny":["Write(out/**)"]}}`, "", "",
+		{"settings deny beats bypassPermissions", `{"permissions":{"deny":["Write(out/**)"]}}`, "", "", "",
 			[]string{"--permission-mode", "bypassPermissions"}, "bypassPermissions", false},
-		{"settings allow", `{"permissions":{"allow":["Write(out/**)"]}}`, "", "", nil, "", true},
-		{"settings defaultMode", `{"permissions":{"defaultMode":"acceptEdits"}}`, "", "", nil, "acceptEdits", true},
-		{"the flag beats the settings file", `{"permissions":{"defaultMode":"acceptEdits"}}`, "", "",
+		{"settings allow", `{"permissions":{"allow":["Write(out/**)"]}}`, "", "", "", nil, "", true},
+		{"settings defaultMode", `{"permissions":{"defaultMode":"acceptEdits"}}`, "", "", "", nil, "acceptEdits", true},
+		{"the flag beats the settings file", `{"permissions":{"defaultMode":"acceptEdits"}}`, "", "", "",
 			[]string{"--permission-mode", "plan"}, "plan", false},
-		{"user file defaultMode", "", `{"permissions":{"defaultMode":"acceptEdits"}}`, "", nil, "acceptEdits", true},
-		{"the settings file beats the user file", `{"permissions":{"defaultMode":"dontAsk"}}`, `{"permissions":{"defaultMode":"acceptEdits"}}`, "",
+		{"user file defaultMode", "", `{"permissions":{"defaultMode":"acceptEdits"}}`, "", "", nil, "acceptEdits", true},
+		{"the settings file beats the user file", `{"permissions":{"defaultMode":"dontAsk"}}`, `{"permissions":{"defaultMode":"acceptEdits"}}`, "", "",
 			nil, "dontAsk", false},
-		{"user deny applies under another file's mode", `{"permissions":{"defaultMode":"bypassPermissions"}}`, `{"permissions":{"deny":["Write"]}}`, "",
+		{"user deny applies under another file's mode", `{"permissions":{"defaultMode":"bypassPermissions"}}`, `{"permissions":{"deny":["Write"]}}`, "", "",
 			nil, "bypassPermissions", false},
-		{"the project file is trusted", "", "", `{"permissions":{"allow":["Write"]}}`, nil, "", true},
-		{"project defaultMode", "", "", `{"permissions":{"defaultMode":"acceptEdits"}}`, nil, "acceptEdits", true},
-		{"the user file beats the project file", "", `{"permissions":{"defaultMode":"plan"}}`, `{"permissions":{"defaultMode":"acceptEdits"}}`,
-			nil, "plan", false},
+		{"a trusted project's allow", "", "", `{"permissions":{"allow":["Write"]}}`, "", trust, "", true},
+		{"an untrusted project's allow does not apply", "", "", `{"permissions":{"allow":["Write"]}}`, "", nil, "", false},
+		{"an untrusted project's deny applies", `{"permissions":{"allow":["Write"]}}`, "", `{"permissions":{"deny":["Write(out/**)"]}}`, "", nil, "", false},
+		{"project defaultMode", "", "", `{"permissions":{"defaultMode":"acceptEdits"}}`, "", trust, "acceptEdits", true},
+		{"an untrusted project's defaultMode does not apply", "", "", `{"permissions":{"defaultMode":"acceptEdits"}}`, "", nil, "", false},
+		{"the project file beats the user file", "", `{"permissions":{"defaultMode":"plan"}}`, `{"permissions":{"defaultMode":"acceptEdits"}}`, "",
+			trust, "acceptEdits", true},
+		{"the local file beats the project file", "", "", `{"permissions":{"defaultMode":"acceptEdits"}}`, `{"permissions":{"defaultMode":"plan"}}`,
+			trust, "plan", false},
+		{"the settings file beats the local file", `{"permissions":{"defaultMode":"acceptEdits"}}`, "", "", `{"permissions":{"defaultMode":"plan"}}`,
+			trust, "acceptEdits", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -320,6 +331,9 @@ func TestSettingsFiles(t *testing.T) {
 			files := map[string]string{"README.md": "hi\n"}
 			if c.project != "" {
 				files[".sema/settings.json"] = c.project
+			}
+			if c.local != "" {
+				files[".sema/settings.local.json"] = c.local
 			}
 			root := writeTree(t, files)
 			home := t.TempDir()
