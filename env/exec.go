@@ -39,8 +39,14 @@ type ExecRequest struct {
 	// same writer the program gets ONE stream for both, so the writer sees the bytes
 	// interleaved exactly as they were written. Writes happen on a goroutine of the env;
 	// a writer's error is ignored and later output is discarded, so a failing writer
-	// never blocks or kills the program. The program's standard input is empty.
+	// never blocks or kills the program.
 	Stdout, Stderr io.Writer
+	// Stdin is read by a goroutine of the env and written to the program's standard
+	// input, which reaches end of file after it; nil gives an empty standard input. The
+	// program need not read it: a program that exits (or whose group is killed) without
+	// reading ends the writing, and the program's exit is reported without waiting for
+	// it.
+	Stdin io.Reader
 	// Isolate asks for namespaces of the program's own. The zero value asks for none. An
 	// Executor that cannot give what is asked refuses to start the program
 	// (ErrIsolationUnsupported) rather than run it with less.

@@ -52,9 +52,13 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 
 	p := &hostProcess{exited: make(chan struct{})}
 	var childEnds []*os.File
+	var stdin *os.File
 	fail := func(err error) (Process, error) {
 		for _, f := range childEnds {
 			f.Close()
+		}
+		if stdin != nil {
+			stdin.Close()
 		}
 		for _, c := range p.copies {
 			c.r.Close()
@@ -88,6 +92,14 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		}
 		cmd.Stderr = errw
 	}
+	if req.Stdin != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		childEnds = append(childEnds, r)
+		cmd.Stdin, stdin = r, w
+	}
 	if err := startCmd(cmd); err != nil {
 		return fail(err)
 	}
@@ -101,6 +113,12 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	p.wg.Add(len(p.copies))
 	for i := range p.copies {
 		go p.copy(&p.copies[i])
+	}
+	if stdin != nil {
+		// Fed here rather than by os/exec, whose Wait would wait for a program that
+		// never reads its input.
+		p.stdin = stdin
+		go feed(stdin, req.Stdin)
 	}
 	go func() {
 		err := cmd.Wait()
@@ -156,6 +174,16 @@ type hostProcess struct {
 	gone atomic.Bool
 	// unguarded is set once the group was taken off the guardian's list.
 	unguarded atomic.Bool
+	// stdin is the write end of the program's standard input, nil when it has none.
+	stdin *os.File
+}
+
+// feed writes src to the program's standard input and closes it. A program that does
+// not read ends the writing when the last reader goes (EPIPE), and Close ends it by
+// expiring the write deadline.
+func feed(w *os.File, src io.Reader) {
+	io.Copy(w, src)
+	w.Close()
 }
 
 // unguard takes the group off the guardian's list, once, when it has no live process.
@@ -193,6 +221,9 @@ func (p *hostProcess) Signal(sig syscall.Signal) error {
 func (p *hostProcess) Close() error {
 	p.closeOnce.Do(func() {
 		p.closing.Store(true)
+		if p.stdin != nil {
+			p.stdin.SetWriteDeadline(time.Unix(1, 0))
+		}
 		for _, c := range p.copies {
 			// A copier blocked in Read wakes with os.ErrDeadlineExceeded and drains.
 			c.r.SetReadDeadline(time.Unix(1, 0))

@@ -235,3 +235,52 @@ func readPid(t *testing.T, p string) int {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestHostStartStdin(t *testing.T) {
+	var out lockedBuffer
+	p := start(t, env.ExecRequest{Argv: []string{"sh", "-c", "cat; echo done"}, Stdin: strings.NewReader(`{"a":1}`), Stdout: &out})
+	if st := finish(t, p); st.Code != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	if got := out.String(); got != "{\"a\":1}done\n" {
+		t.Fatalf("stdout %q", got)
+	}
+}
+
+// A program that never reads a large input exits, and its exit is reported, although
+// the input was not consumed.
+func TestHostStartStdinNotRead(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 4<<20)
+	p := start(t, env.ExecRequest{Argv: []string{"true"}, Stdin: bytes.NewReader(big)})
+	done := make(chan env.ExitStatus, 1)
+	go func() { done <- finish(t, p) }()
+	select {
+	case st := <-done:
+		if st.Code != 0 {
+			t.Fatalf("status %+v", st)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the exit of a program that did not read its input was not reported")
+	}
+}
+
+// A program that leaves a child holding its input open, unread, is still released by
+// Close: the feeding stops.
+func TestHostStartStdinHeldByChild(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 4<<20)
+	p := start(t, env.ExecRequest{Argv: []string{"sh", "-c", "sleep 30 <&0 & exit 0"}, Stdin: bytes.NewReader(big)})
+	defer p.Signal(syscall.SIGKILL)
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return while a child held the unread input")
+	}
+}

@@ -67,9 +67,11 @@ type Func func(ctx context.Context, in Input) (Output, error)
 type Hook struct {
 	// Event is the event the hook is registered for.
 	Event Event
-	// Matcher selects the targets (tool name, source, trigger, type) the hook runs for:
-	// empty or "*" matches every target; otherwise a regular expression that must match
-	// the whole target ("Edit|Write", "mcp__github__.*"). Events without targets ignore
+	// Matcher selects the targets (tool name, source, trigger, type) the hook runs for,
+	// as Claude Code reads it: empty or "*" matches every target; letters, digits, _
+	// and | only ("Bash", "Edit|Write") name targets exactly; anything else is a
+	// regular expression that must match somewhere in the target ("mcp__github__.*",
+	// "^Notebook"). UserPromptSubmit, Stop and SubagentStop have no target and ignore
 	// it.
 	Matcher string
 	// Command is the shell command of a command hook, run with /bin/sh -c.
@@ -86,17 +88,27 @@ type Hook struct {
 // Input is what a hook reads: for a command, the JSON on its stdin. Its JSON form
 // carries the fields Claude Code sends for the event (MarshalJSON).
 type Input struct {
-	SessionID      string `json:"session_id"`
+	// SessionID is the run's session.
+	SessionID string `json:"session_id"`
+	// TranscriptPath is a transcript file's path; sema keeps its transcripts in its
+	// store, so it is empty and left out.
 	TranscriptPath string `json:"transcript_path,omitempty"`
-	Cwd            string `json:"cwd"`
+	// Cwd is the task root.
+	Cwd string `json:"cwd"`
+	// PermissionMode is the leg's permission mode when the hook runs.
 	PermissionMode string `json:"permission_mode,omitempty"`
-	HookEventName  Event  `json:"hook_event_name"`
+	// HookEventName is the event; Run sets it.
+	HookEventName Event `json:"hook_event_name"`
 
-	// Tool events.
-	ToolName     string          `json:"tool_name,omitempty"`
-	ToolInput    json.RawMessage `json:"tool_input,omitempty"`
+	// ToolName is the tool of a tool event (Bash, Edit, mcp__server__tool, …).
+	ToolName string `json:"tool_name,omitempty"`
+	// ToolInput is the call's input, as the model gave it (or as a hook rewrote it).
+	ToolInput json.RawMessage `json:"tool_input,omitempty"`
+	// ToolResponse is PostToolUse's result of the call: {"content", "success",
+	// "filePath" for a write}.
 	ToolResponse json.RawMessage `json:"tool_response,omitempty"`
-	ToolUseID    string          `json:"tool_use_id,omitempty"`
+	// ToolUseID is the model's id of the call.
+	ToolUseID string `json:"tool_use_id,omitempty"`
 	// Error is PostToolUseFailure's error text.
 	Error string `json:"error,omitempty"`
 
@@ -104,19 +116,22 @@ type Input struct {
 	Prompt string `json:"prompt,omitempty"`
 	// StopHookActive (Stop, SubagentStop) reports that the leg is already going on
 	// because a stop hook blocked an earlier stop.
-	StopHookActive bool `json:"stop_hook_active"`
+	StopHookActive bool `json:"stop_hook_active,omitempty"`
 	// Source is SessionStart's source: startup, resume or compact.
 	Source string `json:"source,omitempty"`
 	// Reason is SessionEnd's reason.
 	Reason string `json:"reason,omitempty"`
-	// Trigger (manual, auto) and CustomInstructions are PreCompact's.
-	Trigger            string `json:"trigger,omitempty"`
-	CustomInstructions string `json:"custom_instructions"`
-	// Message and NotificationType are Notification's.
-	Message          string `json:"message,omitempty"`
+	// Trigger is PreCompact's trigger: manual or auto.
+	Trigger string `json:"trigger,omitempty"`
+	// CustomInstructions is PreCompact's instructions for the summary (maybe empty).
+	CustomInstructions string `json:"custom_instructions,omitempty"`
+	// Message is Notification's text for the person.
+	Message string `json:"message,omitempty"`
+	// NotificationType is Notification's kind: permission_prompt.
 	NotificationType string `json:"notification_type,omitempty"`
-	// AgentID and AgentType name the child leg of a SubagentStop.
-	AgentID   string `json:"agent_id,omitempty"`
+	// AgentID is the session of a SubagentStop's child leg.
+	AgentID string `json:"agent_id,omitempty"`
+	// AgentType is the name of the child leg's agent definition.
 	AgentType string `json:"agent_type,omitempty"`
 }
 

@@ -1,9 +1,12 @@
 package hooks
 
 import (
-	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 )
 
@@ -24,26 +27,134 @@ const (
 // Set is a compiled list of hooks, ready to match and run. It is safe for concurrent
 // use.
 type Set struct {
-	// unexported: compiled matchers by event.
+	byEvent map[Event][]entry
 }
 
-// NewSet compiles hooks: every Event known, every Matcher a regular expression, every
-// hook a Command or a Func (exactly one). Otherwise config.hooks_invalid naming the
-// hook's Source.
+// entry is one hook with its compiled matcher.
+type entry struct {
+	hook Hook
+	m    matcher
+}
+
+// matcher is a compiled Matcher. As Claude Code reads one: empty or "*" matches every
+// target; a matcher made only of letters, digits, _ and | is a list of exact names;
+// anything else is a regular expression that must match somewhere in the target
+// ("Edit|Write", "mcp__github__.*", "Notebook").
+type matcher struct {
+	any   bool
+	names []string
+	re    *regexp.Regexp
+}
+
+func compileMatcher(s string) (matcher, error) {
+	if s == "" || s == "*" {
+		return matcher{any: true}, nil
+	}
+	if plainMatcher(s) {
+		return matcher{names: strings.Split(s, "|")}, nil
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return matcher{}, err
+	}
+	return matcher{re: re}, nil
+}
+
+func plainMatcher(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '|') {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *matcher) match(target string) bool {
+	switch {
+	case m.any:
+		return true
+	case m.re != nil:
+		return m.re.MatchString(target)
+	}
+	for _, n := range m.names {
+		if n == target {
+			return true
+		}
+	}
+	return false
+}
+
+// targetless reports the events whose hooks run whatever their matcher says: Claude
+// Code gives these events no target to match.
+func targetless(e Event) bool {
+	return e == UserPromptSubmit || e == Stop || e == SubagentStop
+}
+
+// NewSet compiles hooks: every Event known, every Matcher a matcher, every hook a
+// Command or a Func (exactly one), no timeout below zero. Otherwise config.hooks_invalid
+// naming the hook's Source.
 func NewSet(hooks []Hook) (*Set, error) {
-	panic("hooks: NewSet not built yet")
+	s := &Set{byEvent: make(map[Event][]entry)}
+	for i, h := range hooks {
+		bad := func(format string, args ...any) error {
+			src := h.Source
+			if src == "" {
+				src = "Deps.Hooks.Events"
+			}
+			return sema.Errorf(CodeConfigInvalid, "%s: hook %d (%s): %s", src, i, h.Event, fmt.Sprintf(format, args...)).With("path", src)
+		}
+		if !h.Event.known() {
+			return nil, bad("%q is not an event; the events are %s", h.Event, eventList())
+		}
+		if (h.Command == "") == (h.Func == nil) {
+			return nil, bad("a hook is a Command or a Func, exactly one")
+		}
+		if h.Func == nil && strings.TrimSpace(h.Command) == "" {
+			return nil, bad("the command is blank")
+		}
+		if h.Timeout < 0 {
+			return nil, bad("the timeout %v is negative", h.Timeout)
+		}
+		m, err := compileMatcher(h.Matcher)
+		if err != nil {
+			return nil, bad("the matcher %q is not a regular expression: %v", h.Matcher, err)
+		}
+		s.byEvent[h.Event] = append(s.byEvent[h.Event], entry{hook: h, m: m})
+	}
+	return s, nil
 }
 
 // Has reports whether any hook is registered for event (whatever its matcher): the
 // caller's fast path that builds no Input for an event nobody listens to.
 func (s *Set) Has(event Event) bool {
-	panic("hooks: Has not built yet")
+	return s != nil && len(s.byEvent[event]) > 0
 }
 
 // Matching returns the hooks of event whose matcher matches target, in declaration
-// order, identical commands once.
+// order, identical commands once. It allocates nothing when none matches.
 func (s *Set) Matching(event Event, target string) []Hook {
-	panic("hooks: Matching not built yet")
+	if s == nil {
+		return nil
+	}
+	var out []Hook
+	all := targetless(event)
+next:
+	for i := range s.byEvent[event] {
+		e := &s.byEvent[event][i]
+		if !all && !e.m.match(target) {
+			continue
+		}
+		if e.hook.Command != "" {
+			for _, h := range out {
+				if h.Command == e.hook.Command {
+					continue next
+				}
+			}
+		}
+		out = append(out, e.hook)
+	}
+	return out
 }
 
 // Runner is where command hooks run.
@@ -66,33 +177,28 @@ type Runner struct {
 // DefaultOutputCap is what is kept of a hook's stdout, and of its stderr, by default.
 const DefaultOutputCap = 64 << 10
 
-// Run runs the hooks of s that match event and target, in parallel, and merges their
-// answers. in.HookEventName is set to event. It returns when every hook has ended; a
-// command that outlives its timeout, or ctx, is killed with its process group.
-func (s *Set) Run(ctx context.Context, r *Runner, event Event, target string, in Input) Result {
-	panic("hooks: Run not built yet")
-}
-
 // Result is the merged answer of the hooks of one event.
 type Result struct {
 	// Ran is how many hooks ran.
 	Ran int
-	// Block reports a hook that blocked: exit code 2, or decision "block". BlockReason
-	// is its stderr (exit 2) or its reason, the blocking hooks' joined by newlines.
-	Block       bool
+	// Block reports a hook that blocked: exit code 2, or decision "block".
+	Block bool
+	// BlockReason is the blocking hooks' stderr (exit 2) or reason, joined by newlines.
 	BlockReason string
-	// Stop reports a hook that answered continue: false; StopReason is its stopReason.
-	Stop       bool
+	// Stop reports a hook that answered continue: false.
+	Stop bool
+	// StopReason is the stopping hooks' stopReason.
 	StopReason string
 	// Permission (PreToolUse) is the strictest permission answer: deny over ask over
 	// allow, "" when none gave one. The old decision words count: "approve" is allow,
-	// "block" is deny. PermissionReason is the deciding hooks' reasons.
-	Permission       string
+	// "block" is deny, and so does exit code 2 (deny).
+	Permission string
+	// PermissionReason is the reasons of the hooks whose answer decided Permission.
 	PermissionReason string
-	// UpdatedInput (PreToolUse) is the hooks' rewrite of the input; Conflict reports
-	// hooks that rewrote it differently.
+	// UpdatedInput (PreToolUse) is the hooks' rewrite of the input, a JSON object.
 	UpdatedInput json.RawMessage
-	Conflict     bool
+	// Conflict reports hooks that rewrote the input differently.
+	Conflict bool
 	// Context is what the hooks add for the model: additionalContext, and the plain
 	// stdout of exit-0 UserPromptSubmit and SessionStart hooks, in declaration order.
 	Context []string
