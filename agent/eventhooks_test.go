@@ -63,10 +63,12 @@ func TestPreToolUseHookFailsClosed(t *testing.T) {
 		lands bool
 	}{
 		"silent hook: the write lands": {func(context.Context, hooks.Input) (hooks.Output, error) { return hooks.Output{}, nil }, true},
-		"error":                        {func(context.Context, hooks.Input) (hooks.Output, error) { return hooks.Output{}, errors.New("policy server down") }, false},
-		"panic":                        {func(context.Context, hooks.Input) (hooks.Output, error) { panic("hook bug") }, false},
-		"unknown decision":             {permissionAnswer("perhaps", ""), false},
-		"rewrite that is no object":    {permissionAnswer("allow", `"x"`), false},
+		"error": {func(context.Context, hooks.Input) (hooks.Output, error) {
+			return hooks.Output{}, errors.New("policy server down")
+		}, false},
+		"panic":                     {func(context.Context, hooks.Input) (hooks.Output, error) { panic("hook bug") }, false},
+		"unknown decision":          {permissionAnswer("perhaps", ""), false},
+		"rewrite that is no object": {permissionAnswer("allow", `"x"`), false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
