@@ -23,7 +23,7 @@ import (
 type mcpOptions struct {
 	cwd, settings, outputFormat, sandbox string
 	mcpConfig                            []string
-	strict, trust                        bool
+	strict, trust, trustProject          bool
 }
 
 func newMCPCmd(stdout io.Writer) *cobra.Command {
@@ -54,6 +54,7 @@ func newMCPCmd(stdout io.Writer) *cobra.Command {
 		f.StringArrayVar(&o.mcpConfig, "mcp-config", nil, "MCP servers as a file or inline JSON, as for sema run; repeatable")
 		f.BoolVar(&o.strict, "strict-mcp-config", false, "only the --mcp-config servers")
 		f.BoolVar(&o.trust, "trust-project-mcp", false, "start the servers the workspace declares itself")
+		f.BoolVar(&o.trustProject, "trust-project", false, "apply the workspace's own settings in full, its MCP servers included, as for sema run (see sema trust)")
 		f.StringVar(&o.settings, "settings", "", "a settings file, read with ~/.sema/settings.json")
 		f.StringVar(&o.sandbox, "sandbox", "", "auto|on|off, as for sema run")
 		f.StringVar(&o.outputFormat, "output-format", "text", "text|json")
@@ -84,9 +85,18 @@ func mcpList(ctx context.Context, o *mcpOptions, only string, stdout io.Writer) 
 	if err != nil {
 		return usageErr(err)
 	}
+	state, err := stateDir("")
+	if err != nil {
+		return usageErr(err)
+	}
+	trusted, err := workspaceTrusted(&runOptions{trustProject: o.trustProject}, state, root)
+	if err != nil {
+		return usageErr(err)
+	}
 	// No model is asked anything: the runner needs a provider only by contract.
 	deps := agent.Deps{Provider: scripted.New(scripted.Script{}), Settings: &agent.SettingsOptions{Files: perms.files},
-		ManagedSettings: perms.managed, MCP: &agent.MCPOptions{TrustProject: o.trust}, Shell: &agent.ShellOptions{Sandbox: sandbox.Mode(o.sandbox)}}
+		ManagedSettings: perms.managed, Shell: &agent.ShellOptions{Sandbox: sandbox.Mode(o.sandbox)}}
+	trustDeps(&deps, trusted, o.trust)
 	spec := agent.TaskSpec{Root: root, MCPServers: task, StrictMCPConfig: o.strict}
 	status, err := agent.New(deps).MCPStatus(ctx, spec, only)
 	if sema.IsCode(err, mcp.CodeConfigInvalid) {

@@ -234,4 +234,19 @@ func TestMCPListAndGet(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "mcp.config_invalid") {
 		t.Fatalf("get of an unknown server: exit %d %s", r.code, r.stderr)
 	}
+
+	// A trusted workspace's server is started (this one fails at once), with
+	// --trust-project or after `sema trust`.
+	h := home(t)
+	r = sema(t, dir, h, "", "mcp", "get", "proj", "--trust-project", "--sandbox", "off")
+	if strings.Contains(r.stdout, "untrusted") || !strings.Contains(r.stdout, "failed") {
+		t.Fatalf("get with --trust-project: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = sema(t, dir, h, "", "trust", "."); r.code != 0 {
+		t.Fatalf("sema trust: %d %s", r.code, r.stderr)
+	}
+	r = sema(t, dir, h, "", "mcp", "get", "proj", "--sandbox", "off")
+	if strings.Contains(r.stdout, "untrusted") || !strings.Contains(r.stdout, "failed") {
+		t.Fatalf("get after sema trust: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
