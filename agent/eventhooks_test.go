@@ -308,3 +308,78 @@ func TestInvalidHookRefusesTheRun(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// recorder is a Go hook that records the inputs it saw.
+type recorder struct {
+	mu  sync.Mutex
+	ins []hooks.Input
+}
+
+func (r *recorder) hook(event hooks.Event, matcher string) hooks.Hook {
+	return hooks.Hook{Event: event, Matcher: matcher, Func: func(_ context.Context, in hooks.Input) (hooks.Output, error) {
+		r.mu.Lock()
+		r.ins = append(r.ins, in)
+		r.mu.Unlock()
+		return hooks.Output{}, nil
+	}}
+}
+
+func (r *recorder) seen() []hooks.Input {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]hooks.Input(nil), r.ins...)
+}
+
+// PostToolUseFailure sees a failed call's error, a question waiting for a person
+// notifies, and SessionEnd closes the run.
+func TestFailureNotificationAndEndHooks(t *testing.T) {
+	t.Parallel()
+	var rec recorder
+	list := []hooks.Hook{
+		rec.hook(hooks.PostToolUse, "Read"),
+		rec.hook(hooks.PostToolUseFailure, "Read"),
+		rec.hook(hooks.Notification, "permission_prompt"),
+		rec.hook(hooks.SessionEnd, ""),
+	}
+	approver := permission.ApproverFunc(func(context.Context, permission.ApprovalRequest) (permission.ApprovalDecision, error) {
+		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: "not now"}, nil
+	})
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("Read", `{"file_path":"missing.txt"}`)}},
+		{ToolCalls: []scripted.ToolCall{write("a.txt", "x")}},
+		{Text: "done"},
+	}})
+	r := agent.New(agent.Deps{Provider: p, Approver: approver, Hooks: &agent.Hooks{Events: list}})
+	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root, OnAsk: agent.OnAskApprover})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != sema.StatusCompleted {
+		t.Fatalf("status %s %+v", res.Status, res.Error)
+	}
+	var events []string
+	for _, in := range rec.seen() {
+		events = append(events, string(in.HookEventName))
+		switch in.HookEventName {
+		case hooks.PostToolUseFailure:
+			if in.ToolName != "Read" || in.Error == "" || in.ToolResponse != nil {
+				t.Errorf("PostToolUseFailure input %+v", in)
+			}
+		case hooks.Notification:
+			if in.NotificationType != "permission_prompt" || !strings.Contains(in.Message, "Write") {
+				t.Errorf("Notification input %+v", in)
+			}
+		case hooks.SessionEnd:
+			if in.Reason == "" {
+				t.Errorf("SessionEnd input %+v", in)
+			}
+		}
+	}
+	if got := strings.Join(events, ","); got != "PostToolUseFailure,Notification,SessionEnd" {
+		t.Fatalf("events %s", got)
+	}
+}
