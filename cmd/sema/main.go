@@ -160,7 +160,7 @@ openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / O
 	addRunFlags(root, &opts)
 	root.Flags().StringVarP(&opts.print, "print", "p", "", "run PROMPT non-interactively (same as `sema run PROMPT`)")
 	root.AddCommand(newRunCmd(stdin, stdout, stderr), newDemoCmd(stdout, stderr), newApproveCmd(stdin, stdout, stderr),
-		newSessionsCmd(stdout), newRewindCmd(stdout), newMCPCmd(stdout), newTrustCmd(stdout))
+		newSessionsCmd(stdout), newRewindCmd(stdout), newMCPCmd(stdout), newTrustCmd(stdout), newCommandsCmd(stdout, stderr))
 	return root
 }
 
@@ -168,10 +168,10 @@ func newRunCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var opts runOptions
 	cmd := &cobra.Command{
 		Use:   "run [flags] PROMPT",
-		Short: "Run one task (PROMPT '-' reads the prompt from stdin)",
-		Args:  exactlyOne("prompt", `sema run "fix the failing test" (quote a prompt of several words; - reads it from stdin)`),
+		Short: "Run one task (PROMPT '-' reads the prompt from stdin; /NAME ARGS… runs a custom command)",
+		Args:  runArgs(exactlyOne("prompt", `sema run "fix the failing test" (quote a prompt of several words; - reads it from stdin)`)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runTask(cmd.Context(), &opts, args[0], stdin, stdout, stderr)
+			return runTask(cmd.Context(), &opts, runPrompt(args), stdin, stdout, stderr)
 		},
 	}
 	addRunFlags(cmd, &opts)

@@ -148,6 +148,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if err != nil {
 		return err
 	}
+	typed := prompt != "-" // a prompt read from stdin is data, never a custom command
 	if prompt == "-" {
 		data, err := io.ReadAll(stdin)
 		if err != nil {
@@ -167,7 +168,16 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if err != nil {
 		return usageErr(err)
 	}
+	commandModel := ""
+	if typed {
+		if prompt, commandModel, err = expandCommand(prompt, perms, root, trusted, stderr); err != nil {
+			return err
+		}
+	}
 	ref := o.model
+	if ref == "" {
+		ref = commandModel
+	}
 	if ref == "" {
 		ref = os.Getenv("SEMA_MODEL")
 	}
