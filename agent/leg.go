@@ -130,6 +130,8 @@ type leg struct {
 	taskSlots chan struct{}
 	// turnsRun counts the turns this leg has run, for its children's turn budget.
 	turnsRun atomic.Int64
+	// apiTime sums the time of the leg's model requests (TaskResult.DurationAPI).
+	apiTime atomic.Int64
 	// wake signals the loop that events were queued while it waits for Task calls.
 	wake chan struct{}
 	// ruleSet is the leg's merged permission rules, which its children reuse.

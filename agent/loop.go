@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
@@ -113,7 +114,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		l.mu.Lock()
 		l.transcript = msgs
 		l.mu.Unlock()
-		l.emit(Event{Type: EventAssistant, Turn: turn, Message: &msg})
+		l.emit(Event{Type: EventAssistant, Turn: turn, Message: &msg, Response: resp})
 		if text := resp.Text(); text != "" {
 			res.Result = text
 		}
@@ -156,6 +157,8 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 func (l *leg) request(ctx context.Context, turn int, msgs []model.Message) (*model.Response, error) {
 	_, specs := l.toolsAndSpecs() // an MCP server's list change shows in the next request
 	req := &model.Request{Model: l.spec.Model, System: l.system, Messages: msgs, Tools: specs, MaxTokens: l.spec.MaxTokens}
+	start := time.Now()
+	defer func() { l.apiTime.Add(int64(time.Since(start))) }()
 	return l.deps.Provider.Stream(ctx, req, func(d model.Delta) {
 		if d.Kind == model.DeltaText {
 			l.emit(Event{Type: EventText, Turn: turn, Text: d.Text})
@@ -178,6 +181,7 @@ func (l *leg) failed(ctx context.Context, res *TaskResult, err error) {
 func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message, turns int) *TaskResult {
 	l.sessionEndHooks(ctx, "other")
 	res.NumTurns = turns
+	res.DurationAPI = time.Duration(l.apiTime.Load())
 	if turns > 0 {
 		res.FirstTurn = l.resume.turns + 1
 		res.LastTurn = l.resume.turns + turns

@@ -90,6 +90,9 @@ func (l *leg) approverSeat() (permission.Approver, AnsweredBy, *bool) {
 	return permission.ApproverFunc(func(ctx context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
 		*asked = true
 		l.notifyHooks(ctx, req.Tool)
+		if ref, ok := ctx.Value(callRefKey{}).(callRef); ok && req.ToolUseID == "" {
+			req.ToolUseID = ref.id
+		}
 		return approver.Approve(ctx, l.approvalAgent(req))
 	}), seat, asked
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
@@ -43,6 +44,9 @@ type TaskResult struct {
 	// Usage is the sum of the token counts of the leg's model responses, its child legs'
 	// (Subagents) included.
 	Usage model.Usage `json:"usage"`
+	// DurationAPI is the time the leg's own model requests took, from sending each to its
+	// response's end (the Agent SDKs' duration_api_ms).
+	DurationAPI time.Duration `json:"-"`
 	// TotalCostUSD is what the leg's model requests cost in US dollars, its child legs'
 	// included, at the models' prices (Deps.Prices, else package pricing's built-in
 	// table). Nil when a model that answered has no price: the cost is unknown, which is
@@ -343,6 +347,9 @@ type Event struct {
 	Text string
 	// Message is set on EventAssistant: the complete model response.
 	Message *model.Message
+	// Response is set on EventAssistant: the provider's response — the model that
+	// answered, why the response ended, its token usage — with the same Content.
+	Response *model.Response
 	// ToolUse is set on EventToolUse.
 	ToolUse *ToolUse
 	// ToolResult is set on EventToolResult.

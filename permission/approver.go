@@ -23,6 +23,8 @@ type ApprovalRequest struct {
 	// Agent is the agent type of the delegated child leg that asks ("Explore"); empty
 	// when the task's own leg asks.
 	Agent string `json:"agent,omitempty"`
+	// ToolUseID is the model's id of the call asked about, when the runner knows it.
+	ToolUseID string `json:"tool_use_id,omitempty"`
 	// Transcript is the leg's conversation so far, for the classifier. Optional.
 	Transcript []model.Message `json:"-"`
 }
