@@ -21,9 +21,16 @@
 //     busy timeout instead of failing each other with SQLITE_BUSY.
 //   - A file written by a newer version of sema is refused ("store.schema_too_new"),
 //     never read half-understood; nothing stays open after Open fails.
+//   - A database file that is not sema's — not SQLite, another program's SQLite
+//     database, a damaged one — is refused ("store.corrupt") and never modified: it is
+//     read, through a read-only connection, before any pragma or migration could write
+//     to it. The way out is the person's: move the file aside, or open another
+//     directory.
 //   - Dir.Path is absolute and clean, as agent.Deps.StateDir requires.
 //
 // Errors a caller acts on are *sema.Error values: [CodeDirInvalid] when the directory is
-// not given or cannot be made, [CodeOpenFailed] when the database in it cannot be opened,
-// and the stores' own codes (sqlitedb.CodeSchemaTooNew) unchanged.
+// not given or cannot be made, [CodeCorrupt], [CodeReadOnly] and [CodeLocked] for the
+// faults of the database file (at Open and at any later call of the stores),
+// [CodeOpenFailed] when the database cannot be opened for another reason, and the
+// stores' own codes (sqlitedb.CodeSchemaTooNew) unchanged.
 package statedir

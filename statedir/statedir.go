@@ -3,9 +3,11 @@ package statedir
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
@@ -19,15 +21,34 @@ import (
 const DatabaseName = "sema.db"
 
 // Codes of the errors Open returns itself. Errors the stores return with a code of their
-// own (sqlitedb.CodeSchemaTooNew) pass through unchanged.
+// own (sqlitedb.CodeSchemaTooNew, and the faults of the file below) pass through
+// unchanged.
 const (
 	// CodeDirInvalid refuses a state directory that is not given, cannot be resolved to
-	// an absolute path, cannot be created, or is not a directory. It is the code the
-	// command line reports for a bad --home, which names this directory.
+	// an absolute path, cannot be created (for a reason other than permissions, which is
+	// CodeReadOnly), or is not a directory. It is the code the command line reports for
+	// a bad --home, which names this directory.
 	CodeDirInvalid = "config.home_invalid"
-	// CodeOpenFailed reports a database in the state directory that cannot be opened:
-	// no permission, not a SQLite file, a disk error. The cause is wrapped.
+	// CodeOpenFailed reports a database in the state directory that cannot be opened
+	// for a reason none of the codes below names (the database is a directory, a disk
+	// error). The cause is wrapped.
 	CodeOpenFailed = "store.open_failed"
+)
+
+// The faults of the database file, which the stores report under these codes whether
+// they meet them at Open or later (see package sqlitedb). Each says what to do: move a
+// file aside, make it writable, or wait for the process that holds it; opening another
+// state directory is the way out of all three.
+const (
+	// CodeCorrupt: DatabaseName is not a SQLite file, is another program's SQLite
+	// database, or is damaged. Open changes nothing in it.
+	CodeCorrupt = sqlitedb.CodeCorrupt
+	// CodeReadOnly: the directory or the database cannot be written (permissions, a
+	// read-only file system).
+	CodeReadOnly = sqlitedb.CodeReadOnly
+	// CodeLocked: another process kept the database locked past the busy timeout
+	// (sqlitedb.Options.BusyTimeout).
+	CodeLocked = sqlitedb.CodeLocked
 )
 
 // Dir is an open state directory: its path and the two stores on its database. It is
@@ -52,7 +73,10 @@ func Open(ctx context.Context, dir string) (*Dir, error) {
 // durable commits); the zero Options are the defaults Open uses. A relative dir is taken
 // from the working directory. The session store is opened on dir/DatabaseName and the
 // history store attached to the same database, migrating both when needed; when any
-// step fails, what was opened is closed again.
+// step fails, what was opened is closed again. A DatabaseName that is not sema's is
+// refused with CodeCorrupt before anything is written to it; a directory or database
+// that cannot be written fails with CodeReadOnly, one locked by another process past
+// the busy timeout with CodeLocked.
 func OpenWith(ctx context.Context, dir string, opts sqlitedb.Options) (*Dir, error) {
 	if dir == "" {
 		return nil, sema.Errorf(CodeDirInvalid, "no state directory given; name the directory that keeps sessions and file history")
@@ -62,6 +86,9 @@ func OpenWith(ctx context.Context, dir string, opts sqlitedb.Options) (*Dir, err
 		return nil, sema.Errorf(CodeDirInvalid, "cannot resolve the state directory %q: %w", dir, err).With("path", dir)
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			return nil, sema.Errorf(CodeReadOnly, "cannot create the state directory %s: %w; make its parent writable, or open another state directory", abs, err).With("path", abs)
+		}
 		return nil, sema.Errorf(CodeDirInvalid, "cannot create the state directory %s: %w", abs, err).With("path", abs)
 	}
 	ss, err := session.OpenSQLiteWith(filepath.Join(abs, DatabaseName), opts)

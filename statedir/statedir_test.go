@@ -126,7 +126,7 @@ func TestOpenRefusals(t *testing.T) {
 		{"no directory", "", statedir.CodeDirInvalid},
 		{"a file is in the way", file, statedir.CodeDirInvalid},
 		{"below a file", filepath.Join(file, "state"), statedir.CodeDirInvalid},
-		{"the database is not SQLite", notDB, statedir.CodeOpenFailed},
+		{"the database is not SQLite", notDB, statedir.CodeCorrupt},
 		{"the database is a directory", dbIsDir, statedir.CodeOpenFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

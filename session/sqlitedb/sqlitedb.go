@@ -13,6 +13,14 @@
 //   - [Migrate] applies a component's schema steps in one transaction, records the version
 //     in the schema_version table, and refuses a file written by a newer schema with
 //     "store.schema_too_new" instead of reading what it does not understand.
+//   - A store never changes a file it does not recognize: [OpenAttached] first reads the
+//     file ([CheckFile]) and refuses one that is not SQLite, is another program's
+//     database, or is damaged ("store.corrupt"), before any pragma or migration could
+//     write to it.
+//   - The faults of the file itself carry codes wherever they surface (opening, a
+//     transaction, a read): "store.corrupt", "store.readonly" (no permission, a
+//     read-only file system, SQLITE_READONLY) and "store.locked" (another process held
+//     the lock past the busy timeout).
 //   - A store declares its share of a file as a [Schema] and reaches the file only through
 //     [OpenAttached] (a file it owns) or [Attach] (a file it shares), so every store of a
 //     file runs with the same pragmas, versioning and prepared statements.
@@ -72,7 +80,7 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	}
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("open database: %w", err))
 	}
 	f.Close()
 
@@ -99,8 +107,12 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	db.SetMaxIdleConns(8)
 	if err := db.PingContext(context.Background()); err != nil {
 		Close(db)
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
+		return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("open database %s: %w", abs, err))
 	}
+	h := handleFor(db)
+	handles.Lock()
+	h.path, h.busy = abs, opts.busyTimeout()
+	handles.Unlock()
 	return db, nil
 }
 
@@ -132,8 +144,12 @@ func Attach(ctx context.Context, db *sql.DB, s Schema) error {
 // OpenAttached opens the database at path with opts (see Open) and attaches s to it. The
 // caller owns the database and closes it with Close; when attaching fails, the database
 // is closed before the error returns, so a refused file (CodeSchemaTooNew) is not kept
-// open.
+// open. The file is the store's own: one that CheckFile does not recognize is refused
+// with CodeCorrupt before anything is written to it.
 func OpenAttached(ctx context.Context, path string, opts Options, s Schema) (*sql.DB, error) {
+	if err := CheckFile(path, opts.busyTimeout()); err != nil {
+		return nil, err
+	}
 	db, err := Open(path, opts)
 	if err != nil {
 		return nil, err
@@ -160,10 +176,13 @@ type Querier interface {
 }
 
 // handle is what this process keeps per *sql.DB: the gate that serializes its writers
-// and its prepared statements. Close drops it.
+// and its prepared statements, and the file and busy timeout that name a fault (both
+// zero for a database Open did not open). Close drops it.
 type handle struct {
 	gate  chan struct{}
 	stmts sync.Map // query → *sql.Stmt
+	path  string
+	busy  time.Duration
 }
 
 var handles = struct {
@@ -180,6 +199,20 @@ func handleFor(db *sql.DB) *handle {
 		handles.m[db] = h
 	}
 	return h
+}
+
+// fault codes err as a fault of h's file (see CodeCorrupt, CodeReadOnly, CodeLocked).
+func (h *handle) fault(err error) error {
+	if err == nil {
+		return nil
+	}
+	handles.Lock()
+	path, busy := h.path, h.busy
+	handles.Unlock()
+	if busy == 0 {
+		busy = Options{}.busyTimeout()
+	}
+	return fault(path, busy, err)
 }
 
 // Close closes db and forgets what this package kept for it (its prepared statements and
@@ -239,17 +272,19 @@ type reader struct {
 func (r reader) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	s, err := r.h.stmt(ctx, r.db, query)
 	if err != nil {
-		return nil, err
+		return nil, r.h.fault(err)
 	}
-	return s.ExecContext(ctx, args...)
+	res, err := s.ExecContext(ctx, args...)
+	return res, r.h.fault(err)
 }
 
 func (r reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	s, err := r.h.stmt(ctx, r.db, query)
 	if err != nil {
-		return nil, err
+		return nil, r.h.fault(err)
 	}
-	return s.QueryContext(ctx, args...)
+	rows, err := s.QueryContext(ctx, args...)
+	return rows, r.h.fault(err)
 }
 
 func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
@@ -302,7 +337,9 @@ func (t txq) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 // Open, BEGIN is BEGIN IMMEDIATE, so the write lock is taken (waiting up to the busy
 // timeout) before fn reads anything. fn may be run again when SQLite still reports the
 // database busy, so it must have no effect outside the transaction other than assigning
-// its results.
+// its results. A lock still held by another connection after the busy timeout's wait
+// fails with CodeLocked; a file that cannot be written, with CodeReadOnly; a damaged
+// one, with CodeCorrupt (each wraps SQLite's error, so IsBusy still sees it).
 func Tx(ctx context.Context, db *sql.DB, fn func(q Querier) error) error {
 	h := handleFor(db)
 	select {
@@ -321,12 +358,12 @@ func Tx(ctx context.Context, db *sql.DB, fn func(q Querier) error) error {
 		// transaction cure them. A BUSY that comes after the busy timeout's full wait is
 		// the answer: another writer holds the lock for too long.
 		if !IsBusy(err) || time.Since(start) > time.Second || attempt == 4 || ctx.Err() != nil {
-			return err
+			return h.fault(err)
 		}
 		select {
 		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
 		case <-ctx.Done():
-			return err
+			return h.fault(err)
 		}
 	}
 }
