@@ -413,7 +413,7 @@ func (l *leg) answerPending(ctx context.Context, call model.Block) (res tools.Re
 		if a.reason != "" {
 			msg += " Their reason: " + a.reason
 		}
-		l.deny(PermissionDenial{Tool: call.Name, Input: json.RawMessage(orEmpty(a.input)), Reason: msg, Code: CodeDeniedByPerson})
+		l.deny(PermissionDenial{Tool: call.Name, ToolUseID: call.ID, Input: json.RawMessage(orEmpty(a.input)), Reason: msg, Code: CodeDeniedByPerson})
 		return tools.Fail(CodeDeniedByPerson, "%s", msg)
 	}
 	call.Input = a.input

@@ -24,10 +24,11 @@ type runningCall struct {
 // decide runs the fold for one call and answers its question, if it asks one. The
 // returned decision is allow or deny; a deny has been recorded.
 func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decision {
+	ref, _ := ctx.Value(callRefKey{}).(callRef)
 	if l.isApproved(call.Tool, call.Input) {
 		// A person approved exactly this call; only the deny rules still stand.
 		if d, denied := l.gate.RecheckDeny(ctx, call, call.Input); denied {
-			l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Reason, Code: permission.CodeDenied})
+			l.deny(PermissionDenial{Tool: call.Tool, ToolUseID: ref.id, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Reason, Code: permission.CodeDenied})
 			return d
 		}
 		return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerUser}
@@ -66,7 +67,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		if msg == "" {
 			msg = "the call was not allowed"
 		}
-		l.deny(PermissionDenial{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Reason: msg, Code: permission.CodeDenied})
+		l.deny(PermissionDenial{Tool: call.Tool, ToolUseID: ref.id, Input: json.RawMessage(orEmpty(call.Input)), Reason: msg, Code: permission.CodeDenied})
 	}
 	return d
 }

@@ -142,6 +142,8 @@ type BackgroundTask struct {
 type PermissionDenial struct {
 	// Tool is the called tool's name.
 	Tool string `json:"tool"`
+	// ToolUseID is the model's id of the call, when the runner knows it.
+	ToolUseID string `json:"tool_use_id,omitempty"`
 	// Input is the call's JSON input, a json.RawMessage ({} when the call had none).
 	Input any `json:"input"`
 	// Reason is the refusal's sentence, as the model saw it.

@@ -150,6 +150,10 @@ openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / O
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sdkMode(&opts, opts.print) {
+				// The Agent SDKs' launch line: the prompts come on stdin as protocol lines.
+				return runSDK(cmd.Context(), &opts, stdin, stdout, stderr)
+			}
 			if opts.print == "" {
 				return cmd.Help()
 			}

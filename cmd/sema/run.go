@@ -61,6 +61,8 @@ type runOptions struct {
 	settingSources *string
 	// answer is set by `sema approve`: the run resumes a parked question.
 	answer *agent.Answer
+	// sdk holds the flags only the Agent SDK protocol reads (sdkflags.go).
+	sdk sdkOptions
 }
 
 func addRunFlags(cmd *cobra.Command, o *runOptions) {
@@ -101,6 +103,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.appendSystem, "append-system-prompt", "", "text added to the system prompt")
 	f.StringVar(&o.systemPrompt, "system-prompt", "", "instructions that replace the built-in ones (the permission mode and the environment are still added)")
 	f.BoolVar(&o.noInstructions, "no-instructions", false, "read no instruction files: ~/.sema/AGENTS.md, AGENTS.md and CLAUDE.md up to the task root and below it, .sema/AGENTS.md, their imports")
+	addSDKFlags(cmd, o)
 }
 
 var outputFormats = []string{"text", "json", "stream-json"}
