@@ -42,6 +42,9 @@ type exitErr struct {
 	err  error
 	// hint is a line printed after the error: what to run next.
 	hint string
+	// refusal marks an error the command printed nothing on stdout for: a program that
+	// asked for JSON gets the refusal object, as it does for every exit 2.
+	refusal bool
 }
 
 func (e *exitErr) Error() string { return e.err.Error() }
@@ -73,7 +76,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if ee.hint != "" {
 			fmt.Fprintf(stderr, "  %s\n", ee.hint)
 		}
-		if ee.code == exitUsage {
+		if ee.code == exitUsage || ee.refusal {
 			printRefusal(stdout, args, ee.err)
 		}
 		return ee.code

@@ -251,7 +251,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 			if sema.IsCode(err, session.CodeBusy) {
 				return &exitErr{code: exitBusy, err: err}
 			}
-			e := &exitErr{code: exitUsage, err: err}
+			e := &exitErr{code: exitCode(err, exitUsage), err: wayOut(err, ""), refusal: true}
 			if o.answer != nil && sema.IsCode(err, session.CodeAlreadyClaimed) {
 				e.hint = nextStep(ctx, err, o.resume, root)
 			}

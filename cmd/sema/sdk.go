@@ -147,6 +147,7 @@ func runSDK(ctx context.Context, o *runOptions, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	o.sdk.noteIgnored(stderr)
 	defer setup.close()
 	s := &sdkSession{o: o, stderr: stderr, out: newSDKOut(stdout), setup: setup, started: time.Now(),
 		mode: permission.Mode(o.permissionMode), modelRef: setup.modelRef, pending: map[string]chan sdkAnswer{},

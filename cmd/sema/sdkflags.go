@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -139,4 +141,30 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// checkPrompted refuses, for a run with a prompt argument, the flags that belong to the
+// SDK protocol, and notes the ones it ignores.
+func (s *sdkOptions) checkPrompted(stderr io.Writer) error {
+	if err := s.refuse(); err != nil {
+		return err
+	}
+	for flag, set := range map[string]bool{
+		"--permission-prompt-tool":   s.permissionPromptTool != "",
+		"--include-partial-messages": s.includePartial,
+		"--no-session-persistence":   s.noPersistence,
+	} {
+		if set {
+			return usageErr(sema.Errorf(codeSDKUnsupported, "%s belongs to the Agent SDK protocol (no prompt argument, --input-format and --output-format stream-json); run without it", flag))
+		}
+	}
+	s.noteIgnored(stderr)
+	return nil
+}
+
+// noteIgnored says on stderr which flags were accepted and have no effect.
+func (s *sdkOptions) noteIgnored(stderr io.Writer) {
+	if len(s.ignored) > 0 {
+		fmt.Fprintf(stderr, "sema: note: %s accepted and ignored: sema has no such setting\n", strings.Join(slices.Compact(s.ignored), ", "))
+	}
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,17 +24,28 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/session/sqlitedb"
 	"github.com/sema-agent/sema/statedir"
 )
 
+// storeOptions are the SQLite settings the command line opens its state directory with:
+// the defaults (a lock held by another process is waited for up to 10 s). Tests shorten
+// the wait.
+var storeOptions sqlitedb.Options
+
 // openState opens the state directory home (as stateDir resolved it) with its stores.
 // The empty home (no --home, no $SEMA_HOME, no user home) is refused here, with the
-// flags that name one.
+// flags that name one. A directory sema cannot use is refused with a sentence that
+// names the way out (see wayOut).
 func openState(ctx context.Context, home string) (*statedir.Dir, error) {
 	if home == "" {
 		return nil, sema.Errorf(statedir.CodeDirInvalid, "no state directory: pass --home DIR or set SEMA_HOME")
 	}
-	return statedir.Open(ctx, home)
+	st, err := statedir.OpenWith(ctx, home, storeOptions)
+	if err != nil {
+		return nil, wayOut(err, filepath.Join(home, statedir.DatabaseName))
+	}
+	return st, nil
 }
 
 // openHome opens the state directory named by --home (or its defaults).
@@ -42,6 +57,67 @@ func openHome(ctx context.Context, homeFlag string) (*statedir.Dir, error) {
 	return openState(ctx, dir)
 }
 
+// anotherHome is the way out every fault of the state directory shares.
+const anotherHome = "or choose another state directory with --home DIR or SEMA_HOME=DIR"
+
+// wayOut words a fault of the state directory for the command line: what is wrong with
+// which file, that sema left it as it was, and what the person can do — move it aside,
+// make it writable, wait for the other process, or use another directory. The code,
+// the detail and the cause stay as they were; any other error is returned unchanged.
+// path is the database file, for a fault that does not name it.
+func wayOut(err error, path string) error {
+	se, ok := err.(*sema.Error)
+	if !ok {
+		return err
+	}
+	if p, ok := se.Detail["path"].(string); ok && p != "" {
+		path = p
+	}
+	var msg string
+	switch se.Code {
+	case sqlitedb.CodeCorrupt:
+		what := "it is not a sema state database"
+		switch se.Detail["reason"] {
+		case sqlitedb.ReasonNotSQLite:
+			what = "it is not a SQLite file"
+		case sqlitedb.ReasonForeign:
+			what = "it is another program's SQLite database"
+		case sqlitedb.ReasonDamaged:
+			what = "it is damaged"
+		}
+		msg = fmt.Sprintf("the state database %s is not usable: %s; sema has not changed it. Move it aside (mv %s %s.bak), %s",
+			path, what, shellQuote(path), shellQuote(path), anotherHome)
+	case sqlitedb.CodeReadOnly:
+		msg = fmt.Sprintf("sema cannot write its state at %s (%s); make it writable, %s", path, causeOf(se), anotherHome)
+	case sqlitedb.CodeLocked:
+		waited, _ := se.Detail["waited"].(string)
+		msg = fmt.Sprintf("another sema process holds the state database %s (it stayed locked for %s); try again when that process is done, %s",
+			path, orWord(waited, "the busy timeout"), anotherHome)
+	case sqlitedb.CodeSchemaTooNew:
+		msg = fmt.Sprintf("the state database %s was written by a newer sema (%s); run that version, %s", path, se.Message, anotherHome)
+	default:
+		return err
+	}
+	c := *se
+	c.Message = msg
+	if path == "" {
+		return &c
+	}
+	return c.With("path", path)
+}
+
+// causeOf is the text of the error under se ("permission denied"), or se's own message.
+func causeOf(se *sema.Error) string {
+	if se.Err == nil {
+		return se.Message
+	}
+	var pe *iofs.PathError
+	if errors.As(se.Err, &pe) {
+		return pe.Err.Error()
+	}
+	return sema.MessageOf(se.Err)
+}
+
 func newSessionsCmd(stdout io.Writer) *cobra.Command {
 	var home string
 	cmd := &cobra.Command{Use: "sessions", Short: "List, show and prune stored sessions"}
@@ -50,17 +126,60 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
+// textOrJSON refuses an --output-format other than text and json.
+func textOrJSON(format string) error {
+	if format != "text" && format != "json" {
+		return usageErr(sema.Errorf(codeUsage, "--output-format is text or json, not %q", format))
+	}
+	return nil
+}
+
+// printJSON writes v as the command's one JSON object.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// sessionJSON is a session as `sema sessions list|show --output-format json` print it.
+// Every field is always present, so a reader needs no defaults of its own.
+type sessionJSON struct {
+	ID    string `json:"id"`
+	Root  string `json:"root"`
+	Title string `json:"title"`
+	// Mode is the permission mode the session asked for ("default" when none was);
+	// EffectiveMode the one its newest leg ran in (a deployment's policy may have
+	// folded it).
+	Mode          string    `json:"mode"`
+	EffectiveMode string    `json:"effective_mode"`
+	Model         string    `json:"model"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	ParentID      string    `json:"parent_id"`
+	ForkOf        string    `json:"fork_of"`
+}
+
+func toSessionJSON(s session.Session) sessionJSON {
+	mode := orWord(s.Mode, "default")
+	return sessionJSON{ID: s.ID, Root: s.Root, Title: s.Title, Mode: mode, EffectiveMode: orWord(s.EffectiveMode, mode), Model: s.Model,
+		CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(), ParentID: s.ParentID, ForkOf: s.ForkOf}
+}
+
 func newSessionsListCmd(home *string, stdout io.Writer) *cobra.Command {
-	var cwd string
+	var cwd, format string
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the sessions of this root (--all: of every root), newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := textOrJSON(format); err != nil {
+				return err
+			}
 			st, err := openHome(cmd.Context(), *home)
 			if err != nil {
-				return usageErr(err)
+				return failed(err)
 			}
 			defer st.Close()
 			f := session.Filter{RootsOnly: true}
@@ -73,67 +192,157 @@ func newSessionsListCmd(home *string, stdout io.Writer) *cobra.Command {
 			}
 			ss, err := st.Sessions().List(cmd.Context(), f)
 			if err != nil {
-				return &exitErr{code: exitError, err: err}
+				return failed(wayOut(err, ""))
+			}
+			if format == "json" {
+				doc := struct {
+					Sessions []sessionJSON `json:"sessions"`
+				}{Sessions: []sessionJSON{}}
+				for _, s := range ss {
+					doc.Sessions = append(doc.Sessions, toSessionJSON(s))
+				}
+				return printJSON(stdout, doc)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tUPDATED\tMODE\tTITLE")
 			for _, s := range ss {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format("2006-01-02 15:04"), modeOf(s), s.Title)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format("2006-01-02 15:04"), modeOf(s), sanitize(s.Title))
 			}
 			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "list the sessions of every root")
 	cmd.Flags().StringVar(&cwd, "cwd", ".", "the root whose sessions to list")
+	cmd.Flags().StringVar(&format, "output-format", "text", "text|json")
 	return cmd
 }
 
 func newSessionsShowCmd(home *string, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Print a session's transcript with its turn numbers",
 		Args:  exactlyOne("session id", "sema sessions show SESSION (sema sessions list shows the ids)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := textOrJSON(format); err != nil {
+				return err
+			}
 			st, err := openHome(cmd.Context(), *home)
 			if err != nil {
-				return usageErr(err)
+				return failed(err)
 			}
 			defer st.Close()
-			return showSession(cmd.Context(), st, args[0], stdout)
+			return showSession(cmd.Context(), st, args[0], format, stdout)
 		},
 	}
+	cmd.Flags().StringVar(&format, "output-format", "text", "text|json")
+	return cmd
+}
+
+// stdinIsTerminal says whether a person can answer a question on stdin (tests stand in
+// for the terminal).
+var stdinIsTerminal = isTerminal
+
+// pruneJSON is `sema sessions prune --output-format json`: the sessions removed (with
+// --dry-run: those that would be), each as list prints it.
+type pruneJSON struct {
+	DryRun   bool          `json:"dry_run"`
+	Sessions []sessionJSON `json:"sessions"`
 }
 
 func newSessionsPruneCmd(home *string, stdout io.Writer) *cobra.Command {
-	var olderThan string
+	var olderThan, format string
+	var dryRun, yes bool
 	cmd := &cobra.Command{
-		Use:   "prune --older-than 30d",
+		Use:   "prune --older-than 30d [--dry-run] [--yes]",
 		Short: "Delete sessions (and their file history) not updated for a while",
-		Args:  cobra.NoArgs,
+		Long: `Delete the sessions (of every root) not updated for a while, with their file history.
+
+--dry-run lists what would be removed and removes nothing. At a terminal, prune asks
+"Remove N sessions? [y/N]" on stderr first; --yes skips the question. When stdin is not a
+terminal (a script, cron, CI) nobody can answer, so prune removes what --older-than selects
+without asking, as the command has always done.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := textOrJSON(format); err != nil {
+				return err
+			}
 			d, err := parseAge(olderThan)
 			if err != nil {
 				return usageErr(err)
 			}
 			st, err := openHome(cmd.Context(), *home)
 			if err != nil {
-				return usageErr(err)
+				return failed(err)
 			}
 			defer st.Close()
-			ids, err := st.Sessions().Prune(cmd.Context(), time.Now().Add(-d))
+			// Prune removes the sessions whose last activity is before the cutoff; that
+			// activity only moves forward, so Prune at the same cutoff removes at most
+			// the sessions listed here.
+			cutoff := time.Now().Add(-d)
+			all, err := st.Sessions().List(cmd.Context(), session.Filter{})
 			if err != nil {
-				return &exitErr{code: exitError, err: err}
+				return failed(wayOut(err, ""))
+			}
+			var old []session.Session
+			for _, s := range all {
+				if s.UpdatedAt.Before(cutoff) {
+					old = append(old, s)
+				}
+			}
+			doc := pruneJSON{DryRun: dryRun, Sessions: []sessionJSON{}}
+			if dryRun && format == "json" {
+				for _, s := range old {
+					doc.Sessions = append(doc.Sessions, toSessionJSON(s))
+				}
+				return printJSON(stdout, doc)
+			}
+			if dryRun {
+				tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tUPDATED\tROOT\tTITLE")
+				for _, s := range old {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format("2006-01-02 15:04"), sanitize(s.Root), sanitize(s.Title))
+				}
+				tw.Flush()
+				fmt.Fprintf(stdout, "would prune %s (--dry-run: nothing was removed)\n", count(len(old), "session"))
+				return nil
+			}
+			if len(old) > 0 && !yes && stdinIsTerminal(cmd.InOrStdin()) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Remove %s? [y/N] ", count(len(old), "session"))
+				answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "nothing was removed")
+					if format == "json" {
+						return printJSON(stdout, doc)
+					}
+					return nil
+				}
+			}
+			ids, err := st.Sessions().Prune(cmd.Context(), cutoff)
+			if err != nil {
+				return failed(wayOut(err, ""))
 			}
 			for _, id := range ids {
 				if err := st.History().Forget(cmd.Context(), id); err != nil {
-					return &exitErr{code: exitError, err: err}
+					return failed(wayOut(err, ""))
 				}
+			}
+			if format == "json" {
+				for _, s := range old {
+					if slices.Contains(ids, s.ID) {
+						doc.Sessions = append(doc.Sessions, toSessionJSON(s))
+					}
+				}
+				return printJSON(stdout, doc)
 			}
 			fmt.Fprintf(stdout, "pruned %d sessions\n", len(ids))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "age such as 30d, 12h or 90m (required)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the sessions that would be removed, and remove nothing")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "remove without asking, also at a terminal")
+	cmd.Flags().StringVar(&format, "output-format", "text", "text|json")
 	return cmd
 }
 
@@ -167,16 +376,83 @@ func canonicalRoot(ctx context.Context, dir string) (string, error) {
 	return c, nil
 }
 
-// showSession prints a transcript for people: each turn with its number, the text, the
-// tool calls and a line of each result.
-func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) error {
+// shownEntry is one transcript entry as `sema sessions show` presents it, decoded once
+// for both formats. Kinds the show leaves out (read state, notes for the runner) have
+// none.
+type shownEntry struct {
+	// Type is "user", "assistant", "tool_result", "parked" or "rewind".
+	Type       string
+	Turn       int
+	Text       string        // user: the prompt; tool_result: the result's text
+	Blocks     []model.Block // assistant: the response
+	ToolUseID  string        // tool_result: the call it answers
+	IsError    bool          // tool_result
+	Checkpoint string        // parked: the question's checkpoint
+}
+
+// shownEntries decodes a transcript chain; each entry carries the turn of the newest
+// assistant entry at or before it.
+func shownEntries(chain []session.Entry) []shownEntry {
+	var out []shownEntry
+	turn := 0
+	for _, e := range chain {
+		switch e.Kind {
+		case "user":
+			var m model.Message
+			json.Unmarshal(e.Payload, &m)
+			out = append(out, shownEntry{Type: "user", Turn: turn, Text: textOf(m.Content)})
+		case "assistant":
+			var a struct {
+				Turn    int           `json:"turn"`
+				Message model.Message `json:"message"`
+			}
+			json.Unmarshal(e.Payload, &a)
+			turn = a.Turn
+			out = append(out, shownEntry{Type: "assistant", Turn: turn, Blocks: a.Message.Content})
+		case "tool_results":
+			var m model.Message
+			json.Unmarshal(e.Payload, &m)
+			for _, b := range m.Content {
+				if b.Kind == model.KindToolResult {
+					out = append(out, shownEntry{Type: "tool_result", Turn: turn, Text: textOf(b.Content), ToolUseID: b.ID, IsError: b.IsError})
+				}
+			}
+		case "parked":
+			var p struct {
+				Checkpoint string `json:"checkpoint"`
+			}
+			json.Unmarshal(e.Payload, &p)
+			out = append(out, shownEntry{Type: "parked", Turn: turn, Checkpoint: p.Checkpoint})
+		case "rewind":
+			out = append(out, shownEntry{Type: "rewind", Turn: turn})
+		}
+	}
+	return out
+}
+
+// showSession prints a session: for people (text) each turn with its number, the text,
+// the tool calls and a line of each result; for programs (json) one object with the
+// session, its agents and every entry in full.
+func showSession(ctx context.Context, st *statedir.Dir, id, format string, w io.Writer) error {
 	s, err := st.Sessions().Get(ctx, id)
 	if err != nil {
-		return &exitErr{code: exitError, err: err}
+		return failed(wayOut(err, ""))
 	}
 	chain, err := st.Sessions().Transcript(ctx, id, "")
 	if err != nil {
-		return &exitErr{code: exitError, err: err}
+		return failed(wayOut(err, ""))
+	}
+	var agents []session.Session
+	if all, err := st.Sessions().List(ctx, session.Filter{Root: s.Root}); err == nil {
+		for _, c := range all {
+			if c.ParentID == s.ID {
+				agents = append(agents, c)
+			}
+		}
+	}
+	entries := shownEntries(chain)
+	if format == "json" {
+		return printJSON(w, showJSON(s, agents, entries))
 	}
 	fmt.Fprintf(w, "session %s\nroot    %s\nmode    %s\n", s.ID, s.Root, modeOf(s))
 	if s.ForkOf != "" {
@@ -185,27 +461,16 @@ func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) 
 	if s.ParentID != "" {
 		fmt.Fprintf(w, "agent of %s (a Task call's child; continue it through that session)\n", s.ParentID)
 	}
-	if all, err := st.Sessions().List(ctx, session.Filter{Root: s.Root}); err == nil {
-		for _, c := range all {
-			if c.ParentID == s.ID {
-				fmt.Fprintf(w, "agent   %s  %s\n", c.ID, sanitize(c.Title))
-			}
-		}
+	for _, c := range agents {
+		fmt.Fprintf(w, "agent   %s  %s\n", c.ID, sanitize(c.Title))
 	}
-	for _, e := range chain {
-		switch e.Kind {
+	for _, e := range entries {
+		switch e.Type {
 		case "user":
-			var m model.Message
-			json.Unmarshal(e.Payload, &m)
-			fmt.Fprintf(w, "\n> %s\n", firstLine(textOf(m.Content), 200))
+			fmt.Fprintf(w, "\n> %s\n", firstLine(e.Text, 200))
 		case "assistant":
-			var a struct {
-				Turn    int           `json:"turn"`
-				Message model.Message `json:"message"`
-			}
-			json.Unmarshal(e.Payload, &a)
-			fmt.Fprintf(w, "\n[turn %d]\n", a.Turn)
-			for _, b := range a.Message.Content {
+			fmt.Fprintf(w, "\n[turn %d]\n", e.Turn)
+			for _, b := range e.Blocks {
 				switch b.Kind {
 				case model.KindText:
 					fmt.Fprintln(w, b.Text)
@@ -213,33 +478,66 @@ func showSession(ctx context.Context, st *statedir.Dir, id string, w io.Writer) 
 					fmt.Fprintf(w, "  ▸ %s %s\n", b.Name, firstLine(rawJSON(b.Input), 160))
 				}
 			}
-		case "tool_results":
-			var m model.Message
-			json.Unmarshal(e.Payload, &m)
-			for _, b := range m.Content {
-				if b.Kind != model.KindToolResult {
-					continue
-				}
-				text := textOf(b.Content)
-				mark := "✓"
-				if b.IsError {
-					mark = "✗"
-				} else if exit := failedExit(text); exit != "" {
-					mark = "✗ (" + exit + ")"
-				}
-				fmt.Fprintf(w, "    %s %s\n", mark, firstLine(text, 160))
+		case "tool_result":
+			mark := "✓"
+			if e.IsError {
+				mark = "✗"
+			} else if exit := failedExit(e.Text); exit != "" {
+				mark = "✗ (" + exit + ")"
 			}
+			fmt.Fprintf(w, "    %s %s\n", mark, firstLine(e.Text, 160))
 		case "parked":
-			var p struct {
-				Checkpoint string `json:"checkpoint"`
-			}
-			json.Unmarshal(e.Payload, &p)
-			fmt.Fprintf(w, "    ⏸ waiting for approval: checkpoint %s\n", p.Checkpoint)
+			fmt.Fprintf(w, "    ⏸ waiting for approval: checkpoint %s\n", e.Checkpoint)
 		case "rewind":
 			fmt.Fprintf(w, "\n(rewound)\n")
 		}
 	}
 	return nil
+}
+
+// showJSON is `sema sessions show --output-format json`: the session (as list prints
+// it), its delegated agents, the number of its newest turn, and its entries in
+// transcript order, named as stream-json names its lines:
+//
+//	{"type":"user","turn","text"}
+//	{"type":"assistant","turn","message":{"role":"assistant","content":[blocks]}}
+//	{"type":"tool_result","turn","tool_use_id","is_error","content"}
+//	{"type":"parked","turn","checkpoint"}
+//	{"type":"rewind","turn"}
+//
+// turn is the number of the newest response at that point in the transcript: an
+// assistant entry's own, its tool results', and for a prompt the turn before it (0
+// before the first response).
+func showJSON(s session.Session, agents []session.Session, entries []shownEntry) any {
+	type agentJSON struct {
+		ID    string `json:"id"`
+		Title string `json:"title"`
+	}
+	doc := struct {
+		Session sessionJSON      `json:"session"`
+		Agents  []agentJSON      `json:"agents"`
+		Turns   int              `json:"turns"`
+		Entries []map[string]any `json:"entries"`
+	}{Session: toSessionJSON(s), Agents: []agentJSON{}, Entries: []map[string]any{}}
+	for _, a := range agents {
+		doc.Agents = append(doc.Agents, agentJSON{ID: a.ID, Title: a.Title})
+	}
+	for _, e := range entries {
+		obj := map[string]any{"type": e.Type, "turn": e.Turn}
+		switch e.Type {
+		case "user":
+			obj["text"] = e.Text
+		case "assistant":
+			obj["message"] = map[string]any{"role": "assistant", "content": wireBlocks(e.Blocks)}
+			doc.Turns = max(doc.Turns, e.Turn)
+		case "tool_result":
+			obj["tool_use_id"], obj["is_error"], obj["content"] = e.ToolUseID, e.IsError, e.Text
+		case "parked":
+			obj["checkpoint"] = e.Checkpoint
+		}
+		doc.Entries = append(doc.Entries, obj)
+	}
+	return doc
 }
 
 // modeOf is the permission mode the session runs in: its recorded word, or default when
@@ -346,8 +644,8 @@ a rewind saves every file it will change, so --undo returns them to where they w
 before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
 		Args: exactlyOne("session id", "sema rewind SESSION --to N (sema sessions list shows the ids, sema sessions show SESSION the turns)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return usageErr(sema.Errorf(codeUsage, "--output-format is text or json, not %q", format))
+			if err := textOrJSON(format); err != nil {
+				return err
 			}
 			if spec.Undo {
 				if cmd.Flags().Changed("to") || spec.Conversation {
@@ -364,22 +662,25 @@ before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
 			spec.Diff = (format == "text" && !stat) || (format == "json" && diff)
 			st, err := openHome(cmd.Context(), home)
 			if err != nil {
-				return usageErr(err)
+				return failed(err)
 			}
 			defer st.Close()
 			spec.SessionID = args[0]
 			r := agent.New(st.Deps(agent.Deps{}))
 			out, err := r.Rewind(cmd.Context(), spec)
+			code := exitCode(err, exitError)
+			if code == exitUsage {
+				// A refused request (no such session or turn): the refusal, in JSON too,
+				// is the one every command prints.
+				return failed(err)
+			}
 			if format == "json" {
 				printLedgerJSON(stdout, out, spec.DryRun, err)
 			} else if out != nil && out.Ledger != nil {
 				printLedger(stdout, out.Ledger, spec, args[0])
 			}
-			if sema.IsCode(err, session.CodeBusy) {
-				return &exitErr{code: exitBusy, err: err}
-			}
 			if err != nil {
-				return &exitErr{code: exitError, err: err}
+				return &exitErr{code: code, err: wayOut(err, "")}
 			}
 			if out.Head != "" && format == "text" {
 				fmt.Fprintf(stdout, "conversation: the next `sema run --resume %s` continues from the start of turn %d\n", args[0], spec.ToTurn)
@@ -493,7 +794,7 @@ func printLedgerJSON(w io.Writer, out *agent.RewindResult, dry bool, err error) 
 func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.Deps, spec *agent.TaskSpec) (*statedir.Dir, error) {
 	st, err := openState(ctx, home)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, failed(err)
 	}
 	*deps = st.Deps(*deps)
 	id := o.resume
@@ -553,7 +854,7 @@ does not keep an approved plan open). A denied plan review stays in plan.`,
 				// The run continues where the session works, wherever approve is run.
 				root, err := sessionRoot(cmd.Context(), opts.home, args[0])
 				if err != nil {
-					return usageErr(err)
+					return failed(err)
 				}
 				opts.cwd = root
 			}
