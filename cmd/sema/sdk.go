@@ -385,7 +385,7 @@ func (s *sdkSession) initialize(raw json.RawMessage) (any, error) {
 	}
 	var unsupported []string
 	for name, present := range map[string]bool{
-		"sdkMcpServers (in-process MCP servers)": len(req.SDKMCPServers) > 0,
+		"sdkMcpServers (in-process MCP servers)":            len(req.SDKMCPServers) > 0,
 		"agents (put agent files in .sema/agents/ instead)": len(req.Agents) > 0,
 		"jsonSchema (structured output)":                    len(req.JSONSchema) > 0 && string(req.JSONSchema) != "null",
 		"settings (use --settings)":                         len(req.Settings) > 0 && string(req.Settings) != "null",
