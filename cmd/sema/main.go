@@ -81,10 +81,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ee.code
 	}
-	// Errors from cobra itself (unknown flag, bad argument count) are usage errors.
+	// Errors from cobra itself (an argument count) are usage errors; they get the code
+	// and the pointer to the help every refusal has.
+	var se *sema.Error
+	if !errors.As(err, &se) {
+		err = sema.Errorf(codeUsage, "%v; see `%s --help`", err, commandPath(root, args))
+	}
 	printErr(stderr, err)
 	printRefusal(stdout, args, err)
 	return exitUsage
+}
+
+// commandPath is the command args name ("sema sessions list"), "sema" when none.
+func commandPath(root *cobra.Command, args []string) string {
+	c, _, err := root.Find(args)
+	if err != nil || c == nil {
+		return root.Name()
+	}
+	return c.CommandPath()
 }
 
 // printRefusal gives a program that asked for JSON output the refusal as JSON too: one
@@ -139,35 +153,51 @@ func printErr(w io.Writer, err error) {
 
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var opts runOptions
+	var print bool
 	root := &cobra.Command{
-		Use:   "sema",
+		Use:   "sema [-p PROMPT]",
 		Short: "sema runs one agent task — a prompt against a workspace — through a model and tools",
 		Long: `sema runs one agent task — a prompt against a workspace — through a model-and-tools loop.
 
   sema demo                         run the built-in scripted demo (no API key needed)
   sema run "explain this repo"      run a task with a real model (sema -p "…" is the same)
+  git diff | sema -p "review this"  piped text follows the prompt; with no prompt it is the prompt
 
 The model comes from --model or SEMA_MODEL (anthropic/claude-sonnet-4-5, openai/gpt-4.1,
 openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          rootArgs(&print),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if sdkMode(&opts, opts.print) {
-				// The Agent SDKs' launch line: the prompts come on stdin as protocol lines.
+			if len(args) == 0 && sdkMode(&opts, "") {
+				// The Agent SDKs' launch line (with or without -p): the prompts come on
+				// stdin as protocol lines.
 				return runSDK(cmd.Context(), &opts, stdin, stdout, stderr)
 			}
-			if opts.print == "" {
+			if !print {
 				return cmd.Help()
 			}
-			return runTask(cmd.Context(), &opts, opts.print, stdin, stdout, stderr)
+			return runPromptTask(cmd, args, &opts, stdin, stdout, stderr)
 		},
 		Version: versionString,
 	}
 	addRunFlags(root, &opts)
-	root.Flags().StringVarP(&opts.print, "print", "p", "", "run PROMPT non-interactively (same as `sema run PROMPT`)")
-	root.AddCommand(newRunCmd(stdin, stdout, stderr), newDemoCmd(stdout, stderr), newApproveCmd(stdin, stdout, stderr),
-		newSessionsCmd(stdout), newRewindCmd(stdout), newMCPCmd(stdout), newTrustCmd(stdout), newCommandsCmd(stdout, stderr))
+	root.Flags().BoolVarP(&print, "print", "p", false, "run the prompt non-interactively and print the answer (same as `sema run`): sema -p PROMPT, or piped: git diff | sema -p")
+	approve := newApproveCmd(stdin, stdout, stderr)
+	mcp, commands := newMCPCmd(stdout), newCommandsCmd(stdout, stderr)
+	run := newRunCmd(stdin, stdout, stderr)
+	root.AddCommand(run, newDemoCmd(stdout, stderr), approve,
+		newSessionsCmd(stdout), newRewindCmd(stdout), mcp, newTrustCmd(stdout), commands)
+
+	// The command line's refusals, the same for every command: coded, and saying what to
+	// write instead.
+	root.SetFlagErrorFunc(flagError)
+	root.PersistentPreRunE = checkTaskRoot
+	markTaskRoot(root, run, approve)
+	markTaskRoot(mcp.Commands()...)
+	markTaskRoot(commands.Commands()...)
+	strictGroups(root)
+	hideFlags(approve, "it continues the session it names", "resume", "continue")
 	return root
 }
 
@@ -175,14 +205,25 @@ func newRunCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var opts runOptions
 	cmd := &cobra.Command{
 		Use:   "run [flags] PROMPT",
-		Short: "Run one task (PROMPT '-' reads the prompt from stdin; /NAME ARGS… runs a custom command)",
-		Args:  runArgs(exactlyOne("prompt", `sema run "fix the failing test" (quote a prompt of several words; - reads it from stdin)`)),
+		Short: "Run one task (PROMPT '-' or none reads the prompt from piped stdin; /NAME ARGS… runs a custom command)",
+		Args:  runArgs(onePrompt),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runTask(cmd.Context(), &opts, runPrompt(args), stdin, stdout, stderr)
+			return runPromptTask(cmd, args, &opts, stdin, stdout, stderr)
 		},
 	}
 	addRunFlags(cmd, &opts)
 	return cmd
+}
+
+// runPromptTask runs the task of `sema run ARGS` or `sema -p ARGS`: the prompt is the
+// argument, stdin, or both (promptOf).
+func runPromptTask(cmd *cobra.Command, args []string, o *runOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	prompt, use, err := promptOf(cmd, args, o, stdin)
+	if err != nil {
+		return err
+	}
+	o.stdinUse = use
+	return runTask(cmd.Context(), o, prompt, stdin, stdout, stderr)
 }
 
 // exactlyOne is cobra.ExactArgs(1) with a refusal that says what the one argument is and

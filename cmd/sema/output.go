@@ -20,6 +20,8 @@ type printer struct {
 	enc    *json.Encoder
 	// agents names the agent type of each running Task call, for the text format.
 	agents map[string]string
+	// progress is the text format's status line and --verbose lines; nil for none.
+	progress *progress
 }
 
 func newPrinter(format string, out, errw io.Writer) *printer {
@@ -29,6 +31,8 @@ func newPrinter(format string, out, errw io.Writer) *printer {
 }
 
 func (p *printer) event(ev agent.Event) {
+	// First: the result's event erases the status line before the answer is printed.
+	p.progress.event(ev)
 	switch p.format {
 	case "stream-json":
 		if obj := streamObject(ev); obj != nil {

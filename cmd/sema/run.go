@@ -24,7 +24,6 @@ import (
 
 // runOptions are the flags of `sema run` / `sema -p`.
 type runOptions struct {
-	print          string
 	cwd            string
 	model          string
 	baseURL        string
@@ -61,6 +60,10 @@ type runOptions struct {
 	settingSources *string
 	// answer is set by `sema approve`: the run resumes a parked question.
 	answer *agent.Answer
+	// verbose prints each tool call and its outcome (text output).
+	verbose bool
+	// stdinUse says whether piped stdin follows the prompt argument (promptOf).
+	stdinUse stdinUse
 	// sdk holds the flags only the Agent SDK protocol reads (sdkflags.go).
 	sdk sdkOptions
 }
@@ -102,6 +105,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema)")
 	f.StringVar(&o.appendSystem, "append-system-prompt", "", "text added to the system prompt")
 	f.StringVar(&o.systemPrompt, "system-prompt", "", "instructions that replace the built-in ones (the permission mode and the environment are still added)")
+	f.BoolVar(&o.verbose, "verbose", false, "text output: print each tool call and its outcome on stderr (json and stream-json accept it and are unchanged)")
 	f.BoolVar(&o.noInstructions, "no-instructions", false, "read no instruction files: ~/.sema/AGENTS.md, AGENTS.md and CLAUDE.md up to the task root and below it, .sema/AGENTS.md, their imports")
 	addSDKFlags(cmd, o)
 }
@@ -124,6 +128,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if !slices.Contains(outputFormats, o.outputFormat) {
 		return usageErr(sema.Errorf("config.output_format_invalid", "unknown output format %q; use text, json or stream-json", o.outputFormat))
 	}
+	prog := newProgress(o.outputFormat, o.verbose, stderr)
+	defer prog.stop()
+	stderr = prog.writer(stderr)
 	if o.resume != "" && o.continueLast {
 		return usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
 	}
@@ -152,12 +159,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		return err
 	}
 	typed := prompt != "-" // a prompt read from stdin is data, never a custom command
-	if prompt == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			return usageErr(sema.Errorf(codeUsage, "cannot read the prompt from stdin: %v", err))
-		}
-		prompt = string(data)
+	prompt, piped, err := readPromptStdin(prompt, o.stdinUse, stdin, stderr, stdinGrace)
+	if err != nil {
+		return err
 	}
 	root, err := filepath.Abs(o.cwd)
 	if err != nil {
@@ -177,6 +181,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 			return err
 		}
 	}
+	prompt = withPiped(prompt, piped) // after the expansion: piped text is data too
 	ref := o.model
 	if ref == "" {
 		ref = commandModel
@@ -240,6 +245,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	spec.Control = steer.control()
 	steer.start(ctx)
 	out := newPrinter(o.outputFormat, steer.writer(stdout), stderr)
+	out.progress = prog
 	runner := agent.New(deps)
 	events := runner.Events(ctx, spec)
 	if o.answer != nil {

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sema-agent/sema"
+)
+
+// Every refused command line exits 2 with a code and says what to write instead.
+func TestUsageErrorsAreCodedAndSayWhatToDo(t *testing.T) {
+	w := newPromptWorld(t)
+	file := writeFile(t, filepath.Join(w.root, "notes.txt"), "x")
+	missing := filepath.Join(w.root, "no-such-dir")
+	cases := []struct {
+		args   []string
+		stdin  io.Reader
+		code   string
+		advice string
+	}{
+		{args: []string{"run", "fix", "the", "bug"}, code: codeUsage, advice: `quote the prompt: sema run "fix the bug"`},
+		{args: []string{"-p", "fix", "the", "bug"}, code: codeUsage, advice: `quote the prompt: sema -p "fix the bug"`},
+		{args: []string{"run", "--model", "x/y", "say", `"hi"`}, code: codeUsage, advice: `quote the prompt: sema run "say \"hi\""`},
+		{args: []string{"hello"}, code: codeUsage, advice: "did you mean `sema run \"hello\"` or `sema -p \"hello\"`?"},
+		{args: []string{"fix", "the", "bug"}, code: codeUsage, advice: "did you mean `sema run \"fix the bug\"` or `sema -p \"fix the bug\"`?"},
+		{args: []string{"--model", "x/y", "hello"}, code: codeUsage, advice: "did you mean `sema run \"hello\"`"},
+		{args: []string{"sesions"}, code: codeUsage, advice: "did you mean `sema sessions`?"},
+		{args: []string{"sessions", "bogus"}, code: codeUsage, advice: `sema sessions has no subcommand "bogus"; use one of: list,`},
+		{args: []string{"sessions", "lst"}, code: codeUsage, advice: "did you mean `sema sessions list`?"},
+		{args: []string{"mcp", "bogus"}, code: codeUsage, advice: `sema mcp has no subcommand "bogus"; use one of: get, list`},
+		{args: []string{"commands", "bogus"}, code: codeUsage, advice: `sema commands has no subcommand "bogus"; use one of: list`},
+		{args: []string{"trust", "a", "b"}, code: codeUsage, advice: "see `sema trust --help`"},
+		{args: []string{"sessions", "list", "extra"}, code: codeUsage, advice: "see `sema sessions list --help`"},
+		{args: []string{"run", "--no-such-flag", "x"}, code: codeUsage, advice: "unknown flag: --no-such-flag; see `sema run --help`"},
+		{args: []string{"--print=hello"}, code: codeUsage, advice: "see `sema --help`"},
+		{args: []string{"run", "--cwd", missing, "--settings", missing + ".json", "x"}, code: codeRootInvalid, advice: "no such directory; give the directory the task works in"},
+		{args: []string{"run", "--cwd", file, "--settings", missing + ".json", "x"}, code: codeRootInvalid, advice: "is a file, not a directory"},
+		{args: []string{"-p", "--cwd", file, "x"}, code: codeRootInvalid, advice: "--cwd " + w.root},
+		{args: []string{"mcp", "list", "--cwd", missing}, code: codeRootInvalid, advice: "no such directory"},
+		{args: []string{"commands", "list", "--cwd", file}, code: codeRootInvalid, advice: "is a file"},
+		{args: []string{"approve", "s1", "--checkpoint", "c", "--allow", "--resume", "s2"}, code: codeUsage, advice: "sema approve does not take --resume: it continues the session it names"},
+		{args: []string{"run"}, stdin: &fakeTTY{}, code: codeUsage, advice: `or pipe it in: git diff | sema run "review this"`},
+	}
+	for _, c := range cases {
+		stdin := c.stdin
+		if stdin == nil {
+			stdin = strings.NewReader("")
+		}
+		var out, errw bytes.Buffer
+		code := run(context.Background(), c.args, stdin, &out, &errw)
+		if code != exitUsage || !strings.Contains(errw.String(), "("+c.code+")") || !strings.Contains(errw.String(), c.advice) {
+			t.Errorf("sema %q: exit %d, stderr %q; want exit 2, %s, %q", c.args, code, errw.String(), c.code, c.advice)
+		}
+		if out.Len() != 0 {
+			t.Errorf("sema %q: stdout %q", c.args, out.String())
+		}
+	}
+}
+
+// A program that asked for JSON finds the refusal of an unknown word as one object.
+func TestUnknownCommandUnderJSONOutput(t *testing.T) {
+	t.Parallel()
+	var out, errw bytes.Buffer
+	code := run(context.Background(), []string{"--output-format", "json", "hello"}, strings.NewReader(""), &out, &errw)
+	var obj struct {
+		Type  string      `json:"type"`
+		Error *sema.Error `json:"error"`
+	}
+	if code != exitUsage || json.Unmarshal(out.Bytes(), &obj) != nil || obj.Error == nil || obj.Error.Code != codeUsage {
+		t.Fatalf("exit %d, stdout %q", code, out.String())
+	}
+}
+
+// A group given no subcommand shows its help and exits 0, as `sema` alone does.
+func TestGroupAloneShowsHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{}, {"sessions"}, {"mcp"}, {"commands"}} {
+		var out, errw bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errw)
+		if code != exitOK || !strings.Contains(out.String(), "Usage:") || errw.Len() != 0 {
+			t.Errorf("sema %q: exit %d, stdout %q, stderr %q", args, code, out.String(), errw.String())
+		}
+	}
+}
+
+// Flags that mean nothing for a command are not in its help.
+func TestHelpShowsOnlyFlagsThatApply(t *testing.T) {
+	t.Parallel()
+	help := func(args ...string) string {
+		var out, errw bytes.Buffer
+		if code := run(context.Background(), append(args, "--help"), strings.NewReader(""), &out, &errw); code != exitOK {
+			t.Fatalf("sema %q --help: exit %d, %s", args, code, errw.String())
+		}
+		return out.String()
+	}
+	approve := help("approve")
+	for _, f := range []string{"--resume", "--continue"} {
+		if strings.Contains(approve, f+" ") {
+			t.Errorf("sema approve --help lists %s", f)
+		}
+	}
+	for _, f := range []string{"--checkpoint", "--verbose", "--cwd"} {
+		if !strings.Contains(approve, f) {
+			t.Errorf("sema approve --help does not list %s", f)
+		}
+	}
+	if root := help(); !strings.Contains(root, "-p, --print") || !strings.Contains(root, "--verbose") {
+		t.Errorf("sema --help: %s", root)
+	}
+	if r := help("run"); strings.Contains(r, "--print") || !strings.Contains(r, "--verbose") {
+		t.Errorf("sema run --help: %s", r)
+	}
+}
