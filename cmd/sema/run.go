@@ -128,6 +128,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if !slices.Contains(outputFormats, o.outputFormat) {
 		return usageErr(sema.Errorf("config.output_format_invalid", "unknown output format %q; use text, json or stream-json", o.outputFormat))
 	}
+	if err := o.sdk.checkPrompted(stderr); err != nil {
+		return err
+	}
 	prog := newProgress(o.outputFormat, o.verbose, stderr)
 	defer prog.stop()
 	stderr = prog.writer(stderr)
@@ -218,6 +221,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		NoInstructions:            o.noInstructions,
 	}
 	perms.apply(&deps, &spec)
+	spec.DisallowedTools = append(spec.DisallowedTools, o.sdk.toolDenials()...)
 	if spec.MCPServers, err = mcpConfigs(o.mcpConfig); err != nil {
 		return usageErr(err)
 	}
