@@ -38,11 +38,14 @@ const (
 	CodeLocked = "store.locked"
 )
 
-// Reasons in the detail of a CodeCorrupt error.
+// Reasons in the detail ("reason") of a CodeCorrupt error.
 const (
+	// ReasonNotSQLite: the file is not an SQLite database.
 	ReasonNotSQLite = "not_sqlite"
-	ReasonForeign   = "foreign"
-	ReasonDamaged   = "damaged"
+	// ReasonForeign: an SQLite database of another program, without sema's schema.
+	ReasonForeign = "foreign"
+	// ReasonDamaged: an SQLite database that cannot be read as one.
+	ReasonDamaged = "damaged"
 )
 
 // sqliteHeader opens every SQLite database file (the format's first 16 bytes).
