@@ -182,7 +182,7 @@ openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / O
 		Version: versionString,
 	}
 	addRunFlags(root, &opts)
-	root.Flags().BoolVarP(&print, "print", "p", false, "run the prompt non-interactively and print the answer (same as `sema run`): sema -p PROMPT, or piped: git diff | sema -p")
+	root.Flags().BoolVarP(&print, "print", "p", false, "run the prompt non-interactively and print the answer (same as sema run): sema -p PROMPT, or piped: git diff | sema -p")
 	approve := newApproveCmd(stdin, stdout, stderr)
 	mcp, commands := newMCPCmd(stdout), newCommandsCmd(stdout, stderr)
 	run := newRunCmd(stdin, stdout, stderr)
