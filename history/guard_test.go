@@ -3,6 +3,7 @@ package history_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -182,17 +183,21 @@ func TestRewindStoppedHalfway(t *testing.T) {
 					before := snapshot(t, e, root)
 
 					b := filepath.Join(root, "b.txt")
-					rctx := ctx
+					rctx, rf := ctx, f
 					switch fault {
 					case "partial write":
 						e.Inject(envtest.Fault{Op: envtest.OpWriteFile, Path: b, Err: syscall.ENOSPC, Partial: true, PartialBytes: 3, Times: 1})
 					case "cancelled":
+						// The write of b hangs, and the rewind is cancelled 50ms after that
+						// write began: a deadline counted from the call would, on a slow
+						// machine, end the rewind before it reached any write.
 						var cancel context.CancelFunc
-						rctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+						rctx, cancel = context.WithCancel(ctx)
 						defer cancel()
 						e.Inject(envtest.Fault{Op: envtest.OpWriteFile, Path: b, Hold: make(chan struct{}), Times: 1})
+						rf = history.NewFiles(s, onWrite{ExecutionEnv: e, path: b, fn: func() { time.AfterFunc(50*time.Millisecond, cancel) }})
 					}
-					led, err := f.Rewind(rctx, "S", 1, history.RewindOptions{})
+					led, err := rf.Rewind(rctx, "S", 1, history.RewindOptions{})
 					wantCode(t, err, history.CodePartialRestore)
 					if !led.Applied || entryOf(t, led, b).Status != history.StatusFailed {
 						t.Fatalf("the stopped rewind's ledger: %+v", led)
@@ -226,6 +231,92 @@ func TestRewindStoppedHalfway(t *testing.T) {
 			})
 		}
 	}
+}
+
+// onWrite calls fn as a write of path begins.
+type onWrite struct {
+	env.ExecutionEnv
+	path string
+	fn   func()
+}
+
+func (o onWrite) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	if path == o.path {
+		o.fn()
+	}
+	return o.ExecutionEnv.WriteFile(ctx, path, data, perm)
+}
+
+// cancelOnSave cancels the rewind's context as the rewind begins to save the files'
+// state.
+type cancelOnSave struct {
+	history.Store
+	cancel context.CancelFunc
+}
+
+func (c cancelOnSave) MintRewind(ctx context.Context, scope string, turn int, saved []history.Saved) (history.Boundary, []history.Record, error) {
+	c.cancel()
+	return c.Store.MintRewind(ctx, scope, turn, saved)
+}
+
+// A cancellation that arrives while a rewind saves the files' state does not cut the
+// save off: the save completes, the rewind then stops before it changes a file, and
+// says so (CodePartialRestore, every file it would change failed); an undo of it, or a
+// second rewind, then works. One that arrives before the save changes nothing.
+func TestRewindCancelledDuringSave(t *testing.T) {
+	forEachStore(t, func(t *testing.T, _ storeCase, s history.Store) {
+		ctx := t.Context()
+		e, root := workspace(t)
+		f := history.NewFiles(s, e)
+		paths := []string{"a.txt", "b.txt", "src/c.txt"}
+		for _, p := range paths {
+			write(t, e, filepath.Join(root, p), p+" v0\n", 0o644)
+		}
+		start := snapshot(t, e, root)
+		must(s.MintBoundary(ctx, "S", 1))(t)
+		for _, p := range paths {
+			agentWrite(t, f, e, "S", filepath.Join(root, p), p+" v1\n", 0o644)
+		}
+		agentWrite(t, f, e, "S", filepath.Join(root, "new.txt"), "new\n", 0o644)
+		before := snapshot(t, e, root)
+
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		led, err := f.Rewind(cctx, "S", 1, history.RewindOptions{})
+		if !errors.Is(err, context.Canceled) || led.Applied || led.Saved != 0 {
+			t.Fatalf("a rewind cancelled before it began: %v, %+v", err, led)
+		}
+
+		cctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		led, err = history.NewFiles(cancelOnSave{Store: s, cancel: cancel}, e).Rewind(cctx, "S", 1, history.RewindOptions{})
+		wantCode(t, err, history.CodePartialRestore)
+		if !led.Applied || led.Saved == 0 {
+			t.Fatalf("a rewind cancelled during its save did not save: %+v", led)
+		}
+		if n := led.Count(history.StatusFailed); n != len(led.Entries) {
+			t.Fatalf("a rewind cancelled during its save: %d of %d files failed: %+v", n, len(led.Entries), led.Entries)
+		}
+		if !strings.Contains(err.Error(), "no file was changed") {
+			t.Fatalf("the refusal of a rewind that changed nothing: %v", err)
+		}
+		if d := cmp.Diff(before, snapshot(t, e, root)); d != "" {
+			t.Fatalf("a rewind cancelled during its save changed the tree:\n%s", d)
+		}
+		bs := must(s.Boundaries(ctx, "S"))(t)
+		if last := bs[len(bs)-1]; last.ID != led.Saved || last.Kind != history.KindRewind {
+			t.Fatalf("the saved rewind boundary %d is not the newest: %+v", led.Saved, bs)
+		}
+
+		must(f.Undo(ctx, "S", history.RewindOptions{}))(t)
+		if d := cmp.Diff(before, snapshot(t, e, root)); d != "" {
+			t.Fatalf("the tree after undoing the cancelled rewind (-before +got):\n%s", d)
+		}
+		must(f.Rewind(ctx, "S", 1, history.RewindOptions{}))(t)
+		if d := cmp.Diff(start, snapshot(t, e, root)); d != "" {
+			t.Fatalf("the tree after the second rewind (-start +got):\n%s", d)
+		}
+	})
 }
 
 // A rewind that cannot save the files' state first changes nothing.

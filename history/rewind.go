@@ -181,7 +181,11 @@ type step struct {
 //
 // Before it changes anything, a rewind saves the state of every file it will change
 // under a new rewind boundary (Store.MintRewind), in one transaction; when that fails
-// it changes nothing (CodeSaveFailed). Undo returns to that saved state.
+// it changes nothing (CodeSaveFailed). Undo returns to that saved state. A cancelled
+// ctx stops a rewind before the save with ctx's error, nothing changed; once the save
+// has begun, it completes, and the cancellation stops the restore instead: the files
+// not restored yet are StatusFailed, as a rewind stopped halfway (CodePartialRestore),
+// whose saved state an undo returns to.
 //
 // Anything short of a full restore is refused with CodePartialRestore — before anything
 // is changed when the check found conflicts — unless opts.AcceptPartialRestore; the
@@ -293,7 +297,15 @@ func (f *Files) rewind(ctx context.Context, led Ledger, bs []Boundary, from int6
 	}
 	led.Applied = true
 	if len(saves) > 0 {
-		b, saved, err := f.store.MintRewind(ctx, scope, led.Turn, saves)
+		// A cancellation from here on is observed by the restore loop, which then
+		// changes nothing more. The save itself runs to its end: it is one short
+		// transaction, and cut off midway it would be rolled back and reported as a
+		// failure of the store, not as the cancellation it was.
+		if err := ctx.Err(); err != nil {
+			led.Applied = false
+			return led, err
+		}
+		b, saved, err := f.store.MintRewind(context.WithoutCancel(ctx), scope, led.Turn, saves)
 		if err != nil {
 			led.Applied = false
 			return led, sema.Errorf(CodeSaveFailed, "the files' current state could not be saved before the rewind, so nothing was changed: %w", err).With("scope", scope)
@@ -618,8 +630,11 @@ func partial(l Ledger) error {
 		}
 	}
 	what := "nothing was changed"
-	if l.Applied {
+	switch {
+	case l.Applied && len(l.Changed()) > 0:
 		what = "the other files were restored"
+	case l.Applied:
+		what = "no file was changed"
 	}
 	return sema.Errorf(CodePartialRestore,
 		"%d of %d files could not be restored (%d in conflict, %d failed; %s); resolve them and rewind again, or accept a partial restore",

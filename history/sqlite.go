@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"time"
 
@@ -128,6 +129,20 @@ func scanRecord(r scanner) (Record, error) {
 	return rec, err
 }
 
+// tx runs fn in one transaction (see sqlitedb.Tx) and reports a transaction that ctx's
+// end cut off as what it is. database/sql rolls a transaction back as soon as the
+// context it began with ends, and a commit that comes after that fails with
+// sql.ErrTxDone, which reads as a fault of the store; the caller gets ctx's error
+// instead (errors.Is finds context.Canceled or context.DeadlineExceeded), and nothing
+// was stored.
+func (s *SQLite) tx(ctx context.Context, fn func(q sqlitedb.Querier) error) error {
+	err := sqlitedb.Tx(ctx, s.db, fn)
+	if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+		return fmt.Errorf("%w: the transaction was rolled back, nothing was stored", ctx.Err())
+	}
+	return err
+}
+
 // MintBoundary implements Store.MintBoundary: it adds a boundary for turn (≥ 1) to
 // scope and returns it with its ID.
 func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boundary, error) {
@@ -138,7 +153,7 @@ func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boun
 		return Boundary{}, err
 	}
 	b := Boundary{Scope: scope, Turn: turn, Kind: KindTurn, CreatedAt: now()}
-	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	err := s.tx(ctx, func(q sqlitedb.Querier) error {
 		return q.QueryRowContext(ctx, qMint, scope, turn, string(b.Kind), b.CreatedAt.UnixNano()).Scan(&b.ID)
 	})
 	return b, err
@@ -188,7 +203,7 @@ func (s *SQLite) Insert(ctx context.Context, rec Record, content []byte) (Record
 	}
 	var out Record
 	var minted bool
-	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	err = s.tx(ctx, func(q sqlitedb.Querier) error {
 		if prev, ok, err := lookup(ctx, q, rec.Scope, rec.Key); err != nil || ok {
 			out, minted = prev, false
 			return err
@@ -261,7 +276,7 @@ func (s *SQLite) Blob(ctx context.Context, sum string) ([]byte, error) {
 // Delete implements Store.Delete: it removes the record with id, and its blob when no
 // other record uses it; a missing id is not an error.
 func (s *SQLite) Delete(ctx context.Context, id int64) error {
-	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	return s.tx(ctx, func(q sqlitedb.Querier) error {
 		var sum sql.NullString
 		err := q.QueryRowContext(ctx, `DELETE FROM history_records WHERE id = ? RETURNING sum`, id).Scan(&sum)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -288,7 +303,7 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 		return 0, nil
 	}
 	var n int
-	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	err := s.tx(ctx, func(q sqlitedb.Querier) error {
 		n = 0
 		var one int
 		err := q.QueryRowContext(ctx, `SELECT 1 FROM history_carries WHERE to_scope = ?`, to).Scan(&one)
@@ -367,7 +382,7 @@ func (s *SQLite) SetAfter(ctx context.Context, id int64, after string) error {
 	if err := checkAfter(after); err != nil {
 		return err
 	}
-	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	return s.tx(ctx, func(q sqlitedb.Querier) error {
 		_, err := q.ExecContext(ctx, qSetAfter, after, id)
 		return err
 	})
@@ -382,7 +397,7 @@ func (s *SQLite) MintRewind(ctx context.Context, scope string, turn int, saved [
 	}
 	var b Boundary
 	var out []Record
-	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	err = s.tx(ctx, func(q sqlitedb.Querier) error {
 		b = Boundary{Scope: scope, Turn: turn, Kind: KindRewind, CreatedAt: now()}
 		if err := q.QueryRowContext(ctx, qMint, scope, turn, string(b.Kind), b.CreatedAt.UnixNano()).Scan(&b.ID); err != nil {
 			return err
@@ -419,7 +434,7 @@ func (s *SQLite) MintRewind(ctx context.Context, scope string, turn int, saved [
 // Forget implements Store.Forget: it drops scope's boundaries and records, the blobs
 // no other record uses, and the note that a fork was carried into scope.
 func (s *SQLite) Forget(ctx context.Context, scope string) error {
-	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	return s.tx(ctx, func(q sqlitedb.Querier) error {
 		for _, stmt := range []string{
 			`DELETE FROM history_records WHERE scope = ?`,
 			`DELETE FROM history_boundaries WHERE scope = ?`,
