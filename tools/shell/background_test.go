@@ -288,8 +288,11 @@ func TestAutoBackgroundEligibility(t *testing.T) {
 func TestAutoBackgroundAdoption(t *testing.T) {
 	t.Parallel()
 	f := newFix(t, func(c *Config) { c.AutoBackgroundOnTimeout = true })
+	// The command prints, then waits for the test's go file, so it is still running at its
+	// timeout whatever the machine's load; the timeout leaves a loaded machine seconds to
+	// start the shell and print "early" before the adoption reads what was shown.
 	cmd := "echo early; while [ ! -e go ]; do sleep 0.02; done; echo late"
-	r := f.call(context.Background(), NameBash, map[string]any{"command": cmd, "timeout": 300})
+	r := f.call(context.Background(), NameBash, map[string]any{"command": cmd, "timeout": 3000})
 	if r.IsError {
 		t.Fatalf("adoption answered an error: %s %s", r.Code, r.TextOf())
 	}
