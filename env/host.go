@@ -93,17 +93,22 @@ func (h *Host) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// Open opens path for reading with ReadFile's symlink rule. The reader is an *os.File,
-// so OpenedInfo can describe it.
+// Open opens path for reading with ReadFile's symlink rule; OpenedInfo can describe the
+// reader. On Linux it is a bare descriptor (not an *os.File): close it, and do not use it
+// from two goroutines at once.
 func (h *Host) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 	return h.openNoFollow(ctx, path)
 }
 
-func (*Host) openNoFollow(ctx context.Context, path string) (*os.File, error) {
+func (*Host) openNoFollow(ctx context.Context, path string) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return openReadNoSymlinks(path)
+	f, err := openRead(path)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return f, nil
 }
 
 var tmpSeq atomic.Uint64
@@ -124,18 +129,26 @@ func infoOf(fi os.FileInfo) FileInfo {
 	return out
 }
 
-// OpenedInfo describes a file Open returned, when the env handed back an *os.File (the
-// host env does): the facts are those of the file that was opened, whatever has happened
-// to its name since, so a check made on them cannot be raced by a rename. ok is false for
-// a reader the platform cannot describe.
+// OpenedInfo describes a file Open returned, when the env handed back one it can describe
+// (the host env does, and any *os.File): the facts are those of the file that was opened,
+// whatever has happened to its name since, so a check made on them cannot be raced by a
+// rename. ok is false for a reader the platform cannot describe.
 func OpenedInfo(rc io.ReadCloser) (FileInfo, bool) {
-	f, isFile := rc.(*os.File)
-	if !isFile {
-		return FileInfo{}, false
+	switch f := rc.(type) {
+	case describer:
+		fi, err := f.describe()
+		return fi, err == nil
+	case *os.File:
+		fi, err := f.Stat()
+		if err != nil {
+			return FileInfo{}, false
+		}
+		return infoOf(fi), true
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return FileInfo{}, false
-	}
-	return infoOf(fi), true
+	return FileInfo{}, false
+}
+
+// describer is a reader of the host env that describes its file itself.
+type describer interface {
+	describe() (FileInfo, error)
 }

@@ -40,14 +40,6 @@ func openNoSymlinks(path string, flags int, mode uint32) (int, error) {
 	return unix.Open(path, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, mode)
 }
 
-func openReadNoSymlinks(path string) (*os.File, error) {
-	fd, err := openNoSymlinks(path, unix.O_RDONLY, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	return os.NewFile(uintptr(fd), path), nil
-}
-
 // parentDir opens the directory that holds path; the caller closes it.
 func parentDir(op, path string) (dirfd int, base string, err error) {
 	dir, base := filepath.Split(path)

@@ -7,8 +7,8 @@ import (
 	"syscall"
 )
 
-// openReadNoSymlinks opens a file for reading without following a symlink in its final
-// component. (On Linux a symlink in any component is refused; see host_linux.go.)
-func openReadNoSymlinks(path string) (*os.File, error) {
+// openRead opens a file for reading without following a symlink in its final component.
+// (On Linux a symlink in any component is refused; see host_linux.go.)
+func openRead(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 }

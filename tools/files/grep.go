@@ -356,7 +356,7 @@ func (w *grepWorker) file(ctx context.Context, f walkFile) {
 	if w.buf == nil {
 		w.buf = grepBuffers.Get().(*[]byte)
 	}
-	buf, tooLarge, err := readInto(rc, (*w.buf)[:0], GrepMaxFileBytes)
+	buf, tooLarge, err := readInto(rc, (*w.buf)[:0], GrepMaxFileBytes, size)
 	rc.Close()
 	*w.buf = buf
 	switch {
@@ -494,8 +494,15 @@ func (w *grepWorker) render(path string, buf []byte, regions [][2]int) (out []st
 	return out, false
 }
 
-// readInto reads r to its end into buf (growing it), refusing more than max bytes.
-func readInto(r io.Reader, buf []byte, max int) (_ []byte, tooLarge bool, err error) {
+// readInto reads r to its end into buf (growing it), refusing more than max bytes. size
+// is the size of the opened file (-1 when unknown): once that many bytes are in and a read
+// came back short of the room it was offered, the file is whole as it was when opened, and
+// the read that would only report its end is saved — one system call per file. A file
+// that grew, or reported a size it does not have (/proc), is read to its end.
+func readInto(r io.Reader, buf []byte, max int, size int64) (_ []byte, tooLarge bool, err error) {
+	if size >= 0 && size < int64(max) && int64(cap(buf)) <= size {
+		buf = slices.Grow(buf, int(size)+1) // room for one byte more shows the end
+	}
 	if cap(buf) == 0 {
 		buf = make([]byte, 0, 64<<10)
 	}
@@ -506,6 +513,7 @@ func readInto(r io.Reader, buf []byte, max int) (_ []byte, tooLarge bool, err er
 			}
 			buf = slices.Grow(buf, len(buf))
 		}
+		room := cap(buf) - len(buf)
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if len(buf) > max {
@@ -516,6 +524,9 @@ func readInto(r io.Reader, buf []byte, max int) (_ []byte, tooLarge bool, err er
 		}
 		if err != nil {
 			return buf, false, err
+		}
+		if n < room && int64(len(buf)) == size {
+			return buf, false, nil
 		}
 	}
 }

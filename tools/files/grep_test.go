@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
@@ -401,4 +403,72 @@ func sequentialGrep(t *testing.T, root string, re *regexp.Regexp) (files []refHi
 		return cmp.Or(cmp.Compare(b.mtime, a.mtime), strings.Compare(a.path, b.path))
 	})
 	return files, content, counts
+}
+
+// TestReadIntoSize: the size of the opened file only saves the last read; whatever the
+// size claims and however the reader splits its reads, every byte is read.
+func TestReadIntoSize(t *testing.T) {
+	t.Parallel()
+	content := strings.Repeat("0123456789abcdef", 300) // 4,800 bytes
+	for _, c := range []struct {
+		name  string
+		size  int64
+		split func(io.Reader) io.Reader
+	}{
+		{"exact size", int64(len(content)), nil},
+		{"unknown size", -1, nil},
+		{"size 0 with content (/proc)", 0, nil},
+		{"size smaller: the file grew", 100, nil},
+		{"size larger: a short file (sysfs)", 8192, nil},
+		{"one byte per read, exact size", int64(len(content)), iotest.OneByteReader},
+		{"half reads, size smaller", 1000, iotest.HalfReader},
+		{"half reads, exact size", int64(len(content)), iotest.HalfReader},
+	} {
+		for _, bufCap := range []int{0, 16, len(content), 64 << 10} {
+			var r io.Reader = strings.NewReader(content)
+			if c.split != nil {
+				r = c.split(r)
+			}
+			got, tooLarge, err := readInto(r, make([]byte, 0, bufCap), GrepMaxFileBytes, c.size)
+			if err != nil || tooLarge || string(got) != content {
+				t.Errorf("%s, buffer %d: read %d bytes (too large %v, err %v), want all %d", c.name, bufCap, len(got), tooLarge, err, len(content))
+			}
+		}
+	}
+	got, tooLarge, err := readInto(strings.NewReader(content), nil, 1000, int64(len(content)))
+	if err != nil || !tooLarge {
+		t.Errorf("over the limit: %d bytes, too large %v, err %v", len(got), tooLarge, err)
+	}
+}
+
+// TestGrepWorkerRefusesSwappedLinks: a file the walk met as a regular file inside the
+// root, swapped for a link to outside before a worker opens it — or whose directory was
+// swapped for such a link — is not read: the open refuses the link (ELOOP) and the file
+// counts as unreadable.
+func TestGrepWorkerRefusesSwappedLinks(t *testing.T) {
+	t.Parallel()
+	f, outside := fenceFix(t)
+	in := grepInput{Pattern: "TOPSECRET|LEAKED"}
+	for _, mode := range []string{grepFiles, grepContent, grepCount} {
+		in.OutputMode = mode
+		q, res := in.query()
+		if res != nil {
+			t.Fatal(res.TextOf())
+		}
+		// swapped.txt was a file when the walk listed it; sub was a directory.
+		if err := os.Symlink(filepath.Join(outside, "secret.txt"), f.path("swapped.txt")); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(outside, "outdir"), f.path("dir")); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+		w := &grepWorker{cfg: Config{Env: f.env, Fence: f.fence, ReadState: f.rs}, q: q}
+		for _, p := range []string{f.path("swapped.txt"), f.path("dir/leak.txt")} {
+			w.file(t.Context(), walkFile{Path: p, Canonical: p, Rel: p[len(f.root)+1:]})
+		}
+		w.release()
+		if len(w.hits) != 0 || w.stats.unreadable != 2 {
+			t.Errorf("%s: hits %+v, %d unreadable; want none and 2", mode, w.hits, w.stats.unreadable)
+		}
+	}
 }
