@@ -43,8 +43,7 @@ func (c *call) classify(err error) error {
 		}
 	}
 	if c.streamed {
-		// What the stream's decoder refused: an event whose data is not JSON, or a line
-		// too long to be one.
+		// An error event the SDK could not read.
 		return malformed(err.Error())
 	}
 	return sema.Errorf(model.CodeBadRequest, "the request to the Anthropic API could not be sent (%v); check the request's content", err)

@@ -51,56 +51,66 @@ func (b *block) known() bool {
 	return b.kind == "text" || b.kind == "thinking" || b.kind == "tool_use"
 }
 
+// newAccumulator returns an accumulator that passes deltas to emit, which may be nil.
 func newAccumulator(emit func(model.Delta)) *accumulator {
 	return &accumulator{emit: emit}
 }
 
-func (a *accumulator) add(ev sdk.MessageStreamEventUnion) error {
-	if ev.Type == "message_start" {
+// emitText passes a text or thinking delta on; the string is made only when someone
+// listens.
+func (a *accumulator) emitText(kind model.DeltaKind, text []byte) {
+	if a.emit != nil && len(text) > 0 {
+		a.emit(model.Delta{Kind: kind, Text: string(text)})
+	}
+}
+
+// add takes one event; ev's slices are not kept.
+func (a *accumulator) add(ev *wireEvent) error {
+	if string(ev.Type) == "message_start" {
 		if a.started {
 			return errors.New("a second message_start arrived")
 		}
 		a.started = true
-		m := ev.Message
-		a.model = string(m.Model)
+		a.model = string(ev.Model)
+		u := ev.MessageUsage
 		a.usage = model.Usage{
-			InputTokens:      m.Usage.InputTokens,
-			OutputTokens:     m.Usage.OutputTokens,
-			CacheReadTokens:  m.Usage.CacheReadInputTokens,
-			CacheWriteTokens: m.Usage.CacheCreationInputTokens,
+			InputTokens:      u.Input.N,
+			OutputTokens:     u.Output.N,
+			CacheReadTokens:  u.CacheRead.N,
+			CacheWriteTokens: u.CacheWrite.N,
 		}
 		return nil
 	}
 	if !a.started {
 		return fmt.Errorf("%s arrived before message_start", ev.Type)
 	}
-	switch ev.Type {
+	switch string(ev.Type) {
 	case "content_block_start":
 		return a.start(ev)
 	case "content_block_delta":
 		return a.delta(ev)
 	case "content_block_stop":
-		b, err := a.block(ev.Index, ev.Type)
+		b, err := a.block(ev.Index, "content_block_stop")
 		if err != nil {
 			return err
 		}
 		b.closed = true
 	case "message_delta":
-		a.stopReason = ev.Delta.StopReason
+		a.stopReason = sdk.StopReason(ev.Delta.StopReason)
 		// Every count in message_delta is a running total for the whole message, so it
 		// replaces the count of message_start; counts it leaves out keep theirs.
 		u := ev.Usage
-		if u.JSON.OutputTokens.Valid() {
-			a.usage.OutputTokens = u.OutputTokens
+		if u.Output.OK {
+			a.usage.OutputTokens = u.Output.N
 		}
-		if u.JSON.InputTokens.Valid() {
-			a.usage.InputTokens = u.InputTokens
+		if u.Input.OK {
+			a.usage.InputTokens = u.Input.N
 		}
-		if u.JSON.CacheReadInputTokens.Valid() {
-			a.usage.CacheReadTokens = u.CacheReadInputTokens
+		if u.CacheRead.OK {
+			a.usage.CacheReadTokens = u.CacheRead.N
 		}
-		if u.JSON.CacheCreationInputTokens.Valid() {
-			a.usage.CacheWriteTokens = u.CacheCreationInputTokens
+		if u.CacheWrite.OK {
+			a.usage.CacheWriteTokens = u.CacheWrite.N
 		}
 	case "message_stop":
 		a.stopped = true
@@ -109,76 +119,90 @@ func (a *accumulator) add(ev sdk.MessageStreamEventUnion) error {
 	return nil
 }
 
-func (a *accumulator) block(index int64, event string) (*block, error) {
-	if index < 0 || index >= int64(len(a.blocks)) {
-		return nil, fmt.Errorf("%s names content block %d, but %d blocks have started", event, index, len(a.blocks))
+func (a *accumulator) block(index count, event string) (*block, error) {
+	if !index.OK {
+		return nil, fmt.Errorf("%s has no index", event)
 	}
-	return a.blocks[index], nil
+	if index.N < 0 || index.N >= int64(len(a.blocks)) {
+		return nil, fmt.Errorf("%s names content block %d, but %d blocks have started", event, index.N, len(a.blocks))
+	}
+	return a.blocks[index.N], nil
 }
 
-func (a *accumulator) start(ev sdk.MessageStreamEventUnion) error {
-	if ev.Index != int64(len(a.blocks)) {
-		return fmt.Errorf("content_block_start has index %d where %d was due", ev.Index, len(a.blocks))
+func (a *accumulator) start(ev *wireEvent) error {
+	if !ev.Index.OK {
+		return errors.New("content_block_start has no index")
 	}
-	cb := ev.ContentBlock
-	b := &block{kind: cb.Type}
+	if ev.Index.N != int64(len(a.blocks)) {
+		return fmt.Errorf("content_block_start has index %d where %d was due", ev.Index.N, len(a.blocks))
+	}
+	cb := &ev.Block
+	b := &block{kind: blockKind(cb.Type)}
 	a.blocks = append(a.blocks, b)
-	switch cb.Type {
+	switch b.kind {
 	case "text":
-		if cb.Text != "" {
-			b.text.WriteString(cb.Text)
-			a.emit(model.Delta{Kind: model.DeltaText, Text: cb.Text})
-		}
+		b.text.Write(cb.Text)
+		a.emitText(model.DeltaText, cb.Text)
 	case "thinking":
-		b.signature.WriteString(cb.Signature)
-		if cb.Thinking != "" {
-			b.text.WriteString(cb.Thinking)
-			a.emit(model.Delta{Kind: model.DeltaThinking, Text: cb.Thinking})
-		}
+		b.signature.Write(cb.Signature)
+		b.text.Write(cb.Thinking)
+		a.emitText(model.DeltaThinking, cb.Thinking)
 	case "tool_use":
-		if cb.ID == "" || cb.Name == "" {
-			return fmt.Errorf("tool_use block %d has no id or no name", ev.Index)
+		if len(cb.ID) == 0 || len(cb.Name) == 0 {
+			return fmt.Errorf("tool_use block %d has no id or no name", ev.Index.N)
 		}
-		b.id, b.name = cb.ID, cb.Name
-		b.startInput = cb.JSON.Input.Raw()
-		a.emit(model.Delta{Kind: model.DeltaToolUse, Name: cb.Name})
+		b.id, b.name = string(cb.ID), string(cb.Name)
+		b.startInput = string(cb.Input)
+		if a.emit != nil {
+			a.emit(model.Delta{Kind: model.DeltaToolUse, Name: b.name})
+		}
 	}
 	return nil
 }
 
-func (a *accumulator) delta(ev sdk.MessageStreamEventUnion) error {
-	b, err := a.block(ev.Index, ev.Type)
+// blockKind is the kind of a block of wire type typ: "text", "thinking", "tool_use",
+// or the type itself for one this package skips.
+func blockKind(typ []byte) string {
+	switch string(typ) {
+	case "text":
+		return "text"
+	case "thinking":
+		return "thinking"
+	case "tool_use":
+		return "tool_use"
+	}
+	return string(typ)
+}
+
+func (a *accumulator) delta(ev *wireEvent) error {
+	b, err := a.block(ev.Index, "content_block_delta")
 	if err != nil {
 		return err
 	}
 	if b.closed {
-		return fmt.Errorf("content_block_delta arrived for block %d after its content_block_stop", ev.Index)
+		return fmt.Errorf("content_block_delta arrived for block %d after its content_block_stop", ev.Index.N)
 	}
 	if !b.known() {
 		return nil
 	}
-	d := ev.Delta
+	d := &ev.Delta
 	want := deltaBlock(d.Type)
 	if want == "" {
 		// citations_delta and delta types added later carry nothing this package keeps.
 		return nil
 	}
 	if want != b.kind {
-		return fmt.Errorf("a %s arrived for block %d, which is a %s block", d.Type, ev.Index, b.kind)
+		return fmt.Errorf("a %s arrived for block %d, which is a %s block", d.Type, ev.Index.N, b.kind)
 	}
-	switch d.Type {
+	switch string(d.Type) {
 	case "text_delta":
-		b.text.WriteString(d.Text)
-		if d.Text != "" {
-			a.emit(model.Delta{Kind: model.DeltaText, Text: d.Text})
-		}
+		b.text.Write(d.Text)
+		a.emitText(model.DeltaText, d.Text)
 	case "thinking_delta":
-		b.text.WriteString(d.Thinking)
-		if d.Thinking != "" {
-			a.emit(model.Delta{Kind: model.DeltaThinking, Text: d.Thinking})
-		}
+		b.text.Write(d.Thinking)
+		a.emitText(model.DeltaThinking, d.Thinking)
 	case "signature_delta":
-		b.signature.WriteString(d.Signature)
+		b.signature.Write(d.Signature)
 	case "input_json_delta":
 		b.input = append(b.input, d.PartialJSON...)
 		b.gotInput = true
@@ -188,8 +212,8 @@ func (a *accumulator) delta(ev sdk.MessageStreamEventUnion) error {
 
 // deltaBlock is the block type a delta type belongs to, or "" for delta types this
 // package does not read.
-func deltaBlock(delta string) string {
-	switch delta {
+func deltaBlock(delta []byte) string {
+	switch string(delta) {
 	case "text_delta":
 		return "text"
 	case "thinking_delta", "signature_delta":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -245,6 +246,10 @@ func TestStreamFormatViolations(t *testing.T) {
 		{"tool input that is not an object", cat(start, []string{"content_block_start", toolStart(0, "t", "X"), "content_block_delta", inputDelta(0, `["a"]`), "content_block_stop", blockStop(0)}, end), model.CodeMalformedStream, 1},
 		{"overloaded error event after a delta is retried", cat(start, ok[:4], []string{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}), model.CodeOverloaded, 3},
 		{"overloaded error event before any delta is retried", cat(start, []string{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}), model.CodeOverloaded, 3},
+		{"api_error event is retried", cat(start, []string{"error", `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`}), model.CodeOverloaded, 3},
+		{"invalid_request_error event", cat(start, []string{"error", `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`}), model.CodeMalformedStream, 1},
+		{"error event that is not JSON", cat(start, []string{"error", `Overloaded`}), model.CodeMalformedStream, 1},
+		{"content_block_delta without an index", cat(start, ok[:2], []string{"content_block_delta", `{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}`}, ok[4:], end), model.CodeMalformedStream, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,9 +297,9 @@ func TestConnectionDropMidStream(t *testing.T) {
 	}
 }
 
-// BenchmarkStreamAssembly measures a response of 1000 text deltas and a tool call whose
-// input arrives in 200 pieces, end to end over a local HTTP connection.
-func BenchmarkStreamAssembly(b *testing.B) {
+// benchStream is a response of 1000 text deltas and a tool call whose input arrives in
+// 200 pieces.
+func benchStream() string {
 	var body strings.Builder
 	body.WriteString(ev("message_start", msgStart))
 	body.WriteString(ev("content_block_start", textStart(0)))
@@ -311,7 +316,12 @@ func BenchmarkStreamAssembly(b *testing.B) {
 	body.WriteString(ev("content_block_stop", blockStop(1)))
 	body.WriteString(ev("message_delta", msgDelta("tool_use")))
 	body.WriteString(ev("message_stop", msgStop))
-	raw := body.String()
+	return body.String()
+}
+
+// BenchmarkStreamAssembly measures benchStream end to end over a local HTTP connection.
+func BenchmarkStreamAssembly(b *testing.B) {
+	raw := benchStream()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "text/event-stream")
 		w.Write([]byte(raw))
@@ -330,6 +340,26 @@ func BenchmarkStreamAssembly(b *testing.B) {
 		resp, err := p.Stream(context.Background(), req, nil)
 		if err != nil || len(resp.Content) != 2 {
 			b.Fatalf("Stream: %v, %+v", err, resp)
+		}
+	}
+}
+
+// BenchmarkAssemble measures the decoding and assembly of benchStream alone, from
+// memory: what BenchmarkStreamAssembly spends beyond HTTP.
+func BenchmarkAssemble(b *testing.B) {
+	raw := benchStream()
+	body := strings.NewReader(raw)
+	res := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(body)}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		body.Reset(raw)
+		acc := newAccumulator(nil)
+		if err := assemble(res, acc); err != nil || !acc.stopped {
+			b.Fatalf("assemble: %v", err)
+		}
+		if resp, err := acc.response(); err != nil || len(resp.Content) != 2 {
+			b.Fatalf("response: %v, %+v", err, resp)
 		}
 	}
 }
