@@ -626,7 +626,7 @@ func TestIdleTimeoutAbandonsStall(t *testing.T) {
 	t.Parallel()
 	stall := openaitest.Turn{Text: "x", Fault: openaitest.FaultStall}
 	s := openaitest.NewServer(t, stall, stall, stall)
-	p := newProvider(t, s.URL(), func(c *openai.Config) { c.StreamIdleTimeout = 30 * time.Millisecond })
+	p := newProvider(t, s.URL(), func(c *openai.Config) { c.StreamIdleTimeout = 300 * time.Millisecond }) // a stall is forever; the slack keeps a loaded machine's slow start from tripping it first
 	_, err := p.Stream(context.Background(), simpleRequest(), nil)
 	se := wantCode(t, err, model.CodeNetwork)
 	if !strings.Contains(se.Message, "sent nothing") {
