@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"regexp/syntax"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sema-agent/sema"
@@ -15,7 +16,8 @@ import (
 // so that no character class, "." or anchor can cross a newline, which lets the regexp run
 // over a whole file at once instead of line by line. A literal that every match must
 // contain (extracted with regexp/syntax) skips files and lines without it; a pattern that
-// is only a literal runs no regexp at all.
+// is only a literal runs no regexp at all; a pattern without such a literal runs a lazy
+// DFA (lineDFA) instead of the regexp.
 type grepMatcher struct {
 	re        *regexp.Regexp
 	multiline bool
@@ -29,6 +31,10 @@ type grepMatcher struct {
 	// must scan a buffer without multiline: small enough for Go's backtracking matcher,
 	// which is several times faster than its NFA on long inputs. 0: the whole buffer.
 	chunk int
+	// dfas holds *lineDFA for scans without a literal (nil pool New: no DFA, the
+	// regexp scans); each scan takes its own, so the states it learned serve the next
+	// file the same worker searches.
+	dfas sync.Pool
 }
 
 // Go's regexp backtracks (instead of running its NFA) when the program has at most
@@ -77,8 +83,13 @@ func compileGrep(pattern string, ignoreCase, multiline bool) (*grepMatcher, erro
 		return nil, sema.Errorf(CodePatternInvalid, "the regular expression %q does not compile: %v", pattern, err)
 	}
 	m := &grepMatcher{re: re, multiline: multiline}
-	if prog, err := syntax.Compile(tree); err == nil && !multiline && len(prog.Inst) <= reMaxBacktrackProg {
-		m.chunk = reMaxBacktrackVector/len(prog.Inst) - 1
+	if prog, err := syntax.Compile(tree); err == nil && !multiline {
+		if len(prog.Inst) <= reMaxBacktrackProg {
+			m.chunk = reMaxBacktrackVector/len(prog.Inst) - 1
+		}
+		if newLineDFA(prog) != nil {
+			m.dfas.New = func() any { return newLineDFA(prog) }
+		}
 	}
 	if lits, ok := requiredLiterals(tree); ok && usefulLiterals(lits) {
 		m.lits = lits
@@ -443,11 +454,21 @@ func (m *grepMatcher) scan(buf []byte, hit func(start, end int) bool) {
 		m.scanByLiteral(buf, hit)
 		return
 	}
+	from := 0
+	if m.dfas.New != nil {
+		d := m.dfas.Get().(*lineDFA)
+		resume, ok := d.scan(buf, 0, hit)
+		m.dfas.Put(d)
+		if ok {
+			return
+		}
+		from = resume // the DFA gave up (too many states): the regexp finishes
+	}
 	if m.chunk > 0 && !m.multiline {
-		m.scanByChunk(buf, hit)
+		m.scanByChunk(buf, from, hit)
 		return
 	}
-	m.scanFrom(buf, 0, len(buf), hit)
+	m.scanFrom(buf, from, len(buf), hit)
 }
 
 // scanFrom runs the regexp over buf[from:to] (whole lines) and reports the lines of its
@@ -481,10 +502,11 @@ func (m *grepMatcher) scanFrom(buf []byte, from, to int, hit func(start, end int
 	return true
 }
 
-// scanByChunk runs the regexp over runs of whole lines of about m.chunk bytes: without
-// multiline no match crosses a line, so the answer is the same as over the whole buffer.
-func (m *grepMatcher) scanByChunk(buf []byte, hit func(start, end int) bool) {
-	for pos := 0; pos <= len(buf); {
+// scanByChunk runs the regexp over runs of whole lines of about m.chunk bytes, from the
+// line starting at from: without multiline no match crosses a line, so the answer is the
+// same as over the whole buffer.
+func (m *grepMatcher) scanByChunk(buf []byte, from int, hit func(start, end int) bool) {
+	for pos := from; pos <= len(buf); {
 		end := len(buf)
 		if pos+m.chunk < len(buf) {
 			if j := bytes.IndexByte(buf[pos+m.chunk:], '\n'); j >= 0 {
