@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -92,4 +93,39 @@ func BenchmarkGrepGOROOT(b *testing.B) {
 func BenchmarkGlobGOROOT(b *testing.B) {
 	ts := benchTools(b, goSrc(b))
 	benchRun(b, ts["Glob"], map[string]any{"pattern": "**/*_test.go"})
+}
+
+// BenchmarkLineDFA runs the DFA of a literal-free pattern over the Go files of net/http
+// (about 2 MB), every line visited (as the count and content modes do).
+func BenchmarkLineDFA(b *testing.B) {
+	files, err := filepath.Glob(filepath.Join(goSrc(b), "net", "http", "*.go"))
+	if err != nil || len(files) == 0 {
+		b.Skipf("net/http sources: %v", err)
+	}
+	var buf []byte
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf = append(buf, data...)
+	}
+	for _, pattern := range []string{`[A-Z]{12,}`, `\b[a-z]+[0-9]\b`, `\pL{20}`} {
+		b.Run(pattern, func(b *testing.B) {
+			m, err := compileGrep(pattern, false, false)
+			if err != nil || m.dfas.New == nil {
+				b.Fatalf("pattern %q: no DFA (%v)", pattern, err)
+			}
+			d := m.dfas.Get().(*lineDFA)
+			b.SetBytes(int64(len(buf)))
+			lines := 0
+			for b.Loop() {
+				lines = 0
+				if _, ok := d.scan(buf, 0, func(int, int) bool { lines++; return true }); !ok {
+					b.Fatal("the DFA gave up")
+				}
+			}
+			b.ReportMetric(float64(lines), "lines")
+		})
+	}
 }

@@ -140,6 +140,10 @@ func (d *lineDFA) reset() {
 // scan calls hit with the span [start, end) of each line of buf[from:] that holds a match,
 // in order; hit returns false to stop. from is the start of a line. ok is false when the
 // DFA gave up (too many states): then the lines from resume on have not been looked at.
+//
+// A NUL byte marks the buffer binary, and Grep reports no line of a binary file: the scan
+// stops there, and the lines after it are not looked at. (Its transition is never
+// stored, so the hot loop leaves at a NUL at no cost of its own.)
 func (d *lineDFA) scan(buf []byte, from int, hit func(start, end int) bool) (resume int, ok bool) {
 	if d.giveUps >= dfaMaxGiveUps {
 		return from, false
@@ -147,9 +151,52 @@ func (d *lineDFA) scan(buf []byte, from int, hit func(start, end int) bool) (res
 	s := d.start
 	i := from
 	for i < len(buf) {
+		// The hot loop: ASCII bytes whose transitions are known and lead to no match,
+		// four at a time, then one at a time.
+		for i+4 <= len(buf) {
+			b := buf[i : i+4 : i+4]
+			if (b[0] | b[1] | b[2] | b[3]) >= utf8.RuneSelf {
+				break
+			}
+			n := s.next[b[0]]
+			if n == nil || n == dfaMatch {
+				break
+			}
+			s, i = n, i+1
+			if n = s.next[b[1]]; n == nil || n == dfaMatch {
+				break
+			}
+			s, i = n, i+1
+			if n = s.next[b[2]]; n == nil || n == dfaMatch {
+				break
+			}
+			s, i = n, i+1
+			if n = s.next[b[3]]; n == nil || n == dfaMatch {
+				break
+			}
+			s, i = n, i+1
+		}
+		for i < len(buf) {
+			c := buf[i]
+			if c >= utf8.RuneSelf {
+				break
+			}
+			n := s.next[c]
+			if n == nil || n == dfaMatch {
+				break
+			}
+			s = n
+			i++
+		}
+		if i == len(buf) {
+			break
+		}
 		c := buf[i]
 		var n *dfaState
 		size := 1
+		if c == 0 {
+			return len(buf), true
+		}
 		if c < utf8.RuneSelf {
 			if n = s.next[c]; n == nil {
 				n = d.stepByte(s, c)

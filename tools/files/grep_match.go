@@ -444,7 +444,8 @@ func hasFoldRisk(buf []byte) bool {
 
 // scan calls hit with the byte span [start, end) of the whole lines of each match, in
 // order (end excludes the last line's newline); hit returns false to stop. Without
-// multiline each line is reported at most once.
+// multiline each line is reported at most once. A buffer holding a NUL byte is binary
+// and its lines are never shown: the scan may stop at the first NUL.
 func (m *grepMatcher) scan(buf []byte, hit func(start, end int) bool) {
 	may, byLiteral := m.candidate(buf)
 	if !may {
