@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,7 +107,7 @@ func (l *leg) runHooks(ctx context.Context, event hooks.Event, target string, in
 	}
 	if res.Stop && event != hooks.Stop && event != hooks.SubagentStop && event != hooks.SessionEnd {
 		// For a Stop hook, stopping is what the leg does anyway.
-		l.hookStop.CompareAndSwap(nil, &sema.Error{Code: CodeHookStopped, Message: "a " + string(event) + " hook stopped the run: " + cmpOr(res.StopReason, "(no reason given)")})
+		l.hookStop.CompareAndSwap(nil, &sema.Error{Code: CodeHookStopped, Message: "a " + string(event) + " hook stopped the run: " + cmp.Or(res.StopReason, "(no reason given)")})
 	}
 	return res
 }
@@ -121,14 +122,7 @@ func hookName(h hooks.Hook) string {
 	if h.Command != "" {
 		return firstLine(h.Command, 120)
 	}
-	return "a Go hook from " + cmpOr(h.Source, "Deps.Hooks.Events")
-}
-
-func cmpOr(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
+	return "a Go hook from " + cmp.Or(h.Source, "Deps.Hooks.Events")
 }
 
 func firstLine(s string, n int) string {
@@ -170,11 +164,11 @@ func (l *leg) preToolUseHook() permission.Hook {
 			return permission.HookDecision{}, errors.New("two hooks rewrote the input differently")
 		}
 		if res.Stop {
-			return permission.HookDecision{Behavior: permission.Deny, Reason: cmpOr(res.StopReason, "a hook stopped the run")}, nil
+			return permission.HookDecision{Behavior: permission.Deny, Reason: cmp.Or(res.StopReason, "a hook stopped the run")}, nil
 		}
 		switch {
 		case res.Block || res.Permission == "deny":
-			return permission.HookDecision{Behavior: permission.Deny, Reason: cmpOr(res.PermissionReason, res.BlockReason)}, nil
+			return permission.HookDecision{Behavior: permission.Deny, Reason: cmp.Or(res.PermissionReason, res.BlockReason)}, nil
 		case res.Permission == "ask":
 			return permission.HookDecision{Behavior: permission.Ask, Reason: res.PermissionReason, UpdatedInput: res.UpdatedInput}, nil
 		case res.Permission == "allow":
@@ -235,7 +229,7 @@ func (l *leg) promptHooks(ctx context.Context) ([]string, *sema.Error) {
 	in.Prompt = l.spec.Prompt
 	res := l.runHooks(ctx, hooks.UserPromptSubmit, "", in)
 	if res.Block {
-		return nil, &sema.Error{Code: CodePromptBlocked, Message: "a UserPromptSubmit hook blocked the prompt: " + cmpOr(res.BlockReason, "(no reason given)")}
+		return nil, &sema.Error{Code: CodePromptBlocked, Message: "a UserPromptSubmit hook blocked the prompt: " + cmp.Or(res.BlockReason, "(no reason given)")}
 	}
 	return res.Context, nil
 }
@@ -268,7 +262,7 @@ func (l *leg) stopHooks(ctx context.Context, active bool) (string, bool) {
 	if !res.Block || res.Stop {
 		return "", false
 	}
-	return cmpOr(res.BlockReason, "A "+string(event)+" hook asks you to continue."), true
+	return cmp.Or(res.BlockReason, "A "+string(event)+" hook asks you to continue."), true
 }
 
 // sessionEndHooks runs the SessionEnd hooks as the leg ends.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/commands"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/mcp"
@@ -342,7 +344,7 @@ func (s *sdkSession) ask(ctx context.Context, request map[string]any) (json.RawM
 			return nil, errors.New("the SDK's input ended before it answered")
 		}
 		if !a.ok {
-			return nil, errors.New(cmpOr(a.err, "the SDK answered with an error"))
+			return nil, errors.New(cmp.Or(a.err, "the SDK answered with an error"))
 		}
 		return a.response, nil
 	case <-ctx.Done():
@@ -352,13 +354,6 @@ func (s *sdkSession) ask(ctx context.Context, request map[string]any) (json.RawM
 		s.out.write(map[string]any{"type": "control_cancel_request", "request_id": id})
 		return nil, context.Cause(ctx)
 	}
-}
-
-func cmpOr(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }
 
 // initialize applies an initialize request and answers what the SDK reads from it.
@@ -711,7 +706,7 @@ func (a sdkApprover) Approve(ctx context.Context, req permission.ApprovalRequest
 			}
 			a.s.mu.Unlock()
 		}
-		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: cmpOr(ans.Message, "The SDK's canUseTool denied the call.")}, nil
+		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: cmp.Or(ans.Message, "The SDK's canUseTool denied the call.")}, nil
 	}
 }
 
@@ -744,15 +739,11 @@ func jsonSame(a, b json.RawMessage) bool {
 // directory, the workspace's trust and the base of every turn's spec.
 type sdkSetup struct {
 	o        *runOptions
-	perms    *permissionSetup
-	root     string
-	home     string
-	trusted  bool
 	modelRef string
 	closer   io.Closer
 	base     func(ref string) (agent.Deps, agent.TaskSpec, error)
-	catalog  []map[string]any
-	agents   []map[string]any
+	// commands are the custom commands, as initialize and system/init list them.
+	commands []map[string]any
 }
 
 func (s *sdkSetup) close() {
@@ -769,18 +760,14 @@ func (s *sdkSetup) openModel(ref string) (any, string, error) {
 }
 
 func (s *sdkSetup) commandList() []map[string]any {
-	if s.catalog == nil {
+	if s.commands == nil {
 		return []map[string]any{}
 	}
-	return s.catalog
+	return s.commands
 }
 
-func (s *sdkSetup) agentList() []map[string]any {
-	if s.agents == nil {
-		return []map[string]any{}
-	}
-	return s.agents
-}
+// agentList is empty: sema's agent types are not listed to the SDK yet.
+func (s *sdkSetup) agentList() []map[string]any { return []map[string]any{} }
 
 // bareModelRef reads a model name without a provider, as the SDKs pass it: a Claude
 // name (or sonnet, opus, haiku) is Anthropic's, gpt-* and o1…o9 names OpenAI's.
@@ -866,7 +853,10 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	setup := &sdkSetup{o: o, perms: perms, root: root, home: home, trusted: trusted, modelRef: ref}
+	setup := &sdkSetup{o: o, modelRef: ref}
+	for _, c := range commands.Load(commands.Options{Root: root, Home: perms.home, ClaudeCompat: perms.compat}).Commands() {
+		setup.commands = append(setup.commands, map[string]any{"name": c.Name, "description": c.Description, "argumentHint": c.ArgumentHint})
+	}
 	// One store for the whole session; without persistence, one in memory that dies
 	// with the process.
 	store, err := openSDKStores(ctx, home, o.sdk.noPersistence)
