@@ -98,14 +98,25 @@ func parseHook(raw json.RawMessage, path string, bad func(path, format string, a
 		return Hook{}, bad(path, `must be an object {"type": "command", "command": "…", "timeout": seconds}`)
 	}
 	var h Hook
+	// The type first: a hook of another type has other members, and its type is what
+	// to change.
 	var typ string
+	if v, ok := m["type"]; ok {
+		if err := json.Unmarshal(v, &typ); err != nil {
+			return Hook{}, bad(path+".type", `must be the string "command"`)
+		}
+	}
+	switch typ {
+	case "command":
+	case "":
+		return Hook{}, bad(path, `has no "type"; write "type": "command"`)
+	default:
+		return Hook{}, bad(path+".type", "is %s; only command hooks are supported (a prompt hook would ask a model to judge, which no rule can explain)", strconv.Quote(typ))
+	}
 	for _, k := range sortedKeys(m) {
 		v := m[k]
 		switch k {
 		case "type":
-			if err := json.Unmarshal(v, &typ); err != nil {
-				return Hook{}, bad(path+".type", `must be the string "command"`)
-			}
 		case "command":
 			if err := json.Unmarshal(v, &h.Command); err != nil {
 				return Hook{}, bad(path+".command", "must be a string: the shell command to run")
@@ -119,13 +130,6 @@ func parseHook(raw json.RawMessage, path string, bad func(path, format string, a
 		default:
 			return Hook{}, bad(path+"."+k, `is not a member of a hook; a hook has "type", "command" and "timeout"`)
 		}
-	}
-	switch typ {
-	case "command":
-	case "":
-		return Hook{}, bad(path, `has no "type"; write "type": "command"`)
-	default:
-		return Hook{}, bad(path+".type", "is %s; only command hooks are supported (a prompt hook would ask a model to judge, which no rule can explain)", strconv.Quote(typ))
 	}
 	if len(bytes.TrimSpace([]byte(h.Command))) == 0 {
 		return Hook{}, bad(path+".command", "is empty; give the shell command to run")

@@ -67,7 +67,7 @@ func TestParseConfigRefuses(t *testing.T) {
 		"no hooks":         {`{"Stop": [{"matcher": "x"}]}`, "hooks.Stop[0]"},
 		"bad regex":        {`{"PreToolUse": [{"matcher": "Bash(", "hooks": []}]}`, "hooks.PreToolUse[0].matcher"},
 		"matcher number":   {`{"PreToolUse": [{"matcher": 3, "hooks": []}]}`, "hooks.PreToolUse[0].matcher"},
-		"prompt type":      {`{"Stop": [{"hooks": [{"type": "prompt", "prompt": "judge"}]}]}`, "hooks.Stop[0].hooks[0].prompt"},
+		"prompt type":      {`{"Stop": [{"hooks": [{"type": "prompt", "prompt": "judge"}]}]}`, "hooks.Stop[0].hooks[0].type"},
 		"prompt type only": {`{"Stop": [{"hooks": [{"type": "prompt"}]}]}`, "hooks.Stop[0].hooks[0].type"},
 		"no type":          {`{"Stop": [{"hooks": [{"command": "x"}]}]}`, "hooks.Stop[0].hooks[0]"},
 		"empty command":    {`{"Stop": [{"hooks": [{"type": "command", "command": "  "}]}]}`, "hooks.Stop[0].hooks[0].command"},
