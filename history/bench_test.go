@@ -126,7 +126,9 @@ func BenchmarkBlobDedup(b *testing.B) {
 	}
 }
 
-// BenchmarkRewind1000 rewinds 1,000 modified files (10 KB each) to their pre-images.
+// BenchmarkRewind1000 rewinds 1,000 files (10 KB each) the agent edited in one turn to
+// their pre-images at the turn before. Each rewind also saves the 1,000 edited files for
+// undo, so the store grows by 2,000 records per iteration.
 func BenchmarkRewind1000(b *testing.B) {
 	const files = 1000
 	for _, bc := range benchCases() {
@@ -149,9 +151,25 @@ func BenchmarkRewind1000(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			// modify is the agent's edit of every file in a new turn, as the write lane
+			// does it: Track, write, Wrote — so the rewind finds the agent's bytes, not a
+			// conflict.
+			turn := 1
 			modify := func() {
+				turn++
+				if _, err := s.MintBoundary(ctx, "S", turn); err != nil {
+					b.Fatal(err)
+				}
 				for i, k := range keys {
-					if err := e.WriteFile(ctx, k, content10KB(fmt.Sprintf("edited %d", i)), 0o644); err != nil {
+					rec, _, err := f.Track(ctx, "S", k)
+					if err != nil {
+						b.Fatal(err)
+					}
+					data := content10KB(fmt.Sprintf("edited %d", i))
+					if err := e.WriteFile(ctx, k, data, 0o644); err != nil {
+						b.Fatal(err)
+					}
+					if err := f.Wrote(ctx, rec, data); err != nil {
 						b.Fatal(err)
 					}
 				}
