@@ -299,34 +299,57 @@ func (m *Memory) Legs(ctx context.Context, sessionID string) ([]Leg, error) {
 
 // Append commits one transcript entry and returns its id (see [Store.Append]).
 func (m *Memory) Append(ctx context.Context, e Entry) (string, error) {
-	payload, err := checkEntry(e)
+	ids, err := m.AppendBatch(ctx, []Entry{e})
 	if err != nil {
 		return "", err
+	}
+	return ids[0], nil
+}
+
+var _ BatchAppender = (*Memory)(nil)
+
+// AppendBatch commits the entries in order, all or none, and returns their ids (see
+// [BatchAppender]).
+func (m *Memory) AppendBatch(ctx context.Context, es []Entry) ([]string, error) {
+	payloads, err := checkBatch(es)
+	if err != nil || len(es) == 0 {
+		return nil, err
 	}
 	if err := m.lock(ctx); err != nil {
-		return "", err
+		return nil, err
 	}
 	defer m.mu.Unlock()
-	ms, err := m.session(e.SessionID)
+	ms, err := m.session(es[0].SessionID)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if e.LegID != "" {
-		if l, ok := m.legs[e.LegID]; !ok || l.SessionID != e.SessionID {
-			return "", legNotFound(e.SessionID, e.LegID)
+	// Everything is checked before anything is stored: a batch is all or none.
+	for _, e := range es {
+		if e.LegID != "" {
+			if l, ok := m.legs[e.LegID]; !ok || l.SessionID != e.SessionID {
+				return nil, legNotFound(e.SessionID, e.LegID)
+			}
+		}
+		if e.ParentID == "" {
+			continue
+		}
+		if _, ok := ms.byID[e.ParentID]; !ok {
+			return nil, entryNotFound(e.SessionID, e.ParentID)
 		}
 	}
-	if e.ParentID == "" {
-		e.ParentID = ms.s.Head
-	} else if _, ok := ms.byID[e.ParentID]; !ok {
-		return "", entryNotFound(e.SessionID, e.ParentID)
+	ids := make([]string, len(es))
+	for i, e := range es {
+		if e.ParentID == "" {
+			e.ParentID = ms.s.Head
+		}
+		e.ID, e.Seq, e.CreatedAt, e.Payload = NewID(), int64(len(ms.entries)+1), now(), payloads[i]
+		ms.byID[e.ID] = len(ms.entries)
+		ms.entries = append(ms.entries, e)
+		ms.s.Head = e.ID
+		ids[i] = e.ID
 	}
-	e.ID, e.Seq, e.CreatedAt, e.Payload = NewID(), int64(len(ms.entries)+1), now(), payload
-	ms.byID[e.ID] = len(ms.entries)
-	ms.entries = append(ms.entries, e)
-	ms.s.Head = e.ID
 	touch(ms)
-	return e.ID, nil
+	return ids, nil
 }
 
 // chain returns the entries from the root to head ("" = the session's head).

@@ -83,6 +83,17 @@ type Store interface {
 	Close() error
 }
 
+// BatchAppender is a Store that can commit several transcript entries at once. A runner
+// that finds it on its store groups the entries of a turn into one write; a store (or a
+// wrapper around one) without it gets them one Append at a time, in the same order.
+type BatchAppender interface {
+	// AppendBatch commits es in order, all or none, as one transaction, and returns their
+	// ids. Each entry is checked as Append checks it; an entry with an empty ParentID
+	// follows the one before it (the first, the session's head). It refuses entries of
+	// more than one session with CodeEntryInvalid. An empty es commits nothing.
+	AppendBatch(ctx context.Context, es []Entry) ([]string, error)
+}
+
 // Codes of the errors a Store returns.
 const (
 	CodeNotFound           = "session.not_found"           // no session with that id
@@ -370,6 +381,22 @@ func checkEntry(e Entry) (json.RawMessage, error) {
 		return nil, sema.Errorf(CodeEntryInvalid, "the payload of a %q entry is not valid JSON", e.Kind)
 	}
 	return bytes.Clone(e.Payload), nil
+}
+
+// checkBatch validates the entries of one AppendBatch and returns the payloads to store.
+func checkBatch(es []Entry) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(es))
+	for i, e := range es {
+		if e.SessionID != es[0].SessionID {
+			return nil, sema.Errorf(CodeEntryInvalid, "a batch appends to one session, not to %q and %q", es[0].SessionID, e.SessionID)
+		}
+		p, err := checkEntry(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
 }
 
 // checkPark validates c and fills the fields Park mints.

@@ -409,36 +409,64 @@ func (s *SQLiteStore) Legs(ctx context.Context, sessionID string) ([]Leg, error)
 
 // Append commits one transcript entry and returns its id (see [Store.Append]).
 func (s *SQLiteStore) Append(ctx context.Context, e Entry) (string, error) {
-	payload, err := checkEntry(e)
+	ids, err := s.AppendBatch(ctx, []Entry{e})
 	if err != nil {
 		return "", err
 	}
-	id := NewID()
+	return ids[0], nil
+}
+
+var _ BatchAppender = (*SQLiteStore)(nil)
+
+// AppendBatch commits the entries in order in one transaction and returns their ids (see
+// [BatchAppender]): a turn's entries cost one commit, not one each.
+func (s *SQLiteStore) AppendBatch(ctx context.Context, es []Entry) ([]string, error) {
+	payloads, err := checkBatch(es)
+	if err != nil || len(es) == 0 {
+		return nil, err
+	}
+	ids := make([]string, len(es))
+	for i := range ids {
+		ids[i] = NewID()
+	}
 	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
 		var head string
 		var seq int64
-		var legOK, parentOK bool
-		err := q.QueryRowContext(ctx, qAppendCheck, e.SessionID, e.LegID, e.ParentID).Scan(&head, &seq, &legOK, &parentOK)
-		switch {
-		case err != nil:
-			return cmpErr(err, notFound(e.SessionID))
-		case !legOK:
-			return legNotFound(e.SessionID, e.LegID)
-		case !parentOK:
-			return entryNotFound(e.SessionID, e.ParentID)
+		for i, e := range es {
+			var legOK, parentOK bool
+			if i == 0 || e.LegID != es[i-1].LegID || e.ParentID != "" {
+				var h string
+				var sq int64
+				err := q.QueryRowContext(ctx, qAppendCheck, e.SessionID, e.LegID, e.ParentID).Scan(&h, &sq, &legOK, &parentOK)
+				switch {
+				case err != nil:
+					return cmpErr(err, notFound(e.SessionID))
+				case !legOK:
+					return legNotFound(e.SessionID, e.LegID)
+				case !parentOK:
+					return entryNotFound(e.SessionID, e.ParentID)
+				}
+				if i == 0 {
+					head, seq = h, sq
+				}
+			}
+			parent := e.ParentID
+			if parent == "" {
+				parent = head
+			}
+			seq++
+			if _, err := q.ExecContext(ctx, qInsert, e.SessionID, seq, ids[i], nullable(e.LegID), nullable(parent), e.Kind,
+				[]byte(payloads[i]), time.Now().UnixNano()); err != nil {
+				return err
+			}
+			head = ids[i]
 		}
-		parent := e.ParentID
-		if parent == "" {
-			parent = head
-		}
-		_, err = q.ExecContext(ctx, qInsert, e.SessionID, seq+1, id, nullable(e.LegID), nullable(parent), e.Kind,
-			[]byte(payload), time.Now().UnixNano())
-		return err
+		return nil
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return id, nil
+	return ids, nil
 }
 
 // cmpErr maps sql.ErrNoRows to the coded error a caller acts on and keeps any other.

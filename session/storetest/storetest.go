@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		{"AppendTranscript", testAppendTranscript},
 		{"AppendRefusals", testAppendRefusals},
 		{"Branch", testBranch},
+		{"AppendBatch", testAppendBatch},
 		{"ConcurrentAppend", testConcurrentAppend},
 		{"Checkpoint", testCheckpoint},
 		{"CheckpointRefusals", testCheckpointRefusals},
@@ -405,6 +406,65 @@ func testBranch(t *testing.T, s session.Store) {
 	tr := must(s.Transcript(ctx, a.ID, ""))(t)
 	if tr[1].Seq != 4 || tr[2].Seq != 5 || tr[1].ParentID != x[0] {
 		t.Fatalf("branch entries %+v: seq keeps counting appends, parent is the resume point", tr[1:])
+	}
+}
+
+// testAppendBatch: a store with AppendBatch commits a batch in order, chaining its entries
+// (a branch when the first names an earlier parent), and refuses it whole.
+func testAppendBatch(t *testing.T, s session.Store) {
+	b, ok := s.(session.BatchAppender)
+	if !ok {
+		t.Skip("the store has no AppendBatch")
+	}
+	ctx := t.Context()
+	a := create(t, s, "/w")
+	other := create(t, s, "/w")
+	leg := must(s.StartLeg(ctx, a.ID))(t)
+	x := appendN(t, s, a.ID, "", 2) // x0 ← x1
+	batch := func(es ...session.Entry) ([]string, error) { return b.AppendBatch(ctx, es) }
+	entry := func(kind, parent string) session.Entry {
+		return session.Entry{SessionID: a.ID, LegID: leg.ID, ParentID: parent, Kind: kind, Payload: json.RawMessage(`{"k":"` + kind + `"}`)}
+	}
+	got := must(batch(entry("assistant", ""), entry("call_started", ""), entry("tool_results", "")))(t)
+	if len(got) != 3 {
+		t.Fatalf("AppendBatch returned %d ids, want 3", len(got))
+	}
+	tr := must(s.Transcript(ctx, a.ID, ""))(t)
+	if d := cmp.Diff(append(slices.Clone(x), got...), ids(tr)); d != "" {
+		t.Fatalf("transcript after a batch (-want +got):\n%s", d)
+	}
+	for i, e := range tr[2:] {
+		if e.Seq != int64(3+i) || e.LegID != leg.ID || e.ParentID != tr[1+i].ID || !uuidRE.MatchString(e.ID) {
+			t.Fatalf("batch entry %d: %+v", i, e)
+		}
+	}
+	// A batch whose first entry names an earlier parent starts a branch there.
+	br := must(batch(entry("user", x[0]), entry("assistant", "")))(t)
+	if d := cmp.Diff([]string{x[0], br[0], br[1]}, ids(must(s.Transcript(ctx, a.ID, ""))(t))); d != "" {
+		t.Fatalf("branch by batch (-want +got):\n%s", d)
+	}
+	before := ids(must(s.Transcript(ctx, a.ID, ""))(t))
+	for _, tc := range []struct {
+		name string
+		es   []session.Entry
+		code string
+	}{
+		{"an entry without a kind", []session.Entry{entry("user", ""), {SessionID: a.ID}}, session.CodeEntryInvalid},
+		{"two sessions", []session.Entry{entry("user", ""), {SessionID: other.ID, Kind: "user"}}, session.CodeEntryInvalid},
+		{"an unknown parent last", []session.Entry{entry("user", ""), entry("user", "nope")}, session.CodeEntryNotFound},
+		{"an unknown leg last", []session.Entry{entry("user", ""), {SessionID: a.ID, LegID: "nope", Kind: "user"}}, session.CodeLegNotFound},
+		{"an unknown session", []session.Entry{{SessionID: "nope", Kind: "user"}}, session.CodeNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := batch(tc.es...)
+			wantCode(t, err, tc.code)
+		})
+	}
+	if d := cmp.Diff(before, ids(must(s.Transcript(ctx, a.ID, ""))(t))); d != "" {
+		t.Fatalf("a refused batch changed the transcript:\n%s", d)
+	}
+	if got, err := batch(); err != nil || len(got) != 0 {
+		t.Fatalf("an empty batch: %v %v", got, err)
 	}
 }
 
