@@ -57,7 +57,7 @@ func TestRetryAfterBeyondTheCapStopsTheCall(t *testing.T) {
 		t.Errorf("detail %v", se.Detail)
 	}
 
-	// A cap above the SDK's own (two minutes) is honoured too: the call waits, here
+	// A cap above two minutes (the official SDKs' own) is honoured too: the call waits, here
 	// until the caller gives up, instead of failing at once.
 	s = openaitest.NewServer(t, openaitest.Turn{Status: 429, Header: http.Header{"Retry-After": {"150"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -1,7 +1,8 @@
 // Package openai is the model.Provider for OpenAI's Chat Completions API and for every
-// server that speaks it (Ollama, vLLM, the llama.cpp server, OpenRouter, …). It uses the
-// official SDK (github.com/openai/openai-go/v3) for requests, authentication, retries and
-// API errors; no SDK type leaves the package.
+// server that speaks it (Ollama, vLLM, the llama.cpp server, OpenRouter, …). It speaks
+// the wire format itself, with net/http and encoding/json: the one endpoint it calls
+// does not need the official SDK, whose root package alone added 20 MB to the binary
+// and over a millisecond of package initialisation to every start of the process.
 //
 // Invariants:
 //   - Every call streams ("stream": true with "stream_options": {"include_usage": true})
@@ -11,9 +12,10 @@
 //   - Every error Stream returns is a *sema.Error with one of the model.Code* codes and
 //     a sentence saying what to change. A cancelled ctx yields model.cancelled wrapping
 //     ctx.Err(); nothing panics on any input the server can send.
-//   - Transient failures (429, 5xx, connection errors before the response started) are
-//     retried with backoff that honours retry-after and retry-after-ms, up to
-//     Config.MaxRetries times in all; 400, 401, 403 and 404 are not. A wait the server
+//   - Transient failures (408, 409, 429, 5xx, connection errors before the response
+//     started; a response's x-should-retry header overrides its status) are retried
+//     with backoff that honours retry-after and retry-after-ms, up to Config.MaxRetries
+//     times in all; 400, 401, 403 and 404 are not. A wait the server
 //     advises beyond Config.MaxRetryAfter (60 s) is not waited out: the call fails at
 //     once (429: model.rate_limited; 5xx keeps its code) with the advice in the detail
 //     (retry_after_seconds).
@@ -27,6 +29,8 @@
 //     A stream whose content breaks the wire format is not retried.
 //   - Once the retries are spent, a stalled server fails the call with model.network,
 //     so it cannot hang a run.
+//   - A redirect to another origin (scheme, host, port) is refused and not retried:
+//     the request carries the API key and the conversation.
 //   - New reads no environment variable; FromEnv is the one place that does.
 //
 // Translation to the wire format:

@@ -17,9 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
 )
@@ -42,76 +39,24 @@ type apiError struct {
 	Code    string
 }
 
-// capture records the attempts of one call: how many were made, what the last error
-// response said, and the retry-after it advised when that was too long to wait. It also
-// rewrites every error body into the OpenAI shape {"error":{…}}, because the SDK cannot
-// decode the others ({"error":"text"} from some servers, a top-level message from vLLM,
-// plain text from a proxy) and would then lose the status code.
+// capture records the attempts of one call: how many were made, and the retry-after
+// the last response advised when that was too long to wait.
 type capture struct {
-	maxWait time.Duration // Config.MaxRetryAfter, resolved
-
-	mu       sync.Mutex
 	attempts int
-	last     *apiError
 	// advised is the retry-after of the last response when it asked for more than
-	// maxWait; 0 otherwise.
+	// Provider.maxWait; 0 otherwise.
 	advised time.Duration
 }
 
-func (c *capture) middleware(wd *watchdog) option.Middleware {
-	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		wd.request()
-		c.mu.Lock()
-		c.attempts++
-		c.advised = 0
-		c.mu.Unlock()
-		res, err := next(req)
-		if err != nil || res == nil {
-			wd.pause()
-			return res, err
-		}
-		if res.StatusCode >= 400 {
-			// The SDK either retries (and the next attempt re-arms the watchdog) or
-			// returns; the wait for a retry must not count as a stall.
-			wd.pause()
-			body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-			res.Body.Close()
-			ae := parseAPIError(res.StatusCode, body)
-			advised := c.boundWait(res)
-			c.mu.Lock()
-			c.last = &ae
-			c.advised = advised
-			c.mu.Unlock()
-			norm, _ := json.Marshal(map[string]any{"error": map[string]any{"message": ae.Message, "type": ae.Type, "code": ae.Code}})
-			res.Body = io.NopCloser(bytes.NewReader(norm))
-			res.ContentLength = int64(len(norm))
-			return res, nil
-		}
-		wd.respond()
-		res.Body = &touchReader{ReadCloser: res.Body, wd: wd}
-		return res, nil
-	}
-}
+// statusError is an error response that ended the request.
+type statusError struct{ apiError }
 
-// boundWait keeps the SDK from sleeping through a retry-after longer than maxWait: such
-// a response is marked not to be retried (x-should-retry: false, which the SDK obeys
-// over the status), and the advised wait is returned for the error. It returns 0 for a
-// response the SDK would not retry anyway, or that asks for no more than maxWait.
-func (c *capture) boundWait(res *http.Response) time.Duration {
-	s := res.StatusCode
-	if s != http.StatusRequestTimeout && s != http.StatusConflict && s != http.StatusTooManyRequests && s < 500 {
-		return 0
-	}
-	d, ok := retryAfter(res.Header)
-	if !ok || d <= c.maxWait {
-		return 0
-	}
-	res.Header.Set("x-should-retry", "false")
-	return d
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
 // retryAfter reads retry-after-ms, else retry-after (seconds, or an HTTP date), as the
-// SDK does. A value too large for a Duration is the largest Duration.
+// official SDKs do. A value too large for a Duration is the largest Duration.
 func retryAfter(h http.Header) (time.Duration, bool) {
 	for _, f := range [...]struct {
 		name string
@@ -137,19 +82,6 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 		}
 	}
 	return 0, false
-}
-
-func (c *capture) snapshot() (int, *apiError, time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.attempts, c.last, c.advised
-}
-
-// count is the number of requests sent so far.
-func (c *capture) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.attempts
 }
 
 // parseAPIError reads an error body in any of the shapes seen in the wild.
@@ -247,22 +179,17 @@ func (p *Provider) requestError(ctx, callCtx context.Context, err error, c *capt
 	if e := p.interrupted(ctx, callCtx, err); e != nil {
 		return e
 	}
-	attempts, last, advised := c.snapshot()
-	var oe *oai.Error
-	if errors.As(err, &oe) {
-		ae := apiError{Status: oe.StatusCode, Message: oe.Message, Type: oe.Type, Code: oe.Code}
-		if last != nil {
-			ae = *last
-		}
-		se := p.apiFailure(ae, attempts, modelName, err)
-		if advised > 0 {
-			se = p.tooLongAWait(se, ae, advised)
+	var he *statusError
+	if errors.As(err, &he) {
+		se := p.apiFailure(he.apiError, c.attempts, modelName, err)
+		if c.advised > 0 {
+			se = p.tooLongAWait(se, he.apiError, c.advised)
 		}
 		return se
 	}
 	return &sema.Error{Code: model.CodeNetwork,
 		Message: fmt.Sprintf("cannot reach %s (%s): check the base URL and your network connection", p.baseURL, netReason(err)),
-		Err:     err, Detail: map[string]any{"base_url": p.baseURL, "attempts": attempts}}
+		Err:     err, Detail: map[string]any{"base_url": p.baseURL, "attempts": c.attempts}}
 }
 
 // apiFailure maps an error response (or an error the server reported inside the

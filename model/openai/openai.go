@@ -1,17 +1,16 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
-
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
@@ -40,9 +39,8 @@ const (
 	DefaultFirstByteTimeout = 60 * time.Second
 )
 
-// sdkMaxRetryAfter is the longest retry-after the SDK waits out unless told otherwise;
-// beyond it the SDK gives up on its own, without saying why.
-const sdkMaxRetryAfter = 2 * time.Minute
+// userAgent names the client to the server.
+const userAgent = "sema (+https://github.com/sema-agent/sema)"
 
 // Environment variables FromEnv reads.
 const (
@@ -64,14 +62,15 @@ type Config struct {
 	// requests go to BaseURL + "/chat/completions". Empty means DefaultBaseURL. It must
 	// be an absolute http or https URL.
 	BaseURL string
-	// HTTPClient sends the requests; nil means http.DefaultClient.
+	// HTTPClient sends the requests; nil means http.DefaultClient. Its redirect policy
+	// applies to redirects within the base URL's origin; one to another origin is
+	// refused whatever the policy.
 	HTTPClient *http.Client
 	// MaxRetries is how many times a transient failure is retried: a 429 or 5xx, a
 	// connection error, a server that sends no first byte within FirstByteTimeout, a
 	// stream cut mid-response or silent past StreamIdleTimeout. Waits follow the
-	// server's retry-after, else an exponential backoff. Every attempt counts, whether
-	// the SDK or the stream reader started it. Zero means DefaultMaxRetries (2);
-	// negative means none.
+	// server's retry-after, else an exponential backoff. Every attempt counts, whatever
+	// failure came before it. Zero means DefaultMaxRetries (2); negative means none.
 	MaxRetries int
 	// MaxRetryAfter is the longest wait a retry-after (or retry-after-ms) header may ask
 	// for; a response asking for more ends the call at once, with the advised wait in
@@ -102,7 +101,10 @@ type Config struct {
 // Provider streams Chat Completions. It is safe for concurrent use: a call keeps all
 // of its state on its own stack.
 type Provider struct {
-	client  oai.Client
+	// hc sends the requests: Config.HTTPClient, refusing redirects to another origin.
+	hc      *http.Client
+	origin  *url.URL
+	header  http.Header // sent with every request: content type, extra headers, key
 	baseURL string
 	// official is true for api.openai.com, which wants max_completion_tokens (newer
 	// models refuse max_tokens); compatible servers get the older max_tokens, which
@@ -114,7 +116,8 @@ type Provider struct {
 	firstByte time.Duration
 	maxWait   time.Duration // MaxRetryAfter
 	retries   int           // MaxRetries, resolved
-	// backoff is the wait before stream-level retry n (0-based); tests shorten it.
+	// backoff is the wait before retry n (0-based) when the server advised none; tests
+	// shorten it.
 	backoff func(n int) time.Duration
 }
 
@@ -177,33 +180,25 @@ func New(cfg Config) (*Provider, error) {
 		maxWait = 0
 	}
 
-	opts := []option.RequestOption{
-		option.WithBaseURL(base + "/"),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(retries),
-	}
-	if maxWait > sdkMaxRetryAfter {
-		// Let the SDK wait out what this Config allows. The option also caps the SDK's
-		// own backoff, which stays far below this unless MaxRetries is large.
-		opts = append(opts, option.WithMaxRetryDelay(maxWait))
-	}
+	header := http.Header{}
+	header.Set("Content-Type", "application/json")
+	header.Set("User-Agent", userAgent)
 	for k, vs := range cfg.Header {
 		if strings.EqualFold(k, "Authorization") {
 			continue
 		}
 		for _, v := range vs {
-			opts = append(opts, option.WithHeaderAdd(k, v))
+			header.Add(k, v)
 		}
 	}
+	header.Set("Accept", "text/event-stream")
 	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+		header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
 	return &Provider{
-		// The client is built from explicit options only: oai.NewClient would also read
-		// OPENAI_* variables (an admin key, an organization, custom headers, a base URL)
-		// that this Config did not ask for. Execute, the one method used, needs nothing
-		// else from the client.
-		client:    oai.Client{Options: opts},
+		hc:        sameOriginClient(hc, u),
+		origin:    u,
+		header:    header,
 		baseURL:   base,
 		official:  u.Hostname() == "api.openai.com",
 		custom:    custom,
@@ -240,22 +235,22 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 	if req == nil || strings.TrimSpace(req.Model) == "" {
 		return nil, sema.Errorf(model.CodeConfig, "no model name was given: pass one with --model, such as openai/gpt-4.1")
 	}
-	params, err := p.params(req)
+	body, err := p.body(req)
 	if err != nil {
 		return nil, err
 	}
 
-	c := &capture{maxWait: p.maxWait}
+	c := &capture{}
 	out := &deltas{onDelta: onDelta}
 	for n := 0; ; n++ {
-		resp, again, err := p.attempt(ctx, params, req.Model, c, out)
+		resp, again, err := p.attempt(ctx, body, req.Model, c, out)
 		if err == nil {
 			return resp, nil
 		}
-		// The SDK has already retried what failed before a response started; what is
+		// send has already retried what failed before a response started; what is
 		// left is a stream that broke or a server that never answered. The request
 		// is idempotent, so either is sent again while the budget lasts.
-		if !again || c.count() > p.retries {
+		if !again || c.attempts > p.retries {
 			return nil, err
 		}
 		// The caller has seen part of the broken stream; the next attempt may answer
@@ -271,27 +266,17 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 	}
 }
 
-// attempt sends the request once (the SDK may send it again after an error response
-// or a failed connection) and reads the stream. again reports a failure another
-// attempt may not meet: a stream cut or silent mid-response, a server that sent no
-// first byte.
-func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewParams, modelName string, c *capture, out *deltas) (resp *model.Response, again bool, err error) {
+// attempt sends the request (send sends it again after an error response or a failed
+// connection) and reads the stream. again reports a failure another attempt may not
+// meet: a stream cut or silent mid-response, a server that sent no first byte.
+func (p *Provider) attempt(ctx context.Context, body []byte, modelName string, c *capture, out *deltas) (resp *model.Response, again bool, err error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	wd := newWatchdog(p.idle, p.firstByte, cancel)
 	defer wd.stop()
 
-	var raw *http.Response
-	err = p.client.Post(callCtx, "chat/completions", params, &raw,
-		option.WithJSONSet("stream", true),
-		option.WithHeader("Accept", "text/event-stream"),
-		option.WithMaxRetries(max(0, p.retries-c.count())),
-		option.WithMiddleware(c.middleware(wd)),
-	)
+	raw, err := p.send(callCtx, body, c, wd)
 	if err != nil {
-		if raw != nil && raw.Body != nil {
-			raw.Body.Close()
-		}
 		return nil, ctx.Err() == nil && stalled(callCtx), p.requestError(ctx, callCtx, err, c, modelName)
 	}
 	defer raw.Body.Close()
@@ -306,6 +291,118 @@ func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewPara
 		return nil, ctx.Err() == nil && p.cutShort(err, a), p.streamError(ctx, callCtx, err)
 	}
 	return a.response(), false, nil
+}
+
+// send posts body until a response starts (a status below 400), and returns it with
+// its body read through the watchdog. A connection error and a transient status (408,
+// 409, 429, 5xx; or what the server's x-should-retry says) are sent again, after the
+// wait the server's retry-after advises or else backoff, while the call's budget of
+// attempts lasts; an advised wait beyond maxWait ends the call instead. Any other
+// failure returns at once: an error response as a *statusError.
+func (p *Provider) send(ctx context.Context, body []byte, c *capture, wd *watchdog) (*http.Response, error) {
+	for n := 0; ; n++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint(), bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header = p.header.Clone()
+		c.attempts++
+		c.advised = 0
+		wd.request()
+		res, err := p.hc.Do(req)
+		var wait time.Duration
+		switch {
+		case err != nil:
+			wd.pause()
+			if ctx.Err() != nil || errors.Is(err, errOtherOrigin) || c.attempts > p.retries {
+				return nil, err
+			}
+			wait = p.backoff(n)
+		case res.StatusCode >= 400:
+			// The wait for a retry must not count as a stall; the next attempt re-arms
+			// the watchdog.
+			wd.pause()
+			b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+			res.Body.Close()
+			ae := parseAPIError(res.StatusCode, b)
+			if !transient(res) {
+				return nil, &statusError{ae}
+			}
+			d, ok := retryAfter(res.Header)
+			if ok && d > p.maxWait {
+				c.advised = d
+				return nil, &statusError{ae}
+			}
+			if c.attempts > p.retries {
+				return nil, &statusError{ae}
+			}
+			wait = d
+			if !ok {
+				wait = p.backoff(n)
+			}
+		default:
+			wd.respond()
+			res.Body = &touchReader{ReadCloser: res.Body, wd: wd}
+			return res, nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// transient reports whether an error response may pass if the request is sent again:
+// the server's x-should-retry when it says, else the status.
+func transient(res *http.Response) bool {
+	switch res.Header.Get("x-should-retry") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	s := res.StatusCode
+	return s == http.StatusRequestTimeout || s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500
+}
+
+// errOtherOrigin refuses a redirect away from the configured server: the request
+// carries the API key, and a conversation goes nowhere the user did not name.
+var errOtherOrigin = errors.New("the server redirected the request to another origin")
+
+// sameOriginClient is hc refusing redirects that leave origin's scheme, host and port.
+func sameOriginClient(hc *http.Client, origin *url.URL) *http.Client {
+	c := *hc
+	check := hc.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, origin) {
+			return errOtherOrigin
+		}
+		if check != nil {
+			return check(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &c
+}
+
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }
 
 // cutShort reports whether a stream that had started failed in a way a new attempt may
@@ -345,8 +442,8 @@ func (d *deltas) emit(x model.Delta) {
 	d.onDelta(x)
 }
 
-// backoff is the wait before stream-level retry n: 0.5 s doubling per retry up to 8 s,
-// less up to a quarter of jitter, as the SDK waits between its own retries.
+// backoff is the wait before retry n of a call: 0.5 s doubling per retry up to 8 s,
+// less up to a quarter of jitter (the official SDKs' schedule).
 func backoff(n int) time.Duration {
 	d := 8 * time.Second
 	if n < 4 {

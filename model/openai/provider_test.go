@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -938,5 +939,72 @@ func TestName(t *testing.T) {
 	var p model.Provider = newProvider(t, "http://localhost:1/v1")
 	if p.Name() != "openai" {
 		t.Errorf("Name = %q", p.Name())
+	}
+}
+
+// TestShouldRetryHeader: the server's x-should-retry overrides what the status says.
+func TestShouldRetryHeader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		turn     openaitest.Turn
+		requests int
+	}{
+		{"500 marked final", openaitest.Turn{Status: 500, Header: http.Header{"X-Should-Retry": {"false"}}}, 1},
+		{"409 retried", openaitest.Turn{Status: 409}, 2},
+		{"400 marked transient", openaitest.Turn{Status: 400, Header: http.Header{"X-Should-Retry": {"true"}}}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := openaitest.NewServer(t, tt.turn, openaitest.Turn{Text: "ok"})
+			resp, err := newProvider(t, s.URL()).Stream(context.Background(), simpleRequest(), nil)
+			if n := s.RequestCount(); n != tt.requests {
+				t.Errorf("requests = %d, want %d", n, tt.requests)
+			}
+			if tt.requests == 2 && (err != nil || resp.Text() != "ok") {
+				t.Errorf("after a retry: %v", err)
+			}
+			if tt.requests == 1 && err == nil {
+				t.Error("a response marked final was retried into success")
+			}
+		})
+	}
+}
+
+// TestRedirectToAnotherOriginIsRefused: the request carries the API key and the
+// conversation, so a server cannot send it anywhere else.
+func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
+	t.Parallel()
+	var elsewhere sync.Mutex
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Lock()
+		leaked = append(leaked, r.Header.Get("Authorization"))
+		elsewhere.Unlock()
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	defer other.Close()
+	var hops atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hops.Add(1)
+		if r.URL.Path == "/v1/chat/completions" {
+			// A redirect within the origin is followed.
+			http.Redirect(w, r, "/v2/chat/completions", http.StatusTemporaryRedirect)
+			return
+		}
+		http.Redirect(w, r, other.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	p := newProvider(t, srv.URL+"/v1", func(c *openai.Config) { c.APIKey = "sk-secret" })
+	_, err := p.Stream(context.Background(), simpleRequest(), nil)
+	wantCode(t, err, model.CodeNetwork)
+	if n := hops.Load(); n != 2 {
+		t.Errorf("the server saw %d requests, want 2 (the same-origin redirect followed, the cross-origin one not retried)", n)
+	}
+	elsewhere.Lock()
+	defer elsewhere.Unlock()
+	if len(leaked) != 0 {
+		t.Errorf("the other origin received %d requests (Authorization %q)", len(leaked), leaked)
 	}
 }

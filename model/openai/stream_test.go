@@ -289,22 +289,18 @@ func TestParseAPIError(t *testing.T) {
 	}
 }
 
-func TestParamsEdgeCases(t *testing.T) {
+func TestBodyEdgeCases(t *testing.T) {
 	t.Parallel()
 	p, err := New(Config{BaseURL: "http://localhost:1/v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, err := p.params(&model.Request{Model: "m", MaxTokens: 77, Messages: []model.Message{
+	b, err := p.body(&model.Request{Model: "m", MaxTokens: 77, Messages: []model.Message{
 		{Role: model.RoleUser},
 		{Role: model.RoleAssistant},
 		{Role: model.RoleAssistant, Content: []model.Block{{Kind: model.KindToolUse, ID: "c", Name: "n"}}},
 		{Role: model.RoleUser, Content: []model.Block{{Kind: model.KindToolResult, ID: "c"}}},
 	}, Tools: []model.ToolSpec{{Name: "t"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,6 +311,7 @@ func TestParamsEdgeCases(t *testing.T) {
 	want := map[string]any{
 		"model":          "m",
 		"max_tokens":     77.0,
+		"stream":         true,
 		"stream_options": map[string]any{"include_usage": true},
 		"messages": []any{
 			map[string]any{"role": "user", "content": ""},
@@ -325,7 +322,7 @@ func TestParamsEdgeCases(t *testing.T) {
 		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "t", "parameters": map[string]any{"type": "object", "properties": map[string]any{}}}}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("params (-want +got):\n%s", d)
+		t.Errorf("body (-want +got):\n%s", d)
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 )
 
 // The chunk types below are the parts of a chat.completion.chunk the assembler reads.
-// They are decoded with encoding/json rather than the SDK's types: the SDK's lenient
-// decoder costs about five times as much per chunk, and a stream has thousands of
-// chunks. Leniency is kept where compatible servers differ: every scalar is a
+// They are decoded with encoding/json into these few fields rather than the official
+// SDK's full types, whose lenient decoder cost about five times as much per chunk, and
+// a stream has thousands of chunks. Leniency is kept where compatible servers differ: every scalar is a
 // [flexString] or [flexInt], which accept what a server sends instead of failing the
 // whole chunk on a type it did not expect.
 
