@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/session"
@@ -117,4 +119,16 @@ func (l *leg) resolveCapture(loaded *session.Session) error {
 			Detail:  map[string]any{"session_id": loaded.ID, "recorded": loaded.FSID, "current": current}})
 	}
 	return nil
+}
+
+// lazyBoundary is the shell's change recorder: a command that may change files mints the
+// turn's file-history boundary before its snapshot, so what it changes is recorded at
+// that turn (see ensureBoundary). A command proven read-only reaches no recorder and
+// mints nothing.
+type lazyBoundary struct{ *bashChanges }
+
+// Before mints the turn's boundary, then snapshots the write roots.
+func (c lazyBoundary) Before(ctx context.Context, background bool) ([]string, error) {
+	c.l.ensureBoundary(ctx)
+	return c.bashChanges.Before(ctx, background)
 }

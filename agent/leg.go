@@ -45,6 +45,10 @@ type leg struct {
 	// was lost). From then on the leg writes no more entries and stops: the stored chain
 	// stays a prefix that the next leg can complete.
 	recErr *sema.Error
+	// queued are transcript entries stored with the next entry that must be durable
+	// before the leg goes on (a call's intent, a parked turn) or when the leg ends; see
+	// recordLater.
+	queued []session.Entry
 	// resume is what the leg continues from: the replayed conversation of a resumed
 	// session, and a parked turn if the chain ends at one.
 	resume resumeState
@@ -89,6 +93,9 @@ type leg struct {
 	// historyScope is the scope the records land in.
 	files        *history.Files
 	historyScope string
+	// bound is the leg's file-history boundary of the current turn, minted at the turn's
+	// first change of a file (ensureBoundary).
+	bound boundaryState
 	// capture is what the layers' switches and the session's filesystem left of
 	// recording (resolveCapture).
 	capture fileCapture

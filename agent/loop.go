@@ -26,6 +26,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		// for the pending call (Resume), or with every unanswered call refused (a plain
 		// resume that moved on).
 		calls := lastCalls(msgs)
+		l.resumeParkedTurn(ctx, turn)
 		results := l.dispatchFrom(ctx, turn, calls, p)
 		if l.parked(ctx, res, turn, calls, results) {
 			return l.finish(ctx, res, msgs, turn-first)
@@ -58,7 +59,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(l.spec.Prompt)}}
 		m = withContext(m, append(extra, promptExtra...))
 		msgs = appendUser(msgs, m)
-		l.record(ctx, entryUser, m)
+		l.recordLater(ctx, entryUser, m)
 	}
 	if l.stopped(res) {
 		return l.finish(ctx, res, msgs, turn-first)
@@ -87,8 +88,17 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		}
 		turn++
 		l.turnsRun.Store(int64(turn - first))
-		l.mintBoundary(ctx, turn)
+		at := l.beginTurn(ctx, turn)
+		stored := l.flushBeforeRequest(ctx)
+		if stored == nil {
+			l.stopped(res)
+			break
+		}
 		resp, err := l.request(ctx, turn, msgs)
+		if !stored() {
+			l.stopped(res) // the answer to a prompt the session could not store is dropped
+			break
+		}
 		if sema.IsCode(err, model.CodeContextTooLong) && ctx.Err() == nil {
 			// The provider knows the window better than the estimate: compact and send the
 			// turn's request once more.
@@ -110,7 +120,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 		msg := model.Message{Role: model.RoleAssistant, Content: resp.Content}
 		msgs = append(msgs, msg)
 		l.noteContext(resp.Usage, len(msgs))
-		l.record(ctx, entryAssistant, assistantEntry{Turn: turn, Message: msg, Intents: true})
+		l.recordLater(ctx, entryAssistant, assistantEntry{Turn: turn, Message: msg, Intents: true, Boundaries: at})
 		l.mu.Lock()
 		l.transcript = msgs
 		l.mu.Unlock()
@@ -179,6 +189,11 @@ func (l *leg) failed(ctx context.Context, res *TaskResult, err error) {
 // finish completes the result and closes the session's leg. turns is the number of
 // turns the leg ran; they are the last ones of the session's numbering so far.
 func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message, turns int) *TaskResult {
+	if !l.flushRecords(ctx) && res.Status != sema.StatusError {
+		// The turn's last entries could not be stored: the leg ends as it would have had
+		// they been stored one by one.
+		l.stopped(res)
+	}
 	l.sessionEndHooks(ctx, "other")
 	res.NumTurns = turns
 	res.DurationAPI = time.Duration(l.apiTime.Load())
@@ -212,8 +227,11 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 
 func (l *leg) recordResults(ctx context.Context, results []model.Block) model.Message {
 	m := model.Message{Role: model.RoleUser, Content: l.withReminders(results)}
-	l.record(ctx, entryToolResults, m)
+	l.recordLater(ctx, entryToolResults, m)
 	l.storeReadState(ctx)
+	// Stored before the next request: one is never sent for a conversation the session
+	// could not record.
+	l.flushRecords(ctx)
 	return m
 }
 

@@ -499,9 +499,16 @@ func (l *leg) filesChangedInTurn(ctx context.Context, turn int) ([]string, bool)
 		return nil, false
 	}
 	from := int64(-1)
-	for _, b := range bs {
-		if b.Turn == turn {
-			from = b.ID // the newest boundary of the turn: the branch that was running
+	if at, ok := l.resume.boundaries[turn]; ok {
+		// The boundaries after the count the turn recorded are its own and later ones.
+		if id, ok := boundaryFrom(bs, at, turn, false); ok {
+			from = id
+		}
+	} else {
+		for _, b := range bs {
+			if b.Turn == turn {
+				from = b.ID // the newest boundary of the turn: the branch that was running
+			}
 		}
 	}
 	if from < 0 {

@@ -100,7 +100,7 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		env.CleanStaleTemps(ctx, s.Root)
 	}
 	if spec.Undo {
-		return r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec)
+		return r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec, nil)
 	}
 	chain, err := r.deps.Store.Transcript(ctx, s.ID, "")
 	if err != nil {
@@ -108,11 +108,18 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	}
 	// The conversation returns to the entry before turn N's response.
 	head, found := "", spec.ToTurn == 0
+	var at *int // the boundaries the scope held when the turn started, when recorded
+	if spec.ToTurn == 0 {
+		at = new(int)
+	}
 	for _, e := range chain {
 		if e.Kind == entryAssistant {
 			var a assistantEntry
 			if json.Unmarshal(e.Payload, &a) == nil && a.Turn >= spec.ToTurn && spec.ToTurn > 0 {
 				found = true
+				if a.Turn == spec.ToTurn {
+					at = a.Boundaries
+				}
 				break
 			}
 		}
@@ -123,7 +130,7 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	}
 	out := &RewindResult{}
 	if spec.Files {
-		if out, err = r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec); err != nil {
+		if out, err = r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec, at); err != nil {
 			return out, err
 		}
 	}
@@ -140,8 +147,9 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	return out, forgetRestored(ctx, r.deps.Store, s.ID, out.Ledger)
 }
 
-// rewindFiles runs the file half of a rewind, or an undo.
-func (r *Runner) rewindFiles(ctx context.Context, scope, sessionID string, spec RewindSpec) (*RewindResult, error) {
+// rewindFiles runs the file half of a rewind, or an undo. at is how many boundaries the
+// scope held when the turn started, as its assistant entry recorded (nil: not recorded).
+func (r *Runner) rewindFiles(ctx context.Context, scope, sessionID string, spec RewindSpec, at *int) (*RewindResult, error) {
 	if r.deps.History == nil {
 		return nil, configError(CodeHistoryMissing, "rewinding files needs a file-history store; set Deps.History")
 	}
@@ -151,9 +159,12 @@ func (r *Runner) rewindFiles(ctx context.Context, scope, sessionID string, spec 
 	}
 	var ledger history.Ledger
 	var err error
-	if spec.Undo {
+	switch {
+	case spec.Undo:
 		ledger, err = files.Undo(ctx, scope, opts)
-	} else {
+	case at != nil:
+		ledger, err = rewindFrom(ctx, r.deps.History, files, scope, spec.ToTurn, *at, false, opts)
+	default:
 		ledger, err = files.Rewind(ctx, scope, spec.ToTurn, opts)
 	}
 	return &RewindResult{Ledger: &ledger}, err
@@ -163,17 +174,36 @@ func (r *Runner) rewindFiles(ctx context.Context, scope, sessionID string, spec 
 // RestoreFilesAt Resume.At) before the leg's first turn.
 func (l *leg) rewindBeforeRun(ctx context.Context) error {
 	rs := l.spec.resume()
-	turn := -1
+	turn, restoresAt := -1, false
 	if t, ok := rs.Files.Turn(); ok {
 		turn = t
 	} else if rs.Files.RestoresAt() {
-		turn = l.resume.turns + 1 // the branch starts before the turn after At
+		turn, restoresAt = l.resume.turns+1, true // the branch starts before the turn after At
 	}
 	if turn < 0 {
 		return nil
 	}
 	files := history.NewFiles(l.deps.History, l.deps.Env)
-	ledger, err := files.Rewind(ctx, l.historyScope, turn, history.RewindOptions{AcceptPartialRestore: rs.AcceptPartialRestore, SessionID: l.sessionID})
+	opts := history.RewindOptions{AcceptPartialRestore: rs.AcceptPartialRestore, SessionID: l.sessionID}
+	var ledger history.Ledger
+	var err error
+	// The chain's turn (for RestoreFilesAt, the end of its last turn) when its assistant
+	// entry says where the turn started among the scope's boundaries; else the newest
+	// boundary of the turn's number.
+	at, ok := l.resume.boundaries[turn]
+	end := false
+	if restoresAt {
+		at, ok = l.resume.boundaries[l.resume.turns]
+		end = true
+		if l.resume.turns == 0 {
+			at, ok, end = 0, true, false // before the first turn: the scope's beginning
+		}
+	}
+	if ok {
+		ledger, err = rewindFrom(ctx, l.deps.History, files, l.historyScope, turn, at, end, opts)
+	} else {
+		ledger, err = files.Rewind(ctx, l.historyScope, turn, opts)
+	}
 	l.rewindNotes = ledger.Entries
 	return err
 }

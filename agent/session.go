@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
@@ -40,6 +41,13 @@ type assistantEntry struct {
 	// without it (a transcript written before intents were recorded) a call without a
 	// result may have run or not.
 	Intents bool `json:"intents,omitempty"`
+	// Boundaries is how many file-history boundaries the session's scope held when the
+	// turn started: the turn's own boundary, if it changed a file, is the next one. A
+	// rewind to the turn restores what was recorded at the boundaries after these. Nil
+	// when the leg recorded no history into its own scope, and in transcripts written
+	// when every turn minted a boundary at its start (a rewind then finds the turn's
+	// boundary by its number).
+	Boundaries *int `json:"boundaries,omitempty"`
 }
 
 type callStartedEntry struct {
@@ -101,6 +109,8 @@ type resumeState struct {
 	reads map[string]files.ReadRecord
 	// todos is the todo list of the chain's last TodoWrite.
 	todos []Todo
+	// boundaries holds, by turn, the chain's assistantEntry.Boundaries that were recorded.
+	boundaries map[int]int
 }
 
 // replay rebuilds the conversation from a transcript chain.
@@ -121,6 +131,12 @@ func replay(entries []session.Entry) (resumeState, error) {
 			}
 			st.messages = append(st.messages, a.Message)
 			st.turns = a.Turn
+			if a.Boundaries != nil {
+				if st.boundaries == nil {
+					st.boundaries = map[int]int{}
+				}
+				st.boundaries[a.Turn] = *a.Boundaries
+			}
 			st.intents, st.started = a.Intents, map[string]bool{}
 		case entryParked:
 			var p parkedEntry
@@ -244,7 +260,7 @@ func (l *leg) storeReadState(ctx context.Context) {
 	if len(set) == 0 && len(forget) == 0 {
 		return
 	}
-	l.record(ctx, entryReadState, readStateEntry{Records: set, Forget: forget})
+	l.recordLater(ctx, entryReadState, readStateEntry{Records: set, Forget: forget})
 }
 
 // forgetRestored stores, at the session's head, that the files a rewind restored or
@@ -271,38 +287,156 @@ func corrupt(e session.Entry, err error) error {
 	return sema.Errorf(CodeTranscriptCorrupt, "transcript entry %s (%s) cannot be read: %v", e.ID, e.Kind, err)
 }
 
-// record appends one transcript entry and reports whether it was stored. The transcript
-// fails closed: when an entry cannot be stored (or the leg lost its session's lease),
-// the leg records nothing more and stops with session.record_failed, rather than go on
-// with work the session would not remember. What was stored stays a prefix of the
-// conversation that the next leg completes (see replay and abandonedInterrupted).
+// record appends one transcript entry, with the entries recordLater queued before it, and
+// reports whether it was stored: when it returns true, the entry and everything before
+// it are committed. The transcript fails closed: when an entry cannot be stored (or the
+// leg lost its session's lease), the leg records nothing more and stops with
+// session.record_failed, rather than go on with work the session would not remember.
+// What was stored stays a prefix of the conversation that the next leg completes (see
+// replay and abandonedInterrupted).
 func (l *leg) record(ctx context.Context, kind string, payload any) (string, bool) {
 	if l.store == nil {
 		return "", true
 	}
 	l.recMu.Lock()
 	defer l.recMu.Unlock()
-	if l.recErr != nil {
+	if !l.queueLocked(kind, payload) {
 		return "", false
 	}
+	ids, ok := l.flushLocked(ctx)
+	if !ok || len(ids) == 0 {
+		return "", ok
+	}
+	return ids[len(ids)-1], true
+}
+
+// recordLater queues one transcript entry to be committed with the next entry that
+// must be durable before the leg goes on — a call's intent (record), a parked turn —
+// or when the leg ends (flushRecords), so a turn costs the store one commit, not one
+// per entry. Only entries whose loss in a crash the next leg copes with are queued:
+// the prompt and a Stop hook's message (the next leg asks the model without them), a
+// response (none of its calls ran: each call's intent commits it first), tool results
+// and read state (replay answers the calls whose intents were stored as calls that may
+// have run, and a read whose result was lost does not count as read). A failure to
+// store them stops the leg at the next commit, before any other call starts.
+func (l *leg) recordLater(ctx context.Context, kind string, payload any) {
+	if l.store == nil {
+		return
+	}
+	l.recMu.Lock()
+	defer l.recMu.Unlock()
+	l.queueLocked(kind, payload)
+}
+
+// flushRecords commits the queued entries and reports whether everything recorded so
+// far is stored.
+func (l *leg) flushRecords(ctx context.Context) bool {
+	if l.store == nil {
+		return true
+	}
+	l.recMu.Lock()
+	defer l.recMu.Unlock()
+	_, ok := l.flushLocked(ctx)
+	return ok
+}
+
+// flushBeforeRequest stores what the leg queued before a turn's request goes out. Only
+// the prompt waits there (tool results and a Stop hook's message are committed before
+// the next request is built): it is committed concurrently with the leg's first request,
+// and the answer is dropped if it could not be. Anything else queued is committed first.
+// It returns nil when the entries could not be stored, else a func that reports, once
+// the request is back, whether they were.
+func (l *leg) flushBeforeRequest(ctx context.Context) func() bool {
+	if l.store == nil {
+		return func() bool { return true }
+	}
+	l.recMu.Lock()
+	onlyPrompt := len(l.queued) > 0
+	for _, e := range l.queued {
+		onlyPrompt = onlyPrompt && e.Kind == entryUser
+	}
+	if !onlyPrompt {
+		_, ok := l.flushLocked(ctx)
+		l.recMu.Unlock()
+		if !ok {
+			return nil
+		}
+		return func() bool { return true }
+	}
+	// The flush holds recMu until it is done, so nothing recorded meanwhile overtakes it.
+	done := make(chan bool, 1)
+	go func() {
+		defer l.recMu.Unlock()
+		_, ok := l.flushLocked(ctx)
+		done <- ok
+	}()
+	return func() bool {
+		ok := <-done
+		done <- ok
+		return ok
+	}
+}
+
+func (l *leg) queueLocked(kind string, payload any) bool {
+	if l.recErr != nil {
+		return false
+	}
+	data, err := json.Marshal(payload)
+	if err != nil {
+		l.recErr = (&sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: a transcript entry (" + kind + ") could not be stored: " + err.Error(), Err: err}).
+			With("kind", kind)
+		l.queued = nil
+		return false
+	}
+	l.queued = append(l.queued, session.Entry{SessionID: l.sessionID, LegID: l.legID, Kind: kind, Payload: data})
+	return true
+}
+
+// flushLocked commits the queued entries, in one transaction when the store can batch
+// them (session.BatchAppender), else one Append each in order.
+func (l *leg) flushLocked(ctx context.Context) ([]string, bool) {
+	if l.recErr != nil {
+		l.queued = nil
+		return nil, false
+	}
+	if len(l.queued) == 0 {
+		return nil, true
+	}
+	es := l.queued
+	l.queued = nil
 	if cause := context.Cause(ctx); sema.IsCode(cause, session.CodeLeaseLost) {
 		// Another run owns the session now; an entry from this leg would interleave
 		// with its entries.
 		l.recErr = &sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: it lost its claim on the session to another run", Err: cause}
-		return "", false
+		return nil, false
 	}
-	data, err := json.Marshal(payload)
-	if err == nil {
-		var id string
-		id, err = l.store.Append(context.WithoutCancel(ctx), session.Entry{SessionID: l.sessionID, LegID: l.legID, ParentID: l.branchFrom, Kind: kind, Payload: data})
-		if err == nil {
-			l.branchFrom = "" // only the first entry of a branch names its parent
-			return id, true
+	es[0].ParentID = l.branchFrom // only the first entry of a branch names its parent
+	ctx = context.WithoutCancel(ctx)
+	if b, ok := l.store.(session.BatchAppender); ok && len(es) > 1 {
+		ids, err := b.AppendBatch(ctx, es)
+		if err != nil {
+			l.recordError(es[0].Kind, err)
+			return nil, false
 		}
+		l.branchFrom = ""
+		return ids, true
 	}
+	ids := make([]string, 0, len(es))
+	for _, e := range es {
+		id, err := l.store.Append(ctx, e)
+		if err != nil {
+			l.recordError(e.Kind, err)
+			return ids, false
+		}
+		l.branchFrom = ""
+		ids = append(ids, id)
+	}
+	return ids, true
+}
+
+func (l *leg) recordError(kind string, err error) {
 	l.recErr = (&sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: a transcript entry (" + kind + ") could not be stored: " + sema.MessageOf(err), Err: err}).
 		With("kind", kind)
-	return "", false
 }
 
 // recordFailed reports the failed transcript write that stops the leg, if there was one.
@@ -312,23 +446,172 @@ func (l *leg) recordFailed() *sema.Error {
 	return l.recErr
 }
 
-// mintBoundary marks the start of a turn for file history.
-func (l *leg) mintBoundary(ctx context.Context, turn int) {
-	if l.files == nil || l.link != nil && l.historyScope != l.sessionID {
-		// A child recording into its root's scope mints none: its edits belong to the
-		// parent's turn that delegated, and a rewind of that turn undoes them.
+// boundaryState is where the leg stands in its history scope's boundaries. A turn mints
+// its boundary lazily, just before its first change of a file (ensureBoundary), so a turn
+// that only reads mints none. Its assistant entry records how many boundaries the scope
+// held when it started (assistantEntry.Boundaries): the boundaries after that many are
+// the turn's own and its successors', whether the turn minted one or not, which is what a
+// rewind to the turn needs (see boundaryFrom). Nothing else mints in the scope while a
+// leg runs: the lease keeps other legs and rewinds out, and a delegated child recording
+// into the scope asks its root leg to mint (historyOwner).
+type boundaryState struct {
+	mu sync.Mutex
+	// turn is the turn whose boundary the next change of a file needs (0: none).
+	turn int
+	// minted: that turn has its boundary already.
+	minted bool
+	// count is how many boundaries the scope holds; known is false until it was read.
+	count int
+	known bool
+}
+
+// ownsBoundaries reports whether the leg mints boundaries: it records file history into
+// its own scope. A child recording into its root's scope mints none: its edits belong to
+// the parent's turn that delegated, and a rewind of that turn undoes them.
+func (l *leg) ownsBoundaries() bool {
+	return l.files != nil && (l.link == nil || l.historyScope == l.sessionID)
+}
+
+// historyOwner is the leg that mints the boundaries of l's scope: l itself, or for a
+// child recording into its root's scope, the root leg.
+func (l *leg) historyOwner() *leg {
+	o := l
+	for !o.ownsBoundaries() && o.link != nil {
+		o = o.link.parent
+	}
+	return o
+}
+
+// countBoundaries reads, once per leg, how many boundaries the scope holds. When it
+// cannot be read the leg's turns record no count, and a rewind falls back to finding a
+// turn's boundary by its number.
+func (l *leg) countBoundariesLocked(ctx context.Context) []history.Boundary {
+	if l.bound.known {
+		return nil
+	}
+	bs, err := l.deps.History.Boundaries(ctx, l.historyScope)
+	if err != nil {
+		return nil
+	}
+	l.bound.count, l.bound.known = len(bs), true
+	return bs
+}
+
+// beginTurn starts turn for file history and returns what its assistant entry records
+// of the scope (nil when the leg mints no boundaries). The boundary itself waits for the
+// turn's first change of a file — unless background Bash tasks run: what they change
+// during the turn belongs to it, so the boundary is minted at once, after their changes
+// so far were recorded for the turn that ends (bashChanges.atBoundary).
+func (l *leg) beginTurn(ctx context.Context, turn int) *int {
+	if !l.ownsBoundaries() {
+		return nil
+	}
+	b := &l.bound
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l.countBoundariesLocked(ctx)
+	b.turn, b.minted = turn, false
+	var at *int
+	if b.known {
+		n := b.count
+		at = &n
+	}
+	if l.bashChanges.unsynced() {
+		l.mintLocked(ctx)
+	}
+	return at
+}
+
+// resumeParkedTurn lets the changes of a parked turn's calls, which a resumed leg runs,
+// land at that turn's boundary: the one it minted before it parked, or one minted now at
+// the first change if it had none.
+func (l *leg) resumeParkedTurn(ctx context.Context, turn int) {
+	if !l.ownsBoundaries() {
 		return
 	}
-	l.bashChanges.atBoundary(ctx)
-	if _, err := l.deps.History.MintBoundary(context.WithoutCancel(ctx), l.historyScope, turn); err != nil {
-		l.notice(sema.Notice{Code: CodeBoundaryFailed, Message: "the file-history boundary of turn could not be stored: " + err.Error(), Detail: map[string]any{"turn": turn}})
+	b := &l.bound
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bs := l.countBoundariesLocked(ctx)
+	b.turn, b.minted = turn, true
+	if at, ok := l.resume.boundaries[turn]; ok && b.known {
+		// The boundary after the turn's count is its own if it is that turn's.
+		b.minted = at < len(bs) && bs[at].Kind == history.KindTurn && bs[at].Turn == turn
 	}
+}
+
+// ensureBoundary mints the current turn's boundary of l's scope if the turn has none yet.
+// It runs before every first-touch record (a write tool's, a Bash command's, a delegated
+// child's), so the record lands at the turn's boundary.
+func (l *leg) ensureBoundary(ctx context.Context) {
+	o := l.historyOwner()
+	if !o.ownsBoundaries() {
+		return
+	}
+	o.bound.mu.Lock()
+	defer o.bound.mu.Unlock()
+	if o.bound.turn == 0 || o.bound.minted {
+		return
+	}
+	o.mintLocked(ctx)
+}
+
+func (l *leg) mintLocked(ctx context.Context) {
+	b := &l.bound
+	b.minted = true
+	l.bashChanges.atBoundary(ctx)
+	if _, err := l.deps.History.MintBoundary(context.WithoutCancel(ctx), l.historyScope, b.turn); err != nil {
+		l.notice(sema.Notice{Code: CodeBoundaryFailed, Message: "the file-history boundary of turn could not be stored: " + err.Error(), Detail: map[string]any{"turn": b.turn}})
+		return
+	}
+	b.count++
+}
+
+// unsynced reports whether background Bash tasks may have changed files since the last
+// snapshot (see atBoundary).
+func (c *bashChanges) unsynced() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tree != nil && (c.background || c.running())
+}
+
+// rewindFrom rewinds the scope's files to the start of turn (with end, to the end of the
+// turn before it, whose count at is), from the boundaries after at (see boundaryFrom).
+func rewindFrom(ctx context.Context, store history.Store, files *history.Files, scope string, turn, at int, end bool, opts history.RewindOptions) (history.Ledger, error) {
+	bs, err := store.Boundaries(ctx, scope)
+	if err != nil {
+		return history.Ledger{Scope: scope, Turn: turn}, err
+	}
+	from, ok := boundaryFrom(bs, at, turn-1, end)
+	if !ok {
+		from = history.FromNowhere
+	}
+	return files.RewindFrom(ctx, scope, turn, from, opts)
+}
+
+// boundaryFrom returns the id of the first boundary of bs (the scope's, in mint order)
+// that a rewind to the start of turn restores from, given at, the count of boundaries the
+// turn's assistant entry recorded; ok is false when there is none (the turn and every
+// later one changed nothing). With end, it is the first boundary after the turn instead:
+// the turn's own boundary, if it minted one, is skipped.
+func boundaryFrom(bs []history.Boundary, at, turn int, end bool) (from int64, ok bool) {
+	if end && at < len(bs) && bs[at].Kind == history.KindTurn && bs[at].Turn == turn {
+		at++
+	}
+	if at < 0 || at >= len(bs) {
+		return 0, false
+	}
+	return bs[at].ID, true
 }
 
 // trackFileEdit is the runner's first-touch history seat: before the first change of a
 // file after a boundary, its pre-image is recorded. When it cannot be recorded durably
 // the edit is refused, unless the deployment chose to proceed unprotected.
 func (l *leg) trackFileEdit(ctx context.Context, req files.TrackEditRequest) (files.TrackEditResult, error) {
+	l.ensureBoundary(ctx)
 	rec, minted, err := l.files.Track(ctx, l.historyScope, req.Key)
 	// The write that follows leaves its bytes in this record's After; one with no record
 	// leaves none, so a rewind counts the file as someone else's.
@@ -468,6 +751,7 @@ func (l *leg) closeSession(ctx context.Context, status sema.Status) {
 	// Reads not yet stored with a turn's results (a rewind's forgetting, when the leg ran
 	// no turn) are stored before the leg ends.
 	l.storeReadState(ctx)
+	l.flushRecords(ctx)
 	if _, err := l.store.EndLeg(ctx, l.legID, status); err != nil {
 		l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "the leg's end could not be stored: " + err.Error()})
 	}

@@ -36,7 +36,7 @@ func (l *leg) mountShell() error {
 		ExtraEnv:                l.layered.Env,
 	}
 	if c := l.bashRecorder(); c != nil {
-		l.bashChanges, cfg.Changes = c, c
+		l.bashChanges, cfg.Changes = c, lazyBoundary{c}
 	}
 	set, err := shell.New(cfg)
 	if err != nil {
