@@ -2,6 +2,7 @@ package shellscan
 
 import (
 	"strings"
+	"sync"
 )
 
 // interpSpec describes an interpreter's command line well enough to tell whether it
@@ -27,28 +28,32 @@ var pythonSpec = &interpSpec{flags: "bBdEIOPqRsSuvx", vals: "WXm", inline: "ci",
 	longVals: []string{"check-hash-based-pycs"}, longOK: []string{"help", "version", "help-env", "help-xoptions", "help-all"},
 	modules: setOf("timeit", "code", "pdb", "trace", "cProfile", "profile", "runpy", "doctest")}
 
-var interpreters = map[string]*interpSpec{
-	"perl": {clusters: true, inline: "eEMmd", info: "vh", longOK: []string{"help", "version"}},
-	"ruby": {clusters: true, inline: "e", info: "vh", vals: "CEFIrKTW", longOK: []string{"help", "version", "verbose",
-		"copyright", "jit", "yjit", "disable-gems"}},
-	"node": {flags: "c", info: "vh", vals: "rC", inline: "epi", longVals: []string{"require", "import", "loader",
-		"experimental-loader", "conditions", "input-type", "title", "env-file"},
-		longCode: []string{"eval", "print", "interactive", "run"},
-		longOK:   []string{"help", "version", "check", "trace-warnings", "no-warnings", "enable-source-maps", "test", "watch"}},
-	"php":       {flags: "hiHlmnqsvw", vals: "cdftzF", inline: "rRBEa", longOK: []string{"help", "version"}},
-	"lua":       {flags: "vEW", vals: "l", inline: "ei", longOK: []string{}},
-	"expect":    {flags: "bdDinNv", vals: "f", inline: "ci", longOK: []string{}},
-	"tclsh":     {vals: "", longOK: []string{}},
-	"wish":      {vals: "", longOK: []string{}},
-	"Rscript":   {flags: "", inline: "e", longOK: []string{"help", "version", "verbose", "vanilla", "no-environ", "no-site-file", "no-init-file", "restore", "no-restore", "save", "no-save"}},
-	"R":         {flags: "", inline: "e", longOK: []string{"help", "version", "vanilla", "no-environ", "no-site-file", "no-init-file", "no-restore", "no-save", "quiet", "silent", "slave", "no-echo"}},
-	"osascript": {inline: "e", vals: "ls", flags: "i"},
-}
+// interpreters is built on first use, as are the package's other large tables: a
+// process that judges no command does not pay for them at start.
+var interpreters = sync.OnceValue(func() map[string]*interpSpec {
+	return map[string]*interpSpec{
+		"perl": {clusters: true, inline: "eEMmd", info: "vh", longOK: []string{"help", "version"}},
+		"ruby": {clusters: true, inline: "e", info: "vh", vals: "CEFIrKTW", longOK: []string{"help", "version", "verbose",
+			"copyright", "jit", "yjit", "disable-gems"}},
+		"node": {flags: "c", info: "vh", vals: "rC", inline: "epi", longVals: []string{"require", "import", "loader",
+			"experimental-loader", "conditions", "input-type", "title", "env-file"},
+			longCode: []string{"eval", "print", "interactive", "run"},
+			longOK:   []string{"help", "version", "check", "trace-warnings", "no-warnings", "enable-source-maps", "test", "watch"}},
+		"php":       {flags: "hiHlmnqsvw", vals: "cdftzF", inline: "rRBEa", longOK: []string{"help", "version"}},
+		"lua":       {flags: "vEW", vals: "l", inline: "ei", longOK: []string{}},
+		"expect":    {flags: "bdDinNv", vals: "f", inline: "ci", longOK: []string{}},
+		"tclsh":     {vals: "", longOK: []string{}},
+		"wish":      {vals: "", longOK: []string{}},
+		"Rscript":   {flags: "", inline: "e", longOK: []string{"help", "version", "verbose", "vanilla", "no-environ", "no-site-file", "no-init-file", "restore", "no-restore", "save", "no-save"}},
+		"R":         {flags: "", inline: "e", longOK: []string{"help", "version", "vanilla", "no-environ", "no-site-file", "no-init-file", "no-restore", "no-save", "quiet", "silent", "slave", "no-echo"}},
+		"osascript": {inline: "e", vals: "ls", flags: "i"},
+	}
+})
 
 // interpreterName maps a program name to its interpSpec: python, python3, python3.12,
 // pypy3, nodejs and luajit are spelt many ways.
 func interpreterName(name string) *interpSpec {
-	if sp, ok := interpreters[name]; ok {
+	if sp, ok := interpreters()[name]; ok {
 		return sp
 	}
 	trimmed := strings.TrimRight(name, "0123456789.")
@@ -56,17 +61,17 @@ func interpreterName(name string) *interpSpec {
 	case "python", "pypy":
 		return pythonSpec
 	case "perl":
-		return interpreters["perl"]
+		return interpreters()["perl"]
 	case "ruby":
-		return interpreters["ruby"]
+		return interpreters()["ruby"]
 	case "nodejs":
-		return interpreters["node"]
+		return interpreters()["node"]
 	case "lua", "luajit":
-		return interpreters["lua"]
+		return interpreters()["lua"]
 	case "tclsh":
-		return interpreters["tclsh"]
+		return interpreters()["tclsh"]
 	case "php":
-		return interpreters["php"]
+		return interpreters()["php"]
 	}
 	return nil
 }

@@ -18,7 +18,11 @@ type optSpec struct {
 	flags   string // short options without a value
 	vals    string // short options with a value: the rest of the word, else the next word
 	optVals string // short options whose value can only be attached (sed -i.bak)
-	long    map[string]argKind
+	// long lists the long options as spec takes them. It is read in place rather than
+	// built into a map: the package has dozens of specs, building them all cost most of
+	// its initialisation at every start of the process, and a lookup is rare (a long
+	// option in a command) and short (a few hundred bytes to scan).
+	long    string
 	numeric bool // -NUM is an option (head -5, nice -10)
 	// strict makes every option the spec does not know an unknown one. Otherwise an unknown
 	// long option without "=" is taken for a flag, which only ever makes the next word an
@@ -39,22 +43,22 @@ type optSpec struct {
 }
 
 // spec builds an optSpec. long lists long options separated by spaces, each "name" (flag),
-// "name=" (required value) or "name?" (optional attached value).
+// "name=" (required value) or "name?" (optional attached value). Every spec also knows
+// --help and --version, as flags.
 func spec(flags, vals, optVals, long string) *optSpec {
-	s := &optSpec{flags: flags, vals: vals, optVals: optVals, long: map[string]argKind{}}
-	for _, f := range strings.Fields(long) {
-		switch {
-		case strings.HasSuffix(f, "="):
-			s.long[strings.TrimSuffix(f, "=")] = argRequired
-		case strings.HasSuffix(f, "?"):
-			s.long[strings.TrimSuffix(f, "?")] = argOptional
-		default:
-			s.long[f] = argNone
-		}
+	return &optSpec{flags: flags, vals: vals, optVals: optVals, long: long}
+}
+
+// longOpt splits one entry of a long option list into its name and kind.
+func longOpt(f string) (string, argKind) {
+	switch {
+	case strings.HasSuffix(f, "="):
+		return f[:len(f)-1], argRequired
+	case strings.HasSuffix(f, "?"):
+		return f[:len(f)-1], argOptional
+	default:
+		return f, argNone
 	}
-	s.long["help"] = argNone
-	s.long["version"] = argNone
-	return s
 }
 
 func (s *optSpec) withReads(names ...string) *optSpec {
@@ -141,14 +145,31 @@ func (p *parsedArgs) values(names ...string) []Word {
 // resolveLong finds the long option a written name means, as getopt_long does: an exact match,
 // else the one option the name abbreviates. ok is false for an unknown or ambiguous name.
 func (s *optSpec) resolveLong(name string) (string, argKind, bool) {
-	if k, ok := s.long[name]; ok {
-		return name, k, true
-	}
 	found, kind, n := "", argNone, 0
-	for l, k := range s.long {
-		if strings.HasPrefix(l, name) {
+	match := func(l string, k argKind) bool {
+		if l == name {
+			found, kind, n = l, k, 1
+			return true
+		}
+		if strings.HasPrefix(l, name) && l != found {
 			found, kind = l, k
 			n++
+		}
+		return false
+	}
+	// --help and --version are flags whatever the list says.
+	for _, l := range [...]string{"help", "version"} {
+		if match(l, argNone) {
+			return found, kind, true
+		}
+	}
+	for f := range strings.FieldsSeq(s.long) {
+		l, k := longOpt(f)
+		if l == "help" || l == "version" {
+			continue
+		}
+		if match(l, k) {
+			return found, kind, true
 		}
 	}
 	if n == 1 {

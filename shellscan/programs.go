@@ -3,6 +3,7 @@ package shellscan
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // Option specs of the modeled programs (GNU coreutils, findutils, grep, sed, ripgrep, curl,
@@ -48,7 +49,11 @@ var readModels map[string]func(c *collector, args []Word)
 // writeModels collect the writes of one program from its arguments.
 var writeModels map[string]func(c *collector, args []Word)
 
-func init() {
+// modelsOnce builds readModels and writeModels on first use (the tables refer to
+// functions that consult them, so they cannot be initialised in their declarations).
+var modelsOnce sync.Once
+
+func initModels() {
 	readModels = map[string]func(c *collector, args []Word){
 		"cat":      operandReader(catSpec, false),
 		"head":     operandReader(headSpec, false),

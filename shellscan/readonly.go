@@ -1,7 +1,9 @@
 package shellscan
 
 import (
+	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -55,60 +57,63 @@ func newAllowList(entries []string) allowList {
 }
 
 // defaultAllow is DefaultReadOnlyAllow as it stood when the package was initialized: the
-// default cannot be changed by mutating the exported slice.
+// default cannot be changed by mutating the exported slice. The copy is taken then; the
+// lookup form is built on first use.
 var defaultAllow = func() func() allowList {
-	al := newAllowList(DefaultReadOnlyAllow)
-	return func() allowList { return al }
+	entries := slices.Clone(DefaultReadOnlyAllow)
+	return sync.OnceValue(func() allowList { return newAllowList(entries) })
 }()
 
 // neverReadOnly names programs that run other commands or code, refused even when an allowlist
 // names them: the proof would have to cover the command they run.
-var neverReadOnly = map[string]string{
-	"eval":     "runs its arguments as a new command",
-	"source":   "runs the commands in a file",
-	".":        "runs the commands in a file",
-	"exec":     "replaces the shell with another command",
-	"builtin":  "runs another command",
-	"command":  "runs another command",
-	"sudo":     "runs another command with other privileges",
-	"doas":     "runs another command with other privileges",
-	"su":       "runs a shell with other privileges",
-	"xargs":    "runs another command with arguments it reads at run time",
-	"timeout":  "runs another command",
-	"nice":     "runs another command",
-	"nohup":    "runs another command and can write nohup.out",
-	"time":     "runs another command",
-	"stdbuf":   "runs another command",
-	"watch":    "runs another command",
-	"trap":     "runs a command when a signal arrives",
-	"alias":    "redefines commands",
-	"bash":     "starts a shell that can run anything",
-	"sh":       "starts a shell that can run anything",
-	"zsh":      "starts a shell that can run anything",
-	"dash":     "starts a shell that can run anything",
-	"ksh":      "starts a shell that can run anything",
-	"mksh":     "starts a shell that can run anything",
-	"fish":     "starts a shell that can run anything",
-	"csh":      "starts a shell that can run anything",
-	"tcsh":     "starts a shell that can run anything",
-	"busybox":  "runs any of its applets",
-	"awk":      "runs a program that can write files and run commands",
-	"gawk":     "runs a program that can write files and run commands",
-	"mawk":     "runs a program that can write files and run commands",
-	"nawk":     "runs a program that can write files and run commands",
-	"perl":     "runs a program that can write files and run commands",
-	"python":   "runs a program that can write files and run commands",
-	"python3":  "runs a program that can write files and run commands",
-	"ruby":     "runs a program that can write files and run commands",
-	"node":     "runs a program that can write files and run commands",
-	"declare":  "sets shell variables and attributes",
-	"typeset":  "sets shell variables and attributes",
-	"local":    "sets shell variables and attributes",
-	"export":   "sets shell variables and attributes",
-	"readonly": "sets shell variables and attributes",
-	"nameref":  "sets shell variables and attributes",
-	"let":      "evaluates arithmetic that can run commands through array subscripts",
-}
+var neverReadOnly = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"eval":     "runs its arguments as a new command",
+		"source":   "runs the commands in a file",
+		".":        "runs the commands in a file",
+		"exec":     "replaces the shell with another command",
+		"builtin":  "runs another command",
+		"command":  "runs another command",
+		"sudo":     "runs another command with other privileges",
+		"doas":     "runs another command with other privileges",
+		"su":       "runs a shell with other privileges",
+		"xargs":    "runs another command with arguments it reads at run time",
+		"timeout":  "runs another command",
+		"nice":     "runs another command",
+		"nohup":    "runs another command and can write nohup.out",
+		"time":     "runs another command",
+		"stdbuf":   "runs another command",
+		"watch":    "runs another command",
+		"trap":     "runs a command when a signal arrives",
+		"alias":    "redefines commands",
+		"bash":     "starts a shell that can run anything",
+		"sh":       "starts a shell that can run anything",
+		"zsh":      "starts a shell that can run anything",
+		"dash":     "starts a shell that can run anything",
+		"ksh":      "starts a shell that can run anything",
+		"mksh":     "starts a shell that can run anything",
+		"fish":     "starts a shell that can run anything",
+		"csh":      "starts a shell that can run anything",
+		"tcsh":     "starts a shell that can run anything",
+		"busybox":  "runs any of its applets",
+		"awk":      "runs a program that can write files and run commands",
+		"gawk":     "runs a program that can write files and run commands",
+		"mawk":     "runs a program that can write files and run commands",
+		"nawk":     "runs a program that can write files and run commands",
+		"perl":     "runs a program that can write files and run commands",
+		"python":   "runs a program that can write files and run commands",
+		"python3":  "runs a program that can write files and run commands",
+		"ruby":     "runs a program that can write files and run commands",
+		"node":     "runs a program that can write files and run commands",
+		"declare":  "sets shell variables and attributes",
+		"typeset":  "sets shell variables and attributes",
+		"local":    "sets shell variables and attributes",
+		"export":   "sets shell variables and attributes",
+		"readonly": "sets shell variables and attributes",
+		"nameref":  "sets shell variables and attributes",
+		"let":      "evaluates arithmetic that can run commands through array subscripts",
+	}
+})
 
 // ReadOnlyCommand parses cmd and judges it with ReadOnly; a parse failure is a refusal whose
 // reason carries the parser's message.
@@ -279,7 +284,7 @@ func segmentReadOnly(seg Segment, j *judge) string {
 	if name == "" {
 		return "the command word `" + seg.Words[0].Raw + "` is quoted, escaped or expanded; write the program name as a plain word"
 	}
-	if why, ok := neverReadOnly[name]; ok {
+	if why, ok := neverReadOnly()[name]; ok {
 		return "`" + name + "` " + why + ", so it cannot be proven read-only"
 	}
 	if !al.program(name) {

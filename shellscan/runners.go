@@ -2,6 +2,7 @@ package shellscan
 
 import (
 	"strings"
+	"sync"
 )
 
 // RunPlace says where a command that Follow found runs, compared with the segment it was
@@ -88,92 +89,94 @@ var suSpec = spec("flmpPh", "cgGsuwC", "", "command= session-command= fast group
 // runners are the programs whose arguments hold a command they run; the wrappers Unwrap
 // reads (sudo, env, timeout, nice, nohup, time, stdbuf, xargs, command, builtin, exec) are
 // read there, shells by ShellScript and interpreters by interpreterCode.
-var runners = map[string]*runnerSpec{
-	"su": {opts: suSpec, at: atUser, script: []string{"c", "command", "session-command"}, shell: "s",
-		bare: true, places: map[string]RunPlace{"l": PlaceOtherDir, "login": PlaceOtherDir}},
-	"runuser": {opts: suSpec, at: atUser, script: []string{"c", "command", "session-command"}, shell: "s",
-		argv: []string{"u", "user"}, bare: true, places: map[string]RunPlace{"l": PlaceOtherDir, "login": PlaceOtherDir}},
-	"doas": {opts: spec("Lns", "Cua", "", "").strictOpts().posixOpts(), none: []string{"C", "L"},
-		hidden: []string{"s"}, bare: true},
-	"pkexec": {opts: spec("", "", "", "user= disable-internal-agent keep-cwd").strictOpts().posixOpts(), bare: true},
-	"sg":     {opts: spec("", "", "", "").strictOpts().posixOpts(), at: atUser, bare: true},
-	"newgrp": {opts: spec("", "", "", "").strictOpts().posixOpts(), at: atHidden, why: "starts a shell that reads commands from standard input"},
-	"watch": {opts: spec("bcCeEgprtwx", "nqs", "d", "beep color no-color differences? errexit chgexit "+
-		"interval= precise equexit= no-rerun shotsdir= no-title no-wrap exec no-linewrap").strictOpts().posixOpts(),
-		at: atJoined, argv: []string{"x", "exec"}},
-	"script": {opts: spec("aefqVh", "BcEIOomT", "t", "append command= echo= return flush force log-in= "+
-		"log-out= log-io= logging-format= output-limit= quiet log-timing= timing?").strictOpts().posixOpts(),
-		at: atScriptOption, script: []string{"c", "command"}, bare: true},
-	"chroot": {opts: spec("", "", "", "groups= userspec= skip-chdir").strictOpts().posixOpts(), skip: 1, bare: true,
-		place: PlaceElsewhere},
-	"setsid": {opts: spec("cfw", "", "", "ctty fork wait").strictOpts().posixOpts()},
-	"flock": {opts: spec("sexnoFu", "wE", "", "shared exclusive unlock nonblock nb timeout= wait= close "+
-		"conflict-exit-code= no-fork verbose").strictOpts().posixOpts(), skip: 1},
-	"nsenter": {opts: spec("aFZWekcG", "tSG", "muinpCUTrw", "all target= mount? uts? ipc? net? pid? cgroup? "+
-		"user? time? setuid= setgid= preserve-credentials root? wd? wdns= no-fork follow-context env "+
-		"join-cgroup keep-caps user-parent net-socket=").strictOpts().posixOpts(), bare: true, place: PlaceElsewhere},
-	"unshare": {opts: spec("fhVrck", "RwSGl", "muinpCUT", "mount? uts? ipc? net? pid? user? cgroup? time? "+
-		"fork kill-child? mount-proc? mount-binfmt? map-root-user map-current-user map-user= map-group= "+
-		"map-users= map-groups= map-auto propagation= setgroups= root= wd= setuid= setgid= monotonic= "+
-		"boottime= load-interp= keep-caps owner=").strictOpts().posixOpts(), bare: true, place: PlaceElsewhere},
-	"ionice": {opts: spec("t", "cnpPu", "", "class= classdata= pid= pgid= ignore uid=").strictOpts().posixOpts(),
-		none: []string{"p", "P", "u", "pid", "pgid", "uid"}},
-	"chrt": {opts: spec("abdefiormRvp", "TPD", "", "all-tasks batch deadline ext fifo idle other rr "+
-		"reset-on-fork sched-runtime= sched-period= sched-deadline= max pid verbose").strictOpts().posixOpts(),
-		skipNumber: true, none: []string{"p", "pid", "m", "max"}},
-	"taskset": {opts: spec("acp", "", "", "all-tasks cpu-list pid").strictOpts().posixOpts(), skip: 1,
-		none: []string{"p", "pid"}},
-	"numactl": {opts: spec("alsHbtcS", "ipPwCNmLof", "", "all interleave= preferred= preferred-many= "+
-		"weighted-interleave= physcpubind= cpunodebind= membind= localalloc show hardware touch strict "+
-		"huge offset= length= shm= shmid= shmmode= file= balancing cpu-compress verify dump dump-nodes").strictOpts().posixOpts(),
-		none: []string{"s", "show", "H", "hardware"}},
-	"systemd-run": {opts: spec("rGqdtPSh", "upEHM", "", "user system scope unit= property= description= slice= "+
-		"slice-inherit remain-after-exit send-sighup service-type= uid= gid= nice= working-directory= same-dir "+
-		"setenv= pty pipe shell quiet on-active= on-boot= on-startup= on-unit-active= on-unit-inactive= "+
-		"on-calendar= on-clock-change on-timezone-change path-property= socket-property= timer-property= "+
-		"no-block wait collect no-ask-password host= machine= ignore-failure background= "+
-		"expand-environment= job-mode= json= verbose").strictOpts().posixOpts(),
-		hidden: []string{"S", "shell", "H", "host", "M", "machine"}, place: PlaceOtherDir},
-	"strace": {opts: spec("AcCdDfFhiknqrStTvVwxyYzZ", "abeEIoOpPsSuUX", "", "output= trace= signal= "+
-		"follow-forks output-separately summary-only summary attach= user= env= string-limit= timestamps? "+
-		"relative-timestamps? syscall-times? decode-fds? absolute-timestamps? seccomp-bpf trace-path= "+
-		"quiet? status= successful-only failed-only daemonize? no-abbrev verbose= raw= read= write= "+
-		"columns= instruction-pointer stack-traces kill-on-exit summary-columns= summary-sort-by= "+
-		"summary-syscall-overhead= always-show-pid decode-pids= tips? argv0= inject= fault= silent= "+
-		"const-print-style= strings-in-hex? debug").strictOpts().posixOpts(), pipe: []string{"o", "output"}},
-	"ltrace": {opts: spec("bcCfhiLrStTV", "aADeFlnopsuwx", "", "align= demangle debug= library= "+
-		"output= no-signals indent= help version").strictOpts().posixOpts()},
-	"valgrind": {hidden: []string{"db-command", "vgdb-prefix", "log-socket"}},
-	"firejail": {bare: true, place: PlaceElsewhere},
-	"bwrap":    {find: bwrapCommand, place: PlaceElsewhere},
-	"proot": {opts: spec("0h", "rbmqwkivRS", "", "rootfs= bind= mount= qemu= pwd= cwd= kernel-release= "+
-		"root-id change-id= verbose= link2symlink kill-on-exit").strictOpts().posixOpts(),
-		hidden: []string{"q", "qemu"}, bare: true, place: PlaceElsewhere},
-	"fakeroot": {opts: spec("uvh", "lfisb", "", "lib= faked= unknown-is-real fd-base=").strictOpts().posixOpts(),
-		hidden: []string{"l", "lib", "f", "faked"}, bare: true},
-	"dbus-run-session": {opts: spec("", "", "", "config-file= dbus-daemon=").strictOpts().posixOpts(),
-		hidden: []string{"dbus-daemon"}},
-	"caffeinate": {opts: spec("disum", "tw", "", "").strictOpts().posixOpts()},
-	"setpriv": {opts: spec("d", "", "", "dump no-new-privs reuid= regid= clear-groups keep-groups init-groups "+
-		"groups= inh-caps= ambient-caps= bounding-set= securebits= pdeathsig= selinux-label= "+
-		"apparmor-profile= landlock-access= landlock-rule= reset-env ptracer=").strictOpts().posixOpts(),
-		none: []string{"d", "dump"}},
-	"prlimit":   {opts: spec("o", "p", "", "pid= output= noheadings raw verbose core? data? nofile? as? stack? cpu? nproc? fsize? locks? memlock? msgqueue? nice? rss? rtprio? rttime? sigpending?").strictOpts().posixOpts(), none: []string{"p", "pid"}},
-	"runcon":    {opts: spec("c", "turl", "", "compute type= user= role= range=").strictOpts().posixOpts()},
-	"eatmydata": {opts: spec("", "", "", "").strictOpts().posixOpts()},
-	"xvfb-run": {opts: spec("aes", "fnpw", "", "auto-servernum error-file= auth-file= server-num= "+
-		"xauth-protocol= server-args= wait=").strictOpts().posixOpts()},
-	"ssh-agent": {opts: spec("acDdk", "aEPt", "", "").strictOpts().posixOpts()},
-	"gdb":       {at: atHidden, why: "runs the commands of its own command language, which can start programs and shells"},
-	"ssh": {opts: spec("46AaCfGgKkMNnqsTtVvXxYy", "BbcDEeFIiJLlmOoPpQRSWw", "", "").strictOpts().posixOpts(),
-		at: atHidden, why: "runs a command on another machine, and its options can run local commands"},
-	"tmux":    {at: atHidden, why: "runs shell commands inside sessions and panes the text does not show"},
-	"screen":  {at: atHidden, why: "runs shell commands inside sessions the text does not show"},
-	"at":      {at: atHidden, why: "schedules commands it reads from standard input or a file"},
-	"batch":   {at: atHidden, why: "schedules commands it reads from standard input or a file"},
-	"crontab": {at: atHidden, why: "installs a table of commands the text does not show"},
-	"pwsh":    {at: atHidden, why: "runs PowerShell commands"},
-}
+var runners = sync.OnceValue(func() map[string]*runnerSpec {
+	return map[string]*runnerSpec{
+		"su": {opts: suSpec, at: atUser, script: []string{"c", "command", "session-command"}, shell: "s",
+			bare: true, places: map[string]RunPlace{"l": PlaceOtherDir, "login": PlaceOtherDir}},
+		"runuser": {opts: suSpec, at: atUser, script: []string{"c", "command", "session-command"}, shell: "s",
+			argv: []string{"u", "user"}, bare: true, places: map[string]RunPlace{"l": PlaceOtherDir, "login": PlaceOtherDir}},
+		"doas": {opts: spec("Lns", "Cua", "", "").strictOpts().posixOpts(), none: []string{"C", "L"},
+			hidden: []string{"s"}, bare: true},
+		"pkexec": {opts: spec("", "", "", "user= disable-internal-agent keep-cwd").strictOpts().posixOpts(), bare: true},
+		"sg":     {opts: spec("", "", "", "").strictOpts().posixOpts(), at: atUser, bare: true},
+		"newgrp": {opts: spec("", "", "", "").strictOpts().posixOpts(), at: atHidden, why: "starts a shell that reads commands from standard input"},
+		"watch": {opts: spec("bcCeEgprtwx", "nqs", "d", "beep color no-color differences? errexit chgexit "+
+			"interval= precise equexit= no-rerun shotsdir= no-title no-wrap exec no-linewrap").strictOpts().posixOpts(),
+			at: atJoined, argv: []string{"x", "exec"}},
+		"script": {opts: spec("aefqVh", "BcEIOomT", "t", "append command= echo= return flush force log-in= "+
+			"log-out= log-io= logging-format= output-limit= quiet log-timing= timing?").strictOpts().posixOpts(),
+			at: atScriptOption, script: []string{"c", "command"}, bare: true},
+		"chroot": {opts: spec("", "", "", "groups= userspec= skip-chdir").strictOpts().posixOpts(), skip: 1, bare: true,
+			place: PlaceElsewhere},
+		"setsid": {opts: spec("cfw", "", "", "ctty fork wait").strictOpts().posixOpts()},
+		"flock": {opts: spec("sexnoFu", "wE", "", "shared exclusive unlock nonblock nb timeout= wait= close "+
+			"conflict-exit-code= no-fork verbose").strictOpts().posixOpts(), skip: 1},
+		"nsenter": {opts: spec("aFZWekcG", "tSG", "muinpCUTrw", "all target= mount? uts? ipc? net? pid? cgroup? "+
+			"user? time? setuid= setgid= preserve-credentials root? wd? wdns= no-fork follow-context env "+
+			"join-cgroup keep-caps user-parent net-socket=").strictOpts().posixOpts(), bare: true, place: PlaceElsewhere},
+		"unshare": {opts: spec("fhVrck", "RwSGl", "muinpCUT", "mount? uts? ipc? net? pid? user? cgroup? time? "+
+			"fork kill-child? mount-proc? mount-binfmt? map-root-user map-current-user map-user= map-group= "+
+			"map-users= map-groups= map-auto propagation= setgroups= root= wd= setuid= setgid= monotonic= "+
+			"boottime= load-interp= keep-caps owner=").strictOpts().posixOpts(), bare: true, place: PlaceElsewhere},
+		"ionice": {opts: spec("t", "cnpPu", "", "class= classdata= pid= pgid= ignore uid=").strictOpts().posixOpts(),
+			none: []string{"p", "P", "u", "pid", "pgid", "uid"}},
+		"chrt": {opts: spec("abdefiormRvp", "TPD", "", "all-tasks batch deadline ext fifo idle other rr "+
+			"reset-on-fork sched-runtime= sched-period= sched-deadline= max pid verbose").strictOpts().posixOpts(),
+			skipNumber: true, none: []string{"p", "pid", "m", "max"}},
+		"taskset": {opts: spec("acp", "", "", "all-tasks cpu-list pid").strictOpts().posixOpts(), skip: 1,
+			none: []string{"p", "pid"}},
+		"numactl": {opts: spec("alsHbtcS", "ipPwCNmLof", "", "all interleave= preferred= preferred-many= "+
+			"weighted-interleave= physcpubind= cpunodebind= membind= localalloc show hardware touch strict "+
+			"huge offset= length= shm= shmid= shmmode= file= balancing cpu-compress verify dump dump-nodes").strictOpts().posixOpts(),
+			none: []string{"s", "show", "H", "hardware"}},
+		"systemd-run": {opts: spec("rGqdtPSh", "upEHM", "", "user system scope unit= property= description= slice= "+
+			"slice-inherit remain-after-exit send-sighup service-type= uid= gid= nice= working-directory= same-dir "+
+			"setenv= pty pipe shell quiet on-active= on-boot= on-startup= on-unit-active= on-unit-inactive= "+
+			"on-calendar= on-clock-change on-timezone-change path-property= socket-property= timer-property= "+
+			"no-block wait collect no-ask-password host= machine= ignore-failure background= "+
+			"expand-environment= job-mode= json= verbose").strictOpts().posixOpts(),
+			hidden: []string{"S", "shell", "H", "host", "M", "machine"}, place: PlaceOtherDir},
+		"strace": {opts: spec("AcCdDfFhiknqrStTvVwxyYzZ", "abeEIoOpPsSuUX", "", "output= trace= signal= "+
+			"follow-forks output-separately summary-only summary attach= user= env= string-limit= timestamps? "+
+			"relative-timestamps? syscall-times? decode-fds? absolute-timestamps? seccomp-bpf trace-path= "+
+			"quiet? status= successful-only failed-only daemonize? no-abbrev verbose= raw= read= write= "+
+			"columns= instruction-pointer stack-traces kill-on-exit summary-columns= summary-sort-by= "+
+			"summary-syscall-overhead= always-show-pid decode-pids= tips? argv0= inject= fault= silent= "+
+			"const-print-style= strings-in-hex? debug").strictOpts().posixOpts(), pipe: []string{"o", "output"}},
+		"ltrace": {opts: spec("bcCfhiLrStTV", "aADeFlnopsuwx", "", "align= demangle debug= library= "+
+			"output= no-signals indent= help version").strictOpts().posixOpts()},
+		"valgrind": {hidden: []string{"db-command", "vgdb-prefix", "log-socket"}},
+		"firejail": {bare: true, place: PlaceElsewhere},
+		"bwrap":    {find: bwrapCommand, place: PlaceElsewhere},
+		"proot": {opts: spec("0h", "rbmqwkivRS", "", "rootfs= bind= mount= qemu= pwd= cwd= kernel-release= "+
+			"root-id change-id= verbose= link2symlink kill-on-exit").strictOpts().posixOpts(),
+			hidden: []string{"q", "qemu"}, bare: true, place: PlaceElsewhere},
+		"fakeroot": {opts: spec("uvh", "lfisb", "", "lib= faked= unknown-is-real fd-base=").strictOpts().posixOpts(),
+			hidden: []string{"l", "lib", "f", "faked"}, bare: true},
+		"dbus-run-session": {opts: spec("", "", "", "config-file= dbus-daemon=").strictOpts().posixOpts(),
+			hidden: []string{"dbus-daemon"}},
+		"caffeinate": {opts: spec("disum", "tw", "", "").strictOpts().posixOpts()},
+		"setpriv": {opts: spec("d", "", "", "dump no-new-privs reuid= regid= clear-groups keep-groups init-groups "+
+			"groups= inh-caps= ambient-caps= bounding-set= securebits= pdeathsig= selinux-label= "+
+			"apparmor-profile= landlock-access= landlock-rule= reset-env ptracer=").strictOpts().posixOpts(),
+			none: []string{"d", "dump"}},
+		"prlimit":   {opts: spec("o", "p", "", "pid= output= noheadings raw verbose core? data? nofile? as? stack? cpu? nproc? fsize? locks? memlock? msgqueue? nice? rss? rtprio? rttime? sigpending?").strictOpts().posixOpts(), none: []string{"p", "pid"}},
+		"runcon":    {opts: spec("c", "turl", "", "compute type= user= role= range=").strictOpts().posixOpts()},
+		"eatmydata": {opts: spec("", "", "", "").strictOpts().posixOpts()},
+		"xvfb-run": {opts: spec("aes", "fnpw", "", "auto-servernum error-file= auth-file= server-num= "+
+			"xauth-protocol= server-args= wait=").strictOpts().posixOpts()},
+		"ssh-agent": {opts: spec("acDdk", "aEPt", "", "").strictOpts().posixOpts()},
+		"gdb":       {at: atHidden, why: "runs the commands of its own command language, which can start programs and shells"},
+		"ssh": {opts: spec("46AaCfGgKkMNnqsTtVvXxYy", "BbcDEeFIiJLlmOoPpQRSWw", "", "").strictOpts().posixOpts(),
+			at: atHidden, why: "runs a command on another machine, and its options can run local commands"},
+		"tmux":    {at: atHidden, why: "runs shell commands inside sessions and panes the text does not show"},
+		"screen":  {at: atHidden, why: "runs shell commands inside sessions the text does not show"},
+		"at":      {at: atHidden, why: "schedules commands it reads from standard input or a file"},
+		"batch":   {at: atHidden, why: "schedules commands it reads from standard input or a file"},
+		"crontab": {at: atHidden, why: "installs a table of commands the text does not show"},
+		"pwsh":    {at: atHidden, why: "runs PowerShell commands"},
+	}
+})
 
 // valueOpts reads options that are all written `--name` or `--name=value` (and single
 // dashes alike): the command starts at the first word that is not an option.
@@ -193,22 +196,24 @@ func valueOpts(args []Word) (int, string) {
 }
 
 // bwrapArity is how many words follow each bwrap option.
-var bwrapArity = map[string]int{
-	"--unshare-all": 0, "--share-net": 0, "--unshare-user": 0, "--unshare-user-try": 0,
-	"--unshare-ipc": 0, "--unshare-pid": 0, "--unshare-net": 0, "--unshare-uts": 0,
-	"--unshare-cgroup": 0, "--unshare-cgroup-try": 0, "--die-with-parent": 0, "--as-pid-1": 0,
-	"--new-session": 0, "--clearenv": 0, "--disable-userns": 0, "--assert-userns-disabled": 0,
-	"--help": 0, "--version": 0, "--level-prefix": 0,
-	"--userns": 1, "--userns2": 1, "--pidns": 1, "--uid": 1, "--gid": 1, "--hostname": 1,
-	"--chdir": 1, "--unsetenv": 1, "--lock-file": 1, "--sync-fd": 1, "--remount-ro": 1,
-	"--exec-label": 1, "--file-label": 1, "--proc": 1, "--dev": 1, "--tmpfs": 1, "--mqueue": 1,
-	"--dir": 1, "--seccomp": 1, "--add-seccomp-fd": 1, "--block-fd": 1, "--userns-block-fd": 1,
-	"--info-fd": 1, "--json-status-fd": 1, "--cap-add": 1, "--cap-drop": 1, "--perms": 1,
-	"--size": 1, "--overlay-src": 1, "--tmp-overlay": 1, "--ro-overlay": 1,
-	"--setenv": 2, "--bind": 2, "--bind-try": 2, "--dev-bind": 2, "--dev-bind-try": 2,
-	"--ro-bind": 2, "--ro-bind-try": 2, "--file": 2, "--bind-data": 2, "--ro-bind-data": 2,
-	"--symlink": 2, "--chmod": 2, "--overlay": 3,
-}
+var bwrapArity = sync.OnceValue(func() map[string]int {
+	return map[string]int{
+		"--unshare-all": 0, "--share-net": 0, "--unshare-user": 0, "--unshare-user-try": 0,
+		"--unshare-ipc": 0, "--unshare-pid": 0, "--unshare-net": 0, "--unshare-uts": 0,
+		"--unshare-cgroup": 0, "--unshare-cgroup-try": 0, "--die-with-parent": 0, "--as-pid-1": 0,
+		"--new-session": 0, "--clearenv": 0, "--disable-userns": 0, "--assert-userns-disabled": 0,
+		"--help": 0, "--version": 0, "--level-prefix": 0,
+		"--userns": 1, "--userns2": 1, "--pidns": 1, "--uid": 1, "--gid": 1, "--hostname": 1,
+		"--chdir": 1, "--unsetenv": 1, "--lock-file": 1, "--sync-fd": 1, "--remount-ro": 1,
+		"--exec-label": 1, "--file-label": 1, "--proc": 1, "--dev": 1, "--tmpfs": 1, "--mqueue": 1,
+		"--dir": 1, "--seccomp": 1, "--add-seccomp-fd": 1, "--block-fd": 1, "--userns-block-fd": 1,
+		"--info-fd": 1, "--json-status-fd": 1, "--cap-add": 1, "--cap-drop": 1, "--perms": 1,
+		"--size": 1, "--overlay-src": 1, "--tmp-overlay": 1, "--ro-overlay": 1,
+		"--setenv": 2, "--bind": 2, "--bind-try": 2, "--dev-bind": 2, "--dev-bind-try": 2,
+		"--ro-bind": 2, "--ro-bind-try": 2, "--file": 2, "--bind-data": 2, "--ro-bind-data": 2,
+		"--symlink": 2, "--chmod": 2, "--overlay": 3,
+	}
+})
 
 // bwrapCommand finds where bwrap's command starts. --args reads further arguments from a
 // file descriptor, which the text does not show.
@@ -224,7 +229,7 @@ func bwrapCommand(args []Word) (int, string) {
 		if !strings.HasPrefix(w.Lit, "-") {
 			return i, ""
 		}
-		n, ok := bwrapArity[w.Lit]
+		n, ok := bwrapArity()[w.Lit]
 		if !ok {
 			return 0, "the option `" + w.Lit + "` is not modeled"
 		}

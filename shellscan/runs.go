@@ -207,7 +207,7 @@ func (r *runReader) segment(s Segment, depth int, at runAt) {
 		r.script(text, depth, words)
 		return
 	}
-	if rs, ok := runners[name]; ok {
+	if rs, ok := runners()[name]; ok {
 		r.runner(s, name, rs, depth, k, words)
 		return
 	}
@@ -370,7 +370,7 @@ func envSplit(seg Segment) (Segment, string) {
 	if len(seg.Words) == 0 || wrapperName(seg.Words[0]) != "env" {
 		return seg, "-"
 	}
-	sp := wrapperSpecs["env"]
+	sp := wrapperSpecs()["env"]
 	args := seg.Words[1:]
 	at, value, rest := -1, Word{}, 0
 scan:

@@ -290,6 +290,7 @@ func (c *collector) segmentWrites(seg Segment) {
 		c.complete = false
 		return
 	}
+	modelsOnce.Do(initModels)
 	model, ok := writeModels[name]
 	if !ok {
 		c.complete = false
@@ -315,6 +316,7 @@ func (c *collector) segmentReads(seg Segment) {
 		c.complete = false
 		return
 	}
+	modelsOnce.Do(initModels)
 	model, ok := readModels[name]
 	if !ok {
 		c.complete = false

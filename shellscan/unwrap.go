@@ -3,6 +3,7 @@ package shellscan
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // wrapStatus is what a wrapper's argument reader concluded.
@@ -24,26 +25,28 @@ type wrapResult struct {
 	place    RunPlace // where the command runs (sudo -i: the target user's home)
 }
 
-var wrapperSpecs = map[string]*optSpec{
-	"sudo": spec("AbEHiKklnPSsVve", "CDghpRrTtUu", "",
-		"askpass background close-from= chdir= preserve-env? edit group= set-home host= login "+
-			"remove-timestamp reset-timestamp list non-interactive preserve-groups prompt= chroot= "+
-			"role= stdin shell type= command-timeout= other-user= user= validate").strictOpts().posixOpts(),
-	"env": spec("i0v", "uCS", "",
-		"ignore-environment null unset= chdir= split-string= debug block-signal? default-signal? "+
-			"ignore-signal? list-signal-handling").strictOpts().posixOpts(),
-	"timeout": spec("fv", "ks", "", "foreground kill-after= signal= verbose preserve-status").strictOpts().posixOpts(),
-	"nice":    spec("", "n", "", "adjustment=").numericOpt().strictOpts().posixOpts(),
-	"nohup":   spec("", "", "", "").strictOpts().posixOpts(),
-	"time":    spec("pqva", "fo", "", "portability verbose quiet append format= output=").strictOpts().posixOpts(),
-	"command": spec("pvV", "", "", "").strictOpts().posixOpts(),
-	"stdbuf":  spec("", "ioe", "", "input= output= error=").strictOpts().posixOpts(),
-	"xargs": spec("0prtxo", "adEILnPs", "eil",
-		"null arg-file= delimiter= eof? replace? max-lines? max-args= max-procs= interactive "+
-			"no-run-if-empty max-chars= verbose exit show-limits open-tty process-slot-var=").strictOpts().posixOpts(),
-	"builtin": spec("", "", "", "").strictOpts().posixOpts(),
-	"exec":    spec("cl", "a", "", "").strictOpts().posixOpts(),
-}
+var wrapperSpecs = sync.OnceValue(func() map[string]*optSpec {
+	return map[string]*optSpec{
+		"sudo": spec("AbEHiKklnPSsVve", "CDghpRrTtUu", "",
+			"askpass background close-from= chdir= preserve-env? edit group= set-home host= login "+
+				"remove-timestamp reset-timestamp list non-interactive preserve-groups prompt= chroot= "+
+				"role= stdin shell type= command-timeout= other-user= user= validate").strictOpts().posixOpts(),
+		"env": spec("i0v", "uCS", "",
+			"ignore-environment null unset= chdir= split-string= debug block-signal? default-signal? "+
+				"ignore-signal? list-signal-handling").strictOpts().posixOpts(),
+		"timeout": spec("fv", "ks", "", "foreground kill-after= signal= verbose preserve-status").strictOpts().posixOpts(),
+		"nice":    spec("", "n", "", "adjustment=").numericOpt().strictOpts().posixOpts(),
+		"nohup":   spec("", "", "", "").strictOpts().posixOpts(),
+		"time":    spec("pqva", "fo", "", "portability verbose quiet append format= output=").strictOpts().posixOpts(),
+		"command": spec("pvV", "", "", "").strictOpts().posixOpts(),
+		"stdbuf":  spec("", "ioe", "", "input= output= error=").strictOpts().posixOpts(),
+		"xargs": spec("0prtxo", "adEILnPs", "eil",
+			"null arg-file= delimiter= eof? replace? max-lines? max-args= max-procs= interactive "+
+				"no-run-if-empty max-chars= verbose exit show-limits open-tty process-slot-var=").strictOpts().posixOpts(),
+		"builtin": spec("", "", "", "").strictOpts().posixOpts(),
+		"exec":    spec("cl", "a", "", "").strictOpts().posixOpts(),
+	}
+})
 
 // wrapperName returns the program a word names when it is a literal, looking through a path
 // (/usr/bin/env) and through quoting ("sudo" runs sudo).
@@ -81,7 +84,7 @@ func (s Segment) unwrap() (inner Segment, wrappers []string, place RunPlace, ok 
 	inner = s
 	for len(inner.Words) > 0 {
 		name := wrapperName(inner.Words[0])
-		sp, isWrapper := wrapperSpecs[name]
+		sp, isWrapper := wrapperSpecs()[name]
 		if !isWrapper {
 			break
 		}
