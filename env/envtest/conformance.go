@@ -26,7 +26,8 @@ type Tree struct {
 // RunConformance checks the parts of the ExecutionEnv contract the engine relies on:
 // error shapes (an *fs.PathError wrapping a syscall.Errno), the symlink rules of
 // ReadFile, WriteFile and Remove, WriteFile keeping an existing file's mode, exclusive
-// create, sorted listings and cancellation. newTree is called once per subtest. An env
+// create, sorted listings and cancellation — and, for an env that is an env.BatchWriter,
+// the same rules for WriteFiles. newTree is called once per subtest. An env
 // is done when this suite passes.
 func RunConformance(t *testing.T, newTree func(t *testing.T) Tree) {
 	ctx := context.Background()
@@ -177,6 +178,65 @@ func RunConformance(t *testing.T, newTree func(t *testing.T) Tree) {
 			}
 			if _, err := tr.Env.Stat(cctx, tr.Dir); !errors.Is(err, context.Canceled) {
 				t.Fatalf("Stat with a cancelled ctx = %v, want context.Canceled", err)
+			}
+		}},
+		{"batch write", func(t *testing.T, tr Tree, p func(string) string) {
+			bw, ok := tr.Env.(env.BatchWriter)
+			if !ok {
+				t.Skip("not a BatchWriter")
+			}
+			must(t, tr.Env.WriteFile(ctx, p("kept"), []byte("old"), 0o644))
+			must(t, tr.Env.Chmod(ctx, p("kept"), 0o600))
+			must(t, tr.Env.WriteFile(ctx, p("target"), []byte("keep"), 0o644))
+			must(t, tr.Symlink(p("target"), p("link")))
+			must(t, tr.Env.Mkdir(ctx, p("d"), 0o755))
+			errs := bw.WriteFiles(ctx, []env.FileWrite{
+				{Path: p("a"), Data: []byte("a"), Perm: 0o640},
+				{Path: p("link"), Data: []byte("x"), Perm: 0o644},
+				{Path: p("kept"), Data: []byte("new"), Perm: 0o644},
+				{Path: p("d"), Data: []byte("x"), Perm: 0o644},
+				{Path: p("no/such"), Data: []byte("x"), Perm: 0o644},
+				{Path: p("d/b"), Data: []byte("b"), Perm: 0o644},
+			})
+			if len(errs) != 6 {
+				t.Fatalf("WriteFiles = %v, want one answer per file", errs)
+			}
+			for i, errno := range map[int]syscall.Errno{1: syscall.ELOOP, 3: syscall.EISDIR, 4: syscall.ENOENT} {
+				wantErrno(t, errs[i], errno)
+			}
+			for i, name := range map[int]string{1: "link", 3: "d", 4: "no/such"} {
+				if pe := errs[i].(*fs.PathError); pe.Path != p(name) {
+					t.Fatalf("the error of %s names %q", name, pe.Path)
+				}
+			}
+			for name, want := range map[string]string{"a": "a", "kept": "new", "d/b": "b", "target": "keep"} {
+				got, err := tr.Env.ReadFile(ctx, p(name))
+				must(t, err)
+				if string(got) != want {
+					t.Fatalf("%s = %q after the batch, want %q", name, got, want)
+				}
+			}
+			for name, want := range map[string]fs.FileMode{"a": 0o640, "kept": 0o600} {
+				fi, err := tr.Env.Stat(ctx, p(name))
+				must(t, err)
+				if fi.Mode.Perm() != want {
+					t.Fatalf("%s has mode %v after the batch, want %v", name, fi.Mode.Perm(), want)
+				}
+			}
+			if errs := bw.WriteFiles(ctx, []env.FileWrite{{Path: p("a"), Data: []byte("a2"), Perm: 0o644}, {Path: p("a"), Data: []byte("a3"), Perm: 0o644}}); errs != nil {
+				t.Fatalf("a batch that wrote every file answered %v, want nil", errs)
+			}
+			if got, _ := tr.Env.ReadFile(ctx, p("a")); string(got) != "a3" {
+				t.Fatalf("a path given twice holds %q, want the last entry's bytes", got)
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			errs = bw.WriteFiles(cctx, []env.FileWrite{{Path: p("c"), Data: []byte("c"), Perm: 0o644}})
+			if len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+				t.Fatalf("WriteFiles with a cancelled ctx = %v, want context.Canceled", errs)
+			}
+			if _, err := tr.Env.Lstat(ctx, p("c")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("a cancelled WriteFiles created the file: %v", err)
 			}
 		}},
 	}

@@ -39,6 +39,8 @@ type memNode struct {
 	ino    uint64
 }
 
+var _ env.BatchWriter = (*Mem)(nil)
+
 var memSeq atomic.Uint64
 
 // NewMem returns an empty tree holding only the directory "/".
@@ -248,6 +250,36 @@ func (m *Mem) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.write(path, data, perm)
+}
+
+// WriteFiles (env.BatchWriter) writes each file as WriteFile does, all under one hold
+// of the lock: the
+// batch is atomic as a whole here, which the contract (each file old or new) allows.
+func (m *Mem) WriteFiles(ctx context.Context, files []env.FileWrite) []error {
+	if err := ctx.Err(); err != nil {
+		errs := make([]error, len(files))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for i, f := range files {
+		if err := m.write(f.Path, f.Data, f.Perm); err != nil {
+			if errs == nil {
+				errs = make([]error, len(files))
+			}
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+// write is WriteFile under m.mu.
+func (m *Mem) write(path string, data []byte, perm fs.FileMode) error {
 	dir, err := m.parentDir(path)
 	if err != nil {
 		return pathErr("write", path, err)
