@@ -254,8 +254,8 @@ func (m *Mem) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 }
 
 // WriteFiles (env.BatchWriter) writes each file as WriteFile does, all under one hold
-// of the lock: the
-// batch is atomic as a whole here, which the contract (each file old or new) allows.
+// of the lock: the batch is atomic as a whole here, which the contract (each file old
+// or new) allows.
 func (m *Mem) WriteFiles(ctx context.Context, files []env.FileWrite) []error {
 	if err := ctx.Err(); err != nil {
 		errs := make([]error, len(files))
