@@ -61,6 +61,19 @@ type Store interface {
 	Close() error
 }
 
+// blobsReader is a Store that reads many blobs for less than one Blob call each costs
+// (the SQLite store: one query for hundreds). A rewind reads the pre-images of all the
+// files it restores through it when the store is one. The answer holds each sum the
+// store has, once; a sum it lacks is left out.
+type blobsReader interface {
+	blobsOf(ctx context.Context, sums []string) (map[string][]byte, error)
+}
+
+var (
+	_ blobsReader = (*SQLite)(nil)
+	_ blobsReader = (*Memory)(nil)
+)
+
 // Boundary is the start of a turn, the point a rewind returns to.
 type Boundary struct {
 	// ID orders boundaries across the store: a later mint has a larger ID.

@@ -216,6 +216,21 @@ func (m *Memory) Blob(ctx context.Context, s string) ([]byte, error) {
 	return bytes.Clone(b.data), nil
 }
 
+// blobsOf implements blobsReader under one hold of the lock.
+func (m *Memory) blobsOf(ctx context.Context, sums []string) (map[string][]byte, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := make(map[string][]byte, len(sums))
+	for _, s := range sums {
+		if b, ok := m.blobs[s]; ok {
+			out[s] = bytes.Clone(b.data)
+		}
+	}
+	return out, nil
+}
+
 // Delete implements Store.Delete: it removes the record with id, and its blob when no
 // other record uses it; a missing id is not an error.
 func (m *Memory) Delete(ctx context.Context, id int64) error {

@@ -155,14 +155,16 @@ const (
 )
 
 type step struct {
-	rec   Record   // the file's earliest record at or after the boundary: its state there
-	chain []Record // every record of the file in the scope, oldest first
-	act   action
-	data  []byte      // the bytes the restore writes
-	cur   []byte      // the file's bytes now
-	mode  fs.FileMode // the mode bits the file has now; absentMode when it has none
-	saved Record      // the record the rewind saved the file's state under
-	entry LedgerEntry
+	rec      Record   // the file's earliest record at or after the boundary: its state there
+	chain    []Record // every record of the file in the scope, oldest first
+	act      action
+	data     []byte      // the bytes the restore writes
+	cur      []byte      // the file's bytes now
+	curSum   string      // their sha256 (hex); "" when the file is not there
+	needBlob bool        // restoring needs the pre-image's bytes (see preImages)
+	mode     fs.FileMode // the mode bits the file has now; absentMode when it has none
+	saved    Record      // the record the rewind saved the file's state under
+	entry    LedgerEntry
 }
 
 // Rewind returns every file touched at or after the boundary of turn (the newest turn
@@ -272,6 +274,10 @@ func (f *Files) rewind(ctx context.Context, led Ledger, bs []Boundary, from int6
 	if err := ctx.Err(); err != nil {
 		return led, err
 	}
+	f.preImages(ctx, steps, kinds, opts)
+	if err := ctx.Err(); err != nil {
+		return led, err
+	}
 	led.Entries = entries(steps)
 	if opts.DryRun {
 		return led, nil
@@ -315,7 +321,7 @@ func (f *Files) rewind(ctx context.Context, led Ledger, bs []Boundary, from int6
 			s.saved = saved[i]
 		}
 	}
-	parallel(len(steps), func(i int) { f.apply(ctx, steps[i]) })
+	f.applyAll(ctx, steps)
 	led.Entries = entries(steps)
 	if !led.Complete() && !opts.AcceptPartialRestore {
 		return led, partial(led)
@@ -377,7 +383,7 @@ func (f *Files) check(ctx context.Context, ds *dirs, s *step, kinds map[int64]Bo
 			conflict("cannot read the file: %v", err)
 			return
 		}
-		exists, s.mode = true, fi.Mode&modeBits
+		exists, s.mode, s.curSum = true, fi.Mode&modeBits, sum(s.cur)
 		e.CurrentLines = lineCount(s.cur)
 	}
 
@@ -387,7 +393,7 @@ func (f *Files) check(ctx context.Context, ds *dirs, s *step, kinds map[int64]Bo
 		return
 	case !rec.Existed:
 		s.act, e.Status = actRemove, StatusDeleted
-	case exists && sum(s.cur) == rec.Sum:
+	case exists && s.curSum == rec.Sum:
 		e.Lines = e.CurrentLines
 		if s.mode == rec.Mode {
 			e.Status = StatusUnchanged
@@ -397,13 +403,71 @@ func (f *Files) check(ctx context.Context, ds *dirs, s *step, kinds map[int64]Bo
 		}
 		return
 	default:
-		data, err := f.store.Blob(ctx, rec.Sum)
-		if err != nil {
-			e.Status, e.Reason = StatusFailed, fmt.Sprintf("cannot read the recorded pre-image: %v", err)
-			return
-		}
-		s.act, s.data, e.Status, e.Lines = actWrite, data, StatusRestored, lineCount(data)
+		// The pre-image's bytes are needed: preImages reads them for every file at
+		// once, then finishes the check (restore).
+		s.needBlob = true
+		return
 	}
+	s.finish(kinds, opts)
+}
+
+// preImages reads the pre-image of every step whose check needs it — in one read of
+// the store when it can (blobsReader), one per file otherwise — and finishes those
+// checks.
+func (f *Files) preImages(ctx context.Context, steps []*step, kinds map[int64]BoundaryKind, opts RewindOptions) {
+	var need []*step
+	for _, s := range steps {
+		if s.needBlob {
+			need = append(need, s)
+		}
+	}
+	if len(need) == 0 {
+		return
+	}
+	br, ok := f.store.(blobsReader)
+	if !ok {
+		parallel(len(need), func(i int) {
+			data, err := f.store.Blob(ctx, need[i].rec.Sum)
+			need[i].restore(data, err, kinds, opts)
+		})
+		return
+	}
+	sums := make([]string, len(need))
+	for i, s := range need {
+		sums[i] = s.rec.Sum
+	}
+	got, err := br.blobsOf(ctx, sums)
+	parallel(len(need), func(i int) {
+		s := need[i]
+		data, ok := got[s.rec.Sum]
+		switch {
+		case err != nil:
+			s.restore(nil, err, kinds, opts)
+		case !ok:
+			s.restore(nil, blobMissing(s.rec.Sum), kinds, opts)
+		default:
+			s.restore(data, nil, kinds, opts)
+		}
+	})
+}
+
+// restore finishes the check of a file to be restored from its pre-image, data (or
+// err when the pre-image could not be read).
+func (s *step) restore(data []byte, err error, kinds map[int64]BoundaryKind, opts RewindOptions) {
+	e := &s.entry
+	if err != nil {
+		e.Status, e.Reason = StatusFailed, fmt.Sprintf("cannot read the recorded pre-image: %v", err)
+		return
+	}
+	s.act, s.data, e.Status, e.Lines = actWrite, data, StatusRestored, lineCount(data)
+	s.finish(kinds, opts)
+}
+
+// finish completes the check of a file the rewind changes: line counts, the diff, and
+// whether its bytes now are someone else's.
+func (s *step) finish(kinds map[int64]BoundaryKind, opts RewindOptions) {
+	e, rec := &s.entry, s.rec
+	exists := s.mode != absentMode
 	e.Added, e.Removed = diffStat(string(s.cur), string(s.data))
 	if opts.Diff {
 		e.Diff = fileDiff(rec.Key, exists, s.cur, rec.Existed, s.data)
@@ -414,7 +478,7 @@ func (f *Files) check(ctx context.Context, ds *dirs, s *step, kinds map[int64]Bo
 	if why := s.foreign(kinds); why != "" {
 		if !opts.Force {
 			s.act = actNone
-			conflict("%s", why)
+			e.Status, e.Reason = StatusConflict, why
 			return
 		}
 		e.Forced, e.Reason = true, why+"; overwritten by force, its bytes saved for undo"
@@ -429,7 +493,7 @@ func (f *Files) check(ctx context.Context, ds *dirs, s *step, kinds map[int64]Bo
 // changed by someone else, or by a write with no confirmed outcome. Bytes equal to the
 // file's state before the agent first touched it are history's own, never foreign.
 func (s *step) foreign(kinds map[int64]BoundaryKind) string {
-	now := sum(s.cur)
+	now := s.curSum
 	for i := len(s.chain) - 1; i >= 0; i-- {
 		r := s.chain[i]
 		if r.After == now {
@@ -499,16 +563,106 @@ func (f *Files) apply(ctx context.Context, s *step) {
 				err = f.env.WriteFile(ctx, key, s.data, mode.Perm())
 			}
 		}
-		if err != nil {
-			fail(f.repair(ctx, s, err))
+		f.wrote(ctx, s, err)
+	}
+}
+
+// applyAll carries out what check decided for every step. When the env can write a
+// batch (env.BatchWriter) the restores go to it as one: a durable atomic write pays
+// for its syncs per call, and a batch pays for them once. Removals and mode changes, and
+// every step of an env that cannot batch, go through apply, rewindWorkers at a time.
+func (f *Files) applyAll(ctx context.Context, steps []*step) {
+	bw, ok := f.env.(env.BatchWriter)
+	if !ok {
+		parallel(len(steps), func(i int) { f.apply(ctx, steps[i]) })
+		return
+	}
+	var writes, others []*step
+	for _, s := range steps {
+		switch s.act {
+		case actWrite:
+			writes = append(writes, s)
+		case actRemove, actChmod:
+			others = append(others, s)
+		}
+	}
+	parallel(len(others), func(i int) { f.apply(ctx, others[i]) })
+	if len(writes) == 0 {
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		for _, s := range writes {
+			s.entry.Status, s.entry.Reason = StatusFailed, fmt.Errorf("not restored: %w", err).Error()
+		}
+		return
+	}
+	errs := writeBatch(ctx, bw, writes)
+	// A directory that went away after the edit (a Bash rm -r) is recreated, and its
+	// files written in a second batch.
+	var again []*step
+	var againAt []int
+	made := map[string]error{}
+	for i, err := range errs {
+		if !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		dir := filepath.Dir(writes[i].rec.Key)
+		merr, ok := made[dir]
+		if !ok {
+			merr = mkdirAll(ctx, f.env, dir)
+			made[dir] = merr
+		}
+		if merr != nil {
+			errs[i] = merr
+			continue
+		}
+		again, againAt = append(again, writes[i]), append(againAt, i)
+	}
+	if len(again) > 0 {
+		for j, err := range writeBatch(ctx, bw, again) {
+			errs[againAt[j]] = err
+		}
+	}
+	parallel(len(writes), func(i int) {
+		err := errs[i]
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// The batch stopped before it replaced this file: nothing to repair.
+			writes[i].entry.Status, writes[i].entry.Reason = StatusFailed, fmt.Errorf("not restored: %w", err).Error()
 			return
 		}
-		// WriteFile keeps an existing file's mode; the pre-image's mode wins unless the
-		// file already had it.
-		if s.mode != mode {
-			if err := f.env.Chmod(ctx, key, mode); err != nil {
-				fail(err)
-			}
+		f.wrote(ctx, writes[i], err)
+	})
+}
+
+// writeBatch writes the pre-images of steps in one batch and returns one error per
+// step.
+func writeBatch(ctx context.Context, bw env.BatchWriter, steps []*step) []error {
+	batch := make([]env.FileWrite, len(steps))
+	for i, s := range steps {
+		batch[i] = env.FileWrite{Path: s.rec.Key, Data: s.data, Perm: s.rec.Mode.Perm()}
+	}
+	errs := bw.WriteFiles(ctx, batch)
+	if errs == nil {
+		errs = make([]error, len(steps))
+	}
+	return errs
+}
+
+// wrote finishes a restore write that returned err: a failed one is repaired, a
+// successful one gets the pre-image's mode.
+func (f *Files) wrote(ctx context.Context, s *step, err error) {
+	fail := func(err error) {
+		s.entry.Status, s.entry.Reason = StatusFailed, err.Error()
+	}
+	if err != nil {
+		fail(f.repair(ctx, s, err))
+		return
+	}
+	// WriteFile keeps an existing file's mode; the pre-image's mode wins unless the
+	// file already had it.
+	if mode := s.rec.Mode; s.mode != mode {
+		if err := f.env.Chmod(ctx, s.rec.Key, mode); err != nil {
+			fail(err)
 		}
 	}
 }

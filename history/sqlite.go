@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sema-agent/sema/session/sqlitedb"
@@ -273,6 +275,45 @@ func (s *SQLite) Blob(ctx context.Context, sum string) ([]byte, error) {
 	return data, err
 }
 
+// blobsChunk bounds the sums one query asks for, well under SQLite's limit on a
+// statement's parameters.
+const blobsChunk = 500
+
+// blobsOf implements blobsReader: a query per blobsChunk sums instead of one per sum.
+func (s *SQLite) blobsOf(ctx context.Context, sums []string) (map[string][]byte, error) {
+	sums = slices.Compact(slices.Sorted(slices.Values(sums)))
+	out := make(map[string][]byte, len(sums))
+	for chunk := range slices.Chunk(sums, blobsChunk) {
+		args := make([]any, len(chunk))
+		for i, sum := range chunk {
+			args[i] = sum
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT sum, data FROM history_blobs WHERE sum IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var sum string
+			var data []byte
+			if err := rows.Scan(&sum, &data); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if data == nil {
+				data = []byte{}
+			}
+			out[sum] = data
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Delete implements Store.Delete: it removes the record with id, and its blob when no
 // other record uses it; a missing id is not an error.
 func (s *SQLite) Delete(ctx context.Context, id int64) error {
@@ -403,25 +444,71 @@ func (s *SQLite) MintRewind(ctx context.Context, scope string, turn int, saved [
 			return err
 		}
 		out = make([]Record, len(saved))
-		for i, sv := range saved {
-			r := sv.Record
-			var sumArg any
-			if r.Existed {
+		// Many rows per statement: a rewind saves hundreds of files, and a statement's
+		// own cost, not its rows', is most of what one row at a time pays.
+		var blobs []any
+		seen := map[string]bool{}
+		for _, sv := range saved {
+			if r := sv.Record; r.Existed && !seen[r.Sum] {
+				seen[r.Sum] = true
 				content := sv.Content
 				if content == nil {
 					content = []byte{}
 				}
-				if _, err := q.ExecContext(ctx, qPutBlob, r.Sum, r.Size, content); err != nil {
-					return err
-				}
-				sumArg = r.Sum
+				blobs = append(blobs, r.Sum, r.Size, content)
 			}
-			r.Boundary, r.Turn, r.CreatedAt = b.ID, b.Turn, now()
-			if err := q.QueryRowContext(ctx, qPutRecord, scope, r.Boundary, r.Turn, r.Key, r.Existed, sumArg, uint32(r.Mode),
-				r.Size, r.After, r.CreatedAt.UnixNano()).Scan(&r.ID); err != nil {
+		}
+		for chunk := range slices.Chunk(blobs, 3*mintRows) {
+			if _, err := q.ExecContext(ctx, `INSERT INTO history_blobs (sum, size, data) VALUES `+rowsOf("(?, ?, ?)", len(chunk)/3)+
+				` ON CONFLICT (sum) DO NOTHING`, chunk...); err != nil {
 				return err
 			}
-			out[i] = r
+		}
+		for start := 0; start < len(saved); start += mintRows {
+			end := min(start+mintRows, len(saved))
+			args := make([]any, 0, 10*(end-start))
+			at := map[string]int{} // keys are unique in saved
+			for i := start; i < end; i++ {
+				r := saved[i].Record
+				var sumArg any
+				if r.Existed {
+					sumArg = r.Sum
+				}
+				r.Boundary, r.Turn, r.CreatedAt = b.ID, b.Turn, now()
+				args = append(args, scope, r.Boundary, r.Turn, r.Key, r.Existed, sumArg, uint32(r.Mode), r.Size, r.After, r.CreatedAt.UnixNano())
+				out[i], at[r.Key] = r, i
+			}
+			// RETURNING gives the rows in no promised order: each id is matched by key.
+			rows, err := q.QueryContext(ctx, `INSERT INTO history_records (scope, boundary, turn, key, existed, sum, mode, size, after, created_at) VALUES `+
+				rowsOf("(?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?)", end-start)+` RETURNING id, key`, args...)
+			if err != nil {
+				return err
+			}
+			n := 0
+			for rows.Next() {
+				var id int64
+				var key string
+				if err := rows.Scan(&id, &key); err != nil {
+					rows.Close()
+					return err
+				}
+				i, ok := at[key]
+				if !ok {
+					rows.Close()
+					return fmt.Errorf("history: the insert returned a key it was not given: %q", key)
+				}
+				out[i].ID = id
+				n++
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if n != end-start {
+				return fmt.Errorf("history: %d of %d saved records were stored", n, end-start)
+			}
 		}
 		return nil
 	})
@@ -429,6 +516,15 @@ func (s *SQLite) MintRewind(ctx context.Context, scope string, turn int, saved [
 		return Boundary{}, nil, err
 	}
 	return b, out, nil
+}
+
+// mintRows is how many rows MintRewind inserts per statement: ten parameters a record,
+// well under SQLite's limit on a statement's parameters.
+const mintRows = 200
+
+// rowsOf is n copies of a VALUES row, comma-separated.
+func rowsOf(row string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
 
 // Forget implements Store.Forget: it drops scope's boundaries and records, the blobs
