@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sema-agent/sema"
 )
@@ -178,7 +179,7 @@ func unclosed(q byte) *sema.Error {
 
 // namePattern is the form of a command name in a prompt: a prompt whose first word is
 // "/" and such a name is an invocation, refused when no command has the name.
-var namePattern = regexp.MustCompile(`^[a-z0-9_:-]+$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_:-]+$`) })
 
 // Split reads a prompt as an invocation "/name arguments": the name (what follows the
 // "/" up to the first blank) and the argument string (the rest, trimmed). ok is false
@@ -202,7 +203,7 @@ func Split(prompt string) (name, args string, ok bool) {
 // letters, digits, "_", "-" and ":". A prompt "/name …" with such a name is an
 // invocation even when no command has the name (and is refused); "/tmp/x is broken"
 // and "/Users …" are not.
-func CommandShaped(name string) bool { return namePattern.MatchString(name) }
+func CommandShaped(name string) bool { return namePattern().MatchString(name) }
 
 // JoinArgs writes words as an argument string that SplitArgs splits back into the same
 // words: a word with a blank, a quote, a backslash, or an empty word is single-quoted.

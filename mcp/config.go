@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sema-agent/sema"
@@ -86,11 +87,15 @@ const maxTimeout = 24 * time.Hour
 // because the name is spelled verbatim in permission rules (mcp__NAME) and a rewritten
 // name would make "a.b" and "a_b" the same server to a rule. 64 is the providers'
 // limit on a whole tool name, so no longer server name can ever be spelled in one.
-var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var serverNameRE = sync.OnceValue(func() *regexp.Regexp {
+	// Compiled on first use: the bounded repeat makes it costly to compile at every
+	// start of the process.
+	return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+})
 
 // headerNameRE is an HTTP header field name (RFC 9110's token), which net/http would
 // otherwise refuse only when the first request is sent.
-var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+var headerNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") })
 
 // serverKeys are the keys a server entry may hold. Claude Code's other keys
 // (headersHelper, oauth, the IDE transports) are refused by name rather than ignored:
@@ -157,7 +162,7 @@ func ParseConfig(data []byte, source string) ([]Server, error) {
 // parseServer reads one server entry.
 func parseServer(name string, raw json.RawMessage, source string) (Server, error) {
 	s := Server{Name: name, Source: source}
-	if !serverNameRE.MatchString(name) {
+	if !serverNameRE().MatchString(name) {
 		return Server{}, configError(source, name, "has a name other than letters, digits, '-' and '_' (at most 64); rename it, since the name is spelled in tool names and permission rules as written")
 	}
 	members, err := objectMembers(raw)
@@ -295,7 +300,7 @@ func (s *Server) checkRemote(has map[string]bool) error {
 		}
 	}
 	for k := range s.Headers {
-		if !headerNameRE.MatchString(k) {
+		if !headerNameRE().MatchString(k) {
 			return fmt.Errorf("has the header name %q, which is not an HTTP header name; use letters, digits and '-'", clip(k, 40))
 		}
 	}
@@ -317,7 +322,7 @@ func checkURL(raw string) error {
 // only expanded values can meet (a URL, header values without line breaks).
 func (s Server) validate() error {
 	name := s.Name
-	if !serverNameRE.MatchString(name) {
+	if !serverNameRE().MatchString(name) {
 		return configError(s.Source, name, "has a name other than letters, digits, '-' and '_' (at most 64); rename it")
 	}
 	has := map[string]bool{

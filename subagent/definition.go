@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -70,12 +71,14 @@ const (
 // digits, '_', '.' or '-'. It keeps a name one word the model can pass back exactly.
 const NamePattern = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
 
+// The patterns are compiled on first use: NamePattern's bounded repeat makes it costly
+// to compile at every start of the process, and most processes check no definition.
 var (
-	nameRE = regexp.MustCompile(NamePattern)
+	nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(NamePattern) })
 	// toolRE admits tool names as tool specs spell them, MCP's mcp__server__tool
 	// included; argument patterns ("Bash(git:*)") and wildcards belong to permission
 	// rules, not to an agent's tool list.
-	toolRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+	toolRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`) })
 )
 
 // BuiltIns returns the built-in agent types, general-purpose, Explore and Plan, in that
@@ -204,7 +207,7 @@ func checkName(s string) string {
 	if s == "" {
 		return "name is missing; add a line such as \"name: code-reviewer\""
 	}
-	if !nameRE.MatchString(s) {
+	if !nameRE().MatchString(s) {
 		return fmt.Sprintf("name %s is not an agent name; use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit", short(s))
 	}
 	return ""
@@ -221,7 +224,7 @@ func checkDescription(s string) string {
 }
 
 func checkTool(field, s string) string {
-	if !toolRE.MatchString(s) {
+	if !toolRE().MatchString(s) {
 		return fmt.Sprintf("%s: %s is not a tool name; list tools by exact name, such as Read or mcp__server__tool (argument patterns and wildcards belong in permission rules)", field, short(s))
 	}
 	return ""

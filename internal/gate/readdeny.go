@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/internal/rulematch"
@@ -242,7 +243,7 @@ func globDir(w shellscan.Word) (dir string, expands bool) {
 
 // headLikeRev matches revisions that always name a commit: HEAD (or @) with ~n and ^n
 // steps. A branch or tag name may name a blob, and a hash may be one.
-var headLikeRev = regexp.MustCompile(`^(?:HEAD|@)(?:[~^][0-9]*)*$`)
+var headLikeRev = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:HEAD|@)(?:[~^][0-9]*)*$`) })
 
 // gitNoContent are git subcommands that print no file content from the object store,
 // the index or the work tree (names, hashes, messages, references, summaries), or that
@@ -299,7 +300,7 @@ func (d ReadDenial) gitHistoryProven(ctx context.Context, args []shellscan.Word,
 		commits := len(operands) == 0
 		for _, o := range operands {
 			switch {
-			case headLikeRev.MatchString(o):
+			case headLikeRev().MatchString(o):
 				commits = true
 			case strings.Contains(o, ":"):
 				if !d.colonProven(ctx, o, seg, place) {
@@ -318,7 +319,7 @@ func (d ReadDenial) gitHistoryProven(ctx context.Context, args []shellscan.Word,
 		for _, o := range operands {
 			a, b, isRange := strings.Cut(strings.Replace(o, "...", "..", 1), "..")
 			switch {
-			case isRange && headLikeRev.MatchString(a) && headLikeRev.MatchString(b), headLikeRev.MatchString(o):
+			case isRange && headLikeRev().MatchString(a) && headLikeRev().MatchString(b), headLikeRev().MatchString(o):
 				blobs = false
 			case strings.Contains(o, ":"):
 				if !d.colonProven(ctx, o, seg, place) {

@@ -72,11 +72,14 @@ func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, wri
 }
 
 // networkFailure matches what programs print when they cannot reach the network.
-var networkFailure = regexp.MustCompile(`(?i)network is unreachable|could not resolve|temporary failure in name resolution|name or service not known|no address associated|getaddrinfo|enetunreach|eai_again|failed to connect|connection refused|dial tcp|no such host|unable to access 'http`)
+// It is compiled on first use, not at every start of the process.
+var networkFailure = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)network is unreachable|could not resolve|temporary failure in name resolution|name or service not known|no address associated|getaddrinfo|enetunreach|eai_again|failed to connect|connection refused|dial tcp|no such host|unable to access 'http`)
+})
 
 // networkNote explains a failed command's output when the sandbox kept it off the network.
 func (c *confinement) networkNote(output string, failed bool) string {
-	if c == nil || c.base.Network || !failed || !networkFailure.MatchString(output) {
+	if c == nil || c.base.Network || !failed || !networkFailure().MatchString(output) {
 		return ""
 	}
 	return "The sandbox gives commands no network (only loopback), which may be why this command failed. A deployment turns it on with Deps.Shell.SandboxNetwork, the command line with --sandbox-network on."

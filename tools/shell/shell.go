@@ -201,7 +201,9 @@ type Set struct {
 	reserved int // background slots promised to calls still starting
 }
 
-var coAuthorRE = regexp.MustCompile(`^[^<>\x00-\x1f]*[^<>\s\x00-\x1f] <[^<>\s]+@[^<>\s]+>$`)
+var coAuthorRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[^<>\x00-\x1f]*[^<>\s\x00-\x1f] <[^<>\s]+@[^<>\s]+>$`)
+})
 
 // New builds the shell tool set of a leg and names its scratch directory, which the
 // first command makes, after cleaning up, once per process, what dead processes left
@@ -235,7 +237,7 @@ func New(cfg Config) (*Set, error) {
 		s.outCap = DefaultBackgroundOutputLimit
 	}
 	if cfg.CommitCoAuthor != "" {
-		if !coAuthorRE.MatchString(cfg.CommitCoAuthor) {
+		if !coAuthorRE().MatchString(cfg.CommitCoAuthor) {
 			return nil, sema.Errorf(CodeCoAuthorInvalid, "CommitCoAuthor %q is not of the form \"Name <email>\" on one line", cfg.CommitCoAuthor)
 		}
 		s.trailer = "Co-Authored-By: " + cfg.CommitCoAuthor
