@@ -59,6 +59,13 @@ func main() {
 
 // run executes the command line and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-v") {
+		// Answered before the command tree is built, which is most of the work left
+		// once the process has started: scripts and installers run this at every step.
+		// The line is the one cobra's version flag prints.
+		fmt.Fprintf(stdout, "sema version %s\n", versionString)
+		return exitOK
+	}
 	root := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
 	root.SetIn(stdin)
