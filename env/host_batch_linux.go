@@ -91,8 +91,9 @@ type batchDir struct {
 type batchFile struct {
 	dir       *batchDir
 	base, tmp string
-	written   bool // the temporary file holds the bytes (synced, unless dir.syncfs)
-	held      int  // an O_PATH descriptor of the file the rename replaces, or -1
+	written   bool        // the temporary file holds the bytes (synced, unless dir.syncfs)
+	held      int         // an O_PATH descriptor of the file the rename replaces, or -1
+	perm      fs.FileMode // the mode a new file gets
 }
 
 func writeBatch(ctx context.Context, files []FileWrite, errs []error) {
@@ -115,7 +116,16 @@ func writeBatch(ctx context.Context, files []FileWrite, errs []error) {
 		state[i].held = -1
 	}
 	perDev := map[uint64]int{} // files per filesystem: one alone is synced as WriteFile does
+	first := map[string]int{}  // a path's first entry, whose perm a new file keeps
 	for i, f := range files {
+		perm := f.Perm
+		if j, ok := first[f.Path]; ok {
+			// One WriteFile after another would create the file with the first entry's
+			// perm and then keep it.
+			perm = files[j].Perm
+		} else {
+			first[f.Path] = i
+		}
 		dir, base := filepath.Split(f.Path)
 		if base == "" || dir == "" {
 			errs[i] = &fs.PathError{Op: "write", Path: f.Path, Err: unix.EINVAL}
@@ -130,7 +140,7 @@ func writeBatch(ctx context.Context, files []FileWrite, errs []error) {
 			errs[i] = &fs.PathError{Op: "write", Path: f.Path, Err: d.err}
 			continue
 		}
-		state[i] = batchFile{dir: d, base: base, held: -1}
+		state[i] = batchFile{dir: d, base: base, perm: perm, held: -1}
 		perDev[d.dev]++
 	}
 	for _, d := range dirs {
@@ -238,7 +248,7 @@ func openBatchDir(dir string) *batchDir {
 // On failure it leaves no temporary file.
 func writeTemp(s *batchFile, w FileWrite) error {
 	pe := func(err error) error { return &fs.PathError{Op: "write", Path: w.Path, Err: err} }
-	perm := w.Perm
+	perm := s.perm
 	var st unix.Stat_t
 	switch err := unix.Fstatat(s.dir.fd, s.base, &st, unix.AT_SYMLINK_NOFOLLOW); {
 	case err == nil:

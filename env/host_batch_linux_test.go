@@ -291,7 +291,7 @@ func TestWriteFilesModesDuplicatesAndPasses(t *testing.T) {
 		{kept, []byte("new"), 0o600},
 		{fresh, []byte("fresh"), 0o666},
 		{twice, []byte("first"), 0o644},
-		{twice, []byte("second"), 0o644},
+		{twice, []byte("second"), 0o600}, // created by the first entry, so its mode stays
 	}
 	for i := range maxBatchDirs + 20 {
 		d := filepath.Join(tr.root, fmt.Sprint("d", i))
