@@ -4,76 +4,79 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
 
 // grepTypeGlobs is Grep's file type table, after ripgrep's (`rg --type-list`): globs on
-// the base name.
-var grepTypeGlobs = map[string][]string{
-	"asm":        {"*.asm", "*.s", "*.S"},
-	"c":          {"*.c", "*.h", "*.H"},
-	"clojure":    {"*.clj", "*.cljc", "*.cljs", "*.cljx", "*.edn"},
-	"cmake":      {"*.cmake", "CMakeLists.txt"},
-	"cpp":        {"*.C", "*.cc", "*.cpp", "*.cxx", "*.c++", "*.h", "*.H", "*.hh", "*.hpp", "*.hxx", "*.h++", "*.inl", "*.ipp"},
-	"cs":         {"*.cs"},
-	"csharp":     {"*.cs"},
-	"css":        {"*.css", "*.scss", "*.sass", "*.less"},
-	"csv":        {"*.csv", "*.tsv"},
-	"dart":       {"*.dart"},
-	"docker":     {"Dockerfile", "Dockerfile.*", "*.dockerfile", "Containerfile"},
-	"elixir":     {"*.ex", "*.exs", "*.eex", "*.heex", "*.leex"},
-	"erlang":     {"*.erl", "*.hrl"},
-	"go":         {"*.go"},
-	"gradle":     {"*.gradle", "*.gradle.kts"},
-	"graphql":    {"*.graphql", "*.graphqls", "*.gql"},
-	"haskell":    {"*.hs", "*.lhs"},
-	"html":       {"*.htm", "*.html", "*.xhtml", "*.ejs"},
-	"java":       {"*.java", "*.jsp"},
-	"js":         {"*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"},
-	"json":       {"*.json", "*.jsonl", "*.ndjson", "*.geojson", "*.sarif"},
-	"jsonc":      {"*.jsonc"},
-	"julia":      {"*.jl"},
-	"kotlin":     {"*.kt", "*.kts"},
-	"lua":        {"*.lua"},
-	"make":       {"Makefile", "makefile", "GNUmakefile", "*.mk", "*.mak"},
-	"markdown":   {"*.md", "*.markdown", "*.mdown", "*.mdwn", "*.mkd", "*.mkdn", "*.mdx"},
-	"md":         {"*.md", "*.markdown", "*.mdown", "*.mdwn", "*.mkd", "*.mkdn", "*.mdx"},
-	"nix":        {"*.nix"},
-	"ocaml":      {"*.ml", "*.mli", "*.mll", "*.mly"},
-	"perl":       {"*.pl", "*.pm", "*.t", "*.pod"},
-	"php":        {"*.php", "*.php3", "*.php4", "*.php5", "*.phtml"},
-	"proto":      {"*.proto"},
-	"protobuf":   {"*.proto"},
-	"ps":         {"*.ps1", "*.psm1", "*.psd1"},
-	"py":         {"*.py", "*.pyi", "*.pyw"},
-	"python":     {"*.py", "*.pyi", "*.pyw"},
-	"r":          {"*.R", "*.r", "*.Rmd", "*.Rnw"},
-	"rb":         {"*.rb", "*.rake", "*.gemspec", "Gemfile", "Rakefile", "*.erb"},
-	"ruby":       {"*.rb", "*.rake", "*.gemspec", "Gemfile", "Rakefile", "*.erb"},
-	"rust":       {"*.rs"},
-	"scala":      {"*.scala", "*.sbt", "*.sc"},
-	"sh":         {"*.sh", "*.bash", "*.zsh", "*.ksh", "*.csh", "*.tcsh", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv", ".kshrc", ".cshrc"},
-	"sql":        {"*.sql", "*.psql"},
-	"svelte":     {"*.svelte"},
-	"swift":      {"*.swift"},
-	"terraform":  {"*.tf", "*.tfvars", "*.tf.json"},
-	"tex":        {"*.tex", "*.ltx", "*.cls", "*.sty", "*.bib"},
-	"tf":         {"*.tf", "*.tfvars", "*.tf.json"},
-	"toml":       {"*.toml", "Cargo.lock"},
-	"ts":         {"*.ts", "*.tsx", "*.mts", "*.cts"},
-	"txt":        {"*.txt"},
-	"typescript": {"*.ts", "*.tsx", "*.mts", "*.cts"},
-	"vue":        {"*.vue"},
-	"xml":        {"*.xml", "*.xml.dist", "*.dtd", "*.xsl", "*.xslt", "*.xsd", "*.xjb", "*.rng", "*.sch", "*.svg"},
-	"yaml":       {"*.yaml", "*.yml"},
-	"zig":        {"*.zig"},
-}
+// the base name. It is built on first use, not at every start of the process.
+var grepTypeGlobs = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"asm":        {"*.asm", "*.s", "*.S"},
+		"c":          {"*.c", "*.h", "*.H"},
+		"clojure":    {"*.clj", "*.cljc", "*.cljs", "*.cljx", "*.edn"},
+		"cmake":      {"*.cmake", "CMakeLists.txt"},
+		"cpp":        {"*.C", "*.cc", "*.cpp", "*.cxx", "*.c++", "*.h", "*.H", "*.hh", "*.hpp", "*.hxx", "*.h++", "*.inl", "*.ipp"},
+		"cs":         {"*.cs"},
+		"csharp":     {"*.cs"},
+		"css":        {"*.css", "*.scss", "*.sass", "*.less"},
+		"csv":        {"*.csv", "*.tsv"},
+		"dart":       {"*.dart"},
+		"docker":     {"Dockerfile", "Dockerfile.*", "*.dockerfile", "Containerfile"},
+		"elixir":     {"*.ex", "*.exs", "*.eex", "*.heex", "*.leex"},
+		"erlang":     {"*.erl", "*.hrl"},
+		"go":         {"*.go"},
+		"gradle":     {"*.gradle", "*.gradle.kts"},
+		"graphql":    {"*.graphql", "*.graphqls", "*.gql"},
+		"haskell":    {"*.hs", "*.lhs"},
+		"html":       {"*.htm", "*.html", "*.xhtml", "*.ejs"},
+		"java":       {"*.java", "*.jsp"},
+		"js":         {"*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"},
+		"json":       {"*.json", "*.jsonl", "*.ndjson", "*.geojson", "*.sarif"},
+		"jsonc":      {"*.jsonc"},
+		"julia":      {"*.jl"},
+		"kotlin":     {"*.kt", "*.kts"},
+		"lua":        {"*.lua"},
+		"make":       {"Makefile", "makefile", "GNUmakefile", "*.mk", "*.mak"},
+		"markdown":   {"*.md", "*.markdown", "*.mdown", "*.mdwn", "*.mkd", "*.mkdn", "*.mdx"},
+		"md":         {"*.md", "*.markdown", "*.mdown", "*.mdwn", "*.mkd", "*.mkdn", "*.mdx"},
+		"nix":        {"*.nix"},
+		"ocaml":      {"*.ml", "*.mli", "*.mll", "*.mly"},
+		"perl":       {"*.pl", "*.pm", "*.t", "*.pod"},
+		"php":        {"*.php", "*.php3", "*.php4", "*.php5", "*.phtml"},
+		"proto":      {"*.proto"},
+		"protobuf":   {"*.proto"},
+		"ps":         {"*.ps1", "*.psm1", "*.psd1"},
+		"py":         {"*.py", "*.pyi", "*.pyw"},
+		"python":     {"*.py", "*.pyi", "*.pyw"},
+		"r":          {"*.R", "*.r", "*.Rmd", "*.Rnw"},
+		"rb":         {"*.rb", "*.rake", "*.gemspec", "Gemfile", "Rakefile", "*.erb"},
+		"ruby":       {"*.rb", "*.rake", "*.gemspec", "Gemfile", "Rakefile", "*.erb"},
+		"rust":       {"*.rs"},
+		"scala":      {"*.scala", "*.sbt", "*.sc"},
+		"sh":         {"*.sh", "*.bash", "*.zsh", "*.ksh", "*.csh", "*.tcsh", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv", ".kshrc", ".cshrc"},
+		"sql":        {"*.sql", "*.psql"},
+		"svelte":     {"*.svelte"},
+		"swift":      {"*.swift"},
+		"terraform":  {"*.tf", "*.tfvars", "*.tf.json"},
+		"tex":        {"*.tex", "*.ltx", "*.cls", "*.sty", "*.bib"},
+		"tf":         {"*.tf", "*.tfvars", "*.tf.json"},
+		"toml":       {"*.toml", "Cargo.lock"},
+		"ts":         {"*.ts", "*.tsx", "*.mts", "*.cts"},
+		"txt":        {"*.txt"},
+		"typescript": {"*.ts", "*.tsx", "*.mts", "*.cts"},
+		"vue":        {"*.vue"},
+		"xml":        {"*.xml", "*.xml.dist", "*.dtd", "*.xsl", "*.xslt", "*.xsd", "*.xjb", "*.rng", "*.sch", "*.svg"},
+		"yaml":       {"*.yaml", "*.yml"},
+		"zig":        {"*.zig"},
+	}
+})
 
 // grepTypeNames lists the known types, sorted, for the error a bad type gets.
 func grepTypeNames() string {
-	names := make([]string, 0, len(grepTypeGlobs))
-	for n := range grepTypeGlobs {
+	names := make([]string, 0, len(grepTypeGlobs()))
+	for n := range grepTypeGlobs() {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -98,7 +101,7 @@ type fileFilter struct {
 func newFileFilter(typ, globs string) (f *fileFilter, ok bool, bad string) {
 	f = &fileFilter{}
 	if typ != "" {
-		list, known := grepTypeGlobs[strings.ToLower(typ)]
+		list, known := grepTypeGlobs()[strings.ToLower(typ)]
 		if !known {
 			return nil, false, ""
 		}
