@@ -37,6 +37,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"math/rand/v2"
@@ -114,6 +115,8 @@ type Provider struct {
 	baseURL     string
 	// backoff is the wait before stream-level retry n (0-based); tests shorten it.
 	backoff func(n int) time.Duration
+	// bodies encodes request bodies, each message once; see body.go.
+	bodies *bodyCache
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -124,7 +127,7 @@ func New(cfg Config) (*Provider, error) {
 	if strings.TrimSpace(cfg.APIKey) == "" {
 		return nil, sema.Errorf(model.CodeConfig, "no Anthropic API key is configured; set ANTHROPIC_API_KEY to a key from the Anthropic console")
 	}
-	p := &Provider{maxRetries: cfg.MaxRetries, idleTimeout: cfg.IdleTimeout, backoff: backoff}
+	p := &Provider{maxRetries: cfg.MaxRetries, idleTimeout: cfg.IdleTimeout, backoff: backoff, bodies: newBodyCache()}
 	switch {
 	case p.maxRetries == 0:
 		p.maxRetries = DefaultMaxRetries
@@ -179,7 +182,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 	if req == nil {
 		return nil, sema.Errorf(model.CodeBadRequest, "the model request is nil; pass a request with a model and messages")
 	}
-	params, err := buildParams(req)
+	body, err := p.bodies.encodeBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +192,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 
 	c := &call{p: p, ctx: ctx, model: req.Model, onDelta: onDelta}
 	for n := 0; ; n++ {
-		resp, err := c.attempt(params)
+		resp, err := c.attempt(body)
 		if err == nil {
 			return resp, nil
 		}
@@ -245,7 +248,7 @@ func (c *call) delta(d model.Delta) {
 
 // attempt sends the request once (with the SDK's retries of failed responses) and
 // assembles the stream.
-func (c *call) attempt(params sdk.MessageNewParams) (*model.Response, error) {
+func (c *call) attempt(body []byte) (*model.Response, error) {
 	actx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	w := newWatch(c.p.idleTimeout, cancel)
@@ -258,7 +261,10 @@ func (c *call) attempt(params sdk.MessageNewParams) (*model.Response, error) {
 	// decoder buffers each event anew and unmarshals it reflectively, which cost
 	// over 80% of the time and almost all allocations of assembling a response.
 	var res *http.Response
-	stream := c.p.client.Messages.NewStreaming(actx, params,
+	// The body is the one encoded in body.go (with "stream":true), sent as it is: a
+	// bytes.Reader gives the SDK its length and a way to send it again.
+	err := c.p.client.Post(actx, "v1/messages", nil, &res,
+		option.WithRequestBody("application/json", bytes.NewReader(body)),
 		option.WithResponseInto(&res),
 		option.WithMaxRetries(retries),
 		option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
@@ -278,14 +284,15 @@ func (c *call) attempt(params sdk.MessageNewParams) (*model.Response, error) {
 			res.Body = &watchedBody{rc: res.Body, w: w}
 			return res, nil
 		}))
-	defer stream.Close()
+	if res != nil && res.Body != nil {
+		defer res.Body.Close()
+	}
 
 	var emit func(model.Delta)
 	if c.onDelta != nil {
 		emit = c.delta
 	}
 	acc := newAccumulator(emit)
-	err := stream.Err()
 	if err == nil {
 		// Reading stops at message_stop: the response is complete then, and a server
 		// that kept the connection open afterwards must not hold it back.

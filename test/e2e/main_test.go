@@ -20,6 +20,12 @@ import (
 var semaBin string
 
 func TestMain(m *testing.M) {
+	if bin := os.Getenv("SEMA_E2E_BIN"); bin != "" {
+		// A binary built elsewhere (say, to profile it after the run, or to compare
+		// two builds in the benchmarks).
+		semaBin = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "sema-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -66,7 +72,7 @@ func sema(t *testing.T, dir string, env []string, stdin string, args ...string) 
 }
 
 // writeTree creates files (name → content) under a new temp dir and returns it.
-func writeTree(t *testing.T, files map[string]string) string {
+func writeTree(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range files {

@@ -12,7 +12,9 @@ import (
 	"github.com/sema-agent/sema/model"
 )
 
-// buildParams translates req into the SDK's request parameters. It refuses, with code
+// buildParams translates req into the SDK's request parameters: the request as the
+// SDK's own types and encoder spell it, kept as the reference the provider's encoder
+// (body.go) is held to. It refuses, with code
 // model.bad_request, what it cannot express: an unknown role or block kind, tool input
 // or a tool schema that is not JSON, a negative MaxTokens.
 //
