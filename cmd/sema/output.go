@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/streamjson"
 )
 
 // printer writes a run's events in one of the output formats.
@@ -153,122 +154,21 @@ func terminalText(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// wireBlock is a content block in the JSON output, in the familiar Messages shape.
-type wireBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	MediaType string          `json:"media_type,omitempty"`
-}
+// wireBlocks is streamjson.Blocks: the content blocks of the JSON output.
+func wireBlocks(bs []model.Block) []streamjson.Block { return streamjson.Blocks(bs) }
 
-func wireBlocks(bs []model.Block) []wireBlock {
-	out := make([]wireBlock, 0, len(bs))
-	for _, b := range bs {
-		w := wireBlock{Type: string(b.Kind), Text: b.Text, ID: b.ID, Name: b.Name, Input: b.Input}
-		if b.Kind == model.KindImage {
-			w.MediaType = b.MediaType
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
+// streamObject is the stream-json line of ev; a result also names the command that
+// continues its session.
 func streamObject(ev agent.Event) any {
-	obj := streamBody(ev)
-	if m, ok := obj.(map[string]any); ok && ev.ParentToolUseID != "" {
-		// A child leg's event: the Task call it belongs to, as the Agent SDKs name it.
-		m["parent_tool_use_id"] = ev.ParentToolUseID
-	}
-	return obj
-}
-
-func streamBody(ev agent.Event) any {
-	switch ev.Type {
-	case agent.EventCompaction:
-		return map[string]any{"type": "compaction", "turn": ev.Turn, "compaction": ev.Compaction}
-	case agent.EventTodos:
-		return map[string]any{"type": "todos", "turn": ev.Turn, "todos": nonNil(ev.Todos)}
-	case agent.EventSubagentStart, agent.EventSubagentEnd:
-		return map[string]any{"type": string(ev.Type), "turn": ev.Turn, "subagent": ev.Subagent}
-	case agent.EventInit:
-		return map[string]any{"type": "system", "subtype": "init", "session_id": ev.Manifest.SessionID, "manifest": ev.Manifest}
-	case agent.EventAssistant:
-		return map[string]any{"type": "assistant", "turn": ev.Turn, "message": map[string]any{"role": "assistant", "content": wireBlocks(ev.Message.Content)}}
-	case agent.EventToolUse:
-		return map[string]any{"type": "tool_use", "turn": ev.Turn, "id": ev.ToolUse.ID, "name": ev.ToolUse.Name, "input": json.RawMessage(orEmptyObject(ev.ToolUse.Input))}
-	case agent.EventToolResult:
-		r := ev.ToolResult
-		obj := map[string]any{"type": "tool_result", "turn": ev.Turn, "tool_use_id": r.ID, "name": r.Name, "is_error": r.IsError, "content": r.Text}
-		if r.Code != "" {
-			obj["code"] = r.Code
-		}
-		return obj
-	case agent.EventPermission:
-		if q := ev.Question; q != nil {
-			obj := map[string]any{"type": "permission", "subtype": "question", "turn": ev.Turn, "tool": q.Tool, "input": json.RawMessage(orEmptyObject(q.Input)),
-				"message": q.Message, "gate": q.Gate, "answered_by": q.AnsweredBy, "behavior": q.Behavior}
-			if q.PersonOnly {
-				obj["person_only"] = true
-			}
-			return obj
-		}
-		if d := ev.Denial; d != nil {
-			return map[string]any{"type": "permission", "turn": ev.Turn, "tool": d.Tool, "input": d.Input, "reason": d.Reason, "code": d.Code}
-		}
-		return nil
-	case agent.EventNotice:
-		return map[string]any{"type": "notice", "turn": ev.Turn, "code": ev.Notice.Code, "message": ev.Notice.Message, "detail": ev.Notice.Detail}
-	case agent.EventResult:
+	if ev.Type == agent.EventResult {
 		return resultObject(ev.Result)
 	}
-	return nil // text deltas are not part of stream-json
+	return streamjson.Event(ev)
 }
 
-func orEmptyObject(b []byte) []byte {
-	if len(b) == 0 || !json.Valid(b) {
-		return []byte("{}")
-	}
-	return b
-}
-
+// resultObject is the result object of --output-format json and stream-json.
 func resultObject(r *agent.TaskResult) map[string]any {
-	obj := map[string]any{
-		"type":               "result",
-		"session_id":         r.SessionID,
-		"status":             r.Status,
-		"result":             r.Result,
-		"num_turns":          r.NumTurns,
-		"usage":              r.Usage,
-		"total_cost_usd":     r.TotalCostUSD,
-		"modelUsage":         nonNilMap(r.ModelUsage),
-		"permission_denials": nonNil(r.PermissionDenials),
-		"edited_files":       nonNil(r.EditedFiles),
-		"manifest":           r.Manifest,
-		"notices":            nonNil(r.Notices),
-	}
-	if r.Error != nil {
-		obj["error"] = r.Error
-	}
-	if cp, parked := r.Parked(); parked {
-		obj["checkpoint"] = cp
-	}
-	if len(r.RewindNotes) > 0 {
-		obj["rewind_notes"] = r.RewindNotes
-	}
-	if r.Answered != nil {
-		obj["answered"] = r.Answered
-	}
-	if len(r.Subagents) > 0 {
-		obj["subagents"] = r.Subagents
-	}
-	if len(r.Compactions) > 0 {
-		obj["compactions"] = r.Compactions
-	}
-	if len(r.Todos) > 0 {
-		obj["todos"] = r.Todos
-	}
+	obj := streamjson.Result(r)
 	if (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) && r.SessionID != "" {
 		// The command that continues the session; the session keeps every finished turn.
 		obj["continue_with"] = continueCommand(context.Background(), r.SessionID, r.Manifest.Root)
@@ -288,4 +188,13 @@ func nonNilMap[K comparable, V any](m map[K]V) map[K]V {
 		return map[K]V{}
 	}
 	return m
+}
+
+// orEmptyObject is b, or {} when b is empty or not JSON: a tool input on the wire is
+// always an object.
+func orEmptyObject(b []byte) []byte {
+	if len(b) == 0 || !json.Valid(b) {
+		return []byte("{}")
+	}
+	return b
 }
