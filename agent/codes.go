@@ -28,6 +28,9 @@ const (
 	CodeHistoryMissing = "config.history_missing"
 	// CodeResumeInvalid: a TaskSpec.Resume without the SessionID it continues.
 	CodeResumeInvalid = "config.resume_invalid"
+	// CodeSessionIDInvalid: a TaskSpec.SessionID that is not a lowercase UUID, or one
+	// given with a Resume.
+	CodeSessionIDInvalid = "config.session_id_invalid"
 	// CodeOnAskInvalid: TaskSpec.OnAsk is not one of the OnAsk words.
 	CodeOnAskInvalid = "config.on_ask_invalid"
 	// CodeApproverMissing: TaskSpec.OnAsk is approver and Deps.Approver is nil.

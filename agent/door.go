@@ -15,7 +15,7 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if deps.Provider == nil {
 		return configError(CodeProviderMissing, "no model provider is configured; set Deps.Provider")
 	}
-	if strings.TrimSpace(spec.Prompt) == "" && answer == nil && !spec.compactOnly {
+	if strings.TrimSpace(spec.Prompt) == "" && answer == nil && !spec.compactOnly && !spec.resume().Continue {
 		return configError(CodePromptMissing, "the task has no prompt; give a prompt to run")
 	}
 	if answer != nil && (spec.sessionID() == "" || answer.CheckpointID == "") {
@@ -23,6 +23,14 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	}
 	if spec.Resume != nil && spec.Resume.SessionID == "" {
 		return configError(CodeResumeInvalid, "Resume needs the SessionID it continues from")
+	}
+	if spec.SessionID != "" {
+		if spec.Resume != nil || answer != nil {
+			return configError(CodeSessionIDInvalid, "SessionID names a new session; a resumed run continues Resume.SessionID, so leave SessionID empty")
+		}
+		if !isUUID(spec.SessionID) {
+			return configError(CodeSessionIDInvalid, "SessionID %q is not a lowercase UUID (8-4-4-4-12 hex digits)", spec.SessionID)
+		}
 	}
 	switch spec.OnAsk {
 	case OnAskDefault, OnAskDeny, OnAskPark:
@@ -91,4 +99,26 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 		return err
 	}
 	return validateSandbox(deps, spec)
+}
+
+// isUUID reports whether s has the form of a session id a caller may choose: what
+// newSessionID mints, in any version, lowercase.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }

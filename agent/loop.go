@@ -64,6 +64,12 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 	if l.stopped(res) {
 		return l.finish(ctx, res, msgs, turn-first)
 	}
+	if n := len(msgs); l.spec.resume().Continue && n > 0 && msgs[n-1].Role == model.RoleAssistant {
+		// Continue with nothing to answer: the transcript ends with the model's answer (the
+		// stopped leg had finished its work), so that answer is the result.
+		res.Result, res.Status = (&model.Response{Content: msgs[n-1].Content}).Text(), sema.StatusCompleted
+		return l.finish(ctx, res, msgs, turn-first)
+	}
 	stopBlocks := 0
 	for {
 		if l.spec.MaxTurns > 0 && turn-first >= l.spec.MaxTurns {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -688,7 +689,7 @@ func (l *leg) loadSession(ctx context.Context) (*session.Session, []session.Entr
 // starts its leg. It runs last in prepare, so a refused spec leaves no leg behind.
 func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []session.Entry) error {
 	if l.store == nil {
-		l.sessionID = newSessionID()
+		l.sessionID = cmp.Or(l.spec.SessionID, newSessionID())
 		return nil
 	}
 	root := l.fence.Root()
@@ -699,7 +700,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 		s, err = l.childSession(ctx)
 	case loaded == nil:
 		s, err = l.store.Create(ctx, session.Session{
-			Root: root, FSID: history.FilesystemIdentity(l.deps.Env), Model: l.spec.Model,
+			ID: l.spec.SessionID, Root: root, FSID: history.FilesystemIdentity(l.deps.Env), Model: l.spec.Model,
 			Mode: string(l.modes.Requested()), Title: title(l.spec.Prompt),
 		})
 	case loaded.Root != root:

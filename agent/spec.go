@@ -97,6 +97,13 @@ type TaskSpec struct {
 	// Resume continues a stored session instead of starting a new one. Nil (the
 	// default): the run creates a new session (kept in Deps.Store when there is one).
 	Resume *Resume
+	// SessionID is the id of the new session the run creates, for a host that hands the
+	// id out before the run starts (sema serve answers a submitted task with it). It
+	// must be a lowercase RFC 4122 UUID (config.session_id_invalid) and is refused with a
+	// Resume, which names its session itself (config.session_id_invalid). An id the store
+	// holds already is refused by the store (session.exists). Empty (the default): a
+	// random one.
+	SessionID string
 	// Control, when set, lets the caller change the permission mode while the run is in
 	// progress (Control.SetPermissionMode). Nil (the default): the mode stays as resolved.
 	Control *Control
@@ -175,6 +182,13 @@ type Resume struct {
 	// (history.partial_restore). It goes with a Files rewind only; set without one it is
 	// refused (config.rewind_invalid). The per-file ledger is in TaskResult.RewindNotes.
 	AcceptPartialRestore bool
+	// Continue lets the run go on without a new prompt: the model is asked again from
+	// the transcript as it stands, calls a stopped leg left unanswered answered as not
+	// run. It is for a host that restarts a run its crashed process left (sema serve);
+	// a transcript that ends with the model's answer has nothing to continue, and the leg
+	// ends completed with that answer and no turn. With Continue, Prompt may be empty;
+	// a prompt given anyway is added as usual. Default false: a resume needs a prompt.
+	Continue bool
 	// Wait, when another run is continuing the session (it holds the session's lease),
 	// waits for that run to end, for as long as ctx lasts. Default false: the run is
 	// refused at once with session.busy, before anything is claimed or written. A fork
