@@ -1,0 +1,204 @@
+// Package client is the Go client of `sema serve`'s API (its OpenAPI document is
+// server/openapi.json, served at /v1/openapi.json). Its types are the API's JSON.
+//
+//	c := client.New("http://127.0.0.1:7777", token)
+//	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "fix the failing test", Cwd: dir})
+//	for ev, err := range c.Events(ctx, task.TaskID, 0) { … }
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Client calls one service with one bearer token.
+type Client struct {
+	base  string
+	token string
+	// HTTP is the client requests go through (http.DefaultClient when nil).
+	HTTP *http.Client
+}
+
+// New returns a client of the service at base ("http://127.0.0.1:7777") acting with
+// token.
+func New(base, token string) *Client {
+	return &Client{base: strings.TrimRight(base, "/"), token: token}
+}
+
+func (c *Client) http() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+// do sends one request and decodes a 2xx answer into out; any other answer is an
+// *Error with the service's code.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return errorOf(resp)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func errorOf(resp *http.Response) error {
+	e := &Error{Status: resp.StatusCode}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(b, e) != nil || e.Code == "" {
+		e.Code, e.Message = "http."+strconv.Itoa(resp.StatusCode), strings.TrimSpace(string(b))
+	}
+	return e
+}
+
+// SubmitTask submits a task (POST /v1/tasks) and returns its ids and status.
+func (c *Client) SubmitTask(ctx context.Context, spec TaskSpec) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, http.MethodPost, "/v1/tasks", spec, &t)
+}
+
+// Task returns a task's status and, once a leg ended, its result (GET /v1/tasks/{id}).
+func (c *Client) Task(ctx context.Context, id string) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(id), nil, &t)
+}
+
+// Cancel asks for a task's cancellation (POST /v1/tasks/{id}/cancel).
+func (c *Client) Cancel(ctx context.Context, id string) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, &t)
+}
+
+// Checkpoints lists the tenant's checkpoints with status open, answered or all.
+func (c *Client) Checkpoints(ctx context.Context, status string) ([]Checkpoint, error) {
+	var out struct {
+		Checkpoints []Checkpoint `json:"checkpoints"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/checkpoints?status="+url.QueryEscape(status), nil, &out)
+	return out.Checkpoints, err
+}
+
+// Decide answers a checkpoint, once (POST /v1/checkpoints/{id}/decision); a second
+// decision is an *Error with the code checkpoint.already_claimed.
+func (c *Client) Decide(ctx context.Context, checkpointID string, d Decision) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, http.MethodPost, "/v1/checkpoints/"+url.PathEscape(checkpointID)+"/decision", d, &t)
+}
+
+// Sessions lists the tenant's sessions, newest first.
+func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
+	var out struct {
+		Sessions []Session `json:"sessions"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/sessions", nil, &out)
+	return out.Sessions, err
+}
+
+// Session returns a session and the page of its transcript from offset.
+func (c *Client) Session(ctx context.Context, id string, offset int) (*Transcript, error) {
+	var t Transcript
+	return &t, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"?offset="+strconv.Itoa(offset), nil, &t)
+}
+
+// Message continues a session with a new prompt, as a new task.
+func (c *Client) Message(ctx context.Context, sessionID string, m Message) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/messages", m, &t)
+}
+
+// Fork continues a session in a new one, as a new task.
+func (c *Client) Fork(ctx context.Context, sessionID string, f Fork) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/fork", f, &t)
+}
+
+// Rewind rewinds a session's files and/or conversation; the answer is the rewind's
+// ledger and head, as `sema rewind --output-format json` prints them.
+func (c *Client) Rewind(ctx context.Context, sessionID string, r Rewind) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/rewind", r, &out)
+}
+
+// Events follows a task's event stream from after the event with id after (0: from
+// the start) until the task ends for good, ctx ends, or the connection drops; the last
+// event's ID resumes it (Events(ctx, id, ev.ID)), from any process of the service.
+func (c *Client) Events(ctx context.Context, taskID string, after int64) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/tasks/"+url.PathEscape(taskID)+"/events", nil)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Accept", "text/event-stream")
+		if after > 0 {
+			req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+		}
+		resp, err := c.http().Do(req)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			yield(Event{}, errorOf(resp))
+			return
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		var ev Event
+		var data []byte
+		for sc.Scan() {
+			line := sc.Bytes()
+			switch {
+			case len(line) == 0:
+				if data != nil {
+					ev.Data = json.RawMessage(data)
+					if !yield(ev, nil) {
+						return
+					}
+				}
+				ev, data = Event{}, nil
+			case bytes.HasPrefix(line, []byte("id: ")):
+				ev.ID, _ = strconv.ParseInt(string(line[4:]), 10, 64)
+			case bytes.HasPrefix(line, []byte("data: ")):
+				data = append(data, line[6:]...)
+			}
+		}
+		if err := sc.Err(); err != nil && ctx.Err() == nil {
+			yield(Event{}, fmt.Errorf("the event stream broke: %w", err))
+		}
+	}
+}

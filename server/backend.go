@@ -1,0 +1,170 @@
+package server
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/session/sqlitedb"
+	"github.com/sema-agent/sema/statedir"
+)
+
+// backend is where the service keeps everything: its own tables, the session and
+// file-history stores, and River's queue. Two exist: SQLite files in the state
+// directory (one machine) and one Postgres database (many machines).
+type backend interface {
+	// db is the service's tables outside a transaction.
+	db() conn
+	// tx runs fn in one transaction of the service's tables; enqueue inserts the job
+	// that runs a task into River's queue in that same transaction, so a task row and
+	// its job exist together or not at all.
+	tx(ctx context.Context, fn func(c conn, enqueue func(taskID string) error) error) error
+	sessions() session.Store
+	history() history.Store
+	// startQueue starts River's client with the service's worker.
+	startQueue(ctx context.Context, w *river.Workers, q queueConfig) error
+	// stopQueue stops fetching jobs and waits for running ones until ctx ends, then
+	// cancels them (their workers snooze them for another process).
+	stopQueue(ctx context.Context) error
+	close() error
+}
+
+// queueConfig is how River runs the service's jobs.
+type queueConfig struct {
+	// workers is how many tasks one process runs at once.
+	workers int
+	// rescueAfter is how long a job may look stuck (its process gone) before River
+	// hands it to another worker. A live worker's leg holds its session's lease, so a
+	// job rescued too early waits (session.busy snoozes it) instead of running twice.
+	rescueAfter time.Duration
+	// queue is the River queue this process works (the deployment's workspace set).
+	queue string
+	// poll is how often a worker looks for new jobs when nothing woke it.
+	poll time.Duration
+}
+
+func (q queueConfig) river(w *river.Workers) *river.Config {
+	return &river.Config{
+		Queues:               map[string]river.QueueConfig{q.queue: {MaxWorkers: q.workers}},
+		Workers:              w,
+		JobTimeout:           -1, // a task runs as long as its budgets let it
+		RescueStuckJobsAfter: q.rescueAfter,
+		FetchPollInterval:    q.poll,
+		FetchCooldown:        q.poll / 2,
+		MaxAttempts:          25,
+	}
+}
+
+// sqliteBackend keeps the sessions and file history in the state directory's database
+// (statedir) and the service's tables and River's in serve.db beside it: one file for the
+// queue, because River's SQLite driver wants a pool of one connection, which the stores'
+// concurrent readers should not share.
+type sqliteBackend struct {
+	dir   *statedir.Dir
+	serve *sql.DB
+	queue *river.Client[*sql.Tx]
+	name  string
+}
+
+// ServeDatabaseName is the file in the state directory that holds the service's tables
+// and River's queue.
+const ServeDatabaseName = "serve.db"
+
+func openSQLite(ctx context.Context, home string) (*sqliteBackend, error) {
+	dir, err := statedir.Open(ctx, home)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir.Path(), ServeDatabaseName)
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	if err != nil {
+		dir.Close()
+		return nil, sema.Errorf(CodeStoreFailed, "cannot open the service database %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	b := &sqliteBackend{dir: dir, serve: db, name: path}
+	if err := b.migrate(ctx); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *sqliteBackend) migrate(ctx context.Context) error {
+	m, err := rivermigrate.New(riversqlite.New(b.serve), nil)
+	if err != nil {
+		return sema.Errorf(CodeStoreFailed, "cannot prepare the queue's migrations: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return sema.Errorf(CodeStoreFailed, "cannot migrate the queue's tables in %s: %w", b.name, err)
+	}
+	for _, q := range schema {
+		if _, err := b.serve.ExecContext(ctx, q); err != nil {
+			return sema.Errorf(CodeStoreFailed, "cannot create the service's tables in %s: %w", b.name, err)
+		}
+	}
+	return nil
+}
+
+func (b *sqliteBackend) db() conn                { return sqlConn{db: b.serve} }
+func (b *sqliteBackend) sessions() session.Store { return b.dir.Sessions() }
+func (b *sqliteBackend) history() history.Store  { return b.dir.History() }
+
+func (b *sqliteBackend) tx(ctx context.Context, fn func(c conn, enqueue func(taskID string) error) error) error {
+	tx, err := b.serve.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	enqueue := func(taskID string) error {
+		if b.queue == nil {
+			return sema.Errorf(CodeStoreFailed, "the queue is not started")
+		}
+		_, err := b.queue.InsertTx(ctx, tx, runArgs{TaskID: taskID}, nil)
+		return err
+	}
+	if err := fn(sqlConn{db: tx}, enqueue); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (b *sqliteBackend) startQueue(ctx context.Context, w *river.Workers, q queueConfig) error {
+	c, err := river.NewClient(riversqlite.New(b.serve), q.river(w))
+	if err != nil {
+		return err
+	}
+	b.queue = c
+	return c.Start(ctx)
+}
+
+func (b *sqliteBackend) stopQueue(ctx context.Context) error {
+	if b.queue == nil {
+		return nil
+	}
+	if err := b.queue.Stop(ctx); err != nil {
+		// The deadline passed with jobs still running: cancel them; their workers snooze
+		// them so that the next process to start picks them up.
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return b.queue.StopAndCancel(cctx)
+	}
+	return nil
+}
+
+func (b *sqliteBackend) close() error {
+	err := b.serve.Close()
+	if cerr := b.dir.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (b *sqliteBackend) stateDir() string { return b.dir.Path() }

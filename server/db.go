@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// conn is the SQL the service's own tables need, the same on either backend: queries
+// are written with ? placeholders, and the Postgres backend numbers them ($1, $2, …).
+// Identifiers, timestamps (unix milliseconds) and JSON (text) are stored in types both
+// databases share, so one schema and one set of queries serve both.
+type conn interface {
+	exec(ctx context.Context, q string, args ...any) (int64, error)
+	query(ctx context.Context, q string, args ...any) (rows, error)
+}
+
+// rows is a query's answer, read row by row.
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// queryRow runs q and scans its first row into dest; no row is errNoRow.
+func queryRow(ctx context.Context, c conn, q string, args []any, dest ...any) error {
+	r, err := c.query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if !r.Next() {
+		if err := r.Err(); err != nil {
+			return err
+		}
+		return errNoRow
+	}
+	return r.Scan(dest...)
+}
+
+var errNoRow = errors.New("no row")
+
+// schema is the service's own tables. Tasks, their event streams, tenants, their tokens
+// (hashed), the checkpoints they wait on and the sessions they own; River's tables live
+// beside them (its own migrations), and the session and history stores keep theirs.
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS sema_serve_tenants (
+		name TEXT PRIMARY KEY,
+		base TEXT NOT NULL,
+		max_concurrent INTEGER NOT NULL,
+		tokens_per_day BIGINT NOT NULL,
+		created_ms BIGINT NOT NULL,
+		deleted_ms BIGINT
+	)`,
+	`CREATE TABLE IF NOT EXISTS sema_serve_tokens (
+		hash TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		created_ms BIGINT NOT NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS sema_serve_tasks (
+		id TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		session_id TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		spec TEXT NOT NULL,
+		status TEXT NOT NULL,
+		checkpoint_id TEXT NOT NULL DEFAULT '',
+		decision TEXT NOT NULL DEFAULT '',
+		result TEXT NOT NULL DEFAULT '',
+		tokens BIGINT NOT NULL DEFAULT 0,
+		head_at_start TEXT NOT NULL DEFAULT '',
+		began INTEGER NOT NULL DEFAULT 0,
+		cancel_requested INTEGER NOT NULL DEFAULT 0,
+		created_ms BIGINT NOT NULL,
+		updated_ms BIGINT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_tasks_tenant ON sema_serve_tasks (tenant, status)`,
+	`CREATE TABLE IF NOT EXISTS sema_serve_events (
+		task_id TEXT NOT NULL,
+		seq BIGINT NOT NULL,
+		data TEXT NOT NULL,
+		PRIMARY KEY (task_id, seq)
+	)`,
+	`CREATE TABLE IF NOT EXISTS sema_serve_checkpoints (
+		id TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		task_id TEXT NOT NULL,
+		session_id TEXT NOT NULL,
+		decision TEXT NOT NULL DEFAULT '',
+		created_ms BIGINT NOT NULL,
+		decided_ms BIGINT NOT NULL DEFAULT 0
+	)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_checkpoints_open ON sema_serve_checkpoints (tenant, decided_ms)`,
+	`CREATE TABLE IF NOT EXISTS sema_serve_sessions (
+		id TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		created_ms BIGINT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_sessions_tenant ON sema_serve_sessions (tenant, created_ms)`,
+}
+
+// sqlConn is conn over database/sql (the SQLite backend), outside or inside a
+// transaction; number is true for a database that wants $1-style placeholders.
+type sqlConn struct {
+	db interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	}
+	number bool
+}
+
+func (c sqlConn) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	if c.number {
+		q = numbered(q)
+	}
+	r, err := c.db.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return r.RowsAffected()
+}
+
+func (c sqlConn) query(ctx context.Context, q string, args ...any) (rows, error) {
+	if c.number {
+		q = numbered(q)
+	}
+	r, err := c.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{r}, nil
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }
+
+// numbered rewrites ? placeholders as $1, $2, … (the service's queries hold no ? in a
+// string literal).
+func numbered(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}

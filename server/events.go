@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/client"
+)
+
+// taskEvents is GET /v1/tasks/{id}/events: the task's events as server-sent events, from
+// the store. Each event's id is its sequence number in the task; a client that
+// reconnects with Last-Event-ID (or ?after=N) gets exactly the events after it, whatever
+// process it reconnects to. The stream ends after the task's last event once the task
+// has ended for good; a parked task's stream stays open through the decision and the
+// resumed leg.
+func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	if _, err := s.task(ctx, t, id); err != nil {
+		if errors.Is(err, errNoRow) {
+			writeErr(w, r, http.StatusNotFound, taskNotFound())
+			return
+		}
+		s.internal(w, r, err)
+		return
+	}
+	after := int64(0)
+	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "Last-Event-ID (or after) must be an event id: a non-negative integer"))
+			return
+		}
+		after = n
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	heartbeat := time.NewTicker(15 * time.Second)
+	defer heartbeat.Stop()
+	for {
+		// Wait for a wake-up registered before reading, so an event appended between the
+		// read and the wait is not slept through.
+		woken := s.wake.wait(id)
+		n, err := s.writeEvents(ctx, w, id, &after)
+		if err != nil {
+			s.wake.forget(id, woken)
+			return
+		}
+		if n > 0 {
+			rc.Flush()
+		}
+		if n == 0 {
+			task, err := s.task(ctx, t, id)
+			if err != nil {
+				s.wake.forget(id, woken)
+				return
+			}
+			if task.Terminal() {
+				// Events written before the status are all in: read once more, then end.
+				if m, err := s.writeEvents(ctx, w, id, &after); err == nil && m > 0 {
+					rc.Flush()
+					s.wake.forget(id, woken)
+					continue
+				}
+				s.wake.forget(id, woken)
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			s.wake.forget(id, woken)
+			return
+		case <-woken:
+		case <-time.After(s.cfg.Poll):
+			s.wake.forget(id, woken)
+		case <-heartbeat.C:
+			s.wake.forget(id, woken)
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			rc.Flush()
+		}
+	}
+}
+
+// writeEvents writes the task's events after *after, up to a page, and moves *after.
+func (s *Server) writeEvents(ctx context.Context, w http.ResponseWriter, id string, after *int64) (int, error) {
+	rs, err := s.b.db().query(ctx, `SELECT seq, data FROM sema_serve_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT 500`, id, *after)
+	if err != nil {
+		return 0, err
+	}
+	defer rs.Close()
+	n := 0
+	for rs.Next() {
+		var ev client.Event
+		var data string
+		if err := rs.Scan(&ev.ID, &data); err != nil {
+			return n, err
+		}
+		if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", ev.ID, data); err != nil {
+			return n, err
+		}
+		*after = ev.ID
+		n++
+	}
+	return n, rs.Err()
+}

@@ -1,0 +1,180 @@
+// Package server is `sema serve`: the agent core as an HTTP service with server-sent
+// events. A task submitted over the API is a row in the service's tables and a job in
+// River's queue, enqueued in one transaction; any worker process that shares the store
+// runs it with an agent.Runner, writing each event to the store before anyone reads it,
+// so a stream resumes from any process (Last-Event-ID) and a crashed worker's task is
+// picked up by another. Questions park (on_ask park is the service's default) and wait
+// for a decision over the API; the decision is claimed once, in a row-level atomic
+// update, and enqueues the resume.
+//
+// The service holds no task state in memory beyond the legs it is running: a restarted
+// process, or another one, goes on from the store.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/pricing"
+)
+
+// Error codes of the service, beyond those of the packages it calls.
+const (
+	// CodeStoreFailed: the service's database could not be opened, migrated or written.
+	CodeStoreFailed = "serve.store_failed"
+	// CodeUnauthorized: no bearer token, or one the service does not know (a deleted
+	// tenant's included).
+	CodeUnauthorized = "auth.unauthorized"
+	// CodeNotFound: no such task, session or checkpoint for this tenant — another
+	// tenant's id included, so an answer never confirms that an id exists.
+	CodeNotFound = "request.not_found"
+	// CodeBadRequest: a body that is not the JSON the endpoint takes.
+	CodeBadRequest = "request.invalid"
+	// CodeUnknownField: a body with a field the endpoint does not know.
+	CodeUnknownField = "request.unknown_field"
+	// CodeRootOutsideBase: a cwd or added directory that does not resolve inside the
+	// tenant's base directory.
+	CodeRootOutsideBase = "tenant.root_outside_base"
+	// CodeConcurrencyLimit: the tenant has as many tasks queued or running as it may.
+	CodeConcurrencyLimit = "tenant.concurrency_limit"
+	// CodeTokenLimit: the tenant has spent its tokens for the day.
+	CodeTokenLimit = "tenant.token_limit"
+	// CodeTenantInvalid: a tenant name or base directory that cannot be used.
+	CodeTenantInvalid = "tenant.invalid"
+	// CodeNotRunnable: an operation on a task or session in a state that does not allow
+	// it (a cancel of a finished task, a rewind of a session a task is running in).
+	CodeNotRunnable = "task.conflict"
+	// CodeShuttingDown: the process is stopping and takes no new work.
+	CodeShuttingDown = "serve.shutting_down"
+)
+
+// Config is what a service needs. Home or Postgres says where it keeps its state.
+type Config struct {
+	// Home is the state directory (SQLite), used when Postgres is empty.
+	Home string
+	// Postgres is a postgres:// URL: sessions, history, the service's tables and River's
+	// queue in that database, shared by every process that names it.
+	Postgres string
+	// OpenProvider opens the provider for a task's model word ("" is the default
+	// model). It returns the provider and the model name to put in the spec.
+	OpenProvider func(model string) (model.Provider, string, error)
+	// Prices are the models' prices for budgets (nil: the built-in table).
+	Prices map[string]pricing.Price
+	// Workers is how many tasks this process runs at once (0: 16).
+	Workers int
+	// RescueAfter is how long a job may run without its process before another takes
+	// it (0: one minute).
+	RescueAfter time.Duration
+	// SessionLease is the lease of a running leg on its session (0: the runner's
+	// default); a crashed process's sessions are free again after it.
+	SessionLease time.Duration
+	// Poll is how often event streams and idle workers look at the store for work other
+	// processes did (0: 200 ms).
+	Poll time.Duration
+	// Logger receives structured logs (nil: JSON on standard error).
+	Logger *slog.Logger
+	// NoWorker serves the API without running tasks (a process that only answers).
+	NoWorker bool
+}
+
+// Server is one `sema serve` process.
+type Server struct {
+	cfg     Config
+	b       backend
+	log     *slog.Logger
+	metrics *metrics
+	mux     *http.ServeMux
+
+	// running are the tasks this process runs now, to cancel at once on a cancel
+	// request that reaches this process (others see the flag in the store).
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+	// wake wakes this process's event streams when it appends an event.
+	wake     *broadcaster
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+// New opens the service's store and migrates it. Start runs the workers; Handler serves
+// the API.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 16
+	}
+	if cfg.RescueAfter <= 0 {
+		cfg.RescueAfter = time.Minute
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 200 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.OpenProvider == nil {
+		return nil, sema.Errorf(CodeStoreFailed, "the service needs a way to open model providers (Config.OpenProvider)")
+	}
+	b, err := openBackend(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, b: b, log: cfg.Logger, metrics: newMetrics(),
+		running: map[string]context.CancelCauseFunc{}, wake: newBroadcaster(),
+		stopping: make(chan struct{}),
+	}
+	s.routes()
+	return s, nil
+}
+
+func openBackend(ctx context.Context, cfg Config) (backend, error) {
+	if cfg.Postgres != "" {
+		return openPostgres(ctx, cfg.Postgres)
+	}
+	return openSQLite(ctx, cfg.Home)
+}
+
+// Start starts the workers (unless Config.NoWorker): River's client fetches this
+// process's share of the queued tasks until Shutdown.
+func (s *Server) Start(ctx context.Context) error {
+	if s.cfg.NoWorker {
+		return s.b.startQueue(ctx, nil, queueConfig{})
+	}
+	w := river.NewWorkers()
+	if err := river.AddWorkerSafely(w, &taskWorker{s: s}); err != nil {
+		return err
+	}
+	return s.b.startQueue(ctx, w, queueConfig{
+		workers: s.cfg.Workers, rescueAfter: s.cfg.RescueAfter, queue: river.QueueDefault, poll: s.cfg.Poll,
+	})
+}
+
+// Shutdown stops taking work: new requests are refused (503), running legs finish
+// until ctx ends, and then they are cancelled and left queued for another process.
+// Close releases the store afterwards.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	return s.b.stopQueue(ctx)
+}
+
+// Close releases the store. Call it after Shutdown.
+func (s *Server) Close() error { return s.b.close() }
+
+// newID returns a random RFC 4122 version 4 UUID.
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func nowMS() int64 { return time.Now().UnixMilli() }

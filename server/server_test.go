@@ -1,0 +1,192 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sema-agent/sema/client"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/server"
+)
+
+// fixture is one service on SQLite in a temporary state directory, serving over a local
+// HTTP server, with a scripted model shared by every task (so a resumed leg continues
+// the script).
+type fixture struct {
+	srv   *server.Server
+	http  *httptest.Server
+	model *scripted.Provider
+	base  string
+}
+
+func newFixture(t *testing.T, script func(base string) []scripted.Turn) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := scripted.New(scripted.Script{Turns: script(base)})
+	srv, err := server.New(ctx, server.Config{
+		Home: t.TempDir(),
+		OpenProvider: func(name string) (model.Provider, string, error) {
+			return p, "scripted", nil
+		},
+		Poll:   20 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		srv.Close()
+	})
+	return &fixture{srv: srv, http: hs, model: p, base: base}
+}
+
+func (f *fixture) client(t *testing.T, tenant string, base string) *client.Client {
+	t.Helper()
+	tok, err := f.srv.CreateToken(context.Background(), tenant, base, server.TenantLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.New(f.http.URL, tok)
+}
+
+func writeCall(path, content string) scripted.ToolCall {
+	b, _ := json.Marshal(map[string]string{"file_path": path, "content": content})
+	return scripted.ToolCall{Name: "Write", Input: b}
+}
+
+func codeOf(err error) string {
+	var e *client.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// follow reads a task's events until the stream ends and returns their data.
+func follow(t *testing.T, c *client.Client, id string, after int64) []client.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []client.Event
+	for ev, err := range c.Events(ctx, id, after) {
+		if err != nil {
+			t.Fatalf("events: %v", err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func waitStatus(t *testing.T, c *client.Client, id string, want string) *client.Task {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		task, err := c.Task(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Status == want {
+			return task
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s is %s, want %s (result %s)", id, task.Status, want, task.Result)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestParkDecideCompleteOverTheAPI(t *testing.T) {
+	f := newFixture(t, func(base string) []scripted.Turn {
+		return []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "out.txt"), "approved\n")}},
+			{Text: "wrote it"},
+		}
+	})
+	ctx := context.Background()
+	target := filepath.Join(f.base, "out.txt")
+	c := f.client(t, "acme", f.base)
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write the file", Cwd: f.base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.TaskID == "" || task.SessionID == "" || task.Status != client.StatusQueued {
+		t.Fatalf("submitted: %+v", task)
+	}
+	parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+	if parked.CheckpointID == "" {
+		t.Fatalf("a parked task names no checkpoint: %+v", parked)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file exists before the approval: %v", err)
+	}
+	cps, err := c.Checkpoints(ctx, "open")
+	if err != nil || len(cps) != 1 || cps[0].ID != parked.CheckpointID || cps[0].Tool != "Write" || cps[0].TaskID != task.TaskID {
+		t.Fatalf("open checkpoints: %+v, %v", cps, err)
+	}
+	if _, err := c.Decide(ctx, cps[0].ID, client.Decision{Decision: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	// One-shot: a second decision, allow or deny, is refused by name.
+	for _, d := range []string{"allow", "deny"} {
+		if _, err := c.Decide(ctx, cps[0].ID, client.Decision{Decision: d}); codeOf(err) != "checkpoint.already_claimed" {
+			t.Fatalf("second decision (%s): %v", d, err)
+		}
+	}
+	done := waitStatus(t, c, task.TaskID, "completed")
+	if b, err := os.ReadFile(target); err != nil || string(b) != "approved\n" {
+		t.Fatalf("the approved write: %q, %v", b, err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(done.Result, &res); err != nil || res["result"] != "wrote it" {
+		t.Fatalf("result %s", done.Result)
+	}
+	// The whole stream, from the start: ids 1..n without gaps, the parked leg's result,
+	// then the resumed leg's events and its result last.
+	evs := follow(t, c, task.TaskID, 0)
+	var types []string
+	for i, ev := range evs {
+		if ev.ID != int64(i+1) {
+			t.Fatalf("event %d has id %d", i, ev.ID)
+		}
+		var obj struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+		}
+		json.Unmarshal(ev.Data, &obj)
+		types = append(types, obj.Type+"/"+obj.Status)
+	}
+	joined := strings.Join(types, " ")
+	if !strings.Contains(joined, "result/awaiting_approval") || !strings.HasSuffix(joined, "result/completed") {
+		t.Fatalf("event types: %s", joined)
+	}
+	// Resuming after an event gives exactly the events after it.
+	rest := follow(t, c, task.TaskID, 3)
+	if len(rest) != len(evs)-3 || rest[0].ID != 4 {
+		t.Fatalf("resumed after 3: %d events from %d, want %d from 4", len(rest), rest[0].ID, len(evs)-3)
+	}
+	if cps, _ := c.Checkpoints(ctx, "open"); len(cps) != 0 {
+		t.Fatalf("open checkpoints after the decision: %+v", cps)
+	}
+}

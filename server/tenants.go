@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/fence"
+)
+
+// tenant is who a request acts for: its base directory bounds every root of its tasks,
+// and it sees only its own tasks, sessions and checkpoints.
+type tenant struct {
+	name          string
+	base          string // canonical
+	maxConcurrent int
+	tokensPerDay  int64
+}
+
+// TenantLimits are a tenant's limits; zero means none.
+type TenantLimits struct {
+	// MaxConcurrent bounds the tenant's tasks queued or running at once.
+	MaxConcurrent int
+	// TokensPerDay bounds the model tokens the tenant's tasks may spend in 24 hours.
+	TokensPerDay int64
+}
+
+// tokenPrefix starts every token, so that one found in a log or a repository is
+// recognisable for what it is.
+const tokenPrefix = "sema_"
+
+// CreateToken creates (or updates) tenant name with base directory base and limits,
+// and returns a new bearer token for it. Only the token's sha256 is stored: the token
+// is shown once. The base must be an existing directory; it is kept canonical (symlinks
+// resolved), as every task root is compared with it.
+func (s *Server) CreateToken(ctx context.Context, name, base string, limits TenantLimits) (string, error) {
+	if !validTenantName(name) {
+		return "", sema.Errorf(CodeTenantInvalid, "tenant name %q must be 1-64 letters, digits, '-', '_' or '.'", name)
+	}
+	if !filepath.IsAbs(base) {
+		return "", sema.Errorf(CodeTenantInvalid, "the base directory %q must be absolute", base)
+	}
+	canon, ok, err := fence.Canonicalize(ctx, env.NewHost(), base)
+	if err != nil || !ok {
+		return "", sema.Errorf(CodeTenantInvalid, "the base directory %s does not resolve to an existing directory", base)
+	}
+	if limits.MaxConcurrent < 0 || limits.TokensPerDay < 0 {
+		return "", sema.Errorf(CodeTenantInvalid, "tenant limits cannot be negative")
+	}
+	var raw [32]byte
+	rand.Read(raw[:])
+	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	now := nowMS()
+	err = s.b.tx(ctx, func(c conn, _ func(string) error) error {
+		n, err := c.exec(ctx, `UPDATE sema_serve_tenants SET base = ?, max_concurrent = ?, tokens_per_day = ?, deleted_ms = NULL WHERE name = ?`,
+			canon, limits.MaxConcurrent, limits.TokensPerDay, name)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := c.exec(ctx, `INSERT INTO sema_serve_tenants (name, base, max_concurrent, tokens_per_day, created_ms) VALUES (?, ?, ?, ?, ?)`,
+				name, canon, limits.MaxConcurrent, limits.TokensPerDay, now); err != nil {
+				return err
+			}
+		}
+		_, err = c.exec(ctx, `INSERT INTO sema_serve_tokens (hash, tenant, created_ms) VALUES (?, ?, ?)`, tokenHash(token), name, now)
+		return err
+	})
+	if err != nil {
+		return "", sema.Errorf(CodeStoreFailed, "cannot store the token: %w", err)
+	}
+	return token, nil
+}
+
+// DeleteTenant deletes tenant name: its tokens stop working at once. Its tasks,
+// sessions and files are kept.
+func (s *Server) DeleteTenant(ctx context.Context, name string) error {
+	return s.b.tx(ctx, func(c conn, _ func(string) error) error {
+		n, err := c.exec(ctx, `UPDATE sema_serve_tenants SET deleted_ms = ? WHERE name = ? AND deleted_ms IS NULL`, nowMS(), name)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return sema.Errorf(CodeTenantInvalid, "there is no tenant %q", name)
+		}
+		_, err = c.exec(ctx, `DELETE FROM sema_serve_tokens WHERE tenant = ?`, name)
+		return err
+	})
+}
+
+func validTenantName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func tokenHash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// authenticate finds the tenant of a bearer token. Every failure is the same answer, so
+// that a caller learns nothing of which tokens or tenants exist.
+func (s *Server) authenticate(ctx context.Context, header string) (*tenant, error) {
+	token, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || !strings.HasPrefix(token, tokenPrefix) {
+		return nil, errUnauthorized
+	}
+	var t tenant
+	err := queryRow(ctx, s.b.db(), `SELECT t.name, t.base, t.max_concurrent, t.tokens_per_day
+		FROM sema_serve_tokens k JOIN sema_serve_tenants t ON t.name = k.tenant
+		WHERE k.hash = ? AND t.deleted_ms IS NULL`, []any{tokenHash(token)}, &t.name, &t.base, &t.maxConcurrent, &t.tokensPerDay)
+	if errors.Is(err, errNoRow) {
+		return nil, errUnauthorized
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+var errUnauthorized = sema.Errorf(CodeUnauthorized, "a valid bearer token is required: send Authorization: Bearer sema_… (create one with sema serve token create)")
+
+// inside resolves dir through the fence's canonicalisation (symlinks followed, .. taken
+// after them) and reports whether the result is the tenant's base or below it. A
+// directory that does not resolve is outside: nothing about it is guessed.
+func (t *tenant) inside(ctx context.Context, dir string) (string, bool) {
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(t.base, dir)
+	}
+	canon, ok, err := fence.Canonicalize(ctx, env.NewHost(), dir)
+	if err != nil || !ok {
+		return "", false
+	}
+	rel, err := filepath.Rel(t.base, canon)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return canon, true
+}

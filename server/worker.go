@@ -1,0 +1,398 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/client"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/streamjson"
+)
+
+// runArgs is River's job for a task: it names the task only; everything else is in the
+// task's row, read afresh at each attempt.
+type runArgs struct {
+	TaskID string `json:"task_id"`
+}
+
+// Kind names the job kind in River's tables.
+func (runArgs) Kind() string { return "sema_task" }
+
+// taskWorker runs the service's jobs.
+type taskWorker struct {
+	river.WorkerDefaults[runArgs]
+	s *Server
+}
+
+// Timeout: a task runs as long as its own budgets let it.
+func (*taskWorker) Timeout(*river.Job[runArgs]) time.Duration { return -1 }
+
+// Work runs one attempt of a task's job.
+func (w *taskWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
+	return w.s.work(ctx, job.Args.TaskID)
+}
+
+// task kinds: how the task's leg starts.
+const (
+	kindRun  = "run"  // a new session, or --resume
+	kindFork = "fork" // --resume with --fork-session
+)
+
+// taskRow is a task as its row stores it.
+type taskRow struct {
+	id, tenant, sessionID, kind, status string
+	spec                                client.TaskSpec
+	decision                            string
+	headAtStart                         string
+	began                               bool
+	cancelRequested                     bool
+}
+
+func (s *Server) loadTask(ctx context.Context, c conn, id string) (*taskRow, error) {
+	var t taskRow
+	var spec string
+	var began, cancel int
+	err := queryRow(ctx, c, `SELECT id, tenant, session_id, kind, status, spec, decision, head_at_start, began, cancel_requested
+		FROM sema_serve_tasks WHERE id = ?`, []any{id},
+		&t.id, &t.tenant, &t.sessionID, &t.kind, &t.status, &spec, &t.decision, &t.headAtStart, &began, &cancel)
+	if err != nil {
+		return nil, err
+	}
+	t.began, t.cancelRequested = began != 0, cancel != 0
+	if err := json.Unmarshal([]byte(spec), &t.spec); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// errCancelRequested is the cause of a leg's cancellation by a cancel request (rather
+// than by the process stopping).
+var errCancelRequested = errors.New("the task was cancelled over the API")
+
+// work runs (or goes on with) a task: a new leg, the resume of a decided question, or —
+// after a crash or a shutdown left it unfinished — the continuation of its session from
+// the transcript. Everything it learns it writes to the store before the next step, so
+// any process can take over after any step.
+func (s *Server) work(ctx context.Context, id string) error {
+	t, err := s.loadTask(ctx, s.b.db(), id)
+	if errors.Is(err, errNoRow) {
+		return nil // nothing to run: a job whose task is gone
+	}
+	if err != nil {
+		return err
+	}
+	if t.status != client.StatusQueued && t.status != client.StatusRunning {
+		return nil // finished, or parked and not yet decided: a stale or duplicate job
+	}
+	if t.cancelRequested {
+		return s.finish(ctx, t, cancelledResult(t.sessionID), nil)
+	}
+	spec, runner, err := s.prepare(t)
+	if err != nil {
+		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	}
+	var answer *agent.Answer
+	if t.decision != "" {
+		answer = new(agent.Answer)
+		if err := json.Unmarshal([]byte(t.decision), answer); err != nil {
+			return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+		}
+	}
+	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
+		return err
+	}
+	if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status IN (?, ?)`,
+		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning); err != nil {
+		return err
+	}
+	seq, err := s.lastSeq(ctx, t.id)
+	if err != nil {
+		return err
+	}
+	legCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.track(t.id, cancel)
+	defer s.untrack(t.id)
+	go s.watchCancel(legCtx, t.id, cancel)
+	s.metrics.running.Inc()
+	defer s.metrics.running.Dec()
+
+	events := runner.Events(legCtx, spec)
+	if answer != nil {
+		events = runner.ResumeEvents(legCtx, spec, *answer)
+	}
+	var res *agent.TaskResult
+	for ev, err := range events {
+		if err != nil {
+			switch {
+			case sema.IsCode(err, session.CodeBusy):
+				// Another leg runs in the session (a task still finishing, or a worker
+				// whose job River rescued too early): try again when it may be done.
+				return river.JobSnooze(5 * s.cfg.Poll)
+			case answer != nil && sema.IsCode(err, session.CodeAlreadyClaimed):
+				// The decision was claimed by an earlier attempt that then stopped (or by
+				// `sema approve`): the transcript holds what it did; go on from there.
+				if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET decision = '' WHERE id = ?`, t.id); err != nil {
+					return err
+				}
+				return river.JobSnooze(0)
+			case ctx.Err() != nil:
+				return river.JobSnooze(0)
+			}
+			return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+		}
+		if ev.Type == agent.EventInit && t.kind == kindFork && t.sessionID == "" {
+			if err := s.adoptFork(ctx, t, ev.Manifest.SessionID); err != nil {
+				return err
+			}
+		}
+		if ev.Type == agent.EventResult {
+			res = ev.Result
+			continue // written with the task's status, below
+		}
+		obj := streamjson.Event(ev)
+		if obj == nil {
+			continue
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			continue
+		}
+		seq++
+		if err := s.appendEvent(ctx, s.b.db(), t.id, seq, data); err != nil {
+			return err
+		}
+	}
+	if res == nil {
+		return river.JobSnooze(0)
+	}
+	if res.Status == sema.StatusCancelled && context.Cause(legCtx) != errCancelRequested {
+		// The process is stopping (or its worker was cancelled): the leg's finished turns
+		// are in the transcript; another attempt continues from them.
+		if _, err := s.b.db().exec(context.WithoutCancel(ctx), `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status = ?`,
+			client.StatusQueued, nowMS(), t.id, client.StatusRunning); err != nil {
+			return err
+		}
+		return river.JobSnooze(0)
+	}
+	return s.finish(context.WithoutCancel(ctx), t, streamjson.Result(res), res)
+}
+
+// prepare turns a stored task into the runner's spec and a runner for its model.
+func (s *Server) prepare(t *taskRow) (agent.TaskSpec, *agent.Runner, error) {
+	provider, modelName, err := s.cfg.OpenProvider(t.spec.Model)
+	if err != nil {
+		return agent.TaskSpec{}, nil, err
+	}
+	onAsk := agent.OnAskPark
+	if t.spec.OnAsk == "deny" {
+		onAsk = agent.OnAskDeny
+	}
+	spec := agent.TaskSpec{
+		Prompt:                    t.spec.Prompt,
+		Root:                      t.spec.Cwd,
+		Model:                     modelName,
+		PermissionMode:            permission.Mode(t.spec.PermissionMode),
+		AllowedTools:              t.spec.AllowedTools,
+		DisallowedTools:           t.spec.DisallowedTools,
+		AdditionalDirectories:     t.spec.AddDirs,
+		AdditionalReadDirectories: t.spec.AddReadDirs,
+		MaxTurns:                  t.spec.MaxTurns,
+		MaxBudgetUSD:              t.spec.MaxBudgetUSD,
+		OnAsk:                     onAsk,
+	}
+	deps := agent.Deps{
+		Provider: provider, Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
+		SessionLease: s.cfg.SessionLease,
+	}
+	if d, ok := s.b.(interface{ stateDir() string }); ok {
+		deps.StateDir = d.stateDir()
+	}
+	return spec, agent.New(deps), nil
+}
+
+// place says where in its session the task's leg starts: a new session, a resume with
+// the prompt, a fork, the resume of a decision, or — when an earlier attempt already
+// recorded the prompt — a continuation without it.
+func (s *Server) place(ctx context.Context, t *taskRow, spec *agent.TaskSpec, answering bool) error {
+	if t.kind == kindFork && t.sessionID == "" {
+		spec.Resume = &agent.Resume{SessionID: t.spec.Resume, Fork: true}
+		return nil
+	}
+	exists, head, err := s.sessionHead(ctx, t.sessionID)
+	if err != nil {
+		return err
+	}
+	if !t.began {
+		if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET began = 1, head_at_start = ? WHERE id = ?`, head, t.id); err != nil {
+			return err
+		}
+		t.began, t.headAtStart = true, head
+	}
+	switch {
+	case answering:
+		spec.Prompt = ""
+		spec.Resume = &agent.Resume{SessionID: t.sessionID}
+	case !exists:
+		spec.SessionID = t.sessionID
+	case head == t.headAtStart:
+		spec.Resume = &agent.Resume{SessionID: t.sessionID}
+	default:
+		spec.Prompt = ""
+		spec.Resume = &agent.Resume{SessionID: t.sessionID, Continue: true}
+	}
+	if spec.Resume != nil {
+		spec.Resume.Wait = false
+		// A resumed session keeps the mode its last leg recorded unless the task names one.
+	}
+	return nil
+}
+
+func (s *Server) sessionHead(ctx context.Context, id string) (bool, string, error) {
+	if id == "" {
+		return false, "", nil
+	}
+	sess, err := s.b.sessions().Get(ctx, id)
+	if sema.IsCode(err, session.CodeNotFound) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	return true, sess.Head, nil
+}
+
+// adoptFork records the session a fork task's leg created: the task runs in it from now
+// on, and the tenant owns it.
+func (s *Server) adoptFork(ctx context.Context, t *taskRow, sessionID string) error {
+	exists, head, err := s.sessionHead(ctx, sessionID)
+	if err != nil || !exists {
+		return err
+	}
+	err = s.b.tx(ctx, func(c conn, _ func(string) error) error {
+		if _, err := c.exec(ctx, `UPDATE sema_serve_tasks SET session_id = ?, began = 1, head_at_start = ? WHERE id = ?`, sessionID, head, t.id); err != nil {
+			return err
+		}
+		_, err := c.exec(ctx, `INSERT INTO sema_serve_sessions (id, tenant, created_ms) VALUES (?, ?, ?)`, sessionID, t.tenant, nowMS())
+		return err
+	})
+	if err == nil {
+		t.sessionID = sessionID
+	}
+	return err
+}
+
+func (s *Server) lastSeq(ctx context.Context, id string) (int64, error) {
+	var n int64
+	err := queryRow(ctx, s.b.db(), `SELECT COALESCE(MAX(seq), 0) FROM sema_serve_events WHERE task_id = ?`, []any{id}, &n)
+	return n, err
+}
+
+func (s *Server) appendEvent(ctx context.Context, c conn, id string, seq int64, data []byte) error {
+	if _, err := c.exec(ctx, `INSERT INTO sema_serve_events (task_id, seq, data) VALUES (?, ?, ?)`, id, seq, string(data)); err != nil {
+		return err
+	}
+	s.metrics.events.Inc()
+	s.wake.notify(id)
+	return nil
+}
+
+// finish writes a leg's end: the task's status and result, the result event that ends
+// the leg's stream, and for a parked leg the checkpoint a decision names — in one
+// transaction, so a reader that sees the result event sees the status too.
+func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res *agent.TaskResult) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	status, _ := obj["status"].(sema.Status)
+	if status == "" {
+		status = sema.StatusError
+	}
+	var tokens int64
+	checkpoint := ""
+	if res != nil {
+		u := res.Usage
+		tokens = u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+		if cp, parked := res.Parked(); parked {
+			checkpoint = cp.ID
+		}
+	}
+	seq, err := s.lastSeq(ctx, t.id)
+	if err != nil {
+		return err
+	}
+	err = s.b.tx(ctx, func(c conn, _ func(string) error) error {
+		if _, err := c.exec(ctx, `UPDATE sema_serve_tasks SET status = ?, result = ?, checkpoint_id = ?, decision = '', tokens = tokens + ?, updated_ms = ? WHERE id = ?`,
+			string(status), string(data), checkpoint, tokens, nowMS(), t.id); err != nil {
+			return err
+		}
+		if checkpoint != "" {
+			if _, err := c.exec(ctx, `INSERT INTO sema_serve_checkpoints (id, tenant, task_id, session_id, created_ms) VALUES (?, ?, ?, ?, ?)`,
+				checkpoint, t.tenant, t.id, res.SessionID, nowMS()); err != nil {
+				return err
+			}
+		}
+		_, err := c.exec(ctx, `INSERT INTO sema_serve_events (task_id, seq, data) VALUES (?, ?, ?)`, t.id, seq+1, string(data))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.wake.notify(t.id)
+	s.metrics.finished.WithLabelValues(string(status)).Inc()
+	s.log.Info("task leg ended", "task_id", t.id, "session_id", t.sessionID, "status", string(status), "checkpoint_id", checkpoint)
+	return nil
+}
+
+func errorResult(sessionID string, err error) map[string]any {
+	return map[string]any{"type": "result", "session_id": sessionID, "status": sema.StatusError, "error": errObject(err)}
+}
+
+func cancelledResult(sessionID string) map[string]any {
+	return map[string]any{"type": "result", "session_id": sessionID, "status": sema.StatusCancelled}
+}
+
+func (s *Server) track(id string, cancel context.CancelCauseFunc) {
+	s.mu.Lock()
+	s.running[id] = cancel
+	s.mu.Unlock()
+}
+
+func (s *Server) untrack(id string) {
+	s.mu.Lock()
+	delete(s.running, id)
+	s.mu.Unlock()
+}
+
+// watchCancel polls the task's cancel flag, for a cancel request that reached another
+// process.
+func (s *Server) watchCancel(ctx context.Context, id string, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(5 * s.cfg.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			var flag int
+			if err := queryRow(ctx, s.b.db(), `SELECT cancel_requested FROM sema_serve_tasks WHERE id = ?`, []any{id}, &flag); err == nil && flag != 0 {
+				cancel(errCancelRequested)
+				return
+			}
+		}
+	}
+}
+
+// errObject is err as the result's error object: its code (serve.error when it has
+// none) and its sentence.
+func errObject(err error) *sema.Error {
+	return &sema.Error{Code: cmp.Or(sema.CodeOf(err), "serve.error"), Message: sema.MessageOf(err)}
+}
