@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -188,5 +189,15 @@ func TestParkDecideCompleteOverTheAPI(t *testing.T) {
 	}
 	if cps, _ := c.Checkpoints(ctx, "open"); len(cps) != 0 {
 		t.Fatalf("open checkpoints after the decision: %+v", cps)
+	}
+}
+
+func serverLimits() server.TenantLimits { return server.TenantLimits{} }
+
+func decodeJSON(t *testing.T, resp *http.Response, v any) {
+	t.Helper()
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("decoding the answer: %v", err)
 	}
 }
