@@ -1,0 +1,755 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/session"
+)
+
+// Sessions is the session.Store on PostgreSQL (see the package doc for what it
+// guarantees across processes). Get it from DB.Sessions.
+type Sessions struct {
+	db *DB
+}
+
+var (
+	_ session.Store         = (*Sessions)(nil)
+	_ session.BatchAppender = (*Sessions)(nil)
+)
+
+// Close does nothing: the store shares its DB with the history store, and DB.Close ends
+// both. It is there because session.Store has it.
+func (s *Sessions) Close() error { return nil }
+
+const sessionCols = `id, root, fs_id, scope, created_at, created_ns, updated_at, updated_ns, parent_id, fork_of, fork_at,
+	model, mode, effective_mode, pre_plan_mode, title, head`
+
+// touch moves a session's last activity on, never back and always past its previous
+// value, so two writes in one microsecond still order (see touch in session/memory.go).
+const touch = `updated_at = GREATEST(updated_at + interval '1 microsecond', clock_timestamp()), updated_ns = 0`
+
+func scanSession(r pgx.Row) (session.Session, error) {
+	var s session.Session
+	var created, updated time.Time
+	var cns, uns int16
+	err := r.Scan(&s.ID, &s.Root, &s.FSID, &s.Scope, &created, &cns, &updated, &uns, &s.ParentID, &s.ForkOf, &s.ForkAt,
+		&s.Model, &s.Mode, &s.EffectiveMode, &s.PrePlanMode, &s.Title, &s.Head)
+	s.CreatedAt, s.UpdatedAt = joinTime(created, cns), joinTime(updated, uns)
+	return s, err
+}
+
+func getSession(ctx context.Context, q querier, id string, lock string) (session.Session, error) {
+	s, err := scanSession(q.QueryRow(ctx, `SELECT `+sessionCols+` FROM sema_sessions WHERE id = $1`+lock, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return session.Session{}, notFound(id)
+	}
+	return s, err
+}
+
+// Create stores a new session, minting its id when none is given; a zero CreatedAt is
+// the database's now (see session.Store.Create).
+func (s *Sessions) Create(ctx context.Context, in session.Session) (session.Session, error) {
+	in, err := checkCreate(in)
+	if err != nil {
+		return session.Session{}, err
+	}
+	var created any // NULL: the database's clock
+	var ns int16
+	if !in.CreatedAt.IsZero() {
+		created, ns = splitTime(in.CreatedAt)
+	}
+	var out session.Session
+	err = s.db.run(ctx, func(q querier) error {
+		var err error
+		out, err = scanSession(q.QueryRow(ctx, `INSERT INTO sema_sessions (id, root, fs_id, scope, created_at, created_ns, updated_at, updated_ns,
+				parent_id, fork_of, fork_at, model, mode, effective_mode, pre_plan_mode, title)
+			SELECT $1, $2, $3, $4, t.at, $6, t.at, $6, $7, $8, $9, $10, $11, $12, $13, $14
+			FROM (SELECT COALESCE($5::timestamptz, clock_timestamp()) AS at) t
+			RETURNING `+sessionCols,
+			in.ID, in.Root, in.FSID, in.Scope, created, ns, in.ParentID, in.ForkOf, in.ForkAt,
+			in.Model, in.Mode, in.EffectiveMode, in.PrePlanMode, in.Title))
+		if isUnique(err) {
+			return sessionExists(in.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return session.Session{}, err
+	}
+	return out, nil
+}
+
+// Get returns the session with the given id (see session.Store.Get).
+func (s *Sessions) Get(ctx context.Context, id string) (session.Session, error) {
+	var out session.Session
+	err := s.db.run(ctx, func(q querier) error {
+		var err error
+		out, err = getSession(ctx, q, id, "")
+		return err
+	})
+	return out, err
+}
+
+// Update changes the session's Model, Mode, EffectiveMode, PrePlanMode and Title through
+// fn, in one transaction that holds the session's row (see session.Store.Update). fn may
+// run again when the database aborts the transaction for a race.
+func (s *Sessions) Update(ctx context.Context, id string, fn func(*session.Session) error) (session.Session, error) {
+	var out session.Session
+	err := s.db.tx(ctx, func(tx pgx.Tx) error {
+		cur, err := getSession(ctx, tx, id, " FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		next, err := applyUpdate(cur, fn)
+		if err != nil {
+			return err
+		}
+		out, err = scanSession(tx.QueryRow(ctx, `UPDATE sema_sessions SET model = $2, mode = $3, effective_mode = $4, pre_plan_mode = $5,
+			title = $6, `+touch+` WHERE id = $1 RETURNING `+sessionCols,
+			id, next.Model, next.Mode, next.EffectiveMode, next.PrePlanMode, next.Title))
+		return err
+	})
+	if err != nil {
+		return session.Session{}, err
+	}
+	return out, nil
+}
+
+// List returns the sessions f selects, most recently updated first (see
+// session.Store.List).
+func (s *Sessions) List(ctx context.Context, f session.Filter) ([]session.Session, error) {
+	var where []string
+	var args []any
+	if f.Root != "" {
+		args = append(args, f.Root)
+		where = append(where, fmt.Sprintf("root = $%d", len(args)))
+	}
+	if f.RootsOnly {
+		where = append(where, "parent_id = ''")
+	}
+	query := `SELECT ` + sessionCols + ` FROM sema_sessions`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	// n breaks ties in creation order, as SQLite's rowid does.
+	query += " ORDER BY updated_at DESC, updated_ns DESC, n DESC"
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		query += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	var out []session.Session
+	err := s.db.run(ctx, func(q querier) error {
+		out = nil
+		rows, err := q.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			ss, err := scanSession(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, ss)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// Newest returns the most recently updated root session at root (see
+// session.Store.Newest).
+func (s *Sessions) Newest(ctx context.Context, root string) (session.Session, error) {
+	l, err := s.List(ctx, session.Filter{Root: root, RootsOnly: true, Limit: 1})
+	if err != nil {
+		return session.Session{}, err
+	}
+	if len(l) == 0 {
+		return session.Session{}, noSessionAt(root)
+	}
+	return l[0], nil
+}
+
+// Fork copies the session's chain ending at atEntry ("" = the head), with the legs its
+// entries belong to, into a new session in one transaction (see session.Store.Fork). The
+// payloads are copied inside the database.
+func (s *Sessions) Fork(ctx context.Context, id, atEntry string) (session.Session, error) {
+	var out session.Session
+	err := s.db.tx(ctx, func(tx pgx.Tx) error {
+		src, err := getSession(ctx, tx, id, "")
+		if err != nil {
+			return err
+		}
+		chain, err := transcript(ctx, tx, src, atEntry)
+		if err != nil {
+			return err
+		}
+		f := src
+		f.ID, f.ForkOf, f.ForkAt, f.Head = session.NewID(), id, "", ""
+		oldLegs, newLegs := []string{}, []string{}
+		legMap := map[string]string{}
+		for _, e := range chain {
+			if e.LegID != "" && legMap[e.LegID] == "" {
+				legMap[e.LegID] = session.NewID()
+				oldLegs, newLegs = append(oldLegs, e.LegID), append(newLegs, legMap[e.LegID])
+			}
+		}
+		olds, nids, legs, parents := make([]string, len(chain)), make([]string, len(chain)), make([]string, len(chain)), make([]string, len(chain))
+		idMap := map[string]string{}
+		for i, e := range chain {
+			olds[i], nids[i], legs[i], parents[i] = e.ID, session.NewID(), legMap[e.LegID], idMap[e.ParentID]
+			idMap[e.ID] = nids[i]
+		}
+		if len(chain) > 0 {
+			f.ForkAt, f.Head = chain[len(chain)-1].ID, nids[len(nids)-1]
+		}
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO sema_sessions (id, root, fs_id, scope, created_at, updated_at, parent_id, fork_of, fork_at,
+				model, mode, effective_mode, pre_plan_mode, title, head, last_seq)
+			SELECT $1, $2, $3, $4, t.at, t.at, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM (SELECT clock_timestamp() AS at) t`,
+			f.ID, f.Root, f.FSID, f.Scope, f.ParentID, f.ForkOf, f.ForkAt, f.Model, f.Mode, f.EffectiveMode, f.PrePlanMode, f.Title,
+			f.Head, len(chain))
+		// A fork keeps the numbers of the legs it copies and goes on from the highest.
+		b.Queue(`WITH copied AS (
+				INSERT INTO sema_legs (id, session_id, number, started_at, ended_at, status)
+				SELECT m.nid, $1, l.number, l.started_at, l.ended_at, l.status
+				FROM unnest($2::text[], $3::text[]) AS m(old, nid) JOIN sema_legs l ON l.id = m.old
+				RETURNING number
+			)
+			UPDATE sema_sessions SET last_leg = (SELECT COALESCE(MAX(number), 0) FROM copied) WHERE id = $1`,
+			f.ID, oldLegs, newLegs)
+		b.Queue(`INSERT INTO sema_entries (session_id, seq, id, leg_id, parent_id, kind, payload, created_at)
+			SELECT $1, m.ord, m.nid, NULLIF(m.leg, ''), NULLIF(m.parent, ''), e.kind, e.payload, e.created_at
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS m(old, nid, leg, parent, ord)
+			JOIN sema_entries e ON e.id = m.old`,
+			f.ID, olds, nids, legs, parents)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		out, err = getSession(ctx, tx, f.ID, "")
+		return err
+	})
+	if err != nil {
+		return session.Session{}, err
+	}
+	return out, nil
+}
+
+// Prune deletes the sessions last updated before olderThan, with their legs, entries and
+// checkpoints, and returns their ids sorted (see session.Store.Prune).
+func (s *Sessions) Prune(ctx context.Context, olderThan time.Time) ([]string, error) {
+	cut, ns := splitTime(olderThan)
+	var pruned []string
+	err := s.db.run(ctx, func(q querier) error {
+		pruned = nil
+		rows, err := q.Query(ctx, `DELETE FROM sema_sessions WHERE (updated_at, updated_ns) < ($1, $2) RETURNING id`, cut, ns)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			pruned = append(pruned, id)
+		}
+		return rows.Err()
+	})
+	slices.Sort(pruned)
+	return pruned, err
+}
+
+const legCols = `id, session_id, number, started_at, ended_at, status`
+
+func scanLeg(r pgx.Row) (session.Leg, error) {
+	var l session.Leg
+	var started time.Time
+	var ended *time.Time
+	var status string
+	err := r.Scan(&l.ID, &l.SessionID, &l.Number, &started, &ended, &status)
+	l.StartedAt, l.EndedAt, l.Status = started.UTC(), utc(ended), sema.Status(status)
+	return l, err
+}
+
+// StartLeg opens the session's next leg, running (see session.Store.StartLeg). The number
+// comes from a counter on the session's row, so legs started at once by several processes
+// get distinct numbers.
+func (s *Sessions) StartLeg(ctx context.Context, sessionID string) (session.Leg, error) {
+	id := session.NewID()
+	var out session.Leg
+	err := s.db.run(ctx, func(q querier) error {
+		var err error
+		out, err = scanLeg(q.QueryRow(ctx, `WITH s AS (
+				UPDATE sema_sessions SET last_leg = last_leg + 1, `+touch+` WHERE id = $1
+				RETURNING last_leg, clock_timestamp() AS at
+			)
+			INSERT INTO sema_legs (`+legCols+`) SELECT $2, $1, s.last_leg, s.at, NULL, $3 FROM s
+			RETURNING `+legCols,
+			sessionID, id, string(sema.StatusRunning)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(sessionID)
+		}
+		return err
+	})
+	if err != nil {
+		return session.Leg{}, err
+	}
+	return out, nil
+}
+
+// EndLeg closes a running leg with its final status (see session.Store.EndLeg). The leg
+// ends by one conditional update, so of two EndLegs of one leg exactly one succeeds.
+func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status) (session.Leg, error) {
+	var out session.Leg
+	err := s.db.run(ctx, func(q querier) error {
+		if bad := checkStatus(status); bad != nil {
+			// As the SQLite store: an unknown leg is reported before a bad status.
+			if _, err := scanLeg(q.QueryRow(ctx, `SELECT `+legCols+` FROM sema_legs WHERE id = $1`, legID)); errors.Is(err, pgx.ErrNoRows) {
+				return legNotFound("", legID)
+			} else if err != nil {
+				return err
+			}
+			return bad
+		}
+		var err error
+		out, err = scanLeg(q.QueryRow(ctx, `WITH l AS (
+				UPDATE sema_legs SET ended_at = clock_timestamp(), status = $2 WHERE id = $1 AND ended_at IS NULL
+				RETURNING `+legCols+`
+			), t AS (
+				UPDATE sema_sessions SET `+touch+` WHERE id = (SELECT session_id FROM l)
+			)
+			SELECT `+legCols+` FROM l`, legID, string(status)))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		l, err := scanLeg(q.QueryRow(ctx, `SELECT `+legCols+` FROM sema_legs WHERE id = $1`, legID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return legNotFound("", legID)
+		}
+		if err != nil {
+			return err
+		}
+		return legEnded(l)
+	})
+	if err != nil {
+		return session.Leg{}, err
+	}
+	return out, nil
+}
+
+// Legs lists the session's legs in number order (see session.Store.Legs).
+func (s *Sessions) Legs(ctx context.Context, sessionID string) ([]session.Leg, error) {
+	var out []session.Leg
+	err := s.db.run(ctx, func(q querier) error {
+		out = nil
+		if _, err := getSession(ctx, q, sessionID, ""); err != nil {
+			return err
+		}
+		rows, err := q.Query(ctx, `SELECT `+legCols+` FROM sema_legs WHERE session_id = $1 ORDER BY number`, sessionID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			l, err := scanLeg(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, l)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// Append commits one transcript entry and returns its id (see session.Store.Append).
+func (s *Sessions) Append(ctx context.Context, e session.Entry) (string, error) {
+	ids, err := s.AppendBatch(ctx, []session.Entry{e})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// qAppend commits a batch of entries in one statement, so an append costs one round trip
+// and is atomic by itself. The statement locks the session's row first (cur); a
+// concurrent append of the same session waits there and then reads the head and last_seq
+// the first one left, which is what keeps seq gapless and the chain linear across
+// processes. The update moves the head and the counter only when every leg and every
+// given parent belongs to the session; otherwise nothing is inserted and the caller
+// finds out which check failed.
+//
+// Parameters: $1 session, $2 the batch's last id (the new head), $3 the batch's size,
+// and per entry $4 leg, $5 the parent given, $6 id, $7 the entry it follows by default
+// (the batch's previous one; empty for the first, which follows the session's head), $8
+// kind, $9 payload.
+const qAppend = `WITH cur AS (
+		SELECT id, head FROM sema_sessions WHERE id = $1 FOR UPDATE
+	), s AS (
+		UPDATE sema_sessions t SET head = $2, last_seq = t.last_seq + $3, ` + touch + `
+		FROM cur
+		WHERE t.id = cur.id
+		  AND NOT EXISTS (SELECT 1 FROM unnest($4::text[]) AS g(leg)
+		                  WHERE g.leg <> '' AND NOT EXISTS (SELECT 1 FROM sema_legs l WHERE l.id = g.leg AND l.session_id = $1))
+		  AND NOT EXISTS (SELECT 1 FROM unnest($5::text[]) AS p(id)
+		                  WHERE p.id <> '' AND NOT EXISTS (SELECT 1 FROM sema_entries x WHERE x.id = p.id AND x.session_id = $1))
+		RETURNING cur.head AS prev_head, t.last_seq - $3 AS prev_seq, clock_timestamp() AS at
+	)
+	INSERT INTO sema_entries (session_id, seq, id, leg_id, parent_id, kind, payload, created_at)
+	SELECT $1, s.prev_seq + m.ord, m.id, NULLIF(m.leg, ''), COALESCE(NULLIF(m.parent, ''), NULLIF(m.follows, ''), NULLIF(s.prev_head, '')),
+		m.kind, m.payload, s.at
+	FROM s, unnest($6::text[], $4::text[], $5::text[], $7::text[], $8::text[], $9::bytea[])
+		WITH ORDINALITY AS m(id, leg, parent, follows, kind, payload, ord)`
+
+// AppendBatch commits the entries in order in one statement and returns their ids (see
+// session.BatchAppender).
+func (s *Sessions) AppendBatch(ctx context.Context, es []session.Entry) ([]string, error) {
+	payloads, err := checkBatch(es)
+	if err != nil || len(es) == 0 {
+		return nil, err
+	}
+	n := len(es)
+	ids, legs, parents, follows, kinds := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, e := range es {
+		ids[i], legs[i], parents[i], kinds[i] = session.NewID(), e.LegID, e.ParentID, e.Kind
+		if i > 0 {
+			follows[i] = ids[i-1]
+		}
+	}
+	sid := es[0].SessionID
+	err = s.db.run(ctx, func(q querier) error {
+		for range attempts {
+			tag, err := q.Exec(ctx, qAppend, sid, ids[n-1], n, legs, parents, ids, follows, kinds, payloads)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == int64(n) {
+				return nil
+			}
+			if err := appendRefusal(ctx, q, es); err != nil {
+				return err
+			}
+			// Every check passes now: the session or a parent was committed between the
+			// statement's snapshot and this look. Append again.
+		}
+		return fmt.Errorf("pgstore: the append to session %q did not commit; retry it", sid)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// appendRefusal says why qAppend inserted nothing, checking as the SQLite store does: the
+// session, then each entry in order, its leg before its parent.
+func appendRefusal(ctx context.Context, q querier, es []session.Entry) error {
+	sid := es[0].SessionID
+	var want []string
+	for _, e := range es {
+		want = append(want, e.LegID, e.ParentID)
+	}
+	var exists bool
+	var legs, entries []string
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sema_sessions WHERE id = $1),
+			ARRAY(SELECT id FROM sema_legs WHERE session_id = $1 AND id = ANY($2)),
+			ARRAY(SELECT id FROM sema_entries WHERE session_id = $1 AND id = ANY($2))`, sid, want).Scan(&exists, &legs, &entries); err != nil {
+		return err
+	}
+	if !exists {
+		return notFound(sid)
+	}
+	for _, e := range es {
+		if e.LegID != "" && !slices.Contains(legs, e.LegID) {
+			return legNotFound(sid, e.LegID)
+		}
+		if e.ParentID != "" && !slices.Contains(entries, e.ParentID) {
+			return entryNotFound(sid, e.ParentID)
+		}
+	}
+	return nil
+}
+
+// Transcript returns the chain of entries from the root to head ("" = the session's
+// head; see session.Store.Transcript).
+func (s *Sessions) Transcript(ctx context.Context, sessionID, head string) ([]session.Entry, error) {
+	var out []session.Entry
+	err := s.db.run(ctx, func(q querier) error {
+		ss, err := getSession(ctx, q, sessionID, "")
+		if err != nil {
+			return err
+		}
+		out, err = transcript(ctx, q, ss, head)
+		return err
+	})
+	return out, err
+}
+
+// qChain walks parent links from a head to the root; a parent always has a smaller seq
+// than its child, so seq order is chain order.
+const qChain = `WITH RECURSIVE chain (id, parent_id) AS (
+		SELECT id, parent_id FROM sema_entries WHERE id = $1 AND session_id = $2
+		UNION ALL
+		SELECT e.id, e.parent_id FROM sema_entries e JOIN chain c ON e.id = c.parent_id
+	)
+	SELECT e.id, e.session_id, COALESCE(e.leg_id, ''), e.seq, COALESCE(e.parent_id, ''), e.kind, e.payload, e.created_at
+	FROM sema_entries e JOIN chain c ON e.id = c.id ORDER BY e.seq`
+
+// transcript returns the chain from the root to head in one recursive query.
+func transcript(ctx context.Context, q querier, ss session.Session, head string) ([]session.Entry, error) {
+	if head == "" {
+		head = ss.Head
+		if head == "" {
+			return nil, nil
+		}
+	}
+	rows, err := q.Query(ctx, qChain, head, ss.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []session.Entry
+	for rows.Next() {
+		var e session.Entry
+		var payload []byte
+		var created time.Time
+		if err := rows.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created); err != nil {
+			return nil, err
+		}
+		e.Payload, e.CreatedAt = json.RawMessage(payload), created.UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, entryNotFound(ss.ID, head)
+	}
+	return out, nil
+}
+
+const checkpointCols = `id, session_id, COALESCE(leg_id, '') AS leg_id, tool, args, args_sha256, gate, mode, pre_plan_mode,
+	created_at, claimed_at, decision`
+
+func scanCheckpoint(r pgx.Row) (session.Checkpoint, error) {
+	var c session.Checkpoint
+	var args, decision []byte
+	var gate string
+	var created time.Time
+	var claimed *time.Time
+	err := r.Scan(&c.ID, &c.SessionID, &c.LegID, &c.Tool, &args, &c.ArgsSHA256, &gate, &c.Mode, &c.PrePlanMode,
+		&created, &claimed, &decision)
+	if err != nil {
+		return c, err
+	}
+	c.Args, c.Gate, c.CreatedAt, c.ClaimedAt = json.RawMessage(args), session.Gate(gate), created.UTC(), utc(claimed)
+	if decision != nil {
+		var d session.Decision
+		if err := json.Unmarshal(decision, &d); err != nil {
+			return c, err
+		}
+		c.Decision = &d
+	}
+	return c, nil
+}
+
+// Park stores a pending tool call with its canonical arguments and their sha256, in one
+// statement with the session's activity (see session.Store.Park).
+func (s *Sessions) Park(ctx context.Context, in session.Checkpoint) (session.Checkpoint, error) {
+	c, err := checkPark(in)
+	if err != nil {
+		return session.Checkpoint{}, err
+	}
+	err = s.db.run(ctx, func(q querier) error {
+		var created time.Time
+		err := q.QueryRow(ctx, `WITH s AS (
+				UPDATE sema_sessions SET `+touch+`
+				WHERE id = $2 AND ($3 = '' OR EXISTS (SELECT 1 FROM sema_legs WHERE id = $3 AND session_id = $2))
+				RETURNING clock_timestamp() AS at
+			)
+			INSERT INTO sema_checkpoints (id, session_id, leg_id, tool, args, args_sha256, gate, mode, pre_plan_mode, created_at)
+			SELECT $1, $2, NULLIF($3, ''), $4, $5, $6, $7, $8, $9, s.at FROM s
+			RETURNING created_at`,
+			c.ID, c.SessionID, c.LegID, c.Tool, []byte(c.Args), c.ArgsSHA256, string(c.Gate), c.Mode, c.PrePlanMode).Scan(&created)
+		if errors.Is(err, pgx.ErrNoRows) {
+			if _, err := getSession(ctx, q, c.SessionID, ""); err != nil {
+				return err
+			}
+			return legNotFound(c.SessionID, c.LegID)
+		}
+		c.CreatedAt = created.UTC()
+		return err
+	})
+	if err != nil {
+		return session.Checkpoint{}, err
+	}
+	return c, nil
+}
+
+// Checkpoint returns the checkpoint with the given id (see session.Store.Checkpoint).
+func (s *Sessions) Checkpoint(ctx context.Context, id string) (session.Checkpoint, error) {
+	var out session.Checkpoint
+	err := s.db.run(ctx, func(q querier) error {
+		var err error
+		out, err = getCheckpoint(ctx, q, id)
+		return err
+	})
+	return out, err
+}
+
+func getCheckpoint(ctx context.Context, q querier, id string) (session.Checkpoint, error) {
+	c, err := scanCheckpoint(q.QueryRow(ctx, `SELECT `+checkpointCols+` FROM sema_checkpoints WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return session.Checkpoint{}, checkpointNotFound(id)
+	}
+	return c, err
+}
+
+// Checkpoints lists the session's checkpoints, oldest first, claimed ones included (see
+// session.Store.Checkpoints).
+func (s *Sessions) Checkpoints(ctx context.Context, sessionID string) ([]session.Checkpoint, error) {
+	var out []session.Checkpoint
+	err := s.db.run(ctx, func(q querier) error {
+		out = nil
+		if _, err := getSession(ctx, q, sessionID, ""); err != nil {
+			return err
+		}
+		rows, err := q.Query(ctx, `SELECT `+checkpointCols+` FROM sema_checkpoints WHERE session_id = $1 ORDER BY created_at, n`, sessionID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c, err := scanCheckpoint(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// ClaimCheckpoint records d as the checkpoint's answer, at most once (see
+// session.Store.ClaimCheckpoint). The claim is one conditional update of the checkpoint's
+// row: of any number of claims, from any processes, the database lets the first take the
+// row and every later one match nothing.
+func (s *Sessions) ClaimCheckpoint(ctx context.Context, id string, d session.Decision) (session.Checkpoint, error) {
+	d, err := checkDecision(d)
+	if err != nil {
+		return session.Checkpoint{}, err
+	}
+	blob, err := json.Marshal(d)
+	if err != nil {
+		return session.Checkpoint{}, err
+	}
+	var out session.Checkpoint
+	err = s.db.run(ctx, func(q querier) error {
+		var err error
+		out, err = scanCheckpoint(q.QueryRow(ctx, `WITH c AS (
+				UPDATE sema_checkpoints SET claimed_at = clock_timestamp(), decision = $2 WHERE id = $1 AND claimed_at IS NULL
+				RETURNING `+checkpointCols+`
+			), t AS (
+				UPDATE sema_sessions SET `+touch+` WHERE id = (SELECT session_id FROM c)
+			)
+			SELECT * FROM c`, id, blob))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		c, err := getCheckpoint(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		return alreadyClaimed(c)
+	})
+	if err != nil {
+		return session.Checkpoint{}, err
+	}
+	return out, nil
+}
+
+// AcquireLease makes holder the session's writer until ttl from now, unless another
+// holder's lease runs (see session.Store.AcquireLease). The lease is taken by one
+// conditional update of the session's row, judged by the database's clock, so holders on
+// machines whose clocks disagree still see one expiry.
+func (s *Sessions) AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (session.Lease, error) {
+	return s.lease(ctx, sessionID, holder, ttl, false)
+}
+
+// RenewLease moves holder's lease on to ttl from now (see session.Store.RenewLease).
+func (s *Sessions) RenewLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (session.Lease, error) {
+	return s.lease(ctx, sessionID, holder, ttl, true)
+}
+
+func (s *Sessions) lease(ctx context.Context, sessionID, holder string, ttl time.Duration, renew bool) (session.Lease, error) {
+	if err := checkLease(sessionID, holder, ttl, true); err != nil {
+		return session.Lease{}, err
+	}
+	// A renewal matches only its own holder, expired or not; an acquisition also a free
+	// or expired lease. Of two acquirers that find the session free, the second waits for
+	// the first's row lock and then sees its holder.
+	cond := `lease_holder = $2 OR lease_holder = '' OR lease_expires <= clock_timestamp()`
+	if renew {
+		cond = `lease_holder = $2`
+	}
+	var out session.Lease
+	err := s.db.run(ctx, func(q querier) error {
+		for range attempts {
+			var expires time.Time
+			err := q.QueryRow(ctx, `UPDATE sema_sessions SET lease_holder = $2, lease_expires = clock_timestamp() + $3::bigint * interval '1 microsecond'
+				WHERE id = $1 AND (`+cond+`) RETURNING lease_expires`, sessionID, holder, ttl.Microseconds()).Scan(&expires)
+			if err == nil {
+				out = session.Lease{SessionID: sessionID, Holder: holder, ExpiresAt: expires.UTC()}
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			var cur string
+			var until *time.Time
+			var free bool
+			err = q.QueryRow(ctx, `SELECT lease_holder, lease_expires, `+cond+` FROM sema_sessions WHERE id = $1`, sessionID, holder).Scan(&cur, &until, &free)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return notFound(sessionID)
+			case err != nil:
+				return err
+			case renew:
+				return leaseLost(sessionID, holder)
+			case !free:
+				return busy(sessionID, cur, utc(until))
+			}
+			// The lease was released or ran out between the two statements: try again.
+		}
+		return busy(sessionID, "", time.Now())
+	})
+	if err != nil {
+		return session.Lease{}, err
+	}
+	return out, nil
+}
+
+// ReleaseLease frees the session when holder holds its lease (see
+// session.Store.ReleaseLease).
+func (s *Sessions) ReleaseLease(ctx context.Context, sessionID, holder string) error {
+	if err := checkLease(sessionID, holder, 0, false); err != nil {
+		return err
+	}
+	return s.db.run(ctx, func(q querier) error {
+		tag, err := q.Exec(ctx, `UPDATE sema_sessions SET lease_holder = '', lease_expires = NULL WHERE id = $1 AND lease_holder = $2`, sessionID, holder)
+		if err != nil || tag.RowsAffected() == 1 {
+			return err
+		}
+		_, err = getSession(ctx, q, sessionID, "")
+		return err
+	})
+}
