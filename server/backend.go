@@ -31,8 +31,9 @@ type backend interface {
 	// startQueue starts River's client with the service's worker.
 	startQueue(ctx context.Context, w *river.Workers, q queueConfig) error
 	// stopQueue stops fetching jobs and waits for running ones until ctx ends, then
-	// cancels them (their workers snooze them for another process).
-	stopQueue(ctx context.Context) error
+	// calls cancel (which ends the running legs; their workers snooze their jobs for
+	// another process) and waits for the workers to return.
+	stopQueue(ctx context.Context, cancel func()) error
 	close() error
 }
 
@@ -145,18 +146,28 @@ func (b *sqliteBackend) startQueue(ctx context.Context, w *river.Workers, q queu
 	return c.Start(ctx)
 }
 
-func (b *sqliteBackend) stopQueue(ctx context.Context) error {
+func (b *sqliteBackend) stopQueue(ctx context.Context, cancelLegs func()) error {
 	if b.queue == nil {
 		return nil
 	}
-	if err := b.queue.Stop(ctx); err != nil {
-		// The deadline passed with jobs still running: cancel them; their workers snooze
-		// them so that the next process to start picks them up.
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return b.queue.StopAndCancel(cctx)
+	return stopRiver(ctx, b.queue.Stop, b.queue.StopAndCancel, cancelLegs)
+}
+
+// stopRiver stops a River client: gracefully until ctx ends, then by ending the legs
+// (the workers ignore River's own cancellation: see taskWorker.Timeout) and waiting a
+// little longer for their workers to hand their jobs back.
+func stopRiver(ctx context.Context, stop, stopAndCancel func(context.Context) error, cancelLegs func()) error {
+	err := stop(ctx)
+	if err == nil {
+		return nil
 	}
-	return nil
+	cancelLegs()
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if cerr := stopAndCancel(cctx); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 func (b *sqliteBackend) close() error {

@@ -161,7 +161,18 @@ func (s *Server) Start(ctx context.Context) error {
 // Close releases the store afterwards.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopping) })
-	return s.b.stopQueue(ctx)
+	err := s.b.stopQueue(ctx, s.cancelLegs)
+	return err
+}
+
+// cancelLegs ends the legs this process runs, for another process to go on with: their
+// finished turns are in the store.
+func (s *Server) cancelLegs() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cancel := range s.running {
+		cancel(errShutdown)
+	}
 }
 
 // Close releases the store. Call it after Shutdown.

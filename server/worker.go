@@ -31,12 +31,17 @@ type taskWorker struct {
 	s *Server
 }
 
-// Timeout: a task runs as long as its own budgets let it.
-func (*taskWorker) Timeout(*river.Job[runArgs]) time.Duration { return -1 }
+// Timeout is River's mark for a stuck job, not a limit on the task: River rescues a
+// job (hands it to another worker) only once it has run longer than its timeout, so the
+// timeout is the service's RescueAfter. The leg itself ignores the deadline (Work runs
+// it on a context River cannot end; only a cancel request or the process's shutdown
+// ends it), and a job rescued while its leg is alive finds the session's lease held and
+// waits (session.busy snoozes it) until the leg ends.
+func (w *taskWorker) Timeout(*river.Job[runArgs]) time.Duration { return w.s.cfg.RescueAfter }
 
 // Work runs one attempt of a task's job.
 func (w *taskWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
-	return w.s.work(ctx, job.Args.TaskID)
+	return w.s.work(context.WithoutCancel(ctx), job.Args.TaskID)
 }
 
 // task kinds: how the task's leg starts.
@@ -73,8 +78,11 @@ func (s *Server) loadTask(ctx context.Context, c conn, id string) (*taskRow, err
 }
 
 // errCancelRequested is the cause of a leg's cancellation by a cancel request (rather
-// than by the process stopping).
-var errCancelRequested = errors.New("the task was cancelled over the API")
+// than by the process stopping: errShutdown).
+var (
+	errCancelRequested = errors.New("the task was cancelled over the API")
+	errShutdown        = errors.New("the process is shutting down")
+)
 
 // work runs (or goes on with) a task: a new leg, the resume of a decided question, or —
 // after a crash or a shutdown left it unfinished — the continuation of its session from
@@ -135,7 +143,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 			case sema.IsCode(err, session.CodeBusy):
 				// Another leg runs in the session (a task still finishing, or a worker
 				// whose job River rescued too early): try again when it may be done.
-				return river.JobSnooze(5 * s.cfg.Poll)
+				return river.JobSnooze(max(5*s.cfg.Poll, s.cfg.RescueAfter/4))
 			case answer != nil && sema.IsCode(err, session.CodeAlreadyClaimed):
 				// The decision was claimed by an earlier attempt that then stopped (or by
 				// `sema approve`): the transcript holds what it did; go on from there.
@@ -143,7 +151,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 					return err
 				}
 				return river.JobSnooze(0)
-			case ctx.Err() != nil:
+			case legCtx.Err() != nil:
 				return river.JobSnooze(0)
 			}
 			return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
@@ -176,13 +184,13 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if res.Status == sema.StatusCancelled && context.Cause(legCtx) != errCancelRequested {
 		// The process is stopping (or its worker was cancelled): the leg's finished turns
 		// are in the transcript; another attempt continues from them.
-		if _, err := s.b.db().exec(context.WithoutCancel(ctx), `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status = ?`,
+		if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status = ?`,
 			client.StatusQueued, nowMS(), t.id, client.StatusRunning); err != nil {
 			return err
 		}
 		return river.JobSnooze(0)
 	}
-	return s.finish(context.WithoutCancel(ctx), t, streamjson.Result(res), res)
+	return s.finish(ctx, t, streamjson.Result(res), res)
 }
 
 // prepare turns a stored task into the runner's spec and a runner for its model.

@@ -1,0 +1,252 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sema-agent/sema/client"
+	"github.com/sema-agent/sema/model/anthropic/anthropictest"
+)
+
+// serveProc is one `sema serve` process of a test.
+type serveProc struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *strings.Builder
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServe starts `sema serve` with env and waits until it is ready.
+func startServe(t *testing.T, env []string, args ...string) *serveProc {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(semaBin, append([]string{"serve", "--listen", addr}, args...)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	logs := &strings.Builder{}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logs.WriteString(sc.Text() + "\n")
+		}
+	}()
+	p := &serveProc{cmd: cmd, url: "http://" + addr, logs: logs}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(p.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("sema serve did not become ready:\n%s", logs.String())
+	return nil
+}
+
+// kill9 kills the process without letting it say anything.
+func (p *serveProc) kill9(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Wait()
+}
+
+func serveToken(t *testing.T, env []string, tenant, base string) string {
+	t.Helper()
+	r := sema(t, t.TempDir(), env, "", "serve", "token", "create", "--tenant", tenant, "--base", base)
+	if r.code != 0 {
+		t.Fatalf("token create: exit %d\n%s", r.code, r.stderr)
+	}
+	return strings.TrimSpace(r.stdout)
+}
+
+func waitTask(t *testing.T, c *client.Client, id string, want string, within time.Duration) *client.Task {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		task, err := c.Task(context.Background(), id)
+		if err == nil && task.Status == want {
+			return task
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: %+v (%v), want %s", id, task, err, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// eventTypes reads a task's whole stream and checks its ids run 1, 2, 3, … without a
+// gap or a repeat.
+func eventTypes(t *testing.T, c *client.Client, id string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var types []string
+	n := int64(0)
+	for ev, err := range c.Events(ctx, id, 0) {
+		if err != nil {
+			t.Fatalf("events: %v", err)
+		}
+		if n++; ev.ID != n {
+			t.Fatalf("event %d has id %d: a gap or a repeat", n, ev.ID)
+		}
+		var obj struct{ Type, Status string }
+		json.Unmarshal(ev.Data, &obj)
+		types = append(types, strings.TrimSuffix(obj.Type+"/"+obj.Status, "/"))
+	}
+	return types
+}
+
+// TestServeParkApproveOverHTTP drives the built binary as a service: a task that asks
+// for an approval parks, its question is answered over the API once, the approved call
+// runs once, and the stream tells the whole story.
+func TestServeParkApproveOverHTTP(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	target := filepath.Join(base, "approved.txt")
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Write", Input: fmt.Sprintf(`{"file_path":%q,"content":"yes\n"}`, target)}}},
+		anthropictest.Turn{Text: "written"},
+	)
+	env := append(anthropicEnv(srv), "SEMA_HOME="+t.TempDir())
+	tok := serveToken(t, env, "acme", base)
+	p := startServe(t, env, "--model", "anthropic/claude-sonnet-4-5")
+	c := client.New(p.url, tok)
+	ctx := context.Background()
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write it", Cwd: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := waitTask(t, c, task.TaskID, client.StatusAwaitingApproval, 30*time.Second)
+	if _, err := os.Stat(target); err == nil {
+		t.Fatal("the file was written before the approval")
+	}
+	if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); err == nil || !strings.Contains(err.Error(), "checkpoint.already_claimed") {
+		t.Fatalf("a second decision: %v", err)
+	}
+	waitTask(t, c, task.TaskID, "completed", 30*time.Second)
+	if b, err := os.ReadFile(target); err != nil || string(b) != "yes\n" {
+		t.Fatalf("the approved write: %q %v", b, err)
+	}
+	if n := srv.RequestCount(); n != 2 {
+		t.Fatalf("%d model requests, want 2", n)
+	}
+	types := strings.Join(eventTypes(t, c, task.TaskID), " ")
+	if !strings.HasPrefix(types, "system") || !strings.Contains(types, "result/awaiting_approval") || !strings.HasSuffix(types, "result/completed") {
+		t.Fatalf("events: %s", types)
+	}
+}
+
+// TestServeKill9ResumesTheTask kills the serving process with SIGKILL while a task's
+// tool runs; a new process on the same state directory takes the task over (River
+// rescues its job once the session's lease has lapsed), answers the interrupted call as
+// not run, and finishes it; the stream continues with no event lost or repeated.
+func TestServeKill9ResumesTheTask(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Bash", Input: `{"command":"sleep 20"}`}}},
+		anthropictest.Turn{Text: "finished after the restart"},
+	)
+	env := append(anthropicEnv(srv), "SEMA_HOME="+t.TempDir())
+	tok := serveToken(t, env, "acme", base)
+	flags := []string{"--model", "anthropic/claude-sonnet-4-5", "--rescue-after", "2s", "--session-lease", "2s"}
+	a := startServe(t, env, flags...)
+	c := client.New(a.url, tok)
+	ctx := context.Background()
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "wait a bit", Cwd: base, AllowedTools: []string{"Bash(sleep:*)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the tool runs (its tool_use event is in the store), then kill -9.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(strings.Join(streamSoFar(t, c, task.TaskID), " "), "tool_use") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool never started:\n%s", a.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	a.kill9(t)
+	b := startServe(t, env, flags...)
+	cb := client.New(b.url, tok)
+	done := waitTask(t, cb, task.TaskID, "completed", 90*time.Second)
+	var res map[string]any
+	json.Unmarshal(done.Result, &res)
+	if res["result"] != "finished after the restart" {
+		t.Fatalf("result: %s", done.Result)
+	}
+	types := eventTypes(t, cb, task.TaskID)
+	joined := strings.Join(types, " ")
+	if strings.Count(joined, "tool_use") != 1 || !strings.HasSuffix(joined, "result/completed") || strings.Count(joined, "result/") != 1 {
+		t.Fatalf("events after the restart: %s", joined)
+	}
+	// The interrupted call was answered as not run, and the model heard it.
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	second, _ := json.Marshal(reqs[1].Body["messages"])
+	if !strings.Contains(string(second), "tool_result") {
+		t.Fatalf("the continued request does not answer the interrupted call: %s", second)
+	}
+}
+
+// streamSoFar reads the events stored so far (the stream is cut after a moment).
+func streamSoFar(t *testing.T, c *client.Client, id string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var types []string
+	for ev, err := range c.Events(ctx, id, 0) {
+		if err != nil {
+			break
+		}
+		var obj struct{ Type string }
+		json.Unmarshal(ev.Data, &obj)
+		types = append(types, obj.Type)
+	}
+	return types
+}
