@@ -263,7 +263,7 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec client.TaskSpec, ki
 		}
 		if t.tokensPerDay > 0 {
 			var used int64
-			if err := queryRow(ctx, c, `SELECT COALESCE(SUM(tokens), 0) FROM sema_serve_tasks WHERE tenant = ? AND updated_ms > ?`,
+			if err := queryRow(ctx, c, `SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) FROM sema_serve_tasks WHERE tenant = ? AND updated_ms > ?`,
 				[]any{t.name, now - 24*time.Hour.Milliseconds()}, &used); err != nil {
 				return err
 			}

@@ -130,15 +130,40 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		running: map[string]context.CancelCauseFunc{}, wake: newBroadcaster(),
 		stopping: make(chan struct{}),
 	}
+	if pg, ok := b.(*pgBackend); ok {
+		pg.wake = s.wake.notify
+	}
 	s.routes()
 	return s, nil
 }
 
 func openBackend(ctx context.Context, cfg Config) (backend, error) {
 	if cfg.Postgres != "" {
-		return openPostgres(ctx, cfg.Postgres)
+		b, err := openPostgres(ctx, cfg.Postgres)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
 	}
-	return openSQLite(ctx, cfg.Home)
+	b, err := openSQLite(ctx, cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// notifier is a backend that tells other processes about appended events.
+type notifier interface {
+	notify(ctx context.Context, taskID string)
+}
+
+// appended wakes the streams of task id: this process's at once, and other processes'
+// through the backend when it can reach them.
+func (s *Server) appended(ctx context.Context, id string) {
+	s.wake.notify(id)
+	if n, ok := s.b.(notifier); ok {
+		n.notify(ctx, id)
+	}
 }
 
 // Start starts the workers (unless Config.NoWorker): River's client fetches this

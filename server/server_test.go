@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema/client"
+	"github.com/sema-agent/sema/internal/pgtest"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/server"
@@ -30,22 +31,36 @@ type fixture struct {
 	base  string
 }
 
-func newFixture(t *testing.T, script func(base string) []scripted.Turn) *fixture {
+// store is where a fixture keeps its state: "sqlite" or "postgres".
+type store string
+
+// eachStore runs fn on SQLite and, when a test database is configured, on Postgres.
+func eachStore(t *testing.T, fn func(t *testing.T, st store)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, "sqlite") })
+	t.Run("postgres", func(t *testing.T) {
+		if !pgtest.Available(t) {
+			t.Skip(pgtest.How)
+		}
+		fn(t, "postgres")
+	})
+}
+
+func newFixture(t *testing.T, st store, script func(base string) []scripted.Turn) *fixture {
 	t.Helper()
 	ctx := context.Background()
+	cfg := server.Config{Home: t.TempDir()}
+	if st == "postgres" {
+		cfg.Postgres = pgtest.Schema(t)
+	}
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := scripted.New(scripted.Script{Turns: script(base)})
-	srv, err := server.New(ctx, server.Config{
-		Home: t.TempDir(),
-		OpenProvider: func(name string) (model.Provider, string, error) {
-			return p, "scripted", nil
-		},
-		Poll:   20 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	cfg.OpenProvider = func(name string) (model.Provider, string, error) { return p, "scripted", nil }
+	cfg.Poll = 20 * time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +133,10 @@ func waitStatus(t *testing.T, c *client.Client, id string, want string) *client.
 	}
 }
 
-func TestParkDecideCompleteOverTheAPI(t *testing.T) {
-	f := newFixture(t, func(base string) []scripted.Turn {
+func TestParkDecideCompleteOverTheAPI(t *testing.T) { eachStore(t, testParkDecideComplete) }
+
+func testParkDecideComplete(t *testing.T, st store) {
+	f := newFixture(t, st, func(base string) []scripted.Turn {
 		return []scripted.Turn{
 			{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "out.txt"), "approved\n")}},
 			{Text: "wrote it"},

@@ -17,8 +17,10 @@ import (
 // through .., through a symlink, by a prefix that only looks inside), another tenant's
 // task, session and checkpoint ids, a replayed decision, a deleted tenant's token. Every
 // attempt is refused, and no answer names what it found.
-func TestTenantIsolation(t *testing.T) {
-	f := newFixture(t, func(base string) []scripted.Turn {
+func TestTenantIsolation(t *testing.T) { eachStore(t, testTenantIsolation) }
+
+func testTenantIsolation(t *testing.T, st store) {
+	f := newFixture(t, st, func(base string) []scripted.Turn {
 		return []scripted.Turn{
 			{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "a", "x.txt"), "x")}},
 			{Text: "done"},
@@ -130,7 +132,7 @@ func TestTenantIsolation(t *testing.T) {
 
 // TestStrictBodies refuses what is not the endpoint's JSON, naming the field.
 func TestStrictBodies(t *testing.T) {
-	f := newFixture(t, func(string) []scripted.Turn { return nil })
+	f := newFixture(t, "sqlite", func(string) []scripted.Turn { return nil })
 	tok, err := f.srv.CreateToken(context.Background(), "t", f.base, serverLimits())
 	if err != nil {
 		t.Fatal(err)

@@ -308,7 +308,7 @@ func (s *Server) appendEvent(ctx context.Context, c conn, id string, seq int64, 
 		return err
 	}
 	s.metrics.events.Inc()
-	s.wake.notify(id)
+	s.appended(ctx, id)
 	return nil
 }
 
@@ -354,7 +354,7 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 	if err != nil {
 		return err
 	}
-	s.wake.notify(t.id)
+	s.appended(ctx, t.id)
 	s.metrics.finished.WithLabelValues(string(status)).Inc()
 	s.log.Info("task leg ended", "task_id", t.id, "session_id", t.sessionID, "status", string(status), "checkpoint_id", checkpoint)
 	return nil
