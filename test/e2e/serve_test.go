@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema/client"
+	"github.com/sema-agent/sema/internal/pgtest"
 	"github.com/sema-agent/sema/model/anthropic/anthropictest"
 )
 
@@ -249,4 +250,108 @@ func streamSoFar(t *testing.T, c *client.Client, id string) []string {
 		types = append(types, obj.Type)
 	}
 	return types
+}
+
+// TestServeTwoProcessesOnePostgres is the service across processes: two `sema serve`
+// processes share one Postgres database. A task submitted through A asks for an
+// approval; its stream is followed through B; B answers it; the task completes and the
+// approved command ran once. In a second run, A runs a task, is killed with SIGKILL in
+// the middle of its tool, and B finishes the task.
+func TestServeTwoProcessesOnePostgres(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	log := filepath.Join(base, "ran.log")
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Bash", Input: fmt.Sprintf(`{"command":"echo ran >> %s"}`, log)}}},
+		anthropictest.Turn{Text: "appended"},
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Bash", Input: `{"command":"sleep 20"}`}}},
+		anthropictest.Turn{Text: "finished by the other process"},
+	)
+	env := append(anthropicEnv(srv), "SEMA_STORE="+dsn)
+	tok := serveToken(t, append(env, "SEMA_HOME="+t.TempDir()), "acme", base)
+	flags := []string{"--model", "anthropic/claude-sonnet-4-5", "--rescue-after", "2s", "--session-lease", "2s"}
+	a := startServe(t, append(env, "SEMA_HOME="+t.TempDir()), flags...)
+	b := startServe(t, append(env, "SEMA_HOME="+t.TempDir()), flags...)
+	ca, cb := client.New(a.url, tok), client.New(b.url, tok)
+	ctx := context.Background()
+
+	task, err := ca.SubmitTask(ctx, client.TaskSpec{Prompt: "log a line", Cwd: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed := make(chan []string, 1)
+	go func() {
+		var types []string
+		n := int64(0)
+		for ev, err := range cb.Events(ctx, task.TaskID, 0) {
+			if err != nil {
+				types = append(types, "error: "+err.Error())
+				break
+			}
+			if n++; ev.ID != n {
+				types = append(types, fmt.Sprintf("gap: event %d has id %d", n, ev.ID))
+			}
+			var obj struct{ Type, Status string }
+			json.Unmarshal(ev.Data, &obj)
+			types = append(types, strings.TrimSuffix(obj.Type+"/"+obj.Status, "/"))
+		}
+		streamed <- types
+	}()
+	parked := waitTask(t, cb, task.TaskID, client.StatusAwaitingApproval, 30*time.Second)
+	if _, err := os.Stat(log); err == nil {
+		t.Fatal("the command ran before the approval")
+	}
+	if _, err := cb.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); err == nil || !strings.Contains(err.Error(), "checkpoint.already_claimed") {
+		t.Fatalf("a second decision through the other process: %v", err)
+	}
+	waitTask(t, ca, task.TaskID, "completed", 30*time.Second)
+	if got, err := os.ReadFile(log); err != nil || string(got) != "ran\n" {
+		t.Fatalf("the approved command's log: %q %v (it must run exactly once)", got, err)
+	}
+	select {
+	case types := <-streamed:
+		joined := strings.Join(types, " ")
+		if strings.Contains(joined, "gap") || strings.Contains(joined, "error") || !strings.Contains(joined, "result/awaiting_approval") || !strings.HasSuffix(joined, "result/completed") {
+			t.Fatalf("the stream through B: %s", joined)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream through B did not end with the task")
+	}
+
+	// The second run: only A works when the task is taken, then A dies mid-tool.
+	b.stop(t)
+	task2, err := ca.SubmitTask(ctx, client.TaskSpec{Prompt: "wait", Cwd: base, AllowedTools: []string{"Bash(sleep:*)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(strings.Join(streamSoFar(t, ca, task2.TaskID), " "), "tool_use") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool never started:\n%s", a.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b = startServe(t, append(env, "SEMA_HOME="+t.TempDir()), flags...)
+	cb = client.New(b.url, tok)
+	a.kill9(t)
+	done := waitTask(t, cb, task2.TaskID, "completed", 120*time.Second)
+	var res map[string]any
+	json.Unmarshal(done.Result, &res)
+	if res["result"] != "finished by the other process" {
+		t.Fatalf("result: %s", done.Result)
+	}
+	joined := strings.Join(eventTypes(t, cb, task2.TaskID), " ")
+	if strings.Count(joined, "tool_use") != 1 || strings.Count(joined, "result/") != 1 || !strings.HasSuffix(joined, "result/completed") {
+		t.Fatalf("the second task's stream: %s", joined)
+	}
+}
+
+// stop ends the process with SIGTERM and waits for it.
+func (p *serveProc) stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Wait()
 }
