@@ -13,8 +13,12 @@ package pricing
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -225,4 +229,27 @@ func ParseTable(data []byte, name string) (Table, error) {
 		return nil, (&sema.Error{Code: CodePricesInvalid, Message: "in " + name + ": " + sema.MessageOf(err), Err: err}).With("path", name)
 	}
 	return out, nil
+}
+
+// FileName is the price table sema reads from its state directory: model prices that
+// replace or add to the built-in ones (ParseTable's JSON shape). It is a file of its own,
+// not a settings key: the settings files configure permissions and the sandbox, and a
+// price is a fact of the deployment's contract with its provider, not of a project.
+const FileName = "prices.json"
+
+// LoadDir reads dir/FileName. A missing file (or an empty dir) is no table and no error;
+// one that cannot be read or parsed is refused with CodePricesInvalid.
+func LoadDir(dir string) (Table, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	path := filepath.Join(dir, FileName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, sema.Errorf(CodePricesInvalid, "the price table %s cannot be read: %v", path, err).With("path", path)
+	}
+	return ParseTable(data, path)
 }

@@ -143,3 +143,25 @@ func (d *Dir) Close() error {
 	})
 	return d.closeErr
 }
+
+// Resolve names the state directory: flag (the command line's --home), else $SEMA_HOME,
+// else ~/.sema, made absolute. It does not create it. With no home directory to find it
+// in, it is "" and no error: there is no state to keep or protect.
+func Resolve(flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		dir = os.Getenv("SEMA_HOME")
+	}
+	if dir == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", nil
+		}
+		dir = filepath.Join(h, ".sema")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", sema.Errorf(CodeDirInvalid, "cannot resolve the state directory %q: %v", dir, err)
+	}
+	return abs, nil
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,10 +15,12 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/model/modelref"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/statedir"
 )
 
 // runOptions are the flags of `sema run` / `sema -p`.
@@ -359,50 +360,14 @@ func sessionLease() (time.Duration, error) {
 	return d, nil
 }
 
-// pricesFile is the price table sema reads from its state directory: model prices that
-// replace or add to the built-in ones (package pricing's JSON shape). It is a file of its
-// own, not a settings key: the settings files configure permissions and the sandbox, and
-// a price is a fact of the deployment's contract with its provider, not of a project.
-const pricesFile = "prices.json"
+// pricesFile is the price table sema reads from its state directory.
+const pricesFile = pricing.FileName
 
 // loadPrices reads home's prices.json when it exists; nil without one.
-func loadPrices(home string) (map[string]pricing.Price, error) {
-	if home == "" {
-		return nil, nil
-	}
-	path := filepath.Join(home, pricesFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, sema.Errorf(pricing.CodePricesInvalid, "the price table %s cannot be read: %v", path, err).With("path", path)
-	}
-	return pricing.ParseTable(data, path)
-}
+func loadPrices(home string) (map[string]pricing.Price, error) { return pricing.LoadDir(home) }
 
-// stateDir resolves --home, $SEMA_HOME, then ~/.sema. It does not create the directory.
-func stateDir(flag string) (string, error) {
-	dir := flag
-	if dir == "" {
-		dir = os.Getenv("SEMA_HOME")
-	}
-	if dir == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", nil // no home: nothing to protect
-		}
-		dir = filepath.Join(h, ".sema")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", sema.Errorf("config.home_invalid", "cannot resolve the state directory %q: %v", dir, err)
-	}
-	return abs, nil
-}
+// stateDir resolves --home, $SEMA_HOME, then ~/.sema (statedir.Resolve).
+func stateDir(flag string) (string, error) { return statedir.Resolve(flag) }
 
 // splitRef splits PROVIDER/MODEL at the first slash.
-func splitRef(ref string) (provider, name string) {
-	p, n, _ := strings.Cut(ref, "/")
-	return p, n
-}
+func splitRef(ref string) (provider, name string) { return modelref.Split(ref) }

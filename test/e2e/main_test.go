@@ -32,7 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	semaBin = filepath.Join(dir, "sema")
-	build := exec.Command("go", "build", "-o", semaBin, "../../cmd/sema")
+	// sema-serve beside sema: `sema serve` runs it.
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../../cmd/sema", "../../cmd/sema-serve")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building sema:", err)

@@ -355,3 +355,24 @@ func (p *serveProc) stop(t *testing.T) {
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.cmd.Wait()
 }
+
+// TestServeWithoutTheServiceBinary: `sema serve` with no sema-serve beside it or on PATH
+// is refused by name, saying how to build it.
+func TestServeWithoutTheServiceBinary(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(semaBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone := filepath.Join(dir, "sema")
+	if err := os.WriteFile(lone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(lone, "serve", "--listen", "127.0.0.1:0")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "serve.binary_missing") || !strings.Contains(string(out), "go build -o sema-serve ./cmd/sema-serve") {
+		t.Fatalf("exit %v: %s", err, out)
+	}
+}

@@ -1,0 +1,262 @@
+// Command sema-serve is `sema serve`: the agent core as an HTTP service (package server).
+// It is a binary of its own so that the service's dependencies — River, pgx, the
+// Prometheus client — stay out of the agent's command line, which starts in milliseconds;
+// `sema serve ARGS…` runs it (the sema-serve next to sema, else on PATH).
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/model/modelref"
+	"github.com/sema-agent/sema/pricing"
+	"github.com/sema-agent/sema/server"
+	"github.com/sema-agent/sema/statedir"
+	"github.com/spf13/cobra"
+)
+
+// serveOptions are `sema serve`'s flags.
+type serveOptions struct {
+	listen      string
+	store       string
+	home        string
+	model       string
+	baseURL     string
+	workers     int
+	rescue      time.Duration
+	lease       time.Duration
+	grace       time.Duration
+	noWorker    bool
+	tenant      string
+	base        string
+	maxTasks    int
+	tokensPerDy int64
+}
+
+func main() {
+	ctx := context.Background()
+	cmd := newServeCmd(os.Stdout, os.Stderr)
+	cmd.SetArgs(os.Args[1:])
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "sema serve: "+err.Error())
+		var u *usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a refusal of the command line's words (exit 2); anything else exits 1.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErr(err error) error { return &usageError{err} }
+
+// codeUsage is the code of a command line that is incomplete.
+const codeUsage = "config.usage"
+
+func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "sema serve [--listen ADDR] [--store postgres://…]",
+		Short: "Run sema as a service: an HTTP API with server-sent events (see /v1/openapi.json)",
+		Long: `Run sema as a service: tasks submitted over HTTP run on River's queue, their events
+stream from the store (server-sent events, resumable with Last-Event-ID), and questions
+park until a decision arrives over the API.
+
+With no --store, the service keeps everything in the state directory (SQLite: sessions
+and history in sema.db, the service's tables and River's queue in serve.db). With
+--store postgres://… (or SEMA_STORE), every process naming the same database shares the
+tasks, streams and checkpoints.
+
+Create a tenant's token first: sema serve token create --tenant NAME --base DIR`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), &o, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:7777", "address to serve the API on (loopback by default)")
+	addStoreFlags(cmd, &o)
+	f.StringVar(&o.model, "model", "", "default model of tasks that name none (PROVIDER/MODEL; default: SEMA_MODEL, else by the API key set)")
+	f.StringVar(&o.baseURL, "base-url", "", "the provider's base URL (an OpenAI-compatible server)")
+	f.IntVar(&o.workers, "workers", 16, "tasks this process runs at once")
+	f.DurationVar(&o.rescue, "rescue-after", time.Minute, "how long a task's job may go without its process before another process takes it")
+	f.DurationVar(&o.lease, "session-lease", 0, "a running leg's lease on its session (default: the runner's)")
+	f.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "on SIGTERM/SIGINT, how long running legs may finish before they are left for another process")
+	f.BoolVar(&o.noWorker, "no-worker", false, "serve the API only; run no tasks in this process")
+
+	token := &cobra.Command{Use: "token", Short: "Manage the service's bearer tokens"}
+	create := &cobra.Command{
+		Use:   "create --tenant NAME --base DIR",
+		Short: "Create a tenant (or update its base and limits) and print a new token for it, once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.tenant == "" || o.base == "" {
+				return usageErr(sema.Errorf(codeUsage, "name the tenant and its base directory: --tenant NAME --base DIR"))
+			}
+			s, err := openServer(cmd.Context(), &o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			tok, err := s.CreateToken(cmd.Context(), o.tenant, absPath(o.base), server.TenantLimits{MaxConcurrent: o.maxTasks, TokensPerDay: o.tokensPerDy})
+			if err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintln(stdout, tok)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
+	create.Flags().StringVar(&o.base, "base", "", "the tenant's base directory: every task root must resolve inside it")
+	create.Flags().IntVar(&o.maxTasks, "max-concurrent", 0, "tasks the tenant may have queued or running at once (0: no limit)")
+	create.Flags().Int64Var(&o.tokensPerDy, "tokens-per-day", 0, "model tokens the tenant may spend in 24 hours (0: no limit)")
+	addStoreFlags(create, &o)
+	token.AddCommand(create)
+
+	tenant := &cobra.Command{Use: "tenant", Short: "Manage the service's tenants"}
+	del := &cobra.Command{
+		Use:   "delete --tenant NAME",
+		Short: "Delete a tenant: its tokens stop working at once (its sessions and files are kept)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.tenant == "" {
+				return usageErr(sema.Errorf(codeUsage, "name the tenant: --tenant NAME"))
+			}
+			s, err := openServer(cmd.Context(), &o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.DeleteTenant(cmd.Context(), o.tenant); err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintf(stdout, "tenant %s deleted\n", o.tenant)
+			return nil
+		},
+	}
+	del.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
+	addStoreFlags(del, &o)
+	tenant.AddCommand(del)
+	cmd.AddCommand(token, tenant)
+	return cmd
+}
+
+func addStoreFlags(cmd *cobra.Command, o *serveOptions) {
+	cmd.Flags().StringVar(&o.store, "store", "", "postgres://… to share one Postgres database among processes (default: SEMA_STORE, else SQLite in the state directory)")
+	cmd.Flags().StringVar(&o.home, "home", "", "state directory (default: $SEMA_HOME, else ~/.sema)")
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// openServer opens the service's store as the flags say.
+func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server.Server, error) {
+	home, err := statedir.Resolve(o.home)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	prices, err := pricing.LoadDir(home)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	var mu sync.Mutex
+	providers := map[string]model.Provider{}
+	names := map[string]string{}
+	open := func(ref string) (model.Provider, string, error) {
+		ref = cmp.Or(ref, o.model, os.Getenv("SEMA_MODEL"))
+		mu.Lock()
+		defer mu.Unlock()
+		// One provider per model for the process: its HTTP connections are reused, and
+		// a scripted model's script goes on across a task's legs.
+		if p, ok := providers[ref]; ok {
+			return p, names[ref], nil
+		}
+		p, name, err := modelref.Open(ref, o.baseURL)
+		if err != nil {
+			return nil, "", err
+		}
+		providers[ref], names[ref] = p, name
+		return p, name, nil
+	}
+	s, err := server.New(ctx, server.Config{
+		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices,
+		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, NoWorker: o.noWorker, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	s, err := openServer(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return usageErr(sema.Errorf("serve.listen_failed", "cannot listen on %s: %v; pick another --listen address", o.listen, err))
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := s.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("serving", "listen", ln.Addr().String(), "store", storeName(o))
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", o.grace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	// Stop taking work first (the workers finish or hand back their legs), then close
+	// the listener; open event streams end with the process.
+	serr := s.Shutdown(sctx)
+	hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
+	defer hcancel()
+	hs.Shutdown(hctx)
+	if serr != nil {
+		log.Warn("legs still running at the deadline were handed back to the queue", "error", serr.Error())
+	}
+	return nil
+}
+
+func storeName(o *serveOptions) string {
+	if cmp.Or(o.store, os.Getenv("SEMA_STORE")) != "" {
+		return "postgres"
+	}
+	return "sqlite"
+}
