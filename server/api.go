@@ -249,7 +249,7 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec client.TaskSpec, ki
 	task := &client.Task{TaskID: newID(), SessionID: sessionID, Status: client.StatusQueued}
 	now := nowMS()
 	status := http.StatusInternalServerError
-	err = s.b.tx(ctx, func(c conn, enqueue func(string) error) error {
+	err = s.b.tx(ctx, func(c conn, enqueue enqueueFunc) error {
 		if t.maxConcurrent > 0 {
 			var n int
 			if err := queryRow(ctx, c, `SELECT COUNT(*) FROM sema_serve_tasks WHERE tenant = ? AND status IN (?, ?)`,
@@ -281,7 +281,7 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec client.TaskSpec, ki
 				return err
 			}
 		}
-		return enqueue(task.TaskID)
+		return enqueue(task.TaskID, t.queue)
 	})
 	if err != nil {
 		return nil, status, err
@@ -710,7 +710,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 	}
 	var taskID string
 	status := http.StatusInternalServerError
-	err = s.b.tx(ctx, func(c conn, enqueue func(string) error) error {
+	err = s.b.tx(ctx, func(c conn, enqueue enqueueFunc) error {
 		var decided int64
 		err := queryRow(ctx, c, `SELECT task_id, decided_ms FROM sema_serve_checkpoints WHERE id = ? AND tenant = ?`, []any{answer.CheckpointID, t.name}, &taskID, &decided)
 		if errors.Is(err, errNoRow) {
@@ -738,7 +738,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 			status = http.StatusConflict
 			return sema.Errorf(session.CodeAlreadyClaimed, "the task no longer waits at this checkpoint (it was cancelled or answered)")
 		}
-		return enqueue(taskID)
+		return enqueue(taskID, t.queue)
 	})
 	if err != nil {
 		s.metrics.decisions.WithLabelValues(fmt.Sprint(status)).Inc()

@@ -23,9 +23,9 @@ type backend interface {
 	// db is the service's tables outside a transaction.
 	db() conn
 	// tx runs fn in one transaction of the service's tables; enqueue inserts the job
-	// that runs a task into River's queue in that same transaction, so a task row and
-	// its job exist together or not at all.
-	tx(ctx context.Context, fn func(c conn, enqueue func(taskID string) error) error) error
+	// that runs a task into River's queue (the named one) in that same transaction, so a
+	// task row and its job exist together or not at all.
+	tx(ctx context.Context, fn func(c conn, enqueue enqueueFunc) error) error
 	sessions() session.Store
 	history() history.Store
 	// startQueue starts River's client with the service's worker.
@@ -45,15 +45,24 @@ type queueConfig struct {
 	// hands it to another worker. A live worker's leg holds its session's lease, so a
 	// job rescued too early waits (session.busy snoozes it) instead of running twice.
 	rescueAfter time.Duration
-	// queue is the River queue this process works (the deployment's workspace set).
-	queue string
+	// queues are the River queues this process works: the tenants' queues whose base
+	// directories exist on this machine.
+	queues []string
 	// poll is how often a worker looks for new jobs when nothing woke it.
 	poll time.Duration
 }
 
+// enqueueFunc inserts the job of task taskID on the named River queue, in the
+// transaction it was handed with.
+type enqueueFunc func(taskID, queue string) error
+
 func (q queueConfig) river(w *river.Workers) *river.Config {
+	queues := map[string]river.QueueConfig{}
+	for _, name := range q.queues {
+		queues[name] = river.QueueConfig{MaxWorkers: q.workers}
+	}
 	return &river.Config{
-		Queues:               map[string]river.QueueConfig{q.queue: {MaxWorkers: q.workers}},
+		Queues:               queues,
 		Workers:              w,
 		JobTimeout:           -1, // a task runs as long as its budgets let it
 		RescueStuckJobsAfter: q.rescueAfter,
@@ -118,17 +127,17 @@ func (b *sqliteBackend) db() conn                { return sqlConn{db: b.serve} }
 func (b *sqliteBackend) sessions() session.Store { return b.dir.Sessions() }
 func (b *sqliteBackend) history() history.Store  { return b.dir.History() }
 
-func (b *sqliteBackend) tx(ctx context.Context, fn func(c conn, enqueue func(taskID string) error) error) error {
+func (b *sqliteBackend) tx(ctx context.Context, fn func(c conn, enqueue enqueueFunc) error) error {
 	tx, err := b.serve.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	enqueue := func(taskID string) error {
+	enqueue := func(taskID, queue string) error {
 		if b.queue == nil {
 			return sema.Errorf(CodeStoreFailed, "the queue is not started")
 		}
-		_, err := b.queue.InsertTx(ctx, tx, runArgs{TaskID: taskID}, nil)
+		_, err := b.queue.InsertTx(ctx, tx, runArgs{TaskID: taskID}, &river.InsertOpts{Queue: queue})
 		return err
 	}
 	if err := fn(sqlConn{db: tx}, enqueue); err != nil {
@@ -138,11 +147,18 @@ func (b *sqliteBackend) tx(ctx context.Context, fn func(c conn, enqueue func(tas
 }
 
 func (b *sqliteBackend) startQueue(ctx context.Context, w *river.Workers, q queueConfig) error {
-	c, err := river.NewClient(riversqlite.New(b.serve), q.river(w))
+	cfg := q.river(w)
+	if w == nil {
+		cfg = &river.Config{} // inserts only: this process runs no tasks
+	}
+	c, err := river.NewClient(riversqlite.New(b.serve), cfg)
 	if err != nil {
 		return err
 	}
 	b.queue = c
+	if w == nil {
+		return nil
+	}
 	return c.Start(ctx)
 }
 

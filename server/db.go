@@ -52,6 +52,7 @@ var schema = []string{
 		base TEXT NOT NULL,
 		max_concurrent INTEGER NOT NULL,
 		tokens_per_day BIGINT NOT NULL,
+		queue TEXT NOT NULL DEFAULT 'default',
 		created_ms BIGINT NOT NULL,
 		deleted_ms BIGINT
 	)`,

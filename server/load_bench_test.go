@@ -95,7 +95,7 @@ func serveLoad(b *testing.B, st store, n int) {
 		srv.Shutdown(sctx)
 		srv.Close()
 	}()
-	tok, err := srv.CreateToken(ctx, "load", base, server.TenantLimits{})
+	tok, err := srv.CreateToken(ctx, "load", base, server.TenantConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -87,17 +87,17 @@ func (b *pgBackend) db() conn                { return pgConn{b.pool} }
 func (b *pgBackend) sessions() session.Store { return b.store.Sessions() }
 func (b *pgBackend) history() history.Store  { return b.store.History() }
 
-func (b *pgBackend) tx(ctx context.Context, fn func(c conn, enqueue func(taskID string) error) error) error {
+func (b *pgBackend) tx(ctx context.Context, fn func(c conn, enqueue enqueueFunc) error) error {
 	tx, err := b.pool.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(ctx)
-	enqueue := func(taskID string) error {
+	enqueue := func(taskID, queue string) error {
 		if b.queue == nil {
 			return sema.Errorf(CodeStoreFailed, "the queue is not started")
 		}
-		_, err := b.queue.InsertTx(ctx, tx, runArgs{TaskID: taskID}, nil)
+		_, err := b.queue.InsertTx(ctx, tx, runArgs{TaskID: taskID}, &river.InsertOpts{Queue: queue})
 		return err
 	}
 	if err := fn(pgConn{tx}, enqueue); err != nil {

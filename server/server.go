@@ -83,6 +83,10 @@ type Config struct {
 	Logger *slog.Logger
 	// NoWorker serves the API without running tasks (a process that only answers).
 	NoWorker bool
+	// Queues are the River queues whose tasks this process runs: the queues of the
+	// tenants whose base directories exist on this machine (see TenantConfig.Queue).
+	// Empty: the default queue only.
+	Queues []string
 }
 
 // Server is one `sema serve` process.
@@ -176,8 +180,17 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := river.AddWorkerSafely(w, &taskWorker{s: s}); err != nil {
 		return err
 	}
+	queues := s.cfg.Queues
+	if len(queues) == 0 {
+		queues = []string{river.QueueDefault}
+	}
+	for _, q := range queues {
+		if !validQueue(q) {
+			return sema.Errorf(CodeTenantInvalid, "queue name %q must be 1-128 letters, digits, '-' or '_'", q)
+		}
+	}
 	return s.b.startQueue(ctx, w, queueConfig{
-		workers: s.cfg.Workers, rescueAfter: s.cfg.RescueAfter, queue: river.QueueDefault, poll: s.cfg.Poll,
+		workers: s.cfg.Workers, rescueAfter: s.cfg.RescueAfter, queues: queues, poll: s.cfg.Poll,
 	})
 }
 

@@ -80,7 +80,7 @@ func newFixture(t *testing.T, st store, script func(base string) []scripted.Turn
 
 func (f *fixture) client(t *testing.T, tenant string, base string) *client.Client {
 	t.Helper()
-	tok, err := f.srv.CreateToken(context.Background(), tenant, base, server.TenantLimits{})
+	tok, err := f.srv.CreateToken(context.Background(), tenant, base, server.TenantConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,12 +209,66 @@ func testParkDecideComplete(t *testing.T, st store) {
 	}
 }
 
-func serverLimits() server.TenantLimits { return server.TenantLimits{} }
+func serverLimits() server.TenantConfig { return server.TenantConfig{} }
 
 func decodeJSON(t *testing.T, resp *http.Response, v any) {
 	t.Helper()
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("decoding the answer: %v", err)
+	}
+}
+
+// TestQueuesRouteTasksToTheirWorkers: a tenant's tasks run only on the processes that
+// work its queue (the machines where its base exists); a process that works another
+// queue leaves them queued.
+func TestQueuesRouteTasksToTheirWorkers(t *testing.T) {
+	if !pgtest.Available(t) {
+		t.Skip(pgtest.How)
+	}
+	ctx := context.Background()
+	dsn := pgtest.Schema(t)
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "ran on the right machine"}}})
+	open := func(queues []string) *server.Server {
+		srv, err := server.New(ctx, server.Config{
+			Postgres: dsn, Queues: queues, Poll: 20 * time.Millisecond,
+			OpenProvider: func(string) (model.Provider, string, error) { return p, "scripted", nil },
+			Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+			srv.Close()
+		})
+		return srv
+	}
+	other := open(nil) // works "default" only
+	api := httptest.NewServer(other.Handler())
+	defer api.Close()
+	tok, err := other.CreateToken(ctx, "gpu", base, server.TenantConfig{Queue: "gpu-box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(api.URL, tok)
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "p", Cwd: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got, _ := c.Task(ctx, task.TaskID); got.Status != client.StatusQueued {
+		t.Fatalf("a process that does not work the tenant's queue took its task: %s", got.Status)
+	}
+	open([]string{"gpu-box"})
+	waitStatus(t, c, task.TaskID, "completed")
+	if _, err := other.CreateToken(ctx, "bad", base, server.TenantConfig{Queue: "no spaces"}); err == nil {
+		t.Fatal("a queue name with a space was accepted")
 	}
 }

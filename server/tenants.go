@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"github.com/riverqueue/river"
 	"path/filepath"
 	"strings"
 
@@ -22,14 +23,20 @@ type tenant struct {
 	base          string // canonical
 	maxConcurrent int
 	tokensPerDay  int64
+	// queue is the River queue of its tasks: the workers that declare it run them.
+	queue string
 }
 
-// TenantLimits are a tenant's limits; zero means none.
-type TenantLimits struct {
+// TenantConfig is a tenant's limits (zero: none) and where its tasks run.
+type TenantConfig struct {
 	// MaxConcurrent bounds the tenant's tasks queued or running at once.
 	MaxConcurrent int
 	// TokensPerDay bounds the model tokens the tenant's tasks may spend in 24 hours.
 	TokensPerDay int64
+	// Queue is the River queue the tenant's tasks are enqueued on; only the workers
+	// that declare it (Config.Queues, sema serve --queues) run them — the workers of the
+	// machines where the tenant's base directory exists. Empty: "default".
+	Queue string
 }
 
 // tokenPrefix starts every token, so that one found in a log or a repository is
@@ -40,7 +47,7 @@ const tokenPrefix = "sema_"
 // and returns a new bearer token for it. Only the token's sha256 is stored: the token
 // is shown once. The base must be an existing directory; it is kept canonical (symlinks
 // resolved), as every task root is compared with it.
-func (s *Server) CreateToken(ctx context.Context, name, base string, limits TenantLimits) (string, error) {
+func (s *Server) CreateToken(ctx context.Context, name, base string, limits TenantConfig) (string, error) {
 	if !validTenantName(name) {
 		return "", sema.Errorf(CodeTenantInvalid, "tenant name %q must be 1-64 letters, digits, '-', '_' or '.'", name)
 	}
@@ -54,19 +61,25 @@ func (s *Server) CreateToken(ctx context.Context, name, base string, limits Tena
 	if limits.MaxConcurrent < 0 || limits.TokensPerDay < 0 {
 		return "", sema.Errorf(CodeTenantInvalid, "tenant limits cannot be negative")
 	}
+	if limits.Queue == "" {
+		limits.Queue = river.QueueDefault
+	}
+	if !validQueue(limits.Queue) {
+		return "", sema.Errorf(CodeTenantInvalid, "queue name %q must be 1-128 letters, digits, '-' or '_'", limits.Queue)
+	}
 	var raw [32]byte
 	rand.Read(raw[:])
 	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	now := nowMS()
-	err = s.b.tx(ctx, func(c conn, _ func(string) error) error {
-		n, err := c.exec(ctx, `UPDATE sema_serve_tenants SET base = ?, max_concurrent = ?, tokens_per_day = ?, deleted_ms = NULL WHERE name = ?`,
-			canon, limits.MaxConcurrent, limits.TokensPerDay, name)
+	err = s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
+		n, err := c.exec(ctx, `UPDATE sema_serve_tenants SET base = ?, max_concurrent = ?, tokens_per_day = ?, queue = ?, deleted_ms = NULL WHERE name = ?`,
+			canon, limits.MaxConcurrent, limits.TokensPerDay, limits.Queue, name)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			if _, err := c.exec(ctx, `INSERT INTO sema_serve_tenants (name, base, max_concurrent, tokens_per_day, created_ms) VALUES (?, ?, ?, ?, ?)`,
-				name, canon, limits.MaxConcurrent, limits.TokensPerDay, now); err != nil {
+			if _, err := c.exec(ctx, `INSERT INTO sema_serve_tenants (name, base, max_concurrent, tokens_per_day, queue, created_ms) VALUES (?, ?, ?, ?, ?, ?)`,
+				name, canon, limits.MaxConcurrent, limits.TokensPerDay, limits.Queue, now); err != nil {
 				return err
 			}
 		}
@@ -82,7 +95,7 @@ func (s *Server) CreateToken(ctx context.Context, name, base string, limits Tena
 // DeleteTenant deletes tenant name: its tokens stop working at once. Its tasks,
 // sessions and files are kept.
 func (s *Server) DeleteTenant(ctx context.Context, name string) error {
-	return s.b.tx(ctx, func(c conn, _ func(string) error) error {
+	return s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
 		n, err := c.exec(ctx, `UPDATE sema_serve_tenants SET deleted_ms = ? WHERE name = ? AND deleted_ms IS NULL`, nowMS(), name)
 		if err != nil {
 			return err
@@ -93,6 +106,19 @@ func (s *Server) DeleteTenant(ctx context.Context, name string) error {
 		_, err = c.exec(ctx, `DELETE FROM sema_serve_tokens WHERE tenant = ?`, name)
 		return err
 	})
+}
+
+// validQueue reports whether name is a River queue name sema accepts.
+func validQueue(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func validTenantName(name string) bool {
@@ -120,9 +146,9 @@ func (s *Server) authenticate(ctx context.Context, header string) (*tenant, erro
 		return nil, errUnauthorized
 	}
 	var t tenant
-	err := queryRow(ctx, s.b.db(), `SELECT t.name, t.base, t.max_concurrent, t.tokens_per_day
+	err := queryRow(ctx, s.b.db(), `SELECT t.name, t.base, t.max_concurrent, t.tokens_per_day, t.queue
 		FROM sema_serve_tokens k JOIN sema_serve_tenants t ON t.name = k.tenant
-		WHERE k.hash = ? AND t.deleted_ms IS NULL`, []any{tokenHash(token)}, &t.name, &t.base, &t.maxConcurrent, &t.tokensPerDay)
+		WHERE k.hash = ? AND t.deleted_ms IS NULL`, []any{tokenHash(token)}, &t.name, &t.base, &t.maxConcurrent, &t.tokensPerDay, &t.queue)
 	if errors.Is(err, errNoRow) {
 		return nil, errUnauthorized
 	}

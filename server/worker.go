@@ -284,7 +284,7 @@ func (s *Server) adoptFork(ctx context.Context, t *taskRow, sessionID string) er
 	if err != nil || !exists {
 		return err
 	}
-	err = s.b.tx(ctx, func(c conn, _ func(string) error) error {
+	err = s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
 		if _, err := c.exec(ctx, `UPDATE sema_serve_tasks SET session_id = ?, began = 1, head_at_start = ? WHERE id = ?`, sessionID, head, t.id); err != nil {
 			return err
 		}
@@ -337,7 +337,7 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 	if err != nil {
 		return err
 	}
-	err = s.b.tx(ctx, func(c conn, _ func(string) error) error {
+	err = s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
 		if _, err := c.exec(ctx, `UPDATE sema_serve_tasks SET status = ?, result = ?, checkpoint_id = ?, decision = '', tokens = tokens + ?, updated_ms = ? WHERE id = ?`,
 			string(status), string(data), checkpoint, tokens, nowMS(), t.id); err != nil {
 			return err

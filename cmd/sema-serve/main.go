@@ -45,6 +45,8 @@ type serveOptions struct {
 	base        string
 	maxTasks    int
 	tokensPerDy int64
+	queue       string
+	queues      []string
 }
 
 func main() {
@@ -103,6 +105,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	f.DurationVar(&o.lease, "session-lease", 0, "a running leg's lease on its session (default: the runner's)")
 	f.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "on SIGTERM/SIGINT, how long running legs may finish before they are left for another process")
 	f.BoolVar(&o.noWorker, "no-worker", false, "serve the API only; run no tasks in this process")
+	f.StringSliceVar(&o.queues, "queues", nil, "the River queues whose tasks this process runs: those of the tenants whose base directories exist on this machine (default: default)")
 
 	token := &cobra.Command{Use: "token", Short: "Manage the service's bearer tokens"}
 	create := &cobra.Command{
@@ -118,7 +121,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 				return err
 			}
 			defer s.Close()
-			tok, err := s.CreateToken(cmd.Context(), o.tenant, absPath(o.base), server.TenantLimits{MaxConcurrent: o.maxTasks, TokensPerDay: o.tokensPerDy})
+			tok, err := s.CreateToken(cmd.Context(), o.tenant, absPath(o.base), server.TenantConfig{MaxConcurrent: o.maxTasks, TokensPerDay: o.tokensPerDy, Queue: o.queue})
 			if err != nil {
 				return usageErr(err)
 			}
@@ -130,6 +133,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	create.Flags().StringVar(&o.base, "base", "", "the tenant's base directory: every task root must resolve inside it")
 	create.Flags().IntVar(&o.maxTasks, "max-concurrent", 0, "tasks the tenant may have queued or running at once (0: no limit)")
 	create.Flags().Int64Var(&o.tokensPerDy, "tokens-per-day", 0, "model tokens the tenant may spend in 24 hours (0: no limit)")
+	create.Flags().StringVar(&o.queue, "queue", "", "the River queue of the tenant's tasks: run by the processes started with --queues naming it, on the machines where its base exists (default: default)")
 	addStoreFlags(create, &o)
 	token.AddCommand(create)
 
@@ -204,7 +208,7 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 	}
 	s, err := server.New(ctx, server.Config{
 		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices,
-		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, NoWorker: o.noWorker, Logger: log,
+		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
 	})
 	if err != nil {
 		return nil, err
