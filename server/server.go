@@ -24,6 +24,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/pricing"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Error codes of the service, beyond those of the packages it calls.
@@ -81,6 +82,9 @@ type Config struct {
 	Poll time.Duration
 	// Logger receives structured logs (nil: JSON on standard error).
 	Logger *slog.Logger
+	// TracerProvider receives OpenTelemetry spans of tasks, turns and tool calls (nil:
+	// none). sema serve sets one when an OTLP endpoint is configured.
+	TracerProvider trace.TracerProvider
 	// NoWorker serves the API without running tasks (a process that only answers).
 	NoWorker bool
 	// Queues are the River queues whose tasks this process runs: the queues of the

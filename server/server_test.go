@@ -19,6 +19,10 @@ import (
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/server"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // fixture is one service on SQLite in a temporary state directory, serving over a local
@@ -271,4 +275,81 @@ func TestQueuesRouteTasksToTheirWorkers(t *testing.T) {
 	if _, err := other.CreateToken(ctx, "bad", base, server.TenantConfig{Queue: "no spaces"}); err == nil {
 		t.Fatal("a queue name with a space was accepted")
 	}
+}
+
+// TestTracesOfTasksTurnsAndTools: with a tracer provider, a leg is a sema.task span with
+// its turns (sema.turn) and tool calls (sema.tool) as children.
+func TestTracesOfTasksTurnsAndTools(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	ctx := context.Background()
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	os.WriteFile(filepath.Join(base, "f.txt"), []byte("x"), 0o644)
+	read, _ := json.Marshal(map[string]string{"file_path": filepath.Join(base, "f.txt")})
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{Name: "Read", Input: read}}},
+		{Text: "read it"},
+	}})
+	srv, err := server.New(ctx, server.Config{
+		Home: t.TempDir(), Poll: 20 * time.Millisecond, TracerProvider: tp,
+		OpenProvider: func(string) (model.Provider, string, error) { return p, "scripted", nil },
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		api.Close()
+		srv.Shutdown(ctx)
+		srv.Close()
+	})
+	tok, _ := srv.CreateToken(ctx, "t", base, server.TenantConfig{})
+	c := client.New(api.URL, tok)
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "read f.txt", Cwd: base, AllowedTools: []string{"Read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, c, task.TaskID, "completed")
+	deadline := time.Now().Add(5 * time.Second)
+	var legs, turns, tools int
+	for time.Now().Before(deadline) {
+		legs, turns, tools = 0, 0, 0
+		var legID oteltrace.SpanID
+		for _, sp := range rec.Ended() {
+			if sp.Name() == "sema.task" {
+				legs++
+				legID = sp.SpanContext().SpanID()
+			}
+		}
+		for _, sp := range rec.Ended() {
+			switch sp.Name() {
+			case "sema.turn":
+				if sp.Parent().SpanID() == legID {
+					turns++
+				}
+			case "sema.tool":
+				if sp.Parent().SpanID() == legID && attrOf(sp.Attributes(), "sema.tool.name") == "Read" {
+					tools++
+				}
+			}
+		}
+		if legs == 1 && turns == 2 && tools == 1 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("spans: %d legs, %d turns, %d Read calls; want 1, 2, 1", legs, turns, tools)
+}
+
+func attrOf(kvs []attribute.KeyValue, key string) string {
+	for _, kv := range kvs {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
 }

@@ -132,6 +132,10 @@ func (s *Server) work(ctx context.Context, id string) error {
 	s.metrics.running.Inc()
 	defer s.metrics.running.Dec()
 
+	lt := s.startLegTrace(ctx, t)
+	traceStatus, traceErr := "interrupted", error(nil)
+	defer func() { lt.end(traceStatus, traceErr) }()
+
 	events := runner.Events(legCtx, spec)
 	if answer != nil {
 		events = runner.ResumeEvents(legCtx, spec, *answer)
@@ -139,6 +143,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 	var res *agent.TaskResult
 	for ev, err := range events {
 		if err != nil {
+			traceErr = err
 			switch {
 			case sema.IsCode(err, session.CodeBusy):
 				// Another leg runs in the session (a task still finishing, or a worker
@@ -161,8 +166,10 @@ func (s *Server) work(ctx context.Context, id string) error {
 				return err
 			}
 		}
+		lt.event(ev)
 		if ev.Type == agent.EventResult {
 			res = ev.Result
+			traceStatus = string(res.Status)
 			continue // written with the task's status, below
 		}
 		obj := streamjson.Event(ev)

@@ -27,6 +27,10 @@ import (
 	"github.com/sema-agent/sema/server"
 	"github.com/sema-agent/sema/statedir"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // serveOptions are `sema serve`'s flags.
@@ -47,6 +51,7 @@ type serveOptions struct {
 	tokensPerDy int64
 	queue       string
 	queues      []string
+	tracer      *sdktrace.TracerProvider
 }
 
 func main() {
@@ -206,18 +211,50 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 		providers[ref], names[ref] = p, name
 		return p, name, nil
 	}
-	s, err := server.New(ctx, server.Config{
+	cfg := server.Config{
 		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices,
 		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
-	})
+	}
+	if o.tracer != nil {
+		cfg.TracerProvider = o.tracer
+	}
+	s, err := server.New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// tracing returns the tracer provider of OpenTelemetry's OTLP/HTTP exporter when the
+// standard variables name an endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; the exporter reads the rest of its settings from
+// the OTEL_EXPORTER_OTLP_* variables too), else nil: no spans are made.
+func tracing(ctx context.Context) (*sdktrace.TracerProvider, error) {
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		return nil, nil
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, sema.Errorf("serve.tracing_invalid", "cannot set up the OTLP exporter: %v; check the OTEL_EXPORTER_OTLP_* variables", err)
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", cmp.Or(os.Getenv("OTEL_SERVICE_NAME"), "sema-serve")))
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
 func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	tp, err := tracing(ctx)
+	if err != nil {
+		return usageErr(err)
+	}
+	if tp != nil {
+		o.tracer = tp
+		defer func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			tp.Shutdown(fctx) // sends the spans still batched
+		}()
+	}
 	s, err := openServer(ctx, o, log)
 	if err != nil {
 		return err

@@ -2,15 +2,19 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -374,5 +378,42 @@ func TestServeWithoutTheServiceBinary(t *testing.T) {
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "serve.binary_missing") || !strings.Contains(string(out), "go build -o sema-serve ./cmd/sema-serve") {
 		t.Fatalf("exit %v: %s", err, out)
+	}
+}
+
+// TestServeExportsTraces: with OTEL_EXPORTER_OTLP_ENDPOINT set, the service sends its
+// spans to that collector over OTLP/HTTP (protobuf), at the latest when it shuts down.
+func TestServeExportsTraces(t *testing.T) {
+	var got atomic.Int64
+	var body atomic.Value
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" {
+			got.Add(1)
+			body.Store(b)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	srv := anthropictest.NewServer(t, anthropictest.Turn{Text: "traced"})
+	env := append(anthropicEnv(srv), "SEMA_HOME="+t.TempDir(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL)
+	tok := serveToken(t, env, "acme", base)
+	p := startServe(t, env, "--model", "anthropic/claude-sonnet-4-5")
+	c := client.New(p.url, tok)
+	task, err := c.SubmitTask(context.Background(), client.TaskSpec{Prompt: "hi", Cwd: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, c, task.TaskID, "completed", 30*time.Second)
+	p.stop(t)
+	if got.Load() == 0 {
+		t.Fatalf("no spans reached the collector:\n%s", p.logs.String())
+	}
+	b, _ := body.Load().([]byte)
+	for _, want := range []string{"sema.task", "sema.turn", "sema-serve", task.TaskID} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the exported spans lack %q", want)
+		}
 	}
 }

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/sema-agent/sema/agent"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// tracerName names the service's instrumentation scope.
+const tracerName = "github.com/sema-agent/sema/server"
+
+func (s *Server) tracer() trace.Tracer {
+	if s.cfg.TracerProvider == nil {
+		return noop.NewTracerProvider().Tracer(tracerName)
+	}
+	return s.cfg.TracerProvider.Tracer(tracerName)
+}
+
+// legTrace turns a leg's events into spans: one for the leg (sema.task: an attempt of
+// the task's job), one per turn (sema.turn: from the leg's start or the previous turn's
+// tool results to the model's response — the model's time) and one per tool call
+// (sema.tool: from the call to its result), the turns and calls children of the leg.
+type legTrace struct {
+	tr    trace.Tracer
+	ctx   context.Context // the leg span's
+	leg   trace.Span
+	tools map[string]trace.Span
+	// since is when the next request went out: the leg's start, or the last tool
+	// result of the turn before. A turn's span is made when its response arrives, so a
+	// leg that stops between turns leaves no empty one.
+	since time.Time
+}
+
+func (s *Server) startLegTrace(ctx context.Context, t *taskRow) *legTrace {
+	tr := s.tracer()
+	ctx, leg := tr.Start(ctx, "sema.task", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+		attribute.String("sema.task_id", t.id),
+		attribute.String("sema.session_id", t.sessionID),
+		attribute.String("sema.tenant", t.tenant),
+	))
+	return &legTrace{tr: tr, ctx: ctx, leg: leg, tools: map[string]trace.Span{}, since: time.Now()}
+}
+
+// event records ev.
+func (lt *legTrace) event(ev agent.Event) {
+	switch ev.Type {
+	case agent.EventAssistant:
+		_, turn := lt.tr.Start(lt.ctx, "sema.turn", trace.WithTimestamp(lt.since),
+			trace.WithAttributes(attribute.Int("sema.turn", ev.Turn)))
+		if r := ev.Response; r != nil {
+			turn.SetAttributes(
+				attribute.Int64("gen_ai.usage.input_tokens", r.Usage.InputTokens),
+				attribute.Int64("gen_ai.usage.output_tokens", r.Usage.OutputTokens),
+				attribute.String("gen_ai.response.finish_reasons", string(r.StopReason)),
+			)
+		}
+		turn.End()
+	case agent.EventToolUse:
+		if u := ev.ToolUse; u != nil {
+			_, sp := lt.tr.Start(lt.ctx, "sema.tool", trace.WithAttributes(
+				attribute.String("sema.tool.name", u.Name), attribute.String("sema.tool.call_id", u.ID), attribute.Int("sema.turn", ev.Turn)))
+			lt.tools[u.ID] = sp
+		}
+	case agent.EventToolResult:
+		if r := ev.ToolResult; r != nil {
+			if sp, ok := lt.tools[r.ID]; ok {
+				if r.IsError {
+					sp.SetStatus(codes.Error, r.Code)
+				}
+				sp.End()
+				delete(lt.tools, r.ID)
+			}
+			if len(lt.tools) == 0 {
+				lt.since = time.Now() // the next request goes out when the last result is in
+			}
+		}
+	}
+}
+
+// end closes the leg's spans with its final status.
+func (lt *legTrace) end(status string, err error) {
+	for _, sp := range lt.tools {
+		sp.End()
+	}
+	lt.leg.SetAttributes(attribute.String("sema.status", status))
+	if err != nil {
+		lt.leg.RecordError(err)
+		lt.leg.SetStatus(codes.Error, err.Error())
+	}
+	lt.leg.End()
+}
