@@ -417,3 +417,55 @@ func TestServeExportsTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestServeShutdownHandsRunningLegsBack: SIGTERM lets a running leg finish for
+// --shutdown-grace, then ends it and leaves its task queued; the next process continues it
+// at once (no rescue wait), and the stream has no result from the interrupted leg.
+func TestServeShutdownHandsRunningLegsBack(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Bash", Input: `{"command":"sleep 30"}`}}},
+		anthropictest.Turn{Text: "continued by the next process"},
+	)
+	env := append(anthropicEnv(srv), "SEMA_HOME="+t.TempDir())
+	tok := serveToken(t, env, "acme", base)
+	flags := []string{"--model", "anthropic/claude-sonnet-4-5", "--shutdown-grace", "1s"}
+	a := startServe(t, env, flags...)
+	c := client.New(a.url, tok)
+	task, err := c.SubmitTask(context.Background(), client.TaskSpec{Prompt: "wait", Cwd: base, AllowedTools: []string{"Bash(sleep:*)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(strings.Join(streamSoFar(t, c, task.TaskID), " "), "tool_use") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool never started:\n%s", a.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stopped := time.Now()
+	a.stop(t)
+	if took := time.Since(stopped); took > 20*time.Second {
+		t.Fatalf("SIGTERM took %s with a 1s grace", took)
+	}
+	// A process that runs no tasks sees the task handed back to the queue.
+	look := startServe(t, env, append(flags, "--no-worker")...)
+	if got, err := client.New(look.url, tok).Task(context.Background(), task.TaskID); err != nil || got.Status != client.StatusQueued {
+		t.Fatalf("after the shutdown the task is %+v (%v), want queued\n%s", got, err, a.logs.String())
+	}
+	look.stop(t)
+	// The next worker takes it at once: well before River would rescue a lost job
+	// (--rescue-after, a minute by default).
+	b := startServe(t, env, flags...)
+	cb := client.New(b.url, tok)
+	done := waitTask(t, cb, task.TaskID, "completed", 30*time.Second)
+	var res map[string]any
+	json.Unmarshal(done.Result, &res)
+	if res["result"] != "continued by the next process" {
+		t.Fatalf("result: %s", done.Result)
+	}
+	joined := strings.Join(eventTypes(t, cb, task.TaskID), " ")
+	if strings.Count(joined, "result/") != 1 || !strings.HasSuffix(joined, "result/completed") {
+		t.Fatalf("stream: %s", joined)
+	}
+}
