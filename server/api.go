@@ -622,30 +622,31 @@ func (s *Server) rewindSession(w http.ResponseWriter, r *http.Request, t *tenant
 // listCheckpoints is GET /v1/checkpoints?status=open|answered|all (default open).
 func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request, t *tenant) {
 	ctx := r.Context()
-	q := `SELECT id, task_id, session_id, decided_ms FROM sema_serve_checkpoints WHERE tenant = ?`
+	q := `SELECT c.id, c.task_id, c.session_id, c.decided_ms, t.result FROM sema_serve_checkpoints c
+		JOIN sema_serve_tasks t ON t.id = c.task_id WHERE c.tenant = ?`
 	switch st := r.URL.Query().Get("status"); st {
 	case "", "open":
-		q += ` AND decided_ms = 0`
+		q += ` AND c.decided_ms = 0`
 	case "answered":
-		q += ` AND decided_ms <> 0`
+		q += ` AND c.decided_ms <> 0`
 	case "all":
 	default:
 		writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "unknown status %q; use open, answered or all", st))
 		return
 	}
-	rs, err := s.b.db().query(ctx, q+` ORDER BY created_ms LIMIT ?`, t.name, intParam(r, "limit", 100, 1000))
+	rs, err := s.b.db().query(ctx, q+` ORDER BY c.created_ms LIMIT ?`, t.name, intParam(r, "limit", 100, 1000))
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
 	type row struct {
-		id, task, sess string
-		decided        int64
+		id, task, sess, result string
+		decided                int64
 	}
 	var list []row
 	for rs.Next() {
 		var x row
-		if err := rs.Scan(&x.id, &x.task, &x.sess, &x.decided); err != nil {
+		if err := rs.Scan(&x.id, &x.task, &x.sess, &x.decided, &x.result); err != nil {
 			rs.Close()
 			s.internal(w, r, err)
 			return
@@ -666,7 +667,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request, t *tena
 		}
 		out = append(out, client.Checkpoint{
 			ID: cp.ID, TaskID: x.task, SessionID: x.sess, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256,
-			Gate: string(cp.Gate), Status: status, CreatedAt: cp.CreatedAt,
+			Gate: string(cp.Gate), Message: questionOf(x.result, cp.ID), Status: status, CreatedAt: cp.CreatedAt,
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"checkpoints": out})
@@ -752,4 +753,20 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, task)
+}
+
+// questionOf is the question's sentence from the result of the leg that parked at
+// checkpoint id (the store keeps the call, the result its wording); "" when the task has
+// moved on.
+func questionOf(result, id string) string {
+	var r struct {
+		Checkpoint struct {
+			ID      string `json:"id"`
+			Message string `json:"message"`
+		} `json:"checkpoint"`
+	}
+	if json.Unmarshal([]byte(result), &r) != nil || r.Checkpoint.ID != id {
+		return ""
+	}
+	return r.Checkpoint.Message
 }

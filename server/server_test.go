@@ -164,7 +164,7 @@ func testParkDecideComplete(t *testing.T, st store) {
 		t.Fatalf("the file exists before the approval: %v", err)
 	}
 	cps, err := c.Checkpoints(ctx, "open")
-	if err != nil || len(cps) != 1 || cps[0].ID != parked.CheckpointID || cps[0].Tool != "Write" || cps[0].TaskID != task.TaskID {
+	if err != nil || len(cps) != 1 || cps[0].ID != parked.CheckpointID || cps[0].Tool != "Write" || cps[0].TaskID != task.TaskID || !strings.Contains(cps[0].Message, "Write") {
 		t.Fatalf("open checkpoints: %+v, %v", cps, err)
 	}
 	if _, err := c.Decide(ctx, cps[0].ID, client.Decision{Decision: "allow"}); err != nil {
