@@ -13,8 +13,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -24,6 +22,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/pricing"
+	"github.com/sema-agent/sema/session"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -220,14 +219,7 @@ func (s *Server) cancelLegs() {
 // Close releases the store. Call it after Shutdown.
 func (s *Server) Close() error { return s.b.close() }
 
-// newID returns a random RFC 4122 version 4 UUID.
-func newID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
+// newID mints a random RFC 4122 version 4 UUID, as the stores mint their ids.
+func newID() string { return session.NewID() }
 
 func nowMS() int64 { return time.Now().UnixMilli() }

@@ -208,13 +208,7 @@ func TestServeKill9ResumesTheTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until the tool runs (its tool_use event is in the store), then kill -9.
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(strings.Join(streamSoFar(t, c, task.TaskID), " "), "tool_use") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the tool never started:\n%s", a.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitToolStarted(t, c, task.TaskID, a)
 	a.kill9(t)
 	b := startServe(t, env, flags...)
 	cb := client.New(b.url, tok)
@@ -331,13 +325,7 @@ func TestServeTwoProcessesOnePostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(strings.Join(streamSoFar(t, ca, task2.TaskID), " "), "tool_use") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the tool never started:\n%s", a.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitToolStarted(t, ca, task2.TaskID, a)
 	b = startServe(t, append(env, "SEMA_HOME="+t.TempDir()), flags...)
 	cb = client.New(b.url, tok)
 	a.kill9(t)
@@ -436,13 +424,7 @@ func TestServeShutdownHandsRunningLegsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(strings.Join(streamSoFar(t, c, task.TaskID), " "), "tool_use") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the tool never started:\n%s", a.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitToolStarted(t, c, task.TaskID, a)
 	stopped := time.Now()
 	a.stop(t)
 	if took := time.Since(stopped); took > 20*time.Second {
@@ -467,5 +449,17 @@ func TestServeShutdownHandsRunningLegsBack(t *testing.T) {
 	joined := strings.Join(eventTypes(t, cb, task.TaskID), " ")
 	if strings.Count(joined, "result/") != 1 || !strings.HasSuffix(joined, "result/completed") {
 		t.Fatalf("stream: %s", joined)
+	}
+}
+
+// waitToolStarted waits until the task's stream shows a tool call: the leg runs its tool.
+func waitToolStarted(t *testing.T, c *client.Client, id string, p *serveProc) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(strings.Join(streamSoFar(t, c, id), " "), "tool_use") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool never started:\n%s", p.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
