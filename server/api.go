@@ -207,7 +207,7 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, t *tenant) {
 	if !decode(w, r, &spec) {
 		return
 	}
-	task, status, err := s.submit(r.Context(), t, spec, kindRun)
+	task, status, err := s.submit(r.Context(), t, storedSpec{TaskSpec: spec}, kindRun)
 	if err != nil {
 		s.refuse(w, r, status, err)
 		return
@@ -226,14 +226,19 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, err 
 
 // submit checks a task spec for tenant t and stores it with its job. It returns the
 // HTTP status of a refusal with the error.
-func (s *Server) submit(ctx context.Context, t *tenant, spec client.TaskSpec, kind string) (*client.Task, int, error) {
+func (s *Server) submit(ctx context.Context, t *tenant, spec storedSpec, kind string) (*client.Task, int, error) {
 	select {
 	case <-s.stopping:
 		return nil, http.StatusServiceUnavailable, sema.Errorf(CodeShuttingDown, "the process is shutting down; send the task to another")
 	default:
 	}
-	if status, err := s.check(ctx, t, &spec); err != nil {
+	if status, err := s.check(ctx, t, &spec.TaskSpec); err != nil {
 		return nil, status, err
+	}
+	if spec.ForkAt != "" {
+		if status, err := s.checkForkAt(ctx, spec.Resume, spec.ForkAt); err != nil {
+			return nil, status, err
+		}
 	}
 	sessionID := newID()
 	switch {
@@ -447,7 +452,7 @@ func (s *Server) sessionMessage(w http.ResponseWriter, r *http.Request, t *tenan
 	if !decode(w, r, &m) {
 		return
 	}
-	s.continueSession(w, r, t, client.TaskSpec{Prompt: m.Prompt, PermissionMode: m.PermissionMode, Model: m.Model, MaxTurns: m.MaxTurns, MaxBudgetUSD: m.MaxBudgetUSD})
+	s.continueSession(w, r, t, storedSpec{TaskSpec: client.TaskSpec{Prompt: m.Prompt, PermissionMode: m.PermissionMode, Model: m.Model, MaxTurns: m.MaxTurns, MaxBudgetUSD: m.MaxBudgetUSD}})
 }
 
 // forkSession is POST /v1/sessions/{id}/fork.
@@ -456,14 +461,26 @@ func (s *Server) forkSession(w http.ResponseWriter, r *http.Request, t *tenant) 
 	if !decode(w, r, &f) {
 		return
 	}
-	if f.At != "" {
-		writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "forking at an entry other than the head is not served yet; leave at empty"))
-		return
-	}
-	s.continueSession(w, r, t, client.TaskSpec{Prompt: f.Prompt, ForkSession: true})
+	s.continueSession(w, r, t, storedSpec{TaskSpec: client.TaskSpec{Prompt: f.Prompt, ForkSession: true}, ForkAt: f.At})
 }
 
-func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, t *tenant, spec client.TaskSpec) {
+// checkForkAt refuses a fork point that is not an entry of the session's conversation
+// as it stands (its head's chain): the leg would otherwise fail later, in a worker,
+// where the caller sees it only as a failed task.
+func (s *Server) checkForkAt(ctx context.Context, sessionID, at string) (int, error) {
+	chain, err := s.b.sessions().Transcript(ctx, sessionID, "")
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	for _, e := range chain {
+		if e.ID == at {
+			return 0, nil
+		}
+	}
+	return http.StatusBadRequest, sema.Errorf(CodeBadRequest, "at names no entry of the session's conversation; take an id from GET /v1/sessions/{id}, or leave at empty to fork at the head").With("field", "at")
+}
+
+func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, t *tenant, spec storedSpec) {
 	ctx := r.Context()
 	id := r.PathValue("id")
 	sess, err := s.ownedSession(ctx, t, id)

@@ -353,3 +353,81 @@ func attrOf(kvs []attribute.KeyValue, key string) string {
 	}
 	return ""
 }
+
+// TestForkAtAnEntry: a fork cut at an earlier entry continues from there — the new
+// session's conversation holds what came before the cut and none of what came after —
+// and leaves the original as it was; a cut that names no entry of the conversation is
+// refused before anything is queued.
+func TestForkAtAnEntry(t *testing.T) {
+	f := newFixture(t, "sqlite", func(string) []scripted.Turn {
+		return []scripted.Turn{{Text: "first answer"}, {Text: "second answer"}, {Text: "forked answer"}}
+	})
+	ctx := context.Background()
+	c := f.client(t, "acme", f.base)
+	first, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "first prompt", Cwd: f.base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, c, first.TaskID, "completed")
+	second, err := c.Message(ctx, first.SessionID, client.Message{Prompt: "second prompt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, c, second.TaskID, "completed")
+	page, err := c.Session(ctx, first.SessionID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := ""
+	for _, e := range page.Entries {
+		if strings.Contains(string(e), "first answer") {
+			var x struct {
+				ID string `json:"id"`
+			}
+			json.Unmarshal(e, &x)
+			cut = x.ID
+		}
+	}
+	if cut == "" {
+		t.Fatalf("no entry holds the first answer: %s", page.Entries)
+	}
+	if _, err := c.Fork(ctx, first.SessionID, client.Fork{Prompt: "p", At: "no-such-entry"}); codeOf(err) != "request.invalid" {
+		t.Fatalf("a fork at no entry: %v", err)
+	}
+	fork, err := c.Fork(ctx, first.SessionID, client.Fork{Prompt: "forked prompt", At: cut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitStatus(t, c, fork.TaskID, "completed")
+	if done.SessionID == "" || done.SessionID == first.SessionID {
+		t.Fatalf("the fork ran in session %q", done.SessionID)
+	}
+	forked := transcriptText(t, c, done.SessionID)
+	for _, want := range []string{"first prompt", "first answer", "forked prompt", "forked answer"} {
+		if !strings.Contains(forked, want) {
+			t.Errorf("the fork's conversation lacks %q", want)
+		}
+	}
+	for _, gone := range []string{"second prompt", "second answer"} {
+		if strings.Contains(forked, gone) {
+			t.Errorf("the fork's conversation holds %q, which came after the cut", gone)
+		}
+	}
+	if orig := transcriptText(t, c, first.SessionID); !strings.Contains(orig, "second answer") || strings.Contains(orig, "forked") {
+		t.Errorf("the original changed: %s", orig)
+	}
+}
+
+func transcriptText(t *testing.T, c *client.Client, id string) string {
+	t.Helper()
+	page, err := c.Session(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range page.Entries {
+		b.Write(e)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

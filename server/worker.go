@@ -50,10 +50,18 @@ const (
 	kindFork = "fork" // --resume with --fork-session
 )
 
+// storedSpec is a task's spec as its row keeps it: the wire spec and what only the
+// session endpoints can ask for.
+type storedSpec struct {
+	client.TaskSpec
+	// ForkAt is the entry a fork (POST /v1/sessions/{id}/fork with at) is cut at.
+	ForkAt string `json:"fork_at,omitempty"`
+}
+
 // taskRow is a task as its row stores it.
 type taskRow struct {
 	id, tenant, sessionID, kind, status string
-	spec                                client.TaskSpec
+	spec                                storedSpec
 	decision                            string
 	headAtStart                         string
 	began                               bool
@@ -238,7 +246,7 @@ func (s *Server) prepare(t *taskRow) (agent.TaskSpec, *agent.Runner, error) {
 // recorded the prompt — a continuation without it.
 func (s *Server) place(ctx context.Context, t *taskRow, spec *agent.TaskSpec, answering bool) error {
 	if t.kind == kindFork && t.sessionID == "" {
-		spec.Resume = &agent.Resume{SessionID: t.spec.Resume, Fork: true}
+		spec.Resume = &agent.Resume{SessionID: t.spec.Resume, Fork: true, At: t.spec.ForkAt}
 		return nil
 	}
 	exists, head, err := s.sessionHead(ctx, t.sessionID)
