@@ -79,6 +79,7 @@ func (q queueConfig) river(w *river.Workers) *river.Config {
 type sqliteBackend struct {
 	dir   *statedir.Dir
 	serve *sql.DB
+	stmts stmtCache
 	queue *river.Client[*sql.Tx]
 	name  string
 }
@@ -123,7 +124,7 @@ func (b *sqliteBackend) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (b *sqliteBackend) db() conn                { return sqlConn{db: b.serve} }
+func (b *sqliteBackend) db() conn                { return sqlConn{db: b.serve, stmts: &b.stmts} }
 func (b *sqliteBackend) sessions() session.Store { return b.dir.Sessions() }
 func (b *sqliteBackend) history() history.Store  { return b.dir.History() }
 
@@ -140,10 +141,14 @@ func (b *sqliteBackend) tx(ctx context.Context, fn func(c conn, enqueue enqueueF
 		_, err := b.queue.InsertTx(ctx, tx, runArgs{TaskID: taskID}, &river.InsertOpts{Queue: queue})
 		return err
 	}
-	if err := fn(sqlConn{db: tx}, enqueue); err != nil {
+	if err := fn(sqlConn{db: b.serve, tx: tx, stmts: &b.stmts}, enqueue); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	b.stmts.fill(ctx, b.serve)
+	return nil
 }
 
 func (b *sqliteBackend) startQueue(ctx context.Context, w *river.Workers, q queueConfig) error {
