@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,8 +33,11 @@ import (
 // reports throughput, the engine's gap per turn (from the end of a response to the
 // arrival of the session's next request: the runner, the tool, the store and the queue)
 // at p50 and p99, errors, and — after a second wave of tasks that all park at a
-// question — the heap and resident memory each idle parked session costs. Run it with
-// -benchtime 1x:
+// question — the heap and resident memory each idle parked session costs.
+// SEMA_LOAD_MODEL_MS gives the model a think time per response (uniform between half and
+// one and a half times it; default 0: it answers at once), as a real model has: the
+// sessions then share the machine the way a service's do, instead of all competing for
+// it at every instant. Run it with -benchtime 1x:
 //
 //	go test -run '^$' -bench ServeLoad -benchtime 1x ./server
 func BenchmarkServeLoad(b *testing.B) {
@@ -63,6 +67,9 @@ func serveLoad(b *testing.B, st store, n int) {
 		b.Fatal(err)
 	}
 	fake := newLoadModel(filepath.Join(base, "f.txt"))
+	if v, err := strconv.Atoi(os.Getenv("SEMA_LOAD_MODEL_MS")); err == nil && v > 0 {
+		fake.think = time.Duration(v) * time.Millisecond
+	}
 	ms := httptest.NewServer(fake)
 	defer ms.Close()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n + 16, MaxConnsPerHost: 0}}
@@ -212,11 +219,12 @@ func percentile(xs []float64, p float64) float64 {
 // Write (which asks for approval) once park is set. It keeps, per session (its first
 // prompt), when its last response ended, and the gaps to the next request.
 type loadModel struct {
-	file string
-	park atomic.Bool
-	mu   sync.Mutex
-	last map[string]time.Time
-	gap  []float64
+	file  string
+	think time.Duration // the mean time before a response starts
+	park  atomic.Bool
+	mu    sync.Mutex
+	last  map[string]time.Time
+	gap   []float64
 }
 
 func newLoadModel(file string) *loadModel {
@@ -256,6 +264,9 @@ func (m *loadModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.gap = append(m.gap, float64(arrived.Sub(end).Microseconds())/1000)
 	}
 	m.mu.Unlock()
+	if m.think > 0 {
+		time.Sleep(m.think/2 + rand.N(m.think))
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	ev := func(name, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data) }
 	ev("message_start", `{"type":"message_start","message":{"id":"msg_load","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":20,"output_tokens":1}}}`)

@@ -106,9 +106,10 @@ func (b *pgBackend) tx(ctx context.Context, fn func(c conn, enqueue enqueueFunc)
 	return tx.Commit(ctx)
 }
 
-// notify tells the other processes that task id's stream grew.
-func (b *pgBackend) notify(ctx context.Context, id string) {
-	b.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, id)
+// notify tells the other processes that the streams of tasks ids grew: one statement
+// (one transaction) for them all.
+func (b *pgBackend) notify(ctx context.Context, ids ...string) {
+	b.pool.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, notifyChannel, ids)
 }
 
 func (b *pgBackend) startQueue(ctx context.Context, w *river.Workers, q queueConfig) error {

@@ -105,7 +105,9 @@ type Server struct {
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
 	// wake wakes this process's event streams when it appends an event.
-	wake     *broadcaster
+	wake *broadcaster
+	// events writes the legs' events (group commit).
+	events   *eventLog
 	stopping chan struct{}
 	stopOnce sync.Once
 }
@@ -140,6 +142,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if pg, ok := b.(*pgBackend); ok {
 		pg.wake = s.wake.notify
 	}
+	s.events = newEventLog(s)
 	s.routes()
 	return s, nil
 }
@@ -161,15 +164,17 @@ func openBackend(ctx context.Context, cfg Config) (backend, error) {
 
 // notifier is a backend that tells other processes about appended events.
 type notifier interface {
-	notify(ctx context.Context, taskID string)
+	notify(ctx context.Context, taskIDs ...string)
 }
 
-// appended wakes the streams of task id: this process's at once, and other processes'
-// through the backend when it can reach them.
-func (s *Server) appended(ctx context.Context, id string) {
-	s.wake.notify(id)
+// appended wakes the streams of the tasks ids: this process's at once, and other
+// processes' through the backend when it can reach them.
+func (s *Server) appended(ctx context.Context, ids ...string) {
+	for _, id := range ids {
+		s.wake.notify(id)
+	}
 	if n, ok := s.b.(notifier); ok {
-		n.notify(ctx, id)
+		n.notify(ctx, ids...)
 	}
 }
 
@@ -217,7 +222,10 @@ func (s *Server) cancelLegs() {
 }
 
 // Close releases the store. Call it after Shutdown.
-func (s *Server) Close() error { return s.b.close() }
+func (s *Server) Close() error {
+	s.events.close()
+	return s.b.close()
+}
 
 // newID mints a random RFC 4122 version 4 UUID, as the stores mint their ids.
 func newID() string { return session.NewID() }

@@ -189,7 +189,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 			continue
 		}
 		seq++
-		if err := s.appendEvent(ctx, s.b.db(), t.id, seq, data); err != nil {
+		if err := s.events.append(t.id, seq, data); err != nil {
 			return err
 		}
 	}
@@ -318,15 +318,6 @@ func (s *Server) lastSeq(ctx context.Context, id string) (int64, error) {
 	return n, err
 }
 
-func (s *Server) appendEvent(ctx context.Context, c conn, id string, seq int64, data []byte) error {
-	if _, err := c.exec(ctx, `INSERT INTO sema_serve_events (task_id, seq, data) VALUES (?, ?, ?)`, id, seq, string(data)); err != nil {
-		return err
-	}
-	s.metrics.events.Inc()
-	s.appended(ctx, id)
-	return nil
-}
-
 // finish writes a leg's end: the task's status and result, the result event that ends
 // the leg's stream, and for a parked leg the checkpoint a decision names — in one
 // transaction, so a reader that sees the result event sees the status too.
@@ -363,8 +354,7 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 				return err
 			}
 		}
-		_, err := c.exec(ctx, `INSERT INTO sema_serve_events (task_id, seq, data) VALUES (?, ?, ?)`, t.id, seq+1, string(data))
-		return err
+		return insertEvent(ctx, c, t.id, seq+1, string(data))
 	})
 	if err != nil {
 		return err
