@@ -80,6 +80,7 @@ var schema = []string{
 		updated_ms BIGINT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS sema_serve_tasks_tenant ON sema_serve_tasks (tenant, status)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_tasks_cancel ON sema_serve_tasks (cancel_requested, status)`,
 	`CREATE TABLE IF NOT EXISTS sema_serve_events (
 		task_id TEXT NOT NULL,
 		seq BIGINT NOT NULL,

@@ -37,7 +37,9 @@ import (
 // SEMA_LOAD_MODEL_MS gives the model a think time per response (uniform between half and
 // one and a half times it; default 0: it answers at once), as a real model has: the
 // sessions then share the machine the way a service's do, instead of all competing for
-// it at every instant. Run it with -benchtime 1x:
+// it at every instant. SEMA_LOAD_TOOL_TURNS is how many Reads a wave-1 session makes
+// before it answers (default 1): with more, the gaps measured are mostly those of
+// sessions under way rather than of sessions starting. Run it with -benchtime 1x:
 //
 //	go test -run '^$' -bench ServeLoad -benchtime 1x ./server
 func BenchmarkServeLoad(b *testing.B) {
@@ -69,6 +71,9 @@ func serveLoad(b *testing.B, st store, n int) {
 	fake := newLoadModel(filepath.Join(base, "f.txt"))
 	if v, err := strconv.Atoi(os.Getenv("SEMA_LOAD_MODEL_MS")); err == nil && v > 0 {
 		fake.think = time.Duration(v) * time.Millisecond
+	}
+	if v, err := strconv.Atoi(os.Getenv("SEMA_LOAD_TOOL_TURNS")); err == nil && v > 0 {
+		fake.reads = v
 	}
 	ms := httptest.NewServer(fake)
 	defer ms.Close()
@@ -214,13 +219,14 @@ func percentile(xs []float64, p float64) float64 {
 	return s[min(len(s)-1, int(float64(len(s))*p/100))]
 }
 
-// loadModel is a Messages API server for many concurrent sessions: a conversation whose
-// last message carries a tool result gets an answer, any other a tool call — a Read, or a
-// Write (which asks for approval) once park is set. It keeps, per session (its first
+// loadModel is a Messages API server for many concurrent sessions: a conversation with
+// reads tool results gets an answer, any other a tool call — a Read, or a Write (which
+// asks for approval) once park is set. It keeps, per session (its first
 // prompt), when its last response ended, and the gaps to the next request.
 type loadModel struct {
 	file  string
 	think time.Duration // the mean time before a response starts
+	reads int           // the Reads a session makes before it answers
 	park  atomic.Bool
 	mu    sync.Mutex
 	last  map[string]time.Time
@@ -228,7 +234,7 @@ type loadModel struct {
 }
 
 func newLoadModel(file string) *loadModel {
-	return &loadModel{file: file, last: map[string]time.Time{}}
+	return &loadModel{file: file, reads: 1, last: map[string]time.Time{}}
 }
 
 func (m *loadModel) gaps() []float64 {
@@ -258,7 +264,12 @@ func (m *loadModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(first) > 0 {
 		key = first[0].Text
 	}
-	last := string(req.Messages[len(req.Messages)-1].Content)
+	results := 0
+	for _, msg := range req.Messages {
+		if strings.Contains(string(msg.Content), `"tool_result"`) {
+			results++
+		}
+	}
 	m.mu.Lock()
 	if end, ok := m.last[key]; ok {
 		m.gap = append(m.gap, float64(arrived.Sub(end).Microseconds())/1000)
@@ -271,7 +282,7 @@ func (m *loadModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ev := func(name, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data) }
 	ev("message_start", `{"type":"message_start","message":{"id":"msg_load","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":20,"output_tokens":1}}}`)
 	stop := "end_turn"
-	if strings.Contains(last, `"tool_result"`) {
+	if results >= m.reads || (results > 0 && m.park.Load()) {
 		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
 		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"done"}}`)
 	} else {

@@ -107,9 +107,11 @@ type Server struct {
 	// wake wakes this process's event streams when it appends an event.
 	wake *broadcaster
 	// events writes the legs' events (group commit).
-	events   *eventLog
-	stopping chan struct{}
-	stopOnce sync.Once
+	events *eventLog
+	// stopWatch ends the watch for cancel requests (see watchCancels).
+	stopWatch context.CancelFunc
+	stopping  chan struct{}
+	stopOnce  sync.Once
 }
 
 // New opens the service's store and migrates it. Start runs the workers; Handler serves
@@ -197,9 +199,15 @@ func (s *Server) Start(ctx context.Context) error {
 			return sema.Errorf(CodeTenantInvalid, "queue name %q must be 1-128 letters, digits, '-' or '_'", q)
 		}
 	}
-	return s.b.startQueue(ctx, w, queueConfig{
+	if err := s.b.startQueue(ctx, w, queueConfig{
 		workers: s.cfg.Workers, rescueAfter: s.cfg.RescueAfter, queues: queues, poll: s.cfg.Poll,
-	})
+	}); err != nil {
+		return err
+	}
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopWatch = stop
+	go s.watchCancels(wctx)
+	return nil
 }
 
 // Shutdown stops taking work: new requests are refused (503), running legs finish
@@ -223,6 +231,9 @@ func (s *Server) cancelLegs() {
 
 // Close releases the store. Call it after Shutdown.
 func (s *Server) Close() error {
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
 	s.events.close()
 	return s.b.close()
 }

@@ -29,6 +29,7 @@ import (
 // HTTP server, with a scripted model shared by every task (so a resumed leg continues
 // the script).
 type fixture struct {
+	cfg   server.Config
 	srv   *server.Server
 	http  *httptest.Server
 	model *scripted.Provider
@@ -79,7 +80,7 @@ func newFixture(t *testing.T, st store, script func(base string) []scripted.Turn
 		srv.Shutdown(sctx)
 		srv.Close()
 	})
-	return &fixture{srv: srv, http: hs, model: p, base: base}
+	return &fixture{cfg: cfg, srv: srv, http: hs, model: p, base: base}
 }
 
 func (f *fixture) client(t *testing.T, tenant string, base string) *client.Client {
@@ -430,4 +431,67 @@ func transcriptText(t *testing.T, c *client.Client, id string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// TestCancelARunningTask: a cancel request ends a running leg at once, whether it
+// reaches the process that runs the leg or — on a shared store — another one, which
+// only records it (the runner's process sees the flag in the store).
+func TestCancelARunningTask(t *testing.T) {
+	sleepy := func(string) []scripted.Turn {
+		return []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{{Name: "Bash", Input: json.RawMessage(`{"command":"sleep 30"}`)}}},
+			{Text: "slept"},
+		}
+	}
+	run := func(t *testing.T, f *fixture, through *client.Client, c *client.Client) {
+		ctx := context.Background()
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "wait", Cwd: f.base, AllowedTools: []string{"Bash(sleep:*)"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, c, task.TaskID, client.StatusRunning)
+		time.Sleep(300 * time.Millisecond) // let the leg reach its tool
+		start := time.Now()
+		if _, err := through.Cancel(ctx, task.TaskID); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, c, task.TaskID, "cancelled")
+		if took := time.Since(start); took > 15*time.Second {
+			t.Fatalf("the cancel took %v: the sleep ran out instead", took)
+		}
+		if _, err := through.Cancel(ctx, task.TaskID); codeOf(err) != "task.conflict" {
+			t.Fatalf("cancelling an ended task: %v", err)
+		}
+	}
+	t.Run("through the running process", func(t *testing.T) {
+		f := newFixture(t, "sqlite", sleepy)
+		c := f.client(t, "acme", f.base)
+		run(t, f, c, c)
+	})
+	t.Run("through another process", func(t *testing.T) {
+		if !pgtest.Available(t) {
+			t.Skip(pgtest.How)
+		}
+		f := newFixture(t, "postgres", sleepy)
+		tok, err := f.srv.CreateToken(context.Background(), "acme", f.base, server.TenantConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := f.cfg
+		cfg.NoWorker = true
+		other, err := server.New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(other.Handler())
+		t.Cleanup(func() {
+			hs.Close()
+			other.Shutdown(context.Background())
+			other.Close()
+		})
+		run(t, f, client.New(hs.URL, tok), client.New(f.http.URL, tok))
+	})
 }

@@ -136,7 +136,6 @@ func (s *Server) work(ctx context.Context, id string) error {
 	defer cancel(nil)
 	s.track(t.id, cancel)
 	defer s.untrack(t.id)
-	go s.watchCancel(legCtx, t.id, cancel)
 	s.metrics.running.Inc()
 	defer s.metrics.running.Dec()
 
@@ -385,9 +384,9 @@ func (s *Server) untrack(id string) {
 	s.mu.Unlock()
 }
 
-// watchCancel polls the task's cancel flag, for a cancel request that reached another
-// process.
-func (s *Server) watchCancel(ctx context.Context, id string, cancel context.CancelCauseFunc) {
+// watchCancels polls the store for cancel requests that reached another process, for
+// the legs this one runs: one query for all of them each interval, however many run.
+func (s *Server) watchCancels(ctx context.Context) {
 	tick := time.NewTicker(5 * s.cfg.Poll)
 	defer tick.Stop()
 	for {
@@ -395,12 +394,33 @@ func (s *Server) watchCancel(ctx context.Context, id string, cancel context.Canc
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			var flag int
-			if err := queryRow(ctx, s.b.db(), `SELECT cancel_requested FROM sema_serve_tasks WHERE id = ?`, []any{id}, &flag); err == nil && flag != 0 {
-				cancel(errCancelRequested)
-				return
+		}
+		s.mu.Lock()
+		idle := len(s.running) == 0
+		s.mu.Unlock()
+		if idle {
+			continue
+		}
+		rs, err := s.b.db().query(ctx, `SELECT id FROM sema_serve_tasks WHERE cancel_requested = 1 AND status IN (?, ?)`,
+			client.StatusQueued, client.StatusRunning)
+		if err != nil {
+			continue // the store is down for now; the next tick asks again
+		}
+		var ids []string
+		for rs.Next() {
+			var id string
+			if rs.Scan(&id) == nil {
+				ids = append(ids, id)
 			}
 		}
+		rs.Close()
+		s.mu.Lock()
+		for _, id := range ids {
+			if cancel := s.running[id]; cancel != nil {
+				cancel(errCancelRequested)
+			}
+		}
+		s.mu.Unlock()
 	}
 }
 
