@@ -477,21 +477,103 @@ func TestCancelARunningTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := f.cfg
-		cfg.NoWorker = true
-		other, err := server.New(context.Background(), cfg)
+		run(t, f, client.New(secondProcess(t, f), tok), client.New(f.http.URL, tok))
+	})
+}
+
+// secondProcess starts another service on f's store that only answers the API (its
+// tasks run in f's process), and returns its URL.
+func secondProcess(t *testing.T, f *fixture) string {
+	t.Helper()
+	cfg := f.cfg
+	cfg.NoWorker = true
+	other, err := server.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(other.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		other.Shutdown(context.Background())
+		other.Close()
+	})
+	return hs.URL
+}
+
+// TestDecisionClaimUnderContention: many decisions on one parked call, sent at the same
+// instant through two processes, allow and deny mixed: exactly one is taken, every
+// other is 409 checkpoint.already_claimed, and the call runs once.
+func TestDecisionClaimUnderContention(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		f := newFixture(t, st, func(string) []scripted.Turn {
+			return []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{{Name: "Bash", Input: json.RawMessage(`{"command":"echo ran >> ran.txt"}`)}}},
+				{Text: "done"},
+			}
+		})
+		ctx := context.Background()
+		tok, err := f.srv.CreateToken(ctx, "acme", f.base, server.TenantConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := other.Start(context.Background()); err != nil {
+		urls := []string{f.http.URL}
+		if st == "postgres" {
+			urls = append(urls, secondProcess(t, f)) // SQLite's serve.db belongs to one process
+		}
+		c := client.New(f.http.URL, tok)
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "append a line", Cwd: f.base})
+		if err != nil {
 			t.Fatal(err)
 		}
-		hs := httptest.NewServer(other.Handler())
-		t.Cleanup(func() {
-			hs.Close()
-			other.Shutdown(context.Background())
-			other.Close()
-		})
-		run(t, f, client.New(hs.URL, tok), client.New(f.http.URL, tok))
+		parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+		const n = 24
+		start := make(chan struct{})
+		codes := make(chan string, n)
+		for i := range n {
+			go func() {
+				d := client.Decision{Decision: "allow"}
+				if i%3 == 2 {
+					d = client.Decision{Decision: "deny", Message: "no"}
+				}
+				<-start
+				_, err := client.New(urls[i%len(urls)], tok).Decide(ctx, parked.CheckpointID, d)
+				if err == nil {
+					codes <- "ok:" + d.Decision
+					return
+				}
+				codes <- codeOf(err)
+			}()
+		}
+		close(start)
+		won := ""
+		for range n {
+			switch code := <-codes; {
+			case strings.HasPrefix(code, "ok:"):
+				if won != "" {
+					t.Fatalf("two decisions were taken: %s and %s", won, code)
+				}
+				won = code
+			case code != "checkpoint.already_claimed":
+				t.Fatalf("a losing decision answered %q, want checkpoint.already_claimed", code)
+			}
+		}
+		if won == "" {
+			t.Fatal("no decision was taken")
+		}
+		waitStatus(t, c, task.TaskID, "completed")
+		b, err := os.ReadFile(filepath.Join(f.base, "ran.txt"))
+		switch won {
+		case "ok:allow":
+			if err != nil || string(b) != "ran\n" {
+				t.Fatalf("the allowed call's effect: %q, %v (want exactly one line)", b, err)
+			}
+		default:
+			if !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the denied call ran: %q, %v", b, err)
+			}
+		}
 	})
 }
