@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -79,7 +80,9 @@ func (q queueConfig) river(w *river.Workers) *river.Config {
 type sqliteBackend struct {
 	dir   *statedir.Dir
 	serve *sql.DB
-	stmts stmtCache
+	// seen are the queries met inside a transaction, prepared after it (inside it the
+	// transaction holds serve.db's one connection, which preparing would need).
+	seen  sync.Map
 	queue *river.Client[*sql.Tx]
 	name  string
 }
@@ -124,7 +127,7 @@ func (b *sqliteBackend) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (b *sqliteBackend) db() conn                { return sqlConn{db: b.serve, stmts: &b.stmts} }
+func (b *sqliteBackend) db() conn                { return sqlConn{q: sqlitedb.Reader(b.serve)} }
 func (b *sqliteBackend) sessions() session.Store { return b.dir.Sessions() }
 func (b *sqliteBackend) history() history.Store  { return b.dir.History() }
 
@@ -141,14 +144,22 @@ func (b *sqliteBackend) tx(ctx context.Context, fn func(c conn, enqueue enqueueF
 		_, err := b.queue.InsertTx(ctx, tx, runArgs{TaskID: taskID}, &river.InsertOpts{Queue: queue})
 		return err
 	}
-	if err := fn(sqlConn{db: b.serve, tx: tx, stmts: &b.stmts}, enqueue); err != nil {
-		return err
+	var fresh []string
+	learn := func(q string) {
+		if _, loaded := b.seen.LoadOrStore(q, true); !loaded {
+			fresh = append(fresh, q)
+		}
 	}
-	if err := tx.Commit(); err != nil {
-		return err
+	err = fn(sqlConn{q: sqlitedb.InTx(tx, b.serve), learn: learn}, enqueue)
+	if err == nil {
+		err = tx.Commit() // and so gives the connection back, for the preparing below
 	}
-	b.stmts.fill(ctx, b.serve)
-	return nil
+	for _, q := range fresh {
+		if err != nil || sqlitedb.Prepare(ctx, b.serve, q) != nil {
+			b.seen.Delete(q) // the next transaction that runs it tries again
+		}
+	}
+	return err
 }
 
 func (b *sqliteBackend) startQueue(ctx context.Context, w *river.Workers, q queueConfig) error {
@@ -192,7 +203,7 @@ func stopRiver(ctx context.Context, stop, stopAndCancel func(context.Context) er
 }
 
 func (b *sqliteBackend) close() error {
-	err := b.serve.Close()
+	err := sqlitedb.Close(b.serve)
 	if cerr := b.dir.Close(); err == nil {
 		err = cerr
 	}

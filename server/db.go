@@ -6,7 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/sema-agent/sema/session/sqlitedb"
 )
 
 // conn is the SQL the service's own tables need, the same on either backend: queries
@@ -105,35 +106,19 @@ var schema = []string{
 	`CREATE INDEX IF NOT EXISTS sema_serve_sessions_tenant ON sema_serve_sessions (tenant, created_ms)`,
 }
 
-// sqlConn is conn over database/sql (the SQLite backend), outside a transaction or, with
-// tx, inside one. Its statements are prepared once per process (stmts): SQLite's parser
-// is otherwise a sixth of the service's CPU under load.
+// sqlConn is conn over SQLite (serve.db), outside a transaction or inside one, through
+// sqlitedb's prepared statements; learn, inside a transaction, sees each query it runs,
+// so the backend can prepare it for the next time (see sqliteBackend.tx).
 type sqlConn struct {
-	db    *sql.DB
-	tx    *sql.Tx
-	stmts *stmtCache
-}
-
-func (c sqlConn) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
-	if c.tx == nil {
-		return c.stmts.get(ctx, c.db, q)
-	}
-	// Inside a transaction the database's one connection is the transaction's: a query
-	// prepared before runs as the transaction's copy (closed with it); a new one is
-	// prepared on the transaction, and for the cache once the transaction has ended.
-	if st, ok := c.stmts.m.Load(q); ok {
-		return c.tx.StmtContext(ctx, st.(*sql.Stmt)), nil
-	}
-	c.stmts.pending.Store(q, true)
-	return c.tx.PrepareContext(ctx, q)
+	q     sqlitedb.Querier
+	learn func(query string)
 }
 
 func (c sqlConn) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	st, err := c.stmt(ctx, q)
-	if err != nil {
-		return 0, err
+	if c.learn != nil {
+		c.learn(q)
 	}
-	r, err := st.ExecContext(ctx, args...)
+	r, err := c.q.ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -141,46 +126,14 @@ func (c sqlConn) exec(ctx context.Context, q string, args ...any) (int64, error)
 }
 
 func (c sqlConn) query(ctx context.Context, q string, args ...any) (rows, error) {
-	st, err := c.stmt(ctx, q)
-	if err != nil {
-		return nil, err
+	if c.learn != nil {
+		c.learn(q)
 	}
-	r, err := st.QueryContext(ctx, args...)
+	r, err := c.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	return sqlRows{r}, nil
-}
-
-// stmtCache holds the prepared form of each query the service has run: its queries are
-// a fixed set of literals, so the cache stays small.
-type stmtCache struct {
-	m       sync.Map // query → *sql.Stmt
-	pending sync.Map // query → true: met inside a transaction, to prepare after it
-}
-
-// fill prepares the queries first met inside a transaction; db's connection is free.
-func (c *stmtCache) fill(ctx context.Context, db *sql.DB) {
-	c.pending.Range(func(q, _ any) bool {
-		c.pending.Delete(q)
-		c.get(ctx, db, q.(string)) // on a failure, the next use prepares it again
-		return true
-	})
-}
-
-func (c *stmtCache) get(ctx context.Context, db *sql.DB, q string) (*sql.Stmt, error) {
-	if st, ok := c.m.Load(q); ok {
-		return st.(*sql.Stmt), nil
-	}
-	st, err := db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	if prev, loaded := c.m.LoadOrStore(q, st); loaded {
-		st.Close()
-		return prev.(*sql.Stmt), nil
-	}
-	return st, nil
 }
 
 type sqlRows struct{ *sql.Rows }

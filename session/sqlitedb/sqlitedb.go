@@ -296,6 +296,12 @@ func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) 
 	return s.QueryRowContext(ctx, args...)
 }
 
+// InTx returns a Querier for a transaction on db that the caller began and ends itself
+// (one a library hands its own *sql.Tx to, as a job queue does to enqueue in it), with
+// the same prepared-statement reuse as Tx: a query Prepare compiled runs without parsing,
+// any other is parsed on the spot.
+func InTx(tx *sql.Tx, db *sql.DB) Querier { return txq{tx: tx, db: db, h: handleFor(db)} }
+
 type txq struct {
 	tx *sql.Tx
 	db *sql.DB

@@ -288,3 +288,62 @@ func TestAttach(t *testing.T) {
 		t.Fatalf("Attach on a newer schema: %v, want %s", err, sqlitedb.CodeSchemaTooNew)
 	}
 }
+
+// TestInTx: a Querier on a transaction the caller began runs prepared and unprepared
+// statements inside it, on its one connection — a rollback discards both, a commit keeps
+// both — and never waits for a second connection (the pool has one).
+func TestInTx(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, filepath.Join(t.TempDir(), "intx.db"), sqlitedb.Options{})
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	const prepared = `INSERT INTO kv (k, v) VALUES (?, ?)`
+	if err := sqlitedb.Prepare(ctx, db, prepared); err != nil {
+		t.Fatal(err)
+	}
+	write := func(commit bool, k string) {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		tx, err := db.BeginTx(tctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := sqlitedb.InTx(tx, db)
+		if _, err := q.ExecContext(tctx, prepared, k+"-prepared", "1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.ExecContext(tctx, `INSERT INTO kv (k, v) VALUES (?, '2')`, k+"-parsed"); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := q.QueryRowContext(tctx, `SELECT COUNT(*) FROM kv WHERE k LIKE ?`, k+"%").Scan(&n); err != nil || n != 2 {
+			t.Fatalf("inside the transaction: %d rows, %v", n, err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(false, "undone")
+	write(true, "kept")
+	var keys []string
+	rows, err := sqlitedb.Reader(db).QueryContext(ctx, `SELECT k FROM kv ORDER BY k`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		rows.Scan(&k)
+		keys = append(keys, k)
+	}
+	if len(keys) != 2 || keys[0] != "kept-parsed" || keys[1] != "kept-prepared" {
+		t.Fatalf("rows after a rollback and a commit: %v", keys)
+	}
+}
