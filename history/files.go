@@ -43,10 +43,10 @@ const (
 // durably: the file cannot be read, it is not a regular file (CodeNotAFile), or the store
 // fails (CodeRecordFailed).
 func (f *Files) Track(ctx context.Context, scope, key string) (Record, bool, error) {
-	if err := checkScope(scope); err != nil {
+	if err := CheckScope(scope); err != nil {
 		return Record{}, false, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return Record{}, false, err
 	}
 	if rec, ok, err := f.store.Lookup(ctx, scope, key); err != nil {
@@ -67,7 +67,7 @@ func (f *Files) Track(ctx context.Context, scope, key string) (Record, bool, err
 		if content, err = f.env.ReadFile(ctx, key); err != nil {
 			return Record{}, false, recordFailed(key, err)
 		}
-		rec.Existed, rec.Mode = true, fi.Mode&modeBits
+		rec.Existed, rec.Mode = true, fi.Mode&ModeBits
 	}
 	got, minted, err := f.store.Insert(ctx, rec, content)
 	if err != nil {
@@ -83,7 +83,7 @@ func (f *Files) Track(ctx context.Context, scope, key string) (Record, bool, err
 // unknown — the file then keeps its last known After, and a rewind that finds other
 // bytes there counts them as someone else's.
 func (f *Files) Wrote(ctx context.Context, rec Record, data []byte) error {
-	return f.store.SetAfter(ctx, rec.ID, sum(data))
+	return f.store.SetAfter(ctx, rec.ID, SumOf(data))
 }
 
 // Annul retracts a record minted by Track whose write then failed, so a failed edit
@@ -123,7 +123,7 @@ func (f *Files) holdsPreImage(ctx context.Context, rec Record) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return sum(data) == rec.Sum, nil
+	return SumOf(data) == rec.Sum, nil
 }
 
 // absent reports whether err says the path does not exist: no such file, or a parent

@@ -166,38 +166,47 @@ const (
 	CodeFilesystemMismatch = "history.filesystem_mismatch" // a rewind on another filesystem than the one the history was recorded on
 )
 
-// modeBits are the mode bits a record keeps and a restore puts back.
-const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+// The validation and refusals every store shares, exported for the stores outside this
+// package (pgstore): whichever store a deployment runs, the same input is refused with
+// the same code and the same sentence, which the conformance suite (historytest) checks.
 
-func sum(b []byte) string {
+// ModeBits are the mode bits a record keeps and a restore puts back.
+const ModeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// SumOf is the hex sha256 of b: the name of its blob.
+func SumOf(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
 
 func now() time.Time { return time.Now().Round(0).UTC() }
 
-func checkScope(scope string) error {
+// CheckScope refuses an empty scope.
+func CheckScope(scope string) error {
 	if scope == "" {
 		return sema.Errorf(CodeScopeInvalid, "a history scope (the recording session's id) is required")
 	}
 	return nil
 }
 
-func checkKey(key string) error {
+// CheckKey refuses a key that is not an absolute, clean path.
+func CheckKey(key string) error {
 	if !filepath.IsAbs(key) || filepath.Clean(key) != key {
 		return sema.Errorf(CodeKeyInvalid, "history keys are canonical absolute paths; canonicalize %q through the fence first", key).With("key", key)
 	}
 	return nil
 }
 
-func checkTurn(turn int) error {
+// CheckTurn refuses a turn below 1.
+func CheckTurn(turn int) error {
 	if turn < 1 {
 		return sema.Errorf(CodeTurnInvalid, "turns are numbered from 1; cannot mint a boundary for turn %d", turn).With("turn", turn)
 	}
 	return nil
 }
 
-func checkAfter(after string) error {
+// CheckAfter refuses an after-image that is neither a lowercase hex sha256 nor AfterAbsent.
+func CheckAfter(after string) error {
 	if after == AfterAbsent {
 		return nil
 	}
@@ -209,25 +218,25 @@ func checkAfter(after string) error {
 	return sema.Errorf(CodeAfterInvalid, "an after-image is a lowercase hex sha256 or %q, not %q", AfterAbsent, after).With("after", after)
 }
 
-// prepareSaved validates a rewind's saved states before anything is stored, and drops a
+// PrepareSaved validates a rewind's saved states before anything is stored, and drops a
 // key given twice (the first entry is the state the file had).
-func prepareSaved(scope string, turn int, saved []Saved) ([]Saved, error) {
-	if err := checkScope(scope); err != nil {
+func PrepareSaved(scope string, turn int, saved []Saved) ([]Saved, error) {
+	if err := CheckScope(scope); err != nil {
 		return nil, err
 	}
 	if turn < 0 {
-		return nil, checkTurn(turn)
+		return nil, CheckTurn(turn)
 	}
 	out := make([]Saved, 0, len(saved))
 	seen := map[string]bool{}
 	for _, sv := range saved {
 		sv.Record.Scope = scope
-		rec, err := prepareInsert(sv.Record, sv.Content)
+		rec, err := PrepareInsert(sv.Record, sv.Content)
 		if err != nil {
 			return nil, err
 		}
 		if sv.Record.After != "" {
-			if err := checkAfter(sv.Record.After); err != nil {
+			if err := CheckAfter(sv.Record.After); err != nil {
 				return nil, err
 			}
 		}
@@ -244,11 +253,13 @@ func prepareSaved(scope string, turn int, saved []Saved) ([]Saved, error) {
 	return out, nil
 }
 
-func blobMissing(s string) error {
+// BlobMissing is the refusal of a blob sum the store does not hold.
+func BlobMissing(s string) error {
 	return sema.Errorf(CodeBlobMissing, "the history store has no blob %s; the store was changed outside sema", s).With("sum", s)
 }
 
-func carryConflict(from, to string) error {
+// CarryConflict is CarryFork's refusal of a target scope that already records.
+func CarryConflict(from, to string) error {
 	return sema.Errorf(CodeCarryConflict, "scope %q already records history of its own; carry a fork's history before its first boundary", to).
 		With("from", from).With("to", to)
 }

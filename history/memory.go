@@ -56,10 +56,10 @@ func (m *Memory) newest(scope string) Boundary {
 // MintBoundary implements Store.MintBoundary: it adds a boundary for turn (≥ 1) to
 // scope and returns it with its ID.
 func (m *Memory) MintBoundary(ctx context.Context, scope string, turn int) (Boundary, error) {
-	if err := checkScope(scope); err != nil {
+	if err := CheckScope(scope); err != nil {
 		return Boundary{}, err
 	}
-	if err := checkTurn(turn); err != nil {
+	if err := CheckTurn(turn); err != nil {
 		return Boundary{}, err
 	}
 	if err := m.lock(ctx); err != nil {
@@ -109,7 +109,7 @@ func (m *Memory) Lookup(ctx context.Context, scope, key string) (Record, bool, e
 // Insert implements Store.Insert: it stores rec and its content at the scope's newest
 // boundary, or returns the record already there for the key and false.
 func (m *Memory) Insert(ctx context.Context, rec Record, content []byte) (Record, bool, error) {
-	rec, err := prepareInsert(rec, content)
+	rec, err := PrepareInsert(rec, content)
 	if err != nil {
 		return Record{}, false, err
 	}
@@ -147,16 +147,16 @@ func (m *Memory) unref(s string) {
 	}
 }
 
-// prepareInsert validates rec and fills what Insert derives from the content.
-func prepareInsert(rec Record, content []byte) (Record, error) {
-	if err := checkScope(rec.Scope); err != nil {
+// PrepareInsert validates rec and fills what Insert derives from the content.
+func PrepareInsert(rec Record, content []byte) (Record, error) {
+	if err := CheckScope(rec.Scope); err != nil {
 		return rec, err
 	}
-	if err := checkKey(rec.Key); err != nil {
+	if err := CheckKey(rec.Key); err != nil {
 		return rec, err
 	}
 	if rec.Existed {
-		rec.Sum, rec.Size, rec.Mode = sum(content), int64(len(content)), rec.Mode&modeBits
+		rec.Sum, rec.Size, rec.Mode = SumOf(content), int64(len(content)), rec.Mode&ModeBits
 	} else {
 		rec.Sum, rec.Size, rec.Mode = "", 0, 0
 	}
@@ -211,7 +211,7 @@ func (m *Memory) Blob(ctx context.Context, s string) ([]byte, error) {
 	defer m.mu.Unlock()
 	b, ok := m.blobs[s]
 	if !ok {
-		return nil, blobMissing(s)
+		return nil, BlobMissing(s)
 	}
 	return bytes.Clone(b.data), nil
 }
@@ -253,7 +253,7 @@ func (m *Memory) Delete(ctx context.Context, id int64) error {
 // SetAfter implements Store.SetAfter: it sets the After of the record with id; a
 // missing id is not an error.
 func (m *Memory) SetAfter(ctx context.Context, id int64, after string) error {
-	if err := checkAfter(after); err != nil {
+	if err := CheckAfter(after); err != nil {
 		return err
 	}
 	if err := m.lock(ctx); err != nil {
@@ -272,7 +272,7 @@ func (m *Memory) SetAfter(ctx context.Context, id int64, after string) error {
 // MintRewind implements Store.MintRewind: a rewind boundary and the saved states at it,
 // all under one hold of the mutex.
 func (m *Memory) MintRewind(ctx context.Context, scope string, turn int, saved []Saved) (Boundary, []Record, error) {
-	saved, err := prepareSaved(scope, turn, saved)
+	saved, err := PrepareSaved(scope, turn, saved)
 	if err != nil {
 		return Boundary{}, nil, err
 	}
@@ -300,10 +300,10 @@ func (m *Memory) MintRewind(ctx context.Context, scope string, turn int, saved [
 // CarryFork implements Store.CarryFork: it copies from's boundaries and records into
 // to once, and returns how many records it copied (0 on a repeat).
 func (m *Memory) CarryFork(ctx context.Context, from, to string) (int, error) {
-	if err := checkScope(from); err != nil {
+	if err := CheckScope(from); err != nil {
 		return 0, err
 	}
-	if err := checkScope(to); err != nil {
+	if err := CheckScope(to); err != nil {
 		return 0, err
 	}
 	if err := m.lock(ctx); err != nil {
@@ -314,7 +314,7 @@ func (m *Memory) CarryFork(ctx context.Context, from, to string) (int, error) {
 		return 0, nil
 	}
 	if len(m.boundaries[to]) > 0 || len(m.records[to]) > 0 {
-		return 0, carryConflict(from, to)
+		return 0, CarryConflict(from, to)
 	}
 	m.carried[to] = true
 	ids := map[int64]int64{0: 0}

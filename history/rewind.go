@@ -232,7 +232,7 @@ func (f *Files) Undo(ctx context.Context, scope string, opts RewindOptions) (Led
 }
 
 func (f *Files) refuse(scope string, opts RewindOptions) error {
-	if err := checkScope(scope); err != nil {
+	if err := CheckScope(scope); err != nil {
 		return err
 	}
 	if opts.SessionID != "" {
@@ -383,7 +383,7 @@ func (f *Files) check(ctx context.Context, ds *dirs, s *step, kinds map[int64]Bo
 			conflict("cannot read the file: %v", err)
 			return
 		}
-		exists, s.mode, s.curSum = true, fi.Mode&modeBits, sum(s.cur)
+		exists, s.mode, s.curSum = true, fi.Mode&ModeBits, SumOf(s.cur)
 		e.CurrentLines = lineCount(s.cur)
 	}
 
@@ -444,7 +444,7 @@ func (f *Files) preImages(ctx context.Context, steps []*step, kinds map[int64]Bo
 		case err != nil:
 			s.restore(nil, err, kinds, opts)
 		case !ok:
-			s.restore(nil, blobMissing(s.rec.Sum), kinds, opts)
+			s.restore(nil, BlobMissing(s.rec.Sum), kinds, opts)
 		default:
 			s.restore(data, nil, kinds, opts)
 		}

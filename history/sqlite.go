@@ -118,7 +118,7 @@ var sqliteSchema = sqlitedb.Schema{Component: "history", Steps: schema, Queries:
 
 type scanner interface{ Scan(dest ...any) error }
 
-func fsMode(m uint32) fs.FileMode { return fs.FileMode(m) & modeBits }
+func fsMode(m uint32) fs.FileMode { return fs.FileMode(m) & ModeBits }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
@@ -148,10 +148,10 @@ func (s *SQLite) tx(ctx context.Context, fn func(q sqlitedb.Querier) error) erro
 // MintBoundary implements Store.MintBoundary: it adds a boundary for turn (≥ 1) to
 // scope and returns it with its ID.
 func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boundary, error) {
-	if err := checkScope(scope); err != nil {
+	if err := CheckScope(scope); err != nil {
 		return Boundary{}, err
 	}
-	if err := checkTurn(turn); err != nil {
+	if err := CheckTurn(turn); err != nil {
 		return Boundary{}, err
 	}
 	b := Boundary{Scope: scope, Turn: turn, Kind: KindTurn, CreatedAt: now()}
@@ -199,7 +199,7 @@ func lookup(ctx context.Context, q sqlitedb.Querier, scope, key string) (Record,
 // Insert implements Store.Insert: it stores rec and its content at the scope's newest
 // boundary, or returns the record already there for the key and false.
 func (s *SQLite) Insert(ctx context.Context, rec Record, content []byte) (Record, bool, error) {
-	rec, err := prepareInsert(rec, content)
+	rec, err := PrepareInsert(rec, content)
 	if err != nil {
 		return Record{}, false, err
 	}
@@ -267,7 +267,7 @@ func (s *SQLite) Blob(ctx context.Context, sum string) ([]byte, error) {
 	var data []byte
 	err := s.r.QueryRowContext(ctx, qBlob, sum).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, blobMissing(sum)
+		return nil, BlobMissing(sum)
 	}
 	if data == nil && err == nil {
 		data = []byte{}
@@ -334,10 +334,10 @@ func (s *SQLite) Delete(ctx context.Context, id int64) error {
 // CarryFork implements Store.CarryFork: it copies from's boundaries and records into
 // to once, and returns how many records it copied (0 on a repeat).
 func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
-	if err := checkScope(from); err != nil {
+	if err := CheckScope(from); err != nil {
 		return 0, err
 	}
-	if err := checkScope(to); err != nil {
+	if err := CheckScope(to); err != nil {
 		return 0, err
 	}
 	if from == to {
@@ -357,7 +357,7 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 		err = q.QueryRowContext(ctx, `SELECT 1 WHERE EXISTS (SELECT 1 FROM history_boundaries WHERE scope = ?1)
 			OR EXISTS (SELECT 1 FROM history_records WHERE scope = ?1)`, to).Scan(&one)
 		if err == nil {
-			return carryConflict(from, to)
+			return CarryConflict(from, to)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -420,7 +420,7 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 // SetAfter implements Store.SetAfter: it sets the After of the record with id; a
 // missing id is not an error.
 func (s *SQLite) SetAfter(ctx context.Context, id int64, after string) error {
-	if err := checkAfter(after); err != nil {
+	if err := CheckAfter(after); err != nil {
 		return err
 	}
 	return s.tx(ctx, func(q sqlitedb.Querier) error {
@@ -432,7 +432,7 @@ func (s *SQLite) SetAfter(ctx context.Context, id int64, after string) error {
 // MintRewind implements Store.MintRewind: the rewind boundary, the saved states' blobs
 // and their records in one transaction.
 func (s *SQLite) MintRewind(ctx context.Context, scope string, turn int, saved []Saved) (Boundary, []Record, error) {
-	saved, err := prepareSaved(scope, turn, saved)
+	saved, err := PrepareSaved(scope, turn, saved)
 	if err != nil {
 		return Boundary{}, nil, err
 	}

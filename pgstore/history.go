@@ -42,7 +42,7 @@ func scanRecord(r pgx.Row) (history.Record, error) {
 	var mode int64
 	var created time.Time
 	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &created)
-	rec.Mode, rec.CreatedAt = fs.FileMode(mode)&modeBits, created.UTC()
+	rec.Mode, rec.CreatedAt = fs.FileMode(mode)&history.ModeBits, created.UTC()
 	return rec, err
 }
 
@@ -50,10 +50,10 @@ func scanRecord(r pgx.Row) (history.Record, error) {
 // history.Store.MintBoundary). IDs come from one sequence, so a later mint has a larger
 // ID across the store.
 func (h *History) MintBoundary(ctx context.Context, scope string, turn int) (history.Boundary, error) {
-	if err := checkScope(scope); err != nil {
+	if err := history.CheckScope(scope); err != nil {
 		return history.Boundary{}, err
 	}
-	if err := checkTurn(turn); err != nil {
+	if err := history.CheckTurn(turn); err != nil {
 		return history.Boundary{}, err
 	}
 	b := history.Boundary{Scope: scope, Turn: turn, Kind: history.KindTurn}
@@ -123,7 +123,7 @@ var errTaken = errors.New("pgstore: the record was stored by another writer")
 // Of writers racing on one key, the unique (scope, boundary, key) lets one insert; the
 // others roll back, their blob with them, and return its record.
 func (h *History) Insert(ctx context.Context, rec history.Record, content []byte) (history.Record, bool, error) {
-	rec, err := prepareInsert(rec, content)
+	rec, err := history.PrepareInsert(rec, content)
 	if err != nil {
 		return history.Record{}, false, err
 	}
@@ -202,7 +202,7 @@ func (h *History) Blob(ctx context.Context, sum string) ([]byte, error) {
 	err := h.db.run(ctx, func(q querier) error {
 		err := q.QueryRow(ctx, `SELECT data FROM sema_history_blobs WHERE sum = $1`, sum).Scan(&data)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return blobMissing(sum)
+			return history.BlobMissing(sum)
 		}
 		return err
 	})
@@ -235,7 +235,7 @@ func (h *History) Delete(ctx context.Context, id int64) error {
 // SetAfter sets the After of the record with id; a missing id is not an error (see
 // history.Store.SetAfter).
 func (h *History) SetAfter(ctx context.Context, id int64, after string) error {
-	if err := checkAfter(after); err != nil {
+	if err := history.CheckAfter(after); err != nil {
 		return err
 	}
 	return h.db.run(ctx, func(q querier) error {
@@ -251,7 +251,7 @@ const blobChunk = 8 << 20
 // MintRewind mints a rewind boundary in scope and stores the saved states' blobs and
 // records at it, in one transaction (see history.Store.MintRewind).
 func (h *History) MintRewind(ctx context.Context, scope string, turn int, saved []history.Saved) (history.Boundary, []history.Record, error) {
-	saved, err := prepareSaved(scope, turn, saved)
+	saved, err := history.PrepareSaved(scope, turn, saved)
 	if err != nil {
 		return history.Boundary{}, nil, err
 	}
@@ -356,10 +356,10 @@ func (h *History) MintRewind(ctx context.Context, scope string, turn int, saved 
 // is inserted first, so of two carries into one scope the second waits for the first and
 // then finds it done.
 func (h *History) CarryFork(ctx context.Context, from, to string) (int, error) {
-	if err := checkScope(from); err != nil {
+	if err := history.CheckScope(from); err != nil {
 		return 0, err
 	}
-	if err := checkScope(to); err != nil {
+	if err := history.CheckScope(to); err != nil {
 		return 0, err
 	}
 	if from == to {
@@ -379,7 +379,7 @@ func (h *History) CarryFork(ctx context.Context, from, to string) (int, error) {
 			return err
 		}
 		if taken {
-			return carryConflict(from, to)
+			return history.CarryConflict(from, to)
 		}
 		rows, err := tx.Query(ctx, `SELECT id, turn, kind, created_at FROM sema_history_boundaries WHERE scope = $1 ORDER BY id`, from)
 		if err != nil {

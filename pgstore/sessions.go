@@ -49,7 +49,7 @@ func scanSession(r pgx.Row) (session.Session, error) {
 func getSession(ctx context.Context, q querier, id string, lock string) (session.Session, error) {
 	s, err := scanSession(q.QueryRow(ctx, `SELECT `+sessionCols+` FROM sema_sessions WHERE id = $1`+lock, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return session.Session{}, notFound(id)
+		return session.Session{}, session.NotFound(id)
 	}
 	return s, err
 }
@@ -57,7 +57,7 @@ func getSession(ctx context.Context, q querier, id string, lock string) (session
 // Create stores a new session, minting its id when none is given; a zero CreatedAt is
 // the database's now (see session.Store.Create).
 func (s *Sessions) Create(ctx context.Context, in session.Session) (session.Session, error) {
-	in, err := checkCreate(in)
+	in, err := session.CheckCreate(in, time.Time{})
 	if err != nil {
 		return session.Session{}, err
 	}
@@ -77,7 +77,7 @@ func (s *Sessions) Create(ctx context.Context, in session.Session) (session.Sess
 			in.ID, in.Root, in.FSID, in.Scope, created, ns, in.ParentID, in.ForkOf, in.ForkAt,
 			in.Model, in.Mode, in.EffectiveMode, in.PrePlanMode, in.Title))
 		if isUnique(err) {
-			return sessionExists(in.ID)
+			return session.Exists(in.ID)
 		}
 		return err
 	})
@@ -108,7 +108,7 @@ func (s *Sessions) Update(ctx context.Context, id string, fn func(*session.Sessi
 		if err != nil {
 			return err
 		}
-		next, err := applyUpdate(cur, fn)
+		next, err := session.ApplyUpdate(cur, fn, time.Time{})
 		if err != nil {
 			return err
 		}
@@ -173,7 +173,7 @@ func (s *Sessions) Newest(ctx context.Context, root string) (session.Session, er
 		return session.Session{}, err
 	}
 	if len(l) == 0 {
-		return session.Session{}, noSessionAt(root)
+		return session.Session{}, session.NoSessionAt(root)
 	}
 	return l[0], nil
 }
@@ -296,7 +296,7 @@ func (s *Sessions) StartLeg(ctx context.Context, sessionID string) (session.Leg,
 			RETURNING `+legCols,
 			sessionID, id, string(sema.StatusRunning)))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound(sessionID)
+			return session.NotFound(sessionID)
 		}
 		return err
 	})
@@ -311,10 +311,10 @@ func (s *Sessions) StartLeg(ctx context.Context, sessionID string) (session.Leg,
 func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status) (session.Leg, error) {
 	var out session.Leg
 	err := s.db.run(ctx, func(q querier) error {
-		if bad := checkStatus(status); bad != nil {
+		if bad := session.CheckEndStatus(status); bad != nil {
 			// As the SQLite store: an unknown leg is reported before a bad status.
 			if _, err := scanLeg(q.QueryRow(ctx, `SELECT `+legCols+` FROM sema_legs WHERE id = $1`, legID)); errors.Is(err, pgx.ErrNoRows) {
-				return legNotFound("", legID)
+				return session.LegNotFound("", legID)
 			} else if err != nil {
 				return err
 			}
@@ -333,12 +333,12 @@ func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status)
 		}
 		l, err := scanLeg(q.QueryRow(ctx, `SELECT `+legCols+` FROM sema_legs WHERE id = $1`, legID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return legNotFound("", legID)
+			return session.LegNotFound("", legID)
 		}
 		if err != nil {
 			return err
 		}
-		return legEnded(l)
+		return session.LegEnded(l)
 	})
 	if err != nil {
 		return session.Leg{}, err
@@ -413,11 +413,15 @@ const qAppend = `WITH cur AS (
 // AppendBatch commits the entries in order in one statement and returns their ids (see
 // session.BatchAppender).
 func (s *Sessions) AppendBatch(ctx context.Context, es []session.Entry) ([]string, error) {
-	payloads, err := checkBatch(es)
+	checked, err := session.CheckBatch(es)
 	if err != nil || len(es) == 0 {
 		return nil, err
 	}
 	n := len(es)
+	payloads := make([][]byte, n) // bytea, not json: the bytes are kept exactly
+	for i, p := range checked {
+		payloads[i] = p
+	}
 	ids, legs, parents, follows, kinds := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, e := range es {
 		ids[i], legs[i], parents[i], kinds[i] = session.NewID(), e.LegID, e.ParentID, e.Kind
@@ -465,14 +469,14 @@ func appendRefusal(ctx context.Context, q querier, es []session.Entry) error {
 		return err
 	}
 	if !exists {
-		return notFound(sid)
+		return session.NotFound(sid)
 	}
 	for _, e := range es {
 		if e.LegID != "" && !slices.Contains(legs, e.LegID) {
-			return legNotFound(sid, e.LegID)
+			return session.LegNotFound(sid, e.LegID)
 		}
 		if e.ParentID != "" && !slices.Contains(entries, e.ParentID) {
-			return entryNotFound(sid, e.ParentID)
+			return session.EntryNotFound(sid, e.ParentID)
 		}
 	}
 	return nil
@@ -531,7 +535,7 @@ func transcript(ctx context.Context, q querier, ss session.Session, head string)
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, entryNotFound(ss.ID, head)
+		return nil, session.EntryNotFound(ss.ID, head)
 	}
 	return out, nil
 }
@@ -564,7 +568,7 @@ func scanCheckpoint(r pgx.Row) (session.Checkpoint, error) {
 // Park stores a pending tool call with its canonical arguments and their sha256, in one
 // statement with the session's activity (see session.Store.Park).
 func (s *Sessions) Park(ctx context.Context, in session.Checkpoint) (session.Checkpoint, error) {
-	c, err := checkPark(in)
+	c, err := session.CheckPark(in, time.Time{})
 	if err != nil {
 		return session.Checkpoint{}, err
 	}
@@ -583,7 +587,7 @@ func (s *Sessions) Park(ctx context.Context, in session.Checkpoint) (session.Che
 			if _, err := getSession(ctx, q, c.SessionID, ""); err != nil {
 				return err
 			}
-			return legNotFound(c.SessionID, c.LegID)
+			return session.LegNotFound(c.SessionID, c.LegID)
 		}
 		c.CreatedAt = created.UTC()
 		return err
@@ -608,7 +612,7 @@ func (s *Sessions) Checkpoint(ctx context.Context, id string) (session.Checkpoin
 func getCheckpoint(ctx context.Context, q querier, id string) (session.Checkpoint, error) {
 	c, err := scanCheckpoint(q.QueryRow(ctx, `SELECT `+checkpointCols+` FROM sema_checkpoints WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return session.Checkpoint{}, checkpointNotFound(id)
+		return session.Checkpoint{}, session.CheckpointNotFound(id)
 	}
 	return c, err
 }
@@ -644,7 +648,7 @@ func (s *Sessions) Checkpoints(ctx context.Context, sessionID string) ([]session
 // row: of any number of claims, from any processes, the database lets the first take the
 // row and every later one match nothing.
 func (s *Sessions) ClaimCheckpoint(ctx context.Context, id string, d session.Decision) (session.Checkpoint, error) {
-	d, err := checkDecision(d)
+	d, err := session.CheckDecision(d)
 	if err != nil {
 		return session.Checkpoint{}, err
 	}
@@ -669,7 +673,7 @@ func (s *Sessions) ClaimCheckpoint(ctx context.Context, id string, d session.Dec
 		if err != nil {
 			return err
 		}
-		return alreadyClaimed(c)
+		return session.AlreadyClaimed(c)
 	})
 	if err != nil {
 		return session.Checkpoint{}, err
@@ -691,7 +695,7 @@ func (s *Sessions) RenewLease(ctx context.Context, sessionID, holder string, ttl
 }
 
 func (s *Sessions) lease(ctx context.Context, sessionID, holder string, ttl time.Duration, renew bool) (session.Lease, error) {
-	if err := checkLease(sessionID, holder, ttl, true); err != nil {
+	if err := session.CheckLease(sessionID, holder, ttl, true); err != nil {
 		return session.Lease{}, err
 	}
 	// A renewal matches only its own holder, expired or not; an acquisition also a free
@@ -720,17 +724,17 @@ func (s *Sessions) lease(ctx context.Context, sessionID, holder string, ttl time
 			err = q.QueryRow(ctx, `SELECT lease_holder, lease_expires, `+cond+` FROM sema_sessions WHERE id = $1`, sessionID, holder).Scan(&cur, &until, &free)
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
-				return notFound(sessionID)
+				return session.NotFound(sessionID)
 			case err != nil:
 				return err
 			case renew:
-				return leaseLost(sessionID, holder)
+				return session.LeaseLost(sessionID, holder)
 			case !free:
-				return busy(sessionID, cur, utc(until))
+				return session.Busy(sessionID, cur, utc(until))
 			}
 			// The lease was released or ran out between the two statements: try again.
 		}
-		return busy(sessionID, "", time.Now())
+		return session.Busy(sessionID, "", time.Now())
 	})
 	if err != nil {
 		return session.Lease{}, err
@@ -741,7 +745,7 @@ func (s *Sessions) lease(ctx context.Context, sessionID, holder string, ttl time
 // ReleaseLease frees the session when holder holds its lease (see
 // session.Store.ReleaseLease).
 func (s *Sessions) ReleaseLease(ctx context.Context, sessionID, holder string) error {
-	if err := checkLease(sessionID, holder, 0, false); err != nil {
+	if err := session.CheckLease(sessionID, holder, 0, false); err != nil {
 		return err
 	}
 	return s.db.run(ctx, func(q querier) error {

@@ -56,7 +56,7 @@ func (m *Memory) lock(ctx context.Context) error {
 func (m *Memory) session(id string) (*memSession, error) {
 	ms, ok := m.sessions[id]
 	if !ok {
-		return nil, notFound(id)
+		return nil, NotFound(id)
 	}
 	return ms, nil
 }
@@ -77,12 +77,12 @@ func (m *Memory) Create(ctx context.Context, s Session) (Session, error) {
 		return Session{}, err
 	}
 	defer m.mu.Unlock()
-	s, err := checkCreate(s, now())
+	s, err := CheckCreate(s, now())
 	if err != nil {
 		return Session{}, err
 	}
 	if _, ok := m.sessions[s.ID]; ok {
-		return Session{}, sema.Errorf(CodeExists, "session %q already exists; leave ID empty to mint a new one", s.ID).With("session_id", s.ID)
+		return Session{}, Exists(s.ID)
 	}
 	m.order++
 	m.sessions[s.ID] = &memSession{s: s, order: m.order, byID: map[string]int{}}
@@ -113,7 +113,7 @@ func (m *Memory) Update(ctx context.Context, id string, fn func(*Session) error)
 	if err != nil {
 		return Session{}, err
 	}
-	s, err := applyUpdate(ms.s, fn, ms.s.UpdatedAt)
+	s, err := ApplyUpdate(ms.s, fn, ms.s.UpdatedAt)
 	if err != nil {
 		return Session{}, err
 	}
@@ -157,12 +157,13 @@ func (m *Memory) Newest(ctx context.Context, root string) (Session, error) {
 		return Session{}, err
 	}
 	if len(l) == 0 {
-		return Session{}, noSessionAt(root)
+		return Session{}, NoSessionAt(root)
 	}
 	return l[0], nil
 }
 
-func noSessionAt(root string) error {
+// NoSessionAt is Latest's refusal when no session was started in root.
+func NoSessionAt(root string) error {
 	return sema.Errorf(CodeNotFound, "no session was started in %s; start a new one", root).With("root", root)
 }
 
@@ -270,7 +271,7 @@ func (m *Memory) EndLeg(ctx context.Context, legID string, status sema.Status) (
 	defer m.mu.Unlock()
 	l, ok := m.legs[legID]
 	if !ok {
-		return Leg{}, legNotFound("", legID)
+		return Leg{}, LegNotFound("", legID)
 	}
 	if err := checkLegEnd(*l, status); err != nil {
 		return Leg{}, err
@@ -311,7 +312,7 @@ var _ BatchAppender = (*Memory)(nil)
 // AppendBatch commits the entries in order, all or none, and returns their ids (see
 // [BatchAppender]).
 func (m *Memory) AppendBatch(ctx context.Context, es []Entry) ([]string, error) {
-	payloads, err := checkBatch(es)
+	payloads, err := CheckBatch(es)
 	if err != nil || len(es) == 0 {
 		return nil, err
 	}
@@ -327,14 +328,14 @@ func (m *Memory) AppendBatch(ctx context.Context, es []Entry) ([]string, error) 
 	for _, e := range es {
 		if e.LegID != "" {
 			if l, ok := m.legs[e.LegID]; !ok || l.SessionID != e.SessionID {
-				return nil, legNotFound(e.SessionID, e.LegID)
+				return nil, LegNotFound(e.SessionID, e.LegID)
 			}
 		}
 		if e.ParentID == "" {
 			continue
 		}
 		if _, ok := ms.byID[e.ParentID]; !ok {
-			return nil, entryNotFound(e.SessionID, e.ParentID)
+			return nil, EntryNotFound(e.SessionID, e.ParentID)
 		}
 	}
 	ids := make([]string, len(es))
@@ -362,7 +363,7 @@ func (ms *memSession) chain(head string) ([]Entry, error) {
 	}
 	i, ok := ms.byID[head]
 	if !ok {
-		return nil, entryNotFound(ms.s.ID, head)
+		return nil, EntryNotFound(ms.s.ID, head)
 	}
 	var rev []Entry
 	for {
@@ -405,10 +406,10 @@ func (m *Memory) Park(ctx context.Context, c Checkpoint) (Checkpoint, error) {
 	}
 	if c.LegID != "" {
 		if l, ok := m.legs[c.LegID]; !ok || l.SessionID != c.SessionID {
-			return Checkpoint{}, legNotFound(c.SessionID, c.LegID)
+			return Checkpoint{}, LegNotFound(c.SessionID, c.LegID)
 		}
 	}
-	c, err = checkPark(c, now())
+	c, err = CheckPark(c, now())
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -436,7 +437,7 @@ func (m *Memory) Checkpoint(ctx context.Context, id string) (Checkpoint, error) 
 	defer m.mu.Unlock()
 	c, ok := m.checkpoints[id]
 	if !ok {
-		return Checkpoint{}, checkpointNotFound(id)
+		return Checkpoint{}, CheckpointNotFound(id)
 	}
 	return copyCheckpoint(*c), nil
 }
@@ -462,7 +463,7 @@ func (m *Memory) Checkpoints(ctx context.Context, sessionID string) ([]Checkpoin
 // ClaimCheckpoint records d as the checkpoint's answer, at most once (see
 // [Store.ClaimCheckpoint]).
 func (m *Memory) ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error) {
-	d, err := checkDecision(d)
+	d, err := CheckDecision(d)
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -472,10 +473,10 @@ func (m *Memory) ClaimCheckpoint(ctx context.Context, id string, d Decision) (Ch
 	defer m.mu.Unlock()
 	c, ok := m.checkpoints[id]
 	if !ok {
-		return Checkpoint{}, checkpointNotFound(id)
+		return Checkpoint{}, CheckpointNotFound(id)
 	}
 	if c.Decision != nil {
-		return Checkpoint{}, alreadyClaimed(*c)
+		return Checkpoint{}, AlreadyClaimed(*c)
 	}
 	c.ClaimedAt, c.Decision = now(), &d
 	touch(m.sessions[c.SessionID])
@@ -503,7 +504,7 @@ func (m *Memory) RenewLease(ctx context.Context, sessionID, holder string, ttl t
 }
 
 func (m *Memory) lease(ctx context.Context, sessionID, holder string, ttl time.Duration, renew bool) (Lease, error) {
-	if err := checkLease(sessionID, holder, ttl, true); err != nil {
+	if err := CheckLease(sessionID, holder, ttl, true); err != nil {
 		return Lease{}, err
 	}
 	if err := m.lock(ctx); err != nil {
@@ -518,9 +519,9 @@ func (m *Memory) lease(ctx context.Context, sessionID, holder string, ttl time.D
 	free := ms.leaseHolder == "" || !t.Before(ms.leaseExpires)
 	switch {
 	case renew && ms.leaseHolder != holder:
-		return Lease{}, leaseLost(sessionID, holder)
+		return Lease{}, LeaseLost(sessionID, holder)
 	case !renew && ms.leaseHolder != holder && !free:
-		return Lease{}, busy(sessionID, ms.leaseHolder, ms.leaseExpires)
+		return Lease{}, Busy(sessionID, ms.leaseHolder, ms.leaseExpires)
 	}
 	ms.leaseHolder, ms.leaseExpires = holder, t.Add(ttl)
 	return Lease{SessionID: sessionID, Holder: holder, ExpiresAt: ms.leaseExpires}, nil
@@ -528,7 +529,7 @@ func (m *Memory) lease(ctx context.Context, sessionID, holder string, ttl time.D
 
 // ReleaseLease frees the session when holder holds its lease (see [Store.ReleaseLease]).
 func (m *Memory) ReleaseLease(ctx context.Context, sessionID, holder string) error {
-	if err := checkLease(sessionID, holder, 0, false); err != nil {
+	if err := CheckLease(sessionID, holder, 0, false); err != nil {
 		return err
 	}
 	if err := m.lock(ctx); err != nil {

@@ -344,33 +344,40 @@ func NewID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// The shared validation of both stores, so they refuse the same inputs with the same codes.
+// The validation and refusals every store shares, exported for the stores outside this
+// package (pgstore): whichever store a deployment runs, the same input is refused with
+// the same code and the same sentence, which the conformance suite (storetest) checks.
 
-func notFound(id string) error {
+// NotFound is the refusal of a session id the store does not hold.
+func NotFound(id string) error {
 	return sema.Errorf(CodeNotFound, "no session %q in the store; list sessions to find its id", id).With("session_id", id)
 }
 
-func legNotFound(sessionID, legID string) error {
+// LegNotFound is the refusal of a leg id that is not a leg of the session.
+func LegNotFound(sessionID, legID string) error {
 	return sema.Errorf(CodeLegNotFound, "leg %q is not a leg of session %q; start a leg with StartLeg first", legID, sessionID).
 		With("session_id", sessionID).With("leg_id", legID)
 }
 
-func entryNotFound(sessionID, entryID string) error {
+// EntryNotFound is the refusal of an entry id that is not in the session's transcript.
+func EntryNotFound(sessionID, entryID string) error {
 	return sema.Errorf(CodeEntryNotFound, "entry %q is not in the transcript of session %q; pick an entry id from Transcript", entryID, sessionID).
 		With("session_id", sessionID).With("entry_id", entryID)
 }
 
-func checkpointNotFound(id string) error {
+// CheckpointNotFound is the refusal of a checkpoint id the store does not hold.
+func CheckpointNotFound(id string) error {
 	return sema.Errorf(CodeCheckpointNotFound, "no checkpoint %q in the store; it may have been pruned", id).With("checkpoint_id", id)
 }
 
-func alreadyClaimed(c Checkpoint) error {
+// AlreadyClaimed is the refusal of a second claim of checkpoint c.
+func AlreadyClaimed(c Checkpoint) error {
 	return sema.Errorf(CodeAlreadyClaimed, "checkpoint %q was already answered at %s; a parked call runs at most once",
 		c.ID, c.ClaimedAt.UTC().Format(time.RFC3339)).With("checkpoint_id", c.ID)
 }
 
-// checkEntry validates e and returns the payload to store.
-func checkEntry(e Entry) (json.RawMessage, error) {
+// CheckEntry validates e and returns the payload to store.
+func CheckEntry(e Entry) (json.RawMessage, error) {
 	if e.Kind == "" {
 		return nil, sema.Errorf(CodeEntryInvalid, "an entry needs a kind (user, assistant, tool_result, …)")
 	}
@@ -383,14 +390,14 @@ func checkEntry(e Entry) (json.RawMessage, error) {
 	return bytes.Clone(e.Payload), nil
 }
 
-// checkBatch validates the entries of one AppendBatch and returns the payloads to store.
-func checkBatch(es []Entry) ([]json.RawMessage, error) {
+// CheckBatch validates the entries of one AppendBatch and returns the payloads to store.
+func CheckBatch(es []Entry) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, len(es))
 	for i, e := range es {
 		if e.SessionID != es[0].SessionID {
 			return nil, sema.Errorf(CodeEntryInvalid, "a batch appends to one session, not to %q and %q", es[0].SessionID, e.SessionID)
 		}
-		p, err := checkEntry(e)
+		p, err := CheckEntry(e)
 		if err != nil {
 			return nil, err
 		}
@@ -399,8 +406,9 @@ func checkBatch(es []Entry) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// checkPark validates c and fills the fields Park mints.
-func checkPark(c Checkpoint, now time.Time) (Checkpoint, error) {
+// CheckPark validates c and fills the fields Park mints, with now as its CreatedAt (a
+// store whose database stamps the time passes the zero time).
+func CheckPark(c Checkpoint, now time.Time) (Checkpoint, error) {
 	if c.Tool == "" {
 		return c, sema.Errorf(CodeCheckpointInvalid, "a checkpoint needs the name of the tool it parks")
 	}
@@ -420,8 +428,8 @@ func checkPark(c Checkpoint, now time.Time) (Checkpoint, error) {
 	return c, nil
 }
 
-// checkDecision validates d and returns it with canonical arguments.
-func checkDecision(d Decision) (Decision, error) {
+// CheckDecision validates d and returns it with canonical arguments.
+func CheckDecision(d Decision) (Decision, error) {
 	switch d.Verdict {
 	case VerdictAllow:
 	case VerdictDeny:
@@ -441,9 +449,9 @@ func checkDecision(d Decision) (Decision, error) {
 	return d, nil
 }
 
-// checkLease refuses a lease call without a holder, or (ttl ≥ 0 asked for) with a
+// CheckLease refuses a lease call without a holder, or (ttl ≥ 0 asked for) with a
 // ttl that is not positive.
-func checkLease(sessionID, holder string, ttl time.Duration, needTTL bool) error {
+func CheckLease(sessionID, holder string, ttl time.Duration, needTTL bool) error {
 	if holder == "" {
 		return sema.Errorf(CodeLeaseInvalid, "a lease on session %q needs a holder name", sessionID).With("session_id", sessionID)
 	}
@@ -453,18 +461,21 @@ func checkLease(sessionID, holder string, ttl time.Duration, needTTL bool) error
 	return nil
 }
 
-func busy(sessionID, holder string, until time.Time) error {
+// Busy is AcquireLease's refusal while holder's lease on the session runs until until.
+func Busy(sessionID, holder string, until time.Time) error {
 	return sema.Errorf(CodeBusy, "session %q is being continued by another run (%s) until %s at the latest; wait for it to end or retry later",
 		sessionID, holder, until.UTC().Format(time.RFC3339)).With("session_id", sessionID).With("holder", holder)
 }
 
-func leaseLost(sessionID, holder string) error {
+// LeaseLost is the refusal of a renewal or release by holder of a lease that is gone.
+func LeaseLost(sessionID, holder string) error {
 	return sema.Errorf(CodeLeaseLost, "the lease of %s on session %q is gone: it was released, or it expired and another run took the session", holder, sessionID).
 		With("session_id", sessionID).With("holder", holder)
 }
 
-// checkCreate validates a session for Create and fills what Create mints.
-func checkCreate(s Session, now time.Time) (Session, error) {
+// CheckCreate validates a session for Create and fills what Create mints; a zero
+// CreatedAt becomes now (a store whose database stamps the time passes the zero time).
+func CheckCreate(s Session, now time.Time) (Session, error) {
 	if s.ID == "" {
 		s.ID = NewID()
 	}
@@ -480,8 +491,9 @@ func checkCreate(s Session, now time.Time) (Session, error) {
 	return s, nil
 }
 
-// applyUpdate runs fn on a copy of s and refuses a change to a field Update does not own.
-func applyUpdate(s Session, fn func(*Session) error, now time.Time) (Session, error) {
+// ApplyUpdate runs fn on a copy of s and refuses a change to a field Update does not own;
+// the result is updated at now.
+func ApplyUpdate(s Session, fn func(*Session) error, now time.Time) (Session, error) {
 	c := s
 	if err := fn(&c); err != nil {
 		return s, err
@@ -496,12 +508,30 @@ func applyUpdate(s Session, fn func(*Session) error, now time.Time) (Session, er
 }
 
 func checkLegEnd(l Leg, status sema.Status) error {
+	if err := CheckEndStatus(status); err != nil {
+		return err
+	}
+	if !l.EndedAt.IsZero() {
+		return LegEnded(l)
+	}
+	return nil
+}
+
+// CheckEndStatus refuses a status a leg cannot end with: none, or running.
+func CheckEndStatus(status sema.Status) error {
 	if status == "" || status == sema.StatusRunning {
 		return sema.Errorf(CodeInvalid, "a leg ends with a final status, not %q", status)
 	}
-	if !l.EndedAt.IsZero() {
-		return sema.Errorf(CodeLegEnded, "leg %d of session %q already ended (%s)", l.Number, l.SessionID, l.Status).
-			With("leg_id", l.ID)
-	}
 	return nil
+}
+
+// LegEnded is EndLeg's refusal of a leg that has already ended.
+func LegEnded(l Leg) error {
+	return sema.Errorf(CodeLegEnded, "leg %d of session %q already ended (%s)", l.Number, l.SessionID, l.Status).
+		With("leg_id", l.ID)
+}
+
+// Exists is Create's refusal of an id a session already has.
+func Exists(id string) error {
+	return sema.Errorf(CodeExists, "session %q already exists; leave ID empty to mint a new one", id).With("session_id", id)
 }

@@ -129,7 +129,7 @@ func scanSession(r scanner) (Session, error) {
 func getSession(ctx context.Context, q sqlitedb.Querier, id string) (Session, error) {
 	s, err := scanSession(q.QueryRowContext(ctx, qGetSession, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Session{}, notFound(id)
+		return Session{}, NotFound(id)
 	}
 	return s, err
 }
@@ -142,7 +142,7 @@ const insertSession = `INSERT INTO sessions (id, root, fs_id, scope, created_at,
 
 // Create stores a new session, minting its id when none is given (see [Store.Create]).
 func (s *SQLiteStore) Create(ctx context.Context, in Session) (Session, error) {
-	in, err := checkCreate(in, time.Now().UTC())
+	in, err := CheckCreate(in, time.Now().UTC())
 	if err != nil {
 		return Session{}, err
 	}
@@ -151,7 +151,7 @@ func (s *SQLiteStore) Create(ctx context.Context, in Session) (Session, error) {
 			in.ID, in.Root, in.FSID, in.Scope, nanos(in.CreatedAt), nanos(in.UpdatedAt), in.ParentID, in.ForkOf, in.ForkAt,
 			in.Model, in.Mode, in.PrePlanMode, in.Title)
 		if sqlitedb.IsConstraint(err) {
-			return sema.Errorf(CodeExists, "session %q already exists; leave ID empty to mint a new one", in.ID).With("session_id", in.ID)
+			return Exists(in.ID)
 		}
 		return err
 	})
@@ -175,7 +175,7 @@ func (s *SQLiteStore) Update(ctx context.Context, id string, fn func(*Session) e
 		if err != nil {
 			return err
 		}
-		next, err := applyUpdate(cur, fn, cur.UpdatedAt)
+		next, err := ApplyUpdate(cur, fn, cur.UpdatedAt)
 		if err != nil {
 			return err
 		}
@@ -234,7 +234,7 @@ func (s *SQLiteStore) Newest(ctx context.Context, root string) (Session, error) 
 		return Session{}, err
 	}
 	if len(l) == 0 {
-		return Session{}, noSessionAt(root)
+		return Session{}, NoSessionAt(root)
 	}
 	return l[0], nil
 }
@@ -340,7 +340,7 @@ func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, erro
 			return err
 		}
 		if n, err := r.RowsAffected(); err != nil || n == 0 {
-			return cmpErr(err, notFound(sessionID))
+			return cmpErr(err, NotFound(sessionID))
 		}
 		var n int
 		if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM legs WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
@@ -364,7 +364,7 @@ func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status sema.Stat
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
 		l, err := scanLeg(q.QueryRowContext(ctx, `SELECT `+legCols+` FROM legs WHERE id = ?`, legID))
 		if errors.Is(err, sql.ErrNoRows) {
-			return legNotFound("", legID)
+			return LegNotFound("", legID)
 		}
 		if err != nil {
 			return err
@@ -421,7 +421,7 @@ var _ BatchAppender = (*SQLiteStore)(nil)
 // AppendBatch commits the entries in order in one transaction and returns their ids (see
 // [BatchAppender]): a turn's entries cost one commit, not one each.
 func (s *SQLiteStore) AppendBatch(ctx context.Context, es []Entry) ([]string, error) {
-	payloads, err := checkBatch(es)
+	payloads, err := CheckBatch(es)
 	if err != nil || len(es) == 0 {
 		return nil, err
 	}
@@ -440,11 +440,11 @@ func (s *SQLiteStore) AppendBatch(ctx context.Context, es []Entry) ([]string, er
 				err := q.QueryRowContext(ctx, qAppendCheck, e.SessionID, e.LegID, e.ParentID).Scan(&h, &sq, &legOK, &parentOK)
 				switch {
 				case err != nil:
-					return cmpErr(err, notFound(e.SessionID))
+					return cmpErr(err, NotFound(e.SessionID))
 				case !legOK:
-					return legNotFound(e.SessionID, e.LegID)
+					return LegNotFound(e.SessionID, e.LegID)
 				case !parentOK:
-					return entryNotFound(e.SessionID, e.ParentID)
+					return EntryNotFound(e.SessionID, e.ParentID)
 				}
 				if i == 0 {
 					head, seq = h, sq
@@ -520,7 +520,7 @@ func transcript(ctx context.Context, q sqlitedb.Querier, ss Session, head string
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, entryNotFound(ss.ID, head)
+		return nil, EntryNotFound(ss.ID, head)
 	}
 	return out, nil
 }
@@ -551,7 +551,7 @@ func scanCheckpoint(r scanner) (Checkpoint, error) {
 // Park stores a pending tool call with its canonical arguments and their sha256 (see
 // [Store.Park]).
 func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, error) {
-	c, err := checkPark(in, time.Now().UTC())
+	c, err := CheckPark(in, time.Now().UTC())
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -561,7 +561,7 @@ func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, erro
 		}
 		if c.LegID != "" {
 			if err := exists(ctx, q, qLegOf, c.LegID, c.SessionID); err != nil {
-				return cmpErr(err, legNotFound(c.SessionID, c.LegID))
+				return cmpErr(err, LegNotFound(c.SessionID, c.LegID))
 			}
 		}
 		if _, err := q.ExecContext(ctx, `INSERT INTO checkpoints (id, session_id, leg_id, tool, args, args_sha256, gate, mode,
@@ -584,7 +584,7 @@ func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, erro
 func (s *SQLiteStore) Checkpoint(ctx context.Context, id string) (Checkpoint, error) {
 	c, err := scanCheckpoint(s.r.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Checkpoint{}, checkpointNotFound(id)
+		return Checkpoint{}, CheckpointNotFound(id)
 	}
 	return c, err
 }
@@ -615,7 +615,7 @@ func (s *SQLiteStore) Checkpoints(ctx context.Context, sessionID string) ([]Chec
 // ClaimCheckpoint records d as the checkpoint's answer, at most once (see
 // [Store.ClaimCheckpoint]).
 func (s *SQLiteStore) ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error) {
-	d, err := checkDecision(d)
+	d, err := CheckDecision(d)
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -638,13 +638,13 @@ func (s *SQLiteStore) ClaimCheckpoint(ctx context.Context, id string, d Decision
 		}
 		c, err := scanCheckpoint(q.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			return checkpointNotFound(id)
+			return CheckpointNotFound(id)
 		}
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return alreadyClaimed(c)
+			return AlreadyClaimed(c)
 		}
 		if _, err := q.ExecContext(ctx, touchSQL, now, c.SessionID); err != nil {
 			return err
@@ -667,7 +667,7 @@ func (s *SQLiteStore) RenewLease(ctx context.Context, sessionID, holder string, 
 }
 
 func (s *SQLiteStore) lease(ctx context.Context, sessionID, holder string, ttl time.Duration, renew bool) (Lease, error) {
-	if err := checkLease(sessionID, holder, ttl, true); err != nil {
+	if err := CheckLease(sessionID, holder, ttl, true); err != nil {
 		return Lease{}, err
 	}
 	var out Lease
@@ -699,11 +699,11 @@ func (s *SQLiteStore) lease(ctx context.Context, sessionID, holder string, ttl t
 		err = q.QueryRowContext(ctx, `SELECT lease_holder, lease_expires FROM sessions WHERE id = ?`, sessionID).Scan(&cur, &until)
 		switch {
 		case err != nil:
-			return cmpErr(err, notFound(sessionID))
+			return cmpErr(err, NotFound(sessionID))
 		case renew:
-			return leaseLost(sessionID, holder)
+			return LeaseLost(sessionID, holder)
 		default:
-			return busy(sessionID, cur, fromNanos(until))
+			return Busy(sessionID, cur, fromNanos(until))
 		}
 	})
 	return out, err
@@ -711,7 +711,7 @@ func (s *SQLiteStore) lease(ctx context.Context, sessionID, holder string, ttl t
 
 // ReleaseLease frees the session when holder holds its lease (see [Store.ReleaseLease]).
 func (s *SQLiteStore) ReleaseLease(ctx context.Context, sessionID, holder string) error {
-	if err := checkLease(sessionID, holder, 0, false); err != nil {
+	if err := CheckLease(sessionID, holder, 0, false); err != nil {
 		return err
 	}
 	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
