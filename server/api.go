@@ -525,21 +525,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, t *tenant)
 	ctx := r.Context()
 	limit := intParam(r, "limit", 100, 1000)
 	rs, err := s.b.db().query(ctx, `SELECT id FROM sema_serve_sessions WHERE tenant = ? ORDER BY created_ms DESC LIMIT ?`, t.name, limit)
+	ids, err := collect(rs, err, scanString)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	var ids []string
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			rs.Close()
-			s.internal(w, r, err)
-			return
-		}
-		ids = append(ids, id)
-	}
-	rs.Close()
 	out := []client.Session{}
 	for _, id := range ids {
 		sess, err := s.b.sessions().Get(ctx, id)
@@ -651,26 +641,18 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request, t *tena
 		writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "unknown status %q; use open, answered or all", st))
 		return
 	}
-	rs, err := s.b.db().query(ctx, q+` ORDER BY c.created_ms LIMIT ?`, t.name, intParam(r, "limit", 100, 1000))
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
 	type row struct {
 		id, task, sess, result string
 		decided                int64
 	}
-	var list []row
-	for rs.Next() {
-		var x row
-		if err := rs.Scan(&x.id, &x.task, &x.sess, &x.decided, &x.result); err != nil {
-			rs.Close()
-			s.internal(w, r, err)
-			return
-		}
-		list = append(list, x)
+	rs, err := s.b.db().query(ctx, q+` ORDER BY c.created_ms LIMIT ?`, t.name, intParam(r, "limit", 100, 1000))
+	list, err := collect(rs, err, func(rs rows) (x row, err error) {
+		return x, rs.Scan(&x.id, &x.task, &x.sess, &x.decided, &x.result)
+	})
+	if err != nil {
+		s.internal(w, r, err)
+		return
 	}
-	rs.Close()
 	out := []client.Checkpoint{}
 	for _, x := range list {
 		cp, err := s.b.sessions().Checkpoint(ctx, x.id)

@@ -45,6 +45,30 @@ func queryRow(ctx context.Context, c conn, q string, args []any, dest ...any) er
 
 var errNoRow = errors.New("no row")
 
+// collect reads every row of a query's answer (rs, err) with scan, and closes it.
+func collect[T any](rs rows, err error, scan func(rows) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []T
+	for rs.Next() {
+		x, err := scan(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, rs.Err()
+}
+
+// scanString is collect's scan of a one-column answer.
+func scanString(r rows) (string, error) {
+	var v string
+	err := r.Scan(&v)
+	return v, err
+}
+
 // schema is the service's own tables. Tasks, their event streams, tenants, their tokens
 // (hashed), the checkpoints they wait on and the sessions they own; River's tables live
 // beside them (its own migrations), and the session and history stores keep theirs.

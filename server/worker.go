@@ -403,17 +403,10 @@ func (s *Server) watchCancels(ctx context.Context) {
 		}
 		rs, err := s.b.db().query(ctx, `SELECT id FROM sema_serve_tasks WHERE cancel_requested = 1 AND status IN (?, ?)`,
 			client.StatusQueued, client.StatusRunning)
+		ids, err := collect(rs, err, scanString)
 		if err != nil {
 			continue // the store is down for now; the next tick asks again
 		}
-		var ids []string
-		for rs.Next() {
-			var id string
-			if rs.Scan(&id) == nil {
-				ids = append(ids, id)
-			}
-		}
-		rs.Close()
 		s.mu.Lock()
 		for _, id := range ids {
 			if cancel := s.running[id]; cancel != nil {
