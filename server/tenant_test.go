@@ -161,3 +161,57 @@ func TestStrictBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryParametersAreRefusedByName: a paging or filter parameter that is not a number
+// in its range is a 400 naming it, never read as its default.
+func TestQueryParametersAreRefusedByName(t *testing.T) {
+	f := newFixture(t, "sqlite", func(string) []scripted.Turn { return []scripted.Turn{{Text: "one"}} })
+	ctx := context.Background()
+	tok, err := f.srv.CreateToken(ctx, "t", f.base, serverLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(f.http.URL, tok)
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "p", Cwd: f.base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, c, task.TaskID, "completed")
+	get := func(path string) (int, client.Error) {
+		req, _ := http.NewRequest(http.MethodGet, f.http.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e client.Error
+		decodeJSON(t, resp, &e)
+		return resp.StatusCode, e
+	}
+	for _, tc := range []struct{ path, param string }{
+		{"/v1/sessions?limit=abc", "limit"},
+		{"/v1/sessions?limit=0", "limit"},
+		{"/v1/sessions?limit=5000", "limit"},
+		{"/v1/sessions/" + task.SessionID + "?offset=-1", "offset"},
+		{"/v1/sessions/" + task.SessionID + "?offset=x", "offset"},
+		{"/v1/sessions/" + task.SessionID + "?limit=-3", "limit"},
+		{"/v1/checkpoints?limit=1e3", "limit"},
+		{"/v1/checkpoints?status=closed", "status"},
+	} {
+		status, e := get(tc.path)
+		if status != http.StatusBadRequest || e.Code != "request.invalid" || !strings.Contains(e.Message, tc.param) {
+			t.Errorf("GET %s: %d %s %q, want 400 request.invalid naming %s", tc.path, status, e.Code, e.Message, tc.param)
+		}
+	}
+	// In range, the parameters page: one entry from the transcript's second.
+	page, err := c.Session(ctx, task.SessionID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) == 0 {
+		t.Fatalf("offset 1: no entries")
+	}
+	if status, _ := get("/v1/sessions/" + task.SessionID + "?offset=1000000"); status != http.StatusOK {
+		t.Errorf("an offset past the end: %d, want 200 with an empty page", status)
+	}
+}

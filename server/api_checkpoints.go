@@ -1,0 +1,163 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/client"
+	"github.com/sema-agent/sema/session"
+)
+
+// The checkpoint endpoints: the open questions and their one-shot decisions.
+
+// listCheckpoints is GET /v1/checkpoints?status=open|answered|all (default open).
+func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request, t *tenant) {
+	ctx := r.Context()
+	q := `SELECT c.id, c.task_id, c.session_id, c.decided_ms, t.result FROM sema_serve_checkpoints c
+		JOIN sema_serve_tasks t ON t.id = c.task_id WHERE c.tenant = ?`
+	switch st := r.URL.Query().Get("status"); st {
+	case "", "open":
+		q += ` AND c.decided_ms = 0`
+	case "answered":
+		q += ` AND c.decided_ms <> 0`
+	case "all":
+	default:
+		writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "unknown status %q; use open, answered or all", st))
+		return
+	}
+	limit, ok := intParam(w, r, "limit", 100, 1, 1000)
+	if !ok {
+		return
+	}
+	type row struct {
+		id, task, sess, result string
+		decided                int64
+	}
+	rs, err := s.b.db().query(ctx, q+` ORDER BY c.created_ms LIMIT ?`, t.name, limit)
+	list, err := collect(rs, err, func(rs rows) (x row, err error) {
+		return x, rs.Scan(&x.id, &x.task, &x.sess, &x.decided, &x.result)
+	})
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	out := []client.Checkpoint{}
+	for _, x := range list {
+		cp, err := s.b.sessions().Checkpoint(ctx, x.id)
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		status := "open"
+		if x.decided != 0 || cp.Decision != nil {
+			status = "answered"
+		}
+		out = append(out, client.Checkpoint{
+			ID: cp.ID, TaskID: x.task, SessionID: x.sess, Tool: cp.Tool, Input: cp.Args, InputSHA256: cp.ArgsSHA256,
+			Gate: string(cp.Gate), Message: questionOf(x.result, cp.ID), Status: status, CreatedAt: cp.CreatedAt,
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"checkpoints": out})
+}
+
+// decide is POST /v1/checkpoints/{id}/decision: one-shot. The claim is one row-level
+// atomic update (decided_ms from 0 to now), in the transaction that queues the task's
+// resume; a second decision — through this process or any other — finds the row taken
+// and is answered 409 checkpoint.already_claimed.
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
+	ctx := r.Context()
+	var d client.Decision
+	if !decode(w, r, &d) {
+		return
+	}
+	answer := agent.Answer{CheckpointID: r.PathValue("id"), Reason: d.Message}
+	switch d.Decision {
+	case "allow":
+		answer.Allow = true
+		if len(d.Input) > 0 && string(d.Input) != "null" {
+			var obj map[string]any
+			if json.Unmarshal(d.Input, &obj) != nil {
+				writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "input must be a JSON object: the call's edited arguments"))
+				return
+			}
+			answer.UpdatedInput = d.Input
+		}
+	case "deny":
+		if len(d.Input) > 0 {
+			writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "a deny carries no input"))
+			return
+		}
+	default:
+		writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "decision must be allow or deny, not %q", d.Decision))
+		return
+	}
+	data, err := json.Marshal(answer)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	var taskID string
+	status := http.StatusInternalServerError
+	err = s.b.tx(ctx, func(c conn, enqueue enqueueFunc) error {
+		var decided int64
+		err := queryRow(ctx, c, `SELECT task_id, decided_ms FROM sema_serve_checkpoints WHERE id = ? AND tenant = ?`, []any{answer.CheckpointID, t.name}, &taskID, &decided)
+		if errors.Is(err, errNoRow) {
+			status = http.StatusNotFound
+			return sema.Errorf(CodeNotFound, "no such checkpoint")
+		}
+		if err != nil {
+			return err
+		}
+		n, err := c.exec(ctx, `UPDATE sema_serve_checkpoints SET decided_ms = ?, decision = ? WHERE id = ? AND tenant = ? AND decided_ms = 0`,
+			nowMS(), string(data), answer.CheckpointID, t.name)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			status = http.StatusConflict
+			return sema.Errorf(session.CodeAlreadyClaimed, "the checkpoint was answered already; a decision is one-shot")
+		}
+		n, err = c.exec(ctx, `UPDATE sema_serve_tasks SET status = ?, decision = ?, updated_ms = ? WHERE id = ? AND status = ? AND checkpoint_id = ?`,
+			client.StatusQueued, string(data), nowMS(), taskID, client.StatusAwaitingApproval, answer.CheckpointID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			status = http.StatusConflict
+			return sema.Errorf(session.CodeAlreadyClaimed, "the task no longer waits at this checkpoint (it was cancelled or answered)")
+		}
+		return enqueue(taskID, t.queue)
+	})
+	if err != nil {
+		s.metrics.decisions.WithLabelValues(fmt.Sprint(status)).Inc()
+		s.refuse(w, r, status, err)
+		return
+	}
+	s.metrics.decisions.WithLabelValues(d.Decision).Inc()
+	task, err := s.task(ctx, t, taskID)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, task)
+}
+
+// questionOf is the question's sentence from the result of the leg that parked at
+// checkpoint id (the store keeps the call, the result its wording); "" when the task has
+// moved on.
+func questionOf(result, id string) string {
+	var r struct {
+		Checkpoint struct {
+			ID      string `json:"id"`
+			Message string `json:"message"`
+		} `json:"checkpoint"`
+	}
+	if json.Unmarshal([]byte(result), &r) != nil || r.Checkpoint.ID != id {
+		return ""
+	}
+	return r.Checkpoint.Message
+}
