@@ -54,9 +54,13 @@ const (
 	CodeNotRunnable = "task.conflict"
 	// CodeShuttingDown: the process is stopping and takes no new work.
 	CodeShuttingDown = "serve.shutting_down"
+	// CodeConfigInvalid: a Config field out of its range (a negative count or duration).
+	CodeConfigInvalid = "serve.config_invalid"
 )
 
-// Config is what a service needs. Home or Postgres says where it keeps its state.
+// Config is what a service needs. Home or Postgres says where it keeps its state. Its
+// counts and durations are zero for their defaults; a negative one is refused
+// (serve.config_invalid).
 type Config struct {
 	// Home is the state directory (SQLite), used when Postgres is empty.
 	Home string
@@ -117,13 +121,24 @@ type Server struct {
 // New opens the service's store and migrates it. Start runs the workers; Handler serves
 // the API.
 func New(ctx context.Context, cfg Config) (*Server, error) {
-	if cfg.Workers <= 0 {
+	for _, f := range []struct {
+		name string
+		neg  bool
+	}{
+		{"Workers", cfg.Workers < 0}, {"RescueAfter", cfg.RescueAfter < 0},
+		{"SessionLease", cfg.SessionLease < 0}, {"Poll", cfg.Poll < 0},
+	} {
+		if f.neg {
+			return nil, sema.Errorf(CodeConfigInvalid, "Config.%s cannot be negative; leave it zero for the default", f.name).With("field", f.name)
+		}
+	}
+	if cfg.Workers == 0 {
 		cfg.Workers = 16
 	}
-	if cfg.RescueAfter <= 0 {
+	if cfg.RescueAfter == 0 {
 		cfg.RescueAfter = time.Minute
 	}
-	if cfg.Poll <= 0 {
+	if cfg.Poll == 0 {
 		cfg.Poll = 200 * time.Millisecond
 	}
 	if cfg.Logger == nil {

@@ -3,14 +3,19 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/client"
+	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/server"
 )
 
 // TestTenantIsolation tries to reach outside a tenant: roots outside its base (directly,
@@ -213,5 +218,26 @@ func TestQueryParametersAreRefusedByName(t *testing.T) {
 	}
 	if status, _ := get("/v1/sessions/" + task.SessionID + "?offset=1000000"); status != http.StatusOK {
 		t.Errorf("an offset past the end: %d, want 200 with an empty page", status)
+	}
+}
+
+// TestConfigOutOfRange: a negative count or duration in Config is refused by name, not
+// read as the default.
+func TestConfigOutOfRange(t *testing.T) {
+	open := func(string) (model.Provider, string, error) { return nil, "", errors.New("unused") }
+	for name, cfg := range map[string]server.Config{
+		"Workers":      {Workers: -1},
+		"RescueAfter":  {RescueAfter: -time.Second},
+		"SessionLease": {SessionLease: -time.Second},
+		"Poll":         {Poll: -time.Millisecond},
+	} {
+		cfg.Home, cfg.OpenProvider = t.TempDir(), open
+		s, err := server.New(context.Background(), cfg)
+		if err == nil {
+			s.Close()
+		}
+		if sema.CodeOf(err) != server.CodeConfigInvalid || !strings.Contains(err.Error(), name) {
+			t.Errorf("Config.%s negative: %v", name, err)
+		}
 	}
 }

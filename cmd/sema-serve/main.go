@@ -170,6 +170,22 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	return cmd
 }
 
+// check refuses a flag value out of its range by name: a zero or negative count or
+// duration is never read as the default.
+func (o *serveOptions) check() error {
+	switch {
+	case o.workers < 1:
+		return sema.Errorf(codeUsage, "--workers must be at least 1, not %d (to run no tasks in this process, use --no-worker)", o.workers)
+	case o.rescue <= 0:
+		return sema.Errorf(codeUsage, "--rescue-after must be a positive duration such as 1m, not %s", o.rescue)
+	case o.grace < 0:
+		return sema.Errorf(codeUsage, "--shutdown-grace cannot be negative (0 hands running legs back at once), not %s", o.grace)
+	case o.lease < 0:
+		return sema.Errorf(codeUsage, "--session-lease cannot be negative (0: the runner's), not %s", o.lease)
+	}
+	return nil
+}
+
 func addStoreFlags(cmd *cobra.Command, o *serveOptions) {
 	cmd.Flags().StringVar(&o.store, "store", "", "postgres://… to share one Postgres database among processes (default: SEMA_STORE, else SQLite in the state directory)")
 	cmd.Flags().StringVar(&o.home, "home", "", "state directory (default: $SEMA_HOME, else ~/.sema)")
@@ -242,6 +258,9 @@ func tracing(ctx context.Context) (*sdktrace.TracerProvider, error) {
 }
 
 func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
+	if err := o.check(); err != nil {
+		return usageErr(err)
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	tp, err := tracing(ctx)
 	if err != nil {

@@ -463,3 +463,27 @@ func waitToolStarted(t *testing.T, c *client.Client, id string, p *serveProc) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestServeRefusesFlagsOutOfRange: a count or duration out of its range stops sema serve
+// with exit code 2 and a sentence naming the flag, before it opens anything; it is never
+// read as the default.
+func TestServeRefusesFlagsOutOfRange(t *testing.T) {
+	for _, tc := range []struct{ flag, value string }{
+		{"--workers", "0"}, {"--workers", "-1"}, {"--rescue-after", "0s"},
+		{"--shutdown-grace", "-5s"}, {"--session-lease", "-1m"},
+	} {
+		home := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a service that starts is a failure, not a hang
+		defer cancel()
+		cmd := exec.CommandContext(ctx, semaBin, "serve", "--listen", "127.0.0.1:0", tc.flag, tc.value)
+		cmd.Env = append(os.Environ(), "SEMA_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.flag) {
+			t.Errorf("sema serve %s %s: exit %v: %s", tc.flag, tc.value, err, out)
+		}
+		if entries, _ := os.ReadDir(home); len(entries) != 0 {
+			t.Errorf("sema serve %s %s created %d entries in the state directory before refusing", tc.flag, tc.value, len(entries))
+		}
+	}
+}
