@@ -64,6 +64,9 @@ type Isolation struct {
 	// Network: a network namespace with only a loopback interface (down until the
 	// program brings it up).
 	Network bool
+	// PID: a PID namespace whose first process (its init) is the program: it sees only
+	// the processes it starts, and when it ends the kernel kills every one of them.
+	PID bool
 }
 
 // ErrIsolationUnsupported is Start's refusal when the Executor cannot make the

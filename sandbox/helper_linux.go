@@ -129,10 +129,16 @@ func confineAndExec(spec, ns string, argv []string) error {
 	if err := grant(p.Devices, readRights|unix.LANDLOCK_ACCESS_FS_WRITE_FILE|fsTruncate|fsIoctlDev); err != nil {
 		return err
 	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if err := installSyscallFilter(); err != nil {
+		return err
+	}
 	if err := rs.enforce(); err != nil {
 		return err
 	}
-	return unix.Exec(prog, argv, os.Environ())
+	return runAsInit(prog, argv, os.Environ())
 }
 
 // nsInode is the inode of this process's namespace of the kind ("mnt", "net"), which

@@ -28,6 +28,19 @@ type Policy struct {
 	// Network lets the command reach the network. False: no network at all, loopback
 	// alone (a fresh network namespace on Linux).
 	Network bool `json:"network,omitempty"`
+	// TempDir is the command's private temporary directory (one of Write), exported as
+	// TMPDIR; on Linux it is also what the command sees at /tmp.
+	TempDir string `json:"temp_dir,omitempty"`
+	// Caches are shared toolchain caches (Go's, npm's, …) the command reads through and
+	// writes into a private layer: what it writes lands in CacheLayer, never in the
+	// cache later builds outside the sandbox use.
+	Caches []string `json:"caches,omitempty"`
+	// CacheLayer is the directory holding the private write layers of Caches (one
+	// per leg, so a leg's later commands see what its earlier ones wrote).
+	CacheLayer string `json:"cache_layer,omitempty"`
+	// Sockets are unix socket files a setting granted by path: the only sockets outside
+	// the write roots a command can connect to.
+	Sockets []string `json:"sockets,omitempty"`
 }
 
 // systemReadable are the directories every command may read and run programs from: the
