@@ -32,9 +32,16 @@ type ExecRequest struct {
 	// Dir is the absolute directory the program starts in. Required.
 	Dir string
 	// Env holds NAME=value entries set on top of the env's base environment (for the
-	// host: this process's environment, with PWD set to Dir). A later entry for a name
-	// replaces an earlier one and the base's.
+	// host: this process's environment as Inherit leaves it — no provider key, no
+	// credential-shaped name or value, no agent socket — with PWD set to Dir). A later
+	// entry for a name replaces an earlier one and the base's. Env itself is not
+	// judged: what a caller sets here it sets on purpose.
 	Env []string
+	// Passthrough names variables of the base environment the program inherits even
+	// though the rule holds them back: exact names and NAME_* prefixes (see
+	// ParsePassthrough, which refuses an invalid entry and any naming a provider's key).
+	// Nil: none.
+	Passthrough []string
 	// Stdout and Stderr receive the program's output; nil discards it. When both are the
 	// same writer the program gets ONE stream for both, so the writer sees the bytes
 	// interleaved exactly as they were written. Writes happen on a goroutine of the env;

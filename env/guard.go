@@ -49,6 +49,9 @@ func guardStart() {
 	cmd := exec.Command("/bin/sh", "-c", guardScript)
 	cmd.Stdin = r
 	cmd.Dir = "/"
+	// It outlives this process, and another process of the user can read its
+	// environment: it gets what every program sema starts gets, never a key.
+	cmd.Env = Inherit(os.Environ(), Passthrough{}).Env
 	// Its own group; no parent-death signal: it must survive this process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()

@@ -40,9 +40,11 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		return nil, cmd.Err
 	}
 	cmd.Dir = req.Dir
-	if len(req.Env) > 0 {
-		cmd.Env = append(cmd.Environ(), req.Env...)
+	environ, err := baseEnviron(req)
+	if err != nil {
+		return nil, err
 	}
+	cmd.Env = environ
 	attr, err := procAttr(req)
 	if err != nil {
 		return nil, err
@@ -138,6 +140,17 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// baseEnviron is the environment a program starts with: this process's as Inherit
+// leaves it, PWD set to the program's directory (as os/exec sets it), then req.Env.
+func baseEnviron(req ExecRequest) ([]string, error) {
+	pass, err := ParsePassthrough(req.Passthrough, "ExecRequest.Passthrough")
+	if err != nil {
+		return nil, err
+	}
+	kept := inheritOwn(req.Passthrough, pass)
+	return append(append(kept, "PWD="+req.Dir), req.Env...), nil
 }
 
 // sameWriter reports whether a and b are the same writer, as os/exec judges it: equal
