@@ -180,7 +180,8 @@ func FuzzAcceptsFileCommand(f *testing.F) {
 func FuzzParse(f *testing.F) {
 	readOnlySeeds(f)
 	for _, seed := range []string{`su - u -c 'rm a'`, `flock f -c x`, `chrt -p 1`, `parallel ::: 'ls'`,
-		`gdb --args`, `ssh h ls`, `bwrap --bind a b ls`, `python3 -m`, `awk -e x`, `runuser -u u --`} {
+		`gdb --args`, `ssh h ls`, `bwrap --bind a b ls`, `python3 -m`, `awk -e x`, `runuser -u u --`,
+		`git -C d diff --no-index a b`, `git diff -- /a b`, `git -C`, `git --git-dir`, `git -C "$d" --work-tree=w diff - x`} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, src string) {

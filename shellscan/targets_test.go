@@ -215,7 +215,7 @@ func TestReadTargets(t *testing.T) {
 		{`tar -tf a.tar`, []Target{r("a.tar")}, true},
 		{`tar -czf out.tgz src`, []Target{r("src")}, true},
 		{`git log`, []Target{r(".")}, true},
-		{`git diff --no-index /etc/a /etc/b`, []Target{r(".")}, false},
+		{`git diff --no-index /etc/a /etc/b`, []Target{r("."), r("/etc/a"), r("/etc/b")}, false},
 		{`touch -r ref new`, []Target{r("ref")}, true},
 		{`date -r file +%s`, []Target{r("file")}, true},
 		{`echo hi; pwd; rm x; mkdir y`, nil, true},
@@ -295,4 +295,50 @@ func TestUnknownPlaces(t *testing.T) {
 	if w, _ := WriteTargets(s); len(w) != 1 || w[0].Path != "/tmp/x" {
 		t.Errorf("sort -T write targets: %+v", w)
 	}
+}
+
+// TestGitDiffFilesystemReads: `git diff` compares two paths on the filesystem with
+// --no-index, and without it when given exactly two words after its leading options; the
+// read targets name both, placed as git places them (relative to its -C directories).
+func TestGitDiffFilesystemReads(t *testing.T) {
+	t.Parallel()
+	r := func(p string) Target { return w(p, OpRead) }
+	checkTargets(t, "ReadTargets", ReadTargets, []targetsTest{
+		{`git diff --no-index /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, false},
+		{`git diff --no-index -- /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, false},
+		{`git diff --no-index --stat /outside/a -- b`, []Target{r("."), r("/outside/a"), r("b")}, false},
+		{`git --no-pager diff --no-index /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, false},
+		{`git -P diff --no-index /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, false},
+		{`git diff --no-inde /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, false}, // an abbreviation counts
+		{`git diff --no-index -O /outside/order a b`, []Target{r("."), r("/outside/order"), r("a"), r("b")}, false},
+		{`git diff --no-index - /outside/a`, []Target{r("."), r("/outside/a")}, false},
+		{`sudo git diff --no-index /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, false},
+		// -C moves git, and the relative paths with it.
+		{`git -C dir diff --no-index /outside/a b`, []Target{r("dir"), r("/outside/a"), r("dir/b")}, false},
+		{`git -C /x -C y diff --no-index a ../b`, []Target{r("/x/y"), r("/x/y/a"), r("/x/b")}, false},
+		{`git -C /x -C /y diff --no-index a b`, []Target{r("/y"), r("/y/a"), r("/y/b")}, false},
+		{`git -C '' diff --no-index a b`, []Target{r("."), r("a"), r("b")}, false},
+		{`git -C $d diff --no-index /outside/a b`, []Target{u(OpRead), r("/outside/a"), u(OpRead)}, false},
+		{`git -c diff.noprefix=true diff --no-index /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, false},
+		// Without --no-index: exactly two words after the leading options.
+		{`git diff /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, true},
+		{`git diff --stat -- /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, true},
+		{`git diff - /outside/a b`, []Target{r("."), r("/outside/a"), r("b")}, true},
+		{`git diff ../../outside/a b`, []Target{r("."), r("../../outside/a"), r("b")}, true},
+		{`git diff HEAD~1 HEAD`, []Target{r("."), r("HEAD~1"), r("HEAD")}, true},
+		{`git diff HEAD~1 HEAD -- src`, []Target{r(".")}, true},
+		{`git diff -- src`, []Target{r(".")}, true},
+		{`git diff HEAD`, []Target{r(".")}, true},
+		{`git diff`, []Target{r(".")}, true},
+		{`git log /outside/a b`, []Target{r(".")}, true},
+		// An expanded word that could be an option (or --no-index) makes every operand a read.
+		{`git diff $opt /outside/a b`, []Target{r("."), wn("$opt", OpRead), r("/outside/a"), r("b")}, false},
+		{`git diff "$@" /outside/a`, []Target{r("."), wn(`"$@"`, OpRead), r("/outside/a")}, false},
+		// Other global options that move git.
+		{`git -C /other status`, []Target{r("/other")}, false},
+		{`git --git-dir=/other/.git --work-tree /w log`, []Target{r("."), r("/other/.git"), r("/w")}, false},
+		{`git -C /x --git-dir=.git log`, []Target{r("/x"), r("/x/.git")}, false},
+		{`git --bogus diff --no-index /outside/a b`, nil, false},
+		{`git -C`, nil, false},
+	})
 }
