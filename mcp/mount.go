@@ -109,9 +109,16 @@ type Options struct {
 	// process's.
 	Dir string
 	// Env is the base environment of stdio servers, NAME=value entries; a server's
-	// own Env is set on top. Nil: this process's environment (os.Environ); an empty,
-	// non-nil slice: nothing but the server's Env.
+	// own Env is set on top. Nil: this process's environment as env.Inherit leaves it
+	// (no provider key, no credential-shaped variable, no agent socket: a server that
+	// needs a token names it in its own env); an empty, non-nil slice: nothing but the
+	// server's Env.
 	Env []string
+	// EnvPassthrough names variables of this process's environment that stdio servers
+	// inherit even though the rule holds them back, when Env is nil: exact names and
+	// NAME_* prefixes (env.ParsePassthrough; an invalid entry, or one naming a
+	// provider's key, refuses the mount). Nil: none.
+	EnvPassthrough []string
 	// OnNotice receives the mount's notices: a server that failed, a tool list that
 	// changed, a tool left out, a truncated output, a message over the limit. Calls
 	// are made one at a time, from any goroutine, and must not call back into the
@@ -122,6 +129,9 @@ type Options struct {
 	// which the tools look the same (names, descriptions, schemas, claims) calls
 	// nothing. Nil: nothing is called.
 	OnChange func()
+
+	// pass is EnvPassthrough checked, by withDefaults.
+	pass env.Passthrough
 }
 
 // withDefaults returns o with its zero values replaced by the defaults, or the refusal
@@ -135,6 +145,11 @@ func (o Options) withDefaults() (Options, error) {
 	case o.MessageLimit < 0:
 		return o, sema.Errorf(CodeConfigInvalid, "the MCP options have a negative MessageLimit; use 0 for the default")
 	}
+	pass, err := env.ParsePassthrough(o.EnvPassthrough, "the MCP options' EnvPassthrough")
+	if err != nil {
+		return o, err
+	}
+	o.pass = pass
 	for _, r := range o.Roots {
 		if !filepath.IsAbs(r) {
 			return o, sema.Errorf(CodeConfigInvalid, "the MCP root %q is not an absolute directory; pass canonical absolute paths", r).With("root", r)

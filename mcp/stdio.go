@@ -50,7 +50,7 @@ type process struct {
 // through opts.Wrap, in opts.Dir.
 func startProcess(s Server, opts *Options) (*process, error) {
 	argv := append([]string{s.Command}, s.Args...)
-	env := mergeEnv(opts.Env, s.Env)
+	env := mergeEnv(opts.Env, opts.pass, s.Env)
 	var iso semaenv.Isolation
 	if opts.Wrap != nil {
 		req, err := opts.Wrap(semaenv.ExecRequest{Argv: argv, Env: env, Dir: opts.Dir})
@@ -220,11 +220,13 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	return pipes.Connect(ctx)
 }
 
-// mergeEnv is base (nil: this process's environment) with vars set on top: an entry
-// of base for a name vars sets is dropped, and vars follow in name order.
-func mergeEnv(base []string, vars map[string]string) []string {
+// mergeEnv is base (nil: this process's environment as env.Inherit leaves it, pass
+// keeping what it names) with vars set on top: an entry of base for a name vars sets
+// is dropped, and vars follow in name order. vars, the server's configured env, are not
+// judged: a person wrote them for this server.
+func mergeEnv(base []string, pass semaenv.Passthrough, vars map[string]string) []string {
 	if base == nil {
-		base = os.Environ()
+		base = semaenv.Inherit(os.Environ(), pass).Env
 	}
 	out := make([]string, 0, len(base)+len(vars))
 	for _, kv := range base {

@@ -94,12 +94,12 @@ func TestLookPath(t *testing.T) {
 
 func TestMergeEnv(t *testing.T) {
 	t.Parallel()
-	got := mergeEnv([]string{"A=1", "B=2", "C=3", "B=4"}, map[string]string{"B": "x", "D": "y"})
+	got := mergeEnv([]string{"A=1", "B=2", "C=3", "B=4"}, env.Passthrough{}, map[string]string{"B": "x", "D": "y"})
 	want := []string{"A=1", "C=3", "B=x", "D=y"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("mergeEnv = %q, want %q", got, want)
 	}
-	if got := mergeEnv([]string{}, nil); len(got) != 0 {
+	if got := mergeEnv([]string{}, env.Passthrough{}, nil); len(got) != 0 {
 		t.Fatalf("an empty base gave %q", got)
 	}
 }

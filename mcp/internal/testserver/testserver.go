@@ -249,6 +249,12 @@ func addTools(s *mcp.Server, cfg *config) {
 		}
 		return text("<unset>"), nil
 	})
+	add(s, "environ", "The process's whole environment as the kernel holds it (/proc/self/environ where there is one).", nil, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
+		if b, err := os.ReadFile("/proc/self/environ"); err == nil {
+			return text(strings.ReplaceAll(string(b), "\x00", "\n")), nil
+		}
+		return text(strings.Join(os.Environ(), "\n")), nil
+	})
 	add(s, "cwd", "The working directory.", nil, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
 		dir, err := os.Getwd()
 		if err != nil {
