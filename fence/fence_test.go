@@ -403,7 +403,8 @@ func TestProtectedBelowRoot(t *testing.T) {
 		{base + "/home/.claude/settings.json", true},
 		{base + "/home/.bashrc", true},
 		{base + "/home/.config/fish/config.fish", true},
-		{base + "/home/.config/git/x", false},
+		{base + "/home/.config/git/x", true},
+		{base + "/home/.config/htop/x", false},
 	}
 	for _, tc := range tests {
 		p, err := f.Resolve(context.Background(), tc.spelled, Write)

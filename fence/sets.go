@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -163,16 +164,77 @@ func nextComponent(p string) (name, rest string) {
 // Protected names. A directory name is protected at any depth (the directory itself and
 // everything beneath it); a file name is protected as the final component.
 var (
-	protectedDirs = []string{".git", ".sema", ".claude", ".vscode", ".idea", ".husky"}
-	// Shell startup and logout files, and the configuration files that make a tool run
-	// code or change where credentials go.
+	// .ssh holds authorized_keys and rc, which sshd reads and runs at every login.
+	protectedDirs = []string{".git", ".sema", ".claude", ".vscode", ".idea", ".husky", ".ssh"}
+	// Shell and session startup and logout files, and the configuration files that make
+	// a tool run code or change where credentials go.
 	protectedFiles = []string{
-		".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+		".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
 		".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout",
-		".cshrc", ".tcshrc", ".kshrc",
+		".cshrc", ".tcshrc", ".kshrc", ".login", ".logout",
+		".pam_environment", ".xprofile", ".xsessionrc", ".xinitrc",
 		".gitconfig", ".gitmodules", ".npmrc", ".mcp.json", ".envrc",
 	}
+	// protectedSubdirs are directories protected under one parent name only, at any
+	// depth, with the reason: startup places of a home directory whose bare names (bin,
+	// git, user) are everyday ones elsewhere. A repository rarely has a .local/bin; when
+	// it does, writing there asks, which costs a question and nothing more.
+	protectedSubdirs = [][3]string{
+		{".config", "fish", "it is in the fish shell's configuration directory"},
+		{".config", "systemd", "it is in the directory of systemd user units"},
+		{".config", "autostart", "it is in the desktop session's autostart directory"},
+		{".config", "environment.d", "it is in the session environment's directory"},
+		{".config", "git", "it is in git's configuration directory"},
+		{".local", "bin", "it is in a directory of programs on PATH"},
+	}
 )
+
+// protectedLast holds, lower case, every name at which a path can become protected.
+var protectedLast = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range protectedDirs {
+		m[strings.ToLower(n)] = true
+	}
+	for _, n := range protectedFiles {
+		m[strings.ToLower(n)] = true
+	}
+	for _, s := range protectedSubdirs {
+		m[strings.ToLower(s[1])] = true
+	}
+	return m
+})
+
+// ProtectedCandidate reports whether an entry named name can be where its path becomes
+// protected, its directory being unprotected: a cheap filter for walkers that judge
+// every entry of a tree, before IsProtected. It compares without case, so it admits
+// more than IsProtected ever says yes to, never less.
+func ProtectedCandidate(name string) bool {
+	m := protectedLast()
+	if m[name] {
+		return true
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 0x80:
+			return true // Unicode folds more than ToLower: let IsProtected judge
+		case c >= 'A' && c <= 'Z':
+			return m[strings.ToLower(name)]
+		}
+	}
+	return false
+}
+
+// ProtectedSpots lists, relative and slash-separated, the protected places more than
+// one name below a directory (".config/fish", ".local/bin", …): a walker that does not
+// list a whole tree still looks for these at the top of each root, where a home
+// directory keeps them.
+func ProtectedSpots() []string {
+	out := make([]string, 0, len(protectedSubdirs))
+	for _, s := range protectedSubdirs {
+		out = append(out, s[0]+"/"+s[1])
+	}
+	return out
+}
 
 func nameIs(a, b string, fold bool) bool {
 	if fold {
@@ -200,8 +262,10 @@ func protectedIn(parent, rel string, fold bool) (bool, string) {
 				return true, "it is in a " + d + " directory"
 			}
 		}
-		if nameIs(prev, ".config", fold) && nameIs(name, "fish", fold) {
-			return true, "it is in the fish shell's configuration directory"
+		for _, s := range protectedSubdirs {
+			if nameIs(prev, s[0], fold) && nameIs(name, s[1], fold) {
+				return true, s[2]
+			}
 		}
 		if rel == "" {
 			for _, f := range protectedFiles {

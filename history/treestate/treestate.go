@@ -16,6 +16,13 @@
 // directories themselves and special files. What a walk cannot cover is reported, never
 // dropped silently: files over the size cap (their bytes are not staged) and files past
 // the file-count cap.
+//
+// Protected entries (Config.Protected: .git, .vscode, .envrc, … at any depth) are kept
+// whole, whatever .gitignore says and past the file-count cap: every entry in them,
+// directories and links too, and the bytes of their files. [Tree.SyncGuarded] puts back
+// what changed in them since the previous walk — removes what was created, restores what
+// was changed or removed — instead of handing it over (see protect.go). A walk also
+// reports the regular files with more than one hard link it saw (Diff.Linked).
 package treestate
 
 import (
@@ -70,6 +77,19 @@ type Config struct {
 	// MaxFiles caps the files one walk covers; the rest are reported. Zero:
 	// DefaultMaxFiles.
 	MaxFiles int
+	// Protected, when set, reports whether the canonical path of an entry the walk meets
+	// in an unprotected directory is protected (the outermost protected entry of its
+	// path). It is asked of every entry, so it should filter cheaply first
+	// (fence.ProtectedCandidate). Nil: nothing is protected.
+	Protected func(path string) bool
+	// Spots are paths relative to each root (".config/systemd") where a protected entry
+	// is looked for even when the walk does not list the directory that holds it (an
+	// ignored one, one past the cap).
+	Spots []string
+	// ProtectedOnly keeps the bytes of protected files only: every other file is watched
+	// by its stat (for Diff.Linked) and its changes are never reported. For a walk that
+	// serves the protection alone, without file history.
+	ProtectedOnly bool
 }
 
 // Change is a file created, changed or deleted between two walks, with its pre-image.
@@ -113,6 +133,20 @@ type Diff struct {
 	Files int
 	// RecordErr joins the errors of the RecordFunc (and of pre-images the stage lost).
 	RecordErr error
+	// Protected are the outermost protected entries there are now (after a revert),
+	// sorted by path.
+	Protected []Entry
+	// Linked lists, sorted, the regular files the walk saw with more than one hard link.
+	Linked []string
+	// Reverted lists, sorted, what SyncGuarded put back: protected entries created,
+	// changed or removed since the previous Sync. Their changes are not in Changes.
+	Reverted []string
+	// Unreverted lists, sorted, the protected changes SyncGuarded could not put back (a
+	// pre-image over the size cap, a removed .git directory whose contents no walk
+	// keeps, an error: RevertErr). They are in Changes like any other.
+	Unreverted []string
+	// RevertErr joins the errors of putting back.
+	RevertErr error
 }
 
 // entry is the cache's word on one file.
@@ -124,6 +158,8 @@ type entry struct {
 	mode  fs.FileMode
 	sum   string // "" when over the size cap
 	racy  bool   // mtime too close to the walk that saw it: read again next time
+	prot  bool   // in a protected entry
+	nlink uint64
 }
 
 func (e entry) sameStat(o entry) bool {
@@ -138,6 +174,7 @@ type Tree struct {
 
 	mu     sync.Mutex
 	index  map[string]entry
+	prot   map[string]pent // protected entries but regular files beneath a protected directory
 	primed bool
 	refs   map[string]int    // staged sum → index entries using it
 	mem    map[string][]byte // the stage, when it is in memory
@@ -151,7 +188,7 @@ func New(cfg Config) *Tree {
 	if cfg.MaxFiles <= 0 {
 		cfg.MaxFiles = DefaultMaxFiles
 	}
-	t := &Tree{cfg: cfg, index: map[string]entry{}, refs: map[string]int{}}
+	t := &Tree{cfg: cfg, index: map[string]entry{}, prot: map[string]pent{}, refs: map[string]int{}}
 	if cfg.StageDir == "" {
 		t.mem = map[string][]byte{}
 	}
@@ -184,19 +221,38 @@ type RecordFunc func(ctx context.Context, c Change, preImage []byte) error
 // change. An error means the walk or the stage failed: the snapshot did not move on and
 // nothing was recorded. Errors of record are in Diff.RecordErr.
 func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
+	return t.sync(ctx, record, false)
+}
+
+// SyncGuarded is Sync, except that what changed in protected entries since the previous
+// Sync is put back instead of handed to record: a protected entry created since is
+// removed with everything in it, one changed or removed is restored from the stage (see
+// Diff.Reverted, Diff.Unreverted). The first Sync of a Tree puts nothing back.
+func (t *Tree) SyncGuarded(ctx context.Context, record RecordFunc) (Diff, error) {
+	return t.sync(ctx, record, true)
+}
+
+func (t *Tree) sync(ctx context.Context, record RecordFunc, guard bool) (Diff, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := time.Now()
-	w := walker{t: t, ctx: ctx, seen: map[string]entry{}}
+	w := walker{t: t, ctx: ctx, seen: map[string]entry{}, prot: map[string]pent{}}
 	for _, r := range t.roots {
-		if err := w.dir(r, files.IgnoreMatcher{}); err != nil {
+		prot := t.cfg.Protected != nil && t.cfg.Protected(r)
+		if prot {
+			w.note(r, fs.ModeDir, true)
+		}
+		if err := w.dir(r, files.IgnoreMatcher{}, prot); err != nil {
 			return Diff{}, err
 		}
+	}
+	if err := w.spots(); err != nil {
+		return Diff{}, err
 	}
 	if err := w.stat(); err != nil {
 		return Diff{}, err
 	}
-	d := Diff{Oversize: w.oversize, Beyond: w.beyond, Files: w.count}
+	d := Diff{Oversize: w.oversize, Beyond: w.beyond, Files: w.count, Linked: w.linked}
 	next := make(map[string]entry, len(w.seen))
 	var staged []string // sums staged by this Sync, dropped again if it fails
 	fail := func(err error) (Diff, error) {
@@ -209,6 +265,10 @@ func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
 	}
 	for p, cur := range w.seen {
 		old, had := t.index[p]
+		if t.cfg.ProtectedOnly && !cur.prot {
+			next[p] = cur // watched by its stat only
+			continue
+		}
 		if had && !old.racy && old.sameStat(cur) {
 			cur.sum = old.sum
 		} else if cur.size <= t.cfg.MaxFileSize {
@@ -249,7 +309,7 @@ func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
 		}
 	}
 	for p, old := range t.index {
-		if _, ok := next[p]; ok {
+		if _, ok := next[p]; ok || t.cfg.ProtectedOnly && !old.prot {
 			continue
 		}
 		if w.uncovered(p) {
@@ -257,14 +317,21 @@ func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
 			continue
 		}
 		// Gone from the walk is not gone from the disk: a path newly ignored or denied is
-		// still there, and forgetting it is all there is to do.
-		if _, err := t.cfg.Env.Lstat(ctx, p); err == nil || !isGone(err) {
+		// still there, and forgetting it is all there is to do. A protected file is never
+		// ignored, so one the walk did not meet is gone as the file it was, even when a
+		// path through a link now names something there.
+		if old.prot {
+			if t.cfg.Skip != nil && t.cfg.Skip(p) {
+				continue
+			}
+		} else if _, err := t.cfg.Env.Lstat(ctx, p); err == nil || !isGone(err) {
 			continue
 		}
 		ch := preImage(p, old)
 		ch.Gone = true
 		d.Changes = append(d.Changes, ch)
 	}
+	slices.Sort(d.Linked)
 	slices.Sort(d.Unreadable)
 	slices.Sort(d.Oversize)
 	slices.Sort(d.Beyond)
@@ -272,6 +339,11 @@ func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
 	if !t.primed {
 		d.Changes = nil
 	}
+	prot := w.prot
+	if guard && t.primed {
+		prot = t.revert(ctx, &w, next, &d)
+	}
+	d.Protected = tops(prot)
 	var errs []error
 	if record != nil {
 		for _, c := range d.Changes {
@@ -306,7 +378,7 @@ func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
 			t.unstage(s)
 		}
 	}
-	t.index, t.refs, t.primed = next, newRefs, true
+	t.index, t.prot, t.refs, t.primed = next, prot, newRefs, true
 	d.RecordErr = errors.Join(errs...)
 	return d, nil
 }
@@ -368,7 +440,7 @@ func (t *Tree) staged(s string) ([]byte, error) {
 func (t *Tree) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.index, t.refs, t.primed = map[string]entry{}, map[string]int{}, false
+	t.index, t.prot, t.refs, t.primed = map[string]entry{}, map[string]pent{}, map[string]int{}, false
 	if t.mem != nil {
 		t.mem = map[string][]byte{}
 		return nil
@@ -402,11 +474,15 @@ type walker struct {
 	seen     map[string]entry
 	count    int
 	files    []string // listed, in walk order; statted by stat
+	fprot    []bool   // files[i] is in a protected entry
 	oversize []string
 	beyond   []string
+	linked   []string
+	prot     map[string]pent // protected entries met, but regular files beneath a protected directory
 }
 
-func (w *walker) dir(d string, ign files.IgnoreMatcher) error {
+// dir walks directory d; inProt says d is in a protected entry.
+func (w *walker) dir(d string, ign files.IgnoreMatcher, inProt bool) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
@@ -418,39 +494,54 @@ func (w *walker) dir(d string, ign files.IgnoreMatcher) error {
 		return fmt.Errorf("treestate: listing %s: %w", d, err)
 	}
 	ign = w.ignores(d, ents, ign)
-	var subdirs []string
+	type sub struct {
+		path string
+		prot bool
+	}
+	var subdirs []sub
 	for _, e := range ents {
-		if e.Name == ".git" {
-			continue
-		}
 		p := join(d, e.Name)
 		if w.t.cfg.Skip != nil && w.t.cfg.Skip(p) {
 			continue
 		}
+		// A protected entry is kept whatever .gitignore says: ignoring a name first must
+		// not be a way to create it unseen.
+		prot := inProt
+		switch {
+		case !inProt && w.t.cfg.Protected != nil && w.t.cfg.Protected(p):
+			prot = true
+			w.note(p, e.Type, true)
+		case inProt && e.Type != 0:
+			w.note(p, e.Type, false)
+		}
+		if e.Name == ".git" && e.Type != 0 {
+			continue // a repository's store: never walked (a .git file, a worktree's link, is)
+		}
 		switch {
 		case e.Type.IsDir():
-			if !ign.Ignored(p, true) {
-				subdirs = append(subdirs, p)
+			if prot || !ign.Ignored(p, true) {
+				subdirs = append(subdirs, sub{p, prot})
 			}
 		case e.Type == 0:
-			if ign.Ignored(p, false) {
+			if !prot && ign.Ignored(p, false) {
 				continue
 			}
-			if w.count >= w.t.cfg.MaxFiles {
+			if w.count >= w.t.cfg.MaxFiles && !prot {
 				w.beyond = append(w.beyond, p)
 				continue
 			}
 			w.count++
 			w.files = append(w.files, p)
+			w.fprot = append(w.fprot, prot)
 		}
 		// Symbolic links are not followed and, like special files, not recorded.
 	}
 	for _, s := range subdirs {
-		if w.count >= w.t.cfg.MaxFiles {
-			w.beyond = append(w.beyond, s+"/")
+		if w.count >= w.t.cfg.MaxFiles && !s.prot {
+			w.beyond = append(w.beyond, s.path+"/")
 			continue
 		}
-		if err := w.dir(s, ign); err != nil {
+		if err := w.dir(s.path, ign, s.prot); err != nil {
 			return err
 		}
 	}
@@ -477,7 +568,7 @@ func (w *walker) stat() error {
 				if err != nil || !fi.IsRegular() {
 					continue // gone, or replaced by something else since the listing
 				}
-				infos[i] = entry{size: fi.Size, mtime: fi.ModTime.UnixNano(), dev: fi.Dev, ino: fi.Ino, mode: fi.Mode}
+				infos[i] = entry{size: fi.Size, mtime: fi.ModTime.UnixNano(), dev: fi.Dev, ino: fi.Ino, mode: fi.Mode, prot: w.fprot[i], nlink: fi.Nlink}
 				ok[i] = true
 			}
 		}()
@@ -490,8 +581,11 @@ func (w *walker) stat() error {
 		if !ok[i] {
 			continue
 		}
-		if infos[i].size > w.t.cfg.MaxFileSize {
+		if infos[i].size > w.t.cfg.MaxFileSize && (infos[i].prot || !w.t.cfg.ProtectedOnly) {
 			w.oversize = append(w.oversize, p)
+		}
+		if infos[i].nlink > 1 {
+			w.linked = append(w.linked, p)
 		}
 		w.seen[p] = infos[i]
 	}

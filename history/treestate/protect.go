@@ -1,0 +1,360 @@
+package treestate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/tools/files"
+)
+
+// Kind is what a protected entry is.
+type Kind uint8
+
+// Kinds of entries.
+const (
+	KindFile    Kind = iota + 1 // a regular file
+	KindDir                     // a directory
+	KindSymlink                 // a symbolic link
+	KindOther                   // a socket, a fifo, a device
+)
+
+// Entry is an outermost protected entry: its path is protected, its directory's is not.
+type Entry struct {
+	// Path is the entry's canonical path.
+	Path string
+	// Kind says what it is.
+	Kind Kind
+	// Target is, for a symbolic link, its target as stored.
+	Target string
+}
+
+// pent is the walk's word on one protected entry (every regular file beneath a protected
+// directory is in the index instead).
+type pent struct {
+	kind   Kind
+	top    bool        // outermost protected entry of its path
+	mode   fs.FileMode // a directory's permission bits
+	target string      // a link's target
+	opaque bool        // a .git directory: its contents are never walked
+}
+
+func (a pent) same(b pent) bool { return a.kind == b.kind && a.target == b.target }
+
+func kindOf(t fs.FileMode) Kind {
+	switch {
+	case t == 0:
+		return KindFile
+	case t.IsDir():
+		return KindDir
+	case t&fs.ModeSymlink != 0:
+		return KindSymlink
+	}
+	return KindOther
+}
+
+// note records a protected entry the walk met; typ holds its type bits.
+func (w *walker) note(p string, typ fs.FileMode, top bool) {
+	e := pent{kind: kindOf(typ), top: top}
+	switch e.kind {
+	case KindDir:
+		e.mode = 0o755
+		if fi, err := w.t.cfg.Env.Lstat(w.ctx, p); err == nil {
+			e.mode = fi.Mode.Perm()
+		}
+		e.opaque = p[strings.LastIndexByte(p, '/')+1:] == ".git"
+	case KindSymlink:
+		e.target, _ = w.t.cfg.Env.Readlink(w.ctx, p)
+	}
+	w.prot[p] = e
+}
+
+// spots looks for the Config.Spots below each root that the listing did not reach.
+func (w *walker) spots() error {
+	if w.t.cfg.Protected == nil {
+		return nil
+	}
+	for _, r := range w.t.roots {
+		for _, s := range w.t.cfg.Spots {
+			p := join(r, s)
+			if w.protectedAt(p) || w.t.cfg.Skip != nil && w.t.cfg.Skip(p) || !w.t.cfg.Protected(p) {
+				continue
+			}
+			fi, err := w.t.cfg.Env.Lstat(w.ctx, p)
+			if err != nil {
+				continue
+			}
+			typ := fi.Mode.Type()
+			w.note(p, typ, true)
+			switch {
+			case typ.IsDir():
+				if err := w.dir(p, files.IgnoreMatcher{}, true); err != nil {
+					return err
+				}
+			case typ == 0:
+				w.count++
+				w.files = append(w.files, p)
+				w.fprot = append(w.fprot, true)
+			}
+		}
+	}
+	return nil
+}
+
+// protectedAt reports whether p or a directory above it was met as a protected entry.
+func (w *walker) protectedAt(p string) bool {
+	for q := p; q != "" && q != "/"; q = q[:max(strings.LastIndexByte(q, '/'), 0)] {
+		if _, ok := w.prot[q]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// tops lists the outermost protected entries of prot, sorted.
+func tops(prot map[string]pent) []Entry {
+	var out []Entry
+	for p, e := range prot {
+		if e.top {
+			out = append(out, Entry{Path: p, Kind: e.kind, Target: e.target})
+		}
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// revert puts back what changed in protected entries between the previous walk (t.prot,
+// t.index) and this one (w.prot, next, d.Changes): what was created is removed, with all
+// it holds; what was changed or removed is restored — directories and links from the
+// walk's word, files from the stage. next and d are updated to what is there after, and
+// the protected entries after are returned. A change that could not be put back stays
+// in d.Changes, so it is recorded like any other.
+func (t *Tree) revert(ctx context.Context, w *walker, next map[string]entry, d *Diff) map[string]pent {
+	old, cur := t.prot, w.prot
+	after := maps.Clone(cur)
+	var reverted, unreverted []string
+	var errs []error
+	fail := func(p string, err error) {
+		unreverted = append(unreverted, p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	isRoot := func(p string) bool { return slices.Contains(t.roots, p) }
+
+	// 1. Entries that are new, or another kind (or link) than before: removed whole.
+	// Parents sort before what they hold, so a tree is removed once.
+	var removed []string
+	for _, p := range slices.Sorted(maps.Keys(cur)) {
+		if o, had := old[p]; had && o.same(cur[p]) || isRoot(p) || beneathAny(removed, p) {
+			continue
+		}
+		if err := t.removeAll(ctx, p); err != nil {
+			fail(p, err)
+			continue
+		}
+		removed = append(removed, p)
+		reverted = append(reverted, p)
+		for q := range after {
+			if under(p, q) {
+				delete(after, q)
+			}
+		}
+	}
+	if len(removed) > 0 {
+		// What was created in a removed entry is gone with it.
+		for q := range next {
+			if _, had := t.index[q]; !had && beneathAny(removed, q) {
+				delete(next, q)
+			}
+		}
+	}
+	// 2. Directories and links that were there before and are not now (or were replaced,
+	// and the replacement is gone): made again, parents first. A .git directory's
+	// contents were never walked, so it cannot be restored.
+	for _, p := range slices.Sorted(maps.Keys(old)) {
+		o := old[p]
+		if c, has := after[p]; has && c.same(o) || o.kind == KindFile || isRoot(p) {
+			continue
+		}
+		if _, has := after[p]; has {
+			fail(p, nil) // the replacement could not be removed
+			continue
+		}
+		var err error
+		switch o.kind {
+		case KindDir:
+			if o.opaque {
+				fail(p, errors.New("a removed .git directory cannot be restored: its contents are not kept"))
+				continue
+			}
+			err = t.mkdirs(ctx, p, o.mode)
+		case KindSymlink:
+			if err = t.mkdirs(ctx, parentOf(p), 0o755); err == nil {
+				err = symlink(ctx, t.cfg.Env, o.target, p)
+			}
+		default:
+			fail(p, errors.New("a special file cannot be restored"))
+			continue
+		}
+		if err != nil {
+			fail(p, err)
+			continue
+		}
+		after[p] = o
+		reverted = append(reverted, p)
+	}
+	// 3. Files in protected entries: a created one removed, a changed or removed one
+	// written back from the stage with its mode.
+	kept := d.Changes[:0]
+	for _, c := range d.Changes {
+		if !c.Existed && beneathAny(removed, c.Path) {
+			continue // removed with its entry
+		}
+		if !next[c.Path].prot && !t.index[c.Path].prot {
+			kept = append(kept, c)
+			continue
+		}
+		if !c.Existed {
+			if err := t.cfg.Env.Remove(ctx, c.Path); err != nil && !isGone(err) {
+				fail(c.Path, err)
+				kept = append(kept, c)
+				continue
+			}
+			delete(next, c.Path)
+			reverted = append(reverted, c.Path)
+			continue
+		}
+		if c.Unrecoverable {
+			fail(c.Path, errors.New("its earlier bytes were over the size cap and not kept"))
+			kept = append(kept, c)
+			continue
+		}
+		if err := t.restoreFile(ctx, c); err != nil {
+			fail(c.Path, err)
+			kept = append(kept, c)
+			continue
+		}
+		e := t.index[c.Path]
+		e.racy = true // its stat is new: read it again next time, and find it as it was
+		next[c.Path] = e
+		reverted = append(reverted, c.Path)
+		if o, ok := old[c.Path]; ok {
+			after[c.Path] = o
+		}
+	}
+	d.Changes = kept
+	slices.Sort(reverted)
+	slices.Sort(unreverted)
+	d.Reverted, d.Unreverted = slices.Compact(reverted), slices.Compact(unreverted)
+	d.RevertErr = errors.Join(errs...)
+	return after
+}
+
+// removeAll removes p and, when it is a directory, everything in it, never following a
+// symbolic link: the env removes each entry through its directory reached without one.
+func (t *Tree) removeAll(ctx context.Context, p string) error {
+	fi, err := t.cfg.Env.Lstat(ctx, p)
+	if err != nil {
+		if isGone(err) {
+			return nil
+		}
+		return err
+	}
+	if fi.IsDir() {
+		ents, err := t.cfg.Env.ReadDir(ctx, p)
+		if err != nil && !isGone(err) {
+			return err
+		}
+		for _, e := range ents {
+			if err := t.removeAll(ctx, join(p, e.Name)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.cfg.Env.Remove(ctx, p); err != nil && !isGone(err) {
+		return err
+	}
+	return nil
+}
+
+// mkdirs makes p and the directories above it that are missing (up to a root), p with
+// mode.
+func (t *Tree) mkdirs(ctx context.Context, p string, mode fs.FileMode) error {
+	fi, err := t.cfg.Env.Lstat(ctx, p)
+	if err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		return fmt.Errorf("%s is in the way", p)
+	}
+	if !isGone(err) {
+		return err
+	}
+	if parent := parentOf(p); parent != p && !slices.Contains(t.roots, p) {
+		if err := t.mkdirs(ctx, parent, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := t.cfg.Env.Mkdir(ctx, p, mode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return t.cfg.Env.Chmod(ctx, p, mode)
+}
+
+// restoreFile writes a changed or removed file's pre-image back, with its mode.
+func (t *Tree) restoreFile(ctx context.Context, c Change) error {
+	data, err := t.staged(c.Sum)
+	if err != nil {
+		return err
+	}
+	if err := t.mkdirs(ctx, parentOf(c.Path), 0o755); err != nil {
+		return err
+	}
+	if err := t.cfg.Env.WriteFile(ctx, c.Path, data, c.Mode.Perm()); err != nil {
+		return err
+	}
+	return t.cfg.Env.Chmod(ctx, c.Path, c.Mode)
+}
+
+func parentOf(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+// beneathAny reports whether p is one of dirs or lies beneath one.
+func beneathAny(dirs []string, p string) bool {
+	for _, d := range dirs {
+		if under(d, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// symlinker is an env that can make symbolic links.
+type symlinker interface {
+	Symlink(ctx context.Context, target, path string) error
+}
+
+// symlink makes the link p → target, in a parent reached without following a link.
+func symlink(ctx context.Context, e env.ExecutionEnv, target, p string) error {
+	if s, ok := e.(symlinker); ok {
+		return s.Symlink(ctx, target, p)
+	}
+	if _, ok := e.(*env.Host); ok {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return hostSymlink(target, p)
+	}
+	return errors.New("this env cannot make symbolic links")
+}
