@@ -95,12 +95,15 @@ func (r *Runner) command(ctx context.Context, h Hook, event Event, stdin []byte,
 	environ = append(environ, r.Env...)
 	environ = append(environ, "CLAUDE_PROJECT_DIR="+r.ProjectDir, "SEMA_PROJECT_DIR="+r.ProjectDir)
 	req := env.ExecRequest{
-		Argv:   []string{"/bin/sh", "-c", h.Command},
-		Dir:    r.ProjectDir,
-		Env:    environ,
-		Stdin:  bytes.NewReader(stdin),
-		Stdout: stdout,
-		Stderr: stderr,
+		Argv: []string{"/bin/sh", "-c", h.Command},
+		Dir:  r.ProjectDir,
+		Env:  environ,
+		// The rest of sema's environment goes through the host's rule: no key, no
+		// credential-shaped variable, unless passed through.
+		Passthrough: r.EnvPassthrough,
+		Stdin:       bytes.NewReader(stdin),
+		Stdout:      stdout,
+		Stderr:      stderr,
 	}
 	if r.Wrap != nil {
 		var err error

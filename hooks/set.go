@@ -167,8 +167,11 @@ type Runner struct {
 	// $CLAUDE_PROJECT_DIR and $SEMA_PROJECT_DIR in their environment.
 	ProjectDir string
 	// Env holds NAME=value entries added to the commands' environment (the settings'
-	// env).
+	// env); they are set on purpose, so the environment rule does not judge them.
 	Env []string
+	// EnvPassthrough names variables of sema's environment the commands inherit even
+	// though the rule holds them back (see env.ExecRequest.Passthrough). Nil: none.
+	EnvPassthrough []string
 	// OutputCap bounds what is kept of each command's stdout and of its stderr. Zero:
 	// DefaultOutputCap.
 	OutputCap int
