@@ -2,6 +2,7 @@ package fence
 
 import (
 	"context"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -109,6 +110,18 @@ type Config struct {
 	// ("**/*.pem", ".env"). On a case-insensitive env they match without case. An
 	// invalid pattern makes New refuse (config.deny_glob_invalid).
 	DenyGlobs []string
+	// Home is the home directory CredentialStores are relative to: every path in a
+	// credential store is refused for reads and writes under every face (fs.path_denied),
+	// as the deny set is, and a kernel sandbox hides the same places from its commands.
+	// Stores are judged by path at each call, so one made during the run is refused too.
+	// Empty: no home-relative store is judged.
+	Home string
+	// RuntimeDir is the user's runtime directory ($XDG_RUNTIME_DIR), which
+	// RuntimeCredentialStores are relative to. Empty: none is judged.
+	RuntimeDir string
+	// Hidden adds places to the credential stores (the settings' and the deployment's
+	// sandbox.hidden): absolute, "~/" or relative to Home.
+	Hidden []string
 
 	// Scratchpad is the deployment's scratchpad directory. It is admitted as a write root
 	// when it resolves (it is created with a marker file when missing); otherwise it is
@@ -139,6 +152,7 @@ type Fence struct {
 	readFace   Face
 	writeFace  Face
 	deny       denySet
+	creds      credentialSet
 	advertised []AdvertisedDir
 }
 
@@ -252,6 +266,7 @@ func New(ctx context.Context, cfg Config) (*Fence, error) {
 	if f.deny, err = buildDeny(ctx, &cfg, f.fold); err != nil {
 		return nil, err
 	}
+	f.creds = buildCredentials(ctx, &cfg, f.fold)
 
 	// The swallowed-root rule judges against every root the fence holds before any
 	// advertiser is admitted, so the order of the advertisers cannot change a verdict.
@@ -407,6 +422,9 @@ func (f *Fence) Resolve(ctx context.Context, spelled string, kind Kind) (Path, e
 	if f.deny.denied(c) {
 		return Path{}, sema.Errorf(CodeDenied, "the path %q is in a location the file tools never read or write; use a path inside %s", spelled, strings.Join(roots, ", ")).
 			With("path", spelled).With("roots", roots)
+	}
+	if store := f.creds.holds(c, path.Clean(abs)); store != "" {
+		return Path{}, f.credentialError(spelled, store, roots)
 	}
 	in := deepestRoot(roots, c)
 	if in == "" && f.Face(kind) == FaceRoots {

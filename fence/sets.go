@@ -307,11 +307,13 @@ func (f *Fence) IsProtected(c string) (bool, string) {
 	return protectedIn(parent, rel, f.fold)
 }
 
-// Denied reports whether the canonical path c is in the deny set: sema's state
-// directory or a deployment deny glob. Walkers (Glob, Grep, LS) use it to leave denied
-// entries out of listings. A path that is not canonical-shaped (absolute and clean)
+// Denied reports whether the canonical path c is in the deny set — sema's state
+// directory or a deployment deny glob — or in a credential store. Walkers (Glob, Grep,
+// LS) use it to leave denied entries out of listings. A path that is not canonical-shaped (absolute and clean)
 // cannot be judged and is reported denied.
-func (f *Fence) Denied(c string) bool { return !isCanonicalShape(c) || f.deny.denied(c) }
+func (f *Fence) Denied(c string) bool {
+	return !isCanonicalShape(c) || f.deny.denied(c) || f.creds.holds(c, "") != ""
+}
 
 // ProtectedError is the fs.path_protected error for a caller that chooses to refuse a
 // protected write instead of asking (a non-interactive leg, say).
@@ -321,15 +323,15 @@ func (f *Fence) ProtectedError(p Path) *sema.Error {
 }
 
 // MayContainDenied reports whether a recursive read of the canonical directory dir (a
-// grep -r, an rg, a find) could reach the deny set: sema's state directory equals or
-// lies beneath dir, or dir lies beneath it; or some deny glob could match dir or
+// grep -r, an rg, a find) could reach the deny set or a credential store: the state
+// directory or a store equals or lies beneath dir, or dir lies beneath it; or some deny glob could match dir or
 // something beneath it. A relative glob matches at any depth, so it always could; an
 // absolute glob could when its static prefix (its whole components before the first
 // one with a glob character) and dir lie on one path, one containing the other. The
 // answer over-refuses rather than under-refuses: a path that is not canonical-shaped
 // is reported as possibly containing denied files.
 func (f *Fence) MayContainDenied(dir string) bool {
-	if !isCanonicalShape(dir) {
+	if !isCanonicalShape(dir) || f.creds.mayHold(dir) {
 		return true
 	}
 	d := &f.deny

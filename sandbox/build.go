@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,8 +23,23 @@ type Options struct {
 	// empty entries are ignored; "~/" is the home directory.
 	Readable, Writable []string
 	// Hidden extends DefaultCredentialStores: places no command may read, also beneath a
-	// root. Relative entries are relative to the home directory.
+	// root. Relative entries are relative to the home directory. The fence given to
+	// ForFence should refuse the same (fence.Config.Hidden), so the file tools and the
+	// commands agree.
 	Hidden []string
+	// Sockets are unix sockets outside the write roots commands may connect to (a
+	// database's, a container daemon's): absolute or "~/". Each is granted while it is a
+	// socket; nothing else is. Default: none.
+	Sockets []string
+	// SharedCaches grants the toolchain caches (Go's, npm's, pip's, cargo's, Maven's, …)
+	// for writing, as they are: a command can then change what later builds outside the
+	// sandbox use. Default false: commands read the caches through and write into a
+	// private layer (CacheLayer).
+	SharedCaches bool
+	// CacheLayer is the directory the private write layers of the caches live in, one
+	// per leg (Policy.CacheLayer). Empty (and SharedCaches false): the caches are granted
+	// read-only.
+	CacheLayer string
 	// Network lets commands reach the network. Default false: loopback only.
 	Network bool
 	// Home is the home directory the toolchain and credential lists are relative to.
@@ -35,12 +51,16 @@ type Options struct {
 }
 
 // ForFence derives a leg's policy from its fence, never by hand: write = the write roots
-// (which hold the admitted advertised directories), the private temp directory and the
-// toolchain caches; read = the read roots, the system directories and the toolchains;
-// hidden = the fence's deny set (state directory, literal deny globs) and the credential
-// stores. A write face of open makes the whole filesystem writable, a read face of open
-// the whole filesystem readable; hidden places stay hidden under either. Protected paths
-// are added per command by WithProtected.
+// (which hold the admitted advertised directories) and the private temp directory; read
+// = the read roots, the system directories and the toolchains; caches = the toolchain
+// caches, read through with writes landing in CacheLayer (in write instead with
+// SharedCaches, in read without a CacheLayer); hidden = the fence's deny set (state
+// directory, literal deny globs), the credential stores the fence refuses and
+// DefaultCredentialStores with Options.Hidden under Options.Home; sockets = the
+// Options.Sockets that are sockets. A write face of open makes the whole filesystem
+// writable, a read face of open the whole filesystem readable; hidden places stay hidden
+// under either. Protected paths, and hidden places and sockets made since, are judged per
+// command by WithProtected.
 func ForFence(f *fence.Fence, o Options) Policy {
 	getenv := o.Getenv
 	if getenv == nil {
@@ -75,11 +95,21 @@ func ForFence(f *fence.Fence, o Options) Policy {
 		p.Write = append(p.Write, o.TempDir)
 	}
 	p.Write = append(p.Write, o.Files...)
-	p.Write = append(p.Write, m.write...)
 	p.Write = append(p.Write, existing(resolved(expand(o.Writable, "")))...)
 	p.Read = append(p.Read, f.ReadRoots()...)
 	p.Read = append(p.Read, m.read...)
 	p.Read = append(p.Read, existing(resolved(expand(o.Readable, "")))...)
+	// The caches: written as they are only by a person's choice (SharedCaches), since
+	// what a command writes there is what later builds outside the sandbox run.
+	switch {
+	case o.SharedCaches:
+		p.Write = append(p.Write, m.caches...)
+	case o.CacheLayer != "":
+		p.Caches = append(p.Caches, m.caches...)
+		p.CacheLayer = o.CacheLayer
+	default:
+		p.Read = append(p.Read, m.caches...)
+	}
 	if f.WriteFace() == fence.FaceOpen {
 		p.Write = []string{"/"}
 	}
@@ -89,30 +119,139 @@ func ForFence(f *fence.Fence, o Options) Policy {
 	p.Devices = m.devices
 	p.Network = o.Network
 	p.Write = outermost(p.Write, nil)
-	p.Read = outermost(p.Read, p.Write)
-	hidden := existing(f.DenyPaths())
-	hidden = append(hidden, m.credentials...)
-	hidden = append(hidden, existing(resolved(expand(o.Hidden, home)))...)
-	// A hidden place needs hiding only where a grant would reach it; elsewhere the
-	// kernel's default (nothing) already holds.
-	for _, h := range hidden {
-		if beneathAny(p.Read, h) || beneathAny(p.Write, h) {
-			p.Hidden = append(p.Hidden, h)
+	// A cache beneath a write root is written as the root is.
+	p.Caches = outermost(p.Caches, p.Write)
+	if len(p.Caches) == 0 {
+		p.Caches, p.CacheLayer = nil, ""
+	}
+	p.Read = outermost(p.Read, append(slices.Clip(p.Write), p.Caches...))
+	// The fence's places are resolved already (its deny paths are canonical, its stores
+	// listed both as spelled and, behind a link, as resolved): they are looked at per
+	// command only. Its stores under the same home are the machine's.
+	hide := f.DenyPaths()
+	for _, c := range f.CredentialPlaces() {
+		if !m.spelled[c] {
+			hide = append(hide, c)
 		}
 	}
+	p.hideable = slices.Clip(m.credentials)
+	for _, h := range compact(hide) {
+		p.hideable = append(p.hideable, place{path: h})
+	}
+	p.hideable = append(p.hideable, placesOf(expand(o.Hidden, home))...)
+	p.home = home
+	p.sockets = resolved(expand(o.Sockets, ""))
+	p.refresh()
 	return p
 }
 
+// refresh draws Hidden and Sockets from what exists now. A hidden place needs hiding
+// only where a grant would reach it; elsewhere the kernel's default (nothing) already
+// holds. A place that did not exist when the policy was made is resolved now: made since
+// behind a link, it is hidden where the link leads.
+func (p *Policy) refresh() {
+	var hidden []string
+	// Most places lie under the home directory, which few grants reach: those are
+	// judged against the grants that do.
+	var all, nearHome []string
+	all = append(append(append(all, p.Read...), p.Write...), p.Caches...)
+	for _, g := range all {
+		if p.home == "" || within(g, p.home) || within(p.home, g) {
+			nearHome = append(nearHome, g)
+		}
+	}
+	granted := func(h string) bool {
+		if p.home != "" && within(p.home, h) {
+			return beneathAny(nearHome, h)
+		}
+		return beneathAny(all, h)
+	}
+	for _, pl := range p.hideable {
+		h := pl.path
+		if !granted(h) {
+			// It lies where no grant reaches — or, absent, would be made there (made
+			// later as a link into a grant, it names what the grant shows anyway).
+			continue
+		}
+		fi, err := os.Lstat(h)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			// A link (made since, or listed as spelled): the kernel hides what it names.
+			if h, err = filepath.EvalSymlinks(h); err != nil || !granted(h) {
+				continue
+			}
+		}
+		if !slices.Contains(hidden, h) {
+			hidden = append(hidden, h)
+		}
+	}
+	p.Hidden = hidden
+	var socks []string
+	for _, s := range p.sockets {
+		if r, err := filepath.EvalSymlinks(s); err == nil {
+			if fi, err := os.Stat(r); err == nil && fi.Mode()&os.ModeSocket != 0 && !slices.Contains(socks, r) {
+				socks = append(socks, r)
+			}
+		}
+	}
+	p.Sockets = socks
+}
+
 // machine is the part of a policy that depends on the machine, not on the leg: the
-// system directories, the toolchains and their caches, the device files and the
-// credential stores, each resolved and present.
+// system directories, the toolchains and their caches and the device files, each
+// resolved and present, and the credential stores, resolved as far as they exist (their
+// presence is judged per command).
 type machine struct {
-	read, write, devices, credentials []string
+	read, caches, devices []string
+	credentials           []place
+	// spelled are the credential stores as listed, before resolution.
+	spelled map[string]bool
+}
+
+// place is a hidden place: canonical when it existed (and was resolved) as the policy
+// was made; else its projection — the deepest existing ancestor resolved, the rest as
+// spelled — to be looked at again at each command.
+type place struct {
+	path      string
+	canonical bool
+}
+
+// placesOf resolves each path as far as it exists, dropping duplicates.
+func placesOf(list []string) []place {
+	out := make([]place, 0, len(list))
+	for _, p := range compact(list) {
+		pl := place{path: project(p)}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			pl = place{path: r, canonical: true}
+		}
+		if !slices.Contains(out, pl) {
+			out = append(out, pl)
+		}
+	}
+	return out
+}
+
+// project resolves the deepest existing ancestor of the clean absolute path p and
+// appends the rest as spelled.
+func project(p string) string {
+	rest := ""
+	for d := p; ; d = filepath.Dir(d) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if d == "/" || d == "." {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
 }
 
 // machines caches the machine part per home directory and toolchain environment: a leg
 // starts without resolving some fifty paths again. A toolchain cache made after the first
-// leg of a process is granted from the next process on.
+// leg of a process is granted from the next process on; a credential store made at any
+// time is hidden from the next command on (Policy.refresh).
 var machines sync.Map // key string → *machine
 
 func machineFor(home string, getenv func(string) string) *machine {
@@ -125,29 +264,31 @@ func machineFor(home string, getenv func(string) string) *machine {
 	if m, ok := machines.Load(key.String()); ok {
 		return m.(*machine)
 	}
-	tcRead, tcWrite := Toolchain(home, getenv)
-	creds := make([]string, 0, len(DefaultCredentialStores))
-	if home != "" {
-		for _, c := range DefaultCredentialStores {
-			creds = append(creds, filepath.Join(home, c))
-		}
-	}
+	tcRead, tcCaches := Toolchain(home, getenv)
 	m := &machine{
-		read:        existing(resolved(append(append([]string(nil), systemReadable...), tcRead...))),
-		write:       existing(resolved(tcWrite)),
-		devices:     existing(append([]string(nil), systemDevices...)),
-		credentials: existing(resolved(creds)),
+		read:    existing(resolved(append(append([]string(nil), systemReadable...), tcRead...))),
+		caches:  existing(resolved(tcCaches)),
+		devices: existing(append([]string(nil), systemDevices...)),
+		spelled: map[string]bool{},
 	}
+	stores := fence.CredentialPaths(home, getenv("XDG_RUNTIME_DIR"), nil)
+	for _, s := range stores {
+		m.spelled[s] = true
+	}
+	m.credentials = placesOf(stores)
 	actual, _ := machines.LoadOrStore(key.String(), m)
 	return actual.(*machine)
 }
 
-// WithProtected returns p with the protected entries at the top of each write root kept
-// read-only: .git, .sema, .vscode, shell rc files and the rest of the fence's protected
-// set. Protected entries deeper in a tree are the permission fold's to judge. Nothing is
+// WithProtected returns p as it stands for one command: the hidden places and granted
+// sockets that exist now (a credential store made since the policy was made is hidden
+// too), and the protected entries at the top of each write root kept read-only: .git,
+// .sema, .vscode, shell rc files and the rest of the fence's protected set. Protected
+// entries deeper in a tree are the permission fold's to judge. No protected entry is
 // added under an open write face (bypassPermissions asks no one about protected paths),
 // nor when approved — a person said yes to exactly this command.
 func (p Policy) WithProtected(f *fence.Fence, approved bool) Policy {
+	p.refresh()
 	if approved || f.WriteFace() == fence.FaceOpen {
 		return p
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sema-agent/sema/fence"
 )
 
 // Policy is what one confined command, and every process it starts, may touch. It is
@@ -41,6 +43,17 @@ type Policy struct {
 	// Sockets are unix socket files a setting granted by path: the only sockets outside
 	// the write roots a command can connect to.
 	Sockets []string `json:"sockets,omitempty"`
+
+	// hideable are the places Hidden is drawn from at each command (WithProtected): the
+	// fence's deny paths, the credential stores and Options.Hidden, each resolved as far
+	// as it existed when the leg's policy was made. A store made since is hidden from
+	// the next command on.
+	hideable []place
+	// home is the home directory the credential stores are relative to.
+	home string
+	// sockets are Options.Sockets, resolved: those that are sockets when a command
+	// starts are granted.
+	sockets []string
 }
 
 // systemReadable are the directories every command may read and run programs from: the
@@ -58,22 +71,28 @@ var systemDevices = []string{
 }
 
 // DefaultCredentialStores are the places, relative to the home directory, that hold
-// credentials: they are hidden from every confined command even when a root or a
-// toolchain directory holds them. Config.HiddenPaths adds to them.
-var DefaultCredentialStores = []string{
-	".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass",
-	".my.cnf", ".vault-token", ".docker/config.json", ".kube", ".azure", ".config/gcloud",
-	".config/gh", ".config/hub", ".cargo/credentials", ".cargo/credentials.toml",
-	".terraform.d/credentials.tfrc.json", ".password-store", ".local/share/keyrings",
+// credentials: the fence's list (fence.CredentialStores), one definition for both walls.
+// They are hidden from every confined command even when a root or a toolchain directory
+// holds them, and the fence refuses them to the file tools. Options.Hidden adds to them.
+var DefaultCredentialStores = fence.CredentialStores
+
+// toolchainReadable are home-relative roots of language toolchains and version managers
+// that builds read and run programs from. Each is dedicated to its toolchain and keeps no
+// credentials; the home directory's shared trees (~/.local, ~/.config, ~/.cargo) are
+// never granted whole, and neither are ~/.gitconfig and ~/.config/git (a command's git
+// reads a sanitized copy instead, see GitIdentity).
+var toolchainReadable = []string{
+	".rustup", ".cargo/bin", ".pyenv", ".nvm", ".volta", ".bun", ".deno", ".sdkman",
+	".goenv", ".asdf", ".rbenv", ".nodenv", ".jenv", ".juliaup", ".elan", ".ghcup",
+	".dotnet", ".pixi", ".rye", ".fnm", ".local/share/fnm", ".local/share/mise",
+	".local/share/pnpm", ".local/share/pipx", ".local/pipx", ".local/share/uv/tools",
+	".local/share/uv/python", ".local/lib", "go/bin",
 }
 
-// toolchainReadable are home-relative directories of language toolchains that builds
-// read and run programs from.
-var toolchainReadable = []string{
-	".gitconfig", ".config/git", ".rustup", ".cargo/bin", ".pyenv", ".nvm", ".volta",
-	".bun", ".deno", ".sdkman", ".local/bin", ".local/lib", ".local/share/pnpm",
-	"go/bin",
-}
+// homeShared are home-relative trees many programs share, which hold configuration and
+// data beyond any one toolchain (and credentials: ~/.config/gh, ~/.local/share/keyrings):
+// a PATH directory is never widened to one of them.
+var homeShared = []string{".local", ".local/share", ".local/state", ".config", ".cache", ".cargo", "go"}
 
 // toolchainCaches are home-relative caches builds write: Go's build and module caches,
 // npm's, pip's, yarn's, pnpm's, cargo's registry, Maven's and Gradle's.
@@ -84,16 +103,27 @@ var toolchainCaches = []string{
 }
 
 // toolchainEnv are the environment variables Toolchain reads.
-var toolchainEnv = []string{"PATH", "GOPATH", "GOCACHE", "GOMODCACHE", "npm_config_cache", "PIP_CACHE_DIR", "YARN_CACHE_FOLDER", "CARGO_HOME", "XDG_CACHE_HOME"}
+var toolchainEnv = []string{"PATH", "GOPATH", "GOCACHE", "GOMODCACHE", "npm_config_cache", "PIP_CACHE_DIR", "YARN_CACHE_FOLDER", "CARGO_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"}
 
 // Toolchain lists the toolchain directories of this machine, as the policy grants them:
-// read are programs and configuration (and every directory on PATH), write are build
-// caches. home is the home
-// directory ("" for none); getenv reads the environment (GOCACHE, GOMODCACHE, GOPATH,
-// npm_config_cache, PIP_CACHE_DIR, CARGO_HOME override the defaults). Go's caches are
-// made when missing and `go` is installed, since the go command cannot build without
-// them; the rest are listed only when they exist.
-func Toolchain(home string, getenv func(string) string) (read, write []string) {
+// read are programs (every directory on PATH) and the toolchains' own roots, caches are
+// the build caches builds write (Policy.Caches, or Policy.Write with
+// Options.SharedCaches). home is the home directory ("" for none); getenv reads the
+// environment (GOCACHE, GOMODCACHE, GOPATH, npm_config_cache, PIP_CACHE_DIR, CARGO_HOME
+// override the defaults). Go's caches are made when missing and `go` is installed, since
+// the go command cannot build without them; the rest are listed only when they exist.
+//
+// A PATH directory is granted itself. The toolchain a .../bin or .../shims directory
+// belongs to (its parent: libraries, versions) is granted too when it lies outside the
+// home directory; beneath home, toolchains are granted by their dedicated roots
+// (toolchainReadable) and nothing else, so ~/.local/bin on PATH grants ~/.local/bin, not
+// ~/.local. A directory that is or holds the home directory, or one of its shared trees,
+// is never granted from PATH.
+func Toolchain(home string, getenv func(string) string) (read, caches []string) {
+	home = filepath.Clean(home)
+	if !filepath.IsAbs(home) {
+		home = ""
+	}
 	abs := func(rel string) string {
 		if home == "" {
 			return ""
@@ -104,13 +134,13 @@ func Toolchain(home string, getenv func(string) string) (read, write []string) {
 		read = append(read, abs(r))
 	}
 	for _, c := range toolchainCaches {
-		write = append(write, abs(c))
+		caches = append(caches, abs(c))
 	}
 	gopath := getenv("GOPATH")
 	if gopath != "" {
 		for _, p := range filepath.SplitList(gopath) {
 			read = append(read, filepath.Join(p, "bin"))
-			write = append(write, filepath.Join(p, "pkg", "mod"))
+			caches = append(caches, filepath.Join(p, "pkg", "mod"))
 		}
 	}
 	goCaches := []string{getenv("GOCACHE"), getenv("GOMODCACHE")}
@@ -127,24 +157,40 @@ func Toolchain(home string, getenv func(string) string) (read, write []string) {
 		}
 	}
 	for _, k := range []string{"npm_config_cache", "PIP_CACHE_DIR", "YARN_CACHE_FOLDER"} {
-		write = append(write, getenv(k))
+		caches = append(caches, getenv(k))
 	}
 	if ch := getenv("CARGO_HOME"); ch != "" {
 		read = append(read, filepath.Join(ch, "bin"))
-		write = append(write, filepath.Join(ch, "registry"), filepath.Join(ch, "git"))
+		caches = append(caches, filepath.Join(ch, "registry"), filepath.Join(ch, "git"))
 	}
-	write = append(write, goCaches...)
-	// Programs come from PATH: each of its directories is readable, and so is the
-	// toolchain a .../bin or .../shims directory belongs to (its libraries, its versions),
-	// unless that is the home directory or the filesystem root itself.
+	caches = append(caches, goCaches...)
+	// tooWide: granting d would open the home directory, or one of its shared trees,
+	// whole.
+	tooWide := func(d string) bool {
+		if d == "/" || home != "" && within(d, home) {
+			return true
+		}
+		for _, s := range homeShared {
+			if home != "" && d == filepath.Join(home, s) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, d := range filepath.SplitList(getenv("PATH")) {
 		if !filepath.IsAbs(d) {
 			continue
 		}
 		d = filepath.Clean(d)
+		if tooWide(d) {
+			continue
+		}
 		read = append(read, d)
+		if home != "" && within(home, d) {
+			continue
+		}
 		if b := filepath.Base(d); b == "bin" || b == "shims" {
-			if parent := filepath.Dir(d); parent != "/" && parent != filepath.Clean(home) {
+			if parent := filepath.Dir(d); !tooWide(parent) {
 				read = append(read, parent)
 			}
 		}
@@ -156,7 +202,7 @@ func Toolchain(home string, getenv func(string) string) (read, write []string) {
 			}
 		}
 	}
-	return compact(read), compact(write)
+	return compact(read), compact(caches)
 }
 
 // goInstalled reports whether a go command is on path.

@@ -1,0 +1,181 @@
+package fence
+
+import (
+	"context"
+	"path"
+	"strings"
+
+	"github.com/sema-agent/sema"
+)
+
+// CredentialStores are the places, relative to the home directory, where people keep
+// credentials: shell and REPL histories (pasted tokens, connection strings), git's
+// credential stores, other agents' and CLIs' logins, build tools' publishing tokens,
+// cloud and container CLIs' keys, password managers and key rings. It is the one list
+// both walls judge by: the fence refuses every path in them for reads and writes (the
+// file tools never open them), and the kernel sandbox (package sandbox) hides them from
+// every confined command, also beneath a granted tree. Config.Hidden adds to it.
+var CredentialStores = []string{
+	// Shell and REPL histories.
+	".bash_history", ".zsh_history", ".zhistory", ".histfile", ".sh_history", ".history",
+	".local/share/fish/fish_history", ".python_history", ".node_repl_history",
+	".psql_history", ".mysql_history", ".sqlite_history", ".rediscli_history",
+	".mongosh", ".dbshell", ".lesshst", ".irb_history", ".pry_history", ".ts_node_repl_history",
+	".local/state/nvim/shada", ".viminfo",
+	// git's credential stores (credential.helper store), in both places git looks.
+	".git-credentials", ".config/git/credentials",
+	// Other agents' and AI CLIs' logins.
+	".claude.json", ".claude/.credentials.json", ".codex/auth.json", ".gemini", ".aider",
+	".aider.conf.yml", ".aider.oauth-keys.env", ".cursor", ".config/github-copilot",
+	".continue/config.json", ".config/openai", ".config/anthropic",
+	// Forges' CLIs.
+	".config/gh", ".config/hub", ".config/glab-cli", ".config/tea", ".tea",
+	// Build tools' publishing and registry tokens.
+	".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".config/pip", ".pip/pip.conf",
+	".cargo/credentials", ".cargo/credentials.toml", ".m2/settings.xml",
+	".m2/settings-security.xml", ".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config",
+	".gem/credentials", ".local/share/gem/credentials", ".composer/auth.json",
+	".config/composer/auth.json", ".bundle/config", ".config/uv/uv.toml",
+	".local/share/uv/credentials", ".config/pypoetry/auth.toml",
+	".local/share/pypoetry/auth.toml", ".config/hatch", ".hex/hex.config", ".config/jfrog", ".jfrog",
+	".pub-cache/credentials.json", ".config/dart/pub-credentials.json", ".stack/upload/credentials.json",
+	// Cloud, infrastructure and container CLIs.
+	".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json",
+	".config/containers/auth.json", ".oci", ".config/doctl", ".terraform.d/credentials.tfrc.json",
+	".terraformrc", ".vault-token", ".config/helm/registry", ".config/op", ".op",
+	".config/rclone", ".s3cfg", ".boto", ".passwd-s3fs", ".config/hcloud", ".config/scw",
+	".config/linode-cli", ".fly", ".config/heroku", ".netlify", ".config/netlify",
+	".vercel", ".config/vercel", ".local/share/com.vercel.cli", ".wrangler", ".config/.wrangler", ".supabase", ".config/ngrok",
+	".config/stripe", ".config/exoscale", ".ovh.conf", ".ibmcloud", ".bluemix",
+	// Keys, password stores, key rings and generic login files.
+	".ssh", ".gnupg", ".password-store", ".local/share/keyrings", ".pki", ".netrc", ".authinfo",
+	".authinfo.gpg", ".pgpass", ".my.cnf", ".mylogin.cnf", ".config/keybase",
+	".local/share/keybase", ".mozilla", ".config/google-chrome", ".config/chromium",
+	".config/BraveSoftware", ".thunderbird",
+}
+
+// RuntimeCredentialStores are the places, relative to the user's runtime directory
+// ($XDG_RUNTIME_DIR), where container tools keep registry logins.
+var RuntimeCredentialStores = []string{"containers/auth.json"}
+
+// CredentialPaths returns the absolute, lexically clean places of the credential stores:
+// CredentialStores under home, RuntimeCredentialStores under runtimeDir, then extra —
+// each absolute, "~/" or relative to home. An empty home (or runtimeDir) leaves out the
+// places relative to it; nothing is resolved, and places that do not exist are listed too.
+func CredentialPaths(home, runtimeDir string, extra []string) []string {
+	home, runtimeDir = absClean(home), absClean(runtimeDir)
+	out := make([]string, 0, len(CredentialStores)+len(RuntimeCredentialStores)+len(extra))
+	if home != "" {
+		for _, s := range CredentialStores {
+			out = append(out, path.Join(home, s))
+		}
+	}
+	if runtimeDir != "" {
+		for _, s := range RuntimeCredentialStores {
+			out = append(out, path.Join(runtimeDir, s))
+		}
+	}
+	for _, e := range extra {
+		switch {
+		case e == "" || e == "~":
+		case strings.HasPrefix(e, "/"):
+			out = append(out, path.Clean(e))
+		case strings.HasPrefix(e, "~/"):
+			if home != "" {
+				out = append(out, path.Join(home, e[2:]))
+			}
+		case home != "":
+			out = append(out, path.Join(home, e))
+		}
+	}
+	return out
+}
+
+// absClean is p cleaned when absolute, "" otherwise: a relative home names no place.
+func absClean(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return ""
+	}
+	return path.Clean(p)
+}
+
+// credentialSet is the fence's copy of the credential stores: each place as spelled under
+// the configured home and, where it exists (or its parent does) behind a symbolic link,
+// where it really is. Both spellings are judged, so a store is refused whether a path
+// reaches it through its link or through its target.
+type credentialSet struct {
+	places []string
+	fold   bool
+}
+
+// buildCredentials canonicalizes the credential stores of cfg, once per fence.
+func buildCredentials(ctx context.Context, cfg *Config, fold bool) credentialSet {
+	cs := credentialSet{fold: fold}
+	home := absClean(cfg.Home)
+	list := CredentialPaths(home, cfg.RuntimeDir, cfg.Hidden)
+	// Most stores are beneath the home directory: resolve it once, and canonicalize a
+	// store itself only when its own spelling is not canonical.
+	var canonHome string
+	if home != "" {
+		if c, _, err := Canonicalize(ctx, cfg.Env, home); err == nil {
+			canonHome = c
+		}
+	}
+	for _, p := range list {
+		cs.places = appendNew(cs.places, p)
+		q := p
+		if canonHome != "" && canonHome != home && within(home, p) {
+			q = canonHome + p[len(home):]
+			cs.places = appendNew(cs.places, q)
+		}
+		if _, err := cfg.Env.Lstat(ctx, q); err != nil {
+			// Not there (yet): judged by its spelling. A store made later behind a new
+			// link is refused when spelled through the home directory.
+			continue
+		}
+		if c, _, err := Canonicalize(ctx, cfg.Env, q); err == nil && c != q {
+			cs.places = appendNew(cs.places, c)
+		}
+	}
+	return cs
+}
+
+// holds reports whether the canonical path c, or the absolute spelling it was resolved
+// from (lexically cleaned; "" for none), lies in a credential store; it returns the store.
+func (cs *credentialSet) holds(c, spelled string) string {
+	for _, s := range cs.places {
+		if containsFold(s, c, cs.fold) {
+			return s
+		}
+	}
+	if spelled != "" && spelled != c {
+		for _, s := range cs.places {
+			if containsFold(s, spelled, cs.fold) {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// mayHold reports whether a recursive read of the canonical directory dir could reach a
+// credential store: one lies beneath dir, or dir lies in one.
+func (cs *credentialSet) mayHold(dir string) bool {
+	for _, s := range cs.places {
+		if containsFold(dir, s, cs.fold) || containsFold(s, dir, cs.fold) {
+			return true
+		}
+	}
+	return false
+}
+
+// CredentialPlaces lists the credential stores this fence refuses, as absolute paths: each
+// as spelled under Config.Home and, where it is behind a symbolic link, where it really is.
+// Places that do not exist are listed too. A kernel sandbox hides those that exist.
+func (f *Fence) CredentialPlaces() []string { return append([]string(nil), f.creds.places...) }
+
+// credentialError is the fs.path_denied refusal of a path in a credential store.
+func (f *Fence) credentialError(spelled, store string, roots []string) *sema.Error {
+	return sema.Errorf(CodeDenied, "the path %q is in a credential store (%s), which the file tools never read or write and commands cannot see; if the task needs a value from it, ask the user", spelled, store).
+		With("path", spelled).With("store", store).With("roots", roots)
+}
