@@ -35,11 +35,14 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 		return nil, err
 	}
 	req := env.ExecRequest{
-		Argv:   []string{s.shell, "--noprofile", "--norc", "-p", "-c", script},
-		Dir:    dir,
-		Env:    append(append(append(slices.Clip(s.cfg.ExtraEnv), noPromptEnv...), extraEnv...), tokenEnv+"="+s.token),
-		Stdout: out,
-		Stderr: out,
+		Argv: []string{s.shell, "--noprofile", "--norc", "-p", "-c", script},
+		Dir:  dir,
+		Env:  append(append(append(slices.Clip(s.cfg.ExtraEnv), noPromptEnv...), extraEnv...), tokenEnv+"="+s.token),
+		// The rest of sema's environment reaches the command through the env's rule (for
+		// the host: no provider key, no credential-shaped variable, no agent socket).
+		Passthrough: s.cfg.EnvPassthrough,
+		Stdout:      out,
+		Stderr:      out,
 	}
 	if s.confine != nil {
 		var err error

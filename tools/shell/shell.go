@@ -99,6 +99,11 @@ type Config struct {
 	// settings files' env); the shell's own variables (no pagers or prompts, the set's
 	// token) win over them. Default: none.
 	ExtraEnv []string
+	// EnvPassthrough names variables of sema's environment every command inherits even
+	// though the environment rule holds them back (a credential-shaped name or value,
+	// an agent socket): exact names and NAME_* prefixes, see env.ParsePassthrough. A
+	// provider's key is never passed (config.env_passthrough_refused). Default: none.
+	EnvPassthrough []string
 	// Shell is the bash to run. Empty: "bash", looked up on the env's PATH.
 	Shell string
 	// MaxBackground is how many background tasks may run at once. Zero: 5.
@@ -221,6 +226,9 @@ func New(cfg Config) (*Set, error) {
 	}
 	if cfg.Fence == nil {
 		return nil, sema.Errorf(CodeFenceMissing, "the shell tools need the leg's fence; set Config.Fence")
+	}
+	if _, err := env.ParsePassthrough(cfg.EnvPassthrough, "Config.EnvPassthrough"); err != nil {
+		return nil, err
 	}
 	s := &Set{
 		cfg: cfg, exec: ex, root: cfg.Fence.Root(), shell: cfg.Shell, allow: cfg.ReadonlyAllow,
