@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -34,6 +35,7 @@ const (
 //	{"permissions": {"allow": [...], "deny": [...], "ask": [...], "defaultMode": "...",
 //	                 "additionalDirectories": [...], "disableBypassPermissionsMode": "disable"},
 //	 "hooks": {...}, "disableAllHooks": false, "env": {"NAME": "value"}, "model": "...",
+//	 "envPassthrough": ["NAME", "PREFIX_*"],
 //	 "mcpServers": {...}, "claudeCompat": false,
 //	 "sandbox": {"mode": "auto|on|off", "network": "on|off",
 //	             "writable": [...], "readable": [...], "hidden": [...]}}
@@ -71,6 +73,10 @@ type File struct {
 	// Env is the environment the file adds to tool processes (commands, hooks, MCP
 	// servers).
 	Env map[string]string
+	// EnvPassthrough names variables of sema's own environment that tool processes
+	// inherit even though the environment rule holds them back (env.Inherit): exact
+	// names and NAME_* prefixes, checked by env.ParsePassthrough.
+	EnvPassthrough []string
 	// Model is the model the file asks for ("" when none).
 	Model string
 	// ClaudeCompat asks for the same layers to be read from .claude/ and ~/.claude/ too.
@@ -169,6 +175,10 @@ func Parse(data []byte, path string, layer Layer) (File, error) {
 					err = p.bad(k, "an object whose names are environment variable names; "+strconv.Quote(n)+" is not")
 				}
 			}
+		case "envPassthrough":
+			if err = p.decode(k, v, &out.EnvPassthrough, "a list of variable names and NAME_* prefixes"); err == nil {
+				_, err = env.ParsePassthrough(out.EnvPassthrough, "envPassthrough in "+name)
+			}
 		case "model":
 			err = p.decode(k, v, &out.Model, "a string")
 		case "claudeCompat":
@@ -261,7 +271,7 @@ func (p parser) permissions(raw json.RawMessage, out *File) error {
 }
 
 func unknownKey(name, key string) error {
-	return sema.Errorf(CodeSpecUnknownKey, "the settings file %s holds the unknown key %q; remove it (sema reads permissions, hooks, disableAllHooks, env, model, mcpServers, sandbox and claudeCompat, and ignores Claude Code's interface keys)", name, key).
+	return sema.Errorf(CodeSpecUnknownKey, "the settings file %s holds the unknown key %q; remove it (sema reads permissions, hooks, disableAllHooks, env, envPassthrough, model, mcpServers, sandbox and claudeCompat, and ignores Claude Code's interface keys)", name, key).
 		With("path", name).With("key", key)
 }
 

@@ -28,6 +28,10 @@ type Merged struct {
 	// Env is the environment for tool processes, NAME=value sorted by name; a higher
 	// layer's value wins.
 	Env []string
+	// EnvPassthrough is every applied layer's envPassthrough together: the variables of
+	// sema's environment tool processes inherit although the rule holds them back. An
+	// untrusted workspace's file may not add to it.
+	EnvPassthrough []string
 	// Model is the highest layer's model; "" when none names one.
 	Model string
 	// Hooks are the hooks that apply, lowest layer first.
@@ -100,6 +104,11 @@ func Merge(files []File, o MergeOptions) Merged {
 		for k, v := range f.Env {
 			env[k] = v
 		}
+		for _, n := range f.EnvPassthrough {
+			if !slices.Contains(m.EnvPassthrough, n) {
+				m.EnvPassthrough = append(m.EnvPassthrough, n)
+			}
+		}
 		if f.Model != "" {
 			m.Model = f.Model
 		}
@@ -146,6 +155,7 @@ func untrusted(f File) (File, []string) {
 	drop(len(f.Hooks) > 0, "hooks")
 	drop(f.DisableAllHooks, "disableAllHooks")
 	drop(len(f.Env) > 0, "env")
+	drop(len(f.EnvPassthrough) > 0, "envPassthrough")
 	drop(f.Model != "", "model")
 	drop(f.ClaudeCompat, "claudeCompat")
 	sb := Sandbox{Hidden: f.Sandbox.Hidden}
