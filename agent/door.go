@@ -15,6 +15,9 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if deps.Provider == nil {
 		return configError(CodeProviderMissing, "no model provider is configured; set Deps.Provider")
 	}
+	if err := validateEnvPassthrough(deps); err != nil {
+		return err
+	}
 	if strings.TrimSpace(spec.Prompt) == "" && answer == nil && !spec.compactOnly && !spec.resume().Continue {
 		return configError(CodePromptMissing, "the task has no prompt; give a prompt to run")
 	}

@@ -56,7 +56,7 @@ func (l *leg) prepareHooks() error {
 	if err != nil {
 		return err
 	}
-	r := &hooks.Runner{ProjectDir: l.spec.Root, Env: l.layered.Env}
+	r := &hooks.Runner{ProjectDir: l.spec.Root, Env: l.layered.Env, EnvPassthrough: l.envPassthrough()}
 	if ex, ok := l.deps.Env.(env.Executor); ok {
 		r.Exec = ex
 	}

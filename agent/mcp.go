@@ -185,14 +185,15 @@ func (l *leg) mountServers(ctx context.Context, servers []mcp.Server) error {
 	o := l.deps.mcpOptions()
 	mm := &mcpMount{}
 	opts := mcp.Options{
-		Roots:        append(append([]string(nil), l.fence.WriteRoots()...), l.fence.ReadRoots()...),
-		StartTimeout: o.StartTimeout,
-		CallTimeout:  o.CallTimeout,
-		OutputLimit:  o.OutputLimit,
-		Downsample:   l.deps.ImageDownsampler,
-		Dir:          l.fence.Root(),
-		OnNotice:     l.notice,
-		OnChange:     func() { mm.gen.Add(1) },
+		Roots:          append(append([]string(nil), l.fence.WriteRoots()...), l.fence.ReadRoots()...),
+		StartTimeout:   o.StartTimeout,
+		CallTimeout:    o.CallTimeout,
+		OutputLimit:    o.OutputLimit,
+		Downsample:     l.deps.ImageDownsampler,
+		Dir:            l.fence.Root(),
+		EnvPassthrough: l.envPassthrough(),
+		OnNotice:       l.notice,
+		OnChange:       func() { mm.gen.Add(1) },
 	}
 	if l.sandbox != nil {
 		opts.Wrap = l.mcpWrap()

@@ -93,6 +93,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 		l.closeSession(ctx, sema.StatusError)
 		return nil, err
 	}
+	l.announceEnv()
 	l.manifest = l.buildManifest()
 	l.manifest.Instructions = l.instructionFiles()
 	l.system = systemPrompt(l)
@@ -212,6 +213,6 @@ func (l *leg) buildManifest() Manifest {
 		Settings:    l.layered.Applied,
 		ReadOnly:    l.spec.ReadOnly,
 		Shell: ShellFacts{FullShell: l.shell != nil && !l.spec.ReadOnly, ReadOnlyShell: l.shell != nil && l.spec.ReadOnly, Sandbox: l.sandboxStatus,
-			InFileHistory: l.bashChanges != nil}.withHistoryCaps(),
+			InFileHistory: l.bashChanges != nil, EnvHeld: l.envHeld().Held}.withHistoryCaps(),
 	}
 }

@@ -267,6 +267,9 @@ type ShellFacts struct {
 	// HistoryMaxFiles is, when InFileHistory, how many files one snapshot walk covers;
 	// the files past it are listed in a notice.
 	HistoryMaxFiles int `json:"history_max_files,omitempty"`
+	// EnvHeld names the variables of sema's environment that commands, hooks and MCP
+	// servers do not inherit (env.Inherit; the env.scrubbed notice says the same), sorted.
+	EnvHeld []string `json:"env_held,omitempty"`
 }
 
 // withHistoryCaps fills in the caps of the snapshot of Bash changes when it is on.

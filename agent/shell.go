@@ -34,6 +34,7 @@ func (l *leg) mountShell() error {
 		Sandbox:                 l.sandbox,
 		ReadDenial:              l.readDenial(),
 		ExtraEnv:                l.layered.Env,
+		EnvPassthrough:          l.envPassthrough(),
 	}
 	if c := l.bashRecorder(); c != nil {
 		l.bashChanges, cfg.Changes = c, lazyBoundary{c}

@@ -477,6 +477,14 @@ type ShellOptions struct {
 	// and to hide even inside the roots (beyond sandbox.DefaultCredentialStores). "~/"
 	// is the home directory; SandboxHidden entries may be relative to it. Default: none.
 	SandboxWritable, SandboxReadable, SandboxHidden []string
+	// EnvPassthrough names variables of this process's environment that commands, hooks
+	// and stdio MCP servers inherit although the environment rule holds them back
+	// (env.Inherit: credential-shaped names and values, agent sockets): exact names and
+	// NAME_* prefixes. The settings files' envPassthrough adds to it. An invalid entry is
+	// refused (config.env_passthrough_invalid), and so is one naming a model provider's
+	// key variable (config.env_passthrough_refused): that one is never passed. Default:
+	// none.
+	EnvPassthrough []string
 }
 
 // hooks, policy and shell return a group by value, its zero value for a nil pointer, so
