@@ -257,7 +257,7 @@ func (l *leg) childEmitter(lk *link) func(Event) {
 }
 
 // childOutcome turns a child's end into the Task call's result, and adds the child's
-// usage, per-model usage and cost, and edits to this leg's.
+// usage, per-model usage and cost, edits and permission denials to this leg's.
 func (l *leg) childOutcome(ctx context.Context, call callRef, lk *link, r *TaskResult, err error) tools.Result {
 	if err != nil {
 		run := SubagentRun{ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, Status: sema.StatusError}
@@ -276,6 +276,12 @@ func (l *leg) childOutcome(ctx context.Context, call callRef, lk *link, r *TaskR
 	l.mu.Lock()
 	l.subagents = append(l.subagents, run)
 	l.childUsage = l.childUsage.Add(r.Usage)
+	// The child's refusals are this leg's too, named by the child they came from. Their
+	// permission events already reached this leg's stream through childEmitter.
+	for _, d := range r.PermissionDenials {
+		d.Subagent = &SubagentRef{SessionID: r.SessionID, ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, Nested: d.Subagent}
+		l.denials = append(l.denials, d)
+	}
 	l.mu.Unlock()
 	l.addChildCosts(r.ModelUsage)
 	for _, p := range r.EditedFiles {

@@ -59,7 +59,9 @@ type TaskResult struct {
 	// of this leg or, for a resumed session, of an earlier one. A child leg's list is its
 	// own, in its own session.
 	Todos []Todo `json:"todos,omitempty"`
-	// PermissionDenials lists every tool call the permission gate refused.
+	// PermissionDenials lists every tool call the permission gate refused: the leg's own
+	// and, once each child leg ended, its child legs' (Subagents), each of those marked with
+	// the child it came from (PermissionDenial.Subagent).
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
 	// Compactions are the compactions of the conversation the leg made, in order; Usage
 	// includes their summary requests.
@@ -151,6 +153,10 @@ type PermissionDenial struct {
 	// Code is permission.CodeDenied ("permission.denied"), or CodeDeniedByPerson when a
 	// person answered a parked question no.
 	Code string `json:"code"`
+	// Subagent names the delegated child leg whose call this was (the parent's Task call,
+	// the agent type, the child's session; Nested when it was the child's own child's); nil
+	// for the leg's own calls. ToolUseID is then the child model's id of the call.
+	Subagent *SubagentRef `json:"subagent,omitempty"`
 }
 
 // PermissionQuestion is a question the permission fold put to the leg's answerers

@@ -38,6 +38,8 @@ func (l *leg) mountShell() error {
 	}
 	if c := l.bashRecorder(); c != nil {
 		l.bashChanges, cfg.Changes = c, lazyBoundary{c}
+	} else if c := l.protectRecorder(); c != nil {
+		cfg.Changes = c // file history off: the walk guards the protected paths alone
 	}
 	set, err := shell.New(cfg)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/history/treestate"
+	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/tools/shell"
 )
 
@@ -21,8 +22,16 @@ import (
 // The snapshot lives for the leg: its stat cache in memory, the staged pre-image bytes in
 // the shell's scratch directory (removed with it). A new leg primes its own on its first
 // Bash call; the records themselves are in the history store and outlive both.
+//
+// The same walk guards the protected paths (protect.go in this package): it finds the
+// protected entries at every depth before a command, for the sandbox to keep read-only,
+// and puts back after it what the command created or changed in them without a person's
+// approval of that call.
 type bashChanges struct {
 	l *leg
+	// history: the changes go into file history. Without it (file history off) the walk
+	// serves the protection alone and keeps the bytes of protected files only.
+	history bool
 
 	mu   sync.Mutex
 	tree *treestate.Tree
@@ -31,7 +40,15 @@ type bashChanges struct {
 	// command is someone else's (a write tool's, already recorded; the person's own) and
 	// is only absorbed.
 	background bool
-	named      map[string]bool // uncovered files a notice already named
+	// bgUnapproved: a background task no person approved may have run since the last
+	// snapshot, so what it did to protected paths is put back there.
+	bgUnapproved bool
+	tasksBefore  int             // background tasks running when the call's Before ended
+	named        map[string]bool // uncovered files a notice already named
+	// walked is what the latest walk found for the sandbox (Confinement).
+	walked walkedPlaces
+	// linkedNamed are the multi-link files a note already named.
+	linkedNamed map[string]bool
 }
 
 // bashRecorder is the shell's change recorder: on when file history is (the runner's own
@@ -40,7 +57,16 @@ func (l *leg) bashRecorder() *bashChanges {
 	if l.files == nil || l.spec.ReadOnly {
 		return nil
 	}
-	return &bashChanges{l: l, named: map[string]bool{}}
+	return &bashChanges{l: l, history: true, named: map[string]bool{}, linkedNamed: map[string]bool{}}
+}
+
+// protectRecorder is the shell's change recorder when file history is off: the walk
+// around each command guards the protected paths and records nothing.
+func (l *leg) protectRecorder() *bashChanges {
+	if l.spec.ReadOnly {
+		return nil
+	}
+	return &bashChanges{l: l, named: map[string]bool{}, linkedNamed: map[string]bool{}}
 }
 
 // treeLocked builds the snapshot on first use: the shell's scratch directory exists only
@@ -56,6 +82,9 @@ func (c *bashChanges) treeLocked() *treestate.Tree {
 			Skip: func(p string) bool {
 				return l.fence.Denied(p) || fence.Contains(scratch, p)
 			},
+			Protected:     l.protectedEntry,
+			Spots:         fence.ProtectedSpots(),
+			ProtectedOnly: !c.history,
 		})
 	}
 	return c.tree
@@ -65,15 +94,18 @@ func (c *bashChanges) treeLocked() *treestate.Tree {
 func (c *bashChanges) Before(ctx context.Context, background bool) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	notes, err := c.syncLocked(ctx, c.background || c.running())
+	bg := c.background || c.running()
+	notes, err := c.syncLocked(ctx, bg, c.backgroundGuard(bg))
 	if err != nil {
 		if c.l.deps.policy().FileHistoryPolicy == ProceedUnprotected {
+			c.walked = walkedPlaces{}
 			c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "a Bash command runs without a file-history snapshot: " + err.Error()})
-			return []string{"The workspace could not be snapshotted for file history, so what this command changes cannot be rewound."}, nil
+			return []string{"The workspace could not be snapshotted for file history, so what this command changes cannot be rewound, and protected paths below the top of the workspace are not guarded."}, nil
 		}
 		return nil, err
 	}
-	c.background = background || c.running()
+	c.settleBackground(background, sandbox.Approved(ctx))
+	c.tasksBefore = c.tasks()
 	return notes, nil
 }
 
@@ -81,12 +113,13 @@ func (c *bashChanges) Before(ctx context.Context, background bool) ([]string, er
 func (c *bashChanges) After(ctx context.Context) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	notes, err := c.syncLocked(ctx, true)
+	notes, err := c.syncLocked(ctx, true, c.callGuard(ctx))
 	if err != nil {
-		c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "what a Bash command changed could not be recorded for rewind: " + err.Error()})
-		return []string{"What this command changed could not be recorded for rewind (" + err.Error() + ")."}
+		c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "what a Bash command changed could not be recorded for rewind, nor its protected paths checked: " + err.Error()})
+		return []string{"What this command changed could not be recorded for rewind, nor checked for protected paths (" + err.Error() + ")."}
 	}
-	c.background = c.running()
+	// A command moved to the background at its timeout runs on as a task of this call.
+	c.settleBackground(c.tasks() > c.tasksBefore, sandbox.Approved(ctx))
 	return notes
 }
 
@@ -101,22 +134,23 @@ func (c *bashChanges) atBoundary(ctx context.Context) {
 	if c.tree == nil || !(c.background || c.running()) {
 		return
 	}
-	if _, err := c.syncLocked(ctx, true); err != nil {
+	if _, err := c.syncLocked(ctx, true, c.backgroundGuard(true)); err != nil {
 		c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "what background tasks changed could not be recorded for rewind: " + err.Error()})
 		return
 	}
-	c.background = c.running()
+	c.settleBackground(false, true)
 }
 
 func (c *bashChanges) running() bool { return c.l.shell != nil && len(c.l.shell.Running()) > 0 }
 
 // syncLocked walks the roots; with record, every change since the last snapshot gets its
-// first-touch record. It returns the notes for the call's answer.
-func (c *bashChanges) syncLocked(ctx context.Context, record bool) ([]string, error) {
+// first-touch record; with a guard, what changed in protected paths is put back instead
+// (see guard). It returns the notes for the call's answer.
+func (c *bashChanges) syncLocked(ctx context.Context, record bool, g *guard) ([]string, error) {
 	l := c.l
 	var unrecoverable []string
 	var rec treestate.RecordFunc
-	if record {
+	if record && c.history {
 		rec = func(ctx context.Context, ch treestate.Change, pre []byte) error {
 			if ch.Unrecoverable {
 				unrecoverable = append(unrecoverable, ch.Path)
@@ -142,11 +176,19 @@ func (c *bashChanges) syncLocked(ctx context.Context, record bool) ([]string, er
 			return nil
 		}
 	}
-	d, err := c.treeLocked().Sync(ctx, rec)
+	var d treestate.Diff
+	var err error
+	if g != nil {
+		d, err = c.treeLocked().SyncGuarded(ctx, rec, g.keep)
+	} else {
+		d, err = c.treeLocked().Sync(ctx, rec)
+	}
 	if err != nil {
 		return nil, err
 	}
-	var notes []string
+	notes := c.guarded(ctx, g, d)
+	c.walked = c.placesOf(ctx, d)
+	notes = append(notes, c.linkedNotes(d.Linked)...)
 	if len(unrecoverable) > 0 {
 		msg := "these files were changed by a Bash command but their earlier contents were not kept, so a rewind cannot restore them: " + strings.Join(unrecoverable, ", ")
 		if d.RecordErr != nil {
@@ -158,6 +200,9 @@ func (c *bashChanges) syncLocked(ctx context.Context, record bool) ([]string, er
 	}
 	var fresh []string
 	for _, p := range append(append(append([]string(nil), d.Oversize...), d.Unreadable...), d.Beyond...) {
+		if !c.history {
+			break // nothing is recorded: there is no coverage to speak of
+		}
 		if !c.named[p] {
 			c.named[p] = true
 			fresh = append(fresh, p)

@@ -163,8 +163,10 @@ func WriteTargets(s *Script) ([]Target, bool) {
 // ReadTargets returns the paths the script would read, for the read-boundary station, and
 // whether that list is complete: the file operands and file-valued options of the read-only
 // programs, sed (with the files of its r/R commands), cp/mv/install sources, dd if=, tar
-// archives and lists, the files of `<` and `<>` redirections, and the current directory (".")
-// for programs that read it when given no path (ls, du, tree, find, rg, grep -r, git).
+// archives and lists, the files of `<` and `<>` redirections, the current directory (".")
+// for programs that read it when given no path (ls, du, tree, find, rg, grep -r, git), the
+// directory git's -C options move it to, and the two paths of git diff's filesystem form
+// (--no-index, or two operands).
 // complete is false on the same grounds as WriteTargets, and for every program whose reads are
 // not modeled.
 func ReadTargets(s *Script) ([]Target, bool) {

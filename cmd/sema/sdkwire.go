@@ -166,7 +166,11 @@ func (e *sdkEncoder) result(r *agent.TaskResult) map[string]any {
 	}
 	denials := make([]map[string]any, 0, len(r.PermissionDenials))
 	for _, d := range r.PermissionDenials {
-		denials = append(denials, map[string]any{"tool_name": d.Tool, "tool_use_id": d.ToolUseID, "tool_input": d.Input})
+		wd := map[string]any{"tool_name": d.Tool, "tool_use_id": d.ToolUseID, "tool_input": d.Input}
+		if d.Subagent != nil {
+			wd["subagent"] = d.Subagent // sema's own: the child leg whose call it was
+		}
+		denials = append(denials, wd)
 	}
 	m := map[string]any{
 		"type": "result", "subtype": subtype, "is_error": isError,

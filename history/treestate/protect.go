@@ -74,6 +74,45 @@ func (w *walker) note(p string, typ fs.FileMode, top bool) {
 	w.prot[p] = e
 }
 
+// gitParts walks the parts of the protected .git directory g that make git run code —
+// its config file and its hooks — as a protected entry's contents, so that a change to
+// them is seen (and put back) even where no sandbox keeps g read-only. The rest of the
+// store (objects, refs, the index) is left out: it is large, and data.
+func (w *walker) gitParts(g string) {
+	if fi, err := w.t.cfg.Env.Lstat(w.ctx, g+"/config"); err == nil {
+		if fi.Mode.IsRegular() {
+			w.count++
+			w.files = append(w.files, g+"/config")
+			w.fprot = append(w.fprot, true)
+		} else {
+			w.note(g+"/config", fi.Mode.Type(), false)
+		}
+	}
+	hooks := g + "/hooks"
+	fi, err := w.t.cfg.Env.Lstat(w.ctx, hooks)
+	if err != nil {
+		return
+	}
+	w.note(hooks, fi.Mode.Type(), false)
+	if !fi.IsDir() {
+		return
+	}
+	ents, err := w.t.cfg.Env.ReadDir(w.ctx, hooks)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		p := join(hooks, e.Name)
+		if e.Type == 0 {
+			w.count++
+			w.files = append(w.files, p)
+			w.fprot = append(w.fprot, true)
+			continue
+		}
+		w.note(p, e.Type, false)
+	}
+}
+
 // spots looks for the Config.Spots below each root that the listing did not reach.
 func (w *walker) spots() error {
 	if w.t.cfg.Protected == nil {
@@ -133,8 +172,8 @@ func tops(prot map[string]pent) []Entry {
 // it holds; what was changed or removed is restored — directories and links from the
 // walk's word, files from the stage. next and d are updated to what is there after, and
 // the protected entries after are returned. A change that could not be put back stays
-// in d.Changes, so it is recorded like any other.
-func (t *Tree) revert(ctx context.Context, w *walker, next map[string]entry, d *Diff) map[string]pent {
+// in d.Changes, so it is recorded like any other; so does one keep reports.
+func (t *Tree) revert(ctx context.Context, w *walker, next map[string]entry, d *Diff, keep func(string) bool) map[string]pent {
 	old, cur := t.prot, w.prot
 	after := maps.Clone(cur)
 	var reverted, unreverted []string
@@ -151,7 +190,7 @@ func (t *Tree) revert(ctx context.Context, w *walker, next map[string]entry, d *
 	// Parents sort before what they hold, so a tree is removed once.
 	var removed []string
 	for _, p := range slices.Sorted(maps.Keys(cur)) {
-		if o, had := old[p]; had && o.same(cur[p]) || isRoot(p) || beneathAny(removed, p) {
+		if o, had := old[p]; had && o.same(cur[p]) || isRoot(p) || beneathAny(removed, p) || keep(p) {
 			continue
 		}
 		if err := t.removeAll(ctx, p); err != nil {
@@ -176,10 +215,12 @@ func (t *Tree) revert(ctx context.Context, w *walker, next map[string]entry, d *
 	}
 	// 2. Directories and links that were there before and are not now (or were replaced,
 	// and the replacement is gone): made again, parents first. A .git directory's
-	// contents were never walked, so it cannot be restored.
+	// contents were never walked, so it cannot be restored — nor its config and hooks
+	// alone, which would leave a broken repository.
+	var lost []string
 	for _, p := range slices.Sorted(maps.Keys(old)) {
 		o := old[p]
-		if c, has := after[p]; has && c.same(o) || o.kind == KindFile || isRoot(p) {
+		if c, has := after[p]; has && c.same(o) || o.kind == KindFile || isRoot(p) || keep(p) || beneathAny(lost, p) {
 			continue
 		}
 		if _, has := after[p]; has {
@@ -191,6 +232,7 @@ func (t *Tree) revert(ctx context.Context, w *walker, next map[string]entry, d *
 		case KindDir:
 			if o.opaque {
 				fail(p, errors.New("a removed .git directory cannot be restored: its contents are not kept"))
+				lost = append(lost, p)
 				continue
 			}
 			err = t.mkdirs(ctx, p, o.mode)
@@ -216,9 +258,13 @@ func (t *Tree) revert(ctx context.Context, w *walker, next map[string]entry, d *
 		if !c.Existed && beneathAny(removed, c.Path) {
 			continue // removed with its entry
 		}
-		if !next[c.Path].prot && !t.index[c.Path].prot {
+		if !next[c.Path].prot && !t.index[c.Path].prot || keep(c.Path) {
 			kept = append(kept, c)
 			continue
+		}
+		if beneathAny(lost, c.Path) {
+			delete(next, c.Path)
+			continue // gone with its repository
 		}
 		if !c.Existed {
 			if err := t.cfg.Env.Remove(ctx, c.Path); err != nil && !isGone(err) {

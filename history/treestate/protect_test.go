@@ -32,6 +32,7 @@ func seed(t *testing.T) string {
 	write(t, r+"/.envrc", "export A=1\n", 0o640)
 	write(t, r+"/.vscode/settings.json", "{}\n", 0o644)
 	write(t, r+"/sub/.git/HEAD", "ref: refs/heads/main\n", 0o644)
+	write(t, r+"/sub/.git/config", "[core]\n", 0o644)
 	write(t, r+"/.gitignore", "ignored/\n.config/\n", 0o644)
 	return r
 }
@@ -80,6 +81,12 @@ func TestSyncGuardedPutsProtectedEntriesBack(t *testing.T) {
 		{name: "init a nested repository", do: func(t *testing.T, r string) {
 			write(t, r+"/sub2/.git/hooks/pre-commit", "#!/bin/sh\n", 0o755)
 		}, revert: []string{"sub2/.git"}},
+		{name: "a hook in an existing repository", do: func(t *testing.T, r string) {
+			write(t, r+"/sub/.git/hooks/pre-commit", "#!/bin/sh\n", 0o755)
+		}, revert: []string{"sub/.git/hooks"}},
+		{name: "a repository's config", do: func(t *testing.T, r string) {
+			write(t, r+"/sub/.git/config", "[core]\n\tfsmonitor = touch /tmp/x\n", 0o644)
+		}, revert: []string{"sub/.git/config"}},
 		{name: "a link named .git", do: func(t *testing.T, r string) {
 			must(t, os.MkdirAll(r+"/sub3", 0o755))
 			must(t, os.Symlink("../sub", r+"/sub3/.git"))
@@ -145,7 +152,9 @@ func TestSyncGuardedPutsProtectedEntriesBack(t *testing.T) {
 				}
 				sync := tr.Sync
 				if guarded {
-					sync = tr.SyncGuarded
+					sync = func(ctx context.Context, rec treestate.RecordFunc) (treestate.Diff, error) {
+						return tr.SyncGuarded(ctx, rec, nil)
+					}
 				}
 				d, err := sync(ctx, rec)
 				if err != nil {
@@ -183,7 +192,7 @@ func TestSyncGuardedPutsProtectedEntriesBack(t *testing.T) {
 					t.Errorf("reverted changes were recorded: %v", recorded)
 				}
 				// The cache moved on to the tree as it is: the next walk finds nothing.
-				d, err = tr.SyncGuarded(ctx, rec)
+				d, err = tr.SyncGuarded(ctx, rec, nil)
 				if err != nil || len(d.Changes) != 0 || len(d.Reverted) != 0 {
 					t.Errorf("the walk after the revert: %+v, %v", d, err)
 				}
@@ -215,7 +224,7 @@ func TestSyncGuardedRecordsTheRest(t *testing.T) {
 	d, err = tr.SyncGuarded(ctx, func(_ context.Context, c treestate.Change, _ []byte) error {
 		recorded = append(recorded, strings.TrimPrefix(c.Path, r+"/"))
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +244,7 @@ func TestProtectedOnly(t *testing.T) {
 	}
 	write(t, r+"/a.txt", "changed\n", 0o644)
 	write(t, r+"/.envrc", "evil\n", 0o644)
-	d, err := tr.SyncGuarded(ctx, nil)
+	d, err := tr.SyncGuarded(ctx, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,5 +305,58 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A removed .git directory cannot be restored (its store is never kept), and is said so;
+// its config and hooks are not made again alone, which would leave a broken repository.
+func TestSyncGuardedCannotRestoreARepository(t *testing.T) {
+	r := seed(t)
+	write(t, r+"/sub/.git/hooks/pre-push", "#!/bin/sh\n", 0o755)
+	tr := treestate.New(treestate.Config{Env: env.NewHost(), Roots: []string{r}, Protected: protectedFunc})
+	ctx := context.Background()
+	if _, err := tr.Sync(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.RemoveAll(r+"/sub/.git"))
+	var recorded []string
+	d, err := tr.SyncGuarded(ctx, func(_ context.Context, c treestate.Change, _ []byte) error {
+		recorded = append(recorded, c.Path)
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rel(r, d.Unreverted), []string{"sub/.git"}) || d.RevertErr == nil || len(d.Reverted) != 0 {
+		t.Errorf("unreverted %v (%v), reverted %v", d.Unreverted, d.RevertErr, d.Reverted)
+	}
+	if _, err := os.Lstat(r + "/sub/.git"); !os.IsNotExist(err) {
+		t.Errorf("sub/.git was made again in part: %v", err)
+	}
+	if len(recorded) != 0 {
+		t.Errorf("parts of a .git directory were handed to file history: %v", recorded)
+	}
+}
+
+// What keep names stands, and is recorded: a protected write a person approved.
+func TestSyncGuardedKeeps(t *testing.T) {
+	r := seed(t)
+	tr := treestate.New(treestate.Config{Env: env.NewHost(), Roots: []string{r}, Protected: protectedFunc})
+	ctx := context.Background()
+	if _, err := tr.Sync(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r+"/.vscode/settings.json", `{"mine":1}`, 0o644)
+	write(t, r+"/.mcp.json", "{}", 0o644)
+	var recorded []string
+	d, err := tr.SyncGuarded(ctx, func(_ context.Context, c treestate.Change, _ []byte) error {
+		recorded = append(recorded, strings.TrimPrefix(c.Path, r+"/"))
+		return nil
+	}, func(p string) bool { return p == r+"/.vscode/settings.json" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(recorded, []string{".vscode/settings.json"}) || !slices.Equal(rel(r, d.Reverted), []string{".mcp.json"}) {
+		t.Errorf("recorded %v, reverted %v", recorded, rel(r, d.Reverted))
 	}
 }

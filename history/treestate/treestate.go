@@ -221,18 +221,24 @@ type RecordFunc func(ctx context.Context, c Change, preImage []byte) error
 // change. An error means the walk or the stage failed: the snapshot did not move on and
 // nothing was recorded. Errors of record are in Diff.RecordErr.
 func (t *Tree) Sync(ctx context.Context, record RecordFunc) (Diff, error) {
-	return t.sync(ctx, record, false)
+	return t.sync(ctx, record, nil)
 }
 
 // SyncGuarded is Sync, except that what changed in protected entries since the previous
 // Sync is put back instead of handed to record: a protected entry created since is
 // removed with everything in it, one changed or removed is restored from the stage (see
-// Diff.Reverted, Diff.Unreverted). The first Sync of a Tree puts nothing back.
-func (t *Tree) SyncGuarded(ctx context.Context, record RecordFunc) (Diff, error) {
-	return t.sync(ctx, record, true)
+// Diff.Reverted, Diff.Unreverted). keep, when set, names protected paths whose changes
+// stand (a write a person approved): a path for which it reports true is handed to
+// record like any other. The first Sync of a Tree puts nothing back.
+func (t *Tree) SyncGuarded(ctx context.Context, record RecordFunc, keep func(path string) bool) (Diff, error) {
+	if keep == nil {
+		keep = func(string) bool { return false }
+	}
+	return t.sync(ctx, record, keep)
 }
 
-func (t *Tree) sync(ctx context.Context, record RecordFunc, guard bool) (Diff, error) {
+// sync walks; keep, when set, guards: see SyncGuarded.
+func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bool) (Diff, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := time.Now()
@@ -340,10 +346,13 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, guard bool) (Diff, e
 		d.Changes = nil
 	}
 	prot := w.prot
-	if guard && t.primed {
-		prot = t.revert(ctx, &w, next, &d)
+	if keep != nil && t.primed {
+		prot = t.revert(ctx, &w, next, &d, keep)
 	}
 	d.Protected = tops(prot)
+	// A repository's config and hooks are watched for the guard, never recorded: file
+	// history keeps no part of a .git directory, whose rest it does not see.
+	d.Changes = slices.DeleteFunc(d.Changes, func(c Change) bool { return strings.Contains(c.Path, "/.git/") })
 	var errs []error
 	if record != nil {
 		for _, c := range d.Changes {
@@ -515,7 +524,12 @@ func (w *walker) dir(d string, ign files.IgnoreMatcher, inProt bool) error {
 			w.note(p, e.Type, false)
 		}
 		if e.Name == ".git" && e.Type != 0 {
-			continue // a repository's store: never walked (a .git file, a worktree's link, is)
+			// A repository's store is not walked (a .git file, a worktree's link, is), but
+			// for the parts that make git run code, when it is protected.
+			if prot && e.Type.IsDir() {
+				w.gitParts(p)
+			}
+			continue
 		}
 		switch {
 		case e.Type.IsDir():
