@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,14 +28,26 @@ func TestGitDiffNoIndexReadBoundary(t *testing.T) {
 	spellings := []string{
 		"git diff --no-index " + out + " a.txt",
 		"git diff --no-index -- " + out + " a.txt",
-		"git diff --no-index --stat a.txt " + out,
+		"git diff --no-index -U1 a.txt " + out,
 		"git --no-pager diff --no-index " + out + " a.txt",
 		"git -C src diff --no-index " + rel + " ../a.txt",
 		"git -C src --no-pager diff --no-index -- ../a.txt " + rel,
 		"git diff " + out + " a.txt",                 // no --no-index: git compares files outside the repository anyway
-		"git diff --stat -- a.txt " + out,            // the same after leading options
-		"sudo git diff --no-index " + out + " a.txt", // behind a wrapper
+		"git diff -U0 -- a.txt " + out,               // the same after leading options
+		"nice git diff --no-index " + out + " a.txt", // behind a wrapper
 		"bash -c 'git diff --no-index " + out + " a.txt'",
+	}
+	// Calibration: each spelling, run, really prints the outside file.
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skipf("git is not installed, so the spellings cannot be calibrated: %v", err)
+	}
+	for _, cmd := range spellings {
+		c := exec.Command("bash", "-c", cmd)
+		c.Dir = l.root
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + l.home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+		if b, _ := c.CombinedOutput(); !strings.Contains(string(b), "secret") {
+			t.Fatalf("uncalibrated: %q does not read %s when run:\n%s", cmd, out, b)
+		}
 	}
 	allowBash := mustRules(t, []string{"Bash"}, nil, nil)
 	for _, sandboxed := range []bool{false, true} {
