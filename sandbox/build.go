@@ -140,9 +140,45 @@ func ForFence(f *fence.Fence, o Options) Policy {
 	}
 	p.hideable = append(p.hideable, placesOf(expand(o.Hidden, home))...)
 	p.home = home
+	p.goModCache, p.goProxy = m.goModCache, getenv("GOPROXY")
 	p.sockets = resolved(expand(o.Sockets, ""))
 	p.refresh()
 	return p
+}
+
+// PrivateCaches is p for a kernel that cannot lay a private write layer over the caches
+// (no overlay filesystem): the caches become read-only, and the commands get the
+// environment that points the toolchains that can be pointed elsewhere — Go's build and
+// module caches, npm's, pnpm's, pip's and yarn's — at private caches in the leg's layer
+// directory. Go fetches the modules the shared cache holds from it through a file
+// proxy, so a build that needs no download still needs no network. The other caches
+// (cargo's, Maven's, Gradle's) are read-only: a build that must write them fails, and
+// Options.SharedCaches is the way to let it. Without caches or a layer directory, p is
+// returned as it is.
+func (p Policy) PrivateCaches() (Policy, []string) {
+	if len(p.Caches) == 0 || p.CacheLayer == "" {
+		return p, nil
+	}
+	layer := p.CacheLayer
+	p.Read = outermost(append(slices.Clip(p.Read), p.Caches...), p.Write)
+	p.Caches, p.CacheLayer = nil, ""
+	p.Write = append(slices.Clip(p.Write), layer)
+	env := []string{
+		"GOCACHE=" + filepath.Join(layer, "go-build"),
+		"GOMODCACHE=" + filepath.Join(layer, "go-mod"),
+		"npm_config_cache=" + filepath.Join(layer, "npm"),
+		"npm_config_store_dir=" + filepath.Join(layer, "pnpm-store"),
+		"PIP_CACHE_DIR=" + filepath.Join(layer, "pip"),
+		"YARN_CACHE_FOLDER=" + filepath.Join(layer, "yarn"),
+	}
+	if p.goModCache != "" {
+		proxy := p.goProxy
+		if proxy == "" {
+			proxy = "https://proxy.golang.org,direct"
+		}
+		env = append(env, "GOPROXY=file://"+filepath.Join(p.goModCache, "cache", "download")+","+proxy)
+	}
+	return p, env
 }
 
 // refresh draws Hidden and Sockets from what exists now. A hidden place needs hiding
@@ -206,6 +242,7 @@ func (p *Policy) refresh() {
 type machine struct {
 	read, caches, devices []string
 	credentials           []place
+	goModCache            string
 	// spelled are the credential stores as listed, before resolution.
 	spelled map[string]bool
 }
@@ -270,6 +307,9 @@ func machineFor(home string, getenv func(string) string) *machine {
 		caches:  existing(resolved(tcCaches)),
 		devices: existing(append([]string(nil), systemDevices...)),
 		spelled: map[string]bool{},
+	}
+	if mc := resolved([]string{goModCache(home, getenv)}); len(mc) == 1 {
+		m.goModCache = mc[0]
 	}
 	stores := fence.CredentialPaths(home, getenv("XDG_RUNTIME_DIR"), nil)
 	for _, s := range stores {

@@ -20,9 +20,10 @@ import (
 // binary that links the shell tools (the sema command, an embedding program, a test
 // binary) can confine its own commands without a separate executable.
 //
-// In the helper, on one locked thread: make every mount private (nothing done here can
-// reach the machine's mounts), hide the Hidden paths under empty read-only mounts, bind
-// the ReadOnly paths read-only, bring loopback up in a fresh network namespace, drop the
+// In the helper, on one locked thread: build the command's view of the filesystem in
+// its mount namespace (view_linux.go: a new root holding only what the policy grants,
+// hidden and read-only places inside it, a private /dev, /proc and /tmp) and pivot into
+// it, find the program there, bring loopback up in a fresh network namespace, drop the
 // capabilities a user namespace lent, restrict the thread with Landlock, then exec the
 // command from the same thread. A failure at any step ends the helper with exit status
 // HelperFailed and a line on stderr: the command never runs unconfined.
@@ -63,10 +64,6 @@ func confineAndExec(spec, ns string, argv []string) error {
 	if len(argv) == 0 {
 		return errors.New("no command")
 	}
-	prog, err := exec.LookPath(argv[0])
-	if err != nil {
-		return err
-	}
 	// The environment says which namespaces the helper was started in, and which its
 	// starter was in; the kernel must agree that they differ, or the mounts below would
 	// change the machine's own.
@@ -77,12 +74,19 @@ func confineAndExec(spec, ns string, argv []string) error {
 			return fmt.Errorf("not in a %s namespace of its own", kind)
 		}
 	}
+	var view viewResult
 	if mountNS {
-		if err := shapeMounts(&p); err != nil {
+		var err error
+		if view, err = buildView(&p, os.Getpid() == 1); err != nil {
 			return err
 		}
-	} else if len(p.Hidden) > 0 || len(p.ReadOnly) > 0 {
-		return errors.New("hidden and read-only paths need a mount namespace")
+	} else if len(p.Hidden) > 0 || len(p.ReadOnly) > 0 || len(p.Caches) > 0 {
+		return errors.New("hidden and read-only paths and cache layers need a mount namespace")
+	}
+	// The program is found in the view, where it will run.
+	prog, err := exec.LookPath(argv[0])
+	if err != nil {
+		return err
 	}
 	if netNS {
 		if err := loopbackUp(); err != nil {
@@ -106,7 +110,7 @@ func confineAndExec(spec, ns string, argv []string) error {
 		for _, path := range paths {
 			fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 			if err != nil {
-				continue // gone since the policy was made: nothing to grant
+				continue // gone since the policy was made, or not in the view: nothing to grant
 			}
 			var st unix.Stat_t
 			err = unix.Fstat(fd, &st)
@@ -120,10 +124,11 @@ func confineAndExec(spec, ns string, argv []string) error {
 		}
 		return nil
 	}
-	if err := grant(p.Read, readRights); err != nil {
+	if err := grant(append(p.Read, view.read...), readRights); err != nil {
 		return err
 	}
-	if err := grant(p.Write, all); err != nil {
+	// A cache is written in its private layer, through the overlay at its path.
+	if err := grant(append(p.Write, view.write...), all); err != nil {
 		return err
 	}
 	if err := grant(p.Devices, readRights|unix.LANDLOCK_ACCESS_FS_WRITE_FILE|fsTruncate|fsIoctlDev); err != nil {
@@ -172,51 +177,6 @@ func parseNS(s string) map[string]uint64 {
 	return out
 }
 
-// shapeMounts makes this namespace's mounts private, then hides and binds read-only what
-// the policy says. Each target is opened without following a symbolic link in any
-// component and mounted on through its descriptor, so a path swapped for a link after the
-// policy was made cannot turn the mount onto another place.
-func shapeMounts(p *Policy) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("making mounts private: %w", err)
-	}
-	for _, path := range p.Hidden {
-		if err := hideAt(path); err != nil {
-			return fmt.Errorf("hiding %s: %w", path, err)
-		}
-	}
-	for _, path := range p.ReadOnly {
-		if err := bindReadOnlyAt(path); err != nil {
-			return fmt.Errorf("making %s read-only: %w", path, err)
-		}
-	}
-	return nil
-}
-
-// onPath opens path (O_PATH, no symbolic link anywhere) and calls do with the
-// /proc/self/fd name of the descriptor. A path that no longer exists is skipped.
-func onPath(path string, do func(target string, dir bool) error) error {
-	fd, err := openNoLinks(path)
-	if errors.Is(err, unix.ENOENT) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return do(fdPath(fd), true)
-	case unix.S_IFREG:
-		return do(fdPath(fd), false)
-	}
-	return nil // a socket, a device: not a place content is kept
-}
-
 func openNoLinks(path string) (int, error) {
 	return unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
@@ -225,61 +185,6 @@ func openNoLinks(path string) (int, error) {
 }
 
 func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
-
-// hideAt hides path: an empty read-only tmpfs over a directory, an empty read-only file
-// (/dev/null, bound) over a file.
-func hideAt(path string) error {
-	return onPath(path, func(target string, dir bool) error {
-		if dir {
-			return unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
-		}
-		if err := unix.Mount("/dev/null", target, "", unix.MS_BIND, ""); err != nil {
-			return err
-		}
-		return remountReadOnlyAt(path)
-	})
-}
-
-// bindReadOnlyAt binds path onto itself and makes the new mount read-only.
-func bindReadOnlyAt(path string) error {
-	return onPath(path, func(target string, _ bool) error {
-		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return err
-		}
-		return remountReadOnlyAt(path)
-	})
-}
-
-// remountReadOnlyAt opens path again — the descriptor used to mount still names what the
-// new mount covers, a fresh lookup reaches the new mount — and makes that mount read-only.
-func remountReadOnlyAt(path string) error {
-	fd, err := openNoLinks(path)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return remountReadOnly(fdPath(fd))
-}
-
-// remountReadOnly makes the bind mount at target read-only, keeping the flags the kernel
-// may lock in a user namespace (nosuid, nodev, noexec, the atime flags).
-func remountReadOnly(target string) error {
-	var sfs unix.Statfs_t
-	if err := unix.Statfs(target, &sfs); err != nil {
-		return err
-	}
-	keep := uintptr(sfs.Flags) & (unix.ST_NOSUID | unix.ST_NODEV | unix.ST_NOEXEC | unix.ST_NOATIME | unix.ST_NODIRATIME | unix.ST_RELATIME)
-	var flags uintptr
-	for _, m := range [][2]uintptr{
-		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
-		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
-	} {
-		if keep&m[0] != 0 {
-			flags |= m[1]
-		}
-	}
-	return unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, "")
-}
 
 // loopbackUp brings up the loopback interface of a fresh network namespace, so a command
 // can still talk to servers it starts itself.

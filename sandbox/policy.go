@@ -51,6 +51,9 @@ type Policy struct {
 	hideable []place
 	// home is the home directory the credential stores are relative to.
 	home string
+	// goModCache is the go command's module cache and goProxy its GOPROXY, for
+	// PrivateCaches.
+	goModCache, goProxy string
 	// sockets are Options.Sockets, resolved: those that are sockets when a command
 	// starts are granted.
 	sockets []string
@@ -150,11 +153,7 @@ func Toolchain(home string, getenv func(string) string) (read, caches []string) 
 		}
 	}
 	if goCaches[1] == "" {
-		if gopath != "" {
-			goCaches[1] = filepath.Join(filepath.SplitList(gopath)[0], "pkg", "mod")
-		} else {
-			goCaches[1] = abs("go/pkg/mod")
-		}
+		goCaches[1] = goModCache(home, getenv)
 	}
 	for _, k := range []string{"npm_config_cache", "PIP_CACHE_DIR", "YARN_CACHE_FOLDER"} {
 		caches = append(caches, getenv(k))
@@ -203,6 +202,21 @@ func Toolchain(home string, getenv func(string) string) (read, caches []string) 
 		}
 	}
 	return compact(read), compact(caches)
+}
+
+// goModCache is where the go command keeps modules: GOMODCACHE, else the first GOPATH's
+// pkg/mod, else ~/go/pkg/mod ("" without a home).
+func goModCache(home string, getenv func(string) string) string {
+	if c := getenv("GOMODCACHE"); c != "" {
+		return c
+	}
+	if gopath := getenv("GOPATH"); gopath != "" {
+		return filepath.Join(filepath.SplitList(gopath)[0], "pkg", "mod")
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, "go", "pkg", "mod")
 }
 
 // goInstalled reports whether a go command is on path.

@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +24,13 @@ type Kernel struct {
 	// MountNamespace and NetworkNamespace report that the helper could be started in
 	// namespaces of its own (unprivileged user namespaces, or root).
 	MountNamespace, NetworkNamespace bool
+	// PIDNamespace reports that the helper can be the first process of a PID namespace
+	// of its own, with a /proc of that namespace: a command sees only the processes it
+	// started.
+	PIDNamespace bool
+	// Overlay reports that the helper can lay a private write layer (an overlay mount)
+	// over a shared cache (Policy.Caches); without it a policy must not list caches.
+	Overlay bool
 	// Reason says what is missing, when something is.
 	Reason string
 }
@@ -65,17 +74,66 @@ func probe() Kernel {
 		}
 		return nil
 	}
-	if err := try(env.Isolation{Mount: true, Network: true}); err == nil {
+	switch {
+	case try(env.Isolation{Mount: true, Network: true}) == nil:
 		k.MountNamespace, k.NetworkNamespace = true, true
-		return k
-	}
-	if err := try(env.Isolation{Mount: true}); err == nil {
+	case try(env.Isolation{Mount: true}) == nil:
 		k.MountNamespace = true
 		k.Reason = "no network namespace could be made: with the network off, only TCP is blocked (Landlock)"
+	default:
+		k.Reason = "no mount namespace could be made (unprivileged user namespaces are off): protected and hidden paths inside the roots are not enforced by the kernel"
 		return k
 	}
-	k.Reason = "no mount namespace could be made (unprivileged user namespaces are off): protected and hidden paths inside the roots are not enforced by the kernel"
+	k.PIDNamespace, k.Overlay = probeHelper(k)
 	return k
+}
+
+// probeHelper runs the helper itself, once, in a PID namespace with a cache layered over
+// a cache of its own: the PID namespace holds when the command's /proc does not show
+// this process (the helper mounted that namespace's own), the overlay when the helper
+// started the command at all. Each is tried alone when both together fail.
+func probeHelper(k Kernel) (pid, overlay bool) {
+	dir, err := os.MkdirTemp("", "sema-probe-")
+	if err != nil {
+		return false, false
+	}
+	defer os.RemoveAll(dir)
+	cache, layer := filepath.Join(dir, "cache"), filepath.Join(dir, "layer")
+	if os.Mkdir(cache, 0o700) != nil {
+		return false, false
+	}
+	run := func(pidNS, caches bool) int {
+		p := Policy{Read: existing(resolved(systemReadable)), Network: true}
+		if caches {
+			p.Caches, p.CacheLayer = []string{cache}, layer
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var out bytes.Buffer
+		req, err := wrap(env.ExecRequest{Argv: []string{"sh", "-c", "test ! -d /proc/" + strconv.Itoa(os.Getpid())}, Dir: "/", Stdout: &out, Stderr: &out},
+			p, env.Isolation{Mount: true, Network: k.NetworkNamespace, PID: pidNS})
+		if err != nil {
+			return -1
+		}
+		pr, err := (&env.Host{}).Start(ctx, req)
+		if err != nil {
+			return -1
+		}
+		st, err := pr.Wait()
+		pr.Close()
+		if err != nil {
+			return -1
+		}
+		return st.Code
+	}
+	switch run(true, true) {
+	case 0:
+		return true, true
+	case 1:
+		return false, true // the helper ran it, but not as the first of a namespace
+	}
+	pidCode, cacheCode := run(true, false), run(false, true)
+	return pidCode == 0, cacheCode == 0 || cacheCode == 1
 }
 
 // Available reports whether commands can be confined at all.
@@ -90,7 +148,7 @@ func (k Kernel) Wrap(req env.ExecRequest, p Policy) (env.ExecRequest, error) {
 	if !k.Available() {
 		return req, fmt.Errorf("sandbox: %s", k.Reason)
 	}
-	iso := env.Isolation{Mount: k.MountNamespace, Network: !p.Network && k.NetworkNamespace}
+	iso := env.Isolation{Mount: k.MountNamespace, Network: !p.Network && k.NetworkNamespace, PID: k.PIDNamespace && k.MountNamespace}
 	if !iso.Mount {
 		p.Hidden, p.ReadOnly = nil, nil
 	}

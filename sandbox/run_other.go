@@ -16,6 +16,9 @@ type Kernel struct {
 	// MountNamespace and NetworkNamespace report namespaces the helper could be
 	// started in; always false on this platform.
 	MountNamespace, NetworkNamespace bool
+	// PIDNamespace and Overlay report a PID namespace of the command's own and private
+	// layers over shared caches; always false on this platform.
+	PIDNamespace, Overlay bool
 	// Reason says what is missing: here, that the sandbox is Linux-only.
 	Reason string
 }

@@ -1,0 +1,965 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The view is the filesystem a confined command sees: a new root holding only what the
+// policy grants, each at its own path, made in the helper's mount namespace and then made
+// the root with pivot_root. Landlock decides what may be done to a path; the view decides
+// what is there at all, which closes what Landlock does not mediate:
+//
+//   - a unix socket is reached by connect() whatever Landlock says, and through a
+//     read-only bind as well. Read trees are therefore read-only overlays (with an empty
+//     second layer, since overlayfs wants two lower layers without an upper one): an
+//     overlay shows its own inode for a socket file, which no listener is bound to, so
+//     connect() is refused. Only sockets in the Write trees (binds of the real tree), in
+//     the private temp directory and those a setting grants by path are reachable;
+//   - chmod, chown, utime and setxattr are not Landlock rights: everything outside the
+//     Write trees is on a read-only mount, where they fail with EROFS; what is not
+//     granted is not there;
+//   - the runtime directories (/run, /var/run, /var/tmp, /tmp) where daemons, databases
+//     and agents keep their sockets are empty (or, for /tmp, the private temp directory);
+//   - /dev holds only the granted devices and a devpts instance of its own: a command
+//     makes its own ptys and reaches no other terminal's;
+//   - /proc is a fresh mount of the command's own PID namespace when the helper is its
+//     first process, else the machine's, read-only.
+//
+// The view is built before pivot_root, from the machine's paths; every mount point is
+// reached from the view's root without following a symbolic link, every mount is made
+// from a descriptor (open_tree, fsmount, move_mount).
+
+// viewKind is what a placement puts at its path.
+type viewKind int
+
+const (
+	viewRead   viewKind = iota // a Read tree: read-only overlay (a directory) or bind (a file)
+	viewPseudo                 // a kernel filesystem beneath a Read tree: read-only recursive bind
+	viewMask                   // an empty tmpfs over a runtime directory
+	viewDev                    // the private /dev
+	viewProc                   // /proc
+	viewTmp                    // the private temp directory at /tmp
+	viewWrite                  // a Write tree: read-write recursive bind
+	viewCache                  // a shared cache: an overlay whose upper layer is private
+	viewSocket                 // a socket granted by path: a bind of the socket file
+	viewFile                   // a file the system needs (resolv.conf's target): read-only bind
+	viewRoot                   // the view's root, kept only as the container of everything
+)
+
+// viewRank orders placements at the same path: the higher rank is made, the other
+// dropped (a cache over a Write tree at the same path is a cache).
+var viewRank = map[viewKind]int{
+	viewRead: 1, viewPseudo: 1, viewMask: 2, viewDev: 3, viewProc: 3, viewTmp: 4, viewWrite: 5,
+	viewSocket: 6, viewFile: 6, viewCache: 7,
+}
+
+type placement struct {
+	path string
+	kind viewKind
+	src  string // the machine's path mounted there; "" for made filesystems
+}
+
+// runtimeDirs are where daemons, databases and agents keep their sockets: a Read tree
+// holding one shows it empty.
+var runtimeDirs = []string{"/run", "/var/run", "/var/tmp"}
+
+// viewResult is what the view adds to the Landlock grants: its own places, at their
+// view paths.
+type viewResult struct {
+	read, write []string
+}
+
+type view struct {
+	p      *Policy
+	root   int  // the view's root mount (O_PATH)
+	made   bool // the root is a tmpfs the view made (not a copy of the machine's root)
+	userNS bool // the helper is in a user namespace (overlayfs needs userxattr)
+	empty  int  // an empty directory: the second lower layer of read-only overlays
+	done   []placement
+	// created are the directories the view made in a tmpfs of its own, and the roots of
+	// those tmpfs: the places whose machine counterpart may hold symbolic links the view
+	// must have too.
+	created []string
+	// tmpfs are the tmpfs mounts the view made (root, masks, /dev): read-only once filled.
+	tmpfs []int
+	// pseudo are the paths bound recursively: what lies beneath came along.
+	pseudo []string
+	res    viewResult
+}
+
+// buildView makes the command's view and makes it the root; the working directory is
+// entered again inside it. Nothing of the machine's mounts is changed: the helper is in
+// a mount namespace of its own, whose mounts it first makes private.
+func buildView(p *Policy, pidOne bool) (res viewResult, err error) {
+	cwd, err := unix.Getwd()
+	if err != nil {
+		return res, fmt.Errorf("reading the working directory: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return res, fmt.Errorf("making mounts private: %w", err)
+	}
+	v := &view{p: p, root: -1, empty: -1, userNS: inUserNamespace()}
+	plan, writeOpen, readOpen := planView(p, hostMounts())
+	if err := v.makeRoot(writeOpen, readOpen); err != nil {
+		return res, fmt.Errorf("making the view's root: %w", err)
+	}
+	for _, pl := range plan {
+		if (pl.kind == viewRead || pl.kind == viewPseudo) && beneathAny(v.pseudo, pl.path) {
+			continue // came with a recursive bind
+		}
+		if err := v.place(pl, pidOne, writeOpen); err != nil {
+			return res, fmt.Errorf("placing %s in the view: %w", pl.path, err)
+		}
+	}
+	if err := v.resolvConf(); err != nil {
+		return res, fmt.Errorf("placing resolv.conf's target in the view: %w", err)
+	}
+	v.links()
+	for _, path := range p.Hidden {
+		if err := v.hide(path); err != nil {
+			return res, fmt.Errorf("hiding %s: %w", path, err)
+		}
+	}
+	for _, path := range p.ReadOnly {
+		if err := v.readOnly(path); err != nil {
+			return res, fmt.Errorf("making %s read-only: %w", path, err)
+		}
+	}
+	for _, fd := range v.tmpfs {
+		if err := setReadOnly(fd, false); err != nil {
+			return res, fmt.Errorf("making the view's directories read-only: %w", err)
+		}
+	}
+	if err := v.pivot(cwd); err != nil {
+		return res, err
+	}
+	return v.res, nil
+}
+
+// planView lists what goes where, parents before children. writeOpen: the root is the
+// machine's, writable ("/" is a Write tree); readOpen: the root is the machine's,
+// read-only ("/" is a Read tree).
+func planView(p *Policy, mounts []hostMount) (plan []placement, writeOpen, readOpen bool) {
+	writeOpen = slices.Contains(p.Write, "/")
+	readOpen = !writeOpen && slices.Contains(p.Read, "/")
+	inWrite := func(x string) bool { return beneathAny(p.Write, x) }
+	inRead := func(x string) bool { return beneathAny(p.Read, x) }
+	add := func(path string, kind viewKind, src string) {
+		plan = append(plan, placement{path: path, kind: kind, src: src})
+	}
+	add("/dev", viewDev, "")
+	add("/proc", viewProc, "")
+	var covered []string // places whose content is not the machine's tree beneath them
+	covered = append(covered, "/dev", "/proc")
+	if !writeOpen {
+		for _, m := range runtimeDirs {
+			if inRead(m) && !inWrite(m) && isDir(m) {
+				add(m, viewMask, "")
+				covered = append(covered, m)
+			}
+		}
+		switch {
+		case inWrite("/tmp"):
+		case p.TempDir != "":
+			add("/tmp", viewTmp, p.TempDir)
+			covered = append(covered, "/tmp")
+		case inRead("/tmp"):
+			add("/tmp", viewMask, "")
+			covered = append(covered, "/tmp")
+		}
+		for _, r := range p.Read {
+			switch {
+			case r == "/" || within("/proc", r) || r == "/dev":
+			case within("/dev", r):
+				add(r, viewPseudo, r)
+			case slices.Contains(runtimeDirs, r) || r == "/tmp":
+				// masked above
+			default:
+				add(r, viewRead, r)
+			}
+		}
+	}
+	for _, w := range p.Write {
+		if w != "/" && !within("/proc", w) {
+			add(w, viewWrite, w)
+		}
+	}
+	covered = append(covered, p.Write...)
+	for _, d := range p.Devices {
+		if !within("/dev", d) && !inWrite(d) {
+			add(d, viewWrite, d)
+		}
+	}
+	for _, c := range p.Caches {
+		add(c, viewCache, c)
+		covered = append(covered, c)
+	}
+	for _, s := range p.Sockets {
+		if !inWrite(s) {
+			add(s, viewSocket, s)
+		}
+	}
+	// What is mounted beneath a Read tree on the machine is not in its overlay (overlayfs
+	// does not cross mounts): each such mount is placed too, unless something else covers
+	// it.
+	if !writeOpen {
+		for _, m := range mounts {
+			if m.path == "/" || !inRead(m.path) || slices.Contains(p.Read, m.path) || beneathAny(covered, m.path) {
+				continue
+			}
+			kind := viewRead
+			if m.pseudo {
+				kind = viewPseudo
+			}
+			add(m.path, kind, m.path)
+		}
+	}
+	// Parents first (a path sorts after every prefix of it); at one path, the highest
+	// rank alone.
+	slices.SortStableFunc(plan, func(a, b placement) int { return strings.Compare(a.path, b.path) })
+	out := plan[:0]
+	for _, pl := range plan {
+		if n := len(out); n > 0 && out[n-1].path == pl.path {
+			if viewRank[pl.kind] > viewRank[out[n-1].kind] {
+				out[n-1] = pl
+			}
+			continue
+		}
+		out = append(out, pl)
+	}
+	return out, writeOpen, readOpen
+}
+
+// makeRoot makes the view's root and attaches it over the machine's root, where it is
+// reached through its descriptor only until pivot_root: a tmpfs of its own, or under an
+// open face the machine's root itself (read-only overlay, or a writable copy).
+func (v *view) makeRoot(writeOpen, readOpen bool) error {
+	var err error
+	if v.empty, err = newTmpfs("mode=0555,size=4k", unix.MOUNT_ATTR_RDONLY); err != nil {
+		return err
+	}
+	switch {
+	case writeOpen:
+		v.root, err = cloneAt(unix.AT_FDCWD, "/", true, false)
+	case readOpen:
+		var fd int
+		if fd, err = openFollow("/"); err == nil {
+			v.root, err = v.readOverlay(fd)
+			unix.Close(fd)
+		}
+	default:
+		v.root, err = newTmpfs("mode=0755,size=1m", 0)
+		v.made = true
+	}
+	if err != nil {
+		return err
+	}
+	if v.made {
+		v.tmpfs = append(v.tmpfs, v.root)
+		v.created = append(v.created, "/")
+	}
+	return unix.MoveMount(v.root, "", unix.AT_FDCWD, "/", unix.MOVE_MOUNT_F_EMPTY_PATH)
+}
+
+// place makes one placement.
+func (v *view) place(pl placement, pidOne, writeOpen bool) error {
+	var (
+		tree int
+		dir  = true
+		err  error
+	)
+	switch pl.kind {
+	case viewDev:
+		return v.makeDev()
+	case viewProc:
+		return v.makeProc(pidOne, writeOpen)
+	case viewMask:
+		if tree, err = newTmpfs("mode=0755,size=64k", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil {
+			return err
+		}
+		if err := v.attach(tree, pl.path, true); err != nil {
+			return err
+		}
+		v.tmpfs = append(v.tmpfs, tree)
+		v.created = append(v.created, pl.path)
+		v.done = append(v.done, pl)
+		return nil
+	case viewCache:
+		tree, err = v.cacheOverlay(pl.src)
+	default:
+		var src int
+		if src, err = openFollow(pl.src); errors.Is(err, unix.ENOENT) {
+			return nil // gone since the policy was made: nothing to place
+		} else if err != nil {
+			return err
+		}
+		defer unix.Close(src)
+		var st unix.Stat_t
+		if err := unix.Fstat(src, &st); err != nil {
+			return err
+		}
+		mode := st.Mode & unix.S_IFMT
+		dir = mode == unix.S_IFDIR
+		switch pl.kind {
+		case viewRead:
+			switch {
+			case mode == unix.S_IFSOCK:
+				return nil // a socket in a Read tree is not reachable
+			case dir && isPseudo(src):
+				pl.kind = viewPseudo
+				tree, err = cloneAt(src, "", true, true)
+			case dir:
+				tree, err = v.readOverlay(src)
+			default:
+				tree, err = cloneAt(src, "", false, true)
+			}
+		case viewPseudo, viewFile:
+			tree, err = cloneAt(src, "", dir, true)
+		case viewSocket:
+			if mode != unix.S_IFSOCK {
+				return fmt.Errorf("%s is granted as a socket but is not one", pl.src)
+			}
+			tree, err = cloneAt(src, "", false, false)
+		default: // viewWrite, viewTmp
+			tree, err = cloneAt(src, "", dir, false)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := v.attach(tree, pl.path, dir); err != nil {
+		return err
+	}
+	unix.Close(tree)
+	switch pl.kind {
+	case viewPseudo:
+		v.pseudo = append(v.pseudo, pl.path)
+	case viewCache:
+		v.res.write = append(v.res.write, pl.path)
+	}
+	v.done = append(v.done, pl)
+	return nil
+}
+
+// attach mounts tree at path in the view, making the mount point (a directory, or an
+// empty file for a file) where the view may make it.
+func (v *view) attach(tree int, path string, dir bool) error {
+	var at int
+	var err error
+	if dir {
+		at, err = v.mkdirs(path)
+	} else {
+		at, err = v.mkfile(path)
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(at)
+	return unix.MoveMount(tree, "", at, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+}
+
+// open opens path in the view (O_PATH) without following a symbolic link in any
+// component: a trailing link is opened itself.
+func (v *view) open(path string) (int, error) {
+	rel := strings.TrimPrefix(path, "/")
+	if rel == "" {
+		rel = "."
+	}
+	return unix.Openat2(v.root, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH,
+	})
+}
+
+// container is the placement path lies in (the deepest one made), nil for the root.
+func (v *view) container(path string) *placement {
+	var best *placement
+	for i := range v.done {
+		if within(v.done[i].path, path) && (best == nil || len(v.done[i].path) > len(best.path)) {
+			best = &v.done[i]
+		}
+	}
+	return best
+}
+
+// creatable reports whether the view may make entries in the directory at path: in the
+// tmpfs it made, and in the private temp directory at /tmp, where the mount points of
+// granted places beneath the machine's /tmp are made (they stay, as empty directories,
+// in the temp directory).
+func (v *view) creatable(path string) (ok, tmp bool) {
+	c := v.container(path)
+	if c == nil {
+		return v.made, false
+	}
+	switch c.kind {
+	case viewMask, viewDev:
+		return true, false
+	case viewTmp:
+		return true, true
+	}
+	return false, false
+}
+
+// mkdirs returns the directory at path in the view, making it and its parents where the
+// view may.
+func (v *view) mkdirs(path string) (int, error) {
+	fd, err := v.open(path)
+	if err == nil {
+		if isDirFD(fd) {
+			return fd, nil
+		}
+		unix.Close(fd)
+		err = unix.ENOTDIR
+	}
+	ok, tmp := v.creatable(path)
+	if path == "/" || !ok || !(errors.Is(err, unix.ENOENT) || tmp && (errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP))) {
+		return -1, err
+	}
+	parent, perr := v.mkdirs(filepath.Dir(path))
+	if perr != nil {
+		return -1, perr
+	}
+	defer unix.Close(parent)
+	base := filepath.Base(path)
+	if tmp && !errors.Is(err, unix.ENOENT) {
+		// A command replaced a mount point in its temp directory with something else:
+		// put the directory back.
+		unix.Unlinkat(parent, base, 0)
+	}
+	if err := unix.Mkdirat(parent, base, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, err
+	}
+	if !tmp {
+		v.created = append(v.created, path)
+	}
+	return v.open(path)
+}
+
+// mkfile returns the file at path in the view, making an empty one (a mount point)
+// where the view may.
+func (v *view) mkfile(path string) (int, error) {
+	fd, err := v.open(path)
+	if err == nil || !errors.Is(err, unix.ENOENT) {
+		return fd, err
+	}
+	if ok, _ := v.creatable(path); !ok {
+		return -1, err
+	}
+	parent, err := v.mkdirs(filepath.Dir(path))
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(parent)
+	f, err := unix.Openat(parent, filepath.Base(path), unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o444)
+	if err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, err
+	}
+	if err == nil {
+		unix.Close(f)
+	}
+	return v.open(path)
+}
+
+// makeDev makes the private /dev: a tmpfs holding the granted devices (each a bind of
+// the machine's), a devpts instance of its own at /dev/pts with /dev/ptmx pointing into
+// it, the /proc/self/fd links, and a private writable /dev/shm.
+func (v *view) makeDev() error {
+	dev, err := newTmpfs("mode=0755,size=64k", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return err
+	}
+	if err := v.attach(dev, "/dev", true); err != nil {
+		return err
+	}
+	v.tmpfs = append(v.tmpfs, dev)
+	v.created = append(v.created, "/dev")
+	v.done = append(v.done, placement{path: "/dev", kind: viewDev})
+	pts := false
+	for _, d := range v.p.Devices {
+		switch {
+		case d == "/dev/ptmx" || within("/dev/pts", d):
+			pts = true
+			continue
+		case !within("/dev", d) || d == "/dev":
+			continue
+		}
+		src, err := openFollow(d)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		dir := isDirFD(src)
+		tree, err := cloneAt(src, "", dir, false)
+		unix.Close(src)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+		err = v.attach(tree, d, dir)
+		unix.Close(tree)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	links := [][2]string{{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}}
+	if pts {
+		fs, err := newFS("devpts", [][2]string{{"newinstance", ""}, {"ptmxmode", "0666"}, {"mode", "0620"}}, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
+		if err != nil {
+			return fmt.Errorf("devpts: %w", err)
+		}
+		err = v.attach(fs, "/dev/pts", true)
+		unix.Close(fs)
+		if err != nil {
+			return err
+		}
+		links = append(links, [2]string{"pts/ptmx", "ptmx"})
+	}
+	for _, l := range links {
+		if err := unix.Symlinkat(l[0], dev, l[1]); err != nil && !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+	}
+	shm, err := newTmpfs("mode=1777", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return err
+	}
+	err = v.attach(shm, "/dev/shm", true)
+	unix.Close(shm)
+	if err != nil {
+		return err
+	}
+	v.res.write = append(v.res.write, "/dev/shm")
+	return nil
+}
+
+// makeProc mounts /proc: a fresh proc of the command's own PID namespace when the helper
+// is its first process, else the machine's, read-only (under an open write face the
+// machine's as it is).
+func (v *view) makeProc(pidOne, writeOpen bool) error {
+	var tree int
+	var err error
+	switch {
+	case pidOne:
+		tree, err = newFS("proc", nil, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	case writeOpen:
+		return nil
+	default:
+		tree, err = cloneAt(unix.AT_FDCWD, "/proc", true, true)
+	}
+	if err != nil {
+		return fmt.Errorf("mounting proc: %w", err)
+	}
+	defer unix.Close(tree)
+	if err := v.attach(tree, "/proc", true); err != nil {
+		return err
+	}
+	v.done = append(v.done, placement{path: "/proc", kind: viewProc})
+	return nil
+}
+
+// readOverlay is a read-only overlay of the directory open at fd (and an empty layer
+// beneath it): the tree's content, on a mount of its own inodes.
+func (v *view) readOverlay(fd int) (int, error) {
+	opts := [][2]string{
+		{"lowerdir", fdPath(fd) + ":" + fdPath(v.empty)},
+		// Nothing in the tree may send lookups elsewhere.
+		{"redirect_dir", "nofollow"}, {"metacopy", "off"},
+	}
+	if v.userNS {
+		opts = append(opts, [2]string{"userxattr", ""})
+	}
+	return newFS("overlay", opts, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+}
+
+// cacheOverlay is an overlay of the shared cache at path whose upper layer is the
+// policy's CacheLayer/<name>: the command reads through to the cache and writes into its
+// layer, never into the cache itself.
+func (v *view) cacheOverlay(path string) (int, error) {
+	if v.p.CacheLayer == "" {
+		return -1, errors.New("a cache needs a cache layer")
+	}
+	lower, err := openFollow(path)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(lower)
+	if err := os.MkdirAll(v.p.CacheLayer, 0o700); err != nil {
+		return -1, err
+	}
+	layer, err := openNoLinks(v.p.CacheLayer)
+	if err != nil {
+		return -1, fmt.Errorf("the cache layer %s: %w", v.p.CacheLayer, err)
+	}
+	defer unix.Close(layer)
+	sum := sha256.Sum256([]byte(path))
+	name := hex.EncodeToString(sum[:8])
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	dir, err := mkdirAt(layer, name)
+	if err != nil {
+		return -1, err
+	}
+	fds = append(fds, dir)
+	for _, sub := range []string{"upper", "work"} {
+		fd, err := mkdirAt(dir, sub)
+		if err != nil {
+			return -1, err
+		}
+		fds = append(fds, fd)
+	}
+	opts := [][2]string{
+		{"lowerdir", fdPath(lower)}, {"upperdir", fdPath(fds[1])}, {"workdir", fdPath(fds[2])},
+		{"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "nofollow"},
+	}
+	if v.userNS {
+		opts = append(opts, [2]string{"userxattr", ""})
+	}
+	return newFS("overlay", opts, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+}
+
+// mkdirAt makes (if missing) and opens the directory name in dir, following no link.
+func mkdirAt(dir int, name string) (int, error) {
+	if err := unix.Mkdirat(dir, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, err
+	}
+	fd, err := unix.Openat2(dir, name, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_DIRECTORY, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH,
+	})
+	if err != nil {
+		return -1, fmt.Errorf("%s: %w", name, err)
+	}
+	return fd, nil
+}
+
+// resolvConf binds the file /etc/resolv.conf points to when the view does not show it
+// (it usually lives in /run, which the view masks), so name resolution keeps working.
+func (v *view) resolvConf() error {
+	const resolv = "/etc/resolv.conf"
+	fi, err := os.Lstat(resolv)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 || !v.visible(resolv) {
+		return nil
+	}
+	target, err := filepath.EvalSymlinks(resolv)
+	if err != nil || v.visible(target) {
+		return nil
+	}
+	if fi, err := os.Stat(target); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	if ok, _ := v.creatable(target); !ok {
+		return nil
+	}
+	v.res.read = append(v.res.read, target)
+	return v.place(placement{path: target, kind: viewFile, src: target}, false, false)
+}
+
+// visible reports whether the machine's path is shown in the view: it lies in a
+// placement that shows the machine's tree, or is a directory the view made.
+func (v *view) visible(path string) bool {
+	if beneathAny(v.p.Hidden, path) {
+		return false
+	}
+	c := v.container(path)
+	if c == nil {
+		return !v.made || slices.Contains(v.created, path)
+	}
+	switch c.kind {
+	case viewMask, viewDev, viewProc:
+		return c.path == path || slices.Contains(v.created, path)
+	case viewTmp:
+		return false
+	}
+	return true
+}
+
+// links makes the symbolic links of the machine's directories that the view made
+// itself (/bin -> usr/bin, /lib64, a /run/current-system, …) where they point to what
+// the view shows.
+func (v *view) links() {
+	for _, dir := range v.created {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		var dfd = -1
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			path := filepath.Join(dir, e.Name())
+			if fd, err := v.open(path); err == nil {
+				unix.Close(fd)
+				continue // the view has something there already
+			}
+			target, err := os.Readlink(path)
+			if err != nil {
+				continue
+			}
+			resolved, err := filepath.EvalSymlinks(path)
+			if err != nil || !v.visible(resolved) {
+				continue
+			}
+			if dfd < 0 {
+				if dfd, err = v.open(dir); err != nil {
+					break
+				}
+			}
+			unix.Symlinkat(target, dfd, e.Name())
+		}
+		if dfd >= 0 {
+			unix.Close(dfd)
+		}
+	}
+}
+
+// hide hides path in the view: an empty read-only tmpfs over a directory, the
+// machine's /dev/null, read-only, over anything else.
+func (v *view) hide(path string) error {
+	at, err := v.open(path)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	defer unix.Close(at)
+	var tree int
+	if isDirFD(at) {
+		tree, err = newTmpfs("mode=0555,size=4k", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	} else {
+		tree, err = cloneAt(unix.AT_FDCWD, "/dev/null", false, true)
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tree)
+	return unix.MoveMount(tree, "", at, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+}
+
+// readOnly covers path in the view with a read-only copy of itself (and of what is
+// mounted beneath it).
+func (v *view) readOnly(path string) error {
+	at, err := v.open(path)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	defer unix.Close(at)
+	tree, err := cloneAt(at, "", isDirFD(at), true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tree)
+	return unix.MoveMount(tree, "", at, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+}
+
+// pivot makes the view the root, lets go of the machine's root and enters the working
+// directory again, in the view: the old one still names the machine's tree.
+func (v *view) pivot(cwd string) error {
+	if err := unix.Fchdir(v.root); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the machine's root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	if err := unix.Chdir(cwd); err != nil {
+		return fmt.Errorf("the working directory %s is not in the sandbox's view of the filesystem: %w", cwd, err)
+	}
+	return nil
+}
+
+// cloneAt is a detached copy of the mount tree at path (relative to dirfd, "" for dirfd
+// itself), recursive for a directory, read-only (all of it) when ro.
+func cloneAt(dirfd int, path string, recursive, ro bool) (int, error) {
+	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC)
+	if path == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
+	if recursive {
+		flags |= unix.AT_RECURSIVE
+	}
+	fd, err := unix.OpenTree(dirfd, path, flags)
+	if err != nil {
+		return -1, fmt.Errorf("open_tree: %w", err)
+	}
+	if ro {
+		if err := setReadOnly(fd, recursive); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+// setReadOnly makes the mount at fd read-only, and every mount beneath it when recursive.
+func setReadOnly(fd int, recursive bool) error {
+	flags := uint(unix.AT_EMPTY_PATH)
+	if recursive {
+		flags |= unix.AT_RECURSIVE
+	}
+	if err := unix.MountSetattr(fd, "", flags, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("mount_setattr: %w", err)
+	}
+	return nil
+}
+
+// newTmpfs is a detached tmpfs with the given options ("mode=0755,size=4k").
+func newTmpfs(opts string, attrs int) (int, error) {
+	var kv [][2]string
+	for _, o := range strings.Split(opts, ",") {
+		k, val, _ := strings.Cut(o, "=")
+		kv = append(kv, [2]string{k, val})
+	}
+	return newFS("tmpfs", kv, attrs)
+}
+
+// newFS makes a filesystem of type fstype with the options (a flag where the value is
+// empty) and returns it as a detached mount.
+func newFS(fstype string, opts [][2]string, attrs int) (int, error) {
+	fs, err := unix.Fsopen(fstype, unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("fsopen %s: %w", fstype, err)
+	}
+	defer unix.Close(fs)
+	for _, o := range opts {
+		if o[1] == "" {
+			err = unix.FsconfigSetFlag(fs, o[0])
+		} else {
+			err = unix.FsconfigSetString(fs, o[0], o[1])
+		}
+		if err != nil {
+			return -1, fmt.Errorf("%s option %s: %w", fstype, o[0], err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, fmt.Errorf("making a %s: %w", fstype, err)
+	}
+	fd, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, attrs)
+	if err != nil {
+		return -1, fmt.Errorf("fsmount %s: %w", fstype, err)
+	}
+	return fd, nil
+}
+
+// openFollow opens the machine's path (O_PATH), following symbolic links: the policy's
+// paths are canonical, and the view places each at the path the policy names.
+func openFollow(path string) (int, error) {
+	return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+}
+
+func isDirFD(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+func isDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.IsDir()
+}
+
+// isPseudo reports whether the directory open at fd is on a kernel filesystem (sysfs,
+// cgroup, …), where no socket can be bound: it is bound, not overlaid.
+func isPseudo(fd int) bool {
+	var sfs unix.Statfs_t
+	if unix.Fstatfs(fd, &sfs) != nil {
+		return false
+	}
+	switch uint64(sfs.Type) {
+	case unix.PROC_SUPER_MAGIC, unix.SYSFS_MAGIC, unix.CGROUP_SUPER_MAGIC, unix.CGROUP2_SUPER_MAGIC,
+		unix.DEBUGFS_MAGIC, unix.TRACEFS_MAGIC, unix.SECURITYFS_MAGIC, unix.BPF_FS_MAGIC,
+		unix.DEVPTS_SUPER_MAGIC, unix.PSTOREFS_MAGIC, unix.EFIVARFS_MAGIC, unix.BINFMTFS_MAGIC,
+		unix.NSFS_MAGIC, unix.SELINUX_MAGIC, unix.SMACK_MAGIC, unix.AUTOFS_SUPER_MAGIC,
+		0x62656570 /* configfs */, 0x65735543 /* fusectl */, 0x19800202 /* mqueue */ :
+		return true
+	}
+	return false
+}
+
+// hostMount is a mount of the helper's namespace, as /proc/self/mountinfo lists it.
+type hostMount struct {
+	path   string
+	pseudo bool
+}
+
+// pseudoTypes are the kernel filesystems isPseudo recognizes, by mountinfo's name.
+var pseudoTypes = []string{"proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+	"bpf", "devpts", "pstore", "efivarfs", "binfmt_misc", "nsfs", "selinuxfs", "smackfs", "autofs",
+	"configfs", "fusectl", "mqueue"}
+
+// hostMounts lists the mounts of this namespace (parents before children); nil if
+// mountinfo cannot be read.
+func hostMounts() []hostMount {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []hostMount
+	for line := range strings.SplitSeq(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 7 {
+			continue
+		}
+		sep := slices.Index(f[6:], "-")
+		if sep < 0 || 6+sep+1 >= len(f) {
+			continue
+		}
+		path := unescapeMount(f[4])
+		if !strings.HasPrefix(path, "/") {
+			continue
+		}
+		out = append(out, hostMount{path: filepath.Clean(path), pseudo: slices.Contains(pseudoTypes, f[6+sep+1])})
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// inUserNamespace reports whether the helper runs in a user namespace other than the
+// machine's (whose uid_map maps all of 0..2^32-2 onto itself).
+func inUserNamespace() bool {
+	data, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(data))
+	return !(len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295")
+}
