@@ -156,7 +156,11 @@ func npmRegistryReachable() string {
 	if out, err := exec.Command("npm", "config", "get", "registry").Output(); err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), "http") {
 		registry = strings.TrimSpace(string(out))
 	}
-	c := http.Client{Timeout: 15 * time.Second}
+	// No connection may outlive the probe: the package's TestMain checks for leaked
+	// goroutines.
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	c := http.Client{Timeout: 15 * time.Second, Transport: tr}
 	resp, err := c.Get(strings.TrimSuffix(registry, "/") + "/left-pad")
 	if err != nil {
 		return err.Error()
