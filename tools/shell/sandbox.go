@@ -99,6 +99,7 @@ func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, wri
 		return req, err
 	}
 	p := c.base.WithProtected(s.cfg.Fence, sandbox.Approved(ctx))
+	p = s.withWalked(ctx, p) // protected entries at every depth, multi-link files (protect.go)
 	if writeFile != "" && !s.cfg.ReadOnly {
 		if err := os.WriteFile(writeFile, nil, 0o600); err != nil {
 			return req, err
