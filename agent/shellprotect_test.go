@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,7 +43,8 @@ func newProtWorld(t *testing.T, script string) protWorld {
 		"deep/x/.git/HEAD":          "ref: refs/heads/main\n",
 		"deep/x/.git/hooks/.keep":   "",
 		"tarball/.husky/pre-commit": "touch hooked\n",
-		"run.sh":                    "H=" + w.home + "\n" + script + "\n",
+		// git reads no configuration of the machine's: the case does not depend on it.
+		"run.sh": "H=" + strconv.Quote(w.home) + "\nexport GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1\n" + script + "\n",
 	} {
 		p = filepath.Join(w.root, p)
 		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
