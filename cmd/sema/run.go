@@ -49,6 +49,9 @@ type runOptions struct {
 	systemPrompt   string
 	sandbox        string
 	sandboxNetwork string
+	// envPassthrough is --env-passthrough: variables commands inherit although the
+	// environment rule holds them back.
+	envPassthrough []string
 	fileHistory    string
 	noInstructions bool
 	wait           bool
@@ -92,6 +95,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.inputFormat, "input-format", "text", "text|stream-json: stream-json reads control lines from stdin while the run goes on (set_permission_mode)")
 	f.StringVar(&o.sandbox, "sandbox", "", "auto|on|off: confine shell commands with the kernel (default: the settings files' sandbox.mode, else auto)")
 	f.StringVar(&o.sandboxNetwork, "sandbox-network", "", "on|off: let sandboxed commands reach the network (default off, on under bypassPermissions)")
+	f.StringArrayVar(&o.envPassthrough, "env-passthrough", nil, "a variable of sema's environment that commands, hooks and MCP servers inherit although it looks like a credential (NAME, or a prefix NAME_*); repeatable; the model provider's key is never passed")
 	f.StringVar(&o.fileHistory, "file-history", "", "on|off: record what the run changes in files, for sema rewind (default on)")
 	f.StringVar(&o.settings, "settings", "", "a settings file, or a JSON document, above ~/.sema/settings.json and the workspace's .sema/settings.json and .sema/settings.local.json (below the managed policy)")
 	f.Func("setting-sources", "the settings layers to read, comma-separated: user,project,local (default all)", func(v string) error {
@@ -222,6 +226,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		NoInstructions:            o.noInstructions,
 	}
 	perms.apply(&deps, &spec)
+	if err := o.applyEnvPassthrough(&deps); err != nil {
+		return err
+	}
 	spec.DisallowedTools = append(spec.DisallowedTools, o.sdk.toolDenials()...)
 	if spec.MCPServers, err = mcpConfigs(o.mcpConfig); err != nil {
 		return usageErr(err)

@@ -913,6 +913,9 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 			NoInstructions:            o.noInstructions,
 		}
 		perms.apply(&deps, &spec)
+		if err := o.applyEnvPassthrough(&deps); err != nil {
+			return agent.Deps{}, agent.TaskSpec{}, err
+		}
 		spec.AllowedTools = append([]string(nil), spec.AllowedTools...)
 		spec.DisallowedTools = append(append([]string(nil), spec.DisallowedTools...), o.sdk.toolDenials()...)
 		spec.OnAsk = agent.OnAskDeny
