@@ -151,10 +151,22 @@ type walkedPlaces struct {
 	readOnly, hidden []string
 }
 
-// Confinement implements shell.Confiner: what the latest walk found.
-func (c *bashChanges) Confinement() (readOnly, hidden []string) {
+// Confinement implements shell.Confiner: what the latest walk found. A command proven
+// read-only reaches no Before; when the leg's first is one, the walk is made here, so
+// that the sandbox knows the multi-link files and protected entries from the start.
+// Later ones take the latest walk's word: what a read-only command could meet that is
+// newer is what a person or an approved call made since.
+func (c *bashChanges) Confinement(ctx context.Context) (readOnly, hidden []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if tr := c.treeLocked(); !tr.Primed() {
+		d, err := tr.Sync(ctx, nil)
+		if err != nil {
+			c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "the workspace could not be walked before a command, so protected entries below the top of the workspace and multi-link files are not kept from it: " + err.Error()})
+			return nil, nil
+		}
+		c.walked = c.placesOf(ctx, d)
+	}
 	return c.walked.readOnly, c.walked.hidden
 }
 

@@ -204,7 +204,12 @@ func TestProtectedPathsHoldAgainstBash(t *testing.T) {
 						continue
 					}
 					if sb == sandbox.ModeOn && c.kernel {
-						continue // the kernel refused it: nothing was there to put back
+						// The kernel refused it: the entry is bound read-only, at any depth,
+						// and nothing was left to put back.
+						if strings.Contains(text, shell.CodeProtectedReverted) {
+							t.Errorf("the kernel did not refuse the write; it was put back after: %q", text)
+						}
+						continue
 					}
 					if !strings.Contains(text, shell.CodeProtectedReverted) {
 						t.Errorf("sandbox %s, file history %v: the answer does not say what was put back: %q", sb, fh, text)
@@ -325,4 +330,77 @@ func hasDenial(res *agent.TaskResult, code string) bool {
 		}
 	}
 	return false
+}
+
+// A hard link already in a root (planted from outside, to a file outside the roots) is
+// unreadable to a confined command, whatever reads it, as Read refuses it: the walk
+// before the command finds every multi-link file and the sandbox hides it. A package
+// manager's hard links in an ignored directory (pnpm's node_modules) are not walked, and
+// stay readable.
+func TestHardLinkInARootIsUnreadable(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	k := sandbox.Probe()
+	if !k.Available() || !k.MountNamespace {
+		t.Skipf("the kernel sandbox cannot hide files here: %s", k.Reason)
+	}
+	const secret = "OUTSIDE-SECRET"
+	plant := func(t *testing.T, script string) protWorld {
+		w := newProtWorld(t, script)
+		outside := filepath.Join(filepath.Dir(w.root), "outside")
+		must(t, os.MkdirAll(outside, 0o755))
+		must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte(secret+"\n"), 0o644))
+		must(t, os.Link(filepath.Join(outside, "secret"), w.at("linked")))
+		// pnpm's layout: a store file linked into an ignored node_modules.
+		must(t, os.WriteFile(w.at(".gitignore"), []byte("node_modules/\n"), 0o644))
+		must(t, os.MkdirAll(w.at("node_modules/pkg"), 0o755))
+		must(t, os.WriteFile(w.at("store-index.js"), []byte("module.exports = 'PKG-CODE'\n"), 0o644))
+		must(t, os.Link(w.at("store-index.js"), w.at("node_modules/pkg/index.js")))
+		return w
+	}
+	for _, c := range []struct{ name, script string }{
+		{"cat", `cat linked`},
+		{"python open", `python3 -c "print(open('linked').read())"`},
+		{"cp then cat", `cp linked copy && cat copy`},
+		{"tar", `tar -cf - linked | tar -xOf -`},
+		{"dd through a descriptor", `exec 3<linked && dd bs=64 count=1 <&3 2>/dev/null`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if strings.HasPrefix(c.script, "python3") {
+				if _, err := exec.LookPath("python3"); err != nil {
+					t.Skip("no python3")
+				}
+			}
+			free := plant(t, c.script)
+			cmd := exec.Command("bash", "run.sh")
+			cmd.Dir = free.root
+			if out, _ := cmd.CombinedOutput(); !strings.Contains(string(out), secret) {
+				t.Fatalf("calibration: plain bash did not read the outside file: %s", out)
+			}
+			w := plant(t, c.script+"; cat node_modules/pkg/index.js")
+			res := protRun(t, w, sandbox.ModeOn, true, permission.ModeAcceptEdits, false)
+			text := bashAnswer(t, res)
+			if strings.Contains(text, secret) {
+				t.Errorf("a confined command read the outside file through the hard link: %q", text)
+			}
+			if !strings.Contains(text, "PKG-CODE") {
+				t.Errorf("a package's hard link in an ignored directory was hidden: %q", text)
+			}
+		})
+	}
+	t.Run("Read", func(t *testing.T) {
+		w := plant(t, "true")
+		in, _ := json.Marshal(map[string]string{"file_path": w.at("linked")})
+		p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{{Name: "Read", Input: in}}},
+			{Text: "Done."},
+		}})
+		res, err := agent.New(agent.Deps{Provider: p, Shell: &agent.ShellOptions{Sandbox: sandbox.ModeOn}}).Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: w.root})
+		must(t, err)
+		if text := bashAnswer(t, res); strings.Contains(text, secret) || !strings.Contains(text, "hard link") {
+			t.Errorf("Read of a multi-link file: %q", text)
+		}
+	})
 }

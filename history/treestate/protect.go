@@ -74,6 +74,17 @@ func (w *walker) note(p string, typ fs.FileMode, top bool) {
 	w.prot[p] = e
 }
 
+// noteSkipped records a protected entry that Skip keeps the walk out of (a credential
+// store that is also protected: ~/.ssh, ~/.npmrc): its kind only, never its contents,
+// which are not the walk's to read or keep. Its creation is seen, and undone; a change
+// inside it is not (the sandbox hides it whole).
+func (w *walker) noteSkipped(p string, typ fs.FileMode) {
+	w.note(p, typ, true)
+	e := w.prot[p]
+	e.opaque = true
+	w.prot[p] = e
+}
+
 // gitParts walks the parts of the protected .git directory g that make git run code —
 // its config file and its hooks — as a protected entry's contents, so that a change to
 // them is seen (and put back) even where no sandbox keeps g read-only. The rest of the
@@ -121,7 +132,7 @@ func (w *walker) spots() error {
 	for _, r := range w.t.roots {
 		for _, s := range w.t.cfg.Spots {
 			p := join(r, s)
-			if w.protectedAt(p) || w.t.cfg.Skip != nil && w.t.cfg.Skip(p) || !w.t.cfg.Protected(p) {
+			if w.protectedAt(p) || !w.t.cfg.Protected(p) {
 				continue
 			}
 			fi, err := w.t.cfg.Env.Lstat(w.ctx, p)
@@ -129,6 +140,10 @@ func (w *walker) spots() error {
 				continue
 			}
 			typ := fi.Mode.Type()
+			if w.t.cfg.Skip != nil && w.t.cfg.Skip(p) {
+				w.noteSkipped(p, typ)
+				continue
+			}
 			w.note(p, typ, true)
 			switch {
 			case typ.IsDir():
@@ -231,7 +246,7 @@ func (t *Tree) revert(ctx context.Context, w *walker, next map[string]entry, d *
 		switch o.kind {
 		case KindDir:
 			if o.opaque {
-				fail(p, errors.New("a removed .git directory cannot be restored: its contents are not kept"))
+				fail(p, errors.New("a removed .git directory or credential store cannot be restored: its contents are not kept"))
 				lost = append(lost, p)
 				continue
 			}

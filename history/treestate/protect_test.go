@@ -360,3 +360,31 @@ func TestSyncGuardedKeeps(t *testing.T) {
 		t.Errorf("recorded %v, reverted %v", recorded, rel(r, d.Reverted))
 	}
 }
+
+// A protected entry the walk may not enter (a credential store: Skip) is still seen when
+// it is created, and removed, without its bytes being read.
+func TestSyncGuardedRemovesASkippedCreation(t *testing.T) {
+	r := seed(t)
+	skip := func(p string) bool { return filepath.Base(p) == ".ssh" }
+	prot := func(p string) bool { return protectedFunc(p) || filepath.Base(p) == ".ssh" }
+	tr := treestate.New(treestate.Config{Env: env.NewHost(), Roots: []string{r}, Protected: prot, Skip: skip})
+	ctx := context.Background()
+	if _, err := tr.Sync(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r+"/.ssh/authorized_keys", "ssh-ed25519 AAAA evil\n", 0o600)
+	var recorded []string
+	d, err := tr.SyncGuarded(ctx, func(_ context.Context, c treestate.Change, _ []byte) error {
+		recorded = append(recorded, c.Path)
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rel(r, d.Reverted), []string{".ssh"}) || len(recorded) != 0 {
+		t.Errorf("reverted %v, recorded %v", rel(r, d.Reverted), recorded)
+	}
+	if _, err := os.Lstat(r + "/.ssh"); !os.IsNotExist(err) {
+		t.Errorf(".ssh is still there: %v", err)
+	}
+}

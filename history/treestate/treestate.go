@@ -511,6 +511,9 @@ func (w *walker) dir(d string, ign files.IgnoreMatcher, inProt bool) error {
 	for _, e := range ents {
 		p := join(d, e.Name)
 		if w.t.cfg.Skip != nil && w.t.cfg.Skip(p) {
+			if !inProt && w.t.cfg.Protected != nil && w.t.cfg.Protected(p) {
+				w.noteSkipped(p, e.Type)
+			}
 			continue
 		}
 		// A protected entry is kept whatever .gitignore says: ignoring a name first must

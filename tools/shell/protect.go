@@ -29,7 +29,9 @@ type Confiner interface {
 	// and .git files inside the write roots lead to) and the regular files with more
 	// than one hard link it may not read (another name of such a file may lie outside
 	// the roots, or in a hidden place: the file tools refuse them too, fence.HardLinked).
-	Confinement() (readOnly, hidden []string)
+	// A recorder that has not walked yet (the set's first command was proven read-only,
+	// so it reached no Before) walks now.
+	Confinement(ctx context.Context) (readOnly, hidden []string)
 }
 
 // withWalked adds what the change recorder's walk found to a command's policy p: the
@@ -40,7 +42,7 @@ func (s *Set) withWalked(ctx context.Context, p sandbox.Policy) sandbox.Policy {
 	if !ok || s.cfg.ReadOnly {
 		return p
 	}
-	ro, hidden := c.Confinement()
+	ro, hidden := c.Confinement(ctx)
 	if sandbox.Approved(ctx) || s.cfg.Fence.WriteFace() == fence.FaceOpen {
 		ro = nil
 	}
