@@ -14,8 +14,8 @@ func (o *runOptions) applyEnvPassthrough(deps *agent.Deps) error {
 	if len(o.envPassthrough) == 0 {
 		return nil
 	}
-	if _, err := env.ParsePassthrough(o.envPassthrough, "--env-passthrough"); err != nil {
-		return usageErr(err)
+	if err := o.checkEnvPassthrough(); err != nil {
+		return err
 	}
 	var sh agent.ShellOptions
 	if deps.Shell != nil {
@@ -23,5 +23,13 @@ func (o *runOptions) applyEnvPassthrough(deps *agent.Deps) error {
 	}
 	sh.EnvPassthrough = append(slices.Clip(sh.EnvPassthrough), o.envPassthrough...)
 	deps.Shell = &sh
+	return nil
+}
+
+// checkEnvPassthrough refuses an invalid --env-passthrough before anything is opened.
+func (o *runOptions) checkEnvPassthrough() error {
+	if _, err := env.ParsePassthrough(o.envPassthrough, "--env-passthrough"); err != nil {
+		return usageErr(err)
+	}
 	return nil
 }

@@ -162,6 +162,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	default:
 		return usageErr(sema.Errorf(agent.CodeFileHistoryInvalid, "unknown --file-history value %q; use on or off", o.fileHistory))
 	}
+	if err := o.checkEnvPassthrough(); err != nil {
+		return err
+	}
 	perms, err := resolvePermissions(o, prompt, stdin, stderr)
 	if err != nil {
 		return err
