@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -101,7 +102,8 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	return l, nil
 }
 
-// prepareFence resolves the leg's roots, faces, deny and protected sets and advertised
+// prepareFence resolves the leg's roots, faces, deny and protected sets, credential
+// stores (the sandbox hides the same, from the same home and additions) and advertised
 // directories, once.
 func (l *leg) prepareFence(ctx context.Context) error {
 	deps, spec := l.deps, l.spec
@@ -120,6 +122,9 @@ func (l *leg) prepareFence(ctx context.Context) error {
 		ModeWriteFace:             gate.ModePolicyOf(l.modes.Current()).WriteFace,
 		StateDir:                  deps.StateDir,
 		DenyGlobs:                 deps.policy().DenyGlobs,
+		Home:                      l.home(),
+		RuntimeDir:                os.Getenv("XDG_RUNTIME_DIR"),
+		Hidden:                    append(slices.Clip(deps.shell().SandboxHidden), l.layered.Sandbox.Hidden...),
 		Scratchpad:                fence.AdvertisedSpec{Path: spec.Scratchpad},
 		MemoryDir:                 fence.AdvertisedSpec{Path: deps.MemoryDir},
 		OnNotice:                  l.notice,

@@ -106,12 +106,30 @@ func (l *leg) prepareSandbox() error {
 	if k.Reason != "" {
 		l.notice(sema.Notice{Code: sandbox.CodePartial, Message: "the kernel sandbox is partial: " + k.Reason})
 	}
+	// Shared caches: the deployment's yes, else the settings' word; a managed policy's no
+	// holds over both.
+	shared := l.deps.shell().SandboxSharedCaches
+	if proj.SharedCaches != nil && !shared {
+		shared = *proj.SharedCaches
+	}
+	if ms := l.layered.ManagedSandbox.SharedCaches; ms != nil && !*ms {
+		if l.deps.shell().SandboxSharedCaches {
+			return sema.Errorf(sandbox.CodeLoosened, "the managed policy keeps the toolchain caches private to the sandbox (sandbox.sharedCaches false), and Deps.Shell.SandboxSharedCaches asked to share them; leave it false")
+		}
+		shared = false
+	}
 	l.sandbox = &shell.Sandbox{Kernel: k, Options: sandbox.Options{
-		Network:  network,
-		Home:     l.deps.Home,
-		Readable: append(append([]string(nil), l.deps.shell().SandboxReadable...), proj.Readable...),
-		Writable: append(append([]string(nil), l.deps.shell().SandboxWritable...), proj.Writable...),
-		Hidden:   append(append([]string(nil), l.deps.shell().SandboxHidden...), proj.Hidden...),
+		Network: network,
+		// The fence's home: what the file tools refuse, the kernel hides.
+		Home:         l.home(),
+		Readable:     append(append([]string(nil), l.deps.shell().SandboxReadable...), proj.Readable...),
+		Writable:     append(append([]string(nil), l.deps.shell().SandboxWritable...), proj.Writable...),
+		Hidden:       append(append([]string(nil), l.deps.shell().SandboxHidden...), proj.Hidden...),
+		Sockets:      append(append([]string(nil), l.deps.shell().SandboxSockets...), proj.Sockets...),
+		SharedCaches: shared,
 	}}
+	if l.sandbox.CachesPrivate() {
+		l.notice(sema.Notice{Code: sandbox.CodeCachesPrivate, Message: "the kernel cannot lay a private layer over the toolchain caches (no overlay mounts): commands read them as they are and write Go's, npm's, pip's and yarn's into private caches of this leg, which start cold; cargo's, Maven's and Gradle's are read-only. sandbox.sharedCaches (Deps.Shell.SandboxSharedCaches) lets commands write the shared caches, and so change what later builds outside the sandbox use."})
+	}
 	return nil
 }

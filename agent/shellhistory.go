@@ -80,7 +80,16 @@ func (c *bashChanges) treeLocked() *treestate.Tree {
 			Roots:    l.fence.WriteRoots(),
 			StageDir: scratch + "/history-stage",
 			Skip: func(p string) bool {
-				return l.fence.Denied(p) || fence.Contains(scratch, p)
+				// A credential store is denied to the file tools, yet one that is also
+				// protected (~/.ssh under a home write root) is still guarded.
+				if fence.Contains(scratch, p) {
+					return true
+				}
+				if !l.fence.Denied(p) {
+					return false
+				}
+				prot, _ := l.fence.IsProtected(p)
+				return !prot || l.fence.InDenySet(p)
 			},
 			Protected:     l.protectedEntry,
 			Spots:         fence.ProtectedSpots(),

@@ -474,9 +474,20 @@ type ShellOptions struct {
 	SandboxNetwork string
 	// SandboxWritable, SandboxReadable and SandboxHidden extend the sandbox's policy:
 	// more places to write (a shared cache), to read (a toolchain in an unusual place),
-	// and to hide even inside the roots (beyond sandbox.DefaultCredentialStores). "~/"
-	// is the home directory; SandboxHidden entries may be relative to it. Default: none.
+	// and to hide even inside the roots (beyond sandbox.DefaultCredentialStores; the
+	// file tools refuse them too). "~/" is the home directory; SandboxHidden entries may
+	// be relative to it. Default: none.
 	SandboxWritable, SandboxReadable, SandboxHidden []string
+	// SandboxSockets are unix sockets outside the write roots commands may connect to (a
+	// database's, a container daemon's), absolute or "~/": each is granted while it is a
+	// socket. Default: none — no socket outside the write roots and the temp directory.
+	SandboxSockets []string
+	// SandboxSharedCaches lets commands write the toolchain caches (Go's build and module
+	// caches, npm's, pip's, yarn's, pnpm's, cargo's, Maven's, Gradle's) as they are: a
+	// command can then change what later builds outside the sandbox use. Default false:
+	// commands read the caches through and write into a private layer per leg. A managed
+	// policy's sandbox.sharedCaches false refuses it (config.sandbox_loosened).
+	SandboxSharedCaches bool
 	// EnvPassthrough names variables of this process's environment that commands, hooks
 	// and stdio MCP servers inherit although the environment rule holds them back
 	// (env.Inherit: credential-shaped names and values, agent sockets): exact names and

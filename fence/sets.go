@@ -315,6 +315,11 @@ func (f *Fence) Denied(c string) bool {
 	return !isCanonicalShape(c) || f.deny.denied(c) || f.creds.holds(c, "") != ""
 }
 
+// InDenySet reports whether the canonical path c is in the deny set proper — sema's state
+// directory or a deployment deny glob — leaving out the credential stores Denied also
+// reports. A path that is not canonical-shaped is reported denied.
+func (f *Fence) InDenySet(c string) bool { return !isCanonicalShape(c) || f.deny.denied(c) }
+
 // ProtectedError is the fs.path_protected error for a caller that chooses to refuse a
 // protected write instead of asking (a non-interactive leg, say).
 func (f *Fence) ProtectedError(p Path) *sema.Error {

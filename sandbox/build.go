@@ -10,6 +10,12 @@ import (
 	"github.com/sema-agent/sema/fence"
 )
 
+// CodeCachesPrivate is the leg's notice that the kernel cannot lay a private write layer
+// over the toolchain caches (no overlay mount): commands read them as they are and write
+// Go's, npm's, pip's and yarn's into cold private caches (Policy.PrivateCaches); cargo's,
+// Maven's and Gradle's stay read-only. The run goes on.
+const CodeCachesPrivate = "sandbox.caches_private"
+
 // Options are what a leg adds to the fence when it builds the policy of its commands.
 type Options struct {
 	// TempDir is the commands' private temporary directory (exported to them as TMPDIR):
@@ -93,6 +99,7 @@ func ForFence(f *fence.Fence, o Options) Policy {
 	p.Write = append(p.Write, f.WriteRoots()...)
 	if o.TempDir != "" {
 		p.Write = append(p.Write, o.TempDir)
+		p.TempDir = o.TempDir // the helper's view shows it at /tmp too
 	}
 	p.Write = append(p.Write, o.Files...)
 	p.Write = append(p.Write, existing(resolved(expand(o.Writable, "")))...)

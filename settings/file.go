@@ -38,7 +38,8 @@ const (
 //	 "envPassthrough": ["NAME", "PREFIX_*"],
 //	 "mcpServers": {...}, "claudeCompat": false,
 //	 "sandbox": {"mode": "auto|on|off", "network": "on|off",
-//	             "writable": [...], "readable": [...], "hidden": [...]}}
+//	             "writable": [...], "readable": [...], "hidden": [...],
+//	             "sockets": [...], "sharedCaches": false}}
 //
 // Claude Code's other keys are known and ignored (Ignored names them); any other key is
 // refused.
@@ -99,6 +100,15 @@ type Sandbox struct {
 	// Writable, Readable and Hidden are absolute paths, or "~/" paths under the home
 	// directory.
 	Writable, Readable, Hidden []string
+	// Sockets are unix sockets commands may connect to (a database's, a container
+	// daemon's): absolute or "~/" paths. Nothing else outside the write roots is
+	// reachable by a socket's path.
+	Sockets []string
+	// SharedCaches is sandbox.sharedCaches: true lets commands write the toolchain caches
+	// as they are (Go's, npm's, pip's, cargo's, Maven's, …), so a command can then change
+	// what later builds outside the sandbox use; false keeps their writes in a private
+	// layer. Nil when the file says nothing.
+	SharedCaches *bool
 }
 
 // Load reads and parses the settings file at path. See Parse.
@@ -322,7 +332,13 @@ func (p parser) sandbox(raw json.RawMessage, file *File) (Sandbox, error) {
 				return out, err
 			}
 			out.Network = w
-		case "writable", "readable", "hidden":
+		case "sharedCaches":
+			var on bool
+			if err := p.decode(key, v, &on, "true or false"); err != nil {
+				return out, err
+			}
+			out.SharedCaches = &on
+		case "writable", "readable", "hidden", "sockets":
 			var l []string
 			if err := p.decode(key, v, &l, "a list of paths"); err != nil {
 				return out, err
@@ -337,6 +353,8 @@ func (p parser) sandbox(raw json.RawMessage, file *File) (Sandbox, error) {
 				out.Writable = l
 			case "readable":
 				out.Readable = l
+			case "sockets":
+				out.Sockets = l
 			default:
 				out.Hidden = l
 			}

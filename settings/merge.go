@@ -22,7 +22,8 @@ type Merged struct {
 	AdditionalDirectories []string
 	// DenyBypassPermissions: a layer forbids the bypassPermissions mode.
 	DenyBypassPermissions bool
-	// Sandbox is the highest layer's mode and network words, and every layer's paths.
+	// Sandbox is the highest layer's mode, network and sharedCaches words, and every
+	// layer's paths.
 	// ManagedSandbox is the managed policy's alone, which no task may loosen.
 	Sandbox, ManagedSandbox Sandbox
 	// Env is the environment for tool processes, NAME=value sorted by name; a higher
@@ -168,13 +169,20 @@ func untrusted(f File) (File, []string) {
 	drop(f.Sandbox.Mode != sb.Mode, "sandbox.mode")
 	drop(f.Sandbox.Network != sb.Network, "sandbox.network")
 	drop(len(f.Sandbox.Writable)+len(f.Sandbox.Readable) > 0, "sandbox.writable/readable")
+	// A socket is a way out of the sandbox, and shared caches outlive it: both widen.
+	drop(len(f.Sandbox.Sockets) > 0, "sandbox.sockets")
+	drop(f.Sandbox.SharedCaches != nil && *f.Sandbox.SharedCaches, "sandbox.sharedCaches")
+	if f.Sandbox.SharedCaches != nil && !*f.Sandbox.SharedCaches {
+		sb.SharedCaches = f.Sandbox.SharedCaches
+	}
 	out := File{Path: f.Path, Layer: f.Layer, Sandbox: sb, MCPServers: f.MCPServers, Ignored: f.Ignored,
 		DisableBypassPermissions: f.DisableBypassPermissions}
 	out.Rules.Deny, out.Rules.Ask = f.Rules.Deny, f.Rules.Ask
 	return out, dropped
 }
 
-// mergeSandbox lays f's words over dst's and adds its paths.
+// mergeSandbox lays f's words (mode, network, sharedCaches) over dst's and adds its
+// paths.
 func mergeSandbox(dst *Sandbox, f Sandbox) {
 	if f.Mode != "" {
 		dst.Mode = f.Mode
@@ -185,6 +193,10 @@ func mergeSandbox(dst *Sandbox, f Sandbox) {
 	dst.Writable = append(dst.Writable, f.Writable...)
 	dst.Readable = append(dst.Readable, f.Readable...)
 	dst.Hidden = append(dst.Hidden, f.Hidden...)
+	dst.Sockets = append(dst.Sockets, f.Sockets...)
+	if f.SharedCaches != nil {
+		dst.SharedCaches = f.SharedCaches
+	}
 }
 
 // resolveDir makes a layer's directory absolute: "~/" under the home directory, and a
