@@ -53,8 +53,10 @@ func procAttr(req ExecRequest) (*syscall.SysProcAttr, error) {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
-		const capSetpcap, capNetAdmin, capSysAdmin = 8, 12, 21
-		attr.AmbientCaps = []uintptr{capSetpcap, capNetAdmin, capSysAdmin}
+		// CAP_DAC_OVERRIDE (over the process's own files only, in its namespace): an
+		// overlay's work directory is made with mode 0, and the sandbox lays overlays.
+		const capDacOverride, capSetpcap, capNetAdmin, capSysAdmin = 1, 8, 12, 21
+		attr.AmbientCaps = []uintptr{capDacOverride, capSetpcap, capNetAdmin, capSysAdmin}
 	}
 	return attr, nil
 }

@@ -55,13 +55,13 @@ const (
 	viewCache                  // a shared cache: an overlay whose upper layer is private
 	viewSocket                 // a socket granted by path: a bind of the socket file
 	viewFile                   // a file the system needs (resolv.conf's target): read-only bind
-	viewRoot                   // the view's root, kept only as the container of everything
+	viewSkel                   // a Read tree holding mounts, in a user namespace: a tmpfs whose entries are the tree's, each placed alone
 )
 
 // viewRank orders placements at the same path: the higher rank is made, the other
 // dropped (a cache over a Write tree at the same path is a cache).
 var viewRank = map[viewKind]int{
-	viewRead: 1, viewPseudo: 1, viewMask: 2, viewDev: 3, viewProc: 3, viewTmp: 4, viewWrite: 5,
+	viewRead: 1, viewPseudo: 1, viewSkel: 1, viewMask: 2, viewDev: 3, viewProc: 3, viewTmp: 4, viewWrite: 5,
 	viewSocket: 6, viewFile: 6, viewCache: 7,
 }
 
@@ -87,7 +87,11 @@ type view struct {
 	made   bool // the root is a tmpfs the view made (not a copy of the machine's root)
 	userNS bool // the helper is in a user namespace (overlayfs needs userxattr)
 	empty  int  // an empty directory: the second lower layer of read-only overlays
-	done   []placement
+	mounts []hostMount
+	// planned are the paths the plan places: a tree laid out entry by entry leaves them
+	// to their own placement.
+	planned map[string]bool
+	done    []placement
 	// created are the directories the view made in a tmpfs of its own, and the roots of
 	// those tmpfs: the places whose machine counterpart may hold symbolic links the view
 	// must have too.
@@ -110,8 +114,11 @@ func buildView(p *Policy, pidOne bool) (res viewResult, err error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return res, fmt.Errorf("making mounts private: %w", err)
 	}
-	v := &view{p: p, root: -1, empty: -1, userNS: inUserNamespace()}
-	plan, writeOpen, readOpen := planView(p, hostMounts())
+	v := &view{p: p, root: -1, empty: -1, userNS: inUserNamespace(), mounts: hostMounts(), planned: map[string]bool{}}
+	plan, writeOpen, readOpen := planView(p, v.mounts)
+	for _, pl := range plan {
+		v.planned[pl.path] = true
+	}
 	if err := v.makeRoot(writeOpen, readOpen); err != nil {
 		return res, fmt.Errorf("making the view's root: %w", err)
 	}
@@ -253,6 +260,11 @@ func (v *view) makeRoot(writeOpen, readOpen bool) error {
 	switch {
 	case writeOpen:
 		v.root, err = cloneAt(unix.AT_FDCWD, "/", true, false)
+	case readOpen && v.userNS:
+		// A user namespace may not overlay a tree holding mounts (that would show what
+		// they cover): the root is laid out entry by entry instead.
+		v.root, err = newTmpfs("mode=0755,size=1m", 0)
+		v.made = true
 	case readOpen:
 		var fd int
 		if fd, err = openFollow("/"); err == nil {
@@ -270,7 +282,112 @@ func (v *view) makeRoot(writeOpen, readOpen bool) error {
 		v.tmpfs = append(v.tmpfs, v.root)
 		v.created = append(v.created, "/")
 	}
-	return unix.MoveMount(v.root, "", unix.AT_FDCWD, "/", unix.MOVE_MOUNT_F_EMPTY_PATH)
+	if err := unix.MoveMount(v.root, "", unix.AT_FDCWD, "/", unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return err
+	}
+	if readOpen && v.userNS {
+		return v.expand("/")
+	}
+	return nil
+}
+
+// hasMounts reports whether something is mounted beneath path on the machine.
+func (v *view) hasMounts(path string) bool {
+	for _, m := range v.mounts {
+		if m.path != path && within(path, m.path) {
+			return true
+		}
+	}
+	return false
+}
+
+// skeleton places the Read tree at path as a tmpfs holding the tree's entries, each
+// placed alone (expand): what a user namespace does with a tree holding mounts.
+func (v *view) skeleton(path string) error {
+	fs, err := newTmpfs("mode=0755,size=1m", 0)
+	if err != nil {
+		return err
+	}
+	err = v.attach(fs, path, true)
+	if err != nil {
+		unix.Close(fs)
+		return err
+	}
+	v.tmpfs = append(v.tmpfs, fs)
+	v.done = append(v.done, placement{path: path, kind: viewSkel, src: path})
+	return v.expand(path)
+}
+
+// expand places the entries of the machine's directory path in the view's directory
+// path, a tmpfs of its own: a directory as a read-only overlay (or, holding mounts, as a
+// skeleton of its own), a file as a read-only bind, a symbolic link as the same link; a
+// socket not at all. Entries the plan places itself are left to it.
+func (v *view) expand(path string) error {
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	dir, err := v.open(path)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	for _, e := range ents {
+		p := filepath.Join(path, e.Name())
+		if v.planned[p] {
+			continue
+		}
+		if e.Type()&os.ModeSymlink != 0 {
+			if target, err := os.Readlink(p); err == nil {
+				unix.Symlinkat(target, dir, e.Name())
+			}
+			continue
+		}
+		if e.IsDir() && v.hasMounts(p) {
+			if err := v.skeleton(p); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			continue
+		}
+		if err := v.placeTree(p); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// placeTree places the machine's path at its own path in the view: a directory as a
+// read-only overlay, a file as a read-only bind, a socket not at all.
+func (v *view) placeTree(path string) error {
+	src, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	var st unix.Stat_t
+	if err := unix.Fstat(src, &st); err != nil {
+		return err
+	}
+	var tree int
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFSOCK, unix.S_IFLNK:
+		return nil
+	case unix.S_IFDIR:
+		if isPseudo(src) {
+			tree, err = cloneAt(src, "", true, true)
+		} else {
+			tree, err = v.readOverlay(src)
+		}
+	default:
+		tree, err = cloneAt(src, "", false, true)
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tree)
+	return v.attach(tree, path, st.Mode&unix.S_IFMT == unix.S_IFDIR)
 }
 
 // place makes one placement.
@@ -320,6 +437,8 @@ func (v *view) place(pl placement, pidOne, writeOpen bool) error {
 			case dir && isPseudo(src):
 				pl.kind = viewPseudo
 				tree, err = cloneAt(src, "", true, true)
+			case dir && v.userNS && v.hasMounts(pl.path):
+				return v.skeleton(pl.path)
 			case dir:
 				tree, err = v.readOverlay(src)
 			default:
@@ -404,7 +523,7 @@ func (v *view) creatable(path string) (ok, tmp bool) {
 		return v.made, false
 	}
 	switch c.kind {
-	case viewMask, viewDev:
+	case viewMask, viewDev, viewSkel:
 		return true, false
 	case viewTmp:
 		return true, true
