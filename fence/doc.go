@@ -23,6 +23,12 @@
 //   - The deny set — sema's state directory and the deployment's deny globs, matched
 //     against canonical paths together with everything beneath them — is refused for
 //     reads and writes under every face (fs.path_denied).
+//   - The credential stores — CredentialStores under Config.Home, RuntimeCredentialStores
+//     under Config.RuntimeDir, and Config.Hidden — are refused like the deny set
+//     (fs.path_denied), judged by path at each call (a store made during the run is
+//     refused too), on the canonical path, on the absolute spelling, and, for a store
+//     behind a link when New ran, on where it leads. The kernel sandbox hides the same
+//     places from commands.
 //   - Under the roots face a path whose canonical form lies in no root of its kind is
 //     refused (fs.path_not_in_root). The open face skips only that judgment:
 //     canonicalization, the deny set and the protected set still apply.

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,6 +211,9 @@ func (p *Policy) refresh() {
 		}
 		return beneathAny(all, h)
 	}
+	// absent are directories found missing in this look: the places beneath them
+	// (~/.config/…, ~/.local/share/… in a sparse home) need no look of their own.
+	var absent []string
 	for _, pl := range p.hideable {
 		h := pl.path
 		if !granted(h) {
@@ -216,8 +221,16 @@ func (p *Policy) refresh() {
 			// later as a link into a grant, it names what the grant shows anyway).
 			continue
 		}
+		if beneathAny(absent, h) {
+			continue
+		}
 		fi, err := os.Lstat(h)
 		if err != nil {
+			if dir := filepath.Dir(h); dir != p.home && dir != "/" && !errors.Is(err, fs.ErrPermission) {
+				if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+					absent = append(absent, dir)
+				}
+			}
 			continue
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {

@@ -8,18 +8,33 @@
 //
 // A Policy is OS-neutral and derived from the fence, never written by hand (ForFence):
 //
-//   - write: the write roots (with the admitted advertised directories), a private
-//     temporary directory exported as TMPDIR, and the toolchain caches builds write (Go's
-//     build and module caches, npm's, pip's, yarn's, pnpm's, cargo's, Maven's, Gradle's);
-//     the deployment and settings files may add more. Under the open write face
-//     (bypassPermissions) the whole filesystem.
-//   - read: the read roots, the system directories (/usr, /etc, /proc, …), every directory
-//     on PATH and the toolchain it belongs to, ~/.gitconfig. Under the open read face the
-//     whole filesystem.
+//   - write: the write roots (with the admitted advertised directories) and a private
+//     temporary directory exported as TMPDIR; the deployment and settings files may add
+//     more. Under the open write face (bypassPermissions) the whole filesystem.
+//   - caches: the toolchain caches builds use (Go's build and module caches, npm's, pip's,
+//     yarn's, pnpm's, cargo's, Maven's, Gradle's), read through, with what a command
+//     writes landing in a layer private to the leg (CacheLayer): what a command writes
+//     there never reaches a build outside the sandbox. Options.SharedCaches grants them
+//     for writing instead, by a person's choice; where the kernel cannot overlay,
+//     PrivateCaches makes them read-only and points Go, npm, pip and yarn at cold
+//     private caches.
+//   - read: the read roots, the system directories (/usr, /etc, /proc, …), each directory
+//     on PATH (and, outside the home directory, the toolchain a bin or shims directory
+//     belongs to), and the toolchains' dedicated roots in the home directory (~/.rustup,
+//     ~/.cargo/bin, ~/.pyenv, ~/.nvm, …) — never the home directory or its shared trees
+//     (~/.local, ~/.config, ~/.cargo) whole, nor ~/.gitconfig or ~/.config/git, which can
+//     hold credentials: the shell gives git a sanitized copy of the global configuration
+//     instead (identity and harmless keys, GIT_CONFIG_GLOBAL). Under the open read face
+//     the whole filesystem.
 //   - hidden, also beneath a granted tree: the fence's deny set (sema's state directory, the
-//     deny globs that name a literal path) and the credential stores
-//     (DefaultCredentialStores: ~/.ssh, ~/.aws, ~/.gnupg, ~/.netrc, ~/.npmrc, cloud CLIs'
-//     credentials, …). A hidden place looks empty and cannot be changed.
+//     deny globs that name a literal path) and the credential stores — one list,
+//     fence.CredentialStores (shell histories, git's credential stores, other agents' and
+//     CLIs' logins, build tools' tokens, cloud and container CLIs, keys and key rings),
+//     with Options.Hidden — which the fence refuses to the file tools too. Which exist is
+//     judged at each command (WithProtected), so a store made during the leg is hidden
+//     from the next command. A hidden place looks empty and cannot be changed.
+//   - sockets: the unix sockets a setting granted by path (Options.Sockets), while they
+//     are sockets.
 //   - read-only, beneath a write root: the protected entries at the top of each write root
 //     (.git, .sema, .claude, .vscode, .idea, .husky, rc files, .gitmodules, .npmrc,
 //     .mcp.json, .envrc) — unless a person approved exactly this command (WithApproval),

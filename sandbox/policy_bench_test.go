@@ -16,7 +16,7 @@ import (
 // of the write roots. The home directory is a fake one holding a few credential stores
 // and toolchains, the process's PATH and toolchain environment are the machine's.
 func BenchmarkPolicyPerCommand(b *testing.B) {
-	f, o := policyBench(b)
+	f, o := policyBench(b, false)
 	b.ReportAllocs()
 	for b.Loop() {
 		p := sandbox.ForFence(f, o).WithProtected(f, false)
@@ -29,7 +29,7 @@ func BenchmarkPolicyPerCommand(b *testing.B) {
 // BenchmarkWithProtected is the per-command step alone, as the shell runs it: the set's
 // policy is derived once, and each command takes it through WithProtected.
 func BenchmarkWithProtected(b *testing.B) {
-	f, o := policyBench(b)
+	f, o := policyBench(b, false)
 	base := sandbox.ForFence(f, o)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -40,7 +40,21 @@ func BenchmarkWithProtected(b *testing.B) {
 	}
 }
 
-func policyBench(b *testing.B) (*fence.Fence, sandbox.Options) {
+// BenchmarkWithProtectedHomeRoot is the per-command step where the home directory is a
+// read root: every credential store lies beneath a grant, so each is looked at.
+func BenchmarkWithProtectedHomeRoot(b *testing.B) {
+	f, o := policyBench(b, true)
+	base := sandbox.ForFence(f, o)
+	b.ReportAllocs()
+	for b.Loop() {
+		p := base.WithProtected(f, false)
+		if len(p.Hidden) < 2 {
+			b.Fatalf("hidden %v", p.Hidden)
+		}
+	}
+}
+
+func policyBench(b *testing.B, homeRoot bool) (*fence.Fence, sandbox.Options) {
 	base, _ := filepath.EvalSymlinks(b.TempDir())
 	home := filepath.Join(base, "home")
 	root := filepath.Join(base, "proj")
@@ -49,7 +63,11 @@ func policyBench(b *testing.B) (*fence.Fence, sandbox.Options) {
 			b.Fatal(err)
 		}
 	}
-	f, err := fence.New(context.Background(), fence.Config{Env: env.NewHost(), Root: root, StateDir: filepath.Join(home, ".sema")})
+	cfg := fence.Config{Env: env.NewHost(), Root: root, StateDir: filepath.Join(home, ".sema"), Home: home}
+	if homeRoot {
+		cfg.AdditionalReadDirectories = []string{home}
+	}
+	f, err := fence.New(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -199,3 +199,45 @@ func TestSocketsAreGrantedByPathOnly(t *testing.T) {
 		t.Errorf("sockets %v: a socket made after the policy is not granted", p.Sockets)
 	}
 }
+
+// TestPrivateCachesWhereTheKernelCannotOverlay: without an overlay, the caches become
+// read-only and the toolchains that can be pointed elsewhere write into the leg's layer,
+// Go fetching what the shared module cache holds through a file proxy.
+func TestPrivateCachesWhereTheKernelCannotOverlay(t *testing.T) {
+	h := newFakeHome(t, ".cache/go-build", "go/pkg/mod", ".npm", ".m2/repository")
+	layer := filepath.Join(h.base, "layer")
+	os.Mkdir(layer, 0o700)
+	getenv := func(k string) string {
+		switch k {
+		case "GOCACHE":
+			return h.path(".cache/go-build")
+		case "GOPROXY":
+			return "https://proxy.example,direct"
+		}
+		return ""
+	}
+	f := h.fence(t, nil)
+	p, env := sandbox.ForFence(f, sandbox.Options{Home: h.home, Getenv: getenv, CacheLayer: layer}).PrivateCaches()
+	if len(p.Caches) != 0 || p.CacheLayer != "" {
+		t.Errorf("caches %v layer %q remain", p.Caches, p.CacheLayer)
+	}
+	for _, c := range []string{h.path(".cache/go-build"), h.path("go/pkg/mod"), h.path(".npm"), h.path(".m2/repository")} {
+		if !slices.Contains(p.Read, c) || slices.Contains(p.Write, c) {
+			t.Errorf("%s: read %v write %v, want read-only", c, p.Read, p.Write)
+		}
+	}
+	if !slices.Contains(p.Write, layer) {
+		t.Errorf("write %v lacks the layer", p.Write)
+	}
+	for _, want := range []string{"GOCACHE=" + filepath.Join(layer, "go-build"), "GOMODCACHE=" + filepath.Join(layer, "go-mod"),
+		"GOPROXY=file://" + h.path("go/pkg/mod/cache/download") + ",https://proxy.example,direct", "npm_config_cache=" + filepath.Join(layer, "npm")} {
+		if !slices.Contains(env, want) {
+			t.Errorf("env %v lacks %s", env, want)
+		}
+	}
+	// Shared caches have nothing to make private.
+	ps, env := sandbox.ForFence(f, sandbox.Options{Home: h.home, Getenv: getenv, CacheLayer: layer, SharedCaches: true}).PrivateCaches()
+	if env != nil || !slices.Contains(ps.Write, h.path("go/pkg/mod")) {
+		t.Errorf("shared caches: env %v write %v", env, ps.Write)
+	}
+}
