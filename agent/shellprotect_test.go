@@ -404,3 +404,71 @@ func TestHardLinkInARootIsUnreadable(t *testing.T) {
 		}
 	})
 }
+
+// A background task no person approved is held like a foreground command: what it did to
+// protected paths is put back at the next walk, and the answer of that call says so.
+func TestBackgroundTaskProtectedWritesArePutBack(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	const script = `echo '{}' > .mcp.json && mkdir -p n && echo x > n/.envrc && echo ok > done`
+	free := newProtWorld(t, script)
+	cmd := exec.Command("bash", "run.sh")
+	cmd.Dir = free.root
+	if out, err := cmd.CombinedOutput(); err != nil || !exists(free.at(".mcp.json")) || !exists(free.at("n/.envrc")) {
+		t.Fatalf("calibration: plain bash did not write the protected paths (%v): %s", err, out)
+	}
+	for _, sb := range sandboxModes(t) {
+		t.Run(string(sb), func(t *testing.T) {
+			w := newProtWorld(t, script)
+			bg, _ := json.Marshal(map[string]any{"command": "bash run.sh", "run_in_background": true})
+			wait, _ := json.Marshal(map[string]string{"command": "bash -c 'while [ ! -e done ]; do sleep 0.05; done'"})
+			next, _ := json.Marshal(map[string]string{"command": "bash -c 'echo next > next.txt'"})
+			p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{{Name: "Bash", Input: bg}}},
+				{ToolCalls: []scripted.ToolCall{{Name: "Bash", Input: wait}}},
+				{ToolCalls: []scripted.ToolCall{{Name: "Bash", Input: next}}},
+				{Text: "Done."},
+			}})
+			rules, err := permission.ParseRules([]string{"Bash"}, nil, nil)
+			must(t, err)
+			st := newStores(t)
+			res, err := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history, Policy: &agent.Policy{Rules: rules},
+				Shell: &agent.ShellOptions{Sandbox: sb}}).Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: w.root, PermissionMode: permission.ModeAcceptEdits})
+			must(t, err)
+			if !exists(w.at("done")) || !exists(w.at("next.txt")) {
+				t.Fatalf("the task or the next command did not run: %q", bashAnswer(t, res))
+			}
+			if exists(w.at(".mcp.json")) || exists(w.at("n/.envrc")) {
+				t.Errorf("a background task's protected writes stayed: %q", bashAnswer(t, res))
+			}
+			if !strings.Contains(bashAnswer(t, res), shell.CodeProtectedReverted) || !hasDenial(res, shell.CodeProtectedReverted) {
+				t.Errorf("the revert was not said: %q, denials %+v", bashAnswer(t, res), res.PermissionDenials)
+			}
+		})
+	}
+}
+
+// Class 10 for the write tools: a Write to a home startup file, with the home directory
+// a write root, is a question for a person (none here, so it is refused), while an
+// ordinary file in the home directory is written.
+func TestWriteToolsAskForHomeStartupFiles(t *testing.T) {
+	t.Parallel()
+	w := newProtWorld(t, "true")
+	for _, rel := range []string{".bashrc", ".profile", ".pam_environment", ".gitconfig", ".local/bin/git",
+		".config/systemd/user/x.service", ".config/autostart/x.desktop", ".config/environment.d/x.conf",
+		".config/git/config", ".ssh/authorized_keys", ".ssh/rc", ".xprofile", ".bash_aliases", "notes.txt"} {
+		in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(w.home, rel), "content": "x\n"})
+		p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{{Name: "Write", Input: in}}},
+			{Text: "Done."},
+		}})
+		res, err := agent.New(agent.Deps{Provider: p, Home: w.home, Shell: &agent.ShellOptions{Sandbox: sandbox.ModeOff}}).Run(context.Background(),
+			agent.TaskSpec{Prompt: "go", Root: w.root, AdditionalDirectories: []string{w.home}, PermissionMode: permission.ModeAcceptEdits})
+		must(t, err)
+		written := exists(filepath.Join(w.home, rel))
+		if want := rel == "notes.txt"; written != want {
+			t.Errorf("%s: written %v, want %v (denials %+v)", rel, written, want, res.PermissionDenials)
+		}
+	}
+}
