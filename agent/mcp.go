@@ -226,6 +226,11 @@ func (l *leg) mcpWrap() func(req env.ExecRequest) (env.ExecRequest, error) {
 		}
 		o := l.sandbox.Options
 		o.TempDir = tmp
+		if l.sandbox.Kernel.Overlay {
+			// The toolchain caches' private layer lives in the servers' temp dir;
+			// without overlays they are read-only to servers.
+			o.CacheLayer = filepath.Join(tmp, "cache")
+		}
 		o.Readable = append(append([]string(nil), o.Readable...), sandbox.ProgramReadable(req.Argv)...)
 		o.Network = l.spec.SandboxNetwork != "off" && l.deps.shell().SandboxNetwork != "off" && l.layered.Sandbox.Network != "off"
 		p := sandbox.ForFence(l.fence, o).WithProtected(l.fence, false)
