@@ -42,8 +42,9 @@ func (l *leg) envHeld() env.Inheritance {
 	return env.Inherit(os.Environ(), pass)
 }
 
-// announceEnv says once, at the start of a leg (a delegated child's parent said it
-// already), which variables its programs do not inherit: names only, never values.
+// announceEnv says once, at the start of a leg, right after its manifest (a delegated
+// child's parent said it already), which variables its programs do not inherit: names
+// only, never values.
 func (l *leg) announceEnv() {
 	if l.link != nil {
 		return

@@ -17,6 +17,7 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 	res := &TaskResult{SessionID: l.sessionID, Manifest: l.manifest}
 	l.flush(0)
 	l.emit(Event{Type: EventInit, Manifest: &res.Manifest})
+	l.announceEnv() // after init: a stream still opens with the manifest
 
 	msgs := l.resume.messages
 	turn := l.resume.turns // turns are numbered across every leg of the session

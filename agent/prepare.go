@@ -94,7 +94,6 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 		l.closeSession(ctx, sema.StatusError)
 		return nil, err
 	}
-	l.announceEnv()
 	l.manifest = l.buildManifest()
 	l.manifest.Instructions = l.instructionFiles()
 	l.system = systemPrompt(l)
