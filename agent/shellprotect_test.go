@@ -472,3 +472,57 @@ func TestWriteToolsAskForHomeStartupFiles(t *testing.T) {
 		}
 	}
 }
+
+// A .git reached through a link: an additional directory given as a link to another
+// repository, or as a link to that repository's .git itself. The fence resolves both, and
+// the protection holds on what they name. (A task root given as a link is refused before
+// anything runs: its settings cannot be read through it.)
+func TestProtectedGitThroughALinkedRoot(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	mk := func(t *testing.T, added, script string) (protWorld, []string) {
+		w := newProtWorld(t, script)
+		base := filepath.Dir(w.root)
+		must(t, os.MkdirAll(filepath.Join(base, "other/.git/hooks"), 0o755))
+		must(t, os.WriteFile(filepath.Join(base, "other/.git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
+		must(t, os.Symlink(filepath.Join(base, "other"), filepath.Join(base, "repolink")))
+		must(t, os.Symlink(filepath.Join(base, "other/.git"), filepath.Join(base, "gitlink")))
+		return w, []string{filepath.Join(base, added)}
+	}
+	hook := func(w protWorld) bool {
+		return exists(filepath.Join(filepath.Dir(w.root), "other/.git/hooks/pre-commit"))
+	}
+	cases := []struct{ name, added, script string }{
+		{"an added directory that is a link to a repository", "repolink", `echo x > ../repolink/.git/hooks/pre-commit`},
+		{"an added directory that is a link to a .git", "gitlink", `echo x > ../gitlink/hooks/pre-commit`},
+		{"a new .envrc in an added directory given as a link", "repolink", `echo x > ../repolink/.envrc`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			effect := hook
+			if strings.Contains(c.script, ".envrc") {
+				effect = func(w protWorld) bool { return exists(filepath.Join(filepath.Dir(w.root), "other/.envrc")) }
+			}
+			free, _ := mk(t, c.added, c.script)
+			cmd := exec.Command("bash", "run.sh")
+			cmd.Dir = free.root
+			if out, err := cmd.CombinedOutput(); !effect(free) {
+				t.Fatalf("calibration: plain bash did not have the effect (%v): %s", err, out)
+			}
+			for _, sb := range sandboxModes(t) {
+				w, added := mk(t, c.added, c.script)
+				in, _ := json.Marshal(map[string]string{"command": "bash run.sh"})
+				p := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{{Name: "Bash", Input: in}}}, {Text: "Done."}}})
+				rules, err := permission.ParseRules([]string{"Bash"}, nil, nil)
+				must(t, err)
+				res, err := agent.New(agent.Deps{Provider: p, Policy: &agent.Policy{Rules: rules}, Shell: &agent.ShellOptions{Sandbox: sb}}).Run(context.Background(),
+					agent.TaskSpec{Prompt: "go", Root: w.root, AdditionalDirectories: added, PermissionMode: permission.ModeAcceptEdits})
+				must(t, err)
+				if effect(w) {
+					t.Errorf("sandbox %s: the protected path was written: %q", sb, bashAnswer(t, res))
+				}
+			}
+		})
+	}
+}
