@@ -32,12 +32,16 @@
 //   - Under the roots face a path whose canonical form lies in no root of its kind is
 //     refused (fs.path_not_in_root). The open face skips only that judgment:
 //     canonicalization, the deny set and the protected set still apply.
-//   - The protected set (.git, .sema, .claude, .vscode, .idea, .husky directories at any
-//     depth below the task root or a declared root not itself protected, or anywhere
-//     along a path outside them; shell startup files; .gitconfig, .gitmodules, .npmrc,
-//     .mcp.json, .envrc; the fish configuration directory) is never refused by the
-//     fence: a write there comes back with Path.Protected set, and the permission gate
-//     asks a person. On a case-insensitive env these names match without case.
+//   - The protected set (.git, .sema, .claude, .vscode, .idea, .husky, .ssh directories at
+//     any depth below the task root or a declared root not itself protected, or anywhere
+//     along a path outside them; shell and session startup files; .gitconfig,
+//     .gitmodules, .npmrc, .mcp.json, .envrc; .config/fish, .config/systemd,
+//     .config/autostart, .config/environment.d, .config/git and .local/bin) is never
+//     refused by the fence: a write there comes back with Path.Protected set, and the
+//     permission gate asks a person. On a case-insensitive env these names match without
+//     case. ProtectedCandidate and ProtectedSpots let a walker find protected entries
+//     cheaply (the shell's walk around each command, which puts back what a command did
+//     to them without a person's yes).
 //   - The two faces never read each other: each is resolved from its own seats by the
 //     one order of ResolveFace, and a face nobody declared is roots.
 //   - Write roots are the task root, the additional directories and the admitted
