@@ -59,7 +59,7 @@ func TestHomeStartupPlacesAreProtected(t *testing.T) {
 		"home/.config/systemd/user/x.service": true, "home/.config/autostart/x.desktop": true,
 		"home/.config/environment.d/x.conf": true, "home/.ssh/authorized_keys": true, "home/.ssh/rc": true,
 		"home/.config/fish/config.fish": true,
-		"home/notes.txt": false, "home/.config/htop/htoprc": false, "home/.local/share/x": false,
+		"home/notes.txt":                false, "home/.config/htop/htoprc": false, "home/.local/share/x": false,
 		"repo/bin/tool": false, "repo/src/git/x.go": false, "repo/systemd/x.service": false,
 		"repo/local/bin/x": false, "repo/user/x": false,
 	} {
