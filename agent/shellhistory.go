@@ -43,7 +43,6 @@ type bashChanges struct {
 	// bgUnapproved: a background task no person approved may have run since the last
 	// snapshot, so what it did to protected paths is put back there.
 	bgUnapproved bool
-	tasksBefore  int             // background tasks running when the call's Before ended
 	named        map[string]bool // uncovered files a notice already named
 	// walked is what the latest walk found for the sandbox (Confinement).
 	walked walkedPlaces
@@ -114,7 +113,6 @@ func (c *bashChanges) Before(ctx context.Context, background bool) ([]string, er
 		return nil, err
 	}
 	c.settleBackground(background, sandbox.Approved(ctx))
-	c.tasksBefore = c.tasks()
 	return notes, nil
 }
 
@@ -128,7 +126,10 @@ func (c *bashChanges) After(ctx context.Context) []string {
 		return []string{"What this command changed could not be recorded for rewind, nor checked for protected paths (" + err.Error() + ")."}
 	}
 	// A command moved to the background at its timeout runs on as a task of this call.
-	c.settleBackground(c.tasks() > c.tasksBefore, sandbox.Approved(ctx))
+	// Which running task is this call's is not known here, so any task running after a
+	// call no person approved may be it: guarding an approved task's protected writes
+	// too is the side to err on.
+	c.settleBackground(c.running(), sandbox.Approved(ctx))
 	return notes
 }
 

@@ -94,14 +94,6 @@ func (c *bashChanges) settleBackground(started, approved bool) {
 	}
 }
 
-// tasks counts the running background tasks.
-func (c *bashChanges) tasks() int {
-	if c.l.shell == nil {
-		return 0
-	}
-	return len(c.l.shell.Running())
-}
-
 // protectedEntry is the walk's test of an entry: the fence's protected rule, behind a
 // filter on the entry's name (the walk asks it of every entry).
 func (l *leg) protectedEntry(p string) bool {
