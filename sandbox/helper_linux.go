@@ -64,6 +64,8 @@ func confineAndExec(spec, ns string, argv []string) error {
 	if len(argv) == 0 {
 		return errors.New("no command")
 	}
+	machine := os.Getenv(helperMachineEnv)
+	os.Unsetenv(helperMachineEnv)
 	// The environment says which namespaces the helper was started in, and which its
 	// starter was in; the kernel must agree that they differ, or the mounts below would
 	// change the machine's own.
@@ -77,7 +79,7 @@ func confineAndExec(spec, ns string, argv []string) error {
 	var view viewResult
 	if mountNS {
 		var err error
-		if view, err = buildView(&p, os.Getpid() == 1); err != nil {
+		if view, err = buildView(&p, os.Getpid() == 1, machine); err != nil {
 			return err
 		}
 	} else if len(p.Hidden) > 0 || len(p.ReadOnly) > 0 || len(p.Caches) > 0 {

@@ -172,6 +172,9 @@ func wrap(req env.ExecRequest, p Policy, iso env.Isolation) (env.ExecRequest, er
 	out := req
 	out.Argv = append([]string{"/proc/self/exe"}, req.Argv...)
 	out.Env = append(append([]string(nil), req.Env...), helperEnv+"="+string(spec), helperNSEnv+"="+ns)
+	if iso.Mount {
+		out.Env = append(out.Env, helperMachineEnv+"="+machineForHelper())
+	}
 	out.Isolate = iso
 	return out, nil
 }

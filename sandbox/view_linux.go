@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -75,6 +76,12 @@ type placement struct {
 // holding one shows it empty.
 var runtimeDirs = []string{"/run", "/var/run", "/var/tmp"}
 
+// replaced reports whether the view shows something else than the machine's tree at
+// path: the runtime directories, /tmp, /dev and /proc.
+func replaced(path string) bool {
+	return slices.Contains(runtimeDirs, path) || path == "/tmp" || path == "/dev" || path == "/proc"
+}
+
 // viewResult is what the view adds to the Landlock grants: its own places, at their
 // view paths.
 type viewResult struct {
@@ -86,8 +93,14 @@ type view struct {
 	root   int  // the view's root mount (O_PATH)
 	made   bool // the root is a tmpfs the view made (not a copy of the machine's root)
 	userNS bool // the helper is in a user namespace (overlayfs needs userxattr)
-	empty  int  // an empty directory: the second lower layer of read-only overlays
-	mounts []hostMount
+	empty  int  // an empty directory: the second lower layer of read-only overlays (-1: not made yet)
+	// mergedLower: the kernel has no data-only lower layers (before Linux 6.5), so the
+	// second layer of a read-only overlay is an empty directory merged with the tree.
+	mergedLower bool
+	// rootLinks are the symbolic links in the machine's root directory, as the starter
+	// found them (nil: list them here).
+	rootLinks []string
+	mounts    []hostMount
 	// planned are the paths the plan places: a tree laid out entry by entry leaves them
 	// to their own placement.
 	planned map[string]bool
@@ -106,7 +119,7 @@ type view struct {
 // buildView makes the command's view and makes it the root; the working directory is
 // entered again inside it. Nothing of the machine's mounts is changed: the helper is in
 // a mount namespace of its own, whose mounts it first makes private.
-func buildView(p *Policy, pidOne bool) (res viewResult, err error) {
+func buildView(p *Policy, pidOne bool, machine string) (res viewResult, err error) {
 	cwd, err := unix.Getwd()
 	if err != nil {
 		return res, fmt.Errorf("reading the working directory: %w", err)
@@ -114,7 +127,8 @@ func buildView(p *Policy, pidOne bool) (res viewResult, err error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return res, fmt.Errorf("making mounts private: %w", err)
 	}
-	v := &view{p: p, root: -1, empty: -1, userNS: inUserNamespace(), mounts: hostMounts(), planned: map[string]bool{}}
+	userNS, mounts, rootLinks := machineFromEnv(machine)
+	v := &view{p: p, root: -1, empty: -1, userNS: userNS, mounts: mounts, rootLinks: rootLinks, planned: map[string]bool{}}
 	plan, writeOpen, readOpen := planView(p, v.mounts)
 	for _, pl := range plan {
 		v.planned[pl.path] = true
@@ -186,9 +200,12 @@ func planView(p *Policy, mounts []hostMount) (plan []placement, writeOpen, readO
 			add("/tmp", viewMask, "")
 			covered = append(covered, "/tmp")
 		}
-		for _, r := range p.Read {
+		for i, r := range p.Read {
 			switch {
 			case r == "/" || within("/proc", r) || r == "/dev":
+			case slices.ContainsFunc(p.Read, func(o string) bool { return o != r && within(o, r) && !replaced(o) }) ||
+				slices.Index(p.Read, r) != i:
+				// shown by the tree it lies in
 			case within("/dev", r):
 				add(r, viewPseudo, r)
 			case slices.Contains(runtimeDirs, r) || r == "/tmp":
@@ -254,9 +271,6 @@ func planView(p *Policy, mounts []hostMount) (plan []placement, writeOpen, readO
 // open face the machine's root itself (read-only overlay, or a writable copy).
 func (v *view) makeRoot(writeOpen, readOpen bool) error {
 	var err error
-	if v.empty, err = newTmpfs("mode=0555,size=4k", unix.MOUNT_ATTR_RDONLY); err != nil {
-		return err
-	}
 	switch {
 	case writeOpen:
 		v.root, err = cloneAt(unix.AT_FDCWD, "/", true, false)
@@ -272,7 +286,7 @@ func (v *view) makeRoot(writeOpen, readOpen bool) error {
 			unix.Close(fd)
 		}
 	default:
-		v.root, err = newTmpfs("mode=0755,size=1m", 0)
+		v.root, err = newTmpfs("mode=0755", 0)
 		v.made = true
 	}
 	if err != nil {
@@ -403,6 +417,19 @@ func (v *view) place(pl placement, pidOne, writeOpen bool) error {
 	case viewProc:
 		return v.makeProc(pidOne, writeOpen)
 	case viewMask:
+		if ok, tmp := v.creatable(pl.path); ok && !tmp && !v.isMountedOn(pl.path) {
+			// In a tmpfs of the view's own, an empty directory is enough.
+			fd, err := v.mkdirs(pl.path)
+			if err != nil {
+				return err
+			}
+			unix.Close(fd)
+			if !slices.Contains(v.created, pl.path) {
+				v.created = append(v.created, pl.path)
+			}
+			v.done = append(v.done, pl)
+			return nil
+		}
 		if tree, err = newTmpfs("mode=0755,size=64k", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil {
 			return err
 		}
@@ -416,25 +443,30 @@ func (v *view) place(pl placement, pidOne, writeOpen bool) error {
 	case viewCache:
 		tree, err = v.cacheOverlay(pl.src)
 	default:
-		var src int
-		if src, err = openFollow(pl.src); errors.Is(err, unix.ENOENT) {
+		// Most places are directories: one system call tells.
+		src, err := unix.Open(pl.src, unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		mode := uint32(unix.S_IFDIR)
+		if errors.Is(err, unix.ENOTDIR) {
+			src, err = openFollow(pl.src)
+			var st unix.Stat_t
+			if err == nil {
+				err = unix.Fstat(src, &st)
+			}
+			mode = st.Mode & unix.S_IFMT
+		}
+		if errors.Is(err, unix.ENOENT) {
 			return nil // gone since the policy was made: nothing to place
 		} else if err != nil {
 			return err
 		}
 		defer unix.Close(src)
-		var st unix.Stat_t
-		if err := unix.Fstat(src, &st); err != nil {
-			return err
-		}
-		mode := st.Mode & unix.S_IFMT
 		dir = mode == unix.S_IFDIR
 		switch pl.kind {
 		case viewRead:
 			switch {
 			case mode == unix.S_IFSOCK:
 				return nil // a socket in a Read tree is not reachable
-			case dir && isPseudo(src):
+			case dir && v.pseudoAt(pl.src, src):
 				pl.kind = viewPseudo
 				tree, err = cloneAt(src, "", true, true)
 			case dir && v.userNS && v.hasMounts(pl.path):
@@ -475,6 +507,26 @@ func (v *view) place(pl placement, pidOne, writeOpen bool) error {
 // attach mounts tree at path in the view, making the mount point (a directory, or an
 // empty file for a file) where the view may make it.
 func (v *view) attach(tree int, path string, dir bool) error {
+	if dir && v.ownTmpfs(path) {
+		// Everything on the way is a directory the view made: no link to fear.
+		rel := strings.TrimPrefix(path, "/")
+		err := unix.Mkdirat(v.root, rel, 0o755)
+		if errors.Is(err, unix.ENOENT) {
+			var fd int
+			if fd, err = v.mkdirs(filepath.Dir(path)); err == nil {
+				unix.Close(fd)
+				err = unix.Mkdirat(v.root, rel, 0o755)
+			}
+		}
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+		if err := unix.MoveMount(tree, "", v.root, rel, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return err
+		}
+		v.created = slices.DeleteFunc(v.created, func(c string) bool { return c == path })
+		return nil
+	}
 	var at int
 	var err error
 	if dir {
@@ -486,7 +538,12 @@ func (v *view) attach(tree int, path string, dir bool) error {
 		return err
 	}
 	defer unix.Close(at)
-	return unix.MoveMount(tree, "", at, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	if err := unix.MoveMount(tree, "", at, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return err
+	}
+	// A mount point is covered: nothing of the machine's directory shows there.
+	v.created = slices.DeleteFunc(v.created, func(c string) bool { return c == path })
+	return nil
 }
 
 // open opens path in the view (O_PATH) without following a symbolic link in any
@@ -500,6 +557,17 @@ func (v *view) open(path string) (int, error) {
 		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH,
 	})
+}
+
+// ownTmpfs reports whether path lies in the view's own root tmpfs, with no mount of the
+// machine's tree on the way.
+func (v *view) ownTmpfs(path string) bool {
+	return v.made && path != "/" && v.container(path) == nil
+}
+
+// isMountedOn reports whether the view placed something at exactly path.
+func (v *view) isMountedOn(path string) bool {
+	return slices.ContainsFunc(v.done, func(d placement) bool { return d.path == path })
 }
 
 // container is the placement path lies in (the deepest one made), nil for the root.
@@ -595,15 +663,13 @@ func (v *view) mkfile(path string) (int, error) {
 // the machine's), a devpts instance of its own at /dev/pts with /dev/ptmx pointing into
 // it, the /proc/self/fd links, and a private writable /dev/shm.
 func (v *view) makeDev() error {
-	dev, err := newTmpfs("mode=0755,size=64k", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
+	dev, err := newTmpfs("mode=0755", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
 		return err
 	}
 	if err := v.attach(dev, "/dev", true); err != nil {
 		return err
 	}
-	v.tmpfs = append(v.tmpfs, dev)
-	v.created = append(v.created, "/dev")
 	v.done = append(v.done, placement{path: "/dev", kind: viewDev})
 	pts := false
 	for _, d := range v.p.Devices {
@@ -614,27 +680,14 @@ func (v *view) makeDev() error {
 		case !within("/dev", d) || d == "/dev":
 			continue
 		}
-		src, err := openFollow(d)
-		if errors.Is(err, unix.ENOENT) {
-			continue
-		} else if err != nil {
-			return err
-		}
-		dir := isDirFD(src)
-		tree, err := cloneAt(src, "", dir, false)
-		unix.Close(src)
-		if err != nil {
-			return fmt.Errorf("%s: %w", d, err)
-		}
-		err = v.attach(tree, d, dir)
-		unix.Close(tree)
-		if err != nil {
+		if err := v.device(dev, d); err != nil {
 			return fmt.Errorf("%s: %w", d, err)
 		}
 	}
 	links := [][2]string{{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}}
 	if pts {
-		fs, err := newFS("devpts", [][2]string{{"newinstance", ""}, {"ptmxmode", "0666"}, {"mode", "0620"}}, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
+		// A devpts mount is a new instance (Linux 4.7 on); its ptmx must be usable.
+		fs, err := newFS("devpts", [][2]string{{"ptmxmode", "0666"}}, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
 		if err != nil {
 			return fmt.Errorf("devpts: %w", err)
 		}
@@ -650,17 +703,52 @@ func (v *view) makeDev() error {
 			return err
 		}
 	}
-	shm, err := newTmpfs("mode=1777", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
-	if err != nil {
+	// /dev is a tmpfs of the command's own, left writable for /dev/shm: Landlock grants
+	// writing nothing else in it.
+	if err := unix.Mkdirat(dev, "shm", 0o777); err != nil && !errors.Is(err, unix.EEXIST) {
 		return err
 	}
-	err = v.attach(shm, "/dev/shm", true)
-	unix.Close(shm)
-	if err != nil {
+	if err := unix.Fchmodat(dev, "shm", 0o1777, 0); err != nil {
 		return err
 	}
 	v.res.write = append(v.res.write, "/dev/shm")
 	return nil
+}
+
+// device puts the machine's device d in the private /dev (open at dev): a node of its
+// own where the helper may make one (root, no user namespace), else a read-only bind of
+// the machine's (a device is written through a read-only mount; its mode and owner are
+// not changed through one).
+func (v *view) device(dev int, d string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(d, &st); errors.Is(err, unix.ENOENT) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	rel := strings.TrimPrefix(d, "/dev/")
+	kind := st.Mode & unix.S_IFMT
+	if !v.userNS && !strings.Contains(rel, "/") && (kind == unix.S_IFCHR || kind == unix.S_IFBLK) {
+		err := unix.Mknodat(dev, rel, st.Mode, int(st.Rdev))
+		if err == nil || errors.Is(err, unix.EEXIST) {
+			return nil
+		}
+		if !errors.Is(err, unix.EPERM) {
+			return err
+		}
+	}
+	src, err := openFollow(d)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	dir := kind == unix.S_IFDIR
+	tree, err := cloneAt(src, "", dir, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tree)
+	return v.attach(tree, d, dir)
 }
 
 // makeProc mounts /proc: a fresh proc of the command's own PID namespace when the helper
@@ -688,14 +776,44 @@ func (v *view) makeProc(pidOne, writeOpen bool) error {
 	return nil
 }
 
-// readOverlay is a read-only overlay of the directory open at fd (and an empty layer
-// beneath it): the tree's content, on a mount of its own inodes.
+// readOverlay is a read-only overlay of the directory open at fd: the tree's content, on a
+// mount of its own inodes. overlayfs wants a second lower layer where there is no upper
+// one: a data-only layer (never looked up; the view's own root serves) where the kernel
+// has them, else an empty directory.
 func (v *view) readOverlay(fd int) (int, error) {
-	opts := [][2]string{
-		{"lowerdir", fdPath(fd) + ":" + fdPath(v.empty)},
-		// Nothing in the tree may send lookups elsewhere.
-		{"redirect_dir", "nofollow"}, {"metacopy", "off"},
+	if !v.mergedLower {
+		second := v.empty
+		if v.made {
+			second = v.root
+		}
+		if second >= 0 {
+			tree, err := v.overlayOf(fdPath(fd) + "::" + fdPath(second))
+			if !errors.Is(err, unix.EINVAL) {
+				return tree, err
+			}
+		}
 	}
+	if v.empty < 0 {
+		var err error
+		if v.empty, err = newTmpfs("mode=0555,size=4k", unix.MOUNT_ATTR_RDONLY); err != nil {
+			return -1, err
+		}
+		if !v.made {
+			// Tried with this as the data-only layer when there was one.
+			if tree, err := v.overlayOf(fdPath(fd) + "::" + fdPath(v.empty)); !errors.Is(err, unix.EINVAL) {
+				return tree, err
+			}
+		}
+	}
+	v.mergedLower = true
+	return v.overlayOf(fdPath(fd) + ":" + fdPath(v.empty))
+}
+
+func (v *view) overlayOf(lowerdir string) (int, error) {
+	// Redirects and metacopy in the tree could only lead into the second layer: empty,
+	// or a data-only layer (the view's own root, as its tmpfs holds nothing yet) that is
+	// never looked up without metacopy.
+	opts := [][2]string{{"lowerdir", lowerdir}}
 	if v.userNS {
 		opts = append(opts, [2]string{"userxattr", ""})
 	}
@@ -812,37 +930,73 @@ func (v *view) visible(path string) bool {
 // the view shows.
 func (v *view) links() {
 	for _, dir := range v.created {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
 		var dfd = -1
-		for _, e := range ents {
-			if e.Type()&os.ModeSymlink == 0 {
-				continue
-			}
-			path := filepath.Join(dir, e.Name())
-			if fd, err := v.open(path); err == nil {
-				unix.Close(fd)
+		names := v.rootLinks
+		if dir != "/" || names == nil {
+			names = symlinksIn(dir)
+		}
+		for _, name := range names {
+			path := filepath.Join(dir, name)
+			if v.planned[path] || slices.Contains(v.created, path) {
 				continue // the view has something there already
 			}
-			target, err := os.Readlink(path)
+			link, err := os.Readlink(path)
 			if err != nil {
 				continue
 			}
-			resolved, err := filepath.EvalSymlinks(path)
-			if err != nil || !v.visible(resolved) {
-				continue
+			// Most links name their target in one step (usr/bin); the others are
+			// resolved in full.
+			target := link
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(dir, target)
+			}
+			if !v.visible(filepath.Clean(target)) {
+				resolved, err := filepath.EvalSymlinks(path)
+				if err != nil || !v.visible(resolved) {
+					continue
+				}
 			}
 			if dfd < 0 {
 				if dfd, err = v.open(dir); err != nil {
 					break
 				}
 			}
-			unix.Symlinkat(target, dfd, e.Name())
+			unix.Symlinkat(link, dfd, name)
 		}
 		if dfd >= 0 {
 			unix.Close(dfd)
+		}
+	}
+}
+
+// symlinksIn lists the names of the symbolic links in the machine's directory dir, from
+// the directory entries' types (no stat of each).
+func symlinksIn(dir string) []string {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	var out []string
+	buf := make([]byte, 8192)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil || n <= 0 {
+			return out
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(b[16]) | int(b[17])<<8
+			if reclen < 19 || reclen > len(b) {
+				break
+			}
+			if b[18] == unix.DT_LNK {
+				name := b[19:reclen]
+				if i := slices.Index(name, 0); i >= 0 {
+					name = name[:i]
+				}
+				out = append(out, string(name))
+			}
+			b = b[reclen:]
 		}
 	}
 }
@@ -1016,10 +1170,26 @@ func isPseudo(fd int) bool {
 	return false
 }
 
+// pseudoAt reports whether the machine's directory path (open at fd) is on a kernel
+// filesystem: the mount list says, where the helper has it.
+func (v *view) pseudoAt(path string, fd int) bool {
+	if v.mounts == nil {
+		return isPseudo(fd)
+	}
+	best := -1
+	for i, m := range v.mounts {
+		if within(m.path, path) && (best < 0 || len(m.path) >= len(v.mounts[best].path)) {
+			best = i
+		}
+	}
+	return best >= 0 && v.mounts[best].pseudo
+}
+
 // hostMount is a mount of the helper's namespace, as /proc/self/mountinfo lists it.
 type hostMount struct {
-	path   string
-	pseudo bool
+	path    string
+	escaped string // as mountinfo spells it (no space, no newline)
+	pseudo  bool
 }
 
 // pseudoTypes are the kernel filesystems isPseudo recognizes, by mountinfo's name.
@@ -1034,8 +1204,13 @@ func hostMounts() []hostMount {
 	if err != nil {
 		return nil
 	}
+	return parseMountinfo(string(data))
+}
+
+// parseMountinfo reads mountinfo's lines: mount point and filesystem type.
+func parseMountinfo(data string) []hostMount {
 	var out []hostMount
-	for line := range strings.SplitSeq(string(data), "\n") {
+	for line := range strings.SplitSeq(data, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 7 {
 			continue
@@ -1048,7 +1223,7 @@ func hostMounts() []hostMount {
 		if !strings.HasPrefix(path, "/") {
 			continue
 		}
-		out = append(out, hostMount{path: filepath.Clean(path), pseudo: slices.Contains(pseudoTypes, f[6+sep+1])})
+		out = append(out, hostMount{path: filepath.Clean(path), escaped: f[4], pseudo: slices.Contains(pseudoTypes, f[6+sep+1])})
 	}
 	return out
 }
@@ -1070,6 +1245,98 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// helperMachineEnv carries what the starter knows of the machine into the helper: whether
+// the helper is in a user namespace, and the mount points (a kernel filesystem or not).
+// The starter keeps the list and reads mountinfo again only when the kernel says it
+// changed; reading it in every helper cost more than the rest of the view.
+const helperMachineEnv = "SEMA_SANDBOX_MACHINE"
+
+var machineCache struct {
+	sync.Mutex
+	fd   int // /proc/self/mountinfo, open, whose poll says when the mounts changed; 0: not yet
+	text string
+}
+
+var starterUserNS = sync.OnceValue(func() bool { return os.Geteuid() != 0 || inUserNamespace() })
+
+// machineForHelper is helperMachineEnv's value: "u" or "-" (a user namespace), then one
+// line per mount, "p" (a kernel filesystem) or "-" and its escaped mount point, and one
+// per symbolic link in the root directory, "l" and its name (read again with the mounts,
+// which is when a root changes). "" when mountinfo cannot be read (the helper then reads
+// it itself).
+func machineForHelper() string {
+	c := &machineCache
+	c.Lock()
+	defer c.Unlock()
+	if c.fd == 0 {
+		fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return ""
+		}
+		c.fd = fd
+	} else {
+		pfd := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLPRI}}
+		if n, err := unix.Poll(pfd, 0); err == nil && n == 0 && c.text != "" {
+			return c.text
+		}
+	}
+	var data []byte
+	buf := make([]byte, 64<<10)
+	for off := int64(0); ; {
+		n, err := unix.Pread(c.fd, buf, off)
+		if err != nil {
+			return ""
+		}
+		if n == 0 {
+			break
+		}
+		data = append(data, buf[:n]...)
+		off += int64(n)
+	}
+	var b strings.Builder
+	if starterUserNS() {
+		b.WriteString("u")
+	} else {
+		b.WriteString("-")
+	}
+	for _, m := range parseMountinfo(string(data)) {
+		flag := "\n-"
+		if m.pseudo {
+			flag = "\np"
+		}
+		b.WriteString(flag + m.escaped)
+	}
+	for _, name := range symlinksIn("/") {
+		if !strings.Contains(name, "\n") {
+			b.WriteString("\nl" + name)
+		}
+	}
+	c.text = b.String()
+	return c.text
+}
+
+// machineFromEnv reads helperMachineEnv's value; where it is empty, the helper finds out
+// itself.
+func machineFromEnv(s string) (userNS bool, mounts []hostMount, rootLinks []string) {
+	if s == "" {
+		return inUserNamespace(), hostMounts(), nil
+	}
+	lines := strings.Split(s, "\n")
+	rootLinks = []string{}
+	for _, l := range lines[1:] {
+		if len(l) < 2 {
+			continue
+		}
+		switch l[0] {
+		case 'l':
+			rootLinks = append(rootLinks, l[1:])
+		default:
+			mounts = append(mounts, hostMount{path: filepath.Clean(unescapeMount(l[1:])), escaped: l[1:], pseudo: l[0] == 'p'})
+		}
+	}
+	return lines[0] == "u", mounts, rootLinks
 }
 
 // inUserNamespace reports whether the helper runs in a user namespace other than the
