@@ -25,8 +25,11 @@ func killedApprove(t *testing.T, sandboxMode string) {
 	dir := writeTree(t, map[string]string{"README.md": "hi\n"})
 	env := append(home(t), "SEMA_SESSION_LEASE=1s")
 	pidFile := filepath.Join(dir, "cmd.pid") // inside the root: the sandbox lets nothing write elsewhere
-	// The command writes its pid (after exec, the sleep's own) where the test can read it.
-	cmdText := "sh -c 'echo $$ > " + pidFile + "; exec sleep 300'"
+	// The command says it started, then becomes a sleep with a duration no other process
+	// has: the test finds it by that in /proc, since a confined command's own $$ is its pid
+	// in a PID namespace of its own, not the machine's.
+	marker := "299." + strconv.FormatInt(time.Now().UnixNano()%1_000_000_000, 10)
+	cmdText := "sh -c 'echo started > " + pidFile + "; exec sleep " + marker + "'"
 	in, _ := json.Marshal(cmdText)
 	script := writeScript(t, `{"turns":[{"tool_calls":[{"name":"Bash","input":{"command":`+string(in)+`}}]},{"text":"done"}]}`)
 	r := sema(t, dir, env, "", "run", "--model", "scripted/"+script, "--on-ask", "park", "--sandbox", sandboxMode, "--output-format", "json", "sleep")
@@ -53,7 +56,7 @@ func killedApprove(t *testing.T, sandboxMode string) {
 			t.Fatal("the approved command never started")
 		}
 		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			pid = findProcess(t, "sleep\x00"+marker+"\x00")
 		}
 	}
 	approve.Process.Signal(syscall.SIGKILL)
@@ -80,4 +83,24 @@ func killedApprove(t *testing.T, sandboxMode string) {
 	if strings.Contains(show.stdout, "was not run") || !strings.Contains(show.stdout, "may have run") {
 		t.Fatalf("the transcript does not say the killed call may have run:\n%s", show.stdout)
 	}
+}
+
+// findProcess is the machine's pid of the process whose command line is cmdline (NUL
+// separated, as /proc shows it), 0 while there is none.
+func findProcess(t *testing.T, cmdline string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
+			return pid
+		}
+	}
+	return 0
 }

@@ -23,7 +23,10 @@ func TestAllowedCommandStaysInsideTheSandbox(t *testing.T) {
 			dir := writeTree(t, map[string]string{"a.txt": "alpha\n", ".git/hooks/README": "hooks\n"})
 			outside := filepath.Join(t.TempDir(), "outside.txt")
 			hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
-			py := "open(" + strconv.Quote(outside) + ", 'w').write('x'); open(" + strconv.Quote(hook) + ", 'w').write('x')"
+			// Each write is tried on its own, so the second is attempted whatever the first did.
+			py := "for p in (" + strconv.Quote(outside) + ", " + strconv.Quote(hook) + "):\n" +
+				"    try: open(p, 'w').write('x')\n" +
+				"    except OSError as e: print('FAILED', p, type(e).__name__, e)"
 			input, _ := json.Marshal("python3 -c " + shellQuote(py))
 			script := writeScript(t, `{"turns":[
 				{"tool_calls":[{"name":"Bash","input":{"command":`+string(input)+`}}]},
@@ -42,8 +45,13 @@ func TestAllowedCommandStaysInsideTheSandbox(t *testing.T) {
 				}
 			}
 			if mode == "off" {
-				if errOut != nil || errHook != nil {
-					t.Fatalf("calibration: unconfined python did not write (%v, %v)\n%s", errOut, errHook, r.stdout)
+				// Unconfined, both writes happen; the hook is then put back by the walk
+				// around the command, which names it.
+				if errOut != nil || !strings.Contains(r.stdout, "sandbox.protected_reverted") || !strings.Contains(r.stdout, hook) {
+					t.Fatalf("calibration: unconfined python did not write both files (%v)\n%s", errOut, r.stdout)
+				}
+				if errHook == nil {
+					t.Fatalf("the hook an unapproved command wrote was not put back\n%s", r.stdout)
 				}
 				if sb["sandboxed"] != false {
 					t.Fatalf("manifest says sandboxed with --sandbox off: %v", sb)
@@ -56,8 +64,15 @@ func TestAllowedCommandStaysInsideTheSandbox(t *testing.T) {
 			if sb["sandboxed"] != true || sb["mode"] != "on" {
 				t.Fatalf("manifest sandbox %v", sb)
 			}
-			if !strings.Contains(r.stdout, "PermissionError") && !strings.Contains(r.stdout, "Read-only file system") {
-				t.Fatalf("the failure did not reach the model:\n%s", r.stdout)
+			// Both refusals reach the model: the outside path does not exist in the
+			// command's view (or is refused), the hook is on a read-only mount.
+			for _, p := range []string{outside, hook} {
+				if !strings.Contains(r.stdout, `FAILED `+p) {
+					t.Fatalf("the failure to write %s did not reach the model:\n%s", p, r.stdout)
+				}
+			}
+			if strings.Contains(r.stdout, "sandbox.protected_reverted") {
+				t.Fatalf("the kernel should have refused the hook's write, leaving nothing to put back:\n%s", r.stdout)
 			}
 		})
 	}
