@@ -77,7 +77,7 @@ func (c *bashChanges) treeLocked() *treestate.Tree {
 		c.tree = treestate.New(treestate.Config{
 			Env:      l.deps.Env,
 			Roots:    l.fence.WriteRoots(),
-			StageDir: scratch + "/history-stage",
+			StageDir: l.shell.StageDir(),
 			Skip: func(p string) bool {
 				// A credential store is denied to the file tools, yet one that is also
 				// protected (~/.ssh under a home write root) is still guarded.

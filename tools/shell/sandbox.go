@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 
 	"github.com/sema-agent/sema/env"
@@ -100,6 +101,9 @@ func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, wri
 	}
 	p := c.base.WithProtected(s.cfg.Fence, sandbox.Approved(ctx))
 	p = s.withWalked(ctx, p) // protected entries at every depth, multi-link files (protect.go)
+	if _, err := os.Lstat(s.StageDir()); err == nil {
+		p.Hidden = append(slices.Clip(p.Hidden), s.StageDir())
+	}
 	if writeFile != "" && !s.cfg.ReadOnly {
 		if err := os.WriteFile(writeFile, nil, 0o600); err != nil {
 			return req, err

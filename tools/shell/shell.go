@@ -295,6 +295,12 @@ func (s *Set) Tools() []tools.Tool {
 // command, so it may not exist yet.
 func (s *Set) ScratchDir() string { return s.scratch }
 
+// StageDir is where the leg's change recorder keeps the pre-images of what commands
+// change. It lies in the scratch directory, which confined commands may read (the
+// co-author hooks, the git configuration), and is hidden from them: it holds copies of
+// protected and multi-link files the commands themselves may not read.
+func (s *Set) StageDir() string { return filepath.Join(s.scratch, "history-stage") }
+
 // Running lists the background tasks still running, oldest first.
 func (s *Set) Running() []TaskInfo {
 	s.mu.Lock()
