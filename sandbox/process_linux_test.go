@@ -501,3 +501,44 @@ func TestCommandPlantsNoSetuidFile(t *testing.T) {
 		})
 	}
 }
+
+// The helper stays as the command's init, its other threads neither confined nor (as
+// root) without capabilities: the command must not reach into it. Its own process is the
+// calibration: the same reads of itself succeed.
+func TestCommandCannotReachIntoItsInit(t *testing.T) {
+	k := kernel(t)
+	whoami(t)
+	w := newWorld(t, nil)
+	for _, c := range []struct{ name, self, init string }{
+		{"memory map", `cat /proc/self/maps`, `cat /proc/1/maps`},
+		{"environment", `cat /proc/self/environ`, `cat /proc/1/environ`},
+		{"memory", `dd if=/proc/self/mem bs=1 count=1 skip=$((0x$(head -1 /proc/self/maps | cut -d- -f1))) status=none | wc -c`,
+			`dd if=/proc/1/mem bs=1 count=1 skip=$((0x$(head -1 /proc/1/maps | cut -d- -f1))) status=none | wc -c`},
+		{"ptrace", `python3 -c 'import ctypes, os; l = ctypes.CDLL(None); p = os.fork()
+if p == 0:
+    import time; time.sleep(5); os._exit(0)
+print("ATTACHED" if l.ptrace(16, p, 0, 0) == 0 else "refused"); os.kill(p, 9)'`,
+			`python3 -c 'import ctypes; print("ATTACHED" if ctypes.CDLL(None).ptrace(16, 1, 0, 0) == 0 else "refused")'`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if strings.Contains(c.self, "python3") {
+				if _, err := exec.LookPath("python3"); err != nil {
+					t.Skipf("python3 is not installed: %v", err)
+				}
+			}
+			k := k
+			st, self := runScript(t, &k, policyFor(w), w.root, c.self)
+			if st.Code != 0 || strings.TrimSpace(self) == "" || strings.Contains(self, "refused") || strings.TrimSpace(self) == "0" {
+				t.Fatalf("calibration: the command could not read itself: %+v %q", st, self)
+			}
+			st, out := runScript(t, &k, policyFor(w), w.root, `[ "$PPID" = 1 ] || echo "NOT-THE-INIT'S-CHILD"; `+c.init)
+			t.Logf("confined: %+v %.300q", st, out)
+			if strings.Contains(out, "NOT-THE-INIT'S-CHILD") {
+				t.Fatalf("the command is not the init's child: %q", out)
+			}
+			if strings.Contains(out, "ATTACHED") || strings.Contains(out, "[stack]") || strings.Contains(out, "SEMA_SANDBOX") || strings.Contains(out, "PATH=") || strings.TrimSpace(out) == "1" {
+				t.Fatalf("the command reached into its init: %q", out)
+			}
+		})
+	}
+}
