@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -70,12 +72,59 @@ func (l *leg) prepareHooks() error {
 // hookWrap confines a hook's command as the leg's shell commands are confined: it
 // writes only inside the write roots, the temp directory and the toolchain caches, and
 // reads no credential store nor the state directory. The network is the shell's.
+//
+// The leg's hooks share one private temp directory (TMPDIR, and /tmp in the view) made
+// at the first hook, and a private write layer over the toolchain caches in it (where
+// the kernel cannot lay one, private caches that start cold, as for commands): a hook that runs `go vet` or a linter builds as a command
+// does, and what it writes never reaches the caches later builds outside use. The
+// directory goes when the leg ends (removeHookTemp).
 func (l *leg) hookWrap() func(env.ExecRequest) (env.ExecRequest, error) {
 	return func(req env.ExecRequest) (env.ExecRequest, error) {
+		tmp, err := l.hookTempDir()
+		if err != nil {
+			return req, err
+		}
 		o := l.sandbox.Options
+		o.TempDir = tmp
+		o.CacheLayer = filepath.Join(tmp, "cache")
 		o.Readable = append(slices.Clip(o.Readable), sandbox.ProgramReadable(req.Argv)...)
 		p := sandbox.ForFence(l.fence, o).WithProtected(l.fence, false)
+		if len(p.Caches) > 0 && !l.sandbox.Kernel.Overlay {
+			var cacheEnv []string
+			p, cacheEnv = p.PrivateCaches()
+			req.Env = append(slices.Clip(req.Env), cacheEnv...)
+		}
+		req.Env = append(slices.Clip(req.Env), "TMPDIR="+tmp)
 		return l.sandbox.Kernel.Wrap(req, p)
+	}
+}
+
+// hookTempDir is the hooks' private temp directory, made on first use.
+func (l *leg) hookTempDir() (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hookTemp == "" {
+		tmp, err := sandbox.TempDir("sema-hook-")
+		if err != nil {
+			return "", err
+		}
+		if err := os.Mkdir(filepath.Join(tmp, "cache"), 0o700); err != nil {
+			sandbox.RemoveTempDir(tmp)
+			return "", err
+		}
+		l.hookTemp = tmp
+	}
+	return l.hookTemp, nil
+}
+
+// removeHookTemp removes the hooks' temp directory once no hook of the leg can run.
+func (l *leg) removeHookTemp() {
+	l.mu.Lock()
+	tmp := l.hookTemp
+	l.hookTemp = ""
+	l.mu.Unlock()
+	if tmp != "" {
+		sandbox.RemoveTempDir(tmp)
 	}
 }
 

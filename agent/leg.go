@@ -120,8 +120,10 @@ type leg struct {
 	live liveRoster
 	// mcp is the MCP servers the leg's tools include (its root's, for a child); mcpTemp
 	// is the private temp directory of the servers a root leg confined.
-	mcp      *mcpMount
-	mcpTemp  string
+	mcp     *mcpMount
+	mcpTemp string
+	// hookTemp is the confined hooks' private temp directory (hooks.go); guarded by mu.
+	hookTemp string
 	system   string
 	manifest Manifest
 

@@ -221,6 +221,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	res.BackgroundTasks = l.stopShell(ctx)
 	l.stopMCP()
 	l.closeSession(ctx, res.Status)
+	l.removeHookTemp() // after SessionEnd's hooks, the last that run
 	l.dropLease(ctx)
 	l.flush(turns)
 	l.mu.Lock()

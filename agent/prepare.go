@@ -87,6 +87,7 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	l.prepareInstructions(ctx) // before the tools: the read tools report to it
 	if err := l.prepareLeg(ctx); err != nil {
 		l.stopMCP()
+		l.removeHookTemp()
 		l.endSweep()
 		if l.shell != nil {
 			l.shell.Close()
