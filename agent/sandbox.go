@@ -1,12 +1,18 @@
 package agent
 
 import (
+	"strings"
+
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/tools/shell"
 )
+
+// probeKernel is what the kernel offers the sandbox; a variable so that a test can play
+// an older kernel.
+var probeKernel = sandbox.Probe
 
 // validateSandbox is the door's part for the sandbox seats: words it does not know, and a
 // task that loosens what its deployment fixed, are refused by name.
@@ -94,17 +100,25 @@ func (l *leg) prepareSandbox() error {
 	if _, ok := l.deps.Env.(*env.Host); !ok {
 		return unavailable("the env is not this machine's (only the host env can be confined)")
 	}
-	k := sandbox.Probe()
+	k := probeKernel()
 	if !k.Available() {
 		return unavailable(k.Reason)
 	}
 	if l.spec.ReadOnly {
 		network = false
 	}
+	confines, missing := k.Coverage(network)
 	st = sandbox.Status{Enforced: true, Mode: mode, Landlock: k.Landlock, MountNamespace: k.MountNamespace,
-		NetworkNamespace: k.NetworkNamespace, Network: network, Reason: k.Reason}
-	if k.Reason != "" {
-		l.notice(sema.Notice{Code: sandbox.CodePartial, Message: "the kernel sandbox is partial: " + k.Reason})
+		NetworkNamespace: k.NetworkNamespace, Network: network, Reason: k.Reason,
+		Confines: confines, Missing: missing, NotConfined: sandbox.NotConfined}
+	// On asks for every protection: a kernel that leaves a class of escape open is
+	// refused by name rather than run with less. Auto runs and says what is missing.
+	if gaps := k.Incomplete(network); len(gaps) > 0 {
+		if mode == sandbox.ModeOn {
+			return sema.Errorf(sandbox.CodeIncomplete, "the sandbox was asked for (on) but this kernel confines commands only in part — missing %s; run with --sandbox auto to accept that, or on a kernel that offers them", strings.Join(gaps, "; ")).
+				With("missing", gaps)
+		}
+		l.notice(sema.Notice{Code: sandbox.CodePartial, Message: "the kernel sandbox is partial — missing " + strings.Join(gaps, "; ")})
 	}
 	// Shared caches: the deployment's yes, else the settings' word; a managed policy's no
 	// holds over both.

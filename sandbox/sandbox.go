@@ -80,4 +80,11 @@ type Status struct {
 	Network bool `json:"network"`
 	// Reason says why the sandbox is off or partial; empty when it is whole.
 	Reason string `json:"reason,omitempty"`
+	// Confines names the protections commands have (Kernel.Coverage): filesystem,
+	// view, network, processes, signals, terminals, privileges, caches.
+	Confines []string `json:"confines,omitempty"`
+	// Missing names the protections this kernel cannot give, each with what it needs.
+	Missing []string `json:"missing,omitempty"`
+	// NotConfined is what the sandbox does not hold on any kernel (NotConfined).
+	NotConfined []string `json:"not_confined,omitempty"`
 }

@@ -7,6 +7,10 @@
 package main
 
 import (
+	"runtime"
+
+	"github.com/sema-agent/sema/sandbox"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,7 +217,9 @@ func newRunCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] PROMPT",
 		Short: "Run one task (PROMPT '-' or none reads the prompt from piped stdin; /NAME ARGS… runs a custom command)",
-		Args:  runArgs(onePrompt),
+		Long: "Run one task (PROMPT '-' or none reads the prompt from piped stdin; /NAME ARGS… runs a custom command).\n\n" +
+			sandbox.Summary(runtime.GOOS),
+		Args: runArgs(onePrompt),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPromptTask(cmd, args, &opts, stdin, stdout, stderr)
 		},
