@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,8 +30,7 @@ import (
 //
 // Until then the helper is the namespace's init, not dumpable (see below): it reaps every
 // orphan the kernel hands it, and it survives the signals that would otherwise end a Go
-// program. They are handled, not ignored, because an ignored disposition would be
-// inherited by the command across exec, a handled one is reset to the default.
+// program (holdSignals).
 func runAsInit(prog string, argv, envv []string) error {
 	if os.Getpid() != 1 {
 		return unix.Exec(prog, argv, envv)
@@ -43,8 +43,7 @@ func runAsInit(prog string, argv, envv []string) error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 	}
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
+	held := holdSignals()
 	pid, err := syscall.ForkExec(prog, argv, &syscall.ProcAttr{
 		Env:   envv,
 		Files: []uintptr{0, 1, 2},
@@ -53,7 +52,7 @@ func runAsInit(prog string, argv, envv []string) error {
 	if err != nil {
 		return err
 	}
-	go relay(sigs, pid)
+	go relay(held.notify(), pid)
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
@@ -73,9 +72,53 @@ func runAsInit(prog string, argv, envv []string) error {
 // forwarded are the signals that would end the helper: the Go runtime exits on SIGHUP,
 // SIGINT and SIGTERM and crashes on SIGQUIT and SIGABRT when nothing asked for them; every
 // other signal it catches it drops. They are also the ones a person or a tool sends to end
-// a command. (Asking for more costs: each signal asked for is a round trip with the
-// runtime's signal thread, some 30 µs to 200 µs on a busy machine, paid by every command.)
-var forwarded = []os.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTERM, unix.SIGABRT}
+// a command — and the ones a command's `kill 0` sends its whole group, the helper included.
+var forwarded = [...]unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTERM, unix.SIGABRT}
+
+// kernelSigaction is struct sigaction as rt_sigaction(2) reads it on x86-64 and arm64
+// (the only architectures the helper gets this far on: installSyscallFilter refuses the
+// others).
+type kernelSigaction struct {
+	handler, flags, restorer uintptr
+	mask                     uint64
+}
+
+// heldSignals are the runtime's own actions for the forwarded signals, set aside while
+// the helper ignores them.
+type heldSignals [len(forwarded)]kernelSigaction
+
+// holdSignals makes the helper ignore the forwarded signals, at once, behind the
+// runtime's back. Asking the runtime (signal.Notify) costs a round trip with its signal
+// thread per signal, half a millisecond for five, which every command would wait for;
+// an ignored disposition costs a system call. The command must not inherit it, and does
+// not: the runtime still counts these signals as its own, and a child it forks resets
+// each such signal to the default before exec. notify then hands them to the runtime
+// again, while the command already runs.
+func holdSignals() *heldSignals {
+	var h heldSignals
+	ignore := kernelSigaction{handler: 1} // SIG_IGN
+	for i, sig := range forwarded {
+		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&ignore)), uintptr(unsafe.Pointer(&h[i])), 8, 0, 0)
+	}
+	return &h
+}
+
+// notify asks the runtime for the forwarded signals, then puts its actions back: from
+// then on they arrive on the channel.
+func (h *heldSignals) notify() <-chan os.Signal {
+	sigs := make(chan os.Signal, 16)
+	list := make([]os.Signal, len(forwarded))
+	for i, sig := range forwarded {
+		list[i] = sig
+	}
+	// The runtime installed its handler at start and still counts it as installed, so
+	// Notify changes no action; the saved one is what it would install.
+	signal.Notify(sigs, list...)
+	for i, sig := range forwarded {
+		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&h[i])), 0, 8, 0, 0)
+	}
+	return sigs
+}
 
 // relay hands a signal on to the command when the command left the helper's process
 // group. Whoever ends a command signals its group (Process.Signal, the guardian, the

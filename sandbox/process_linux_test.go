@@ -214,12 +214,21 @@ func TestConfinedCommandHoldsNoCapability(t *testing.T) {
 	whoami(t)
 	w := newWorld(t, nil)
 	p := policyFor(w)
-	const probe = `grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status; echo "ppid $PPID"; echo x > "$OUT/landlock" && echo LANDLOCK-OPEN`
+	const probe = `grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|SigIgn):' /proc/self/status; echo "ppid $PPID"; echo x > "$OUT/landlock" && echo LANDLOCK-OPEN`
+	_, plain := runScript(t, nil, p, w.root, probe, "OUT="+w.outside)
 	if os.Geteuid() == 0 {
 		// Calibration: root outside the sandbox holds capabilities.
-		if _, out := runScript(t, nil, p, w.root, probe, "OUT="+w.outside); !strings.Contains(out, "CapEff:") || strings.Contains(out, "CapEff:\t0000000000000000") {
-			t.Fatalf("calibration: root holds no capability outside the sandbox: %q", out)
+		if !strings.Contains(plain, "CapEff:") || strings.Contains(plain, "CapEff:\t0000000000000000") {
+			t.Fatalf("calibration: root holds no capability outside the sandbox: %q", plain)
 		}
+	}
+	sigIgn := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "SigIgn:") {
+				return l
+			}
+		}
+		return "no SigIgn line"
 	}
 	for _, pidNS := range []bool{false, true} {
 		name := "exec"
@@ -267,6 +276,10 @@ func TestConfinedCommandHoldsNoCapability(t *testing.T) {
 			}
 			if pidNS && !strings.Contains(got, "ppid 1\n") {
 				t.Errorf("the command is not the init's child: %q", got)
+			}
+			// The init ignores the signals that would end it; the command must not.
+			if sigIgn(got) != sigIgn(plain) {
+				t.Errorf("the command ignores other signals than a plain one: %q, plainly %q", sigIgn(got), sigIgn(plain))
 			}
 		})
 	}
