@@ -52,7 +52,9 @@ func runAsInit(prog string, argv, envv []string) error {
 	if err != nil {
 		return err
 	}
-	go relay(held.notify(), pid)
+	// Off the wait loop: a short command is reaped, and its status reported, without
+	// waiting for the runtime's signal thread.
+	go func() { relay(held.notify(), pid) }()
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
