@@ -23,8 +23,9 @@ import (
 // The group dies with this process: on Linux the program gets SIGKILL as its
 // parent-death signal, and a guardian process sends SIGKILL to the groups still running
 // when this process ends, however it ends (guard.go). A process that leaves the group
-// (setsid, setpgid) is reached by neither, nor by Signal; nothing short of a container
-// can follow it.
+// (setsid, setpgid) is reached by neither, nor by Signal; a program started as the init
+// of a PID namespace of its own (Isolation.PID, as the sandbox starts commands) takes
+// every such process with it when it ends.
 func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -35,32 +35,47 @@
 //     from the next command. A hidden place looks empty and cannot be changed.
 //   - sockets: the unix sockets a setting granted by path (Options.Sockets), while they
 //     are sockets.
-//   - read-only, beneath a write root: the protected entries at the top of each write root
-//     (.git, .sema, .claude, .vscode, .idea, .husky, rc files, .gitmodules, .npmrc,
-//     .mcp.json, .envrc) — unless a person approved exactly this command (WithApproval),
-//     or the write face is open.
+//   - read-only, beneath a write root: the protected entries (.git, .sema, .claude,
+//     .vscode, .idea, .husky, rc files, .gitmodules, .npmrc, .mcp.json, .envrc, home's
+//     startup places …) at every depth the fence's rule names, as the shell's walk around
+//     each command finds them — unless a person approved exactly this command
+//     (WithApproval), or the write face is open. What a command creates there (the kernel
+//     cannot refuse one new name in a writable directory) is put back after it ends.
+//   - hidden too: regular files with more than one link in the roots, which the file tools
+//     refuse as well (another name may lie outside).
 //   - network: none but loopback, unless the deployment or a leg in bypassPermissions
 //     turns it on. bash_readonly never has it, and writes nothing but its temp directory.
 //
 // # Linux
 //
 // The command is started through a helper: this same executable, whose init (in this
-// package) takes over when the policy is in its environment. The helper runs in new mount
-// and network namespaces (with a user namespace when not root), makes every mount
-// private, hides and binds read-only what the policy says (each target opened with no
-// symbolic link in any component), brings up loopback, drops the capabilities a user
-// namespace lent, applies Landlock (every access right the kernel's ABI knows, TCP too
-// where there is no network namespace, and the abstract-socket and signal scopes from
-// ABI 6), sets no_new_privs, and execs the command from the same thread. Landlock is
-// inherited across fork and exec and cannot be lifted, and a Landlocked process cannot
-// mount or unmount: background tasks, grandchildren and daemons started by the command
-// are confined alike. A helper that cannot confine exits with HelperFailed and never
-// runs the command.
+// package) takes over when the policy is in its environment. The helper is started in a
+// session of its own (no controlling terminal) and in new mount, network and PID
+// namespaces (with a user namespace when not root). It builds a view of its own and
+// pivots into it (view_linux.go): a tmpfs root holding only what the policy grants —
+// Read trees as read-only overlays (so chmod, chown, utime and xattrs fail outside the
+// write roots, and a socket in them refuses connect(), which Landlock does not mediate),
+// Write trees bound read-write, the caches under a private overlay layer, a private /dev
+// with its own devpts, the PID namespace's /proc, the private temp dir at /tmp, and
+// /run, /var/run and /var/tmp empty; hidden places covered, read-only places bound
+// read-only, every target opened with no symbolic link in any component. It brings up
+// loopback, drops every capability (bounding set and securebits too, also as root),
+// installs a syscall filter (no TIOCSTI or TIOCLINUX, no set-user-ID bit, no openat2 or
+// io_uring, whose modes and opens it cannot see), applies Landlock (every access right
+// the kernel's ABI knows, TCP too where there is no network namespace, and the
+// abstract-socket and signal scopes from ABI 6) with no_new_privs, and then, as the PID
+// namespace's init, forks the command from that same thread, reaps what it leaves and
+// exits with its status — and the kernel kills whatever is still in the namespace, so
+// nothing a command starts (setsid, nohup, a double fork) outlives it. Landlock and the
+// filter are inherited across fork and exec and cannot be lifted, and a Landlocked
+// process cannot mount or unmount. A helper that cannot confine exits with HelperFailed
+// and never runs the command.
 //
-// Where the kernel lacks mount namespaces, Landlock still holds the roots, but the
-// hidden and read-only places inside granted trees are not enforced (the Kernel's Reason
-// says so and the leg announces sandbox.partial). Other platforms have no sandbox yet:
-// the policy is kept OS-neutral so a macOS Seatbelt profile can be generated from it.
+// What the kernel offers is probed once per process (Probe); Kernel.Coverage names the
+// protections a command gets and the ones missing (protections.go). `on` refuses a
+// kernel that leaves one missing (sandbox.incomplete); `auto` runs and announces it
+// (sandbox.partial). Other platforms have no sandbox yet: the policy is kept OS-neutral
+// so a macOS Seatbelt profile can be generated from it.
 //
 // # What the sandbox changes in the permission fold
 //
@@ -76,8 +91,9 @@
 // # What the kernel does not see
 //
 // Deny globs with a pattern (**/*.pem) name no place until matched and are the analysis'
-// to enforce; so are protected entries below the top of a root (a nested repository's
-// .git). Sockets reachable by path (an ssh or gpg agent) are not filesystem objects for
-// Landlock before ABI 8; the shell unsets SSH_AUTH_SOCK and GPG_AGENT_INFO instead. The
-// environment the command inherits is the sema process's own.
+// to enforce. Sockets inside the write roots and the temp dir are reachable (Landlock
+// before ABI 8 does not mediate connect()). A protected entry a command creates exists
+// until the command ends. NotConfined lists these for the manifest and the help. The
+// environment a command inherits is sema's through env.Inherit: no provider key, no
+// credential-shaped variable.
 package sandbox
