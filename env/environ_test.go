@@ -10,6 +10,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/env/envtest"
 )
 
 // The names people really give their secrets are held back; the variables programs need
@@ -163,18 +164,8 @@ func TestInherit(t *testing.T) {
 	}
 }
 
-// fakeSecrets are set in this process's environment by the tests that start programs:
-// names as people write them, each value carrying a marker no other variable holds.
-var fakeSecrets = map[string]string{
-	"ANTHROPIC_API_KEY":     "sk-ant-test-MARKER1abcdefghij",
-	"OPENAI_API_KEY":        "sk-test-MARKER2",
-	"GITHUB_TOKEN":          "ghp_MARKER3abcdefghijklmnopqrstuvwxyz",
-	"MY_SERVICE_PASSWORD":   "MARKER4-hunter2",
-	"DATABASE_URL":          "postgres://u:MARKER5@h/db",
-	"AWS_SECRET_ACCESS_KEY": "MARKER6wJalrXUtnFEMI/K7MDENG",
-	"DEPLOY_NOTE":           "xoxb-MARKER7-1234567890",
-	"SSH_AUTH_SOCK":         "/tmp/MARKER8-agent.sock",
-}
+// fakeSecrets are the shared fake secrets (envtest.FakeSecrets).
+var fakeSecrets = envtest.FakeSecrets
 
 func setSecrets(t *testing.T) {
 	for k, v := range fakeSecrets {

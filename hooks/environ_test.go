@@ -8,22 +8,13 @@ import (
 	"testing"
 
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/env/envtest"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/sandbox"
 )
 
-// hookSecrets are set in this process's environment: names as people write them, each
-// value with a marker no other variable holds.
-var hookSecrets = map[string]string{
-	"ANTHROPIC_API_KEY":     "sk-ant-test-MARKER1abcdefghij",
-	"OPENAI_API_KEY":        "sk-test-MARKER2",
-	"GITHUB_TOKEN":          "ghp_MARKER3abcdefghijklmnopqrstuvwxyz",
-	"MY_SERVICE_PASSWORD":   "MARKER4-hunter2",
-	"DATABASE_URL":          "postgres://u:MARKER5@h/db",
-	"AWS_SECRET_ACCESS_KEY": "MARKER6wJalrXUtnFEMI/K7MDENG",
-	"DEPLOY_NOTE":           "xoxb-MARKER7-1234567890",
-	"SSH_AUTH_SOCK":         "/tmp/MARKER8-agent.sock",
-}
+// hookSecrets are the shared fake secrets (envtest.FakeSecrets).
+var hookSecrets = envtest.FakeSecrets
 
 // A command hook inherits none of sema's secrets, whichever way it looks and whether or
 // not the sandbox wraps it; the same hook with a pass-through naming them sees every one

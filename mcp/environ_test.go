@@ -7,20 +7,11 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/env/envtest"
 )
 
-// envSecrets are set in this process's environment: names as people write them, each
-// value with a marker no other variable holds.
-var envSecrets = map[string]string{
-	"ANTHROPIC_API_KEY":     "sk-ant-test-MARKER1abcdefghij",
-	"OPENAI_API_KEY":        "sk-test-MARKER2",
-	"GITHUB_TOKEN":          "ghp_MARKER3abcdefghijklmnopqrstuvwxyz",
-	"MY_SERVICE_PASSWORD":   "MARKER4-hunter2",
-	"DATABASE_URL":          "postgres://u:MARKER5@h/db",
-	"AWS_SECRET_ACCESS_KEY": "MARKER6wJalrXUtnFEMI/K7MDENG",
-	"DEPLOY_NOTE":           "xoxb-MARKER7-1234567890",
-	"SSH_AUTH_SOCK":         "/tmp/MARKER8-agent.sock",
-}
+// envSecrets are the shared fake secrets (envtest.FakeSecrets).
+var envSecrets = envtest.FakeSecrets
 
 func isProvider(name string) bool { return name == "ANTHROPIC_API_KEY" || name == "OPENAI_API_KEY" }
 
