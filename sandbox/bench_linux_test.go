@@ -4,6 +4,8 @@ package sandbox
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/sema-agent/sema/env"
@@ -45,3 +47,58 @@ func BenchmarkHelperMountNS(b *testing.B)  { benchStart(b, true, env.Isolation{M
 func BenchmarkHelperMountNetNS(b *testing.B) {
 	benchStart(b, true, env.Isolation{Mount: true, Network: true})
 }
+
+// benchView starts `true` through Kernel.Wrap — the whole helper, with the view and every
+// namespace the kernel offers — under a policy shaped like a leg's: the system
+// readable, a root and a temp dir writable and, with caches, the machine's toolchain
+// caches that exist (at most three) each under a private layer.
+func benchView(b *testing.B, caches bool) {
+	k := Probe()
+	if !k.Available() || !k.MountNamespace {
+		b.Skipf("no kernel sandbox with a view on this machine: %s", k.Reason)
+	}
+	dir := b.TempDir()
+	root, tmp, layer := filepath.Join(dir, "root"), filepath.Join(dir, "tmp"), filepath.Join(dir, "layer")
+	for _, d := range []string{root, tmp, layer} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p := Policy{Read: existing(resolved(systemReadable)), Write: []string{root, tmp}, TempDir: tmp,
+		Devices: existing(append([]string(nil), systemDevices...))}
+	if caches {
+		if !k.Overlay {
+			b.Skip("no overlay mounts on this machine")
+		}
+		home, _ := os.UserHomeDir()
+		_, write := Toolchain(home, os.Getenv)
+		p.Caches, p.CacheLayer = existing(resolved(write)), layer
+		if len(p.Caches) > 3 {
+			p.Caches = p.Caches[:3]
+		}
+		if len(p.Caches) == 0 {
+			b.Skip("no toolchain cache on this machine")
+		}
+	}
+	h := env.NewHost()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := k.Wrap(env.ExecRequest{Argv: []string{"/bin/true"}, Dir: root}, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr, err := h.Start(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := pr.Wait()
+		pr.Close()
+		if err != nil || st.Code != 0 {
+			b.Fatalf("exit %d, %v", st.Code, err)
+		}
+	}
+}
+
+func BenchmarkWrapView(b *testing.B)       { benchView(b, false) }
+func BenchmarkWrapViewCaches(b *testing.B) { benchView(b, true) }
