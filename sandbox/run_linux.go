@@ -74,6 +74,14 @@ func probe() Kernel {
 		}
 		return nil
 	}
+	// The common case first: one start of the helper itself, in every namespace and with a
+	// cache layered, proves them all at once (a leg's first request waits for the probe).
+	// Anything less is found step by step below.
+	full := Kernel{Landlock: k.Landlock, MountNamespace: true, NetworkNamespace: true}
+	if probeRun(full, true, true) == 0 {
+		k.MountNamespace, k.NetworkNamespace, k.PIDNamespace, k.Overlay = true, true, true, true
+		return k
+	}
 	switch {
 	case try(env.Isolation{Mount: true, Network: true}) == nil:
 		k.MountNamespace, k.NetworkNamespace = true, true
@@ -93,39 +101,7 @@ func probe() Kernel {
 // this process (the helper mounted that namespace's own), the overlay when the helper
 // started the command at all. Each is tried alone when both together fail.
 func probeHelper(k Kernel) (pid, overlay bool) {
-	dir, err := os.MkdirTemp("", "sema-probe-")
-	if err != nil {
-		return false, false
-	}
-	defer os.RemoveAll(dir)
-	cache, layer := filepath.Join(dir, "cache"), filepath.Join(dir, "layer")
-	if os.Mkdir(cache, 0o700) != nil {
-		return false, false
-	}
-	run := func(pidNS, caches bool) int {
-		p := Policy{Read: existing(resolved(systemReadable)), Network: true}
-		if caches {
-			p.Caches, p.CacheLayer = []string{cache}, layer
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var out bytes.Buffer
-		req, err := wrap(env.ExecRequest{Argv: []string{"sh", "-c", "test ! -d /proc/" + strconv.Itoa(os.Getpid())}, Dir: "/", Stdout: &out, Stderr: &out},
-			p, env.Isolation{Mount: true, Network: k.NetworkNamespace, PID: pidNS})
-		if err != nil {
-			return -1
-		}
-		pr, err := (&env.Host{}).Start(ctx, req)
-		if err != nil {
-			return -1
-		}
-		st, err := pr.Wait()
-		pr.Close()
-		if err != nil {
-			return -1
-		}
-		return st.Code
-	}
+	run := func(pidNS, caches bool) int { return probeRun(k, pidNS, caches) }
 	switch run(true, true) {
 	case 0:
 		return true, true
@@ -134,6 +110,44 @@ func probeHelper(k Kernel) (pid, overlay bool) {
 	}
 	pidCode, cacheCode := run(true, false), run(false, true)
 	return pidCode == 0, cacheCode == 0 || cacheCode == 1
+}
+
+// probeRun starts the helper once with k's namespaces (a PID namespace when pidNS, a
+// cache of its own layered when caches) and returns the command's exit code: 0 when it
+// does not see this process in its /proc, 1 when it does, anything else when the
+// helper could not confine it.
+func probeRun(k Kernel, pidNS, caches bool) int {
+	dir, err := os.MkdirTemp("", "sema-probe-")
+	if err != nil {
+		return -1
+	}
+	defer os.RemoveAll(dir)
+	cache, layer := filepath.Join(dir, "cache"), filepath.Join(dir, "layer")
+	if os.Mkdir(cache, 0o700) != nil {
+		return -1
+	}
+	p := Policy{Read: existing(resolved(systemReadable)), Network: true}
+	if caches {
+		p.Caches, p.CacheLayer = []string{cache}, layer
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	req, err := wrap(env.ExecRequest{Argv: []string{"sh", "-c", "test ! -d /proc/" + strconv.Itoa(os.Getpid())}, Dir: "/", Stdout: &out, Stderr: &out},
+		p, env.Isolation{Mount: true, Network: k.NetworkNamespace, PID: pidNS})
+	if err != nil {
+		return -1
+	}
+	pr, err := (&env.Host{}).Start(ctx, req)
+	if err != nil {
+		return -1
+	}
+	st, err := pr.Wait()
+	pr.Close()
+	if err != nil {
+		return -1
+	}
+	return st.Code
 }
 
 // Available reports whether commands can be confined at all.
