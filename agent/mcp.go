@@ -234,6 +234,9 @@ func (l *leg) mcpWrap() func(req env.ExecRequest) (env.ExecRequest, error) {
 		o.Readable = append(append([]string(nil), o.Readable...), sandbox.ProgramReadable(req.Argv)...)
 		o.Network = l.spec.SandboxNetwork != "off" && l.deps.shell().SandboxNetwork != "off" && l.layered.Sandbox.Network != "off"
 		p := sandbox.ForFence(l.fence, o).WithProtected(l.fence, false)
+		// The servers start at once: each mounts the caches' layers with work
+		// directories of its own (they go with the temp dir).
+		p.CacheWork = sandbox.NewCacheWork()
 		req.Env = append(append([]string(nil), req.Env...), "TMPDIR="+tmp)
 		return l.sandbox.Kernel.Wrap(req, p)
 	}

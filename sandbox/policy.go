@@ -40,6 +40,12 @@ type Policy struct {
 	// CacheLayer is the directory holding the private write layers of Caches (one
 	// per leg, so a leg's later commands see what its earlier ones wrote).
 	CacheLayer string `json:"cache_layer,omitempty"`
+	// CacheWork names this command's overlay work directories in CacheLayer ("work-" +
+	// CacheWork beside each cache's upper directory; "" is "work"). Commands of one leg
+	// may run at once (a background task and the next command, two MCP servers), and
+	// overlayfs prepares its work directory at every mount: two mounts sharing one break
+	// each other. NewCacheWork makes one, RemoveCacheWork removes what it named.
+	CacheWork string `json:"cache_work,omitempty"`
 	// Sockets are unix socket files a setting granted by path: the only sockets outside
 	// the write roots a command can connect to.
 	Sockets []string `json:"sockets,omitempty"`

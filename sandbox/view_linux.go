@@ -851,7 +851,14 @@ func (v *view) cacheOverlay(path string) (int, error) {
 		return -1, err
 	}
 	fds = append(fds, dir)
-	for _, sub := range []string{"upper", "work"} {
+	work := "work"
+	if v.p.CacheWork != "" {
+		if !validCacheWork(v.p.CacheWork) {
+			return -1, fmt.Errorf("the cache work name %q is not one NewCacheWork makes", v.p.CacheWork)
+		}
+		work += "-" + v.p.CacheWork
+	}
+	for _, sub := range []string{"upper", work} {
 		fd, err := mkdirAt(dir, sub)
 		if err != nil {
 			return -1, err

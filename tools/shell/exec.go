@@ -18,9 +18,12 @@ import (
 type proc struct {
 	p      env.Process
 	marker string // the group's file in the scratch directory; removed once the group is gone
-	exited chan struct{}
-	status env.ExitStatus
-	err    error
+	// cleanup removes what the command's confinement left once it is gone (the cache
+	// layers' work directories), from settle; running it again does nothing.
+	cleanup func()
+	exited  chan struct{}
+	status  env.ExitStatus
+	err     error
 }
 
 // noPromptEnv keeps programs from waiting for a person at a terminal that is not there:
@@ -44,17 +47,19 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 		Stdout:      out,
 		Stderr:      out,
 	}
+	cleanup := func() {}
 	if s.confine != nil {
 		var err error
-		if req, err = s.confine.wrap(ctx, s, req, cwdFile); err != nil {
+		if req, cleanup, err = s.confine.wrap(ctx, s, req, cwdFile); err != nil {
 			return nil, err
 		}
 	}
 	p, err := s.exec.Start(ctx, req)
 	if err != nil {
+		cleanup()
 		return nil, err
 	}
-	pr := &proc{p: p, exited: make(chan struct{}), marker: s.groupFile(p.PID())}
+	pr := &proc{p: p, exited: make(chan struct{}), marker: s.groupFile(p.PID()), cleanup: cleanup}
 	// Best effort: without the file, only the env's guardian stops the group should this
 	// process die.
 	os.WriteFile(pr.marker, nil, 0o600)
@@ -75,6 +80,7 @@ func (pr *proc) settle() {
 	pr.p.Close()
 	if errors.Is(pr.p.Signal(0), env.ErrProcessDone) {
 		os.Remove(pr.marker)
+		pr.cleanup()
 	}
 }
 

@@ -95,25 +95,35 @@ func (c *confinement) prepare(ctx context.Context, s *Set) error {
 // by ctx) lifts the read-only protection of protected paths for it; writeFile is a file
 // the command may write besides the policy (the working-directory report), created here
 // so that it can be granted.
-func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, writeFile string) (env.ExecRequest, error) {
+//
+// The returned func removes, once the command has ended, the overlay work directories
+// its cache layers used (each command has its own: commands of a leg may run at once).
+func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, writeFile string) (env.ExecRequest, func(), error) {
 	if err := c.prepare(ctx, s); err != nil {
-		return req, err
+		return req, nil, err
 	}
 	p := c.base.WithProtected(s.cfg.Fence, sandbox.Approved(ctx))
+	done := func() {}
+	if p.CacheLayer != "" && len(p.Caches) > 0 {
+		p.CacheWork = sandbox.NewCacheWork()
+		layer, work := p.CacheLayer, p.CacheWork
+		done = func() { sandbox.RemoveCacheWork(layer, work) }
+	}
 	p = s.withWalked(ctx, p) // protected entries at every depth, multi-link files (protect.go)
 	if _, err := os.Lstat(s.StageDir()); err == nil {
 		p.Hidden = append(slices.Clip(p.Hidden), s.StageDir())
 	}
 	if writeFile != "" && !s.cfg.ReadOnly {
 		if err := os.WriteFile(writeFile, nil, 0o600); err != nil {
-			return req, err
+			return req, nil, err
 		}
 		p.Write = append(append([]string(nil), p.Write...), writeFile)
 	}
 	// Agents' sockets are reachable by path whatever the filesystem policy says; a
 	// confined command gets none.
 	req.Env = append(append(append([]string(nil), req.Env...), c.env...), "SSH_AUTH_SOCK=", "GPG_AGENT_INFO=")
-	return c.kernel.Wrap(req, p)
+	req, err := c.kernel.Wrap(req, p)
+	return req, done, err
 }
 
 // networkFailure matches what programs print when they cannot reach the network.

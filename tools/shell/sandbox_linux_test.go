@@ -199,3 +199,43 @@ func TestSandboxUnavailableIsRefused(t *testing.T) {
 		t.Fatalf("the refused set left %v in its scratch directory", ents)
 	}
 }
+
+// Each confined command mounts the caches' layers with work directories of its own
+// (a background task and the next command may run at once), and they go when it ends:
+// after foreground commands and a finished background task, the layer holds its upper
+// directories and no work directory.
+func TestCommandsLeaveNoCacheWorkBehind(t *testing.T) {
+	k := sandbox.Probe()
+	if !k.Available() || !k.Overlay {
+		t.Skipf("no cache layers on this machine: %s", k.Reason)
+	}
+	home, _ := os.UserHomeDir()
+	if _, write := sandbox.Toolchain(home, os.Getenv); len(write) == 0 {
+		t.Skip("no toolchain cache on this machine")
+	}
+	f := newFix(t, sandboxed(t))
+	f.bash("true")
+	r := f.call(context.Background(), NameBash, map[string]any{"command": "sleep 0.2", "run_in_background": true})
+	if r.IsError {
+		t.Fatal(r.TextOf())
+	}
+	f.bash("true")
+	time.Sleep(600 * time.Millisecond)
+	f.bash("true") // the finished task is reaped by now
+	layer := filepath.Join(f.set.ScratchDir(), "cache")
+	uppers, _ := filepath.Glob(filepath.Join(layer, "*", "upper"))
+	if len(uppers) == 0 {
+		t.Fatalf("no cache layer was mounted (layer %s)", layer)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left, _ := filepath.Glob(filepath.Join(layer, "*", "work*"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("work directories left: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
