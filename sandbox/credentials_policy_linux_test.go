@@ -105,6 +105,7 @@ func callTool(t *testing.T, tl tools.Tool, input map[string]any) tools.Result {
 // is a read root, is read by plain bash (calibration), and then neither a confined
 // command (cat, a recursive grep) nor the file tools (Read, Grep, Glob, LS) show it.
 func TestCredentialStoresAreHiddenFromBothWalls(t *testing.T) {
+	whoami(t)
 	k := kernel(t)
 	needMounts(t, k)
 	for i, c := range credentialKinds {
@@ -164,6 +165,7 @@ func checkToolsRefuse(t *testing.T, f *fence.Fence, home, p, marker string) {
 // while ~/.aws does not exist; a command makes it (as a login would); the next command
 // cannot read it, and Read refuses it.
 func TestStoreMadeMidLegIsHiddenFromTheNextCommand(t *testing.T) {
+	whoami(t)
 	k := kernel(t)
 	needMounts(t, k)
 	home, root, f, o := credentialWorld(t)
@@ -198,6 +200,7 @@ func TestStoreMadeMidLegIsHiddenFromTheNextCommand(t *testing.T) {
 // TestLocalBinGrantsOnlyItself: with ~/.local/bin on PATH, a program there still runs
 // confined, while the rest of ~/.local and ~/.gitconfig stay out of reach.
 func TestLocalBinGrantsOnlyItself(t *testing.T) {
+	whoami(t)
 	k := kernel(t)
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -248,4 +251,17 @@ func TestLocalBinGrantsOnlyItself(t *testing.T) {
 	if code, out := run(t, &k, p, root, `PATH=`+q(path)+` hello-tool`); code != 0 || !strings.Contains(out, "HELLO-TOOL") {
 		t.Fatalf("a program in ~/.local/bin did not run confined: exit %d %q", code, out)
 	}
+}
+
+// The credential stores are hidden, and the toolchain grants kept narrow, for an
+// unprivileged user too, whose helper goes through a user namespace: the same tables,
+// run as nobody.
+func TestCredentialTablesAlsoHoldForAnUnprivilegedUser(t *testing.T) {
+	kernel(t)
+	runAsNobody(t,
+		"TestCredentialStoresAreHiddenFromBothWalls",
+		"TestStoreMadeMidLegIsHiddenFromTheNextCommand",
+		"TestLocalBinGrantsOnlyItself",
+		"TestHiddenCredentialStoreInsideTheRoot",
+	)
 }

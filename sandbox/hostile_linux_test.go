@@ -142,6 +142,7 @@ func TestApprovedCallMayWriteProtectedPaths(t *testing.T) {
 }
 
 func TestHiddenCredentialStoreInsideTheRoot(t *testing.T) {
+	whoami(t)
 	k := kernel(t)
 	needMounts(t, k)
 	w := newWorld(t, nil)
