@@ -51,8 +51,11 @@ func TestNothingOutlivesTheCommand(t *testing.T) {
 	k := kernel(t)
 	whoami(t)
 	// $D is a delay unique to the case (its mark on every command line of the tree); the
-	// late writer writes $ROOT/late.
-	const late = `sleep $D; echo late > "$ROOT/late"`
+	// late writer says it started ($ROOT/started), then writes $ROOT/late. Each script
+	// waits (a few seconds at most) until the tree has started, so a confined run in which
+	// it never started — nothing to outlive — fails instead of passing.
+	const late = `echo > "$ROOT/started"; sleep $D; echo late > "$ROOT/late"`
+	const awaitStart = "\n" + `i=0; while [ ! -e "$ROOT/started" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done`
 	cases := []procCase{
 		{name: "setsid", needs: []string{"setsid"}, script: `setsid sh -c '` + late + `' >/dev/null 2>&1 &`},
 		{name: "setsid --fork", needs: []string{"setsid"}, script: `setsid -f sh -c '` + late + `' >/dev/null 2>&1`},
@@ -67,6 +70,7 @@ if os.fork(): sys.exit(0)
 os.setsid()
 if os.fork(): os._exit(0)
 for fd in (0, 1, 2): os.close(fd)
+open(os.path.join(os.environ["ROOT"], "started"), "w").write("")
 time.sleep(float(os.environ["D"]))
 open(os.path.join(os.environ["ROOT"], "late"), "w").write("late")
 ' "$D"`},
@@ -88,7 +92,7 @@ open(os.path.join(os.environ["ROOT"], "late"), "w").write("late")
 					kp = &k
 				}
 				lateFile := filepath.Join(w.root, "late")
-				st, out := runScript(t, kp, policyFor(w), w.root, c.script, "D="+mark, "ROOT="+w.root)
+				st, out := runScript(t, kp, policyFor(w), w.root, c.script+awaitStart, "D="+mark, "ROOT="+w.root)
 				returned := time.Now()
 				alive := livingWith(mark)
 				t.Cleanup(func() {
@@ -109,6 +113,9 @@ open(os.path.join(os.environ["ROOT"], "late"), "w").write("late")
 				}
 				if st.Code == sandbox.HelperFailed || strings.Contains(out, "sema sandbox:") {
 					t.Fatalf("the helper did not run the command: %q", out)
+				}
+				if !exists(filepath.Join(w.root, "started")) {
+					t.Fatalf("the command's tree never started, so nothing was tried: %+v %q", st, out)
 				}
 				if len(alive) > 0 {
 					t.Errorf("processes of the command's tree are alive after it returned: %v", alive)

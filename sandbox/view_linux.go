@@ -107,7 +107,7 @@ type view struct {
 	// those tmpfs: the places whose machine counterpart may hold symbolic links the view
 	// must have too.
 	created []string
-	// tmpfs are the tmpfs mounts the view made (root, masks, /dev): read-only once filled.
+	// tmpfs are the tmpfs mounts the view made (root, masks): read-only once filled.
 	tmpfs []int
 	// pseudo are the paths bound recursively: what lies beneath came along.
 	pseudo []string
@@ -399,7 +399,14 @@ func (v *view) placeTree(path string) error {
 		return err
 	}
 	defer unix.Close(tree)
-	return v.attach(tree, path, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	if err := v.attach(tree, path, st.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
+		return err
+	}
+	// Recorded like any placement: what is later placed beneath it (a Write tree under
+	// an expanded /) is then opened through the view with no link followed, not made
+	// by a path through the machine's own content.
+	v.done = append(v.done, placement{path: path, kind: viewRead, src: path})
+	return nil
 }
 
 // place makes one placement.
