@@ -17,7 +17,7 @@ import (
 func TestSandboxOnRefusesAnIncompleteKernel(t *testing.T) {
 	real := sandbox.Probe()
 	if !real.Available() || len(real.Incomplete(false)) > 0 {
-		t.Skipf("this machine's kernel is not whole (%s): no calibration", real.Reason)
+		t.Skipf("this machine's kernel is not whole (missing %v; %s): no calibration", real.Incomplete(false), real.Reason)
 	}
 	older := []struct {
 		name    string

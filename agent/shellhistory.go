@@ -23,7 +23,7 @@ import (
 // the shell's scratch directory (removed with it). A new leg primes its own on its first
 // Bash call; the records themselves are in the history store and outlive both.
 //
-// The same walk guards the protected paths (protect.go in this package): it finds the
+// The same walk guards the protected paths (shellprotect.go): it finds the
 // protected entries at every depth before a command, for the sandbox to keep read-only,
 // and puts back after it what the command created or changed in them without a person's
 // approval of that call.

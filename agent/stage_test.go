@@ -36,8 +36,11 @@ func TestStagedPreImagesAreHiddenFromCommands(t *testing.T) {
 			}
 			p := scripted.New(scripted.Script{Turns: []scripted.Turn{
 				// The stage then holds a.txt's bytes, the pre-image of the next command.
-				call(`echo "STAGED-PRE""IMAGE" > a.txt`),
+				call(`echo "STAGED-PRE""IMAGE" > a.txt; echo "STAGED-PRE""IMAGE" > "$TMPDIR/readable.txt"`),
 				// The pattern is split so the command's own text never matches it.
+				// The rest of the scratch directory stays readable: the search finds the
+				// marker the first command left in its temp dir (in the scratch directory
+				// when confined), so a search that reached nothing fails.
 				call(`grep -r "STAGED-PRE""IMAGE" ` + base + ` 2>/dev/null; echo searched`),
 				{Text: "Done."},
 			}})
@@ -54,6 +57,9 @@ func TestStagedPreImagesAreHiddenFromCommands(t *testing.T) {
 				t.Fatalf("status %s: %+v", res.Status, res.Error)
 			}
 			out := bashAnswer(t, res)
+			if !strings.Contains(out, "readable.txt:STAGED-PREIMAGE") {
+				t.Fatalf("the search did not reach the readable part of the scratch directory: %q", out)
+			}
 			if !strings.Contains(out, "searched") {
 				t.Fatalf("the search did not run: %q", out)
 			}

@@ -216,6 +216,9 @@ func TestConfinedCommandHoldsNoCapability(t *testing.T) {
 	p := policyFor(w)
 	const probe = `grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|SigIgn):' /proc/self/status; echo "ppid $PPID"; echo x > "$OUT/landlock" && echo LANDLOCK-OPEN`
 	_, plain := runScript(t, nil, p, w.root, probe, "OUT="+w.outside)
+	if !strings.Contains(plain, "LANDLOCK-OPEN") {
+		t.Fatalf("calibration: the unconfined probe could not write outside the roots: %q", plain)
+	}
 	if os.Geteuid() == 0 {
 		// Calibration: root outside the sandbox holds capabilities.
 		if !strings.Contains(plain, "CapEff:") || strings.Contains(plain, "CapEff:\t0000000000000000") {
