@@ -119,9 +119,10 @@ func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, wri
 		}
 		p.Write = append(append([]string(nil), p.Write...), writeFile)
 	}
-	// Agents' sockets are reachable by path whatever the filesystem policy says; a
-	// confined command gets none.
-	req.Env = append(append(append([]string(nil), req.Env...), c.env...), "SSH_AUTH_SOCK=", "GPG_AGENT_INFO=")
+	// Agents' sockets (SSH_AUTH_SOCK, GPG_AGENT_INFO) are held back by the environment
+	// rule like any credential, and outside the write roots unreachable in the view; one
+	// passed through by name reaches a command only where a setting grants the socket.
+	req.Env = append(append([]string(nil), req.Env...), c.env...)
 	req, err := c.kernel.Wrap(req, p)
 	return req, done, err
 }
