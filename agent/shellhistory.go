@@ -123,7 +123,14 @@ func (c *bashChanges) After(ctx context.Context) []string {
 	notes, err := c.syncLocked(ctx, true, c.callGuard(ctx))
 	if err != nil {
 		c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "what a Bash command changed could not be recorded for rewind, nor its protected paths checked: " + err.Error()})
-		return []string{"What this command changed could not be recorded for rewind, nor checked for protected paths (" + err.Error() + ")."}
+		// The next walk takes what this command changed as a background task's: it is
+		// recorded then, and — unless a person approved the call — guarded, so a
+		// protected write this walk missed is still put back rather than absorbed.
+		c.background = true
+		if !sandbox.Approved(ctx) {
+			c.bgUnapproved = true
+		}
+		return []string{"What this command changed could not be recorded for rewind, nor checked for protected paths yet (" + err.Error() + "); the next walk will."}
 	}
 	// A command moved to the background at its timeout runs on as a task of this call.
 	// Which running task is this call's is not known here, so any task running after a
