@@ -45,7 +45,7 @@ func livingWith(mark string) []int {
 // file into the write root a second after the command returned. Unconfined, the file
 // appears (the process escaped the command's end); confined, the helper is the init of
 // the command's PID namespace and its end takes every process of the namespace with it:
-// no process of the tree is alive when the command has returned, and 1.5 s later the
+// no process of the tree is alive when the command has returned, and 3.5 s later the
 // file is not there.
 func TestNothingOutlivesTheCommand(t *testing.T) {
 	k := kernel(t)
@@ -84,8 +84,10 @@ open(os.path.join(os.environ["ROOT"], "late"), "w").write("late")
 				}
 			}
 			for _, confined := range []bool{false, true} {
-				// The delay is a little over a second and unique: it marks the tree.
-				mark := fmt.Sprintf("1.%d%05d%d", i, os.Getpid()%100000, time.Now().UnixNano()%1000)
+				// The delay is a little over three seconds and unique: it marks the tree.
+				// It is long enough that a command slow to return under load has returned
+				// before the late write is due.
+				mark := fmt.Sprintf("3.%d%05d%d", i, os.Getpid()%100000, time.Now().UnixNano()%1000)
 				w := newWorld(t, nil)
 				var kp *sandbox.Kernel
 				if confined {
@@ -95,6 +97,9 @@ open(os.path.join(os.environ["ROOT"], "late"), "w").write("late")
 				st, out := runScript(t, kp, policyFor(w), w.root, c.script+awaitStart, "D="+mark, "ROOT="+w.root)
 				returned := time.Now()
 				alive := livingWith(mark)
+				if exists(lateFile) {
+					t.Fatalf("the late write happened before the command returned (%+v, %q): the case proves nothing at this load", st, out)
+				}
 				t.Cleanup(func() {
 					for _, pid := range livingWith(mark) {
 						syscall.Kill(pid, syscall.SIGKILL)
@@ -120,12 +125,12 @@ open(os.path.join(os.environ["ROOT"], "late"), "w").write("late")
 				if len(alive) > 0 {
 					t.Errorf("processes of the command's tree are alive after it returned: %v", alive)
 				}
-				time.Sleep(time.Until(returned.Add(1500 * time.Millisecond)))
+				time.Sleep(time.Until(returned.Add(3500 * time.Millisecond)))
 				if exists(lateFile) {
 					t.Fatalf("a process of the command's tree wrote after the command returned")
 				}
 				if alive := livingWith(mark); len(alive) > 0 {
-					t.Fatalf("processes of the command's tree are alive 1.5 s after it returned: %v", alive)
+					t.Fatalf("processes of the command's tree are alive 3.5 s after it returned: %v", alive)
 				}
 			}
 		})
