@@ -142,6 +142,14 @@ const (
 	// CodeBashUnrecorded: a change a Bash command made could not be recorded (the store
 	// failed, or the file's pre-image was never kept); the notice lists the files.
 	CodeBashUnrecorded = "history.bash_unrecorded"
+	// CodeBashRecovered: what a shell command changed before its process was killed was
+	// found in its durable snapshot and recorded for rewind, at the start of the next
+	// run or rewind of the session (detail: paths, turns).
+	CodeBashRecovered = "history.bash_recovered"
+	// CodeBashRecoveryFailed: that record could not be made (the store failed, the
+	// snapshot is damaged); the snapshot is kept for the next attempt, and a rewind
+	// refuses rather than restore from an incomplete history.
+	CodeBashRecoveryFailed = "history.bash_recovery_failed"
 )
 
 // Codes of the context window: compaction.

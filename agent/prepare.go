@@ -173,6 +173,11 @@ func (l *leg) prepareLeg(ctx context.Context) error {
 	if l.capture.own() && l.deps.History != nil && l.deps.hooks().TrackFileEdit == nil && l.deps.Store != nil {
 		l.files = history.NewFiles(l.deps.History, l.deps.Env)
 	}
+	// What a killed process's shell command changed is recorded before anything else
+	// mints a boundary or rewinds: in the turn it ran in, as if its walk had finished.
+	if err := l.recoverBashStages(ctx); err != nil {
+		l.notice(sema.Notice{Code: CodeBashRecoveryFailed, Message: sema.MessageOf(err), Detail: map[string]any{"scope": l.historyScope}})
+	}
 	if err := l.rewindBeforeRun(ctx); err != nil {
 		return err
 	}

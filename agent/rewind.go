@@ -50,6 +50,10 @@ type RewindResult struct {
 	Ledger *history.Ledger `json:"ledger,omitempty"`
 	// Head is the transcript entry the conversation now continues from.
 	Head string `json:"head,omitempty"`
+	// Recovered are the files a shell command changed before its process was killed,
+	// found in its durable snapshot and recorded for rewind by this rewind, before it
+	// planned anything (see CodeBashRecovered).
+	Recovered []string `json:"recovered,omitempty"`
 }
 
 // Rewind returns a session's files and/or conversation to the start of a turn. A
@@ -99,8 +103,22 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		// What an interrupted atomic write left behind goes with the rewind that cleans up.
 		env.CleanStaleTemps(ctx, s.Root)
 	}
+	var recovered []string
+	if spec.Files && s.HistoryScope() == s.ID {
+		// A killed process's shell command may have changed files its records do not
+		// name yet: they are recorded first, or the rewind does not claim to restore.
+		rec, err := recoverStages(ctx, &r.deps, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		recovered = rec.Recorded
+	}
 	if spec.Undo {
-		return r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec, nil)
+		out, err := r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec, nil)
+		if out != nil {
+			out.Recovered = recovered
+		}
+		return out, err
 	}
 	chain, err := r.deps.Store.Transcript(ctx, s.ID, "")
 	if err != nil {
@@ -131,8 +149,12 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	out := &RewindResult{}
 	if spec.Files {
 		if out, err = r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec, at); err != nil {
+			if out != nil {
+				out.Recovered = recovered
+			}
 			return out, err
 		}
+		out.Recovered = recovered
 	}
 	if spec.Conversation && !spec.DryRun {
 		// A marker entry on the earlier entry becomes the head: later entries stay stored

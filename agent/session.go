@@ -541,6 +541,14 @@ func (l *leg) resumeParkedTurn(ctx context.Context, turn int) {
 	}
 }
 
+// boundTurn is the turn the leg's file-history records land in now.
+func (l *leg) boundTurn() int {
+	o := l.historyOwner()
+	o.bound.mu.Lock()
+	defer o.bound.mu.Unlock()
+	return o.bound.turn
+}
+
 // ensureBoundary mints the current turn's boundary of l's scope if the turn has none yet.
 // It runs before every first-touch record (a write tool's, a Bash command's, a delegated
 // child's), so the record lands at the turn's boundary.

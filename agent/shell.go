@@ -66,6 +66,7 @@ func (l *leg) stopShell(ctx context.Context) []BackgroundTask {
 		return nil
 	}
 	if l.deps.shell().KeepBackgroundTasks {
+		l.bashChanges.closeStage(ctx, true)
 		var out []BackgroundTask
 		for _, t := range l.shell.Running() {
 			out = append(out, BackgroundTask{ID: t.ID, Command: t.Command, PID: t.PID, Output: t.OutputFile})
@@ -75,6 +76,7 @@ func (l *leg) stopShell(ctx context.Context) []BackgroundTask {
 	if err := l.shell.Shutdown(context.WithoutCancel(ctx)); err != nil {
 		l.notice(sema.Notice{Code: CodeShellShutdownFailed, Message: "background tasks could not all be stopped: " + err.Error()})
 	}
+	l.bashChanges.closeStage(context.WithoutCancel(ctx), false)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
@@ -48,6 +49,11 @@ type bashChanges struct {
 	walked walkedPlaces
 	// linkedNamed are the multi-link files a note already named.
 	linkedNamed map[string]bool
+	// stage is the durable stage's directory (bashstage.go), when durable.
+	stage   string
+	durable bool
+	// turn is the turn the next command runs in, for the stage's in-flight mark.
+	turn atomic.Int64
 }
 
 // bashRecorder is the shell's change recorder: on when file history is (the runner's own
@@ -74,10 +80,15 @@ func (c *bashChanges) treeLocked() *treestate.Tree {
 	if c.tree == nil {
 		l := c.l
 		scratch := l.shell.ScratchDir()
+		stage := l.shell.StageDir()
+		if d := c.durableStage(); d != "" {
+			stage, c.stage, c.durable = d, d, true
+		}
 		c.tree = treestate.New(treestate.Config{
 			Env:      l.deps.Env,
 			Roots:    l.fence.WriteRoots(),
-			StageDir: l.shell.StageDir(),
+			StageDir: stage,
+			Durable:  c.durable,
 			Skip: func(p string) bool {
 				// A credential store is denied to the file tools, yet one that is also
 				// protected (~/.ssh under a home write root) is still guarded.
@@ -113,6 +124,15 @@ func (c *bashChanges) Before(ctx context.Context, background bool) ([]string, er
 		return nil, err
 	}
 	c.settleBackground(background, sandbox.Approved(ctx))
+	// The command may change files from here on: every pre-image it could need is on
+	// disk, and the stage says a command is in flight, before it starts.
+	if err := c.armLocked(); err != nil {
+		if c.l.deps.policy().FileHistoryPolicy == ProceedUnprotected {
+			c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "a Bash command runs without a durable file-history snapshot; if the process dies before it ends, what it changes cannot be rewound: " + err.Error()})
+			return notes, nil
+		}
+		return nil, err
+	}
 	return notes, nil
 }
 
@@ -137,6 +157,7 @@ func (c *bashChanges) After(ctx context.Context) []string {
 	// call no person approved may be it: guarding an approved task's protected writes
 	// too is the side to err on.
 	c.settleBackground(c.running(), sandbox.Approved(ctx))
+	c.settleLocked()
 	return notes
 }
 
@@ -156,6 +177,7 @@ func (c *bashChanges) atBoundary(ctx context.Context) {
 		return
 	}
 	c.settleBackground(false, true)
+	c.settleLocked()
 }
 
 func (c *bashChanges) running() bool { return c.l.shell != nil && len(c.l.shell.Running()) > 0 }
@@ -171,6 +193,12 @@ func (c *bashChanges) syncLocked(ctx context.Context, record bool, g *guard) ([]
 		rec = func(ctx context.Context, ch treestate.Change, pre []byte) error {
 			if ch.Unrecoverable {
 				unrecoverable = append(unrecoverable, ch.Path)
+				// Recorded as lost, so a rewind names the file as one it cannot restore
+				// instead of leaving it out.
+				r := history.Record{Scope: l.historyScope, Key: ch.Path, Existed: true, Mode: ch.Mode, Size: ch.Size, Lost: true}
+				if _, _, err := l.deps.History.Insert(context.WithoutCancel(ctx), r, nil); err != nil {
+					return fmt.Errorf("%s: %w", ch.Path, err)
+				}
 				return nil
 			}
 			r := history.Record{Scope: l.historyScope, Key: ch.Path, Existed: ch.Existed, Mode: ch.Mode, Size: ch.Size}

@@ -131,8 +131,14 @@ type Record struct {
 	// Existed is false when the file did not exist: its pre-image is "absent".
 	Existed bool `json:"existed"`
 	// Sum is the lowercase hex sha256 of the pre-image's bytes, the key of its blob;
-	// empty when !Existed.
+	// empty when !Existed, and when Lost.
 	Sum string `json:"sum,omitempty"`
+	// Lost marks a file that existed but whose pre-image's bytes were not kept — over
+	// the size cap of a shell command's snapshot, or lost with the snapshot of a command
+	// whose process died — so a rewind cannot restore it, and says so (StatusFailed)
+	// rather than leave it out. Mode and Size are kept; Insert stores no blob for it. The
+	// stores read it back as Existed with no Sum.
+	Lost bool `json:"lost,omitempty"`
 	// Mode is the pre-image's permission bits, with setuid, setgid and sticky; zero
 	// when !Existed.
 	Mode fs.FileMode `json:"mode,omitempty"`

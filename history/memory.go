@@ -123,7 +123,7 @@ func (m *Memory) Insert(ctx context.Context, rec Record, content []byte) (Record
 	b := m.newest(rec.Scope)
 	m.lastID++
 	rec.ID, rec.Boundary, rec.Turn, rec.CreatedAt = m.lastID, b.ID, b.Turn, now()
-	if rec.Existed {
+	if rec.Existed && !rec.Lost {
 		m.ref(rec.Sum, content)
 	}
 	m.records[rec.Scope] = append(m.records[rec.Scope], rec)
@@ -155,10 +155,13 @@ func PrepareInsert(rec Record, content []byte) (Record, error) {
 	if err := CheckKey(rec.Key); err != nil {
 		return rec, err
 	}
-	if rec.Existed {
+	switch {
+	case rec.Existed && rec.Lost:
+		rec.Sum, rec.Mode = "", rec.Mode&ModeBits
+	case rec.Existed:
 		rec.Sum, rec.Size, rec.Mode = SumOf(content), int64(len(content)), rec.Mode&ModeBits
-	} else {
-		rec.Sum, rec.Size, rec.Mode = "", 0, 0
+	default:
+		rec.Sum, rec.Size, rec.Mode, rec.Lost = "", 0, 0, false
 	}
 	rec.After = "" // only SetAfter, after a write succeeded, says what was left
 	return rec, nil

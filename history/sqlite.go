@@ -128,6 +128,7 @@ func scanRecord(r scanner) (Record, error) {
 	var mode uint32
 	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &created)
 	rec.Mode, rec.CreatedAt = fsMode(mode), fromNanos(created)
+	rec.Lost = rec.Existed && rec.Sum == ""
 	return rec, err
 }
 
@@ -215,7 +216,7 @@ func (s *SQLite) Insert(ctx context.Context, rec Record, content []byte) (Record
 			return err
 		}
 		var sumArg any
-		if r.Existed {
+		if r.Existed && !r.Lost {
 			if content == nil {
 				content = []byte{} // an empty file has an empty blob, not NULL
 			}

@@ -43,6 +43,7 @@ func scanRecord(r pgx.Row) (history.Record, error) {
 	var created time.Time
 	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &created)
 	rec.Mode, rec.CreatedAt = fs.FileMode(mode)&history.ModeBits, created.UTC()
+	rec.Lost = rec.Existed && rec.Sum == ""
 	return rec, err
 }
 
@@ -131,7 +132,7 @@ func (h *History) Insert(ctx context.Context, rec history.Record, content []byte
 		content = []byte{} // an empty file has an empty blob, not NULL
 	}
 	var sumArg any
-	if rec.Existed {
+	if rec.Existed && !rec.Lost {
 		sumArg = rec.Sum
 	}
 	for range attempts {
@@ -140,7 +141,7 @@ func (h *History) Insert(ctx context.Context, rec history.Record, content []byte
 		}
 		out := rec
 		err := h.db.tx(ctx, func(tx pgx.Tx) error {
-			if rec.Existed {
+			if rec.Existed && !rec.Lost {
 				if _, err := tx.Exec(ctx, `INSERT INTO sema_history_blobs (sum, size, data) VALUES ($1, $2, $3) ON CONFLICT (sum) DO NOTHING`,
 					rec.Sum, rec.Size, content); err != nil {
 					return err

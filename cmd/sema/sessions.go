@@ -668,6 +668,11 @@ before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
 			spec.SessionID = args[0]
 			r := agent.New(st.Deps(agent.Deps{}))
 			out, err := r.Rewind(cmd.Context(), spec)
+			if err == nil && !spec.DryRun && out != nil && out.Ledger != nil {
+				// An accepted partial restore is still not a restore of everything: a file
+				// whose earlier contents were never kept is named, and the exit says so.
+				err = unrestored(out.Ledger)
+			}
 			code := exitCode(err, exitError)
 			if code == exitUsage {
 				// A refused request (no such session or turn): the refusal, in JSON too,
@@ -677,6 +682,9 @@ before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
 			if format == "json" {
 				printLedgerJSON(stdout, out, spec.DryRun, err)
 			} else if out != nil && out.Ledger != nil {
+				if len(out.Recovered) > 0 {
+					fmt.Fprintf(stdout, "recorded first: %d file(s) a shell command changed before its process was killed: %s\n", len(out.Recovered), strings.Join(out.Recovered, ", "))
+				}
 				printLedger(stdout, out.Ledger, spec, args[0])
 			}
 			if err != nil {
@@ -711,6 +719,8 @@ func printLedger(w io.Writer, l *history.Ledger, spec agent.RewindSpec, id strin
 		what = "undo of the last rewind"
 	case spec.DryRun:
 		what = fmt.Sprintf("a rewind to the start of turn %d would change", l.Turn)
+	case l.Applied && l.Count(history.StatusFailed) > 0:
+		what = fmt.Sprintf("partly restored to the start of turn %d", l.Turn)
 	case l.Applied:
 		what = fmt.Sprintf("restored to the start of turn %d", l.Turn)
 	default:
@@ -735,9 +745,27 @@ func printLedger(w io.Writer, l *history.Ledger, spec agent.RewindSpec, id strin
 			fmt.Fprintf(w, "\n%s", e.Diff)
 		}
 	}
+	if n := l.Count(history.StatusFailed); n > 0 {
+		fmt.Fprintf(w, "\n%d file(s) could not be restored (see the reasons above); the others are as listed\n", n)
+	}
 	if conflicts > 0 && !spec.Force {
 		fmt.Fprintf(w, "\n%d file(s) changed outside the agent are left alone; `sema rewind %s --force ...` overwrites them (their bytes are saved first, and `sema rewind %s --undo` brings them back)\n", conflicts, id, id)
 	}
+}
+
+// unrestored refuses a ledger with files a rewind could not restore, naming them.
+func unrestored(l *history.Ledger) error {
+	var failed []string
+	for _, e := range l.Entries {
+		if e.Status == history.StatusFailed {
+			failed = append(failed, e.Path)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return sema.Errorf(history.CodePartialRestore, "%d file(s) could not be restored: %s; the others were", len(failed), strings.Join(failed, ", ")).
+		With("failed", failed).With("applied", l.Applied)
 }
 
 // ledgerJSON is the ledger as `sema rewind --output-format json` prints it.
@@ -749,7 +777,9 @@ type ledgerJSON struct {
 	Applied bool       `json:"applied"`
 	Files   []fileJSON `json:"files"`
 	Head    string     `json:"head,omitempty"`
-	Error   *errorJSON `json:"error,omitempty"`
+	// Recovered are the files a killed shell command had changed, recorded first.
+	Recovered []string   `json:"recovered,omitempty"`
+	Error     *errorJSON `json:"error,omitempty"`
 }
 
 type fileJSON struct {
@@ -777,7 +807,7 @@ func printLedgerJSON(w io.Writer, out *agent.RewindResult, dry bool, err error) 
 		}
 	}
 	if out != nil {
-		doc.Head = out.Head
+		doc.Head, doc.Recovered = out.Head, out.Recovered
 	}
 	if err != nil {
 		doc.Error = &errorJSON{Code: sema.CodeOf(err), Message: sema.MessageOf(err)}

@@ -90,6 +90,11 @@ type Config struct {
 	// by its stat (for Diff.Linked) and its changes are never reported. For a walk that
 	// serves the protection alone, without file history.
 	ProtectedOnly bool
+	// Durable makes the stage in StageDir outlive the process: Arm fsyncs it with the
+	// index before a command, and a later process can Recover what the command changed
+	// (see journal.go). Pre-images the index on disk still names are kept until the next
+	// Arm or Disarm. Close leaves a stage that is armed.
+	Durable bool
 }
 
 // Change is a file created, changed or deleted between two walks, with its pre-image.
@@ -105,9 +110,12 @@ type Change struct {
 	Mode fs.FileMode
 	// Size is the pre-image's length in bytes.
 	Size int64
-	// Unrecoverable reports a file that existed over the size cap: its pre-image's bytes
-	// were never kept.
+	// Unrecoverable reports a file that existed whose pre-image's bytes are not in hand:
+	// it was over the size cap, so they were never kept, or (Lost) the stage lost them.
 	Unrecoverable bool
+	// Lost reports an Unrecoverable change whose pre-image the stage had kept and no
+	// longer has (Diff.RecordErr says why).
+	Lost bool
 	// After is the sha256 (hex) of what the file holds now, the post-image a rewind
 	// checks the file against before restoring it; empty when the file is gone or was not
 	// hashed (over the size cap).
@@ -178,6 +186,16 @@ type Tree struct {
 	primed bool
 	refs   map[string]int    // staged sum → index entries using it
 	mem    map[string][]byte // the stage, when it is in memory
+	// skipped are the paths Skip refused in the latest walk (for the journal).
+	skipped []string
+
+	// The journal of a durable stage (journal.go).
+	gen       uint64              // moves on with every walk
+	savedGen  uint64              // the generation of the index on disk
+	saved     bool                // an index is on disk
+	unsynced  []string            // pre-images staged since the last Arm, not fsynced yet
+	doomed    map[string]struct{} // pre-images no entry uses, removed at the next Arm or Disarm
+	keepStage bool                // Recover's Tree: the stage is another's record, left whole
 }
 
 // New returns a Tree that has not walked yet.
@@ -188,7 +206,7 @@ func New(cfg Config) *Tree {
 	if cfg.MaxFiles <= 0 {
 		cfg.MaxFiles = DefaultMaxFiles
 	}
-	t := &Tree{cfg: cfg, index: map[string]entry{}, prot: map[string]pent{}, refs: map[string]int{}}
+	t := &Tree{cfg: cfg, index: map[string]entry{}, prot: map[string]pent{}, refs: map[string]int{}, doomed: map[string]struct{}{}}
 	if cfg.StageDir == "" {
 		t.mem = map[string][]byte{}
 	}
@@ -360,8 +378,10 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bo
 			if c.Existed && c.Sum != "" {
 				b, err := t.staged(c.Sum)
 				if err != nil {
-					errs = append(errs, err)
-					continue
+					// The pre-image is gone: the change is handed over all the same, as one
+					// that cannot be undone, so the record says so instead of nothing.
+					errs = append(errs, fmt.Errorf("%s: %w", c.Path, err))
+					c.Unrecoverable, c.Lost = true, true
 				}
 				data = b
 			}
@@ -388,6 +408,8 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bo
 		}
 	}
 	t.index, t.prot, t.refs, t.primed = next, prot, newRefs, true
+	t.skipped = w.skipped
+	t.gen++
 	d.RecordErr = errors.Join(errs...)
 	return d, nil
 }
@@ -413,9 +435,14 @@ func (t *Tree) stage(s string, data []byte) error {
 	if err := os.MkdirAll(t.cfg.StageDir, 0o700); err != nil {
 		return fmt.Errorf("treestate: making the stage: %w", err)
 	}
-	// The stage is a cache of this process, rebuilt by a new Tree: no fsync.
+	// Not fsynced here: a stage that is a cache of this process is rebuilt by a new Tree,
+	// and a durable one is fsynced by Arm, in one go, before a command may change files.
 	if err := os.WriteFile(filepath.Join(t.cfg.StageDir, s), data, 0o600); err != nil {
 		return fmt.Errorf("treestate: staging a pre-image: %w", err)
+	}
+	delete(t.doomed, s)
+	if t.cfg.Durable {
+		t.unsynced = append(t.unsynced, s)
 	}
 	return nil
 }
@@ -423,6 +450,14 @@ func (t *Tree) stage(s string, data []byte) error {
 func (t *Tree) unstage(s string) {
 	if t.mem != nil {
 		delete(t.mem, s)
+		return
+	}
+	if t.keepStage {
+		return
+	}
+	if t.cfg.Durable && t.saved {
+		// The index on disk may still name it: it goes once a newer index is written.
+		t.doomed[s] = struct{}{}
 		return
 	}
 	_ = os.Remove(filepath.Join(t.cfg.StageDir, s))
@@ -453,6 +488,11 @@ func (t *Tree) Close() error {
 	if t.mem != nil {
 		t.mem = map[string][]byte{}
 		return nil
+	}
+	if t.cfg.Durable {
+		if _, err := os.Lstat(filepath.Join(t.cfg.StageDir, armedFile)); err == nil {
+			return nil // a command's record is incomplete: the stage is kept for Recover
+		}
 	}
 	return os.RemoveAll(t.cfg.StageDir)
 }
@@ -488,6 +528,7 @@ type walker struct {
 	beyond   []string
 	linked   []string
 	prot     map[string]pent // protected entries met, but regular files beneath a protected directory
+	skipped  []string        // what Skip refused
 }
 
 // dir walks directory d; inProt says d is in a protected entry.
@@ -511,6 +552,7 @@ func (w *walker) dir(d string, ign files.IgnoreMatcher, inProt bool) error {
 	for _, e := range ents {
 		p := join(d, e.Name)
 		if w.t.cfg.Skip != nil && w.t.cfg.Skip(p) {
+			w.skipped = append(w.skipped, p)
 			if !inProt && w.t.cfg.Protected != nil && w.t.cfg.Protected(p) {
 				w.noteSkipped(p, e.Type)
 			}

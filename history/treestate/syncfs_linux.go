@@ -1,0 +1,17 @@
+package treestate
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// syncFS flushes the whole file system that holds dir: one call for any number of files.
+func syncFS(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Syncfs(int(f.Fd()))
+}
