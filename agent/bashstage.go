@@ -256,3 +256,13 @@ func (l *leg) noteRecovery(rec stageRecovery) {
 			Detail:  map[string]any{"paths": rec.Lost}})
 	}
 }
+
+// ForgetStages removes the durable shell snapshots a session's scope left in the state
+// directory, as pruning a session forgets its file history: what they could still have
+// recorded has no session to be rewound in.
+func ForgetStages(stateDir, scope string) error {
+	if stateDir == "" || scope == "" {
+		return nil
+	}
+	return os.RemoveAll(scopeDir(stateDir, scope))
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/env/envtest"
 	"github.com/sema-agent/sema/history"
@@ -476,4 +477,62 @@ func TestCarryFork(t *testing.T) {
 			t.Fatalf("carried %d from an empty parent", n)
 		}
 	})
+}
+
+// A file whose pre-image was not kept (history.Record.Lost: over a snapshot's size cap,
+// or lost with a killed command's snapshot) is never reported restored: the rewind
+// names it failed, with why, refuses a full restore, and with AcceptPartialRestore puts
+// back the others and leaves it as it is.
+func TestRewindNamesALostPreImage(t *testing.T) {
+	ctx := t.Context()
+	e := env.NewHost()
+	root := t.TempDir()
+	store := history.NewMemory()
+	files := history.NewFiles(store, e)
+	big, small := filepath.Join(root, "big.bin"), filepath.Join(root, "small.txt")
+	check(t, e.WriteFile(ctx, big, []byte("what a command left\n"), 0o644))
+	check(t, e.WriteFile(ctx, small, []byte("after\n"), 0o644))
+	if _, err := store.MintBoundary(ctx, "S", 1); err != nil {
+		t.Fatal(err)
+	}
+	lost, _, err := store.Insert(ctx, history.Record{Scope: "S", Key: big, Existed: true, Lost: true, Mode: 0o644, Size: 9 << 20}, nil)
+	check(t, err)
+	check(t, store.SetAfter(ctx, lost.ID, history.SumOf([]byte("what a command left\n"))))
+	rec, _, err := store.Insert(ctx, history.Record{Scope: "S", Key: small, Existed: true, Mode: 0o644}, []byte("before\n"))
+	check(t, err)
+	check(t, store.SetAfter(ctx, rec.ID, history.SumOf([]byte("after\n"))))
+
+	for _, force := range []bool{false, true} {
+		led, err := files.Rewind(ctx, "S", 1, history.RewindOptions{DryRun: true, Force: force})
+		check(t, err)
+		if got := statusOf(led, big); got.Status != history.StatusFailed || got.Reason == "" {
+			t.Fatalf("dry run (force %v): big.bin %+v; want failed with a reason", force, got)
+		}
+		if _, err := files.Rewind(ctx, "S", 1, history.RewindOptions{Force: force}); !sema.IsCode(err, history.CodePartialRestore) {
+			t.Fatalf("rewind (force %v): %v; want %s", force, err, history.CodePartialRestore)
+		}
+		if b, _ := e.ReadFile(ctx, small); string(b) != "after\n" {
+			t.Fatalf("a refused rewind changed small.txt: %q", b)
+		}
+	}
+	led, err := files.Rewind(ctx, "S", 1, history.RewindOptions{AcceptPartialRestore: true})
+	check(t, err)
+	if statusOf(led, small).Status != history.StatusRestored || statusOf(led, big).Status != history.StatusFailed {
+		t.Fatalf("partial restore: %+v", led.Entries)
+	}
+	if b, _ := e.ReadFile(ctx, small); string(b) != "before\n" {
+		t.Fatalf("small.txt %q; want it restored", b)
+	}
+	if b, _ := e.ReadFile(ctx, big); string(b) != "what a command left\n" {
+		t.Fatalf("big.bin %q; want it left as it was", b)
+	}
+}
+
+func statusOf(l history.Ledger, path string) history.LedgerEntry {
+	for _, e := range l.Entries {
+		if e.Path == path {
+			return e
+		}
+	}
+	return history.LedgerEntry{}
 }

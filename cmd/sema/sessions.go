@@ -326,6 +326,9 @@ without asking, as the command has always done.`,
 				if err := st.History().Forget(cmd.Context(), id); err != nil {
 					return failed(wayOut(err, ""))
 				}
+				if err := agent.ForgetStages(st.Path(), id); err != nil {
+					return failed(wayOut(err, ""))
+				}
 			}
 			if format == "json" {
 				for _, s := range old {

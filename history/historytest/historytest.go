@@ -247,6 +247,10 @@ func testInsertFields(t *testing.T, s history.Store) {
 			nil, history.Record{Key: "/w/empty2", Existed: true, Mode: 0o644, Sum: sum("")}},
 		{"absent", history.Record{Key: "/w/new", Existed: false, Mode: 0o644, Size: 5, Sum: "bogus"},
 			[]byte("ignored"), history.Record{Key: "/w/new"}},
+		{"lost: no bytes, no blob, its size and mode kept", history.Record{Key: "/w/big", Existed: true, Lost: true, Mode: 0o640, Size: 7 << 20, Sum: "bogus"},
+			[]byte("ignored"), history.Record{Key: "/w/big", Existed: true, Lost: true, Mode: 0o640, Size: 7 << 20}},
+		{"lost means nothing without Existed", history.Record{Key: "/w/none", Lost: true},
+			nil, history.Record{Key: "/w/none"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
@@ -268,7 +272,7 @@ func testInsertFields(t *testing.T, s history.Store) {
 			if d := cmp.Diff(got, stored); !ok || d != "" {
 				t.Fatalf("the stored record differs from the returned one (found %v; -returned +stored):\n%s", ok, d)
 			}
-			if got.Existed {
+			if got.Existed && !got.Lost {
 				data := must(s.Blob(ctx, got.Sum))(t)
 				if string(data) != string(tc.content) {
 					t.Fatalf("Blob = %q, want %q", data, tc.content)
