@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -407,9 +408,11 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bo
 			t.unstage(s)
 		}
 	}
+	if t.cfg.Durable && (!maps.Equal(next, t.index) || !slices.Equal(w.skipped, t.skipped)) {
+		t.gen++ // the index on disk is stale: the next Arm writes it
+	}
 	t.index, t.prot, t.refs, t.primed = next, prot, newRefs, true
 	t.skipped = w.skipped
-	t.gen++
 	d.RecordErr = errors.Join(errs...)
 	return d, nil
 }
