@@ -269,7 +269,7 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 		return tools.Fail(CodeSessionRecordFailed, "The call was not run: the session could not record that it was starting.")
 	}
 	ctx = context.WithValue(ctx, callKey{}, runningCall{name: call.Name, input: input})
-	res = t.Run(ctx, input)
+	res = l.runObserved(ctx, t, call.Name, input)
 	return l.postToolUse(ctx, call.Name, call.ID, input, res)
 }
 

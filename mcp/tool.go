@@ -186,3 +186,10 @@ func (t *tool) callError(ctx, callCtx context.Context, err error, timeout time.D
 	}
 	return tools.Fail(CodeCallFailed, "the call of %s to the MCP server %q failed: %s", t.spec.Name, c.srv.Name, clip(err.Error(), 2000))
 }
+
+// IsTool reports whether t is a tool an MCP server serves: its work happens in the
+// server, a process of its own, which may change files the runner cannot see it change.
+func IsTool(t tools.Tool) bool {
+	_, ok := t.(*tool)
+	return ok
+}
