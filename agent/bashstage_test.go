@@ -1,0 +1,77 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/history/treestate"
+	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/session"
+)
+
+// A process killed while a shell command ran leaves the command's durable snapshot
+// armed in the state directory. The next leg of the session records, before its first
+// turn, what the command changed, with the bytes from before it (history.bash_recovered),
+// and removes the snapshot; a rewind then restores the files — the edited one with
+// --force, since what the cut-off command left there is not known to be the agent's.
+func TestNextLegRecordsWhatAKilledCommandChanged(t *testing.T) {
+	ctx := context.Background()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	state := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "edit.txt"), []byte("before\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "gone.txt"), []byte("removed by the command\n"), 0o600))
+	store, hist := session.NewMemory(), history.NewMemory()
+	deps := agent.Deps{Store: store, History: hist, StateDir: state, Shell: &agent.ShellOptions{Sandbox: "off"}}
+	deps.Provider = scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "first"}}})
+	first, err := agent.New(deps).Run(ctx, agent.TaskSpec{Prompt: "start", Root: root})
+	must(t, err)
+	if _, err := hist.MintBoundary(ctx, first.SessionID, first.FirstTurn); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the killed leg left: its snapshot, armed, and the command's changes.
+	stage := filepath.Join(state, "stage", first.SessionID, "killed-leg")
+	tr := treestate.New(treestate.Config{Env: env.NewHost(), Roots: []string{root}, StageDir: stage, Durable: true})
+	if _, err := tr.Sync(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	must(t, tr.Arm([]byte(`{"turn":1}`)))
+	must(t, os.WriteFile(filepath.Join(root, "edit.txt"), []byte("half-done\n"), 0o644))
+	must(t, os.Remove(filepath.Join(root, "gone.txt")))
+
+	deps.Provider = scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "resumed"}}})
+	runner := agent.New(deps)
+	res, err := runner.Run(ctx, agent.TaskSpec{Prompt: "go on", Root: root, Resume: &agent.Resume{SessionID: first.SessionID}})
+	must(t, err)
+	var paths []string
+	for _, n := range res.Notices {
+		if n.Code == agent.CodeBashRecovered {
+			for _, p := range n.Detail["paths"].([]string) {
+				paths = append(paths, filepath.Base(p))
+			}
+		}
+	}
+	slices.Sort(paths)
+	if !slices.Equal(paths, []string{"edit.txt", "gone.txt"}) {
+		t.Fatalf("recovered %v; want edit.txt and gone.txt (notices %+v)", paths, res.Notices)
+	}
+	if _, err := os.Stat(stage); !os.IsNotExist(err) {
+		t.Fatalf("the recovered snapshot is still there: %v", err)
+	}
+
+	rw, err := runner.Rewind(ctx, agent.RewindSpec{SessionID: first.SessionID, ToTurn: first.FirstTurn, Files: true, Force: true})
+	must(t, err)
+	if b, _ := os.ReadFile(filepath.Join(root, "edit.txt")); string(b) != "before\n" {
+		t.Errorf("edit.txt after the rewind: %q (%+v)", b, rw.Ledger)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "gone.txt")); string(b) != "removed by the command\n" {
+		t.Errorf("gone.txt after the rewind: %q", b)
+	}
+}
