@@ -45,12 +45,15 @@ type stageMeta struct {
 var plainScope = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 func scopeDir(stateDir, scope string) string {
-	name := scope
-	if !plainScope.MatchString(scope) {
-		s := sha256.Sum256([]byte(scope))
-		name = "h-" + hex.EncodeToString(s[:16])
+	return filepath.Join(stateDir, stageRoot, scopeDirName(scope))
+}
+
+func scopeDirName(scope string) string {
+	if plainScope.MatchString(scope) {
+		return scope
 	}
-	return filepath.Join(stateDir, stageRoot, name)
+	s := sha256.Sum256([]byte(scope))
+	return "h-" + hex.EncodeToString(s[:16])
 }
 
 // durableStage is where the leg's Bash snapshot keeps its pre-images when they can
@@ -168,7 +171,7 @@ func recoverStages(ctx context.Context, deps *Deps, scope string) (stageRecovery
 		}
 		stage := filepath.Join(dir, e.Name())
 		if err := recoverStage(ctx, deps, scope, stage, &out); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%s: %w", stage, err))
 			continue
 		}
 		if err := os.RemoveAll(stage); err != nil {
@@ -224,7 +227,7 @@ func recoverStage(ctx context.Context, deps *Deps, scope, stage string, out *sta
 }
 
 func recoveryFailed(scope string, err error) error {
-	return sema.Errorf(CodeBashRecoveryFailed, "what an interrupted shell command changed in session %s could not be recorded for rewind (%w); its snapshot is kept, and the next run or rewind of the session tries again", scope, err).
+	return sema.Errorf(CodeBashRecoveryFailed, "what an interrupted shell command changed in session %s could not be recorded for rewind (%w); its snapshot is kept, and the next run or rewind of the session tries again — to go on without it, move the snapshot's directory out of %s", scope, err, filepath.Join(stageRoot, filepath.Base(scopeDirName(scope)))).
 		With("scope", scope)
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/history"
@@ -73,5 +74,40 @@ func TestNextLegRecordsWhatAKilledCommandChanged(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "gone.txt")); string(b) != "removed by the command\n" {
 		t.Errorf("gone.txt after the rewind: %q", b)
+	}
+}
+
+// A snapshot that cannot be read (its index damaged) is never taken for "nothing
+// changed": a rewind of the session refuses, naming the snapshot, and changes nothing;
+// the snapshot stays for another attempt.
+func TestRewindRefusesOverADamagedSnapshot(t *testing.T) {
+	ctx := context.Background()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	state := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644))
+	deps := agent.Deps{Store: session.NewMemory(), History: history.NewMemory(), StateDir: state, Shell: &agent.ShellOptions{Sandbox: "off"},
+		Provider: scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "first"}}})}
+	runner := agent.New(deps)
+	first, err := runner.Run(ctx, agent.TaskSpec{Prompt: "start", Root: root})
+	must(t, err)
+	stage := filepath.Join(state, "stage", first.SessionID, "killed-leg")
+	tr := treestate.New(treestate.Config{Env: env.NewHost(), Roots: []string{root}, StageDir: stage, Durable: true})
+	if _, err := tr.Sync(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	must(t, tr.Arm(nil))
+	must(t, os.WriteFile(filepath.Join(stage, "index"), []byte("not an index"), 0o600))
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("two\n"), 0o644))
+
+	_, err = runner.Rewind(ctx, agent.RewindSpec{SessionID: first.SessionID, ToTurn: 1, Files: true, Force: true})
+	if !sema.IsCode(err, agent.CodeBashRecoveryFailed) {
+		t.Fatalf("rewind over a damaged snapshot: %v; want %s", err, agent.CodeBashRecoveryFailed)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "two\n" {
+		t.Fatalf("the refused rewind changed a.txt: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(stage, "armed")); err != nil {
+		t.Fatalf("the damaged snapshot was removed: %v", err)
 	}
 }
