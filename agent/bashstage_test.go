@@ -107,7 +107,7 @@ func TestRewindRefusesOverADamagedSnapshot(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "two\n" {
 		t.Fatalf("the refused rewind changed a.txt: %q", b)
 	}
-	if _, err := os.Stat(filepath.Join(stage, "armed")); err != nil {
+	if _, err := os.Stat(filepath.Join(stage, "mark")); err != nil {
 		t.Fatalf("the damaged snapshot was removed: %v", err)
 	}
 }

@@ -112,3 +112,25 @@ func BenchmarkFirstArm10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkArmDisarmUnchanged is what durability adds to a command that changed nothing:
+// the in-flight mark written and fsynced (with its directory) before, removed after.
+func BenchmarkArmDisarmUnchanged(b *testing.B) {
+	r := benchTree(b, 100)
+	tr := treestate.New(treestate.Config{Env: env.NewHost(), Roots: []string{r}, StageDir: b.TempDir() + "/stage", Durable: true})
+	if _, err := tr.Sync(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := tr.Arm(nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := tr.Arm(nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := tr.Disarm(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

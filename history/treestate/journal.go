@@ -3,14 +3,15 @@ package treestate
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 )
 
 // A durable Tree (Config.Durable) keeps its stage so that it outlives the process: what
@@ -25,7 +26,20 @@ import (
 // The files of a durable stage, beside the pre-images (one file per sha256):
 const (
 	indexFile = "index" // the snapshot at the last Arm (gob of journalIndex)
-	armedFile = "armed" // present while a command is in flight (gob of journalArmed)
+	markFile  = "mark"  // says whether a command is in flight (see the mark's layout)
+)
+
+// The mark is one small record rewritten in place, so arming costs one fdatasync and no
+// change to the directory (after the first): magic (8 bytes), the in-flight byte, the
+// index generation (8, big-endian), the meta's length (4), a CRC-32 of all but the
+// in-flight byte (4), the meta. Disarm rewrites the in-flight byte alone, which cannot
+// tear. A record whose CRC does not match was cut by a crash during Arm — before any
+// command started — and is read as in flight with no meta: recovering then records
+// nothing the command did not do.
+const (
+	markMagic  = "SEMAMRK1"
+	markFlagAt = len(markMagic)
+	markHead   = markFlagAt + 1 + 8 + 4 + 4
 )
 
 // fsyncEach is how many new pre-images Arm fsyncs one by one; above it, one syncfs of
@@ -56,12 +70,30 @@ type journalEntry struct {
 	Nlink uint64
 }
 
+// journalArmed is the mark's content.
 type journalArmed struct {
-	// Index is the generation of the index the mark goes with.
-	Index uint64
-	// Meta is the caller's, handed back by Recover.
+	// Meta is the caller's, handed back by Recover; nil when the record was torn.
 	Meta []byte
-	At   time.Time
+}
+
+func encodeMark(gen uint64, meta []byte) []byte {
+	b := make([]byte, markHead, markHead+len(meta))
+	copy(b, markMagic)
+	b[markFlagAt] = 1
+	binary.BigEndian.PutUint64(b[markFlagAt+1:], gen)
+	binary.BigEndian.PutUint32(b[markFlagAt+9:], uint32(len(meta)))
+	b = append(b, meta...)
+	binary.BigEndian.PutUint32(b[markFlagAt+13:], markSum(b))
+	return b
+}
+
+// markSum is the CRC-32 of a mark record but its in-flight byte and its own four bytes.
+func markSum(b []byte) uint32 {
+	h := crc32.NewIEEE()
+	h.Write(b[:markFlagAt])
+	h.Write(b[markFlagAt+1 : markFlagAt+13])
+	h.Write(b[markHead:])
+	return h.Sum32()
 }
 
 // Arm makes the stage durable and marks a command in flight: every pre-image the index
@@ -94,15 +126,35 @@ func (t *Tree) Arm(meta []byte) error {
 		}
 		t.savedGen, t.saved = t.gen, true
 	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(journalArmed{Index: t.gen, Meta: meta, At: time.Now().UTC()}); err != nil {
-		return fmt.Errorf("treestate: encoding the mark: %w", err)
-	}
-	if err := writeDurable(t.cfg.StageDir, armedFile, buf.Bytes()); err != nil {
+	if err := t.writeMarkLocked(encodeMark(t.gen, meta)); err != nil {
 		return err
 	}
+	t.armed = true
 	// Pre-images the persisted index no longer names may go now.
 	t.dropDoomedLocked()
+	return nil
+}
+
+// writeMarkLocked writes the mark record in place and fdatasyncs it; the first write
+// creates the file and fsyncs the directory that holds it.
+func (t *Tree) writeMarkLocked(rec []byte) error {
+	if t.mark == nil {
+		f, err := os.OpenFile(filepath.Join(t.cfg.StageDir, markFile), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("treestate: writing the in-flight mark: %w", err)
+		}
+		if err := syncDir(t.cfg.StageDir); err != nil {
+			f.Close()
+			return err
+		}
+		t.mark = f
+	}
+	if _, err := t.mark.WriteAt(rec, 0); err != nil {
+		return fmt.Errorf("treestate: writing the in-flight mark: %w", err)
+	}
+	if err := dataSync(t.mark); err != nil {
+		return fmt.Errorf("treestate: writing the in-flight mark: %w", err)
+	}
 	return nil
 }
 
@@ -114,26 +166,17 @@ func (t *Tree) Disarm() error {
 	if !t.cfg.Durable || t.cfg.StageDir == "" {
 		return nil
 	}
+	if !t.armed {
+		return nil
+	}
 	// No fsync: a mark that comes back after a power loss makes Recover record again
 	// what is recorded already, which a first-touch store takes as a no-op.
-	if err := os.Remove(filepath.Join(t.cfg.StageDir, armedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("treestate: removing the in-flight mark: %w", err)
+	if _, err := t.mark.WriteAt([]byte{0}, int64(markFlagAt)); err != nil {
+		return fmt.Errorf("treestate: clearing the in-flight mark: %w", err)
 	}
+	t.armed = false
 	t.dropDoomedLocked()
 	return nil
-}
-
-// Armed reports whether dir holds a stage with a command in flight, and the meta its
-// Arm stored.
-func Armed(dir string) (meta []byte, at time.Time, ok bool, err error) {
-	a, err := readArmed(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, time.Time{}, false, nil
-	}
-	if err != nil {
-		return nil, time.Time{}, false, err
-	}
-	return a.Meta, a.At, true, nil
 }
 
 // Recover finishes the record of a command a dead process left in flight in the durable
@@ -181,15 +224,29 @@ func Recover(ctx context.Context, cfg Config, record RecordFunc) (meta []byte, d
 	return a.Meta, d, true, err
 }
 
+// readArmed reads the mark of dir: fs.ErrNotExist when there is none or no command is
+// in flight.
 func readArmed(dir string) (journalArmed, error) {
 	var a journalArmed
-	b, err := os.ReadFile(filepath.Join(dir, armedFile))
+	b, err := os.ReadFile(filepath.Join(dir, markFile))
 	if err != nil {
 		return a, err
 	}
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&a); err != nil {
-		return a, fmt.Errorf("treestate: the stage's in-flight mark is damaged: %w", err)
+	if len(b) > markFlagAt && b[markFlagAt] == 0 {
+		return a, fs.ErrNotExist
 	}
+	if len(b) < markHead || string(b[:markFlagAt]) != markMagic {
+		return a, nil // torn while being armed: in flight, no meta
+	}
+	n := int(binary.BigEndian.Uint32(b[markFlagAt+9:]))
+	if markHead+n > len(b) {
+		return a, nil
+	}
+	b = b[:markHead+n]
+	if binary.BigEndian.Uint32(b[markFlagAt+13:]) != markSum(b) {
+		return a, nil
+	}
+	a.Meta = b[markHead:]
 	return a, nil
 }
 

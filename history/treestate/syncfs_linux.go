@@ -15,3 +15,6 @@ func syncFS(dir string) error {
 	defer f.Close()
 	return unix.Syncfs(int(f.Fd()))
 }
+
+// dataSync is fdatasync(2): the mark's bytes, without its timestamps.
+func dataSync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }

@@ -197,6 +197,8 @@ type Tree struct {
 	unsynced  []string            // pre-images staged since the last Arm, not fsynced yet
 	doomed    map[string]struct{} // pre-images no entry uses, removed at the next Arm or Disarm
 	keepStage bool                // Recover's Tree: the stage is another's record, left whole
+	mark      *os.File            // the in-flight mark, open once written
+	armed     bool                // the mark says a command is in flight
 }
 
 // New returns a Tree that has not walked yet.
@@ -492,10 +494,12 @@ func (t *Tree) Close() error {
 		t.mem = map[string][]byte{}
 		return nil
 	}
-	if t.cfg.Durable {
-		if _, err := os.Lstat(filepath.Join(t.cfg.StageDir, armedFile)); err == nil {
-			return nil // a command's record is incomplete: the stage is kept for Recover
-		}
+	if t.mark != nil {
+		t.mark.Close()
+		t.mark = nil
+	}
+	if t.armed {
+		return nil // a command's record is incomplete: the stage is kept for Recover
 	}
 	return os.RemoveAll(t.cfg.StageDir)
 }
