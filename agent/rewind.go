@@ -236,20 +236,30 @@ func (a *afterImages) take(key string) (history.Record, bool) {
 	return rec, ok
 }
 
-// writeEnv is the write lane's view of the env when the runner keeps file history: a
-// WriteFile that succeeded records the sha256 of its bytes as what the agent left in the
-// file. The lane holds the file's lock from its history seat through the write, so the
-// record taken here is the one that seat returned for this write. A write that failed
-// records nothing — its outcome is unknown, and a rewind will not overwrite what may be
-// someone else's bytes without force.
+// writeEnv is the write lane's view of the env when the runner keeps file history:
+// before a WriteFile begins, the sha256 of its bytes is recorded as what the write is
+// about to leave (history.Files.Intend), and once it succeeded, as what the agent left in
+// the file. A run killed in between — the bytes landed, their outcome unconfirmed —
+// leaves a file a rewind still knows as the agent's. The lane holds the file's lock from
+// its history seat through the write, so the record taken here is the one that seat
+// returned for this write. A write that failed confirms nothing: the file holds the
+// bytes it held or the intended ones, and a rewind will not overwrite anything else
+// without force.
 type writeEnv struct {
 	env.ExecutionEnv
 	l *leg
 }
 
-// WriteFile writes through to the env, then records what the write left.
+// WriteFile records what the write is about to leave, writes through to the env, then
+// records what the write left.
 func (w *writeEnv) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	rec, tracked := w.l.afters.take(path)
+	if tracked {
+		if err := w.l.files.Intend(context.WithoutCancel(ctx), rec, data); err != nil {
+			w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write is about to leave in " + path + " could not be recorded; if the run ends before the write is confirmed, a rewind will treat the file as changed outside the agent: " + err.Error(),
+				Detail: map[string]any{"path": path}})
+		}
+	}
 	if err := w.ExecutionEnv.WriteFile(ctx, path, data, perm); err != nil {
 		return err
 	}
