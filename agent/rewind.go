@@ -254,10 +254,13 @@ type writeEnv struct {
 // records what the write left.
 func (w *writeEnv) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	rec, tracked := w.l.afters.take(path)
+	intended := false
 	if tracked {
 		if err := w.l.files.Intend(context.WithoutCancel(ctx), rec, data); err != nil {
-			w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write is about to leave in " + path + " could not be recorded; if the run ends before the write is confirmed, a rewind will treat the file as changed outside the agent: " + err.Error(),
+			w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write is about to leave in " + path + " could not be recorded; a rewind will treat the file as changed outside the agent: " + err.Error(),
 				Detail: map[string]any{"path": path}})
+		} else {
+			intended = true
 		}
 	}
 	if err := w.ExecutionEnv.WriteFile(ctx, path, data, perm); err != nil {
@@ -266,8 +269,10 @@ func (w *writeEnv) WriteFile(ctx context.Context, path string, data []byte, perm
 	if !tracked {
 		return nil
 	}
-	if err := w.l.files.Wrote(context.WithoutCancel(ctx), rec, data); err != nil {
-		w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write left in " + path + " could not be recorded; a rewind will treat the file as changed outside the agent: " + err.Error(),
+	if err := w.l.files.Wrote(context.WithoutCancel(ctx), rec, data); err != nil && intended {
+		// The intended bytes stay recorded (Record.Pending): a rewind still knows them as
+		// the agent's. An Intend that failed has said so already.
+		w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write left in " + path + " could not be confirmed; a rewind restores the file while it holds exactly these bytes, and treats anything else there as changed outside the agent: " + err.Error(),
 			Detail: map[string]any{"path": path}})
 	}
 	return nil
