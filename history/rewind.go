@@ -175,11 +175,12 @@ type step struct {
 //
 // Every file is checked before any is changed. A file is in conflict when restoring it
 // would destroy something the agent did not make: its bytes are not what the agent last
-// left there (Record.After; someone changed it since, or the agent's last write has no
-// confirmed outcome), or what is there now is a directory, a symbolic link or a special
-// file, a directory above it became a link or a file, or it cannot be read. A file that
-// is gone is not in conflict: putting it back destroys nothing. opts.Force restores a
-// file whose bytes are in conflict all the same; the others stay conflicts.
+// left there (Record.After, or the Pending of a write whose outcome was never confirmed;
+// someone changed it since, or a rewind put back what a forced rewind had taken from
+// someone), or what is there now is a directory, a symbolic link or a special file, a
+// directory above it became a link or a file, or it cannot be read. A file that is gone
+// is not in conflict: putting it back destroys nothing. opts.Force restores a file whose
+// bytes are in conflict all the same; the others stay conflicts.
 //
 // Before it changes anything, a rewind saves the state of every file it will change
 // under a new rewind boundary (Store.MintRewind), in one transaction; when that fails
