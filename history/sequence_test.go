@@ -401,7 +401,7 @@ func (m *seqMachine) randomStep(r *rand.Rand) seqStep {
 // seqCount is how many sequences, of how many steps, each store runs.
 func seqCount() (seqs, steps int) {
 	if os.Getenv("SEMA_SOAK") != "" {
-		return 5000, 60
+		return 2000, 60
 	}
 	return 150, 30
 }
