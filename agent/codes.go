@@ -121,9 +121,9 @@ const (
 	// filesystem than the run's env, so the run records no file history into it; the
 	// detail holds both identities ("recorded", "current").
 	CodeFilesystemChanged = "history.filesystem_changed"
-	// CodeAfterFailed: what a write left in a file could not be recorded; a later
-	// rewind will count the file as changed outside the agent (a conflict) rather than
-	// overwrite it.
+	// CodeAfterFailed: what a write left (or was about to leave) in a file could not be
+	// recorded; a later rewind will count the file as changed outside the agent (a
+	// conflict) rather than overwrite it.
 	CodeAfterFailed = "history.after_failed"
 	// CodeShellShutdownFailed: background tasks could not all be stopped at the leg's
 	// end.

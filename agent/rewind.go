@@ -258,28 +258,43 @@ func (a *afterImages) take(key string) (history.Record, bool) {
 	return rec, ok
 }
 
-// writeEnv is the write lane's view of the env when the runner keeps file history: a
-// WriteFile that succeeded records the sha256 of its bytes as what the agent left in the
-// file. The lane holds the file's lock from its history seat through the write, so the
-// record taken here is the one that seat returned for this write. A write that failed
-// records nothing — its outcome is unknown, and a rewind will not overwrite what may be
-// someone else's bytes without force.
+// writeEnv is the write lane's view of the env when the runner keeps file history:
+// before a WriteFile begins, the sha256 of its bytes is recorded as what the write is
+// about to leave (history.Files.Intend), and once it succeeded, as what the agent left in
+// the file. A run killed in between — the bytes landed, their outcome unconfirmed —
+// leaves a file a rewind still knows as the agent's. The lane holds the file's lock from
+// its history seat through the write, so the record taken here is the one that seat
+// returned for this write. A write that failed confirms nothing: the file holds the
+// bytes it held or the intended ones, and a rewind will not overwrite anything else
+// without force.
 type writeEnv struct {
 	env.ExecutionEnv
 	l *leg
 }
 
-// WriteFile writes through to the env, then records what the write left.
+// WriteFile records what the write is about to leave, writes through to the env, then
+// records what the write left.
 func (w *writeEnv) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	rec, tracked := w.l.afters.take(path)
+	intended := false
+	if tracked {
+		if err := w.l.files.Intend(context.WithoutCancel(ctx), rec, data); err != nil {
+			w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write is about to leave in " + path + " could not be recorded; a rewind will treat the file as changed outside the agent: " + err.Error(),
+				Detail: map[string]any{"path": path}})
+		} else {
+			intended = true
+		}
+	}
 	if err := w.ExecutionEnv.WriteFile(ctx, path, data, perm); err != nil {
 		return err
 	}
 	if !tracked {
 		return nil
 	}
-	if err := w.l.files.Wrote(context.WithoutCancel(ctx), rec, data); err != nil {
-		w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write left in " + path + " could not be recorded; a rewind will treat the file as changed outside the agent: " + err.Error(),
+	if err := w.l.files.Wrote(context.WithoutCancel(ctx), rec, data); err != nil && intended {
+		// The intended bytes stay recorded (Record.Pending): a rewind still knows them as
+		// the agent's. An Intend that failed has said so already.
+		w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write left in " + path + " could not be confirmed; a rewind restores the file while it holds exactly these bytes, and treats anything else there as changed outside the agent: " + err.Error(),
 			Detail: map[string]any{"path": path}})
 	}
 	return nil

@@ -112,6 +112,11 @@ func (h countingHistory) SetAfter(ctx context.Context, id int64, after string) e
 	return h.Store.SetAfter(ctx, id, after)
 }
 
+func (h countingHistory) SetPending(ctx context.Context, id int64, after string) error {
+	h.n.history.Add(1)
+	return h.Store.SetPending(ctx, id, after)
+}
+
 func (h countingHistory) Delete(ctx context.Context, id int64) error {
 	h.n.history.Add(1)
 	return h.Store.Delete(ctx, id)

@@ -31,7 +31,12 @@
 //     the write roots before a command not proved read-only, a walk after it, and the
 //     same first-touch records for what it created, changed or deleted.
 //   - Rewind never overwrites bytes the agent did not leave: a file whose content is not
-//     the After of its newest record that explains it is a conflict unless forced.
+//     the After (or the Pending: a write begun, its outcome never confirmed) of its
+//     newest record that explains it is a conflict unless forced.
+//   - What a rewind leaves is the agent's (its After) only when it was: a turn's
+//     pre-image, or a state a rewind saved while it was the agent's. Bytes a forced
+//     rewind overwrote stay someone else's when an undo (or a rewind) puts them back,
+//     so every later rewind over them is a conflict again until forced.
 //   - Rewind saves every file it will change (a rewind boundary, one transaction) before
 //     changing any, so Undo can return there; a rewind that cannot save changes nothing.
 package history

@@ -80,10 +80,20 @@ func (f *Files) Track(ctx context.Context, scope, key string) (Record, bool, err
 // becomes rec's After, what a rewind compares the file with to tell the agent's bytes
 // from anyone else's. Call it after every write that succeeded, with the record Track
 // returned for it (minted or not); never after a write that failed, whose outcome is
-// unknown — the file then keeps its last known After, and a rewind that finds other
-// bytes there counts them as someone else's.
+// unknown — the file then keeps its last known After (and the Pending of Intend), and a
+// rewind that finds other bytes there counts them as someone else's.
 func (f *Files) Wrote(ctx context.Context, rec Record, data []byte) error {
 	return f.store.SetAfter(ctx, rec.ID, SumOf(data))
+}
+
+// Intend records, before a write of rec's file begins, the sha256 of the bytes it is
+// about to write as the record's Pending. A run killed after the write landed and before
+// Wrote then leaves a file a rewind still knows as the agent's; one killed before it
+// landed leaves the bytes it knew already. Call it right before the write, with the
+// record Track returned for it; a failure leaves the write unrecorded, as a Wrote that
+// failed does.
+func (f *Files) Intend(ctx context.Context, rec Record, data []byte) error {
+	return f.store.SetPending(ctx, rec.ID, SumOf(data))
 }
 
 // Annul retracts a record minted by Track whose write then failed, so a failed edit

@@ -117,8 +117,18 @@ func TestRewindConflictForceUndo(t *testing.T) {
 		if d := cmp.Diff(before, snapshot(t, e, root)); d != "" {
 			t.Fatalf("the tree after undo (-before the rewind +got):\n%s", d)
 		}
-		// An undo is a rewind too: undoing it again redoes the rewind.
-		must(f.Undo(ctx, "S", history.RewindOptions{}))(t)
+		// An undo is a rewind too: undoing it again redoes the rewind. The undo put the
+		// person's bytes back as the person's, so the redo, like the rewind it repeats,
+		// is a conflict there until forced.
+		led, err = f.Undo(ctx, "S", history.RewindOptions{})
+		wantCode(t, err, history.CodePartialRestore)
+		if fe := entryOf(t, led, fp); fe.Status != history.StatusConflict || led.Applied {
+			t.Fatalf("f.txt in the redo without force: %+v (applied %v)", fe, led.Applied)
+		}
+		if d := cmp.Diff(before, snapshot(t, e, root)); d != "" {
+			t.Fatalf("a refused redo changed the tree:\n%s", d)
+		}
+		must(f.Undo(ctx, "S", history.RewindOptions{Force: true}))(t)
 		if d := cmp.Diff(start, snapshot(t, e, root)); d != "" {
 			t.Fatalf("the tree after undoing the undo (-start +got):\n%s", d)
 		}

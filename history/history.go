@@ -40,6 +40,13 @@ type Store interface {
 	// it (the last write wins); an after that is neither is refused with
 	// CodeAfterInvalid. Setting it on a record that is gone is not an error.
 	SetAfter(ctx context.Context, id int64, after string) error
+	// SetPending records on the record with id what a write about to begin will leave at
+	// its key (the hex sha256 of its bytes, or AfterAbsent), before the write begins: a
+	// run killed between the write and its SetAfter leaves the file holding bytes the
+	// record still names as the agent's. SetAfter clears it; a later SetPending replaces
+	// it. An after that is neither a sha256 nor AfterAbsent is refused with
+	// CodeAfterInvalid. Setting it on a record that is gone is not an error.
+	SetPending(ctx context.Context, id int64, after string) error
 	// MintRewind mints a rewind boundary in scope (see KindRewind) — it becomes the
 	// scope's newest — and stores saved at it, in one transaction: either the boundary
 	// and every record exist afterwards, or nothing does. Each saved entry is a file's
@@ -149,6 +156,10 @@ type Record struct {
 	// means unknown — no write succeeded yet, or its outcome was ambiguous — so a rewind
 	// cannot tell the agent's bytes from someone else's there.
 	After string `json:"after,omitempty"`
+	// Pending is what a write begun after the last SetAfter was to leave at Key
+	// (SetPending): its outcome is unknown — the run may have died before it could
+	// confirm it — so the file may hold these bytes, the agent's, or After's.
+	Pending string `json:"pending,omitempty"`
 	// CreatedAt is when the record was inserted, in UTC.
 	CreatedAt time.Time `json:"created_at"`
 }

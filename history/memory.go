@@ -163,7 +163,7 @@ func PrepareInsert(rec Record, content []byte) (Record, error) {
 	default:
 		rec.Sum, rec.Size, rec.Mode, rec.Lost = "", 0, 0, false
 	}
-	rec.After = "" // only SetAfter, after a write succeeded, says what was left
+	rec.After, rec.Pending = "", "" // only SetAfter and SetPending say what a write left
 	return rec, nil
 }
 
@@ -265,7 +265,26 @@ func (m *Memory) SetAfter(ctx context.Context, id int64, after string) error {
 	defer m.mu.Unlock()
 	for _, rs := range m.records {
 		if i := slices.IndexFunc(rs, func(r Record) bool { return r.ID == id }); i >= 0 {
-			rs[i].After = after
+			rs[i].After, rs[i].Pending = after, ""
+			return nil
+		}
+	}
+	return nil
+}
+
+// SetPending implements Store.SetPending: it sets the Pending of the record with id; a
+// missing id is not an error.
+func (m *Memory) SetPending(ctx context.Context, id int64, after string) error {
+	if err := CheckAfter(after); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	for _, rs := range m.records {
+		if i := slices.IndexFunc(rs, func(r Record) bool { return r.ID == id }); i >= 0 {
+			rs[i].Pending = after
 			return nil
 		}
 	}

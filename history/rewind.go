@@ -175,11 +175,12 @@ type step struct {
 //
 // Every file is checked before any is changed. A file is in conflict when restoring it
 // would destroy something the agent did not make: its bytes are not what the agent last
-// left there (Record.After; someone changed it since, or the agent's last write has no
-// confirmed outcome), or what is there now is a directory, a symbolic link or a special
-// file, a directory above it became a link or a file, or it cannot be read. A file that
-// is gone is not in conflict: putting it back destroys nothing. opts.Force restores a
-// file whose bytes are in conflict all the same; the others stay conflicts.
+// left there (Record.After, or the Pending of a write whose outcome was never confirmed;
+// someone changed it since, or a rewind put back what a forced rewind had taken from
+// someone), or what is there now is a directory, a symbolic link or a special file, a
+// directory above it became a link or a file, or it cannot be read. A file that is gone
+// is not in conflict: putting it back destroys nothing. opts.Force restores a file whose
+// bytes are in conflict all the same; the others stay conflicts.
 //
 // Before it changes anything, a rewind saves the state of every file it will change
 // under a new rewind boundary (Store.MintRewind), in one transaction; when that fails
@@ -295,8 +296,13 @@ func (f *Files) rewind(ctx context.Context, led Ledger, bs []Boundary, from int6
 			continue
 		}
 		after := s.rec.Sum
-		if s.act == actRemove {
+		switch {
+		case s.act == actRemove:
 			after = AfterAbsent
+		case !s.leavesOwn(kinds):
+			// The bytes put back were someone else's when a forced rewind saved them: they
+			// stay theirs, so a rewind over them is a conflict again, as before the force.
+			after = ""
 		}
 		saves = append(saves, Saved{Record: Record{Key: s.rec.Key, Existed: s.mode != absentMode, Mode: s.mode, After: after}, Content: s.cur})
 		changing = append(changing, s)
@@ -480,7 +486,7 @@ func (s *step) finish(kinds map[int64]BoundaryKind, opts RewindOptions) {
 	if !exists {
 		return // nothing is there to destroy
 	}
-	if why := s.foreign(kinds); why != "" {
+	if why := foreign(s.chain, s.curSum, kinds); why != "" {
 		if !opts.Force {
 			s.act = actNone
 			e.Status, e.Reason = StatusConflict, why
@@ -490,33 +496,54 @@ func (s *step) finish(kinds map[int64]BoundaryKind, opts RewindOptions) {
 	}
 }
 
-// foreign says why the file's bytes now are not the agent's to overwrite, or "" when
-// they are what the agent (or a rewind) last left there. It walks the file's records
-// from the newest: a record whose After matches was the last to leave these bytes; a
-// record whose pre-image matches changed nothing that is still there (its writes failed
-// or were undone), so the answer lies with the record before it; anything else was
-// changed by someone else, or by a write with no confirmed outcome. Bytes equal to the
-// file's state before the agent first touched it are history's own, never foreign.
-func (s *step) foreign(kinds map[int64]BoundaryKind) string {
-	now := s.curSum
-	for i := len(s.chain) - 1; i >= 0; i-- {
-		r := s.chain[i]
-		if r.After == now {
+// foreign says why bytes whose sha256 is now, in the file whose records are chain
+// (oldest first), are not the agent's to overwrite, or "" when they are what the agent
+// (or a rewind) last left there. It walks the records from the newest: a record whose
+// After — or Pending, a write killed before its outcome was confirmed — matches was the
+// last to leave these bytes; a record whose pre-image matches changed nothing that is
+// still there (its writes failed or were undone), so the answer lies with the record
+// before it; anything else was changed by someone else, or by a write with no confirmed
+// outcome, or was put back by a rewind as someone else's (see leavesOwn). Bytes equal to
+// the file's state before the agent first touched it are history's own, never foreign.
+func foreign(chain []Record, now string, kinds map[int64]BoundaryKind) string {
+	for i := len(chain) - 1; i >= 0; i-- {
+		r := chain[i]
+		if r.After == now || r.Pending == now {
 			return ""
 		}
 		if r.Existed && r.Sum == now {
 			continue
 		}
+		rewound := kinds[r.Boundary] == KindRewind
 		by := fmt.Sprintf("its last write at turn %d", r.Turn)
-		if kinds[r.Boundary] == KindRewind {
+		if rewound {
 			by = "the rewind that last restored it"
 		}
-		if r.After == "" {
+		switch {
+		case rewound && r.After == "":
+			return "not the agent's: " + by + " put back bytes that someone else had written (a forced rewind had saved them), or it was changed since"
+		case r.After == "":
 			return fmt.Sprintf("changed outside the agent: %s has no confirmed outcome, and the file no longer holds what was there before", by)
 		}
 		return "changed outside the agent since " + by
 	}
 	return ""
+}
+
+// leavesOwn reports whether the bytes the rewind leaves in the file — s.rec's pre-image
+// — are the agent's (or history's) once there, so that a later rewind may overwrite them
+// without force. A turn's pre-image is: history holds it as that turn's start, and
+// moving between turns is what a rewind is for. A rewind record's pre-image is what a
+// rewind saved before changing the file, and it is the agent's exactly when it was then
+// — when the walk over the records before it finds it so. Thus an undo that brings back
+// what a forced rewind overwrote brings back someone else's bytes, in conflict as they
+// were before the force, and never makes them the agent's.
+func (s *step) leavesOwn(kinds map[int64]BoundaryKind) bool {
+	if kinds[s.rec.Boundary] != KindRewind || !s.rec.Existed {
+		return true
+	}
+	i := slices.IndexFunc(s.chain, func(r Record) bool { return r.ID == s.rec.ID })
+	return i >= 0 && foreign(s.chain[:i], s.rec.Sum, kinds) == ""
 }
 
 // fileDiff is the unified diff from the file now to what the rewind leaves; a side that

@@ -53,6 +53,9 @@ var schema = []string{
 	// treats as "cannot tell who changed it".
 	`ALTER TABLE history_boundaries ADD COLUMN kind TEXT NOT NULL DEFAULT 'turn';
 	ALTER TABLE history_records ADD COLUMN after TEXT;`,
+	// 3: what a write that began was to leave at a record's key, until its outcome is
+	// confirmed (see Record.Pending).
+	`ALTER TABLE history_records ADD COLUMN pending TEXT;`,
 }
 
 // SQLite is the history Store in a SQLite file, normally the session store's.
@@ -94,23 +97,24 @@ func (s *SQLite) Close() error {
 }
 
 const (
-	recordCols = `id, scope, boundary, turn, key, existed, COALESCE(sum, ''), mode, size, COALESCE(after, ''), created_at`
+	recordCols = `id, scope, boundary, turn, key, existed, COALESCE(sum, ''), mode, size, COALESCE(after, ''), COALESCE(pending, ''), created_at`
 	// newestBoundary is the scope's newest boundary id, 0 before the first.
 	newestBoundary = `COALESCE((SELECT id FROM history_boundaries WHERE scope = ?1 ORDER BY id DESC LIMIT 1), 0)`
 	qNewest        = `SELECT id, turn FROM history_boundaries WHERE scope = ? ORDER BY id DESC LIMIT 1`
 	qLookup        = `SELECT ` + recordCols + ` FROM history_records WHERE scope = ?1 AND key = ?2 AND boundary = ` + newestBoundary
 	qPutBlob       = `INSERT INTO history_blobs (sum, size, data) VALUES (?, ?, ?) ON CONFLICT (sum) DO NOTHING`
-	qPutRecord     = `INSERT INTO history_records (scope, boundary, turn, key, existed, sum, mode, size, after, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?) RETURNING id`
+	qPutRecord     = `INSERT INTO history_records (scope, boundary, turn, key, existed, sum, mode, size, after, pending, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?) RETURNING id`
 	qMint        = `INSERT INTO history_boundaries (scope, turn, kind, created_at) VALUES (?, ?, ?, ?) RETURNING id`
-	qSetAfter    = `UPDATE history_records SET after = ? WHERE id = ?`
+	qSetAfter    = `UPDATE history_records SET after = ?, pending = NULL WHERE id = ?`
+	qSetPending  = `UPDATE history_records SET pending = ? WHERE id = ?`
 	qRecordsFrom = `SELECT ` + recordCols + ` FROM history_records WHERE scope = ? AND boundary >= ? ORDER BY boundary, id`
 	qBlob        = `SELECT data FROM history_blobs WHERE sum = ?`
 	// qDropOrphan deletes a blob no record uses any more.
 	qDropOrphan = `DELETE FROM history_blobs WHERE sum = ?1 AND NOT EXISTS (SELECT 1 FROM history_records WHERE sum = ?1)`
 )
 
-var hotQueries = []string{qNewest, qLookup, qPutBlob, qPutRecord, qRecordsFrom, qBlob, qDropOrphan, qMint, qSetAfter}
+var hotQueries = []string{qNewest, qLookup, qPutBlob, qPutRecord, qRecordsFrom, qBlob, qDropOrphan, qMint, qSetAfter, qSetPending}
 
 // sqliteSchema is the history store's share of a database file, beside the session
 // store's.
@@ -126,7 +130,7 @@ func scanRecord(r scanner) (Record, error) {
 	var rec Record
 	var created int64
 	var mode uint32
-	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &created)
+	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &rec.Pending, &created)
 	rec.Mode, rec.CreatedAt = fsMode(mode), fromNanos(created)
 	rec.Lost = rec.Existed && rec.Sum == ""
 	return rec, err
@@ -227,7 +231,7 @@ func (s *SQLite) Insert(ctx context.Context, rec Record, content []byte) (Record
 		}
 		r.CreatedAt = now()
 		if err := q.QueryRowContext(ctx, qPutRecord, r.Scope, r.Boundary, r.Turn, r.Key, r.Existed, sumArg, uint32(r.Mode),
-			r.Size, r.After, r.CreatedAt.UnixNano()).Scan(&r.ID); err != nil {
+			r.Size, r.After, r.Pending, r.CreatedAt.UnixNano()).Scan(&r.ID); err != nil {
 			return err
 		}
 		out, minted = r, true
@@ -408,7 +412,7 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 			}
 			var id int64
 			if err := q.QueryRowContext(ctx, qPutRecord, to, ids[r.Boundary], r.Turn, r.Key, r.Existed, sumArg, uint32(r.Mode),
-				r.Size, r.After, r.CreatedAt.UnixNano()).Scan(&id); err != nil {
+				r.Size, r.After, r.Pending, r.CreatedAt.UnixNano()).Scan(&id); err != nil {
 				return err
 			}
 		}
@@ -426,6 +430,18 @@ func (s *SQLite) SetAfter(ctx context.Context, id int64, after string) error {
 	}
 	return s.tx(ctx, func(q sqlitedb.Querier) error {
 		_, err := q.ExecContext(ctx, qSetAfter, after, id)
+		return err
+	})
+}
+
+// SetPending implements Store.SetPending: it sets the Pending of the record with id; a
+// missing id is not an error.
+func (s *SQLite) SetPending(ctx context.Context, id int64, after string) error {
+	if err := CheckAfter(after); err != nil {
+		return err
+	}
+	return s.tx(ctx, func(q sqlitedb.Querier) error {
+		_, err := q.ExecContext(ctx, qSetPending, after, id)
 		return err
 	})
 }

@@ -25,7 +25,7 @@ var _ history.Store = (*History)(nil)
 func (h *History) Close() error { return nil }
 
 const (
-	recordCols = `id, scope, boundary, turn, key, existed, COALESCE(sum, ''), mode, size, COALESCE(after, ''), created_at`
+	recordCols = `id, scope, boundary, turn, key, existed, COALESCE(sum, ''), mode, size, COALESCE(after, ''), COALESCE(pending, ''), created_at`
 	// newestBoundary is the scope's newest boundary id, 0 before the first.
 	newestBoundary = `COALESCE((SELECT id FROM sema_history_boundaries WHERE scope = $1 ORDER BY id DESC LIMIT 1), 0)`
 	qLookup        = `SELECT ` + recordCols + ` FROM sema_history_records WHERE scope = $1 AND key = $2 AND boundary = ` + newestBoundary
@@ -41,7 +41,7 @@ func scanRecord(r pgx.Row) (history.Record, error) {
 	var rec history.Record
 	var mode int64
 	var created time.Time
-	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &created)
+	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &rec.Pending, &created)
 	rec.Mode, rec.CreatedAt = fs.FileMode(mode)&history.ModeBits, created.UTC()
 	rec.Lost = rec.Existed && rec.Sum == ""
 	return rec, err
@@ -240,7 +240,19 @@ func (h *History) SetAfter(ctx context.Context, id int64, after string) error {
 		return err
 	}
 	return h.db.run(ctx, func(q querier) error {
-		_, err := q.Exec(ctx, `UPDATE sema_history_records SET after = $2 WHERE id = $1`, id, after)
+		_, err := q.Exec(ctx, `UPDATE sema_history_records SET after = $2, pending = NULL WHERE id = $1`, id, after)
+		return err
+	})
+}
+
+// SetPending sets the Pending of the record with id; a missing id is not an error (see
+// history.Store.SetPending).
+func (h *History) SetPending(ctx context.Context, id int64, after string) error {
+	if err := history.CheckAfter(after); err != nil {
+		return err
+	}
+	return h.db.run(ctx, func(q querier) error {
+		_, err := q.Exec(ctx, `UPDATE sema_history_records SET pending = $2 WHERE id = $1`, id, after)
 		return err
 	})
 }
@@ -420,8 +432,8 @@ func (h *History) CarryFork(ctx context.Context, from, to string) (int, error) {
 		if err := br.Close(); err != nil {
 			return err
 		}
-		tag, err = tx.Exec(ctx, `INSERT INTO sema_history_records (scope, boundary, turn, key, existed, sum, mode, size, after, created_at)
-			SELECT $2, m.nid, r.turn, r.key, r.existed, r.sum, r.mode, r.size, r.after, r.created_at
+		tag, err = tx.Exec(ctx, `INSERT INTO sema_history_records (scope, boundary, turn, key, existed, sum, mode, size, after, pending, created_at)
+			SELECT $2, m.nid, r.turn, r.key, r.existed, r.sum, r.mode, r.size, r.after, r.pending, r.created_at
 			FROM sema_history_records r JOIN unnest($3::bigint[], $4::bigint[]) AS m(old, nid) ON r.boundary = m.old
 			WHERE r.scope = $1
 			ORDER BY r.boundary, r.id`, from, to, oldIDs, newIDs)

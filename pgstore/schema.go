@@ -122,4 +122,7 @@ var historySteps = []string{
 		from_scope text NOT NULL,
 		created_at timestamptz NOT NULL
 	);`,
+	// 2: what a write that began was to leave at a record's key, until its outcome is
+	// confirmed (see history.Record.Pending).
+	`ALTER TABLE sema_history_records ADD COLUMN pending text;`,
 }

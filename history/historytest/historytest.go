@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) history.Store) {
 		{"ConcurrentMint", testConcurrentMint},
 		{"CancelledContext", testCancelledContext},
 		{"SetAfter", testSetAfter},
+		{"SetPending", testSetPending},
 		{"MintRewind", testMintRewind},
 		{"MintRewindRefusals", testMintRewindRefusals},
 		{"CarryForkKeepsKindAndAfter", testCarryForkKeepsKindAndAfter},
@@ -667,6 +668,44 @@ func testSetAfter(t *testing.T, s history.Store) {
 	check(t, s.SetAfter(ctx, 1<<40, sum("x"))) // a record that is gone
 	check(t, s.Delete(ctx, r.ID))
 	check(t, s.SetAfter(ctx, r.ID, sum("x")))
+}
+
+// SetPending names what a write about to begin will leave, beside the After of the
+// writes before it; the last call wins, SetAfter (the write confirmed) clears it, Insert
+// and MintRewind never take one from their callers, a fork carries it, and a bad value
+// or a missing record changes nothing.
+func testSetPending(t *testing.T, s history.Store) {
+	ctx := t.Context()
+	must(s.MintBoundary(ctx, "S", 1))(t)
+	r, _, err := s.Insert(ctx, history.Record{Scope: "S", Key: "/w/a", Existed: true, Mode: 0o644, Pending: sum("smuggled")}, []byte("a0"))
+	check(t, err)
+	if r.Pending != "" {
+		t.Fatalf("Insert kept the caller's Pending %q", r.Pending)
+	}
+	check(t, s.SetAfter(ctx, r.ID, sum("a1")))
+	check(t, s.SetPending(ctx, r.ID, sum("a2")))
+	check(t, s.SetPending(ctx, r.ID, sum("a3")))
+	if got, _ := must2(s.Lookup(ctx, "S", "/w/a"))(t); got.After != sum("a1") || got.Pending != sum("a3") {
+		t.Fatalf("After %q, Pending %q; want the confirmed write's %q and the last begun one's %q", got.After, got.Pending, sum("a1"), sum("a3"))
+	}
+	for _, bad := range []string{"", "nope", sum("x")[:63], "ABCDEF" + sum("x")[6:]} {
+		wantCode(t, s.SetPending(ctx, r.ID, bad), history.CodeAfterInvalid)
+	}
+	must(s.CarryFork(ctx, "S", "fork"))(t)
+	if got := must(s.Records(ctx, "fork", 0))(t); len(got) != 1 || got[0].Pending != sum("a3") || got[0].After != sum("a1") {
+		t.Fatalf("fork records %+v", got)
+	}
+	check(t, s.SetAfter(ctx, r.ID, sum("a3")))
+	if got := must(s.Records(ctx, "S", 0))(t); len(got) != 1 || got[0].After != sum("a3") || got[0].Pending != "" {
+		t.Fatalf("Records after the write was confirmed = %+v", got)
+	}
+	_, saved := must3(s.MintRewind(ctx, "S", 1, []history.Saved{{Record: history.Record{Key: "/w/a", Existed: true, Mode: 0o644, After: sum("a0"), Pending: sum("smuggled")}, Content: []byte("a3")}}))(t)
+	if got := must(s.Records(ctx, "S", 0))(t); len(got) != 2 || saved[0].Pending != "" || got[1].Pending != "" {
+		t.Fatalf("MintRewind kept the caller's Pending: %+v", got)
+	}
+	check(t, s.SetPending(ctx, 1<<40, sum("x"))) // a record that is gone
+	check(t, s.Delete(ctx, r.ID))
+	check(t, s.SetPending(ctx, r.ID, sum("x")))
 }
 
 // MintRewind mints a rewind boundary — the newest, listed with its kind among the
