@@ -28,22 +28,25 @@ func leaseHolder() string {
 	host, _ := os.Hostname()
 	h := fmt.Sprintf("pid %d on %s, leg %s", os.Getpid(), host, newSessionID()[:8])
 	if self, ok := selfProcess(); ok {
-		h += fmt.Sprintf(" (start %d, pidns %s)", self.start, self.pidns)
+		h += fmt.Sprintf(" (start %d, pidns %s, boot %s)", self.start, self.pidns, self.boot)
 	}
 	return h
 }
 
 // holderRE reads a holder leaseHolder wrote with the process's identity.
-var holderRE = regexp.MustCompile(`^pid ([0-9]+) on (.+), leg [0-9a-f]+ \(start ([0-9]+), pidns ([0-9]+)\)$`)
+var holderRE = regexp.MustCompile(`^pid ([0-9]+) on (.+), leg [0-9a-f]+ \(start ([0-9]+), pidns ([0-9]+), boot ([0-9a-f]+)\)$`)
 
 // process identifies a process on a machine: its pid means that process only in its
-// pid namespace, and only while the kernel's record of its start (clock ticks since
-// boot) is the same — a pid freed by a dead process is reused by another.
+// pid namespace and boot of the machine (two machines may share a host name, and the
+// first pid namespace's number is the same on all), and only while the kernel's record
+// of its start (clock ticks since boot) is the same — a pid freed by a dead process is
+// reused by another.
 type process struct {
 	host  string
 	pid   int
 	start uint64
 	pidns string
+	boot  string // the start of the kernel's boot id
 }
 
 // procState is what a look at a pid found: no process, a zombie (dead, not reaped), or
@@ -59,13 +62,13 @@ const (
 )
 
 // holderGone reports whether a lease's holder is certainly dead: a process of this
-// machine (self's host and pid namespace) whose pid now names no process, a zombie, or
+// machine (self's host, boot and pid namespace) whose pid now names no process, a zombie, or
 // another process (a different start). A holder of another machine or namespace, one
 // written without the identity, or one whose process cannot be looked at, is never
 // judged dead: its lease runs out as before. probe looks at a pid (probeProcess).
 func holderGone(holder string, self process, probe func(pid int) (procState, uint64)) bool {
 	m := holderRE.FindStringSubmatch(holder)
-	if m == nil || self.host == "" || m[2] != self.host || m[4] != self.pidns {
+	if m == nil || self.host == "" || m[2] != self.host || m[4] != self.pidns || m[5] != self.boot {
 		return false
 	}
 	pid, err := strconv.Atoi(m[1])

@@ -25,11 +25,17 @@ var selfProcess = sync.OnceValues(func() (process, bool) {
 	if _, err := strconv.ParseUint(ns, 10, 64); err != nil {
 		return process{}, false
 	}
+	// The boot id tells this machine's boot from any other's; its first group suffices.
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	boot, _, _ := strings.Cut(strings.TrimSpace(string(b)), "-")
+	if err != nil || len(boot) != 8 {
+		return process{}, false
+	}
 	state, start := probeProcess(os.Getpid())
 	if state != procLive {
 		return process{}, false
 	}
-	return process{host: host, pid: os.Getpid(), start: start, pidns: ns}, true
+	return process{host: host, pid: os.Getpid(), start: start, pidns: ns, boot: boot}, true
 })
 
 // probeProcess looks at pid through /proc: its state and, for a live process, its start

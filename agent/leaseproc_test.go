@@ -14,9 +14,9 @@ import (
 // holderGone decides alone whether a busy session's holder may be taken over at once:
 // each row is one answer a look at the holder's pid can give.
 func TestHolderGone(t *testing.T) {
-	self := process{host: "box", pid: 100, start: 5000, pidns: "4026531836"}
+	self := process{host: "box", pid: 100, start: 5000, pidns: "4026531836", boot: "9f8e7d6c"}
 	holder := func(host string, pid int, start uint64, ns string) string {
-		return fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s)", pid, host, start, ns)
+		return fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s, boot 9f8e7d6c)", pid, host, start, ns)
 	}
 	look := func(state procState, start uint64) func(int) (procState, uint64) {
 		return func(int) (procState, uint64) { return state, start }
@@ -35,6 +35,7 @@ func TestHolderGone(t *testing.T) {
 		{"another machine", holder("other", 42, 777, "4026531836"), look(procNone, 0), false},
 		{"another pid namespace", holder("box", 42, 777, "4026532000"), look(procNone, 0), false},
 		{"a holder without its process's start", "pid 42 on box, leg 0a1b2c3d", look(procNone, 0), false},
+		{"another boot, or a machine of the same name", "pid 42 on box, leg 0a1b2c3d (start 777, pidns 4026531836, boot 11111111)", look(procNone, 0), false},
 		{"a holder of another kind", "another run", look(procNone, 0), false},
 		{"a host with a comma", holder("box, leg 1", 42, 777, "4026531836"), look(procNone, 0), false},
 	} {
@@ -71,11 +72,11 @@ func TestHolderGoneRealProcess(t *testing.T) {
 	if state != procLive {
 		t.Fatalf("a live child: state %v", state)
 	}
-	h := fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s)", cmd.Process.Pid, self.host, start, self.pidns)
+	h := fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s, boot %s)", cmd.Process.Pid, self.host, start, self.pidns, self.boot)
 	if holderGone(h, self, probeProcess) {
 		t.Fatal("a live holder was judged dead")
 	}
-	reused := fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s)", cmd.Process.Pid, self.host, start+1, self.pidns)
+	reused := fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s, boot %s)", cmd.Process.Pid, self.host, start+1, self.pidns, self.boot)
 	if !holderGone(reused, self, probeProcess) {
 		t.Fatal("a holder whose pid another process has now was judged alive")
 	}
@@ -108,7 +109,7 @@ func TestDeadHolderTakenOverAtOnce(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	_, start := probeProcess(cmd.Process.Pid)
-	dead := fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s)", cmd.Process.Pid, self.host, start, self.pidns)
+	dead := fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s, boot %s)", cmd.Process.Pid, self.host, start, self.pidns, self.boot)
 	if _, err := st.AcquireLease(ctx, s.ID, dead, time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestDeadHolderTakenOverAtOnce(t *testing.T) {
 		t.Fatalf("the takeover took %v", took)
 	}
 	// A holder of another machine is never judged from here: its lease runs out.
-	other := fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s)", os.Getpid()+1, "elsewhere", 1, self.pidns)
+	other := fmt.Sprintf("pid %d on %s, leg 0a1b2c3d (start %d, pidns %s, boot %s)", os.Getpid()+1, "elsewhere", 1, self.pidns, self.boot)
 	s2, _ := st.Create(ctx, session.Session{Root: "/w"})
 	if _, err := st.AcquireLease(ctx, s2.ID, other, time.Hour); err != nil {
 		t.Fatal(err)
