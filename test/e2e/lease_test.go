@@ -3,9 +3,12 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -288,5 +291,60 @@ func TestRewindWaitsForTheRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a.txt")); !os.IsNotExist(err) {
 		t.Fatalf("a.txt after rewind --wait: %v", err)
+	}
+}
+
+// stoppedRunTrials is how many random moments TestStoppedRunAtRandomMoments stops a run
+// at; SEMA_SOAK_TRIALS raises it for a soak.
+func stoppedRunTrials() int {
+	if n, err := strconv.Atoi(os.Getenv("SEMA_SOAK_TRIALS")); err == nil && n > 0 {
+		return n
+	}
+	return 4
+}
+
+// A run of many quick Bash calls stopped at a random moment, past its lease, while
+// another process takes the session over: whatever it was doing when stopped, once
+// continued it adds nothing to the transcript and starts no further command.
+func TestStoppedRunAtRandomMoments(t *testing.T) {
+	var turns []string
+	for i := range 40 {
+		turns = append(turns, fmt.Sprintf(`{"text":"stalled %d","tool_calls":[{"name":"Bash","input":{"command":"echo %d >> log.txt; sleep 0.05"}}]}`, i, i))
+	}
+	script := writeScript(t, `{"turns":[`+strings.Join(turns, ",")+`,{"text":"stalled done"}]}`)
+	next := writeScript(t, `{"turns":[{"text":"taken over"}]}`)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	for trial := range stoppedRunTrials() {
+		dir := writeTree(t, map[string]string{"README.md": "hi\n"})
+		env := append(home(t), "SEMA_SESSION_LEASE=1s")
+		first, out := startSema(t, dir, env, "run", "--model", "scripted/"+script, "--permission-mode", "bypassPermissions",
+			"--sandbox", "off", "--output-format", "json", "work")
+		waitFile(t, filepath.Join(dir, "log.txt"))
+		time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
+		first.Process.Signal(syscall.SIGSTOP)
+		r := sema(t, dir, env, "", "run", "--continue", "--wait", "--model", "scripted/"+next, "--output-format", "json", "go on")
+		if r.code != 0 {
+			t.Fatalf("trial %d: the run that took over: exit %d\n%s\n%s", trial, r.code, r.stdout, r.stderr)
+		}
+		sid := jsonResult(t, r.stdout)["session_id"].(string)
+		before := shownTranscript(t, dir, env, sid)
+		logBefore, _ := os.ReadFile(filepath.Join(dir, "log.txt"))
+		if strings.Count(string(logBefore), "\n") >= 40 {
+			t.Fatalf("trial %d: the run had ended before it was stopped; the trial tried nothing", trial)
+		}
+		first.Process.Signal(syscall.SIGCONT)
+		code := exitOf(first)
+		after := shownTranscript(t, dir, env, sid)
+		logAfter, _ := os.ReadFile(filepath.Join(dir, "log.txt"))
+		if len(after) != len(before) {
+			t.Fatalf("trial %d: the stopped run appended %d entries after the takeover", trial, len(after)-len(before))
+		}
+		checkAnswered(t, after)
+		if len(logAfter) != len(logBefore) {
+			t.Fatalf("trial %d: the stopped run ran a command after the takeover: log %q → %q", trial, logBefore, logAfter)
+		}
+		if code == 0 || !strings.Contains(out.String(), session.CodeLeaseLost) {
+			t.Fatalf("trial %d: the stopped run exited %d without %s:\n%s", trial, code, session.CodeLeaseLost, out)
+		}
 	}
 }
