@@ -389,7 +389,7 @@ func (l *leg) childSession(ctx context.Context) (session.Session, error) {
 		return s, err
 	}
 	payload, _ := json.Marshal(delegationEntry{ParentSession: p.sessionID, ToolUseID: l.link.toolUseID, Type: l.link.def.Name, Description: l.link.description, Depth: l.link.depth})
-	if _, err := l.store.Append(ctx, session.Entry{SessionID: s.ID, Kind: entryDelegation, Payload: payload}); err != nil {
+	if _, err := l.store.Append(ctx, session.Entry{SessionID: s.ID, Kind: entryDelegation, Payload: payload, Claim: l.writeClaim()}); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
@@ -209,5 +210,31 @@ func TestApprovedCallThatStartedIsNotReportedAsNotRun(t *testing.T) {
 	}
 	if text := resultTexts(p2)["call_b"]; !strings.Contains(text, "not run") {
 		t.Fatalf("an unapproved parked call was reported as %q", text)
+	}
+}
+
+// A run the store stops (a full disk: its entries cannot be stored) still frees its
+// session's lease as it ends, so the next run does not find the session busy.
+func TestRecordFailureReleasesTheLease(t *testing.T) {
+	t.Parallel()
+	for _, failAt := range []int{1, 2, 3} {
+		st := newStores(t)
+		root := t.TempDir()
+		p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{writeCall("w1", "a.txt", "a\n")}},
+			{Text: "done"},
+		}})
+		dying := &dyingStore{Store: st.sessions, failAt: failAt}
+		res, err := agent.New(agent.Deps{Provider: p, Store: dying, History: st.history, SessionLease: time.Hour}).Run(t.Context(),
+			agent.TaskSpec{Prompt: "write", Root: root, PermissionMode: "acceptEdits"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Error == nil || res.Error.Code != agent.CodeSessionRecordFailed {
+			t.Fatalf("append %d failing: status %s error %v", failAt, res.Status, res.Error)
+		}
+		if _, err := st.sessions.AcquireLease(t.Context(), res.SessionID, "the next run", time.Minute); err != nil {
+			t.Fatalf("append %d failing: the stopped run kept its lease: %v", failAt, err)
+		}
 	}
 }

@@ -134,7 +134,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 		if len(tp.own.req.Input) > 0 {
 			input = tp.own.req.Input
 		}
-		cp, err := l.store.Park(context.WithoutCancel(ctx), session.Checkpoint{
+		park := session.Checkpoint{
 			SessionID:   l.sessionID,
 			LegID:       l.legID,
 			Tool:        call.Name,
@@ -142,7 +142,20 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 			Gate:        session.Gate(gateOf(tp.own.req.Ask)),
 			Mode:        string(l.modes.Requested()),
 			PrePlanMode: string(l.modes.PrePlanMode()),
-		})
+			Claim:       l.writeClaim(),
+		}
+		cp, err := l.store.Park(context.WithoutCancel(ctx), park)
+		if sema.IsCode(err, session.CodeLeaseLost) {
+			// As for an entry (flushLocked): a lease that only expired is renewed and the
+			// question parked once more; one another run took stops the leg.
+			if err = l.reclaim(ctx); err == nil {
+				cp, err = l.store.Park(context.WithoutCancel(ctx), park)
+			}
+			if sema.IsCode(err, session.CodeLeaseLost) {
+				res.Status, res.Error = sema.StatusError, leaseLostError(err)
+				return true
+			}
+		}
 		if err != nil {
 			res.Status = sema.StatusError
 			res.Error = sema.Errorf(CodeParkFailed, "the question could not be parked: %v", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/session"
 )
 
 // RewindSpec asks to return a session to the start of one of its turns.
@@ -42,6 +43,9 @@ type RewindSpec struct {
 	// Diff puts a unified diff (the file now → what the rewind leaves) in each ledger
 	// entry that changes or is in conflict.
 	Diff bool
+	// Wait waits, as long as ctx lasts, for a run continuing the session to end, instead
+	// of failing with session.busy (as Resume.Wait does for a leg).
+	Wait bool
 }
 
 // RewindResult is what a rewind did.
@@ -89,16 +93,14 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		}
 	}
 	// A rewind writes the session's files and head: it is the session's one writer while
-	// it runs, like a leg (a running leg makes it session.busy).
-	ttl := r.deps.SessionLease
-	if ttl <= 0 {
-		ttl = DefaultSessionLease
-	}
-	holder := leaseHolder()
-	if _, err := r.deps.Store.AcquireLease(ctx, s.ID, holder, ttl); err != nil {
+	// it runs, like a leg (a running leg makes it session.busy, or is waited for), and
+	// renews its lease as a leg does. Its entries are written under the lease's claim.
+	lease, err := holdLease(ctx, r.deps.Store, s.ID, leaseTTL(&r.deps), spec.Wait, func(error) {})
+	if err != nil {
 		return nil, err
 	}
-	defer r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), s.ID, holder)
+	defer lease.release(ctx)
+	claim := &session.Claim{SessionID: s.ID, Holder: lease.holder}
 	if _, host := r.deps.Env.(*env.Host); host && spec.Files && !spec.DryRun && s.Root != "" {
 		// What an interrupted atomic write left behind goes with the rewind that cleans up.
 		env.CleanStaleTemps(ctx, s.Root)
@@ -160,13 +162,15 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		// A marker entry on the earlier entry becomes the head: later entries stay stored
 		// (a branch), but the next resume continues from here.
 		payload, _ := json.Marshal(rewindEntry{ToTurn: spec.ToTurn})
-		id, err := r.deps.Store.Append(ctx, rewindMarker(s.ID, head, payload))
+		marker := rewindMarker(s.ID, head, payload)
+		marker.Claim = claim
+		id, err := r.deps.Store.Append(ctx, marker)
 		if err != nil {
 			return out, err
 		}
 		out.Head = id
 	}
-	return out, forgetRestored(ctx, r.deps.Store, s.ID, out.Ledger)
+	return out, forgetRestored(ctx, r.deps.Store, claim, out.Ledger)
 }
 
 // rewindFiles runs the file half of a rewind, or an undo. at is how many boundaries the

@@ -264,9 +264,10 @@ func (l *leg) storeReadState(ctx context.Context) {
 	l.recordLater(ctx, entryReadState, readStateEntry{Records: set, Forget: forget})
 }
 
-// forgetRestored stores, at the session's head, that the files a rewind restored or
-// deleted must be read again. A later leg replays it with the rest of the chain.
-func forgetRestored(ctx context.Context, store session.Store, sessionID string, ledger *history.Ledger) error {
+// forgetRestored stores, at the head of the claimed session, that the files a rewind
+// restored or deleted must be read again. A later leg replays it with the rest of the
+// chain.
+func forgetRestored(ctx context.Context, store session.Store, claim *session.Claim, ledger *history.Ledger) error {
 	if ledger == nil || !ledger.Applied {
 		return nil
 	}
@@ -278,7 +279,7 @@ func forgetRestored(ctx context.Context, store session.Store, sessionID string, 
 	if err != nil {
 		return err
 	}
-	if _, err := store.Append(context.WithoutCancel(ctx), session.Entry{SessionID: sessionID, Kind: entryReadState, Payload: payload}); err != nil {
+	if _, err := store.Append(context.WithoutCancel(ctx), session.Entry{SessionID: claim.SessionID, Kind: entryReadState, Payload: payload, Claim: claim}); err != nil {
 		return sema.Errorf(CodeSessionRecordFailed, "the files were restored, but the session could not record that they must be read again: %v", err)
 	}
 	return nil
@@ -389,7 +390,7 @@ func (l *leg) queueLocked(kind string, payload any) bool {
 		l.queued = nil
 		return false
 	}
-	l.queued = append(l.queued, session.Entry{SessionID: l.sessionID, LegID: l.legID, Kind: kind, Payload: data})
+	l.queued = append(l.queued, session.Entry{SessionID: l.sessionID, LegID: l.legID, Kind: kind, Payload: data, Claim: l.writeClaim()})
 	return true
 }
 
@@ -408,31 +409,75 @@ func (l *leg) flushLocked(ctx context.Context) ([]string, bool) {
 	if cause := context.Cause(ctx); sema.IsCode(cause, session.CodeLeaseLost) {
 		// Another run owns the session now; an entry from this leg would interleave
 		// with its entries.
-		l.recErr = &sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: it lost its claim on the session to another run", Err: cause}
+		l.recErr = leaseLostError(cause)
 		return nil, false
 	}
 	es[0].ParentID = l.branchFrom // only the first entry of a branch names its parent
 	ctx = context.WithoutCancel(ctx)
+	ids, err := l.appendEntries(ctx, es)
+	if sema.IsCode(err, session.CodeLeaseLost) {
+		// The store refused the entries for the lease. One that merely expired (the leg
+		// stalled, nobody took the session) is renewed and the rest tried once more; one
+		// another run took stops the leg, which then writes and runs nothing more.
+		if err = l.reclaim(ctx); err == nil {
+			var more []string
+			more, err = l.appendEntries(ctx, es[len(ids):])
+			ids = append(ids, more...)
+		}
+		if sema.IsCode(err, session.CodeLeaseLost) {
+			l.recErr = leaseLostError(err)
+			return ids, false
+		}
+	}
+	if err != nil {
+		l.recordError(es[len(ids)].Kind, err)
+		return ids, false
+	}
+	return ids, true
+}
+
+// appendEntries commits es, in one transaction when the store can batch them
+// (session.BatchAppender), else one Append each in order, and returns the ids of those
+// committed: a prefix of es.
+func (l *leg) appendEntries(ctx context.Context, es []session.Entry) ([]string, error) {
 	if b, ok := l.store.(session.BatchAppender); ok && len(es) > 1 {
 		ids, err := b.AppendBatch(ctx, es)
 		if err != nil {
-			l.recordError(es[0].Kind, err)
-			return nil, false
+			return nil, err
 		}
 		l.branchFrom = ""
-		return ids, true
+		return ids, nil
 	}
 	ids := make([]string, 0, len(es))
 	for _, e := range es {
+		if len(ids) > 0 {
+			e.ParentID = "" // the entries after a branch's first follow it
+		}
 		id, err := l.store.Append(ctx, e)
 		if err != nil {
-			l.recordError(e.Kind, err)
-			return ids, false
+			return ids, err
 		}
 		l.branchFrom = ""
 		ids = append(ids, id)
 	}
-	return ids, true
+	return ids, nil
+}
+
+// leaseLostError is the error that stops a leg whose session another run took over.
+func leaseLostError(cause error) *sema.Error {
+	return &sema.Error{Code: session.CodeLeaseLost, Message: "the run stopped: another run took the session over (this one was stalled past its lease); nothing more of this run was recorded, and no further tool ran",
+		Err: cause}
+}
+
+// leaseGone reports whether the leg lost its session to another run: its context ended
+// with that cause, or the store refused its entries for it.
+func (l *leg) leaseGone(cause error) bool {
+	if sema.IsCode(cause, session.CodeLeaseLost) {
+		return true
+	}
+	l.recMu.Lock()
+	defer l.recMu.Unlock()
+	return l.recErr != nil && l.recErr.Code == session.CodeLeaseLost
 }
 
 func (l *leg) recordError(kind string, err error) {
@@ -755,7 +800,7 @@ func (l *leg) closeSession(ctx context.Context, status sema.Status) {
 	if l.store == nil || l.legID == "" {
 		return
 	}
-	lost := sema.IsCode(context.Cause(ctx), session.CodeLeaseLost)
+	cause := context.Cause(ctx)
 	ctx = context.WithoutCancel(ctx)
 	// Reads not yet stored with a turn's results (a rewind's forgetting, when the leg ran
 	// no turn) are stored before the leg ends.
@@ -764,7 +809,7 @@ func (l *leg) closeSession(ctx context.Context, status sema.Status) {
 	if _, err := l.store.EndLeg(ctx, l.legID, status); err != nil {
 		l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "the leg's end could not be stored: " + err.Error()})
 	}
-	if lost {
+	if l.leaseGone(cause) {
 		return // the session is another run's now; this leg's mode must not overwrite it
 	}
 	_, err := l.store.Update(ctx, l.sessionID, func(s *session.Session) error {

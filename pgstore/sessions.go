@@ -380,6 +380,17 @@ func (s *Sessions) Append(ctx context.Context, e session.Entry) (string, error) 
 	return ids[0], nil
 }
 
+// leaseCTE locks the row of a write's claimed session ($10) and reads its lease. FOR
+// SHARE makes a lease change of another transaction wait for this one's commit, and
+// reads the newest committed lease, not the one of the statement's snapshot: a takeover
+// that committed while the write waited for its lock is seen.
+const leaseCTE = `lease AS (
+		SELECT lease_holder, lease_expires FROM sema_sessions WHERE id = $10 FOR SHARE
+	)`
+
+// claimLive holds when the write has no claim, or its holder ($11) holds a live lease.
+const claimLive = `($10 = '' OR EXISTS (SELECT 1 FROM lease WHERE lease.lease_holder = $11 AND lease.lease_expires > clock_timestamp()))`
+
 // qAppend commits a batch of entries in one statement, so an append costs one round trip
 // and is atomic by itself. The statement locks the session's row first (cur); a
 // concurrent append of the same session waits there and then reads the head and last_seq
@@ -391,13 +402,13 @@ func (s *Sessions) Append(ctx context.Context, e session.Entry) (string, error) 
 // Parameters: $1 session, $2 the batch's last id (the new head), $3 the batch's size,
 // and per entry $4 leg, $5 the parent given, $6 id, $7 the entry it follows by default
 // (the batch's previous one; empty for the first, which follows the session's head), $8
-// kind, $9 payload.
+// kind, $9 payload; $10 and $11 the claim's session and holder (empty without a claim).
 const qAppend = `WITH cur AS (
 		SELECT id, head FROM sema_sessions WHERE id = $1 FOR UPDATE
-	), s AS (
+	), ` + leaseCTE + `, s AS (
 		UPDATE sema_sessions t SET head = $2, last_seq = t.last_seq + $3, ` + touch + `
 		FROM cur
-		WHERE t.id = cur.id
+		WHERE t.id = cur.id AND ` + claimLive + `
 		  AND NOT EXISTS (SELECT 1 FROM unnest($4::text[]) AS g(leg)
 		                  WHERE g.leg <> '' AND NOT EXISTS (SELECT 1 FROM sema_legs l WHERE l.id = g.leg AND l.session_id = $1))
 		  AND NOT EXISTS (SELECT 1 FROM unnest($5::text[]) AS p(id)
@@ -430,9 +441,10 @@ func (s *Sessions) AppendBatch(ctx context.Context, es []session.Entry) ([]strin
 		}
 	}
 	sid := es[0].SessionID
+	claimSession, claimHolder := claimArgs(es[0].Claim)
 	err = s.db.run(ctx, func(q querier) error {
 		for range attempts {
-			tag, err := q.Exec(ctx, qAppend, sid, ids[n-1], n, legs, parents, ids, follows, kinds, payloads)
+			tag, err := q.Exec(ctx, qAppend, sid, ids[n-1], n, legs, parents, ids, follows, kinds, payloads, claimSession, claimHolder)
 			if err != nil {
 				return err
 			}
@@ -471,6 +483,9 @@ func appendRefusal(ctx context.Context, q querier, es []session.Entry) error {
 	if !exists {
 		return session.NotFound(sid)
 	}
+	if err := claimRefusal(ctx, q, es[0].Claim); err != nil {
+		return err
+	}
 	for _, e := range es {
 		if e.LegID != "" && !slices.Contains(legs, e.LegID) {
 			return session.LegNotFound(sid, e.LegID)
@@ -478,6 +493,29 @@ func appendRefusal(ctx context.Context, q querier, es []session.Entry) error {
 		if e.ParentID != "" && !slices.Contains(entries, e.ParentID) {
 			return session.EntryNotFound(sid, e.ParentID)
 		}
+	}
+	return nil
+}
+
+func claimArgs(c *session.Claim) (sessionID, holder string) {
+	if c == nil {
+		return "", ""
+	}
+	return c.SessionID, c.Holder
+}
+
+// claimRefusal says whether a write's claim is why it inserted nothing.
+func claimRefusal(ctx context.Context, q querier, c *session.Claim) error {
+	if c == nil {
+		return nil
+	}
+	var live bool
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sema_sessions WHERE id = $1 AND lease_holder = $2 AND lease_expires > clock_timestamp())`,
+		c.SessionID, c.Holder).Scan(&live); err != nil {
+		return err
+	}
+	if !live {
+		return session.ClaimLost(*c)
 	}
 	return nil
 }
@@ -572,19 +610,25 @@ func (s *Sessions) Park(ctx context.Context, in session.Checkpoint) (session.Che
 	if err != nil {
 		return session.Checkpoint{}, err
 	}
+	claim := c.Claim
+	claimSession, claimHolder := claimArgs(claim)
+	c.Claim = nil
 	err = s.db.run(ctx, func(q querier) error {
 		var created time.Time
-		err := q.QueryRow(ctx, `WITH s AS (
+		err := q.QueryRow(ctx, `WITH `+leaseCTE+`, s AS (
 				UPDATE sema_sessions SET `+touch+`
-				WHERE id = $2 AND ($3 = '' OR EXISTS (SELECT 1 FROM sema_legs WHERE id = $3 AND session_id = $2))
+				WHERE id = $2 AND ($3 = '' OR EXISTS (SELECT 1 FROM sema_legs WHERE id = $3 AND session_id = $2)) AND `+claimLive+`
 				RETURNING clock_timestamp() AS at
 			)
 			INSERT INTO sema_checkpoints (id, session_id, leg_id, tool, args, args_sha256, gate, mode, pre_plan_mode, created_at)
 			SELECT $1, $2, NULLIF($3, ''), $4, $5, $6, $7, $8, $9, s.at FROM s
 			RETURNING created_at`,
-			c.ID, c.SessionID, c.LegID, c.Tool, []byte(c.Args), c.ArgsSHA256, string(c.Gate), c.Mode, c.PrePlanMode).Scan(&created)
+			c.ID, c.SessionID, c.LegID, c.Tool, []byte(c.Args), c.ArgsSHA256, string(c.Gate), c.Mode, c.PrePlanMode, claimSession, claimHolder).Scan(&created)
 		if errors.Is(err, pgx.ErrNoRows) {
 			if _, err := getSession(ctx, q, c.SessionID, ""); err != nil {
+				return err
+			}
+			if err := claimRefusal(ctx, q, claim); err != nil {
 				return err
 			}
 			return session.LegNotFound(c.SessionID, c.LegID)

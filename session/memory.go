@@ -324,6 +324,9 @@ func (m *Memory) AppendBatch(ctx context.Context, es []Entry) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := m.checkClaim(es[0].Claim); err != nil {
+		return nil, err
+	}
 	// Everything is checked before anything is stored: a batch is all or none.
 	for _, e := range es {
 		if e.LegID != "" {
@@ -343,7 +346,7 @@ func (m *Memory) AppendBatch(ctx context.Context, es []Entry) ([]string, error) 
 		if e.ParentID == "" {
 			e.ParentID = ms.s.Head
 		}
-		e.ID, e.Seq, e.CreatedAt, e.Payload = NewID(), int64(len(ms.entries)+1), now(), payloads[i]
+		e.ID, e.Seq, e.CreatedAt, e.Payload, e.Claim = NewID(), int64(len(ms.entries)+1), now(), payloads[i], nil
 		ms.byID[e.ID] = len(ms.entries)
 		ms.entries = append(ms.entries, e)
 		ms.s.Head = e.ID
@@ -396,12 +399,18 @@ func (m *Memory) Transcript(ctx context.Context, sessionID, head string) ([]Entr
 // Park stores a pending tool call with its canonical arguments and their sha256 (see
 // [Store.Park]).
 func (m *Memory) Park(ctx context.Context, c Checkpoint) (Checkpoint, error) {
+	if err := CheckClaim(c.Claim); err != nil {
+		return Checkpoint{}, err
+	}
 	if err := m.lock(ctx); err != nil {
 		return Checkpoint{}, err
 	}
 	defer m.mu.Unlock()
 	ms, err := m.session(c.SessionID)
 	if err != nil {
+		return Checkpoint{}, err
+	}
+	if err := m.checkClaim(c.Claim); err != nil {
 		return Checkpoint{}, err
 	}
 	if c.LegID != "" {
@@ -413,10 +422,24 @@ func (m *Memory) Park(ctx context.Context, c Checkpoint) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
+	c.Claim = nil
 	m.checkpoints[c.ID] = &c
 	ms.cps = append(ms.cps, c.ID)
 	touch(ms)
 	return copyCheckpoint(c), nil
+}
+
+// checkClaim refuses a write whose claim's lease is not live (see Claim); m.mu is held,
+// so the lease cannot change before the write is stored.
+func (m *Memory) checkClaim(c *Claim) error {
+	if c == nil {
+		return nil
+	}
+	ls, ok := m.sessions[c.SessionID]
+	if !ok || ls.leaseHolder != c.Holder || !now().Before(ls.leaseExpires) {
+		return ClaimLost(*c)
+	}
+	return nil
 }
 
 func copyCheckpoint(c Checkpoint) Checkpoint {

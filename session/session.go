@@ -47,12 +47,14 @@ type Store interface {
 	Legs(ctx context.Context, sessionID string) ([]Leg, error)
 
 	// Append commits one entry and returns its id (see Entry for the fields it reads).
+	// An entry with a Claim whose lease is not live fails with CodeLeaseLost.
 	Append(ctx context.Context, e Entry) (string, error)
 	// Transcript returns the chain from the root to head ("" = the session's head).
 	Transcript(ctx context.Context, sessionID, head string) ([]Entry, error)
 
 	// Park stores a pending tool call and returns it with its id, canonical
-	// arguments and their sha256.
+	// arguments and their sha256. A checkpoint with a Claim whose lease is not live fails
+	// with CodeLeaseLost.
 	Park(ctx context.Context, c Checkpoint) (Checkpoint, error)
 	// Checkpoint returns the checkpoint with the given id, claimed or not;
 	// CodeCheckpointNotFound when there is none.
@@ -90,7 +92,8 @@ type BatchAppender interface {
 	// AppendBatch commits es in order, all or none, as one transaction, and returns their
 	// ids. Each entry is checked as Append checks it; an entry with an empty ParentID
 	// follows the one before it (the first, the session's head). It refuses entries of
-	// more than one session with CodeEntryInvalid. An empty es commits nothing.
+	// more than one session, or with different claims, with CodeEntryInvalid. An empty es
+	// commits nothing.
 	AppendBatch(ctx context.Context, es []Entry) ([]string, error)
 }
 
@@ -109,7 +112,7 @@ const (
 	CodeDecisionInvalid    = "checkpoint.decision_invalid" // ClaimCheckpoint refuses the decision
 	CodeClosed             = sqlitedb.CodeClosed           // a call on a closed Memory store
 	CodeBusy               = "session.busy"                // AcquireLease while another holder's lease runs
-	CodeLeaseLost          = "session.lease_lost"          // RenewLease by a holder whose lease is gone
+	CodeLeaseLost          = "session.lease_lost"          // RenewLease by a holder whose lease is gone, or a write whose Claim is not live
 	CodeLeaseInvalid       = "session.lease_invalid"       // a lease call without a holder or with a ttl ≤ 0
 )
 
@@ -208,8 +211,8 @@ type Leg struct {
 }
 
 // Entry is one transcript entry. Append reads SessionID, LegID (optional; when set it
-// must be a leg of the session), ParentID, Kind and Payload, and mints ID, Seq and
-// CreatedAt.
+// must be a leg of the session), ParentID, Kind, Payload and Claim (optional), and mints
+// ID, Seq and CreatedAt.
 type Entry struct {
 	// ID names the entry: a v4 UUID that Append (or Fork, for a copy) minted.
 	ID string `json:"id"`
@@ -230,6 +233,23 @@ type Entry struct {
 	// CreatedAt is when Append committed the entry, in UTC; a fork's copy keeps the
 	// original's time.
 	CreatedAt time.Time `json:"created_at"`
+	// Claim, when set, makes the append conditional on a live lease (see Claim). It is
+	// not stored.
+	Claim *Claim `json:"-"`
+}
+
+// Claim makes a write conditional on its writer's lease: the store commits it only if,
+// in the same transaction, Holder holds the lease of SessionID and it has not expired;
+// otherwise it fails with CodeLeaseLost and stores nothing. A writer that stalled past
+// its lease (stopped, asleep) while another run took the session over thus adds
+// nothing to a transcript that is no longer its own, and a write it makes before a
+// side effect (a tool call's intent) proves the lease was live when it committed.
+type Claim struct {
+	// SessionID is the leased session: the written session itself, or, for a delegated
+	// child's session, the root session whose lease the delegating leg holds.
+	SessionID string
+	// Holder is the lease's holder, as AcquireLease was given it.
+	Holder string
 }
 
 // Gate says which question a parked checkpoint waits on. Park refuses any other value
@@ -246,8 +266,8 @@ const (
 )
 
 // Checkpoint is a parked approval: the exact tool call a leg stopped at. Park reads
-// SessionID, LegID (optional), Tool, Args, Gate, Mode and PrePlanMode, and mints ID,
-// canonical Args, ArgsSHA256 and CreatedAt.
+// SessionID, LegID (optional), Tool, Args, Gate, Mode, PrePlanMode and Claim (optional),
+// and mints ID, canonical Args, ArgsSHA256 and CreatedAt.
 type Checkpoint struct {
 	// ID names the checkpoint: a v4 UUID that Park minted. agent.Answer.CheckpointID
 	// quotes it.
@@ -276,6 +296,9 @@ type Checkpoint struct {
 	ClaimedAt time.Time `json:"claimed_at,omitzero"`
 	// Decision is the recorded answer; nil until the checkpoint is claimed.
 	Decision *Decision `json:"decision,omitempty"`
+	// Claim, when set, makes Park conditional on a live lease, as it does an Append
+	// (see Claim). It is not stored.
+	Claim *Claim `json:"-"`
 }
 
 // Verdict is a person's answer to a parked question. ClaimCheckpoint refuses any other
@@ -378,6 +401,9 @@ func AlreadyClaimed(c Checkpoint) error {
 
 // CheckEntry validates e and returns the payload to store.
 func CheckEntry(e Entry) (json.RawMessage, error) {
+	if err := CheckClaim(e.Claim); err != nil {
+		return nil, err
+	}
 	if e.Kind == "" {
 		return nil, sema.Errorf(CodeEntryInvalid, "an entry needs a kind (user, assistant, tool_result, …)")
 	}
@@ -397,6 +423,9 @@ func CheckBatch(es []Entry) ([]json.RawMessage, error) {
 		if e.SessionID != es[0].SessionID {
 			return nil, sema.Errorf(CodeEntryInvalid, "a batch appends to one session, not to %q and %q", es[0].SessionID, e.SessionID)
 		}
+		if !sameClaim(e.Claim, es[0].Claim) {
+			return nil, sema.Errorf(CodeEntryInvalid, "a batch is written under one claim; its entries name different ones")
+		}
 		p, err := CheckEntry(e)
 		if err != nil {
 			return nil, err
@@ -406,9 +435,35 @@ func CheckBatch(es []Entry) ([]json.RawMessage, error) {
 	return out, nil
 }
 
+func sameClaim(a, b *Claim) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
+}
+
+// CheckClaim refuses a claim without a session or a holder (CodeLeaseInvalid); nil is
+// no claim.
+func CheckClaim(c *Claim) error {
+	if c == nil {
+		return nil
+	}
+	if c.SessionID == "" {
+		return sema.Errorf(CodeLeaseInvalid, "a write's claim needs the leased session's id")
+	}
+	return CheckLease(c.SessionID, c.Holder, 0, false)
+}
+
+// ClaimLost is the refusal of a write whose claim's lease is not live: its holder does
+// not hold it, or it expired.
+func ClaimLost(c Claim) error {
+	return sema.Errorf(CodeLeaseLost, "nothing was written: %s does not hold a live lease on session %q (it expired, or another run took the session over)",
+		c.Holder, c.SessionID).With("session_id", c.SessionID).With("holder", c.Holder)
+}
+
 // CheckPark validates c and fills the fields Park mints, with now as its CreatedAt (a
 // store whose database stamps the time passes the zero time).
 func CheckPark(c Checkpoint, now time.Time) (Checkpoint, error) {
+	if err := CheckClaim(c.Claim); err != nil {
+		return c, err
+	}
 	if c.Tool == "" {
 		return c, sema.Errorf(CodeCheckpointInvalid, "a checkpoint needs the name of the tool it parks")
 	}

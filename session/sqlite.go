@@ -110,7 +110,7 @@ const (
 		FROM entries e JOIN chain c ON e.id = c.id ORDER BY e.seq`
 )
 
-var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, qChain}
+var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, qChain, qClaim}
 
 // sqliteSchema is the session store's share of a database file.
 var sqliteSchema = sqlitedb.Schema{Component: "session", Steps: schema, Queries: hotQueries}
@@ -430,6 +430,9 @@ func (s *SQLiteStore) AppendBatch(ctx context.Context, es []Entry) ([]string, er
 		ids[i] = NewID()
 	}
 	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		if err := checkClaim(ctx, q, es[0].SessionID, es[0].Claim); err != nil {
+			return err
+		}
 		var head string
 		var seq int64
 		for i, e := range es {
@@ -467,6 +470,31 @@ func (s *SQLiteStore) AppendBatch(ctx context.Context, es []Entry) ([]string, er
 		return nil, err
 	}
 	return ids, nil
+}
+
+// qClaim reads whether the written session (?1) exists and whether holder ?3 holds a
+// live lease on the claimed session (?2) at ?4.
+const qClaim = `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1),
+	EXISTS (SELECT 1 FROM sessions WHERE id = ?2 AND lease_holder = ?3 AND lease_expires > ?4)`
+
+// checkClaim refuses, inside the write's transaction, a write to sessionID whose claim
+// is not live (see Claim). The transaction holds the write lock from its start, so no
+// other process takes the lease before the write commits.
+func checkClaim(ctx context.Context, q sqlitedb.Querier, sessionID string, c *Claim) error {
+	if c == nil {
+		return nil
+	}
+	var exists, live bool
+	if err := q.QueryRowContext(ctx, qClaim, sessionID, c.SessionID, c.Holder, time.Now().UnixNano()).Scan(&exists, &live); err != nil {
+		return err
+	}
+	switch {
+	case !exists:
+		return NotFound(sessionID)
+	case !live:
+		return ClaimLost(*c)
+	}
+	return nil
 }
 
 // cmpErr maps sql.ErrNoRows to the coded error a caller acts on and keeps any other.
@@ -559,6 +587,9 @@ func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, erro
 		if _, err := getSession(ctx, q, c.SessionID); err != nil {
 			return err
 		}
+		if err := checkClaim(ctx, q, c.SessionID, c.Claim); err != nil {
+			return err
+		}
 		if c.LegID != "" {
 			if err := exists(ctx, q, qLegOf, c.LegID, c.SessionID); err != nil {
 				return cmpErr(err, LegNotFound(c.SessionID, c.LegID))
@@ -576,7 +607,7 @@ func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, erro
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	c.CreatedAt = fromNanos(nanos(c.CreatedAt))
+	c.CreatedAt, c.Claim = fromNanos(nanos(c.CreatedAt)), nil
 	return c, nil
 }
 

@@ -55,7 +55,10 @@ func (e *exitErr) Error() string { return e.err.Error() }
 func (e *exitErr) Unwrap() error { return e.err }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A hangup (the terminal closed, the ssh connection dropped) ends a command as
+	// SIGTERM does: the run stops, its result is printed and its session's lease freed,
+	// instead of the process dying where it stands.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

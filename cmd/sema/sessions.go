@@ -663,13 +663,17 @@ before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
 			}
 			// Text shows diffs unless --stat; JSON carries them when --diff asks.
 			spec.Diff = (format == "text" && !stat) || (format == "json" && diff)
+			lease, err := sessionLease()
+			if err != nil {
+				return usageErr(err)
+			}
 			st, err := openHome(cmd.Context(), home)
 			if err != nil {
 				return failed(err)
 			}
 			defer st.Close()
 			spec.SessionID = args[0]
-			r := agent.New(st.Deps(agent.Deps{}))
+			r := agent.New(st.Deps(agent.Deps{SessionLease: lease}))
 			out, err := r.Rewind(cmd.Context(), spec)
 			if err == nil && !spec.DryRun && out != nil && out.Ledger != nil {
 				// An accepted partial restore is still not a restore of everything: a file
@@ -707,6 +711,7 @@ before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
 	cmd.Flags().BoolVar(&spec.AcceptPartialRestore, "accept-partial", false, "restore what can be restored when some files conflict")
 	cmd.Flags().BoolVar(&spec.Force, "force", false, "overwrite files changed outside the agent too (their bytes are saved first; --undo brings them back)")
 	cmd.Flags().BoolVar(&spec.Undo, "undo", false, "return the files to where they were just before the most recent rewind")
+	cmd.Flags().BoolVar(&spec.Wait, "wait", false, "if a run is continuing the session, wait for it to end instead of exiting 5 (session.busy)")
 	cmd.Flags().BoolVar(&stat, "stat", false, "show line counts per file, no diffs")
 	cmd.Flags().BoolVar(&diff, "diff", false, "with --output-format json: include each file's diff")
 	cmd.Flags().StringVar(&format, "output-format", "text", "text|json")

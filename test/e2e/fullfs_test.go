@@ -51,6 +51,8 @@ func TestFullStateDirectoryStopsTheRunAndResumesAfter(t *testing.T) {
 mount -t tmpfs -o size=256k tmpfs "$STATE" || exit 90
 "$SEMA" run --model "scripted/$SCRIPT" --output-format json "read big.txt" > "$OUT/first.json" 2> "$OUT/first.err"
 echo $? > "$OUT/first.code"
+"$SEMA" run --continue --model "scripted/$SCRIPT" --output-format json "still full" > "$OUT/full.json" 2> "$OUT/full.err"
+echo $? > "$OUT/full.code"
 mount -o remount,size=64m "$STATE" || exit 91
 "$SEMA" run --continue --model "scripted/$SCRIPT" --output-format json "go on" > "$OUT/second.json" 2> "$OUT/second.err"
 echo $? > "$OUT/second.code"
@@ -74,6 +76,11 @@ echo $? > "$OUT/second.code"
 	}
 	if strings.Contains(read("first.json"), `"status":"completed"`) {
 		t.Fatalf("the run reported completed although its transcript could not be stored:\n%s", read("first.json"))
+	}
+	// The stopped run's process is gone: whether or not the full disk let it release its
+	// lease, the next run is not refused as busy for the lease's 30 s.
+	if code := read("full.code"); code == "5" || strings.Contains(read("full.err"), "session.busy") {
+		t.Fatalf("the run after the full-disk stop found the session busy: exit %s\n%s\n%s", code, read("full.json"), read("full.err"))
 	}
 	if code := read("second.code"); code != "0" || !strings.Contains(read("second.json"), `"status":"completed"`) {
 		t.Fatalf("the resumed run after space was freed: exit %s\n%s\n%s", code, read("second.json"), read("second.err"))

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package agent
+
+// selfProcess: without /proc a process's start cannot be told from its pid, so holders
+// carry no identity and a dead holder's lease runs out as it always did.
+func selfProcess() (process, bool) { return process{}, false }
+
+func probeProcess(int) (procState, uint64) { return procUnknown, 0 }
