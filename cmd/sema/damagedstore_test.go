@@ -65,6 +65,7 @@ func (d damaged) commands() [][]string {
 	return [][]string{
 		append([]string{"run"}, append(run, "hello")...),
 		append([]string{"run", "--resume", d.session}, append(run, "go on")...),
+		append([]string{"run", "--continue"}, append(run, "go on")...),
 		{"sessions", "show", d.session},
 		{"sessions", "show", d.session, "--output-format", "text"},
 		{"sessions", "list", "--all"},
@@ -200,7 +201,7 @@ func TestBitFlippedStateDatabase(t *testing.T) {
 				// A flip SQLite cannot see (a byte of a transcript's text, of a stored
 				// call's arguments) may change what a command finds, never how it says so.
 				soundOutcomes[fmt.Sprintf("%s %s: exit %d %s", args[0], strings.Split(args[1], "-")[0], o.code, o.errCode)]++
-				if o.code != exitOK && (o.errCode == "" || o.errCode == codeUsage) {
+				if o.code != exitOK && (o.errCode == "" || o.errCode == codeUsage || o.errCode == codeUnexpected) {
 					t.Errorf("%s on a sound database: exit %d, code %q\nstderr: %s", where, o.code, o.errCode, o.stderr)
 				}
 				continue
@@ -248,6 +249,25 @@ func TestEmptyOrTruncatedStateDatabase(t *testing.T) {
 				if !strings.Contains(o.stderr, "Move it aside") || !strings.Contains(o.stderr, "--home DIR") {
 					t.Fatalf("%v: the refusal does not say how to start afresh and keep the file: %s", args[:2], o.stderr)
 				}
+			}
+			// The way out the refusal names: the file moved aside as it says, the next
+			// run starts a new store, and the evidence stays as it was.
+			home, path := homeWith(t, tc.db)
+			_, _, errw := cli(t, "", "sessions", "list", "--home", home)
+			aside := path + ".damaged"
+			if !strings.Contains(errw, "(mv "+shellQuote(path)+" "+shellQuote(aside)+")") {
+				t.Fatalf("the refusal does not name the move: %s", errw)
+			}
+			if err := os.Rename(path, aside); err != nil {
+				t.Fatal(err)
+			}
+			id := scriptedRun(t, home, t.TempDir())
+			code, out, errw := cli(t, "", "sessions", "list", "--all", "--home", home, "--output-format", "json")
+			if code != exitOK || !strings.Contains(out, id) || strings.Contains(out, d.session) {
+				t.Fatalf("after moving the file aside: exit %d\n%s\n%s", code, out, errw)
+			}
+			if kept, err := os.ReadFile(aside); err != nil || !bytes.Equal(kept, tc.db) {
+				t.Fatalf("the file moved aside changed (%v)", err)
 			}
 		})
 	}

@@ -162,3 +162,32 @@ func TestFullDiskIsCoded(t *testing.T) {
 		t.Fatalf("a statement past the disk's room = %v, want %s", err, sema.CodeDiskFull)
 	}
 }
+
+// A byte of a table's CREATE statement flipped — a record integrity_check reads as well
+// formed — is refused when the store attaches, before any statement written against the
+// real schema could write half a change; the file is left as it was.
+func TestAttachRefusesADamagedSchema(t *testing.T) {
+	t.Parallel()
+	path, _ := indexed(t)
+	b, _ := os.ReadFile(path)
+	i := strings.Index(string(b), "body TEXT NOT NULL")
+	if i < 0 || strings.Count(string(b), "body TEXT NOT NULL") != 1 {
+		t.Fatal("the table's statement is not in the file once")
+	}
+	b[i+3] = 'z' // bodz
+	os.WriteFile(path, b, 0o600)
+	if err := sqlitedb.CheckFile(path, 0); err != nil {
+		t.Fatalf("CheckFile = %v; integrity_check was expected to pass this damage", err)
+	}
+	before := sum(t, path)
+	_, err := sqlitedb.OpenAttached(t.Context(), path, sqlitedb.Options{}, sqlitedb.Schema{Component: "c", Steps: []string{
+		`CREATE TABLE items (id TEXT PRIMARY KEY, body TEXT NOT NULL)`,
+	}})
+	var se *sema.Error
+	if !sema.IsCode(err, sqlitedb.CodeCorrupt) || !asError(err, &se) || !strings.Contains(fmt.Sprint(se.Detail["damage"]), "table items has (id TEXT 0 - 1, bodz TEXT 1 - 0") {
+		t.Fatalf("OpenAttached = %v, want %s naming the table", err, sqlitedb.CodeCorrupt)
+	}
+	if sum(t, path) != before {
+		t.Fatal("the file changed")
+	}
+}

@@ -170,8 +170,8 @@ func inspect(abs string, head [100]byte, busy time.Duration) (tables, problems [
 }
 
 // strings1 runs a query of one text column and returns its rows.
-func strings1(ctx context.Context, db *sql.DB, query string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, query)
+func strings1(ctx context.Context, db *sql.DB, query string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -279,8 +279,8 @@ func sqliteMessage(se *sqlite.Error) string {
 // schemaFault codes a failure to prepare a store's statements on a file whose recorded
 // schema version is current. The statements were written against that version's
 // tables, so when SQLite cannot compile one ("no such column"), the schema the file
-// holds is not what its version says: damage integrity_check does not see, as the
-// schema's text is a record like any other. A lock or an I/O error keeps its own code.
+// holds is not what its version says: damage integrity_check does not see (see
+// shape.go). A lock or an I/O error keeps its own code.
 func schemaFault(h *handle, component string, err error) error {
 	if err == nil {
 		return nil
@@ -289,6 +289,12 @@ func schemaFault(h *handle, component string, err error) error {
 	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_ERROR {
 		return h.fault(err)
 	}
+	return schemaDamage(h, component, sqliteMessage(se), err)
+}
+
+// schemaDamage is CodeCorrupt for a file whose component tables are not those of the
+// schema version it records; what says how they differ, err is the cause (or nil).
+func schemaDamage(h *handle, component, what string, err error) error {
 	handles.Lock()
 	path := h.path
 	handles.Unlock()
@@ -296,7 +302,7 @@ func schemaFault(h *handle, component string, err error) error {
 	if name == "" {
 		name = "the database"
 	}
-	damage := fmt.Sprintf("the %s tables are not those of the schema version it records: %s", component, sqliteMessage(se))
+	damage := fmt.Sprintf("the %s tables are not those of the schema version it records: %s", component, what)
 	e := sema.Errorf(CodeCorrupt, "%s cannot be a sema store: it is damaged (%s); it is left as it is — move it aside, or use another file", name, damage)
 	e.Err = err
 	return withPath(e, path).With("reason", ReasonDamaged).With("damage", damage)

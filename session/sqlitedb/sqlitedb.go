@@ -140,11 +140,15 @@ type Schema struct {
 	Queries []string
 }
 
-// Attach readies db for the store s describes: it migrates s.Component's tables and
-// prepares s.Queries. A store built on a database someone else opened (and will close)
+// Attach readies db for the store s describes: it migrates s.Component's tables, checks
+// that they are the tables s.Steps make (a file whose schema text was damaged is refused
+// with CodeCorrupt), and prepares s.Queries. A store built on a database someone else opened (and will close)
 // calls it. db should come from Open, whose pragmas the stores' transactions rely on.
 func Attach(ctx context.Context, db *sql.DB, s Schema) error {
 	if err := Migrate(ctx, db, s.Component, s.Steps); err != nil {
+		return err
+	}
+	if err := checkShape(ctx, db, s); err != nil {
 		return err
 	}
 	return schemaFault(handleFor(db), s.Component, Prepare(ctx, db, s.Queries...))
