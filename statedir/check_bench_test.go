@@ -8,63 +8,42 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/statedir"
 )
 
-// bigStore is a state directory of 1,000 sessions of 10 entries of about 0.9 KB each
-// (a database of about 50 MB), made once per process: the size a state directory
-// reaches after months of daily use.
-var bigStore = struct {
-	once sync.Once
-	dir  string
-	err  error
-}{}
-
+// bigStateDir makes a state directory of 1,000 sessions of 10 entries of about 0.9 KB
+// each (a database of about 50 MB): the size a state directory reaches after months of
+// daily use.
 func bigStateDir(b *testing.B) string {
-	bigStore.once.Do(func() {
-		dir, err := os.MkdirTemp("", "sema-bigstore-")
-		if err != nil {
-			bigStore.err = err
-			return
-		}
-		bigStore.dir = dir
-		d, err := statedir.Open(b.Context(), dir)
-		if err != nil {
-			bigStore.err = err
-			return
-		}
-		defer d.Close()
-		text := strings.Repeat("the model read the file and found nothing to change there. ", 14)
-		payload, _ := json.Marshal(map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}})
-		for i := range 1000 {
-			s, err := d.Sessions().Create(b.Context(), session.Session{Root: fmt.Sprintf("/w/%d", i%20)})
-			if err != nil {
-				bigStore.err = err
-				return
-			}
-			leg, err := d.Sessions().StartLeg(b.Context(), s.ID)
-			if err != nil {
-				bigStore.err = err
-				return
-			}
-			es := make([]session.Entry, 10)
-			for j := range es {
-				es[j] = session.Entry{SessionID: s.ID, LegID: leg.ID, Kind: "assistant", Payload: payload}
-			}
-			if _, err := d.Sessions().AppendBatch(b.Context(), es); err != nil {
-				bigStore.err = err
-				return
-			}
-		}
-	})
-	if bigStore.err != nil {
-		b.Fatal(bigStore.err)
+	dir := b.TempDir()
+	d, err := statedir.Open(b.Context(), dir)
+	if err != nil {
+		b.Fatal(err)
 	}
-	return bigStore.dir
+	defer d.Close()
+	text := strings.Repeat("the model read the file and found nothing to change there. ", 14)
+	payload, _ := json.Marshal(map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}})
+	for i := range 1000 {
+		s, err := d.Sessions().Create(b.Context(), session.Session{Root: fmt.Sprintf("/w/%d", i%20)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		leg, err := d.Sessions().StartLeg(b.Context(), s.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		es := make([]session.Entry, 10)
+		for j := range es {
+			es[j] = session.Entry{SessionID: s.ID, LegID: leg.ID, Kind: "assistant", Payload: payload}
+		}
+		if _, err := d.Sessions().AppendBatch(b.Context(), es); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // BenchmarkCheck measures what checking a large state database costs, with a fresh
@@ -75,7 +54,7 @@ func BenchmarkCheck(b *testing.B) {
 	dir := bigStateDir(b)
 	path := filepath.Join(dir, statedir.DatabaseName)
 	fi, _ := os.Stat(path)
-	b.ReportMetric(float64(fi.Size())/1e6, "MB")
+	mb := float64(fi.Size()) / 1e6
 	for _, pragma := range []string{"quick_check", "integrity_check", "quick_check_ro"} {
 		b.Run(pragma, func(b *testing.B) {
 			for b.Loop() {
@@ -95,6 +74,7 @@ func BenchmarkCheck(b *testing.B) {
 				}
 				db.Close()
 			}
+			b.ReportMetric(mb, "MB")
 		})
 	}
 	b.Run("Open", func(b *testing.B) {
@@ -105,5 +85,6 @@ func BenchmarkCheck(b *testing.B) {
 			}
 			d.Close()
 		}
+		b.ReportMetric(mb, "MB")
 	})
 }
