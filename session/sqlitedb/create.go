@@ -22,7 +22,10 @@ func create(abs string) error {
 	var suffix [6]byte
 	rand.Read(suffix[:])
 	tmp := abs + ".creating-" + hex.EncodeToString(suffix[:])
+	// Nothing of a failed creation stays beside the database: the temporary file, and
+	// the journal SQLite leaves when its one transaction cannot finish (a full disk).
 	defer os.Remove(tmp)
+	defer os.Remove(tmp + "-journal")
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err

@@ -54,6 +54,16 @@ for free in 8 16 24 32 40 48 56 64 72 80; do
 	"$SEMA" run --model "scripted/$SCRIPT" --output-format json "hello" > "$OUT/$free.json" 2> "$OUT/$free.err"
 	echo $? > "$OUT/$free.code"
 done
+# A state directory made on the full disk: its database cannot be created.
+rm -f "$STATE/filler"
+dd if=/dev/zero of="$STATE/filler" bs=1k count=1024 2>/dev/null
+mkdir "$STATE/new"
+SEMA_HOME="$STATE/new" "$SEMA" run --model "scripted/$SCRIPT" --output-format json "hello" > "$OUT/new.json" 2> "$OUT/new.err"
+echo $? > "$OUT/new.code"
+ls -A "$STATE/new" > "$OUT/new.ls"
+rm -f "$STATE/filler"
+SEMA_HOME="$STATE/new" "$SEMA" run --model "scripted/$SCRIPT" --output-format json "hello" > "$OUT/after.json" 2> "$OUT/after.err"
+echo $? > "$OUT/after.code"
 `
 	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "bash", "-c", sh)
 	cmd.Dir = dir
@@ -85,6 +95,22 @@ done
 		t.Fatal("no run met the full disk: the test did not make the fault")
 	}
 	t.Logf("%d of 10 runs met the full disk", full)
+
+	// A database that cannot be created leaves nothing: no sema.db of zero bytes,
+	// which would be damage to refuse once space is freed. Then the run goes on.
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(out, name))
+		return strings.TrimSpace(string(b))
+	}
+	if code, rc := read("new.code"), resultCode(read("new.json")); code != "1" || rc != "io.disk_full" {
+		t.Fatalf("creating a database on a full disk: exit %s, code %q\n%s", code, rc, read("new.err"))
+	}
+	if left := read("new.ls"); left != "" {
+		t.Fatalf("a database that could not be created left files behind: %q", left)
+	}
+	if code := read("after.code"); code != "0" {
+		t.Fatalf("the run once space was freed: exit %s\n%s\n%s", code, read("after.json"), read("after.err"))
+	}
 }
 
 // A process with too few file descriptors stops with io.fd_exhausted, exit 1, wherever
