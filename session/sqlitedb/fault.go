@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -63,11 +64,12 @@ const sqliteHeader = "SQLite format 3\x00"
 // file, and a write into a damaged one spreads the damage. Sound is what SQLite's PRAGMA
 // integrity_check says of the file and its -wal: every page of every b-tree readable and
 // well-formed, and every index holding exactly its table's rows, which costs a read of
-// the whole file (about 1 ms per MB from the page cache). A file of zero bytes is refused too (ReasonEmpty): Open creates a file whole,
-// so an empty one lost what it held. A file that cannot be read fails with
-// CodeReadOnly, one locked past busy with CodeLocked. OpenAttached calls it before it
-// opens a file; a store that shares a database its caller opened (Attach) is not
-// checked, since that file may hold the caller's own tables.
+// the whole file (about 1 ms per MB from the page cache). A file of zero bytes is
+// refused too (ReasonEmpty): Open creates a file whole, so an empty one lost what it
+// held. A file that cannot be read fails with CodeReadOnly, one locked past busy with
+// CodeLocked. OpenAttached calls it before it opens a file; a store that shares a
+// database its caller opened (Attach) is not checked, since that file may hold the
+// caller's own tables.
 func CheckFile(path string, busy time.Duration) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -126,7 +128,8 @@ func CheckFile(path string, busy time.Duration) error {
 		With("tables", tables)
 }
 
-// inspect lists the tables of the database at abs, and what PRAGMA integrity_check finds
+// inspect lists the tables of the database at abs and, when one is schema_version (a
+// store's file; another program's is refused unread), what PRAGMA integrity_check finds
 // wrong with it (nil when nothing), through a read-only connection. A file in WAL mode
 // (header bytes 18 and 19 are 2) whose -wal and -shm files are absent is read as
 // immutable: nobody has it open, the file alone is the database, and SQLite then
@@ -147,7 +150,7 @@ func inspect(abs string, head [100]byte, busy time.Duration) (tables, problems [
 	db.SetMaxOpenConns(1)
 	ctx := context.Background()
 	tables, err = strings1(ctx, db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
-	if err != nil || len(tables) == 0 {
+	if err != nil || !slices.Contains(tables, "schema_version") {
 		return tables, nil, err
 	}
 	// integrity_check, not quick_check, though it costs twice as much: most bytes of a
