@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // create makes the database file abs, absent until now, whole: an empty SQLite database
@@ -21,20 +23,23 @@ import (
 func create(abs string) error {
 	var suffix [6]byte
 	rand.Read(suffix[:])
-	tmp := abs + ".creating-" + hex.EncodeToString(suffix[:])
+	tmp := fmt.Sprintf("%s%s%d-%s", abs, creating, os.Getpid(), hex.EncodeToString(suffix[:]))
 	// Nothing of a failed creation stays beside the database: the temporary file, and
-	// the journal SQLite leaves when its one transaction cannot finish (a full disk).
+	// the -wal and -shm SQLite leaves when it cannot finish (a full disk).
 	defer os.Remove(tmp)
-	defer os.Remove(tmp + "-journal")
+	defer os.Remove(tmp + "-wal")
+	defer os.Remove(tmp + "-shm")
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
 	f.Close()
 	// Setting user_version writes the header page, which is what makes an empty file a
-	// database; in rollback mode, so nothing but the file itself is left once it closes
-	// (Open then turns the placed file to WAL).
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: tmp}).EscapedPath()+"?_pragma=journal_mode(DELETE)&_pragma=synchronous(FULL)")
+	// database. The file is born in WAL mode, the mode Open keeps it in: turning a placed
+	// file from rollback to WAL would be one more write transaction on it, whose journal
+	// a kill could leave hot for a reader that may not roll it back. Closing the one
+	// connection checkpoints the -wal into the file and removes both -wal and -shm.
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: tmp}).EscapedPath()+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
 	if err != nil {
 		return err
 	}
@@ -74,4 +79,25 @@ func syncFile(path string) error {
 	}
 	defer f.Close()
 	return f.Sync()
+}
+
+// creating marks the temporary files of create, followed by the creator's process id.
+const creating = ".creating-"
+
+// removeStale removes what creations of abs killed before they finished left beside it
+// (see create): the temporary files of processes that are gone. One of a process still
+// running may be a creation under way, and is left.
+func removeStale(abs string) {
+	names, _ := filepath.Glob(abs + creating + "*")
+	for _, name := range names {
+		base := strings.TrimSuffix(strings.TrimSuffix(name, "-wal"), "-shm")
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(base, abs+creating), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || processAlive(pid) {
+			continue
+		}
+		os.Remove(base + "-wal")
+		os.Remove(base + "-shm")
+		os.Remove(base)
+	}
 }

@@ -38,3 +38,9 @@ func diskFull(path string) bool {
 	}
 	return uint64(st.Bavail)*uint64(st.Bsize) < 1<<20
 }
+
+// processAlive reports whether the process pid exists (another user's included).
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

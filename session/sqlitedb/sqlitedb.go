@@ -82,6 +82,8 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A creation killed half-way left its temporary files, never a file at abs.
+	removeStale(abs)
 	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
 		if err := create(abs); err != nil {
 			return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("create database: %w", err))
