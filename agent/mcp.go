@@ -141,6 +141,9 @@ func (l *leg) projectMCPServers(ctx context.Context) ([]mcp.Server, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
+		if hf := sema.HostFault(err, "read "+path); hf != nil {
+			return nil, hf
+		}
 		return nil, sema.Errorf(mcp.CodeConfigInvalid, "cannot read %s: %v", path, err)
 	default:
 		servers, err := mcp.ParseConfig(data, path)

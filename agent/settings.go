@@ -102,6 +102,9 @@ func (l *leg) readWorkspaceSettings(ctx context.Context, sources []settings.Laye
 			continue
 		}
 		if err != nil {
+			if hf := sema.HostFault(err, "read "+src.Path); hf != nil {
+				return nil, hf
+			}
 			return nil, configError(CodeSettingsUnreadable, "cannot read %s: %v", src.Path, err)
 		}
 		f, err := settings.Parse(data, src.Path, src.Layer)

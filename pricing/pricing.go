@@ -249,6 +249,9 @@ func LoadDir(dir string) (Table, error) {
 		return nil, nil
 	}
 	if err != nil {
+		if hf := sema.HostFault(err, "read the price table "+path); hf != nil {
+			return nil, hf.With("path", path)
+		}
 		return nil, sema.Errorf(CodePricesInvalid, "the price table %s cannot be read: %v", path, err).With("path", path)
 	}
 	return ParseTable(data, path)

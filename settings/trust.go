@@ -39,6 +39,9 @@ func (t Trust) List() ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
+		if hf := sema.HostFault(err, "read the trust record "+t.path); hf != nil {
+			return nil, hf.With("path", t.path)
+		}
 		return nil, sema.Errorf(CodeTrustInvalid, "cannot read the trust record %s: %v", t.path, err).With("path", t.path)
 	}
 	var doc trustDoc

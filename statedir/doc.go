@@ -22,10 +22,12 @@
 //   - A file written by a newer version of sema is refused ("store.schema_too_new"),
 //     never read half-understood; nothing stays open after Open fails.
 //   - A database file that is not sema's — not SQLite, another program's SQLite
-//     database, a damaged one — is refused ("store.corrupt") and never modified: it is
-//     read, through a read-only connection, before any pragma or migration could write
-//     to it. The way out is the person's: move the file aside, or open another
-//     directory.
+//     database, one SQLite's integrity_check finds damaged, one of zero bytes — is
+//     refused ("store.corrupt") and never modified: it is read, through a read-only
+//     connection, before any pragma or migration could write to it. The way out is
+//     the person's: move the file aside (it is evidence; the next Open then starts a
+//     new store), or open another directory. A new database is created whole, so an
+//     empty file is never one sema is still making.
 //   - Dir.Path is absolute and clean, as agent.Deps.StateDir requires.
 //
 // Errors a caller acts on are *sema.Error values: [CodeDirInvalid] when the directory is

@@ -84,6 +84,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ee *exitErr
 	if errors.As(err, &ee) {
+		ee.err = hostCoded(ee.err)
+		if ee.code == exitUsage && sema.HostFault(ee.err, "") != nil {
+			// The machine's limit, met while the command line was being read: exit 1,
+			// with the result object a refusal has.
+			ee.code, ee.refusal = exitError, true
+		}
 		if ee.err != nil && ee.code != exitOK && ee.code != exitAwaiting && ee.code != exitMaxTurns && ee.code != exitBudget {
 			printErr(stderr, ee.err)
 		}
@@ -91,7 +97,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "  %s\n", ee.hint)
 		}
 		if ee.code == exitUsage || ee.refusal {
-			printRefusal(stdout, args, ee.err)
+			refused := ee.err
+			if ee.code != exitUsage && ee.err != nil && sema.CodeOf(ee.err) == "" {
+				// Not a refused command line (those exit 2): a failure nobody gave a
+				// code, which the result must not call cli.usage.
+				refused = &sema.Error{Code: codeUnexpected, Message: ee.err.Error(), Err: ee.err}
+			}
+			printRefusal(stdout, args, refused)
 		}
 		return ee.code
 	}

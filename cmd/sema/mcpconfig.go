@@ -26,6 +26,9 @@ func mcpConfigs(values []string) ([]mcp.Server, error) {
 		if !strings.HasPrefix(strings.TrimSpace(v), "{") {
 			b, err := os.ReadFile(v)
 			if err != nil {
+				if hf := sema.HostFault(err, "read the --mcp-config file "+v); hf != nil {
+					return nil, hf
+				}
 				return nil, sema.Errorf(mcp.CodeConfigInvalid, "cannot read the --mcp-config file %s: %v; give a file or inline JSON", v, err)
 			}
 			data, source = b, v

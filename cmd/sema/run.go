@@ -269,9 +269,6 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	var res *agent.TaskResult
 	for ev, err := range events {
 		if err != nil {
-			if sema.IsCode(err, session.CodeBusy) {
-				return &exitErr{code: exitBusy, err: err}
-			}
 			e := &exitErr{code: exitCode(err, exitUsage), err: wayOut(err, ""), refusal: true}
 			if o.answer != nil && sema.IsCode(err, session.CodeAlreadyClaimed) {
 				e.hint = nextStep(ctx, err, o.resume, root)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -76,17 +77,25 @@ func wayOut(err error, path string) error {
 	var msg string
 	switch se.Code {
 	case sqlitedb.CodeCorrupt:
-		what := "it is not a sema state database"
+		what, aside := "it is not a sema state database", ".bak"
 		switch se.Detail["reason"] {
 		case sqlitedb.ReasonNotSQLite:
 			what = "it is not a SQLite file"
 		case sqlitedb.ReasonForeign:
 			what = "it is another program's SQLite database"
 		case sqlitedb.ReasonDamaged:
-			what = "it is damaged"
+			// The damaged file is evidence, and what it still holds may be recovered
+			// (sqlite3's .recover): moved aside, never deleted; the next command then
+			// starts a new, empty store.
+			what, aside = "it is damaged", ".damaged"
+			if d, ok := se.Detail["damage"].(string); ok && d != "" {
+				what += " (" + d + ")"
+			}
+		case sqlitedb.ReasonEmpty:
+			what, aside = "it is empty (0 bytes), and a database sema made never is: it lost its contents", ".damaged"
 		}
-		msg = fmt.Sprintf("the state database %s is not usable: %s; sema has not changed it. Move it aside (mv %s %s.bak), %s",
-			path, what, shellQuote(path), shellQuote(path), anotherHome)
+		msg = fmt.Sprintf("the state database %s is not usable: %s; sema has not changed it and writes nothing to it. Move it aside to start a new store (mv %s %s), %s",
+			path, what, shellQuote(path), shellQuote(path+aside), anotherHome)
 	case sqlitedb.CodeReadOnly:
 		msg = fmt.Sprintf("sema cannot write its state at %s (%s); make it writable, %s", path, causeOf(se), anotherHome)
 	case sqlitedb.CodeLocked:
@@ -437,6 +446,7 @@ func shownEntries(chain []session.Entry) []shownEntry {
 // the tool calls and a line of each result; for programs (json) one object with the
 // session, its agents and every entry in full.
 func showSession(ctx context.Context, st *statedir.Dir, id, format string, w io.Writer) error {
+	w = utf8Out(w, format)
 	s, err := st.Sessions().Get(ctx, id)
 	if err != nil {
 		return failed(wayOut(err, ""))
@@ -626,6 +636,10 @@ func textOf(bs []model.Block) string {
 func firstLine(s string, max int) string {
 	s, _, _ = strings.Cut(s, "\n")
 	if len(s) > max {
+		// Cut at the start of a character, never inside one.
+		for max > 0 && !utf8.RuneStart(s[max]) {
+			max--
+		}
 		s = s[:max] + "…"
 	}
 	return s

@@ -61,7 +61,7 @@ func TestCheckFile(t *testing.T) {
 		name, path, reason string
 	}{
 		{"a missing file", filepath.Join(dir, "missing.db"), ""},
-		{"an empty file", empty, ""},
+		{"an empty file", empty, sqlitedb.ReasonEmpty},
 		{"a database with nothing in it", fresh, ""},
 		{"a store's file", ours, ""},
 		{"a text file", text, sqlitedb.ReasonNotSQLite},

@@ -15,12 +15,14 @@
 //     "store.schema_too_new" instead of reading what it does not understand.
 //   - A store never changes a file it does not recognize: [OpenAttached] first reads the
 //     file ([CheckFile]) and refuses one that is not SQLite, is another program's
-//     database, or is damaged ("store.corrupt"), before any pragma or migration could
-//     write to it.
+//     database, is damaged (PRAGMA integrity_check) or is empty ("store.corrupt"),
+//     before any pragma or migration could write to it. [Open] creates a new file
+//     whole, so an empty one is never a store being made.
 //   - The faults of the file itself carry codes wherever they surface (opening, a
 //     transaction, a read): "store.corrupt", "store.readonly" (no permission, a
 //     read-only file system, SQLITE_READONLY) and "store.locked" (another process held
-//     the lock past the busy timeout).
+//     the lock past the busy timeout); so do the host's: "io.disk_full", "io.no_memory",
+//     "io.fd_exhausted" (see sema.HostFault).
 //   - A store declares its share of a file as a [Schema] and reaches the file only through
 //     [OpenAttached] (a file it owns) or [Attach] (a file it shares), so every store of a
 //     file runs with the same pragmas, versioning and prepared statements.
@@ -31,6 +33,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -71,14 +74,22 @@ const (
 )
 
 // Open opens (creating when absent) the SQLite database at path. A new file is created
-// readable by its owner only, because it holds transcripts and file contents; SQLite
-// gives its -wal and -shm files the same permissions. The parent directory must exist.
+// whole (see create: never a file of zero bytes, even across a crash) and readable by
+// its owner only, because it holds transcripts and file contents; SQLite gives its -wal
+// and -shm files the same permissions. The parent directory must exist.
 func Open(path string, opts Options) (*sql.DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	// A creation killed half-way left its temporary files, never a file at abs.
+	removeStale(abs)
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		if err := create(abs); err != nil {
+			return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("create database: %w", err))
+		}
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("open database: %w", err))
 	}
@@ -131,14 +142,18 @@ type Schema struct {
 	Queries []string
 }
 
-// Attach readies db for the store s describes: it migrates s.Component's tables and
-// prepares s.Queries. A store built on a database someone else opened (and will close)
+// Attach readies db for the store s describes: it migrates s.Component's tables, checks
+// that they are the tables s.Steps make (a file whose schema text was damaged is refused
+// with CodeCorrupt), and prepares s.Queries. A store built on a database someone else opened (and will close)
 // calls it. db should come from Open, whose pragmas the stores' transactions rely on.
 func Attach(ctx context.Context, db *sql.DB, s Schema) error {
 	if err := Migrate(ctx, db, s.Component, s.Steps); err != nil {
 		return err
 	}
-	return Prepare(ctx, db, s.Queries...)
+	if err := checkShape(ctx, db, s); err != nil {
+		return err
+	}
+	return schemaFault(handleFor(db), s.Component, Prepare(ctx, db, s.Queries...))
 }
 
 // OpenAttached opens the database at path with opts (see Open) and attaches s to it. The

@@ -247,8 +247,8 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 // TestTwoResumesAtOnce: while one `sema run --resume` is continuing a session, a second
-// exits 5 (session.busy) without touching it, and a third with --wait runs once the
-// first is done.
+// exits 5 (session.busy) without touching it, printing the result object json asked
+// for, and a third with --wait runs once the first is done.
 func TestTwoResumesAtOnce(t *testing.T) {
 	dir := writeTree(t, map[string]string{"README.md": "hi\n"})
 	env := home(t)
@@ -280,7 +280,8 @@ func TestTwoResumesAtOnce(t *testing.T) {
 
 	quick := writeScript(t, `{"turns":[{"text":"quick done"}]}`)
 	r = sema(t, dir, env, "", "run", "--model", "scripted/"+quick, "--resume", id, "--output-format", "json", "quick")
-	if r.code != 5 || !strings.Contains(r.stderr, "session.busy") || r.stdout != "" {
+	// Under json, the result object with the code: a program never reads an empty stdout.
+	if r.code != 5 || !strings.Contains(r.stderr, "session.busy") || resultCode(r.stdout) != "session.busy" || !strings.Contains(r.stdout, `"status":"error"`) {
 		t.Fatalf("second resume while the first runs: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
 	r = sema(t, dir, env, "", "run", "--model", "scripted/"+quick, "--resume", id, "--wait", "--output-format", "json", "quick")
