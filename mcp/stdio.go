@@ -96,6 +96,9 @@ func startProcess(s Server, opts *Options) (*process, error) {
 		cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, stdout: outR, stderr: &ring{done: make(chan struct{})},
 		exited: make(chan struct{}), reaped: make(chan struct{}),
 	}
+	// The parent-death signal ends the server only; what it started in its group ends
+	// with this process through the guardian.
+	semaenv.GuardGroup(p.pgid)
 	go p.stderr.drain(errR)
 	go p.watch()
 	return p, nil
@@ -110,7 +113,12 @@ func (p *process) watch() {
 	for {
 		// Again each time: a member may have started another before it died.
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		if !semaenv.GroupAlive(p.pgid) || time.Now().After(deadline) {
+		if !semaenv.GroupAlive(p.pgid) {
+			// Off the list while the unreaped program still holds the group id.
+			semaenv.UnguardGroup(p.pgid)
+			break
+		}
+		if time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
