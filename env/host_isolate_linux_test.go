@@ -155,11 +155,14 @@ func TestHostPIDNamespaceEndsWhatTheProgramLeft(t *testing.T) {
 	if len(escaped) != 1 {
 		t.Fatalf("calibration: %d escaped sleeps were alive after the group was killed, want 1", len(escaped))
 	}
-	for _, pidNS := range []bool{false, true} {
+	// Mount and network namespaces without a PID one (a sandbox where the kernel gives no
+	// PID namespace) run below the reaper, inside the namespaces, as a plain start does.
+	for _, iso := range []env.Isolation{{}, {Mount: true, Network: true}, {PID: true}} {
+		pidNS := iso.PID
 		mark := fmt.Sprintf("31%d.%d", time.Now().UnixNano()%1e6, os.Getpid())
 		script := script(mark)
 		var out bytes.Buffer
-		p := start(t, env.ExecRequest{Argv: []string{"bash", "-c", script}, Stdout: &out, Stderr: &out, Isolate: env.Isolation{PID: pidNS}})
+		p := start(t, env.ExecRequest{Argv: []string{"bash", "-c", script}, Stdout: &out, Stderr: &out, Isolate: iso})
 		st, err := p.Wait()
 		if err != nil {
 			t.Fatal(err)
@@ -179,13 +182,13 @@ func TestHostPIDNamespaceEndsWhatTheProgramLeft(t *testing.T) {
 			}
 		}
 		if st.Code != 0 {
-			t.Fatalf("PID namespace %v: exit %+v: %q", pidNS, st, out.String())
+			t.Fatalf("%+v: exit %+v: %q", iso, st, out.String())
 		}
 		if pidNS && strings.TrimSpace(out.String()) != "1" {
 			t.Fatalf("the program is not its namespace's init: $$ is %q", out.String())
 		}
 		if len(left) != 0 || len(escaped) != 0 {
-			t.Fatalf("PID namespace %v: processes the program left are alive after it ended: %v, and after its group was killed: %v", pidNS, left, escaped)
+			t.Fatalf("%+v: processes the program left are alive after it ended: %v, and after its group was killed: %v", iso, left, escaped)
 		}
 	}
 }
