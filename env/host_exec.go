@@ -54,7 +54,7 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	setDeathSignal(attr)
 	cmd.SysProcAttr = attr
 	path := cmd.Path
-	report, reportW, err := viaReaper(cmd, req)
+	report, reportW, err := viaReaper(cmd)
 	if err != nil {
 		return nil, err
 	}

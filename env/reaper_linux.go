@@ -84,11 +84,12 @@ var reaperExe = func() string {
 	return "/proc/self/exe"
 }()
 
-// viaReaper rewrites cmd to run through the reaper when req has no PID namespace. It
-// returns the read end of the pipe the reaper reports on (nil: no reaper) and the write
-// end the caller closes once the reaper has started.
-func viaReaper(cmd *exec.Cmd, req ExecRequest) (report, child *os.File, err error) {
-	if req.Isolate.PID || reaperExe == "" {
+// viaReaper rewrites cmd, whose SysProcAttr is set, to run through the reaper unless it
+// gets a PID namespace of its own. It returns the read end of the pipe the reaper
+// reports on (nil: no reaper) and the write end the caller closes once the reaper has
+// started.
+func viaReaper(cmd *exec.Cmd) (report, child *os.File, err error) {
+	if cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWPID != 0 || reaperExe == "" {
 		return nil, nil, nil
 	}
 	r, w, err := os.Pipe()

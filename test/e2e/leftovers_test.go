@@ -19,18 +19,23 @@ import (
 const tinyMCPEnv = "SEMA_E2E_TINY_MCP"
 
 // serveTinyMCP turns the test binary into the smallest stdio MCP server when tinyMCPEnv
-// is set: it first starts a child, `sleep <mark>`, in its process group — the kind of
-// helper a real server starts — then answers initialize and tools/list (no tools) until
-// its input ends. It never returns when it serves.
+// is set: it first starts two children, the kind of helper a real server starts —
+// `sleep <mark>` in its process group and `sleep 1<mark>` in a session of its own —
+// then answers initialize and tools/list (no tools) until its input ends. It never
+// returns when it serves.
 func serveTinyMCP() {
 	mark, ok := os.LookupEnv(tinyMCPEnv)
 	if !ok {
 		return
 	}
-	child := exec.Command("sleep", mark)
-	if err := child.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "tiny mcp:", err)
-		os.Exit(3)
+	inGroup := exec.Command("sleep", mark)
+	apart := exec.Command("sleep", "1"+mark)
+	apart.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	for _, c := range []*exec.Cmd{inGroup, apart} {
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "tiny mcp:", err)
+			os.Exit(3)
+		}
 	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
@@ -84,7 +89,8 @@ func processesWith(mark string) []int {
 	return pids
 }
 
-// leftoverTrial is one run of sema with a stdio MCP server that starts a child and a Bash
+// leftoverTrial is one run of sema with a stdio MCP server that starts two children (one
+// of them out of its group) and a Bash
 // command that starts a `setsid` job writing into the workspace; sema ends as end says:
 // "exit" (the run completes), or by SIGTERM, SIGHUP or SIGKILL while a second command
 // runs. It reports what of the two is still alive three seconds after sema ended, and
@@ -97,7 +103,7 @@ func leftoverTrial(t *testing.T, sandboxMode, end string) (mcpChild, job []int, 
 		t.Fatal(err)
 	}
 	uniq := strconv.FormatInt(time.Now().UnixNano()%1_000_000_000, 10)
-	childMark := "297." + uniq // the MCP server's child: sleep 297.<uniq>
+	childMark := "297." + uniq // the MCP server's children: sleep 297.<uniq>, sleep 1297.<uniq>
 	jobMark := "leftover" + uniq
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"tiny": map[string]any{"command": exe, "args": []string{"-test.run=^$"}, "env": map[string]string{tinyMCPEnv: childMark}},
@@ -178,11 +184,12 @@ func size(p string) int64 {
 	return fi.Size()
 }
 
-// Nothing a run started outlives it: neither the child of a stdio MCP server nor a Bash
-// job that left its process group with setsid, whether the run completes or sema is
-// ended by SIGTERM, SIGHUP or SIGKILL, with the sandbox off or on. Three seconds after
-// sema ended, no such process is alive and the job's file no longer grows.
-// SEMA_SOAK=N runs each case N times and logs the count of trials that left something.
+// Nothing a run started outlives it: neither the children of a stdio MCP server (one in
+// its group, one that left it) nor a Bash job that left its process group with setsid,
+// whether the run completes or sema is ended by SIGTERM, SIGHUP or SIGKILL, with the
+// sandbox off or on. Three seconds after sema ended, no such process is alive and the
+// job's file no longer grows. SEMA_SOAK=N runs each case N times and logs the count of
+// trials that left something.
 func TestNothingOutlivesTheRun(t *testing.T) {
 	trials := 1
 	if n, err := strconv.Atoi(os.Getenv("SEMA_SOAK")); err == nil && n > 0 {
@@ -196,7 +203,7 @@ func TestNothingOutlivesTheRun(t *testing.T) {
 					child, job, grows := leftoverTrial(t, sb, end)
 					if len(child) > 0 || len(job) > 0 || grows {
 						left++
-						t.Errorf("alive after sema ended: MCP server's child %v, setsid job %v (its file still grows: %v)", child, job, grows)
+						t.Errorf("alive after sema ended: MCP server's children %v, setsid job %v (its file still grows: %v)", child, job, grows)
 					}
 				}
 				t.Logf("%d of %d trials left a process behind", left, trials)
