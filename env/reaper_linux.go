@@ -70,7 +70,7 @@ func init() {
 	fd, err := strconv.Atoi(v)
 	if err != nil || fd < 3 || len(os.Args) < 3 {
 		fmt.Fprintln(os.Stderr, "sema: the process reaper was started without its arguments")
-		os.Exit(127)
+		exit(127)
 	}
 	runReaper(fd, os.Args[1], os.Args[2:])
 }
@@ -145,7 +145,7 @@ func runReaper(fd int, path string, argv []string) {
 		}
 		errors.As(err, &errno)
 		fmt.Fprintf(report, "!%d", int(errno))
-		os.Exit(127)
+		exit(127)
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fail(err)
@@ -223,7 +223,7 @@ func sweep(self int, grace time.Duration) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	os.Exit(125) // what is left is stuck in the kernel; SIGKILL is pending on it
+	exit(125) // what is left is stuck in the kernel; SIGKILL is pending on it
 }
 
 // descendants lists the live processes below pid, found by their parent links in /proc.
@@ -265,11 +265,15 @@ func descendants(pid int) []int {
 	return out
 }
 
+// exit ends the reaper at once: it has nothing to flush, and os.Exit would first run
+// what the runtime runs at exit (a race-detector build sleeps a second there).
+func exit(code int) { syscall.Exit(code) }
+
 // exitAs ends the reaper as the program ended: with its exit code, or killed by the same
 // signal (its default action restored behind the runtime's back, and no core dump).
 func exitAs(ws unix.WaitStatus) {
 	if !ws.Signaled() {
-		os.Exit(ws.ExitStatus())
+		exit(ws.ExitStatus())
 	}
 	sig := ws.Signal()
 	unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
@@ -278,5 +282,5 @@ func exitAs(ws unix.WaitStatus) {
 	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
 	unix.Kill(os.Getpid(), sig)
 	time.Sleep(time.Second)
-	os.Exit(128 + int(sig)) // a signal whose default is to be ignored or to stop
+	exit(128 + int(sig)) // a signal whose default is to be ignored or to stop
 }
