@@ -82,7 +82,8 @@ func (l *leg) stopShell(ctx context.Context) []BackgroundTask {
 
 // sweepTemps removes, while the leg runs, the temporary files that atomic writes of a
 // process killed mid-write left in the write roots (env.CleanStaleTemps: only that exact
-// name pattern, only files older than a minute). It walks on a goroutine of its own, so a
+// name pattern, only files whose writer is provably dead or, when that cannot be told,
+// older than a minute). It walks on a goroutine of its own, so a
 // large tree never delays the first model request; the walk is bounded
 // (env.MaxStaleTempWalk) and ends with ctx, and endSweep waits for it.
 func (l *leg) sweepTemps(ctx context.Context) {

@@ -72,6 +72,16 @@ func guardAdd(pgid int) { guardSend('+', pgid) }
 // guardDrop takes pgid off the guardian's list.
 func guardDrop(pgid int) { guardSend('-', pgid) }
 
+// GuardGroup lists the process group pgid with the guardian, so that it is killed when
+// this process dies, however it dies, as the host's own are. It is for a package that
+// starts a program itself (env.StartCmd, an MCP server): the parent-death signal reaches
+// the program only, not what it started. Call UnguardGroup once no process of the group
+// is alive, and not later than the program is reaped: its group id may be reused then.
+func GuardGroup(pgid int) { guardAdd(pgid) }
+
+// UnguardGroup takes pgid off the guardian's list.
+func UnguardGroup(pgid int) { guardDrop(pgid) }
+
 func guardSend(op byte, pgid int) {
 	guard.once.Do(guardStart)
 	guard.mu.Lock()

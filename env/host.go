@@ -114,9 +114,16 @@ func (*Host) openNoFollow(ctx context.Context, path string) (io.ReadCloser, erro
 var tmpSeq atomic.Uint64
 
 // tempName is the name of the temporary file an atomic write of base goes through: hidden,
-// unique in this process and over time, recognizably sema's.
+// unique in this process and over time, recognizably sema's, and naming the writing
+// process (writerTag) so that CleanStaleTemps can tell a dead writer's file from a live
+// one's. A name that would pass the 255 bytes a file name may have goes without the
+// writer, as names did before: it is then removable by age only.
 func tempName(base string) string {
-	return "." + base + ".sema-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(tmpSeq.Add(1), 36) + ".tmp"
+	name := "." + base + ".sema-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(tmpSeq.Add(1), 36)
+	if tag := writerTag(); tag != "" && len(name)+len(tag)+len("-.tmp") <= 255 {
+		return name + "-" + tag + ".tmp"
+	}
+	return name + ".tmp"
 }
 
 func infoOf(fi os.FileInfo) FileInfo {

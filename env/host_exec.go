@@ -23,9 +23,10 @@ import (
 // The group dies with this process: on Linux the program gets SIGKILL as its
 // parent-death signal, and a guardian process sends SIGKILL to the groups still running
 // when this process ends, however it ends (guard.go). A process that leaves the group
-// (setsid, setpgid) is reached by neither, nor by Signal; a program started as the init
-// of a PID namespace of its own (Isolation.PID, as the sandbox starts commands) takes
-// every such process with it when it ends.
+// (setsid, setpgid) is reached by neither, nor by Signal; on Linux it is still below the
+// program's reaper (reaper_linux.go), which ends it once the program has exited or this
+// process has died, or, for a program started as the init of a PID namespace of its own
+// (Isolation.PID, as the sandbox starts commands), the kernel ends it with the init.
 func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -52,13 +53,24 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	}
 	setDeathSignal(attr)
 	cmd.SysProcAttr = attr
+	path := cmd.Path
+	report, reportW, err := viaReaper(cmd)
+	if err != nil {
+		return nil, err
+	}
 
 	p := &hostProcess{exited: make(chan struct{})}
 	var childEnds []*os.File
+	if reportW != nil {
+		childEnds = append(childEnds, reportW)
+	}
 	var stdin *os.File
 	fail := func(err error) (Process, error) {
 		for _, f := range childEnds {
 			f.Close()
+		}
+		if report != nil {
+			report.Close()
 		}
 		if stdin != nil {
 			stdin.Close()
@@ -111,7 +123,19 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	for _, f := range childEnds {
 		f.Close()
 	}
+	childEnds = nil
 	p.pid = cmd.Process.Pid
+	if report != nil {
+		// The program is the reaper's child, in a group of its own: that group is the
+		// one signalled and guarded.
+		pid, err := reapedPID(report, path)
+		report = nil
+		if err != nil {
+			cmd.Wait()
+			return fail(err)
+		}
+		p.pid = pid
+	}
 	guardAdd(p.pid)
 	p.wg.Add(len(p.copies))
 	for i := range p.copies {

@@ -186,20 +186,38 @@ func TestHostSignalReachesTheGroup(t *testing.T) {
 	p.Close()
 }
 
-// A process that left the group keeps the pipe open; Close still delivers what was
-// written and returns.
+// A process that still holds the pipe does not keep Close from delivering what was
+// written and returning; and one that left the group (setsid) is gone when Wait returns,
+// ended by the program's reaper, as is the pipe it held.
 func TestHostCloseDrainsAndStops(t *testing.T) {
 	t.Parallel()
 	d := t.TempDir()
 	out := &lockedBuffer{}
-	p := start(t, env.ExecRequest{
-		Argv:   []string{"sh", "-c", "setsid sh -c 'echo $$ > " + d + "/escapee; exec sleep 300' & echo written"},
+	p := start(t, env.ExecRequest{Argv: []string{"sh", "-c", "echo written; exec sleep 300"}, Stdout: out, Stderr: out})
+	for deadline := time.Now().Add(20 * time.Second); out.String() == ""; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing was written")
+		}
+	}
+	p.Close()
+	if out.String() != "written\n" {
+		t.Fatalf("output %q", out.String())
+	}
+	p.Signal(syscall.SIGKILL)
+	p.Wait()
+
+	out = &lockedBuffer{}
+	p = start(t, env.ExecRequest{
+		Argv:   []string{"sh", "-c", "setsid sh -c 'echo $$ > " + d + "/escapee; exec sleep 300' & while [ ! -s " + d + "/escapee ]; do sleep 0.01; done; echo written"},
 		Stdout: out, Stderr: out,
 	})
 	escapee := readPid(t, filepath.Join(d, "escapee"))
 	defer syscall.Kill(escapee, syscall.SIGKILL)
 	if _, err := p.Wait(); err != nil {
 		t.Fatal(err)
+	}
+	if err := syscall.Kill(escapee, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the process that left the group outlived the program: kill 0: %v", err)
 	}
 	p.Close()
 	if out.String() != "written\n" {

@@ -117,8 +117,8 @@ func alive(mark string) []string {
 }
 
 // In a PID namespace the program is its init; when it ends, the kernel kills every process
-// left in the namespace, also those that left its group and session. Without one (the
-// calibration) they live on.
+// left in the namespace, also those that left its group and session. Without one, its
+// reaper ends them before Wait returns. Started plainly (the calibration), they live on.
 func TestHostPIDNamespaceEndsWhatTheProgramLeft(t *testing.T) {
 	if _, err := exec.LookPath("pgrep"); err != nil {
 		t.Skipf("pgrep (procps) is needed to see the program's children start: %v", err)
@@ -128,14 +128,41 @@ func TestHostPIDNamespaceEndsWhatTheProgramLeft(t *testing.T) {
 			t.Skipf("no PID namespace for an unprivileged user here: %v", err)
 		}
 	}
-	for _, pidNS := range []bool{false, true} {
-		mark := fmt.Sprintf("31%d.%d", time.Now().UnixNano()%1e6, os.Getpid())
+	script := func(mark string) string {
 		// The script's own command line must not match: the mark is put together in it.
-		script := `m=` + mark + `; setsid sleep $m & (sleep $m &) ; nohup sleep $m >/dev/null 2>&1 & disown
+		return `m=` + mark + `; setsid sleep $m & (sleep $m &) ; nohup sleep $m >/dev/null 2>&1 & disown
 			# All three run before the program ends.
 			until [ "$(pgrep -xfc "sleep $m")" -ge 3 ]; do sleep 0.01; done; echo $$`
+	}
+	// Calibration: started plainly, in a session of its own, and its group killed as the
+	// shell tools kill it, the one in a session of its own lives on.
+	mark := fmt.Sprintf("31%d.%d", time.Now().UnixNano()%1e6, os.Getpid())
+	plain := exec.Command("bash", "-c", script(mark))
+	plain.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := plain.Run(); err != nil {
+		t.Fatalf("calibration: %v", err)
+	}
+	syscall.Kill(-plain.Process.Pid, syscall.SIGKILL)
+	for env.GroupAlive(plain.Process.Pid) {
+		time.Sleep(time.Millisecond)
+	}
+	escaped := alive("sleep\x00" + mark)
+	for _, pid := range escaped {
+		if n, err := strconv.Atoi(pid); err == nil {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
+	if len(escaped) != 1 {
+		t.Fatalf("calibration: %d escaped sleeps were alive after the group was killed, want 1", len(escaped))
+	}
+	// Mount and network namespaces without a PID one (a sandbox where the kernel gives no
+	// PID namespace) run below the reaper, inside the namespaces, as a plain start does.
+	for _, iso := range []env.Isolation{{}, {Mount: true, Network: true}, {PID: true}} {
+		pidNS := iso.PID
+		mark := fmt.Sprintf("31%d.%d", time.Now().UnixNano()%1e6, os.Getpid())
+		script := script(mark)
 		var out bytes.Buffer
-		p := start(t, env.ExecRequest{Argv: []string{"bash", "-c", script}, Stdout: &out, Stderr: &out, Isolate: env.Isolation{PID: pidNS}})
+		p := start(t, env.ExecRequest{Argv: []string{"bash", "-c", script}, Stdout: &out, Stderr: &out, Isolate: iso})
 		st, err := p.Wait()
 		if err != nil {
 			t.Fatal(err)
@@ -155,20 +182,13 @@ func TestHostPIDNamespaceEndsWhatTheProgramLeft(t *testing.T) {
 			}
 		}
 		if st.Code != 0 {
-			t.Fatalf("PID namespace %v: exit %+v: %q", pidNS, st, out.String())
+			t.Fatalf("%+v: exit %+v: %q", iso, st, out.String())
 		}
-		if !pidNS {
-			// The one in a session of its own outlives the group's end.
-			if len(escaped) != 1 {
-				t.Fatalf("calibration: %d escaped sleeps were alive after the group was killed, want 1", len(escaped))
-			}
-			continue
-		}
-		if strings.TrimSpace(out.String()) != "1" {
+		if pidNS && strings.TrimSpace(out.String()) != "1" {
 			t.Fatalf("the program is not its namespace's init: $$ is %q", out.String())
 		}
-		if len(left) != 0 {
-			t.Fatalf("processes the program left are alive after it ended: %v", left)
+		if len(left) != 0 || len(escaped) != 0 {
+			t.Fatalf("%+v: processes the program left are alive after it ended: %v, and after its group was killed: %v", iso, left, escaped)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -54,7 +55,9 @@ func parentDir(op, path string) (dirfd int, base string, err error) {
 }
 
 // WriteFile replaces path atomically through a hidden temporary file in the same
-// directory, opened from a directory descriptor reached without following any symlink.
+// directory, opened from a directory descriptor reached without following any symlink;
+// where the filesystem allows, that file has no name until its bytes are durable
+// (openTemp), so a write killed on the way leaves nothing.
 // An existing file keeps its 0o777 permission bits; a symlink (ELOOP) or directory
 // (EISDIR) at path is refused.
 func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
@@ -80,15 +83,16 @@ func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.Fi
 	case !errors.Is(err, unix.ENOENT):
 		return pe(err)
 	}
-	tmp := tempName(base)
-	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	fd, tmp, err := openTemp(dirfd, base, perm)
 	if err != nil {
 		return pe(err)
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(path), tmp))
 	fail := func(err error) error {
 		f.Close()
-		unix.Unlinkat(dirfd, tmp, 0)
+		if tmp != "" {
+			unix.Unlinkat(dirfd, tmp, 0)
+		}
 		return err
 	}
 	if _, err := f.Write(data); err != nil {
@@ -100,6 +104,14 @@ func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.Fi
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
+	}
+	if tmp == "" {
+		// Named only now, its bytes durable: the name exists from here to the rename.
+		name, err := linkTemp(fd, dirfd, base)
+		if err != nil {
+			return fail(pe(err))
+		}
+		tmp = name
 	}
 	if err := f.Close(); err != nil {
 		unix.Unlinkat(dirfd, tmp, 0)
@@ -113,6 +125,45 @@ func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.Fi
 	// filesystems cannot sync a directory.
 	unix.Fsync(dirfd)
 	return nil
+}
+
+// openTemp opens the file an atomic write of base goes through. Where the filesystem
+// has them it is an unnamed file (O_TMPFILE) in the directory, named only once its
+// bytes are durable (linkTemp), just before the rename: a process killed while writing
+// leaves nothing behind, since the kernel frees an unnamed file with its last
+// descriptor. Elsewhere it is a file named by tempName from the start; name is that
+// name, or "" for an unnamed file.
+func openTemp(dirfd int, base string, perm fs.FileMode) (fd int, name string, err error) {
+	fd, err = unix.Openat(dirfd, ".", unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, uint32(perm.Perm()))
+	if err == nil {
+		return fd, "", nil
+	}
+	// A filesystem (or kernel) without unnamed files answers one of these; any other
+	// error (EACCES, ENOSPC, …) is the directory's, and a named file would meet it too.
+	if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EINVAL) {
+		return -1, "", err
+	}
+	name = tempName(base)
+	fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	if err != nil {
+		return -1, "", err
+	}
+	return fd, name, nil
+}
+
+// linkTemp gives the unnamed file fd a temporary name in the directory dirfd, as
+// tempName makes for base, and returns it: through /proc's link to the descriptor,
+// which any user may follow to a file it opened, or, without /proc, by the descriptor
+// itself (AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH).
+func linkTemp(fd, dirfd int, base string) (string, error) {
+	name := tempName(base)
+	err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+	if err != nil {
+		if err2 := unix.Linkat(fd, "", dirfd, name, unix.AT_EMPTY_PATH); err2 == nil {
+			err = nil
+		}
+	}
+	return name, err
 }
 
 // CreateExclusive creates path with O_EXCL|O_NOFOLLOW in a parent reached without

@@ -36,6 +36,45 @@ func StartCmd(cmd *exec.Cmd) error {
 	return startCmd(cmd)
 }
 
+// StartCmdReaped is StartCmd with the program below a reaper, as the host starts a
+// program that has no PID namespace of its own (reaper_linux.go): whatever the program
+// leaves running — in its group or out of it (setsid) — is ended once it exits, or
+// when this process dies, however it dies. It returns the program's pid, which is its
+// process group id; when reaped is true, cmd.Process is the reaper, and its exit
+// (cmd.Wait) comes after the program and everything it started are gone, the program
+// itself having been reaped already, so its group id must not be signalled then. Without
+// a reaper (a PID namespace in cmd.SysProcAttr, or no /proc), it is StartCmd.
+func StartCmdReaped(cmd *exec.Cmd) (pgid int, reaped bool, err error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	setDeathSignal(cmd.SysProcAttr)
+	path := cmd.Path
+	report, w, err := viaReaper(cmd)
+	if err != nil {
+		return 0, false, err
+	}
+	err = startCmd(cmd)
+	if w != nil {
+		w.Close()
+	}
+	if err != nil {
+		if report != nil {
+			report.Close()
+		}
+		return 0, false, err
+	}
+	if report == nil {
+		return cmd.Process.Pid, false, nil
+	}
+	pid, err := reapedPID(report, path)
+	if err != nil {
+		cmd.Wait()
+		return 0, false, err
+	}
+	return pid, true, nil
+}
+
 // setDeathSignal asks the kernel to kill the program when this process dies.
 func setDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
 

@@ -17,3 +17,11 @@ func StartCmd(cmd *exec.Cmd) error { return startCmd(cmd) }
 
 // startCmd starts cmd; any thread will do where there is no parent-death signal.
 func startCmd(cmd *exec.Cmd) error { return cmd.Start() }
+
+// StartCmdReaped is StartCmd: there is no reaper elsewhere than on Linux.
+func StartCmdReaped(cmd *exec.Cmd) (pgid int, reaped bool, err error) {
+	if err := startCmd(cmd); err != nil {
+		return 0, false, err
+	}
+	return cmd.Process.Pid, false, nil
+}

@@ -19,14 +19,20 @@ const StaleTempAge = time.Minute
 const MaxStaleTempWalk = 200_000
 
 // tempNameRE matches exactly the names tempName makes: "." + base + ".sema-" + creation
-// time in nanoseconds (base 36) + "-" + a sequence number (base 36) + ".tmp".
-var tempNameRE = regexp.MustCompile(`^\..+\.sema-([0-9a-z]+)-[0-9a-z]+\.tmp$`)
+// time in nanoseconds (base 36) + "-" + a sequence number (base 36), then, when the
+// writer is named, "-" + its pid, start time and pid namespace (base 36, joined by
+// dots), then ".tmp".
+var tempNameRE = regexp.MustCompile(`^\..+\.sema-([0-9a-z]+)-[0-9a-z]+(?:-([0-9a-z]+)\.([0-9a-z]+)\.([0-9a-z]+))?\.tmp$`)
 
 // CleanStaleTemps removes, under root, the temporary files that atomic writes of a
-// process that died mid-write left behind (WriteFile writes ".<name>.sema-<time>-<n>.tmp"
-// next to the file and renames it into place). A file is removed only when its name has
-// exactly that form, it is a regular file (never a link or a directory), and both its
-// modification time and the time in its name are older than StaleTempAge. Symbolic
+// process that died mid-write left behind (WriteFile writes
+// ".<name>.sema-<time>-<n>-<writer>.tmp" next to the file and renames it into place). A
+// file is removed only when its name has exactly that form and it is a regular file
+// (never a link or a directory), and either the writer it names is provably dead — in
+// this pid namespace, its pid free or held by a process that started later — or, for a
+// name without a writer or a writer in another pid namespace, both its modification time
+// and the time in its name are older than StaleTempAge. A live writer's file is kept
+// however old: that writer may be stopped, and rename it into place when it resumes. Symbolic
 // links are not followed and unreadable directories are skipped; the walk stops after
 // MaxStaleTempWalk entries or when ctx ends. It returns the paths it removed. A runner
 // calls it at the start of a run over root.
@@ -51,13 +57,22 @@ func CleanStaleTemps(ctx context.Context, root string) []string {
 		if m == nil {
 			return nil
 		}
-		nanos, err := strconv.ParseInt(m[1], 36, 64)
-		if err != nil || now.Sub(time.Unix(0, nanos)) < StaleTempAge {
+		fi, err := os.Lstat(path)
+		if err != nil || !fi.Mode().IsRegular() {
 			return nil
 		}
-		fi, err := os.Lstat(path)
-		if err != nil || !fi.Mode().IsRegular() || now.Sub(fi.ModTime()) < StaleTempAge {
-			return nil
+		dead, alive := false, false
+		if m[2] != "" {
+			dead, alive = judgeWriter(m[2], m[3], m[4])
+		}
+		if alive {
+			return nil // this process or another live one: its write may be in flight
+		}
+		if !dead {
+			nanos, err := strconv.ParseInt(m[1], 36, 64)
+			if err != nil || now.Sub(time.Unix(0, nanos)) < StaleTempAge || now.Sub(fi.ModTime()) < StaleTempAge {
+				return nil
+			}
 		}
 		if os.Remove(path) == nil {
 			removed = append(removed, path)

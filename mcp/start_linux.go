@@ -13,7 +13,7 @@ import (
 // as its parent-death signal, so it does not outlive this process even when this process
 // is killed with SIGKILL and cannot stop it. The signal reaches the server only (a fork
 // clears it); what the server starts is reached through its process group, which Close
-// and the server's own exit kill.
+// and the server's own exit kill, and the guardian kills should this process die first.
 
 // waitNoReap waits for the program to exit without reaping it (waitid with WNOWAIT):
 // until it is reaped its pid, which is its group's id, stays taken, so the group may

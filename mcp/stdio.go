@@ -29,17 +29,21 @@ const closeGrace = 2 * time.Second
 const stderrKeep = 8 << 10
 
 // process is a started stdio server: a program in a process group of its own whose
-// stdin and stdout carry the protocol.
+// stdin and stdout carry the protocol, below a reaper where the host has one.
 //
 // Its group is killed with SIGKILL as soon as the program itself exits, before the
 // program is reaped: while it is an unreaped zombie its pid, and so the group id, cannot
 // be given to another process, so the signal cannot reach a stranger (see waitNoReap).
 type process struct {
-	cmd    *exec.Cmd
-	pgid   int
-	stdin  *os.File // our end of the program's stdin
-	stdout *os.File // our end of the program's stdout
-	stderr *ring
+	cmd  *exec.Cmd
+	pgid int
+	// viaReaper: cmd.Process is the server's reaper (env.StartCmdReaped), which exits
+	// only once the server and everything it started, in its group or out of it, are
+	// gone; the group is then not signalled again, its id being free.
+	viaReaper bool
+	stdin     *os.File // our end of the program's stdin
+	stdout    *os.File // our end of the program's stdout
+	stderr    *ring
 
 	exited  chan struct{} // closed when the program has exited
 	reaped  chan struct{} // closed when its group was killed and it was reaped
@@ -86,16 +90,19 @@ func startProcess(s Server, opts *Options) (*process, error) {
 		return nil, err
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: opts.Dir, Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: attr}
-	err = semaenv.StartCmd(cmd)
+	pgid, viaReaper, err := semaenv.StartCmdReaped(cmd)
 	closeAll(inR, outW, errW) // the program holds its own copies now
 	if err != nil {
 		closeAll(inW, outR, errR)
 		return nil, err
 	}
 	p := &process{
-		cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, stdout: outR, stderr: &ring{done: make(chan struct{})},
+		cmd: cmd, pgid: pgid, viaReaper: viaReaper, stdin: inW, stdout: outR, stderr: &ring{done: make(chan struct{})},
 		exited: make(chan struct{}), reaped: make(chan struct{}),
 	}
+	// The parent-death signal ends the server only; what it started in its group ends
+	// with this process through the guardian.
+	semaenv.GuardGroup(p.pgid)
 	go p.stderr.drain(errR)
 	go p.watch()
 	return p, nil
@@ -107,13 +114,21 @@ func (p *process) watch() {
 	reaped, err := waitNoReap(p.cmd)
 	close(p.exited)
 	deadline := time.Now().Add(closeGrace)
-	for {
+	for !p.viaReaper {
 		// Again each time: a member may have started another before it died.
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		if !semaenv.GroupAlive(p.pgid) || time.Now().After(deadline) {
+		if !semaenv.GroupAlive(p.pgid) {
+			// Off the list while the unreaped program still holds the group id.
+			semaenv.UnguardGroup(p.pgid)
+			break
+		}
+		if time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if p.viaReaper {
+		semaenv.UnguardGroup(p.pgid)
 	}
 	if !reaped {
 		err = p.cmd.Wait()

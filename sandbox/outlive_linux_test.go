@@ -4,6 +4,7 @@ package sandbox_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -41,12 +42,35 @@ func livingWith(mark string) []int {
 	return pids
 }
 
+// runPlain runs script under bash started plainly by os/exec, in a session of its own
+// (as the host starts a program) but with no reaper above it, and returns how it ended
+// and its output.
+func runPlain(t *testing.T, dir, script string, extra ...string) (env.ExitStatus, string) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-c", script)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, append(os.Environ(), extra...), &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.WaitDelay = time.Second // a tree that kept the output open does not hold the test
+	err := cmd.Run()
+	st := env.ExitStatus{Code: cmd.ProcessState.ExitCode()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		st.Signal = ws.Signal()
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
+		t.Fatal(err)
+	}
+	return st, out.String()
+}
+
 // Nothing a command starts outlives it: each case leaves a process behind that writes a
-// file into the write root a second after the command returned. Unconfined, the file
-// appears (the process escaped the command's end); confined, the helper is the init of
-// the command's PID namespace and its end takes every process of the namespace with it:
-// no process of the tree is alive when the command has returned, and 3.5 s later the
-// file is not there.
+// file into the write root a second after the command returned. Started plainly, the
+// file appears (the process escaped the command's end: the calibration); unconfined
+// through the host, the command's reaper ends every process below it before Wait
+// returns; confined, the helper is the init of the command's PID namespace and its end
+// takes every process of the namespace with it. Either way no process of the tree is
+// alive when the command has returned, and 3.5 s later the file is not there.
 func TestNothingOutlivesTheCommand(t *testing.T) {
 	k := kernel(t)
 	whoami(t)
@@ -83,7 +107,11 @@ open(os.path.join(os.environ["ROOT"], "late"), "w").write("late")
 					t.Skipf("%s is not installed: %v", n, err)
 				}
 			}
-			for _, confined := range []bool{false, true} {
+			// plain: bash started by os/exec, no reaper (the calibration: the tree
+			// escapes); host: unconfined through the host, whose reaper ends the tree
+			// before Wait returns; confined: the helper as init of a PID namespace.
+			for _, mode := range []string{"plain", "host", "confined"} {
+				confined := mode == "confined"
 				// The delay is a little over three seconds and unique: it marks the tree.
 				// It is long enough that a command slow to return under load has returned
 				// before the late write is due.
@@ -94,7 +122,13 @@ open(os.path.join(os.environ["ROOT"], "late"), "w").write("late")
 					kp = &k
 				}
 				lateFile := filepath.Join(w.root, "late")
-				st, out := runScript(t, kp, policyFor(w), w.root, c.script+awaitStart, "D="+mark, "ROOT="+w.root)
+				var st env.ExitStatus
+				var out string
+				if mode == "plain" {
+					st, out = runPlain(t, w.root, c.script+awaitStart, "D="+mark, "ROOT="+w.root)
+				} else {
+					st, out = runScript(t, kp, policyFor(w), w.root, c.script+awaitStart, "D="+mark, "ROOT="+w.root)
+				}
 				returned := time.Now()
 				alive := livingWith(mark)
 				if exists(lateFile) {
@@ -105,7 +139,7 @@ open(os.path.join(os.environ["ROOT"], "late"), "w").write("late")
 						syscall.Kill(pid, syscall.SIGKILL)
 					}
 				})
-				if !confined {
+				if mode == "plain" {
 					// Calibration: the tree outlived the command and does write.
 					deadline := returned.Add(20 * time.Second)
 					for !exists(lateFile) {

@@ -20,6 +20,7 @@ import (
 var semaBin string
 
 func TestMain(m *testing.M) {
+	serveTinyMCP()
 	if bin := os.Getenv("SEMA_E2E_BIN"); bin != "" {
 		// A binary built elsewhere (say, to profile it after the run, or to compare
 		// two builds in the benchmarks).

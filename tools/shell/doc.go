@@ -13,11 +13,14 @@
 //     the call's context ends, when KillShell stops it, or when the set shuts down, the
 //     whole group gets SIGTERM (and SIGCONT, so a stopped process can act on it), and
 //     SIGKILL two seconds later if any process of it is still alive. A process that
-//     leaves its group (setsid) is beyond reach; a background task owns its group until
-//     the task ends. The groups die with the process that runs the set, even when it is
-//     killed with SIGKILL: the host env kills them then (env.Host.Start), and should that
-//     fail too, the next set made in the same scratch parent kills what a dead process
-//     left and removes its scratch directory (CleanStale).
+//     leaves its group (setsid, a daemon's double fork) is still below the command's
+//     reaper on the host (or in its PID namespace, confined), which ends it the same way
+//     once the shell has exited; a background task owns its group until the task ends.
+//     The groups die with the process that runs the set, even when it is killed with
+//     SIGKILL: the host env kills them then, and the reapers what left them
+//     (env.Host.Start), and should that fail too, the next set made in the same scratch
+//     parent kills what a dead process left in its groups and removes its scratch
+//     directory (CleanStale).
 //   - Output is one stream: stdout and stderr share a pipe, so the answer shows them
 //     interleaved as written. A foreground answer keeps the first and the last 15,000
 //     characters and names how many were elided between them. A background task's output

@@ -1,0 +1,286 @@
+//go:build linux
+
+package env
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A process group is not a handle on everything a program starts: `setsid`, a daemon's
+// double fork or `setpgid` leave it, and neither Process.Signal nor the guardian reach
+// what left. Parentage is such a handle, once an ancestor is a child subreaper
+// (PR_SET_CHILD_SUBREAPER): a process whose parent dies is handed to its nearest
+// subreaper ancestor instead of to init, and nothing — setsid included — takes a process
+// out from under an ancestor. So the host starts a program that has no PID namespace of
+// its own through a reaper: this same executable, started again (the reaperEnv variable
+// makes this package's init take over before main), a subreaper that starts the program
+// and, once the program has exited, ends every process still below it — SIGTERM (and
+// SIGCONT), reaperGrace, then SIGKILL until none is left — and only then exits, as the
+// program did. Wait therefore returns when the program and everything it started are
+// gone.
+//
+// The reaper sits outside the program's process group (the program gets a session and a
+// group of its own, whose id the host signals and the guardian lists), so a signal meant for the
+// program's group, SIGKILL included, never ends the reaper before it has swept. Its
+// parent-death signal is SIGTERM, which it catches: when this process dies, however it
+// dies, the reaper kills everything below it at once and exits. It is the handle that
+// survives SIGKILL of this process.
+//
+// The sandbox needs none of this where it gives a command a PID namespace: the command's
+// init ends every process of the namespace when it ends. A cgroup would be a handle as
+// well, but one that is writable for an unprivileged user only under a delegating
+// service manager, and not at all in most containers; a subreaper needs no privilege.
+//
+// What the reaper cannot stop: a process of the program that kills the reaper itself
+// with SIGKILL (same user) before it has swept — the sandbox's PID namespace, whose
+// init cannot be killed from inside, has no such gap.
+
+const (
+	// reaperEnv starts the reaper instead of the program's own main; its value is the
+	// descriptor the reaper reports the program's pid on.
+	reaperEnv = "SEMA_ENV_REAPER"
+	// reaperGrace is how long processes left below the reaper have between SIGTERM and
+	// SIGKILL, as long as the shell tools give a command's group.
+	reaperGrace = 2 * time.Second
+	// reaperGiveUp bounds the SIGKILL rounds: a process stuck in the kernel (an
+	// uninterruptible wait) is left to die when it wakes, rather than hold the exit.
+	reaperGiveUp = 10 * time.Second
+)
+
+func init() {
+	v, ok := os.LookupEnv(reaperEnv)
+	if !ok {
+		return
+	}
+	os.Unsetenv(reaperEnv)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 || len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "sema: the process reaper was started without its arguments")
+		exit(127)
+	}
+	runReaper(fd, os.Args[1], os.Args[2:])
+}
+
+// reaperExe is the executable the reaper runs from, "" when the host cannot start it
+// (no /proc): programs then start directly, and only their group is a handle.
+var reaperExe = func() string {
+	if _, err := os.Stat("/proc/self/exe"); err != nil {
+		return ""
+	}
+	return "/proc/self/exe"
+}()
+
+// viaReaper rewrites cmd, whose SysProcAttr is set, to run through the reaper unless it
+// gets a PID namespace of its own. It returns the read end of the pipe the reaper
+// reports on (nil: no reaper) and the write end the caller closes once the reaper has
+// started.
+func viaReaper(cmd *exec.Cmd) (report, child *os.File, err error) {
+	if cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWPID != 0 || reaperExe == "" {
+		return nil, nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	// The reaper's argv: its own name, the program's path as found, then the program's
+	// argv as given.
+	cmd.Args = append([]string{"sema-reaper", cmd.Path}, cmd.Args...)
+	cmd.Path = reaperExe
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Env = append(cmd.Env, reaperEnv+"=3")
+	// Caught, not fatal: the reaper sweeps before it exits (see above).
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	return r, w, nil
+}
+
+// reapedPID reads what the reaper reports once it has started the program: the
+// program's pid, or the errno of a start that failed (then the reaper exits, and the
+// caller reaps it).
+func reapedPID(report *os.File, path string) (int, error) {
+	b, err := io.ReadAll(io.LimitReader(report, 64))
+	report.Close()
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	if e, ok := bytes.CutPrefix(b, []byte("!")); ok {
+		n, err := strconv.Atoi(string(e))
+		if err != nil {
+			return 0, fmt.Errorf("env: the process reaper failed to start %s: %q", path, s)
+		}
+		return 0, &fs.PathError{Op: "fork/exec", Path: path, Err: syscall.Errno(n)}
+	}
+	pid, err := strconv.Atoi(s)
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("env: the process reaper ended before it started %s", path)
+	}
+	return pid, nil
+}
+
+// runReaper is the reaper's whole life: it starts path with argv, reports its pid on
+// descriptor fd, and sweeps and exits as described above. It never returns.
+func runReaper(fd int, path string, argv []string) {
+	runtime.LockOSThread()
+	report := os.NewFile(uintptr(fd), "report")
+	syscall.CloseOnExec(fd)
+	fail := func(err error) {
+		errno := syscall.EINVAL
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		errors.As(err, &errno)
+		fmt.Fprintf(report, "!%d", int(errno))
+		exit(127)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fail(err)
+	}
+	// Inside a user namespace the reaper holds the capabilities the host lent for the
+	// namespaces; the program must not reach them through its memory.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
+	// Should this process have died before the signal was caught, its default action
+	// ended the reaper before it started anything; from here on it is caught, and the
+	// sweep below runs even when it arrives before the program is started.
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+		// A session, and so a group, of its own for the program, as the host gives
+		// every program (procAttr); it dies with the reaper (its parent-death signal
+		// is tied to this locked thread, which lives as long).
+		Sys: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		fail(err)
+	}
+	fmt.Fprintf(report, "%d", pid)
+	report.Close()
+
+	self := os.Getpid()
+	go func() {
+		// This process's parent died, or someone asked the reaper to stop: everything
+		// below it goes at once.
+		<-sigs
+		sweep(self, 0)
+	}()
+	var status unix.WaitStatus
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			break // no child left: nothing is below the reaper
+		}
+		if got == pid && (ws.Exited() || ws.Signaled()) {
+			status = ws
+			go sweep(self, reaperGrace)
+		}
+	}
+	exitAs(status)
+}
+
+// sweep ends every process below the reaper self: SIGTERM and SIGCONT, then up to grace
+// for them to end, then SIGKILL until none is left or reaperGiveUp passed. The wait loop
+// reaps them; once it finds no child, the reaper exits.
+func sweep(self int, grace time.Duration) {
+	if grace > 0 {
+		below := descendants(self)
+		for _, p := range below {
+			unix.Kill(p, unix.SIGTERM)
+			unix.Kill(p, unix.SIGCONT)
+		}
+		for deadline := time.Now().Add(grace); len(below) > 0 && time.Now().Before(deadline); below = descendants(self) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Again each round: a process may have forked before it died, and its orphans
+	// come to the reaper.
+	for deadline := time.Now().Add(reaperGiveUp); time.Now().Before(deadline); {
+		below := descendants(self)
+		if len(below) == 0 {
+			return
+		}
+		for _, p := range below {
+			unix.Kill(p, unix.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	exit(125) // what is left is stuck in the kernel; SIGKILL is pending on it
+}
+
+// descendants lists the live processes below pid, found by their parent links in /proc.
+func descendants(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range ents {
+		name := e.Name()
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command name's closing parenthesis: state ppid ...
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(b[i+1:])
+		if len(f) < 2 || f[0][0] == 'Z' || f[0][0] == 'X' {
+			continue
+		}
+		p, err1 := strconv.Atoi(name)
+		pp, err2 := strconv.Atoi(string(f[1]))
+		if err1 == nil && err2 == nil {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
+}
+
+// exit ends the reaper at once: it has nothing to flush, and os.Exit would first run
+// what the runtime runs at exit (a race-detector build sleeps a second there).
+func exit(code int) { syscall.Exit(code) }
+
+// exitAs ends the reaper as the program ended: with its exit code, or killed by the same
+// signal (its default action restored behind the runtime's back, and no core dump).
+func exitAs(ws unix.WaitStatus) {
+	if !ws.Signaled() {
+		exit(ws.ExitStatus())
+	}
+	sig := ws.Signal()
+	unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+	// A zeroed struct sigaction is SIG_DFL with no flags on every architecture.
+	var dfl [64]byte
+	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	unix.Kill(os.Getpid(), sig)
+	time.Sleep(time.Second)
+	exit(128 + int(sig)) // a signal whose default is to be ignored or to stop
+}
