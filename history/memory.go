@@ -253,28 +253,20 @@ func (m *Memory) Delete(ctx context.Context, id int64) error {
 	return nil
 }
 
-// SetAfter implements Store.SetAfter: it sets the After of the record with id; a
-// missing id is not an error.
+// SetAfter implements Store.SetAfter: it sets the After of the record with id (and
+// clears its Pending); a missing id is not an error.
 func (m *Memory) SetAfter(ctx context.Context, id int64, after string) error {
-	if err := CheckAfter(after); err != nil {
-		return err
-	}
-	if err := m.lock(ctx); err != nil {
-		return err
-	}
-	defer m.mu.Unlock()
-	for _, rs := range m.records {
-		if i := slices.IndexFunc(rs, func(r Record) bool { return r.ID == id }); i >= 0 {
-			rs[i].After, rs[i].Pending = after, ""
-			return nil
-		}
-	}
-	return nil
+	return m.setOn(ctx, id, after, func(r *Record) { r.After, r.Pending = after, "" })
 }
 
 // SetPending implements Store.SetPending: it sets the Pending of the record with id; a
 // missing id is not an error.
 func (m *Memory) SetPending(ctx context.Context, id int64, after string) error {
+	return m.setOn(ctx, id, after, func(r *Record) { r.Pending = after })
+}
+
+// setOn checks after, then applies set to the record with id, if there is one.
+func (m *Memory) setOn(ctx context.Context, id int64, after string, set func(*Record)) error {
 	if err := CheckAfter(after); err != nil {
 		return err
 	}
@@ -284,7 +276,7 @@ func (m *Memory) SetPending(ctx context.Context, id int64, after string) error {
 	defer m.mu.Unlock()
 	for _, rs := range m.records {
 		if i := slices.IndexFunc(rs, func(r Record) bool { return r.ID == id }); i >= 0 {
-			rs[i].Pending = after
+			set(&rs[i])
 			return nil
 		}
 	}
