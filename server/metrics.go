@@ -19,6 +19,7 @@ type metrics struct {
 	events    prometheus.Counter
 	requests  *prometheus.CounterVec
 	decisions *prometheus.CounterVec
+	latency   *latencies
 }
 
 func newMetrics() *metrics {
@@ -42,9 +43,11 @@ func newMetrics() *metrics {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sema_checkpoint_decisions_total", Help: "Checkpoint decisions, by outcome.",
 		}, []string{"outcome"}),
+		latency: newLatencies(),
 	}
 	m.reg.MustRegister(m.submitted, m.finished, m.running, m.events, m.requests, m.decisions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.latency.collectors()...)
 	return m
 }
 

@@ -160,6 +160,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		pg.wake = s.wake.notify
 	}
 	s.events = newEventLog(s)
+	s.metrics.reg.MustRegister(newTaskStates(s))
 	s.routes()
 	return s, nil
 }

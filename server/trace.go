@@ -34,6 +34,9 @@ type legTrace struct {
 	// result of the turn before. A turn's span is made when its response arrives, so a
 	// leg that stops between turns leaves no empty one.
 	since time.Time
+	// began is the leg's start; lat receives the model's and the leg's times.
+	began time.Time
+	lat   *latencies
 }
 
 func (s *Server) startLegTrace(ctx context.Context, t *taskRow) *legTrace {
@@ -43,13 +46,15 @@ func (s *Server) startLegTrace(ctx context.Context, t *taskRow) *legTrace {
 		attribute.String("sema.session_id", t.sessionID),
 		attribute.String("sema.tenant", t.tenant),
 	))
-	return &legTrace{tr: tr, ctx: ctx, leg: leg, tools: map[string]trace.Span{}, since: time.Now()}
+	now := time.Now()
+	return &legTrace{tr: tr, ctx: ctx, leg: leg, tools: map[string]trace.Span{}, since: now, began: now, lat: s.metrics.latency}
 }
 
 // event records ev.
 func (lt *legTrace) event(ev agent.Event) {
 	switch ev.Type {
 	case agent.EventAssistant:
+		lt.lat.model.Observe(time.Since(lt.since).Seconds())
 		_, turn := lt.tr.Start(lt.ctx, "sema.turn", trace.WithTimestamp(lt.since),
 			trace.WithAttributes(attribute.Int("sema.turn", ev.Turn)))
 		if r := ev.Response; r != nil {
@@ -87,6 +92,7 @@ func (lt *legTrace) end(status string, err error) {
 	for _, sp := range lt.tools {
 		sp.End()
 	}
+	lt.lat.leg.WithLabelValues(status).Observe(time.Since(lt.began).Seconds())
 	lt.leg.SetAttributes(attribute.String("sema.status", status))
 	if err != nil {
 		lt.leg.RecordError(err)

@@ -41,6 +41,7 @@ func (w *taskWorker) Timeout(*river.Job[runArgs]) time.Duration { return w.s.cfg
 
 // Work runs one attempt of a task's job.
 func (w *taskWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
+	w.s.metrics.latency.queueWait.Observe(max(0, time.Since(job.ScheduledAt).Seconds()))
 	return w.s.work(context.WithoutCancel(ctx), job.Args.TaskID)
 }
 
@@ -120,6 +121,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 		if err := json.Unmarshal([]byte(t.decision), answer); err != nil {
 			return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 		}
+		s.observeApprovalWait(ctx, answer.CheckpointID)
 	}
 	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
 		return err
@@ -360,7 +362,14 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 	}
 	s.appended(ctx, t.id)
 	s.metrics.finished.WithLabelValues(string(status)).Inc()
-	s.log.Info("task leg ended", "task_id", t.id, "session_id", t.sessionID, "status", string(status), "checkpoint_id", checkpoint)
+	attrs := []any{"task_id", t.id, "tenant", t.tenant, "session_id", t.sessionID, "status", string(status), "checkpoint_id", checkpoint}
+	if e, ok := obj["error"].(*sema.Error); ok && e != nil {
+		// A failed leg's log line carries the code an operator alerts and filters on.
+		attrs = append(attrs, "code", e.Code, "error", e.Message)
+		s.log.Warn("task leg ended", attrs...)
+		return nil
+	}
+	s.log.Info("task leg ended", attrs...)
 	return nil
 }
 
