@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/sema-agent/sema/env"
 )
 
 // selfProcess is this process's identity (see process); ok is false when /proc cannot
@@ -43,29 +45,14 @@ var selfProcess = sync.OnceValues(func() (process, bool) {
 // is asked about with signal 0, so that a live process /proc hides (hidepid) is not
 // taken for a dead one.
 func probeProcess(pid int) (procState, uint64) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			return procNone, 0
-		}
+	st, err := env.ReadProcStat(strconv.Itoa(pid))
+	switch {
+	case err != nil && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH):
+		return procNone, 0
+	case err != nil:
 		return procUnknown, 0
-	}
-	// The command name (field 2) is in parentheses and may hold spaces or parentheses;
-	// the fields after its last ')' are plain.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return procUnknown, 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return procUnknown, 0
-	}
-	if f[0] == "Z" || f[0] == "X" {
+	case st.Gone():
 		return procZombie, 0
 	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return procUnknown, 0
-	}
-	return procLive, start
+	return procLive, st.StartTime
 }

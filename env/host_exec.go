@@ -1,14 +1,12 @@
 package env
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -336,27 +334,19 @@ func GroupAlive(pgid int) bool {
 	if err != nil {
 		return true
 	}
-	want := []byte(strconv.Itoa(pgid))
 	for _, e := range ents {
 		name := e.Name()
 		if name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + name + "/stat")
+		st, err := ReadProcStat(name)
+		if errors.Is(err, errProcStat) {
+			return true // a line that does not read: the group may be there
+		}
 		if err != nil {
 			continue // it exited while we looked
 		}
-		// The command name in parentheses may hold anything; the fields after its
-		// closing parenthesis are: state ppid pgrp ...
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			return true
-		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 {
-			return true
-		}
-		if bytes.Equal(f[2], want) && f[0][0] != 'Z' && f[0][0] != 'X' {
+		if st.PGRP == pgid && !st.Gone() {
 			return true
 		}
 	}

@@ -238,23 +238,12 @@ func descendants(pid int) []int {
 		if name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
+		st, err := ReadProcStat(name)
+		if err != nil || st.Gone() {
 			continue
 		}
-		// The fields after the command name's closing parenthesis: state ppid ...
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 2 || f[0][0] == 'Z' || f[0][0] == 'X' {
-			continue
-		}
-		p, err1 := strconv.Atoi(name)
-		pp, err2 := strconv.Atoi(string(f[1]))
-		if err1 == nil && err2 == nil {
-			children[pp] = append(children[pp], p)
+		if p, err := strconv.Atoi(name); err == nil {
+			children[st.PPID] = append(children[st.PPID], p)
 		}
 	}
 	var out []int

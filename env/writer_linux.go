@@ -3,7 +3,6 @@
 package env
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"strconv"
@@ -53,22 +52,8 @@ func judgeWriter(pid36, start36, ns36 string) (dead, alive bool) {
 
 // startTime is the start time of process pid, field 22 of /proc/<pid>/stat.
 func startTime(pid int) (uint64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The fields after the command name's closing parenthesis start at field 3 (state);
-	// the start time is field 22.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(f[19]), 10, 64)
-	return v, err == nil
+	st, err := ReadProcStat(strconv.Itoa(pid))
+	return st.StartTime, err == nil
 }
 
 // pidNamespaceInode is the inode of this process's pid namespace.

@@ -6,8 +6,9 @@ import (
 	"bytes"
 	"os"
 	"slices"
-	"strconv"
 	"syscall"
+
+	"github.com/sema-agent/sema/env"
 )
 
 // pidNamespace names this process's pid namespace: process ids recorded under another
@@ -35,28 +36,16 @@ func killMarkedGroups(groups []int, mark string) bool {
 		if name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + name + "/stat")
+		st, err := env.ReadProcStat(name)
+		if err != nil || st.Gone() || hit[st.PGRP] || !slices.Contains(groups, st.PGRP) {
+			continue
+		}
+		pgrp := st.PGRP
+		environ, err := os.ReadFile("/proc/" + name + "/environ")
 		if err != nil {
 			continue
 		}
-		// The fields after the command name's closing parenthesis: state ppid pgrp ...
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 || f[0][0] == 'Z' || f[0][0] == 'X' {
-			continue
-		}
-		pgrp, err := strconv.Atoi(string(f[2]))
-		if err != nil || hit[pgrp] || !slices.Contains(groups, pgrp) {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + name + "/environ")
-		if err != nil {
-			continue
-		}
-		for v := range bytes.SplitSeq(env, []byte{0}) {
+		for v := range bytes.SplitSeq(environ, []byte{0}) {
 			if bytes.Equal(v, want) {
 				hit[pgrp] = true
 				break

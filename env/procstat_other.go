@@ -1,0 +1,20 @@
+//go:build !linux
+
+package env
+
+import "errors"
+
+// ProcStat is what sema reads of a process's /proc/PID/stat (Linux only).
+type ProcStat struct {
+	State      byte
+	PPID, PGRP int
+	StartTime  uint64
+}
+
+// Gone reports a process that has exited.
+func (s ProcStat) Gone() bool { return s.State == 'Z' || s.State == 'X' }
+
+var errProcStat = errors.New("env: no /proc here")
+
+// ReadProcStat has no /proc to read here.
+func ReadProcStat(string) (ProcStat, error) { return ProcStat{}, errProcStat }
