@@ -131,6 +131,9 @@ type Session struct {
 	ID string `json:"id"`
 	// ParentID is the session it was forked from, if any.
 	ParentID string `json:"parent_id,omitempty"`
+	// ForkAt is the id of the entry of ParentID's transcript the fork copied last (its
+	// Fork.At, or the head when At was empty); empty when it is not a fork.
+	ForkAt string `json:"fork_at,omitempty"`
 	// Root is the session's task root.
 	Root string `json:"root"`
 	// Title is the first prompt's first line.

@@ -132,6 +132,12 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	announced := map[string]bool{}
+	if seq > 0 {
+		if announced, err = s.announcedCalls(ctx, t.id); err != nil {
+			return err
+		}
+	}
 	legCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.track(t.id, cancel)
@@ -178,6 +184,13 @@ func (s *Server) work(ctx context.Context, id string) error {
 			res = ev.Result
 			traceStatus = string(res.Status)
 			continue // written with the task's status, below
+		}
+		if ev.Type == agent.EventToolUse {
+			key := callKey(ev.ParentToolUseID, ev.Turn, ev.ToolUse.ID)
+			if announced[key] {
+				continue
+			}
+			announced[key] = true
 		}
 		obj := streamjson.Event(ev)
 		if obj == nil {
