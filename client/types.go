@@ -82,13 +82,25 @@ const (
 )
 
 // Event is one event of a task's stream (GET /v1/tasks/{id}/events): Data is one line of
-// `sema run --output-format stream-json`, ID its place in the task's stream.
+// `sema run --output-format stream-json`, ID its place in the task's stream; Type,
+// Subtype, Turn and ParentToolUseID are read from Data, and Payload decodes the rest by
+// its type.
 type Event struct {
 	// ID is the event's sequence number in the task, from 1; Last-Event-ID resumes after
 	// it.
 	ID int64 `json:"id"`
 	// Data is the stream-json object.
 	Data json.RawMessage `json:"data"`
+	// Type is Data's type: one of the Event* constants.
+	Type string `json:"-"`
+	// Subtype is Data's subtype (init for the system event, question for a permission
+	// question), if any.
+	Subtype string `json:"-"`
+	// Turn is the turn the event belongs to, if any.
+	Turn int `json:"-"`
+	// ParentToolUseID names the Task call whose delegated leg the event is from; empty
+	// for the task's own leg.
+	ParentToolUseID string `json:"-"`
 }
 
 // Checkpoint is an open question (GET /v1/checkpoints?status=open).
