@@ -7,12 +7,14 @@ import (
 
 // TaskSpec is the body of POST /v1/tasks: one task, in the command line's words, so a
 // `sema run` invocation maps to it one to one. Every field is optional except Prompt
-// (and Cwd, which the service needs to know where to work). Unknown fields are refused
-// (400, request.unknown_field).
+// (and Cwd, which the service needs to know where to work). Unknown fields, and known
+// ones spelled in another case, are refused (400, request.unknown_field).
 type TaskSpec struct {
 	// Prompt is the user's request (sema run's argument).
 	Prompt string `json:"prompt,omitempty"`
-	// Cwd is the task root (--cwd); it must resolve inside the tenant's base directory.
+	// Cwd is the task root (--cwd): an existing directory that resolves inside the
+	// tenant's base directory (400 tenant.root_outside_base, or
+	// tenant.root_not_directory for a file, at submission).
 	Cwd string `json:"cwd,omitempty"`
 	// PermissionMode is --permission-mode: default, acceptEdits, plan, auto, dontAsk or
 	// bypassPermissions.
@@ -131,7 +133,9 @@ type Checkpoint struct {
 type Decision struct {
 	// Decision is allow or deny.
 	Decision string `json:"decision"`
-	// Input, with allow, replaces the call's arguments (the deny rules judge it again).
+	// Input, with allow, replaces the call's arguments. The deny rules judge it again
+	// before the decision is answered: a refused edit is an *Error (403
+	// checkpoint.edit_denied) and the question stays open.
 	Input json.RawMessage `json:"input,omitempty"`
 	// Message is the person's sentence; on a deny the model sees it.
 	Message string `json:"message,omitempty"`

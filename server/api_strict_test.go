@@ -243,3 +243,47 @@ func testAnnouncedOnce(t *testing.T, st store) {
 		}
 	}
 }
+
+// TestEditedDecisionRefusedIsAnsweredSo: an edit the task's deny rules refuse is
+// answered with the refusal's code, not 202; the question is open again, and a second
+// decision — an accepted edit — runs the edited call, once.
+func TestEditedDecisionRefusedIsAnsweredSo(t *testing.T) { eachStore(t, testEditRefused) }
+
+func testEditRefused(t *testing.T, st store) {
+	f := newFixture(t, st, func(string) []scripted.Turn {
+		return []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{{Name: "Bash", Input: json.RawMessage(`{"command":"echo asked >> ran.txt"}`)}}},
+			{Text: "done"},
+		}
+	})
+	ctx := context.Background()
+	c := f.client(t, "acme", f.base)
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "run it", Cwd: f.base, DisallowedTools: []string{"Bash(rm:*)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+	_, err = c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow", Input: json.RawMessage(`{"command":"rm -f ran.txt"}`)})
+	var e *client.Error
+	if codeOf(err) != "checkpoint.edit_denied" || !asErr(err, &e) || e.Status != http.StatusForbidden {
+		t.Fatalf("a refused edit: %v, want 403 checkpoint.edit_denied", err)
+	}
+	again := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+	if again.CheckpointID != parked.CheckpointID {
+		t.Fatalf("the task waits at %q, want %q", again.CheckpointID, parked.CheckpointID)
+	}
+	cps, err := c.Checkpoints(ctx, "open")
+	if err != nil || len(cps) != 1 || cps[0].ID != parked.CheckpointID {
+		t.Fatalf("open checkpoints after the refusal: %+v, %v", cps, err)
+	}
+	if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow", Input: json.RawMessage(`{"command":"echo edited >> ran.txt"}`)}); err != nil {
+		t.Fatalf("an accepted edit after a refused one: %v", err)
+	}
+	waitStatus(t, c, task.TaskID, "completed")
+	if b, err := os.ReadFile(filepath.Join(f.base, "ran.txt")); err != nil || string(b) != "edited\n" {
+		t.Fatalf("ran.txt: %q, %v; want the edited command's line, once", b, err)
+	}
+	if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); codeOf(err) != "checkpoint.already_claimed" {
+		t.Fatalf("a third decision: %v", err)
+	}
+}

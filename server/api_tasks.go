@@ -171,7 +171,8 @@ func (s *Server) check(ctx context.Context, t *tenant, spec *client.TaskSpec) (i
 func (t *tenant) dir(ctx context.Context, field, dir string) (string, error) {
 	canon, ok := t.inside(ctx, dir)
 	if !ok {
-		return "", sema.Errorf(CodeRootOutsideBase, "%s must be an existing directory inside the tenant's base directory; %q is not", field, dir).With("field", field)
+		// The path is not quoted back: it may name something outside the tenant's base.
+		return "", sema.Errorf(CodeRootOutsideBase, "%s must be an existing directory inside the tenant's base directory", field).With("field", field)
 	}
 	fi, err := os.Stat(canon)
 	if err != nil || !fi.IsDir() {

@@ -169,6 +169,10 @@ func (s *Server) work(ctx context.Context, id string) error {
 					return err
 				}
 				return river.JobSnooze(0)
+			case answer != nil && refusedAnswer(err):
+				// The decision's edit was refused before anything was claimed: the question
+				// is open again, and the decision's request answers with the refusal.
+				return s.reopen(ctx, t.id, answer.CheckpointID, err)
 			case legCtx.Err() != nil:
 				return river.JobSnooze(0)
 			}
