@@ -213,8 +213,8 @@ func (s *Server) reopen(ctx context.Context, taskID, checkpointID string, cause 
 // then reopens the question as above.
 const decisionWait = 10 * time.Second
 
-// verdict waits until the resumed leg claimed checkpoint id (nil) or refused decision
-// (the refusal, with its status).
+// verdict waits until the resumed leg claimed checkpoint id or the task ended (nil), or
+// the leg refused decision (the refusal, with its status).
 func (s *Server) verdict(ctx context.Context, id, decision string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, decisionWait)
 	defer cancel()
@@ -223,8 +223,12 @@ func (s *Server) verdict(ctx context.Context, id, decision string) (int, error) 
 		if err == nil && cp.Decision != nil {
 			return 0, nil
 		}
-		var stored string
-		err = queryRow(ctx, s.b.db(), `SELECT decision FROM sema_serve_checkpoints WHERE id = ?`, []any{id}, &stored)
+		var stored, status string
+		err = queryRow(ctx, s.b.db(), `SELECT c.decision, t.status FROM sema_serve_checkpoints c JOIN sema_serve_tasks t ON t.id = c.task_id WHERE c.id = ?`,
+			[]any{id}, &stored, &status)
+		if err == nil && (client.Task{Status: status}).Terminal() {
+			return 0, nil // cancelled meanwhile: the decision was taken, nothing judged it
+		}
 		var ref refusal
 		if err == nil && json.Unmarshal([]byte(stored), &ref) == nil && ref.Refused.Code != "" && string(ref.Decision) == decision {
 			status := http.StatusBadRequest
