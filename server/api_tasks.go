@@ -176,7 +176,7 @@ func (t *tenant) dir(ctx context.Context, field, dir string) (string, error) {
 	}
 	fi, err := os.Stat(canon)
 	if err != nil || !fi.IsDir() {
-		return "", sema.Errorf(CodeRootNotDirectory, "%s must be a directory; %q is a file", field, dir).With("field", field)
+		return "", sema.Errorf(CodeRootNotDirectory, "%s must be a directory; %q is not one", field, dir).With("field", field)
 	}
 	return canon, nil
 }
