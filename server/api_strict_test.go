@@ -263,7 +263,9 @@ func testEditRefused(t *testing.T, st store) {
 		t.Fatal(err)
 	}
 	parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+	start := time.Now()
 	_, err = c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow", Input: json.RawMessage(`{"command":"rm -f ran.txt"}`)})
+	t.Logf("the refused edit was answered in %v", time.Since(start))
 	var e *client.Error
 	if codeOf(err) != "checkpoint.edit_denied" || !asErr(err, &e) || e.Status != http.StatusForbidden {
 		t.Fatalf("a refused edit: %v, want 403 checkpoint.edit_denied", err)
@@ -276,9 +278,11 @@ func testEditRefused(t *testing.T, st store) {
 	if err != nil || len(cps) != 1 || cps[0].ID != parked.CheckpointID {
 		t.Fatalf("open checkpoints after the refusal: %+v, %v", cps, err)
 	}
+	start = time.Now()
 	if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow", Input: json.RawMessage(`{"command":"echo edited >> ran.txt"}`)}); err != nil {
 		t.Fatalf("an accepted edit after a refused one: %v", err)
 	}
+	t.Logf("the accepted edit was answered in %v", time.Since(start))
 	waitStatus(t, c, task.TaskID, "completed")
 	if b, err := os.ReadFile(filepath.Join(f.base, "ran.txt")); err != nil || string(b) != "edited\n" {
 		t.Fatalf("ran.txt: %q, %v; want the edited command's line, once", b, err)
