@@ -7,13 +7,10 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -26,6 +23,8 @@ type Client struct {
 	token string
 	// HTTP is the client requests go through (http.DefaultClient when nil).
 	HTTP *http.Client
+	// Backoff bounds an event stream's reconnections (see Events).
+	Backoff Backoff
 }
 
 // New returns a client of the service at base ("http://127.0.0.1:7777") acting with
@@ -149,56 +148,4 @@ func (c *Client) Fork(ctx context.Context, sessionID string, f Fork) (*Task, err
 func (c *Client) Rewind(ctx context.Context, sessionID string, r Rewind) (json.RawMessage, error) {
 	var out json.RawMessage
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/rewind", r, &out)
-}
-
-// Events follows a task's event stream from after the event with id after (0: from
-// the start) until the task ends for good, ctx ends, or the connection drops; the last
-// event's ID resumes it (Events(ctx, id, ev.ID)), from any process of the service.
-func (c *Client) Events(ctx context.Context, taskID string, after int64) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/tasks/"+url.PathEscape(taskID)+"/events", nil)
-		if err != nil {
-			yield(Event{}, err)
-			return
-		}
-		req.Header.Set("Authorization", "Bearer "+c.token)
-		req.Header.Set("Accept", "text/event-stream")
-		if after > 0 {
-			req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
-		}
-		resp, err := c.http().Do(req)
-		if err != nil {
-			yield(Event{}, err)
-			return
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			yield(Event{}, errorOf(resp))
-			return
-		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 64<<20)
-		var ev Event
-		var data []byte
-		for sc.Scan() {
-			line := sc.Bytes()
-			switch {
-			case len(line) == 0:
-				if data != nil {
-					ev.Data = json.RawMessage(data)
-					if !yield(ev, nil) {
-						return
-					}
-				}
-				ev, data = Event{}, nil
-			case bytes.HasPrefix(line, []byte("id: ")):
-				ev.ID, _ = strconv.ParseInt(string(line[4:]), 10, 64)
-			case bytes.HasPrefix(line, []byte("data: ")):
-				data = append(data, line[6:]...)
-			}
-		}
-		if err := sc.Err(); err != nil && ctx.Err() == nil {
-			yield(Event{}, fmt.Errorf("the event stream broke: %w", err))
-		}
-	}
 }

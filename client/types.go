@@ -7,12 +7,14 @@ import (
 
 // TaskSpec is the body of POST /v1/tasks: one task, in the command line's words, so a
 // `sema run` invocation maps to it one to one. Every field is optional except Prompt
-// (and Cwd, which the service needs to know where to work). Unknown fields are refused
-// (400, request.unknown_field).
+// (and Cwd, which the service needs to know where to work). Unknown fields, and known
+// ones spelled in another case, are refused (400, request.unknown_field).
 type TaskSpec struct {
 	// Prompt is the user's request (sema run's argument).
 	Prompt string `json:"prompt,omitempty"`
-	// Cwd is the task root (--cwd); it must resolve inside the tenant's base directory.
+	// Cwd is the task root (--cwd): an existing directory that resolves inside the
+	// tenant's base directory (400 tenant.root_outside_base, or
+	// tenant.root_not_directory for a file, at submission).
 	Cwd string `json:"cwd,omitempty"`
 	// PermissionMode is --permission-mode: default, acceptEdits, plan, auto, dontAsk or
 	// bypassPermissions.
@@ -82,13 +84,25 @@ const (
 )
 
 // Event is one event of a task's stream (GET /v1/tasks/{id}/events): Data is one line of
-// `sema run --output-format stream-json`, ID its place in the task's stream.
+// `sema run --output-format stream-json`, ID its place in the task's stream; Type,
+// Subtype, Turn and ParentToolUseID are read from Data, and Payload decodes the rest by
+// its type.
 type Event struct {
 	// ID is the event's sequence number in the task, from 1; Last-Event-ID resumes after
 	// it.
 	ID int64 `json:"id"`
 	// Data is the stream-json object.
 	Data json.RawMessage `json:"data"`
+	// Type is Data's type: one of the Event* constants.
+	Type string `json:"-"`
+	// Subtype is Data's subtype (init for the system event, question for a permission
+	// question), if any.
+	Subtype string `json:"-"`
+	// Turn is the turn the event belongs to, if any.
+	Turn int `json:"-"`
+	// ParentToolUseID names the Task call whose delegated leg the event is from; empty
+	// for the task's own leg.
+	ParentToolUseID string `json:"-"`
 }
 
 // Checkpoint is an open question (GET /v1/checkpoints?status=open).
@@ -119,7 +133,9 @@ type Checkpoint struct {
 type Decision struct {
 	// Decision is allow or deny.
 	Decision string `json:"decision"`
-	// Input, with allow, replaces the call's arguments (the deny rules judge it again).
+	// Input, with allow, replaces the call's arguments. The deny rules judge it again
+	// before the decision is answered: a refused edit is an *Error (403
+	// checkpoint.edit_denied) and the question stays open.
 	Input json.RawMessage `json:"input,omitempty"`
 	// Message is the person's sentence; on a deny the model sees it.
 	Message string `json:"message,omitempty"`
@@ -131,6 +147,9 @@ type Session struct {
 	ID string `json:"id"`
 	// ParentID is the session it was forked from, if any.
 	ParentID string `json:"parent_id,omitempty"`
+	// ForkAt is the id of the entry of ParentID's transcript the fork copied last (its
+	// Fork.At, or the head when At was empty); empty when it is not a fork.
+	ForkAt string `json:"fork_at,omitempty"`
 	// Root is the session's task root.
 	Root string `json:"root"`
 	// Title is the first prompt's first line.

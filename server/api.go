@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +17,10 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/client"
 )
+
+// CodeRootNotDirectory refuses a task root (cwd, add_dirs, add_read_dirs) inside the
+// tenant's base that is not a directory.
+const CodeRootNotDirectory = "tenant.root_not_directory"
 
 // Handler serves the API.
 func (s *Server) Handler() http.Handler { return s.withRequest(s.mux) }
@@ -174,6 +181,13 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeErr(w, r, http.StatusRequestEntityTooLarge, sema.Errorf(CodeBadRequest, "the body is larger than %d bytes", maxBody))
 		return false
 	}
+	// encoding/json matches a known field's name without regard to case, even with
+	// DisallowUnknownFields ("Permission_Mode" would set permission_mode): the keys are
+	// checked first, against the exact names.
+	if name, ok := unknownKey(body, v); ok {
+		writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeUnknownField, "unknown field %q (field names are exact and case-sensitive); see /v1/openapi.json for the fields this endpoint takes", name).With("field", name))
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -194,6 +208,35 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// unknownKey returns the first key of the JSON object body, in sorted order, that is
+// not exactly the JSON name of a field of the struct v points to. A body that is not an
+// object is left to the decoder, which names what is wrong with it.
+func unknownKey(body []byte, v any) (string, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return "", false
+	}
+	known := map[string]bool{}
+	st := reflect.TypeOf(v).Elem()
+	for i := range st.NumField() {
+		f := st.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "":
+			known[f.Name] = true
+		default:
+			known[name] = true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !known[k] {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // intParam reads the query parameter name as a whole number from lo to hi; def when it

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
@@ -137,6 +139,15 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 		s.refuse(w, r, status, err)
 		return
 	}
+	if answer.UpdatedInput != nil {
+		// An edit is judged by the resumed leg, against the task's deny rules, before it
+		// claims anything: wait for that verdict, so a refused edit is answered as such.
+		if status, err := s.verdict(ctx, answer.CheckpointID, string(data)); err != nil {
+			s.metrics.decisions.WithLabelValues(fmt.Sprint(status)).Inc()
+			s.refuse(w, r, status, err)
+			return
+		}
+	}
 	s.metrics.decisions.WithLabelValues(d.Decision).Inc()
 	task, err := s.task(ctx, t, taskID)
 	if err != nil {
@@ -160,4 +171,76 @@ func questionOf(result, id string) string {
 		return ""
 	}
 	return r.Checkpoint.Message
+}
+
+// refusedAnswer reports whether err is a resumed leg's refusal of its decision's edit,
+// which the leg makes before it claims the question.
+func refusedAnswer(err error) bool {
+	return sema.IsCode(err, agent.CodeEditDenied) || sema.IsCode(err, agent.CodeAnswerInvalid)
+}
+
+// refusal is what a checkpoint's decision column holds once the leg refused the
+// decision: the refusal and the decision it refused.
+type refusal struct {
+	Refused  client.Error    `json:"refused"`
+	Decision json.RawMessage `json:"decision"`
+}
+
+// reopen puts a task whose decision the leg refused back at its question: the task
+// waits for a decision again, and the checkpoint is open, holding the refusal for the
+// request that made the decision.
+func (s *Server) reopen(ctx context.Context, taskID, checkpointID string, cause error) error {
+	return s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
+		var decision string
+		if err := queryRow(ctx, c, `SELECT decision FROM sema_serve_checkpoints WHERE id = ?`, []any{checkpointID}, &decision); err != nil {
+			return err
+		}
+		data, err := json.Marshal(refusal{Refused: client.Error{Code: sema.CodeOf(cause), Message: sema.MessageOf(cause)}, Decision: json.RawMessage(decision)})
+		if err != nil {
+			return err
+		}
+		if _, err := c.exec(ctx, `UPDATE sema_serve_checkpoints SET decided_ms = 0, decision = ? WHERE id = ?`, string(data), checkpointID); err != nil {
+			return err
+		}
+		_, err = c.exec(ctx, `UPDATE sema_serve_tasks SET status = ?, decision = '', updated_ms = ? WHERE id = ? AND checkpoint_id = ?`,
+			client.StatusAwaitingApproval, nowMS(), taskID, checkpointID)
+		return err
+	})
+}
+
+// decisionWait bounds how long a decision with an edit waits for the leg's verdict; a
+// leg that has not judged it by then (no worker free) is answered 202, and a refusal
+// then reopens the question as above.
+const decisionWait = 10 * time.Second
+
+// verdict waits until the resumed leg claimed checkpoint id or the task ended (nil), or
+// the leg refused decision (the refusal, with its status).
+func (s *Server) verdict(ctx context.Context, id, decision string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, decisionWait)
+	defer cancel()
+	for {
+		cp, err := s.b.sessions().Checkpoint(ctx, id)
+		if err == nil && cp.Decision != nil {
+			return 0, nil
+		}
+		var stored, status string
+		err = queryRow(ctx, s.b.db(), `SELECT c.decision, t.status FROM sema_serve_checkpoints c JOIN sema_serve_tasks t ON t.id = c.task_id WHERE c.id = ?`,
+			[]any{id}, &stored, &status)
+		if err == nil && (client.Task{Status: status}).Terminal() {
+			return 0, nil // cancelled meanwhile: the decision was taken, nothing judged it
+		}
+		var ref refusal
+		if err == nil && json.Unmarshal([]byte(stored), &ref) == nil && ref.Refused.Code != "" && string(ref.Decision) == decision {
+			status := http.StatusBadRequest
+			if ref.Refused.Code == agent.CodeEditDenied {
+				status = http.StatusForbidden
+			}
+			return status, sema.Errorf(ref.Refused.Code, "%s; the question is open again: decide it anew", ref.Refused.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil
+		case <-time.After(s.cfg.Poll):
+		}
+	}
 }

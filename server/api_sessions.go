@@ -118,8 +118,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, t *tenant)
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
 }
 
+// wireSession is s as the API shows it. Its parent is the session it was forked from
+// (ForkOf): a subagent's session, whose store parent is the delegating one, is not the
+// tenant's to list.
 func wireSession(s session.Session) client.Session {
-	return client.Session{ID: s.ID, ParentID: s.ParentID, Root: s.Root, Title: s.Title, Model: s.Model, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+	return client.Session{ID: s.ID, ParentID: s.ForkOf, ForkAt: s.ForkAt, Root: s.Root, Title: s.Title, Model: s.Model, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
 // getSession is GET /v1/sessions/{id}: the session and a page of its transcript

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -139,16 +141,16 @@ func (s *Server) check(ctx context.Context, t *tenant, spec *client.TaskSpec) (i
 	if _, _, err := s.cfg.OpenProvider(spec.Model); err != nil {
 		return bad(err)
 	}
-	root, ok := t.inside(ctx, cmpOr(spec.Cwd, t.base))
-	if !ok {
-		return bad(sema.Errorf(CodeRootOutsideBase, "cwd must be an existing directory inside the tenant's base directory"))
+	root, err := t.dir(ctx, "cwd", cmpOr(spec.Cwd, t.base))
+	if err != nil {
+		return bad(err)
 	}
 	spec.Cwd = root
-	for _, dirs := range []*[]string{&spec.AddDirs, &spec.AddReadDirs} {
+	for j, dirs := range []*[]string{&spec.AddDirs, &spec.AddReadDirs} {
 		for i, d := range *dirs {
-			c, ok := t.inside(ctx, d)
-			if !ok {
-				return bad(sema.Errorf(CodeRootOutsideBase, "add_dirs and add_read_dirs must be existing directories inside the tenant's base directory (entry %d is not)", i))
+			c, err := t.dir(ctx, fmt.Sprintf("%s[%d]", []string{"add_dirs", "add_read_dirs"}[j], i), d)
+			if err != nil {
+				return bad(err)
 			}
 			(*dirs)[i] = c
 		}
@@ -161,6 +163,22 @@ func (s *Server) check(ctx context.Context, t *tenant, spec *client.TaskSpec) (i
 		}
 	}
 	return 0, nil
+}
+
+// dir is the canonical form of the root dir that field names, when it is an existing
+// directory inside the tenant's base; else the refusal, by name. A root that is a file
+// or is missing would otherwise be accepted and fail later, in a worker.
+func (t *tenant) dir(ctx context.Context, field, dir string) (string, error) {
+	canon, ok := t.inside(ctx, dir)
+	if !ok {
+		// The path is not quoted back: it may name something outside the tenant's base.
+		return "", sema.Errorf(CodeRootOutsideBase, "%s must be an existing directory inside the tenant's base directory", field).With("field", field)
+	}
+	fi, err := os.Stat(canon)
+	if err != nil || !fi.IsDir() {
+		return "", sema.Errorf(CodeRootNotDirectory, "%s must be a directory; %q is not one", field, dir).With("field", field)
+	}
+	return canon, nil
 }
 
 func (s *Server) ownsSession(ctx context.Context, t *tenant, id string) (bool, error) {

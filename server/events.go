@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -116,4 +117,35 @@ func (s *Server) writeEvents(ctx context.Context, w http.ResponseWriter, id stri
 		n++
 	}
 	return n, rs.Err()
+}
+
+// announcedCalls are the tool calls a task's stream has announced already (tool_use
+// events), by delegating call, turn and call id. A resumed leg announces again the calls of the turn it
+// resumes (from the parked call on: in `sema approve`'s stream they are new); in the
+// task's one stream they were announced by the leg that parked, so the worker leaves
+// them out. The turn is part of the key because a model may reuse a call id across
+// turns.
+func (s *Server) announcedCalls(ctx context.Context, id string) (map[string]bool, error) {
+	rs, err := s.b.db().query(ctx, `SELECT data FROM sema_serve_events WHERE task_id = ? AND data LIKE ? ORDER BY seq`, id, `%"tool_use"%`)
+	ids, err := collect(rs, err, scanString)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, data := range ids {
+		var ev struct {
+			Type   string `json:"type"`
+			Turn   int    `json:"turn"`
+			ID     string `json:"id"`
+			Parent string `json:"parent_tool_use_id"`
+		}
+		if json.Unmarshal([]byte(data), &ev) == nil && ev.Type == "tool_use" {
+			out[callKey(ev.Parent, ev.Turn, ev.ID)] = true
+		}
+	}
+	return out, nil
+}
+
+func callKey(parent string, turn int, id string) string {
+	return parent + "/" + strconv.Itoa(turn) + "/" + id
 }

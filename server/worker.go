@@ -134,6 +134,12 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	announced := map[string]bool{}
+	if seq > 0 {
+		if announced, err = s.announcedCalls(ctx, t.id); err != nil {
+			return err
+		}
+	}
 	legCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.track(t.id, cancel)
@@ -165,6 +171,10 @@ func (s *Server) work(ctx context.Context, id string) error {
 					return err
 				}
 				return river.JobSnooze(0)
+			case answer != nil && refusedAnswer(err):
+				// The decision's edit was refused before anything was claimed: the question
+				// is open again, and the decision's request answers with the refusal.
+				return s.reopen(ctx, t.id, answer.CheckpointID, err)
 			case legCtx.Err() != nil:
 				return river.JobSnooze(0)
 			}
@@ -180,6 +190,13 @@ func (s *Server) work(ctx context.Context, id string) error {
 			res = ev.Result
 			traceStatus = string(res.Status)
 			continue // written with the task's status, below
+		}
+		if ev.Type == agent.EventToolUse {
+			key := callKey(ev.ParentToolUseID, ev.Turn, ev.ToolUse.ID)
+			if announced[key] {
+				continue
+			}
+			announced[key] = true
 		}
 		obj := streamjson.Event(ev)
 		if obj == nil {
