@@ -236,6 +236,12 @@ func (p slow) Stream(ctx context.Context, req *model.Request, onDelta func(model
 // without the per-write deadline (moreWrites) the stream was cut at the first write
 // after the write timeout (0.5 s, 7 events), before the result.
 func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
+	t.Run("http", func(t *testing.T) { testStreamOutlives(t, false) })
+	// Over TLS the stream is an HTTP/2 stream, with deadlines of its own.
+	t.Run("https", func(t *testing.T) { testStreamOutlives(t, true) })
+}
+
+func testStreamOutlives(t *testing.T, overTLS bool) {
 	const timeout = 400 * time.Millisecond
 	var turns []scripted.Turn
 	for i := range 8 {
@@ -244,11 +250,19 @@ func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
 	}
 	turns = append(turns, scripted.Turn{Text: "done"})
 	p := slow{Provider: scripted.New(scripted.Script{Turns: turns}), pause: 150 * time.Millisecond}
-	s := serveWith(t, server.HTTPOptions{ReadHeaderTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout}, p)
+	o := server.HTTPOptions{ReadHeaderTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout}
+	hc, scheme := http.DefaultClient, "http://"
+	if overTLS {
+		var pool *x509.CertPool
+		o.TLSCert, o.TLSKey, pool = selfSigned(t, t.TempDir())
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+		scheme = "https://"
+	}
+	s := serveWith(t, o, p)
 
-	req, _ := http.NewRequest("POST", "http://"+s.addr+"/v1/tasks", strings.NewReader(`{"prompt":"read them"}`))
+	req, _ := http.NewRequest("POST", scheme+s.addr+"/v1/tasks", strings.NewReader(`{"prompt":"read them"}`))
 	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,13 +276,16 @@ func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
 	}
 
 	start := time.Now()
-	req, _ = http.NewRequest("GET", "http://"+s.addr+"/v1/tasks/"+task.TaskID+"/events", nil)
+	req, _ = http.NewRequest("GET", scheme+s.addr+"/v1/tasks/"+task.TaskID+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err = http.DefaultClient.Do(req)
+	resp, err = hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if overTLS && resp.ProtoMajor != 2 {
+		t.Fatalf("the stream over TLS is %s, want HTTP/2", resp.Proto)
+	}
 	var last string
 	var events int
 	sc := bufio.NewScanner(resp.Body)
