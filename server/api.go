@@ -116,6 +116,11 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *tenant)) htt
 			s.internal(w, r, err)
 			return
 		}
+		release, ok := tenantSlot(w, r, t.name)
+		if !ok {
+			return
+		}
+		defer release()
 		h(w, r, t)
 	}
 }

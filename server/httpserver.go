@@ -21,17 +21,21 @@ const (
 	// CodeTooManyConnections: the client's address has as many connections open as
 	// HTTPOptions.MaxConnsPerIP allows.
 	CodeTooManyConnections = "serve.too_many_connections"
+	// CodeTooManyRequests: the tenant has as many requests in progress (event streams
+	// included) as HTTPOptions.MaxRequestsPerTenant allows.
+	CodeTooManyRequests = "tenant.too_many_requests"
 )
 
 // The defaults of HTTPOptions: a client gets 10 s to send its headers and 30 s for the
 // whole request (a 1 MB body at 35 KB/s), 30 s to take an answer, and an idle
 // keep-alive connection is closed after a minute.
 const (
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultWriteTimeout      = 30 * time.Second
-	DefaultIdleTimeout       = time.Minute
-	DefaultMaxConnsPerIP     = 64
+	DefaultReadHeaderTimeout    = 10 * time.Second
+	DefaultReadTimeout          = 30 * time.Second
+	DefaultWriteTimeout         = 30 * time.Second
+	DefaultIdleTimeout          = time.Minute
+	DefaultMaxConnsPerIP        = 64
+	DefaultMaxRequestsPerTenant = 256
 )
 
 // HTTPOptions are the limits of the service's HTTP server. A zero duration or count is
@@ -57,6 +61,12 @@ type HTTPOptions struct {
 	// NoConnLimit lifts MaxConnsPerIP: behind a reverse proxy every connection comes
 	// from the proxy's address, and the proxy limits its clients.
 	NoConnLimit bool
+	// MaxRequestsPerTenant is how many requests one tenant may have in progress at once,
+	// from any number of addresses; an open event stream is one. The next is answered
+	// 429 tenant.too_many_requests (with Retry-After).
+	MaxRequestsPerTenant int
+	// NoTenantLimit lifts MaxRequestsPerTenant.
+	NoTenantLimit bool
 	// TLSCert and TLSKey are PEM files: with both, the server speaks only TLS (1.2 and
 	// later, HTTP/2 offered). One without the other is refused (serve.tls_invalid).
 	TLSCert, TLSKey string
@@ -90,6 +100,12 @@ func (o *HTTPOptions) check() error {
 	if o.MaxConnsPerIP == 0 {
 		o.MaxConnsPerIP = DefaultMaxConnsPerIP
 	}
+	if o.MaxRequestsPerTenant < 0 {
+		return sema.Errorf(CodeConfigInvalid, "HTTPOptions.MaxRequestsPerTenant cannot be negative; leave it zero for the default (%d), or set NoTenantLimit", DefaultMaxRequestsPerTenant).With("field", "MaxRequestsPerTenant")
+	}
+	if o.MaxRequestsPerTenant == 0 {
+		o.MaxRequestsPerTenant = DefaultMaxRequestsPerTenant
+	}
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return sema.Errorf(CodeTLSInvalid, "TLS needs both a certificate and its key (--tls-cert and --tls-key); one was given without the other")
 	}
@@ -98,8 +114,9 @@ func (o *HTTPOptions) check() error {
 
 // HTTPServer serves a Server's API with HTTPOptions' limits.
 type HTTPServer struct {
-	hs    *http.Server
-	conns *connLimit
+	hs      *http.Server
+	conns   *connLimit
+	tenants *tenantLimit
 }
 
 // HTTPServer returns the HTTP server of the API with o's limits; Serve runs it on a
@@ -110,6 +127,9 @@ func (s *Server) HTTPServer(o HTTPOptions) (*HTTPServer, error) {
 		return nil, err
 	}
 	h := &HTTPServer{}
+	if !o.NoTenantLimit {
+		h.tenants = &tenantLimit{max: o.MaxRequestsPerTenant, per: map[string]int{}}
+	}
 	if !o.NoConnLimit {
 		h.conns = &connLimit{max: o.MaxConnsPerIP, open: map[net.Conn]string{}, per: map[string]int{}}
 	}
@@ -127,6 +147,9 @@ func (s *Server) HTTPServer(o HTTPOptions) (*HTTPServer, error) {
 		MaxHeaderBytes: 64 << 10,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			ctx = context.WithValue(ctx, httpOptionsKey, &o)
+			if h.tenants != nil {
+				ctx = context.WithValue(ctx, tenantLimitKey, h.tenants)
+			}
 			if h.conns != nil && !h.conns.admit(c) {
 				ctx = context.WithValue(ctx, overCapKey, true)
 			}
@@ -175,6 +198,7 @@ type httpKey int
 const (
 	httpOptionsKey httpKey = iota + 1
 	overCapKey
+	tenantLimitKey
 )
 
 // moreWrites gives an event stream's next write WriteTimeout from now. The server's
@@ -266,4 +290,37 @@ func bodyTimedOut(w http.ResponseWriter, r *http.Request, err error) bool {
 	w.Header().Set("Connection", "close")
 	writeErr(w, r, http.StatusRequestTimeout, sema.Errorf(CodeRequestTimeout, "the request's body did not arrive within the server's read timeout; send it at once"))
 	return true
+}
+
+// tenantLimit counts the requests in progress of each tenant.
+type tenantLimit struct {
+	max int
+	mu  sync.Mutex
+	per map[string]int
+}
+
+// tenantSlot counts r against its tenant for as long as it is in progress: the caller
+// calls release when it is done. A tenant at its limit is answered 429 here, and ok is
+// false. Outside an HTTPServer (a bare Handler) nothing is counted.
+func tenantSlot(w http.ResponseWriter, r *http.Request, tenant string) (release func(), ok bool) {
+	l, _ := r.Context().Value(tenantLimitKey).(*tenantLimit)
+	if l == nil {
+		return func() {}, true
+	}
+	l.mu.Lock()
+	if l.per[tenant] >= l.max {
+		l.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		writeErr(w, r, http.StatusTooManyRequests, sema.Errorf(CodeTooManyRequests, "this tenant has %d requests in progress (event streams included), as many as it may; close a stream or wait for an answer, and retry", l.max).With("limit", l.max))
+		return nil, false
+	}
+	l.per[tenant]++
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.per[tenant]--; l.per[tenant] == 0 {
+			delete(l.per, tenant)
+		}
+	}, true
 }

@@ -388,6 +388,73 @@ func TestConnectionsPerIPCapped(t *testing.T) {
 	}
 }
 
+// TestRequestsPerTenantCapped: one tenant may have MaxRequestsPerTenant requests in
+// progress, open event streams included, from any address; the next is answered 429
+// tenant.too_many_requests, another tenant is not affected, and a closed stream frees
+// its slot. Calibrated: without the cap the third request was served 200.
+func TestRequestsPerTenantCapped(t *testing.T) {
+	const max = 2
+	p := slow{Provider: scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "done"}}}), pause: time.Minute}
+	s := serveWith(t, server.HTTPOptions{MaxRequestsPerTenant: max}, p)
+	other, err := s.srv.CreateToken(context.Background(), "other", s.base, server.TenantConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, token, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+s.addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		// A connection of its own for each: the streams hold theirs.
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := call("POST", "/v1/tasks", s.token, `{"prompt":"wait"}`)
+	var task struct {
+		TaskID string `json:"task_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&task)
+	resp.Body.Close()
+	if task.TaskID == "" {
+		t.Fatalf("submit: %d", resp.StatusCode)
+	}
+	var streams []*http.Response
+	for range max {
+		st := call("GET", "/v1/tasks/"+task.TaskID+"/events", s.token, "")
+		if st.StatusCode != 200 {
+			t.Fatalf("stream %d: %d", len(streams)+1, st.StatusCode)
+		}
+		streams = append(streams, st)
+		defer st.Body.Close()
+	}
+	resp = call("GET", "/v1/sessions", s.token, "")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), server.CodeTooManyRequests) || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("request %d of the tenant: %d %q (Retry-After %q), want 429 %s", max+1, resp.StatusCode, body, resp.Header.Get("Retry-After"), server.CodeTooManyRequests)
+	}
+	if resp := call("GET", "/v1/sessions", other, ""); resp.StatusCode != 200 {
+		t.Fatalf("another tenant: %d", resp.StatusCode)
+	} else {
+		resp.Body.Close()
+	}
+	streams[0].Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp := call("GET", "/v1/sessions", s.token, "")
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a stream closed, the tenant is still refused: %d", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // selfSigned writes a certificate for 127.0.0.1 and its key to dir.
 func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
@@ -466,6 +533,7 @@ func TestHTTPOptionsRefused(t *testing.T) {
 		{server.HTTPOptions{WriteTimeout: -1}, server.CodeConfigInvalid, "WriteTimeout"},
 		{server.HTTPOptions{IdleTimeout: -1}, server.CodeConfigInvalid, "IdleTimeout"},
 		{server.HTTPOptions{MaxConnsPerIP: -1}, server.CodeConfigInvalid, "MaxConnsPerIP"},
+		{server.HTTPOptions{MaxRequestsPerTenant: -1}, server.CodeConfigInvalid, "MaxRequestsPerTenant"},
 		{server.HTTPOptions{ReadHeaderTimeout: time.Minute, ReadTimeout: time.Second}, server.CodeConfigInvalid, "ReadHeaderTimeout"},
 		{server.HTTPOptions{TLSCert: certFile}, server.CodeTLSInvalid, ""},
 		{server.HTTPOptions{TLSKey: keyFile}, server.CodeTLSInvalid, ""},

@@ -54,6 +54,7 @@ type serveOptions struct {
 	tracer      *sdktrace.TracerProvider
 	http        server.HTTPOptions
 	connsPerIP  int
+	reqsPerTnt  int
 }
 
 func main() {
@@ -118,6 +119,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	f.DurationVar(&o.http.WriteTimeout, "write-timeout", server.DefaultWriteTimeout, "how long a client may take to read an answer; an event stream gets it for each write, so it stays open while its events flow")
 	f.DurationVar(&o.http.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long a keep-alive connection may stay open without a request")
 	f.IntVar(&o.connsPerIP, "max-conns-per-ip", server.DefaultMaxConnsPerIP, "connections one client address may hold open at once; the next is answered 503 serve.too_many_connections (0: no limit, behind a reverse proxy that limits its clients)")
+	f.IntVar(&o.reqsPerTnt, "max-requests-per-tenant", server.DefaultMaxRequestsPerTenant, "requests one tenant may have in progress at once, open event streams included; the next is answered 429 tenant.too_many_requests (0: no limit)")
 	f.StringVar(&o.http.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS only (with --tls-key)")
 	f.StringVar(&o.http.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 
@@ -193,6 +195,8 @@ func (o *serveOptions) check() error {
 		return sema.Errorf(codeUsage, "--session-lease cannot be negative (0: the runner's), not %s", o.lease)
 	case o.connsPerIP < 0:
 		return sema.Errorf(codeUsage, "--max-conns-per-ip cannot be negative (0: no limit), not %d", o.connsPerIP)
+	case o.reqsPerTnt < 0:
+		return sema.Errorf(codeUsage, "--max-requests-per-tenant cannot be negative (0: no limit), not %d", o.reqsPerTnt)
 	case (o.http.TLSCert == "") != (o.http.TLSKey == ""):
 		return sema.Errorf(server.CodeTLSInvalid, "--tls-cert and --tls-key go together: give the certificate and its key, or neither")
 	}
@@ -212,6 +216,7 @@ func (o *serveOptions) check() error {
 		return sema.Errorf(codeUsage, "--read-header-timeout (%s) cannot be longer than --read-timeout (%s), which bounds the whole request", o.http.ReadHeaderTimeout, o.http.ReadTimeout)
 	}
 	o.http.MaxConnsPerIP, o.http.NoConnLimit = o.connsPerIP, o.connsPerIP == 0
+	o.http.MaxRequestsPerTenant, o.http.NoTenantLimit = o.reqsPerTnt, o.reqsPerTnt == 0
 	return nil
 }
 

@@ -97,7 +97,7 @@ func TestServeOverTLS(t *testing.T) {
 }
 
 // TestServeRefusesHTTPFlags: a timeout of zero (which the HTTP server would read as none)
-// or below, a negative connection cap, a header timeout longer than the request's, and
+// or below, a negative connection or request cap, a header timeout longer than the request's, and
 // a TLS certificate without its key or the reverse each stop sema serve with exit code
 // 2, naming the flag or code; a pair that does not load is refused by code.
 func TestServeRefusesHTTPFlags(t *testing.T) {
@@ -113,6 +113,7 @@ func TestServeRefusesHTTPFlags(t *testing.T) {
 		{[]string{"--write-timeout", "-1s"}, "--write-timeout"},
 		{[]string{"--idle-timeout", "0s"}, "--idle-timeout"},
 		{[]string{"--max-conns-per-ip", "-1"}, "--max-conns-per-ip"},
+		{[]string{"--max-requests-per-tenant", "-1"}, "--max-requests-per-tenant"},
 		{[]string{"--read-header-timeout", "1m", "--read-timeout", "30s"}, "--read-header-timeout"},
 		{[]string{"--tls-cert", junk}, "serve.tls_invalid"},
 		{[]string{"--tls-key", junk}, "serve.tls_invalid"},
