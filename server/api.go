@@ -114,12 +114,20 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *tenant)) htt
 		if err != nil {
 			if sema.IsCode(err, CodeUnauthorized) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="sema"`)
+				// The body is not read: closing after the answer sends it at once, where
+				// keeping the connection would first wait for the rest of the body.
+				w.Header().Set("Connection", "close")
 				writeErr(w, r, http.StatusUnauthorized, err)
 				return
 			}
 			s.internal(w, r, err)
 			return
 		}
+		release, ok := tenantSlot(w, r, t.name)
+		if !ok {
+			return
+		}
+		defer release()
 		h(w, r, t)
 	}
 }
@@ -177,6 +185,9 @@ const maxBody = 1 << 20
 // the answer), nothing after it.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil && bodyTimedOut(w, r, err) {
+		return false
+	}
 	if err != nil {
 		writeErr(w, r, http.StatusRequestEntityTooLarge, sema.Errorf(CodeBadRequest, "the body is larger than %d bytes", maxBody))
 		return false

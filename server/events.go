@@ -54,6 +54,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
 		// Wait for a wake-up registered before reading, so an event appended between the
 		// read and the wait is not slept through.
 		woken := s.wake.wait(id)
+		moreWrites(r, rc)
 		n, err := s.writeEvents(ctx, w, id, &after)
 		if err != nil {
 			s.wake.forget(id, woken)
@@ -70,6 +71,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
 			}
 			if task.Terminal() {
 				// Events written before the status are all in: read once more, then end.
+				moreWrites(r, rc)
 				if m, err := s.writeEvents(ctx, w, id, &after); err == nil && m > 0 {
 					rc.Flush()
 					s.wake.forget(id, woken)
@@ -88,6 +90,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
 			s.wake.forget(id, woken)
 		case <-heartbeat.C:
 			s.wake.forget(id, woken)
+			moreWrites(r, rc)
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return
 			}

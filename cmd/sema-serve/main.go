@@ -52,6 +52,9 @@ type serveOptions struct {
 	queue       string
 	queues      []string
 	tracer      *sdktrace.TracerProvider
+	http        server.HTTPOptions
+	connsPerIP  int
+	reqsPerTnt  int
 }
 
 func main() {
@@ -111,6 +114,14 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	f.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "on SIGTERM/SIGINT, how long running legs may finish before they are left for another process")
 	f.BoolVar(&o.noWorker, "no-worker", false, "serve the API only; run no tasks in this process")
 	f.StringSliceVar(&o.queues, "queues", nil, "the River queues whose tasks this process runs: those of the tenants whose base directories exist on this machine (default: default)")
+	f.DurationVar(&o.http.ReadHeaderTimeout, "read-header-timeout", server.DefaultReadHeaderTimeout, "how long a client may take to send a request's headers")
+	f.DurationVar(&o.http.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "how long a client may take to send a whole request, body included (with or without a valid token)")
+	f.DurationVar(&o.http.WriteTimeout, "write-timeout", server.DefaultWriteTimeout, "how long a client may take to read an answer; an event stream gets it for each write, so it stays open while its events flow")
+	f.DurationVar(&o.http.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long a keep-alive connection may stay open without a request")
+	f.IntVar(&o.connsPerIP, "max-conns-per-ip", server.DefaultMaxConnsPerIP, "connections one client address may hold open at once; the next is answered 503 serve.too_many_connections (0: no limit, behind a reverse proxy that limits its clients)")
+	f.IntVar(&o.reqsPerTnt, "max-requests-per-tenant", server.DefaultMaxRequestsPerTenant, "requests one tenant may have in progress at once, open event streams included; the next is answered 429 tenant.too_many_requests (0: no limit)")
+	f.StringVar(&o.http.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS only (with --tls-key)")
+	f.StringVar(&o.http.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 
 	token := &cobra.Command{Use: "token", Short: "Manage the service's bearer tokens"}
 	create := &cobra.Command{
@@ -182,7 +193,30 @@ func (o *serveOptions) check() error {
 		return sema.Errorf(codeUsage, "--shutdown-grace cannot be negative (0 hands running legs back at once), not %s", o.grace)
 	case o.lease < 0:
 		return sema.Errorf(codeUsage, "--session-lease cannot be negative (0: the runner's), not %s", o.lease)
+	case o.connsPerIP < 0:
+		return sema.Errorf(codeUsage, "--max-conns-per-ip cannot be negative (0: no limit), not %d", o.connsPerIP)
+	case o.reqsPerTnt < 0:
+		return sema.Errorf(codeUsage, "--max-requests-per-tenant cannot be negative (0: no limit), not %d", o.reqsPerTnt)
+	case (o.http.TLSCert == "") != (o.http.TLSKey == ""):
+		return sema.Errorf(server.CodeTLSInvalid, "--tls-cert and --tls-key go together: give the certificate and its key, or neither")
 	}
+	// A zero timeout would be no timeout at all in the HTTP server: never a default.
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"--read-header-timeout", o.http.ReadHeaderTimeout}, {"--read-timeout", o.http.ReadTimeout},
+		{"--write-timeout", o.http.WriteTimeout}, {"--idle-timeout", o.http.IdleTimeout},
+	} {
+		if f.v <= 0 {
+			return sema.Errorf(codeUsage, "%s must be a positive duration such as 30s, not %s", f.name, f.v)
+		}
+	}
+	if o.http.ReadHeaderTimeout > o.http.ReadTimeout {
+		return sema.Errorf(codeUsage, "--read-header-timeout (%s) cannot be longer than --read-timeout (%s), which bounds the whole request", o.http.ReadHeaderTimeout, o.http.ReadTimeout)
+	}
+	o.http.MaxConnsPerIP, o.http.NoConnLimit = o.connsPerIP, o.connsPerIP == 0
+	o.http.MaxRequestsPerTenant, o.http.NoTenantLimit = o.reqsPerTnt, o.reqsPerTnt == 0
 	return nil
 }
 
@@ -279,6 +313,10 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		return err
 	}
 	defer s.Close()
+	hs, err := s.HTTPServer(o.http)
+	if err != nil {
+		return usageErr(err)
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return usageErr(sema.Errorf("serve.listen_failed", "cannot listen on %s: %v; pick another --listen address", o.listen, err))
@@ -288,10 +326,12 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err := s.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("serving", "listen", ln.Addr().String(), "store", storeName(o))
+	log.Info("serving", "listen", ln.Addr().String(), "store", storeName(o), "tls", hs.TLS())
+	if !hs.TLS() && !loopback(ln.Addr()) {
+		log.Warn("serving plain HTTP beyond this machine: tokens and task contents cross the network in clear; give --tls-cert and --tls-key, or listen on 127.0.0.1 behind a TLS reverse proxy", "listen", ln.Addr().String())
+	}
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -312,6 +352,12 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		log.Warn("legs still running at the deadline were handed back to the queue", "error", serr.Error())
 	}
 	return nil
+}
+
+// loopback reports whether a listener's address is reachable from this machine only.
+func loopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 func storeName(o *serveOptions) string {
