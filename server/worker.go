@@ -41,6 +41,7 @@ func (w *taskWorker) Timeout(*river.Job[runArgs]) time.Duration { return w.s.cfg
 
 // Work runs one attempt of a task's job.
 func (w *taskWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
+	defer w.s.rec.legStarted(ctx, job)()
 	return w.s.work(context.WithoutCancel(ctx), job.Args.TaskID)
 }
 

@@ -43,6 +43,8 @@ type serveOptions struct {
 	workers     int
 	rescue      time.Duration
 	lease       time.Duration
+	heartbeat   time.Duration
+	deadAfter   time.Duration
 	grace       time.Duration
 	noWorker    bool
 	tenant      string
@@ -108,6 +110,8 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	f.IntVar(&o.workers, "workers", 16, "tasks this process runs at once")
 	f.DurationVar(&o.rescue, "rescue-after", time.Minute, "how long a task's job may go without its process before another process takes it")
 	f.DurationVar(&o.lease, "session-lease", 0, "a running leg's lease on its session (default: the runner's)")
+	f.DurationVar(&o.heartbeat, "heartbeat", server.DefaultHeartbeat, "how often a working process writes its heartbeat and looks for dead ones")
+	f.DurationVar(&o.deadAfter, "dead-after", server.DefaultDeadAfter, "how old a working process's heartbeat is when its tasks are taken over by another")
 	f.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "on SIGTERM/SIGINT, how long running legs may finish before they are left for another process")
 	f.BoolVar(&o.noWorker, "no-worker", false, "serve the API only; run no tasks in this process")
 	f.StringSliceVar(&o.queues, "queues", nil, "the River queues whose tasks this process runs: those of the tenants whose base directories exist on this machine (default: default)")
@@ -182,6 +186,10 @@ func (o *serveOptions) check() error {
 		return sema.Errorf(codeUsage, "--shutdown-grace cannot be negative (0 hands running legs back at once), not %s", o.grace)
 	case o.lease < 0:
 		return sema.Errorf(codeUsage, "--session-lease cannot be negative (0: the runner's), not %s", o.lease)
+	case o.heartbeat <= 0:
+		return sema.Errorf(codeUsage, "--heartbeat must be a positive duration such as 1s, not %s", o.heartbeat)
+	case o.deadAfter < 2*o.heartbeat:
+		return sema.Errorf(codeUsage, "--dead-after must be at least twice --heartbeat (%s), not %s: a live process would be taken for dead", o.heartbeat, o.deadAfter)
 	}
 	return nil
 }
@@ -229,7 +237,7 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 	}
 	cfg := server.Config{
 		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices,
-		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
+		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, Heartbeat: o.heartbeat, DeadAfter: o.deadAfter, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
 	}
 	if o.tracer != nil {
 		cfg.TracerProvider = o.tracer
