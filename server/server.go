@@ -85,6 +85,11 @@ type Config struct {
 	// ones (0: DefaultHeartbeat); DeadAfter is how old a heartbeat is when its process is
 	// taken for dead and its legs rescued (0: DefaultDeadAfter). See recovery.go.
 	Heartbeat, DeadAfter time.Duration
+	// ModelWait is how long a task's model call that keeps failing in a way that may
+	// pass (overloaded, rate-limited, unreachable) is tried again before the task fails
+	// (0: DefaultModelWait); ModelBackoff caps the wait between tries (0:
+	// DefaultModelBackoff). See modelwait.go.
+	ModelWait, ModelBackoff time.Duration
 	// Poll is how often event streams and idle workers look at the store for work other
 	// processes did (0: 200 ms).
 	Poll time.Duration
@@ -135,6 +140,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		{"Workers", cfg.Workers < 0}, {"RescueAfter", cfg.RescueAfter < 0},
 		{"SessionLease", cfg.SessionLease < 0}, {"Poll", cfg.Poll < 0},
 		{"Heartbeat", cfg.Heartbeat < 0}, {"DeadAfter", cfg.DeadAfter < 0},
+		{"ModelWait", cfg.ModelWait < 0}, {"ModelBackoff", cfg.ModelBackoff < 0},
 	} {
 		if f.neg {
 			return nil, sema.Errorf(CodeConfigInvalid, "Config.%s cannot be negative; leave it zero for the default", f.name).With("field", f.name)
@@ -151,6 +157,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
 	cfg.DeadAfter = cmp.Or(cfg.DeadAfter, DefaultDeadAfter)
+	cfg.ModelWait = cmp.Or(cfg.ModelWait, DefaultModelWait)
+	cfg.ModelBackoff = cmp.Or(cfg.ModelBackoff, DefaultModelBackoff)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

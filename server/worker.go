@@ -111,7 +111,8 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if t.cancelRequested {
 		return s.finish(ctx, t, cancelledResult(t.sessionID), nil)
 	}
-	spec, runner, err := s.prepare(t)
+	legs := &legStream{s: s, taskID: t.id}
+	spec, runner, err := s.prepare(t, legs)
 	if err != nil {
 		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
@@ -129,8 +130,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning); err != nil {
 		return err
 	}
-	seq, err := s.lastSeq(ctx, t.id)
-	if err != nil {
+	if legs.seq, err = s.lastSeq(ctx, t.id); err != nil {
 		return err
 	}
 	legCtx, cancel := context.WithCancelCause(ctx)
@@ -188,8 +188,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 		if err != nil {
 			continue
 		}
-		seq++
-		if err := s.events.append(t.id, seq, data); err != nil {
+		if err := legs.append(data); err != nil {
 			return err
 		}
 	}
@@ -208,8 +207,9 @@ func (s *Server) work(ctx context.Context, id string) error {
 	return s.finish(ctx, t, streamjson.Result(res), res)
 }
 
-// prepare turns a stored task into the runner's spec and a runner for its model.
-func (s *Server) prepare(t *taskRow) (agent.TaskSpec, *agent.Runner, error) {
+// prepare turns a stored task into the runner's spec and a runner for its model, whose
+// calls wait out a model outage with notices in the leg's stream.
+func (s *Server) prepare(t *taskRow, legs *legStream) (agent.TaskSpec, *agent.Runner, error) {
 	provider, modelName, err := s.cfg.OpenProvider(t.spec.Model)
 	if err != nil {
 		return agent.TaskSpec{}, nil, err
@@ -232,7 +232,7 @@ func (s *Server) prepare(t *taskRow) (agent.TaskSpec, *agent.Runner, error) {
 		OnAsk:                     onAsk,
 	}
 	deps := agent.Deps{
-		Provider: provider, Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
+		Provider: s.patient(provider, legs), Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
 		SessionLease: s.cfg.SessionLease,
 	}
 	if d, ok := s.b.(interface{ stateDir() string }); ok {
