@@ -172,10 +172,15 @@ func TestServeModelOutagePastTheBoundFails(t *testing.T) {
 		done := waitStatus(t, c, task.TaskID, "error")
 		took := time.Since(began)
 		var res struct {
-			Error struct{ Code, Message string }
+			Error struct {
+				Code, Message string
+				Detail        struct {
+					WaitedMS int64 `json:"waited_ms"`
+				}
+			}
 		}
 		json.Unmarshal(done.Result, &res)
-		if res.Error.Code != model.CodeOverloaded || !strings.Contains(res.Error.Message, "stayed unavailable") {
+		if res.Error.Code != model.CodeOverloaded || !strings.Contains(res.Error.Message, "stayed unavailable") || res.Error.Detail.WaitedMS < bound.Milliseconds()-100 {
 			t.Fatalf("result: %s", done.Result)
 		}
 		if took < bound || took > bound+10*time.Second {
