@@ -162,3 +162,49 @@ func TestServeOtherProcessRescuesHungWorker(t *testing.T) {
 	}
 	checkResumed(t, cb, task.TaskID, "finished by the other process")
 }
+
+// TestServeHungWorkerComesBack: a worker hangs (SIGSTOP) past the dead-worker threshold,
+// its task is taken over and completed by the other process, and then the hung one
+// resumes (SIGCONT). Its leg has lost the session and must not end the task a second
+// time: the task stays completed with one result, and the model is asked no more.
+func TestServeHungWorkerComesBack(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Bash", Input: `{"command":"sleep 3"}`}}},
+		anthropictest.Turn{Text: "finished by the other process"},
+	)
+	env := append(anthropicEnv(srv), "SEMA_STORE="+dsn)
+	tok := serveToken(t, append(env, "SEMA_HOME="+t.TempDir()), "acme", base)
+	flags := []string{"--model", "anthropic/claude-sonnet-4-5"}
+	a := startServe(t, append(env, "SEMA_HOME="+t.TempDir()), flags...)
+	ca := client.New(a.url, tok)
+	task, err := ca.SubmitTask(context.Background(), client.TaskSpec{Prompt: "wait", Cwd: base, AllowedTools: []string{"Bash(sleep:*)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitToolStarted(t, ca, task.TaskID, a)
+	b := startServe(t, append(env, "SEMA_HOME="+t.TempDir()), flags...)
+	cb := client.New(b.url, tok)
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, cb, task.TaskID, "completed", 30*time.Second)
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(8 * time.Second) // the sleep ends, the lease renewal fails, the leg ends
+	done := waitTask(t, cb, task.TaskID, "completed", time.Second)
+	var res map[string]any
+	json.Unmarshal(done.Result, &res)
+	if res["result"] != "finished by the other process" {
+		t.Fatalf("result after the hung worker came back: %s\n%s", done.Result, a.logs.String())
+	}
+	joined := strings.Join(eventTypes(t, cb, task.TaskID), " ")
+	if strings.Count(joined, "result/") != 1 || !strings.HasSuffix(joined, "result/completed") {
+		t.Fatalf("the stream after the hung worker came back: %s\n%s", joined, a.logs.String())
+	}
+	if n := srv.RequestCount(); n != 2 {
+		t.Fatalf("%d model requests, want 2", n)
+	}
+}
