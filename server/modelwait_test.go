@@ -194,3 +194,33 @@ func TestServeModelOutagePastTheBoundFails(t *testing.T) {
 		}
 	})
 }
+
+// TestServeCancelEndsTheWait: a task waiting for its model ends at once when it is
+// cancelled over the API, not when its wait would have.
+func TestServeCancelEndsTheWait(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		behind := anthropictest.NewServer(t, anthropictest.Turn{Text: "never reached"})
+		o := newOutage(t, behind, time.Hour)
+		c, base := outageService(t, st, o, time.Hour, time.Hour)
+		ctx := context.Background()
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "hello", Cwd: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Wait until the task waits longer than the test would (its third wait is 4 s).
+		for o.refused.Load() < 3 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		began := time.Now()
+		if _, err := c.Cancel(ctx, task.TaskID); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, c, task.TaskID, "cancelled")
+		if took := time.Since(began); took > 2*time.Second {
+			t.Fatalf("the cancelled task ended %s after the cancel", took)
+		}
+		if n := o.refused.Load(); n != 3 {
+			t.Fatalf("%d calls after the cancel, want none (3 before)", n)
+		}
+	})
+}
