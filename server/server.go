@@ -12,6 +12,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -80,6 +81,15 @@ type Config struct {
 	// SessionLease is the lease of a running leg on its session (0: the runner's
 	// default); a crashed process's sessions are free again after it.
 	SessionLease time.Duration
+	// Heartbeat is how often a working process writes its heartbeat and looks for dead
+	// ones (0: DefaultHeartbeat); DeadAfter is how old a heartbeat is when its process is
+	// taken for dead and its legs rescued (0: DefaultDeadAfter). See recovery.go.
+	Heartbeat, DeadAfter time.Duration
+	// ModelWait is how long a task's model call that keeps failing in a way that may
+	// pass (overloaded, rate-limited, unreachable) is tried again before the task fails
+	// (0: DefaultModelWait); ModelBackoff caps the wait between tries (0:
+	// DefaultModelBackoff). See modelwait.go.
+	ModelWait, ModelBackoff time.Duration
 	// Poll is how often event streams and idle workers look at the store for work other
 	// processes did (0: 200 ms).
 	Poll time.Duration
@@ -116,6 +126,8 @@ type Server struct {
 	stopWatch context.CancelFunc
 	stopping  chan struct{}
 	stopOnce  sync.Once
+	// rec is a working process's heartbeat and rescuer of dead workers' legs.
+	rec *recovery
 }
 
 // New opens the service's store and migrates it. Start runs the workers; Handler serves
@@ -127,6 +139,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}{
 		{"Workers", cfg.Workers < 0}, {"RescueAfter", cfg.RescueAfter < 0},
 		{"SessionLease", cfg.SessionLease < 0}, {"Poll", cfg.Poll < 0},
+		{"Heartbeat", cfg.Heartbeat < 0}, {"DeadAfter", cfg.DeadAfter < 0},
+		{"ModelWait", cfg.ModelWait < 0}, {"ModelBackoff", cfg.ModelBackoff < 0},
 	} {
 		if f.neg {
 			return nil, sema.Errorf(CodeConfigInvalid, "Config.%s cannot be negative; leave it zero for the default", f.name).With("field", f.name)
@@ -141,6 +155,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Poll == 0 {
 		cfg.Poll = 200 * time.Millisecond
 	}
+	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
+	cfg.DeadAfter = cmp.Or(cfg.DeadAfter, DefaultDeadAfter)
+	cfg.ModelWait = cmp.Or(cfg.ModelWait, DefaultModelWait)
+	cfg.ModelBackoff = cmp.Or(cfg.ModelBackoff, DefaultModelBackoff)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -215,14 +233,25 @@ func (s *Server) Start(ctx context.Context) error {
 			return sema.Errorf(CodeTenantInvalid, "queue name %q must be 1-128 letters, digits, '-' or '_'", q)
 		}
 	}
+	// Before taking jobs: a dead predecessor's legs on this machine are rescued at once,
+	// and the heartbeat row exists before the first leg is recorded.
+	s.rec = newRecovery(s)
+	if err := s.rec.beat(ctx); err != nil {
+		return err
+	}
+	if err := s.rec.rescueDead(ctx); err != nil {
+		return err
+	}
 	if err := s.b.startQueue(ctx, w, queueConfig{
 		workers: s.cfg.Workers, rescueAfter: s.cfg.RescueAfter, queues: queues, poll: s.cfg.Poll,
 	}); err != nil {
 		return err
 	}
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	s.stopWatch = stop
+	recDone := make(chan struct{})
+	s.stopWatch = func() { stop(); <-recDone }
 	go s.watchCancels(wctx)
+	go s.rec.run(wctx, recDone)
 	return nil
 }
 

@@ -42,6 +42,7 @@ func (w *taskWorker) Timeout(*river.Job[runArgs]) time.Duration { return w.s.cfg
 // Work runs one attempt of a task's job.
 func (w *taskWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	w.s.metrics.latency.queueWait.Observe(max(0, time.Since(job.ScheduledAt).Seconds()))
+	defer w.s.rec.legStarted(ctx, job)()
 	return w.s.work(context.WithoutCancel(ctx), job.Args.TaskID)
 }
 
@@ -111,7 +112,8 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if t.cancelRequested {
 		return s.finish(ctx, t, cancelledResult(t.sessionID), nil)
 	}
-	spec, runner, err := s.prepare(t)
+	legs := &legStream{s: s, taskID: t.id}
+	spec, runner, err := s.prepare(t, legs)
 	if err != nil {
 		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
@@ -130,12 +132,11 @@ func (s *Server) work(ctx context.Context, id string) error {
 		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning); err != nil {
 		return err
 	}
-	seq, err := s.lastSeq(ctx, t.id)
-	if err != nil {
+	if legs.seq, err = s.lastSeq(ctx, t.id); err != nil {
 		return err
 	}
 	announced := map[string]bool{}
-	if seq > 0 {
+	if legs.seq > 0 {
 		if announced, err = s.announcedCalls(ctx, t.id); err != nil {
 			return err
 		}
@@ -206,8 +207,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 		if err != nil {
 			continue
 		}
-		seq++
-		if err := s.events.append(t.id, seq, data); err != nil {
+		if err := legs.append(data); err != nil {
 			return err
 		}
 	}
@@ -226,8 +226,9 @@ func (s *Server) work(ctx context.Context, id string) error {
 	return s.finish(ctx, t, streamjson.Result(res), res)
 }
 
-// prepare turns a stored task into the runner's spec and a runner for its model.
-func (s *Server) prepare(t *taskRow) (agent.TaskSpec, *agent.Runner, error) {
+// prepare turns a stored task into the runner's spec and a runner for its model, whose
+// calls wait out a model outage with notices in the leg's stream.
+func (s *Server) prepare(t *taskRow, legs *legStream) (agent.TaskSpec, *agent.Runner, error) {
 	provider, modelName, err := s.cfg.OpenProvider(t.spec.Model)
 	if err != nil {
 		return agent.TaskSpec{}, nil, err
@@ -250,7 +251,7 @@ func (s *Server) prepare(t *taskRow) (agent.TaskSpec, *agent.Runner, error) {
 		OnAsk:                     onAsk,
 	}
 	deps := agent.Deps{
-		Provider: provider, Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
+		Provider: s.patient(provider, legs), Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
 		SessionLease: s.cfg.SessionLease,
 	}
 	if d, ok := s.b.(interface{ stateDir() string }); ok {

@@ -43,6 +43,10 @@ type serveOptions struct {
 	workers     int
 	rescue      time.Duration
 	lease       time.Duration
+	heartbeat   time.Duration
+	deadAfter   time.Duration
+	modelWait   time.Duration
+	modelBack   time.Duration
 	grace       time.Duration
 	noWorker    bool
 	tenant      string
@@ -111,6 +115,10 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	f.IntVar(&o.workers, "workers", 16, "tasks this process runs at once")
 	f.DurationVar(&o.rescue, "rescue-after", time.Minute, "how long a task's job may go without its process before another process takes it")
 	f.DurationVar(&o.lease, "session-lease", 0, "a running leg's lease on its session (default: the runner's)")
+	f.DurationVar(&o.heartbeat, "heartbeat", server.DefaultHeartbeat, "how often a working process writes its heartbeat and looks for dead ones")
+	f.DurationVar(&o.modelWait, "model-wait", server.DefaultModelWait, "how long a task waits out a model that fails in a way that may pass (overloaded, rate-limited, unreachable) before it fails")
+	f.DurationVar(&o.modelBack, "model-backoff", server.DefaultModelBackoff, "the longest wait between a waiting task's tries of its model (the waits double from 1s)")
+	f.DurationVar(&o.deadAfter, "dead-after", server.DefaultDeadAfter, "how old a working process's heartbeat is when its tasks are taken over by another")
 	f.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "on SIGTERM/SIGINT, how long running legs may finish before they are left for another process")
 	f.BoolVar(&o.noWorker, "no-worker", false, "serve the API only; run no tasks in this process")
 	f.StringSliceVar(&o.queues, "queues", nil, "the River queues whose tasks this process runs: those of the tenants whose base directories exist on this machine (default: default)")
@@ -199,6 +207,14 @@ func (o *serveOptions) check() error {
 		return sema.Errorf(codeUsage, "--max-requests-per-tenant cannot be negative (0: no limit), not %d", o.reqsPerTnt)
 	case (o.http.TLSCert == "") != (o.http.TLSKey == ""):
 		return sema.Errorf(server.CodeTLSInvalid, "--tls-cert and --tls-key go together: give the certificate and its key, or neither")
+	case o.heartbeat <= 0:
+		return sema.Errorf(codeUsage, "--heartbeat must be a positive duration such as 1s, not %s", o.heartbeat)
+	case o.modelWait <= 0:
+		return sema.Errorf(codeUsage, "--model-wait must be a positive duration such as 10m, not %s", o.modelWait)
+	case o.modelBack <= 0:
+		return sema.Errorf(codeUsage, "--model-backoff must be a positive duration such as 1m, not %s", o.modelBack)
+	case o.deadAfter < 2*o.heartbeat:
+		return sema.Errorf(codeUsage, "--dead-after must be at least twice --heartbeat (%s), not %s: a live process would be taken for dead", o.heartbeat, o.deadAfter)
 	}
 	// A zero timeout would be no timeout at all in the HTTP server: never a default.
 	for _, f := range []struct {
@@ -263,7 +279,7 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 	}
 	cfg := server.Config{
 		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices,
-		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
+		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, Heartbeat: o.heartbeat, DeadAfter: o.deadAfter, ModelWait: o.modelWait, ModelBackoff: o.modelBack, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
 	}
 	if o.tracer != nil {
 		cfg.TracerProvider = o.tracer

@@ -471,6 +471,7 @@ func TestServeRefusesFlagsOutOfRange(t *testing.T) {
 	for _, tc := range []struct{ flag, value string }{
 		{"--workers", "0"}, {"--workers", "-1"}, {"--rescue-after", "0s"},
 		{"--shutdown-grace", "-5s"}, {"--session-lease", "-1m"},
+		{"--model-wait", "0s"}, {"--model-backoff", "-1s"}, {"--heartbeat", "0s"}, {"--dead-after", "1s"},
 	} {
 		home := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a service that starts is a failure, not a hang

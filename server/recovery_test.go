@@ -1,0 +1,34 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/server"
+)
+
+// TestRecoveryConfigOutOfRange: a negative heartbeat, dead-worker threshold, model wait
+// or model backoff is refused by name, never read as the default.
+func TestRecoveryConfigOutOfRange(t *testing.T) {
+	open := func(string) (model.Provider, string, error) { return nil, "", errors.New("unused") }
+	for name, cfg := range map[string]server.Config{
+		"Heartbeat":    {Heartbeat: -time.Second},
+		"DeadAfter":    {DeadAfter: -time.Second},
+		"ModelWait":    {ModelWait: -time.Second},
+		"ModelBackoff": {ModelBackoff: -time.Second},
+	} {
+		cfg.Home, cfg.OpenProvider = t.TempDir(), open
+		s, err := server.New(context.Background(), cfg)
+		if err == nil {
+			s.Close()
+		}
+		if sema.CodeOf(err) != server.CodeConfigInvalid || !strings.Contains(err.Error(), name) {
+			t.Errorf("Config.%s negative: %v", name, err)
+		}
+	}
+}
