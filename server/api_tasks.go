@@ -71,6 +71,9 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec storedSpec, kind st
 	now := nowMS()
 	status := http.StatusInternalServerError
 	err = s.b.tx(ctx, func(c conn, enqueue enqueueFunc) error {
+		if err := lockTenant(ctx, c, t.name); err != nil {
+			return err
+		}
 		if t.maxConcurrent > 0 {
 			var n int
 			if err := queryRow(ctx, c, `SELECT COUNT(*) FROM sema_serve_tasks WHERE tenant = ? AND status IN (?, ?)`,
@@ -83,9 +86,8 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec storedSpec, kind st
 			}
 		}
 		if t.tokensPerDay > 0 {
-			var used int64
-			if err := queryRow(ctx, c, `SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) FROM sema_serve_tasks WHERE tenant = ? AND updated_ms > ?`,
-				[]any{t.name, now - 24*time.Hour.Milliseconds()}, &used); err != nil {
+			used, err := tokensToday(ctx, c, t.name, now)
+			if err != nil {
 				return err
 			}
 			if used >= t.tokensPerDay {
@@ -135,6 +137,13 @@ func (s *Server) check(ctx context.Context, t *tenant, spec *client.TaskSpec) (i
 	}
 	if spec.ForkSession && spec.Resume == "" {
 		return bad(sema.Errorf(agent.CodeResumeInvalid, "fork_session needs resume: the session to fork"))
+	}
+	p, err := s.policy(ctx, s.b.db(), t.name)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	if err := s.checkPolicy(p, spec); err != nil {
+		return bad(err)
 	}
 	if _, _, err := s.cfg.OpenProvider(spec.Model); err != nil {
 		return bad(err)

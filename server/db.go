@@ -128,6 +128,11 @@ var schema = []string{
 		created_ms BIGINT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS sema_serve_sessions_tenant ON sema_serve_sessions (tenant, created_ms)`,
+	// A tenant's policy (Policy, JSON); a tenant without a row has the default one.
+	`CREATE TABLE IF NOT EXISTS sema_serve_policies (
+		tenant TEXT PRIMARY KEY,
+		policy TEXT NOT NULL
+	)`,
 }
 
 // sqlConn is conn over SQLite (serve.db), outside a transaction or inside one, through

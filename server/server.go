@@ -70,6 +70,11 @@ type Config struct {
 	// OpenProvider opens the provider for a task's model word ("" is the default
 	// model). It returns the provider and the model name to put in the spec.
 	OpenProvider func(model string) (model.Provider, string, error)
+	// Models are the model words, beyond the default (""), that a task may name: a task
+	// naming any other is refused (tenant.policy_model) before OpenProvider sees it, so
+	// a tenant reaches only the operator's providers, and a provider cache keyed by the
+	// word holds at most these. Empty: the default model only.
+	Models []string
 	// Prices are the models' prices for budgets (nil: the built-in table).
 	Prices map[string]pricing.Price
 	// Workers is how many tasks this process runs at once (0: 16).

@@ -124,6 +124,12 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
 		return err
 	}
+	if err := s.applyPolicy(ctx, t, &spec); err != nil {
+		if sema.CodeOf(err) == "" {
+			return err // the store is down for now; River tries again
+		}
+		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	}
 	if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status IN (?, ?)`,
 		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning); err != nil {
 		return err
@@ -209,6 +215,10 @@ func (s *Server) work(ctx context.Context, id string) error {
 
 // prepare turns a stored task into the runner's spec and a runner for its model.
 func (s *Server) prepare(t *taskRow) (agent.TaskSpec, *agent.Runner, error) {
+	if !s.operatorModel(t.spec.Model) {
+		// Queued under another process's models: still only the operator's are opened.
+		return agent.TaskSpec{}, nil, sema.Errorf(CodePolicyModel, "the model %q is not one of the service's models", t.spec.Model)
+	}
 	provider, modelName, err := s.cfg.OpenProvider(t.spec.Model)
 	if err != nil {
 		return agent.TaskSpec{}, nil, err

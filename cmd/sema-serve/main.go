@@ -51,6 +51,8 @@ type serveOptions struct {
 	tokensPerDy int64
 	queue       string
 	queues      []string
+	models      []string
+	policy      string
 	tracer      *sdktrace.TracerProvider
 }
 
@@ -110,6 +112,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	f.DurationVar(&o.lease, "session-lease", 0, "a running leg's lease on its session (default: the runner's)")
 	f.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "on SIGTERM/SIGINT, how long running legs may finish before they are left for another process")
 	f.BoolVar(&o.noWorker, "no-worker", false, "serve the API only; run no tasks in this process")
+	f.StringSliceVar(&o.models, "models", nil, "the models (PROVIDER/MODEL) a task may name besides the default (--model); any other is refused (tenant.policy_model). Default: the default only")
 	f.StringSliceVar(&o.queues, "queues", nil, "the River queues whose tasks this process runs: those of the tenants whose base directories exist on this machine (default: default)")
 
 	token := &cobra.Command{Use: "token", Short: "Manage the service's bearer tokens"}
@@ -165,7 +168,56 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	}
 	del.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
 	addStoreFlags(del, &o)
-	tenant.AddCommand(del)
+	set := &cobra.Command{
+		Use:   "set --tenant NAME --policy FILE",
+		Short: "Set a tenant's policy from a JSON file: modes, models, rules, sandbox, network, bounds per task",
+		Long: `Set a tenant's policy from a JSON file (- reads standard input), for example:
+
+  {"permission_modes": ["default", "acceptEdits", "plan"],
+   "models": ["anthropic/claude-sonnet-4-5"],
+   "deny": ["Bash(curl:*)"], "ask": ["Bash"],
+   "sandbox": "required", "network": "off",
+   "max_turns": 50, "max_tokens_per_task": 500000, "max_usd_per_task": 5}
+
+Every field may be left out. bypassPermissions is refused unless permission_modes lists
+it. A task asking for more than its policy allows is refused by name (tenant.policy_*)
+before it is queued; the rules, sandbox, network and bounds apply to every leg that
+starts from now on. The file replaces the tenant's previous policy.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.tenant == "" || o.policy == "" {
+				return usageErr(sema.Errorf(codeUsage, "name the tenant and its policy file: --tenant NAME --policy FILE"))
+			}
+			var data []byte
+			var err error
+			if o.policy == "-" {
+				data, err = io.ReadAll(os.Stdin)
+			} else {
+				data, err = os.ReadFile(o.policy)
+			}
+			if err != nil {
+				return usageErr(sema.Errorf(server.CodePolicyInvalid, "cannot read the policy file: %v", err))
+			}
+			p, err := server.ParsePolicy(data)
+			if err != nil {
+				return usageErr(err)
+			}
+			s, err := openServer(cmd.Context(), &o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.SetPolicy(cmd.Context(), o.tenant, p); err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintf(stdout, "tenant %s policy set\n", o.tenant)
+			return nil
+		},
+	}
+	set.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
+	set.Flags().StringVar(&o.policy, "policy", "", "the policy's JSON file (-: standard input)")
+	addStoreFlags(set, &o)
+	tenant.AddCommand(del, set)
 	cmd.AddCommand(token, tenant)
 	return cmd
 }
@@ -228,7 +280,7 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 		return p, name, nil
 	}
 	cfg := server.Config{
-		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices,
+		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices, Models: o.models,
 		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
 	}
 	if o.tracer != nil {
