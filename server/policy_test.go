@@ -263,3 +263,51 @@ func spentBy(t *testing.T, task *client.Task) int64 {
 	u := res.Usage
 	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
 }
+
+// TestPolicySandboxAndNetwork: a policy that requires the sandbox runs the leg with it
+// on (a machine that cannot confine refuses to start it, sandbox.unavailable, rather
+// than run it unconfined), and a policy with the network off keeps it off.
+func TestPolicySandboxAndNetwork(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		f := newFixture(t, st, func(string) []scripted.Turn { return []scripted.Turn{{Text: "done"}} })
+		ctx := context.Background()
+		c := f.client(t, "mallory", f.base)
+		if err := f.srv.SetPolicy(ctx, "mallory", server.Policy{Sandbox: "required", Network: "off"}); err != nil {
+			t.Fatal(err)
+		}
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "p", Cwd: f.base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var done *client.Task
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if done, err = c.Task(ctx, task.TaskID); err != nil {
+				t.Fatal(err)
+			}
+			if done.Terminal() || time.Now().After(deadline) {
+				break
+			}
+		}
+		var res struct {
+			Status   string `json:"status"`
+			Error    struct{ Code string }
+			Manifest struct {
+				Shell struct {
+					Sandbox struct {
+						Mode    string `json:"mode"`
+						Network bool   `json:"network"`
+					} `json:"sandbox"`
+				} `json:"shell"`
+			} `json:"manifest"`
+		}
+		if err := json.Unmarshal(done.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case res.Status == "error" && res.Error.Code == "sandbox.unavailable":
+			t.Logf("this kernel cannot confine commands: the leg was refused, not run unconfined")
+		case res.Status != "completed" || res.Manifest.Shell.Sandbox.Mode != "on" || res.Manifest.Shell.Sandbox.Network:
+			t.Fatalf("a leg under sandbox required, network off: %s", done.Result)
+		}
+	})
+}
