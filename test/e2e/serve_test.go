@@ -487,3 +487,55 @@ func TestServeRefusesFlagsOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTenantPolicyAndModels: the operator lists the models tasks may name
+// (--models) and sets a tenant's policy from a file (sema serve tenant set); the
+// tenant's task naming the scripted provider (which would read a server file), a model
+// the operator did not list, or a mode outside its policy is refused by name, and a
+// task within it runs.
+func TestServeTenantPolicyAndModels(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	srv := anthropictest.NewServer(t, anthropictest.Turn{Text: "ok"})
+	env := append(anthropicEnv(srv), "SEMA_HOME="+t.TempDir())
+	tok := serveToken(t, env, "acme", base)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"permission_modes":["root"]}`), 0o644)
+	if r := sema(t, dir, env, "", "serve", "tenant", "set", "--tenant", "acme", "--policy", bad); r.code != 2 || !strings.Contains(r.stderr, "tenant.policy_invalid") {
+		t.Fatalf("a bad policy file: exit %d\n%s", r.code, r.stderr)
+	}
+	good := filepath.Join(dir, "policy.json")
+	os.WriteFile(good, []byte(`{"permission_modes":["default","plan"],"max_turns":5}`), 0o644)
+	if r := sema(t, dir, env, "", "serve", "tenant", "set", "--tenant", "acme", "--policy", good); r.code != 0 {
+		t.Fatalf("tenant set: exit %d\n%s", r.code, r.stderr)
+	}
+	script := filepath.Join(dir, "script.json")
+	os.WriteFile(script, []byte(`{"turns":[{"text":"from the server's disk"}]}`), 0o644)
+
+	p := startServe(t, env, "--model", "anthropic/claude-sonnet-4-5", "--models", "openai/gpt-4.1")
+	c := client.New(p.url, tok)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		spec client.TaskSpec
+		code string
+	}{
+		{client.TaskSpec{Model: "scripted/" + script}, "tenant.policy_model"},
+		{client.TaskSpec{Model: "anthropic/claude-opus-4-1"}, "tenant.policy_model"},
+		{client.TaskSpec{PermissionMode: "bypassPermissions"}, "tenant.policy_mode"},
+		{client.TaskSpec{PermissionMode: "acceptEdits"}, "tenant.policy_mode"},
+		{client.TaskSpec{MaxTurns: 6}, "tenant.policy_max_turns"},
+	} {
+		tc.spec.Prompt, tc.spec.Cwd = "p", base
+		if task, err := c.SubmitTask(ctx, tc.spec); err == nil || !strings.Contains(err.Error(), tc.code) {
+			t.Errorf("%+v: %+v, %v; want %s", tc.spec, task, err, tc.code)
+		}
+	}
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "p", Cwd: base, PermissionMode: "plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, c, task.TaskID, "completed", 30*time.Second)
+	if n := srv.RequestCount(); n != 1 {
+		t.Fatalf("%d model requests, want 1: only the task within the policy ran", n)
+	}
+}
