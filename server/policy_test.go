@@ -95,6 +95,32 @@ func TestPolicyRulesBindEveryLeg(t *testing.T) {
 	})
 }
 
+// TestPolicyAskHoldsAgainstTheTasksAllow: the policy's ask rule parks the call though
+// the task allows the tool and runs in acceptEdits; nothing is written before a decision.
+func TestPolicyAskHoldsAgainstTheTasksAllow(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		f := newFixture(t, st, func(base string) []scripted.Turn {
+			return []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "x.txt"), "x")}},
+				{Text: "done"},
+			}
+		})
+		ctx := context.Background()
+		c := f.client(t, "mallory", f.base)
+		if err := f.srv.SetPolicy(ctx, "mallory", server.Policy{Ask: []string{"Write"}}); err != nil {
+			t.Fatal(err)
+		}
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write", Cwd: f.base, PermissionMode: "acceptEdits", AllowedTools: []string{"Write"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+		if _, err := os.Stat(filepath.Join(f.base, "x.txt")); !os.IsNotExist(err) {
+			t.Fatalf("the policy asks before Write, yet x.txt exists (%v)", err)
+		}
+	})
+}
+
 // TestPolicyFileForm refuses a policy file that cannot be applied, naming the field.
 func TestPolicyFileForm(t *testing.T) {
 	for _, tc := range []struct{ in, mention string }{
