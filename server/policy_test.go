@@ -19,6 +19,7 @@ import (
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/server"
+	"github.com/sema-agent/sema/settings"
 )
 
 // TestHostileTenantIsRefusedByName: a tenant asks for what its policy (the default one,
@@ -334,6 +335,62 @@ func TestPolicySandboxAndNetwork(t *testing.T) {
 			t.Logf("this kernel cannot confine commands: the leg was refused, not run unconfined")
 		case res.Status != "completed" || res.Manifest.Shell.Sandbox.Mode != "on" || res.Manifest.Shell.Sandbox.Network:
 			t.Fatalf("a leg under sandbox required, network off: %s", done.Result)
+		}
+	})
+}
+
+// TestManagedSettingsApplyToEveryTask: the machine's managed policy (Config.
+// ManagedSettings) binds every tenant's task: its deny rule holds against a task that
+// allows the tool in acceptEdits, whatever the tenant's own policy says.
+func TestManagedSettingsApplyToEveryTask(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		ctx := context.Background()
+		managed, err := settings.Parse([]byte(`{"permissions":{"deny":["Write"]}}`), "managed-settings.json", settings.Managed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := server.Config{Home: t.TempDir(), Poll: 20 * time.Millisecond, ManagedSettings: &managed,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if st == "postgres" {
+			cfg.Postgres = pgtest.Schema(t)
+		}
+		base, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "x.txt"), "x")}},
+			{Text: "done"},
+		}})
+		cfg.OpenProvider = func(string) (model.Provider, string, error) { return p, "scripted", nil }
+		srv, err := server.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() {
+			hs.Close()
+			srv.Shutdown(context.Background())
+			srv.Close()
+		})
+		tok, err := srv.CreateToken(ctx, "mallory", base, server.TenantConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.SetPolicy(ctx, "mallory", server.Policy{PermissionModes: []string{"acceptEdits", "bypassPermissions"}}); err != nil {
+			t.Fatal(err)
+		}
+		c := client.New(hs.URL, tok)
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write", Cwd: base, PermissionMode: "acceptEdits", AllowedTools: []string{"Write"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, c, task.TaskID, "completed")
+		if _, err := os.Stat(filepath.Join(base, "x.txt")); !os.IsNotExist(err) {
+			t.Fatalf("the managed policy denies Write, yet x.txt exists (%v)", err)
 		}
 	})
 }

@@ -242,7 +242,7 @@ func (s *Server) prepare(t *taskRow) (agent.TaskSpec, *agent.Runner, error) {
 	}
 	deps := agent.Deps{
 		Provider: provider, Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
-		SessionLease: s.cfg.SessionLease,
+		SessionLease: s.cfg.SessionLease, ManagedSettings: s.cfg.ManagedSettings,
 	}
 	if d, ok := s.b.(interface{ stateDir() string }); ok {
 		deps.StateDir = d.stateDir()

@@ -25,6 +25,7 @@ import (
 	"github.com/sema-agent/sema/model/modelref"
 	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/server"
+	"github.com/sema-agent/sema/settings"
 	"github.com/sema-agent/sema/statedir"
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel/attribute"
@@ -53,6 +54,8 @@ type serveOptions struct {
 	queues      []string
 	models      []string
 	policy      string
+	managed     string
+	managedFile *settings.File // read by runServe: the tenant commands run no task
 	tracer      *sdktrace.TracerProvider
 }
 
@@ -113,6 +116,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	f.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "on SIGTERM/SIGINT, how long running legs may finish before they are left for another process")
 	f.BoolVar(&o.noWorker, "no-worker", false, "serve the API only; run no tasks in this process")
 	f.StringSliceVar(&o.models, "models", nil, "the models (PROVIDER/MODEL) a task may name besides the default (--model); any other is refused (tenant.policy_model). Default: the default only")
+	f.StringVar(&o.managed, "managed-settings", "", "the managed policy every task runs under, above the workspace's settings (default: "+settings.ManagedFile+" when it exists)")
 	f.StringSliceVar(&o.queues, "queues", nil, "the River queues whose tasks this process runs: those of the tenants whose base directories exist on this machine (default: default)")
 
 	token := &cobra.Command{Use: "token", Short: "Manage the service's bearer tokens"}
@@ -280,7 +284,7 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 		return p, name, nil
 	}
 	cfg := server.Config{
-		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices, Models: o.models,
+		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices, Models: o.models, ManagedSettings: o.managedFile,
 		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
 	}
 	if o.tracer != nil {
@@ -325,6 +329,9 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 			defer cancel()
 			tp.Shutdown(fctx) // sends the spans still batched
 		}()
+	}
+	if o.managedFile, err = managedSettings(o.managed); err != nil {
+		return usageErr(err)
 	}
 	s, err := openServer(ctx, o, log)
 	if err != nil {

@@ -539,3 +539,23 @@ func TestServeTenantPolicyAndModels(t *testing.T) {
 		t.Fatalf("%d model requests, want 1: only the task within the policy ran", n)
 	}
 }
+
+// TestServeRefusesAManagedPolicyItCannotApply: a --managed-settings file that is missing
+// or does not parse stops the service before it starts: its tasks would otherwise run
+// without the policy the operator wrote.
+func TestServeRefusesAManagedPolicyItCannotApply(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken.json")
+	os.WriteFile(broken, []byte(`{"permissions":{"deny":"Write"}}`), 0o644)
+	for _, path := range []string{filepath.Join(dir, "missing.json"), broken} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, semaBin, "serve", "--listen", "127.0.0.1:0", "--managed-settings", path)
+		cmd.Env = append(os.Environ(), "SEMA_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), path) {
+			t.Errorf("sema serve --managed-settings %s: exit %v: %s", path, err, out)
+		}
+	}
+}
