@@ -394,3 +394,93 @@ func TestManagedSettingsApplyToEveryTask(t *testing.T) {
 		}
 	})
 }
+
+// TestDailyTokensHoldAcrossConcurrentLegs: three tasks of a tenant with 30,000 tokens a
+// day run at once, each wanting six turns of 7,000 tokens. Each leg alone would stay
+// under what was left when it started (30,000, as none had spent yet), together 84,000;
+// the day holds instead: once the tenant's running legs reach it, each stops after at
+// most the response it was waiting for.
+func TestDailyTokensHoldAcrossConcurrentLegs(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		const legs = 3
+		ctx := context.Background()
+		cfg := server.Config{Home: t.TempDir(), Poll: 20 * time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if st == "postgres" {
+			cfg.Postgres = pgtest.Schema(t)
+		}
+		base, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(base, "f.txt"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var script scripted.Script
+		for l := range legs {
+			var turns []scripted.Turn
+			for i := range 5 {
+				in, _ := json.Marshal(map[string]any{"file_path": filepath.Join(base, "f.txt"), "offset": i + 1})
+				turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "Read", Input: in}},
+					Usage: &model.Usage{InputTokens: 6000, OutputTokens: 1000}})
+			}
+			turns = append(turns, scripted.Turn{Text: "done", Usage: &model.Usage{InputTokens: 6000, OutputTokens: 1000}})
+			script.Threads = append(script.Threads, scripted.Thread{Match: "leg-" + string(rune('a'+l)), Turns: turns})
+		}
+		p := scripted.New(script)
+		cfg.OpenProvider = func(string) (model.Provider, string, error) { return p, "scripted", nil }
+		srv, err := server.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() {
+			hs.Close()
+			srv.Shutdown(context.Background())
+			srv.Close()
+		})
+		tok, err := srv.CreateToken(ctx, "acme", base, server.TenantConfig{TokensPerDay: 30000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.New(hs.URL, tok)
+		var ids []string
+		for l := range legs {
+			task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "leg-" + string(rune('a'+l)), Cwd: base, PermissionMode: "acceptEdits"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, task.TaskID)
+		}
+		var total int64
+		for _, id := range ids {
+			var done *client.Task
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if done, err = c.Task(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+				if done.Terminal() {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("task %s is still %s", id, done.Status)
+				}
+			}
+			if done.Status != "budget_exceeded" {
+				t.Errorf("task %s ended %s, want budget_exceeded: six turns each do not fit a shared 30,000-token day: %s", id, done.Status, done.Result)
+			}
+			var res struct {
+				Usage model.Usage `json:"usage"`
+			}
+			json.Unmarshal(done.Result, &res)
+			total += res.Usage.InputTokens + res.Usage.OutputTokens
+			t.Logf("task %s: %s, %d tokens", id, done.Status, res.Usage.InputTokens+res.Usage.OutputTokens)
+		}
+		if max := int64(30000 + legs*7000); total > max {
+			t.Fatalf("%d legs spent %d tokens of a 30,000-token day (at most %d: one response each past it)", legs, total, max)
+		}
+	})
+}

@@ -124,7 +124,8 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
 		return err
 	}
-	if err := s.applyPolicy(ctx, t, &spec); err != nil {
+	guard, err := s.applyPolicy(ctx, t, &spec)
+	if err != nil {
 		if sema.CodeOf(err) == "" {
 			return err // the store is down for now; River tries again
 		}
@@ -180,6 +181,13 @@ func (s *Server) work(ctx context.Context, id string) error {
 			}
 		}
 		lt.event(ev)
+		if guard != nil && ev.Type == agent.EventAssistant && ev.Response != nil {
+			// A store that cannot say leaves the leg to its own token bound (set from
+			// what was left of the day when it started).
+			if spent, err := guard.add(ctx, ev.Response.Usage); err == nil && spent {
+				cancel(errDayExhausted)
+			}
+		}
 		if ev.Type == agent.EventResult {
 			res = ev.Result
 			traceStatus = string(res.Status)
@@ -200,6 +208,14 @@ func (s *Server) work(ctx context.Context, id string) error {
 	}
 	if res == nil {
 		return river.JobSnooze(0)
+	}
+	if res.Status == sema.StatusCancelled && context.Cause(legCtx) == errDayExhausted {
+		// As a leg that reached its own token budget ends, with what it did and spent,
+		// and why.
+		obj := streamjson.Result(res)
+		obj["status"] = sema.StatusBudgetExceeded
+		obj["error"] = errObject(sema.Errorf(CodeTokenLimit, "the leg stopped: the tenant's %d tokens for the last 24 hours are spent; try again later", guard.perDay))
+		return s.finish(ctx, t, obj, res)
 	}
 	if res.Status == sema.StatusCancelled && context.Cause(legCtx) != errCancelRequested {
 		// The process is stopping (or its worker was cancelled): the leg's finished turns
