@@ -146,6 +146,19 @@ func (s *Server) SetPolicy(ctx context.Context, name string, p Policy) error {
 	})
 }
 
+// Policy returns tenant name's policy (the zero policy when the operator set none).
+func (s *Server) Policy(ctx context.Context, name string) (Policy, error) {
+	var n int
+	err := queryRow(ctx, s.b.db(), `SELECT 1 FROM sema_serve_tenants WHERE name = ? AND deleted_ms IS NULL`, []any{name}, &n)
+	if errors.Is(err, errNoRow) {
+		return Policy{}, sema.Errorf(CodeTenantInvalid, "there is no tenant %q", name)
+	}
+	if err != nil {
+		return Policy{}, err
+	}
+	return s.policy(ctx, s.b.db(), name)
+}
+
 // policy reads tenant name's policy; a tenant the operator set none for has the zero
 // policy.
 func (s *Server) policy(ctx context.Context, c conn, name string) (Policy, error) {

@@ -67,6 +67,20 @@ func TestHostileTenantIsRefusedByName(t *testing.T) {
 			t.Fatalf("a task within the policy: %v", err)
 		}
 		waitStatus(t, c, task.TaskID, "completed")
+
+		// A message in the tenant's own session is held to the same policy.
+		for _, m := range []struct {
+			msg  client.Message
+			code string
+		}{
+			{client.Message{Prompt: "p", PermissionMode: "bypassPermissions"}, "tenant.policy_mode"},
+			{client.Message{Prompt: "p", Model: "scripted//etc/passwd"}, "tenant.policy_model"},
+			{client.Message{Prompt: "p", MaxTurns: 9}, "tenant.policy_max_turns"},
+		} {
+			if next, err := c.Message(ctx, task.SessionID, m.msg); codeOf(err) != m.code {
+				t.Errorf("message %+v: %+v, %v; want %s", m.msg, next, err, m.code)
+			}
+		}
 	})
 }
 

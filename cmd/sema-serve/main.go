@@ -7,6 +7,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -221,7 +222,34 @@ starts from now on. The file replaces the tenant's previous policy.`,
 	set.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
 	set.Flags().StringVar(&o.policy, "policy", "", "the policy's JSON file (-: standard input)")
 	addStoreFlags(set, &o)
-	tenant.AddCommand(del, set)
+	show := &cobra.Command{
+		Use:   "show --tenant NAME",
+		Short: "Print a tenant's policy as JSON (the file form tenant set reads)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.tenant == "" {
+				return usageErr(sema.Errorf(codeUsage, "name the tenant: --tenant NAME"))
+			}
+			s, err := openServer(cmd.Context(), &o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			p, err := s.Policy(cmd.Context(), o.tenant)
+			if err != nil {
+				return usageErr(err)
+			}
+			out, err := json.MarshalIndent(p, "", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, string(out))
+			return nil
+		},
+	}
+	show.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
+	addStoreFlags(show, &o)
+	tenant.AddCommand(del, set, show)
 	cmd.AddCommand(token, tenant)
 	return cmd
 }

@@ -509,6 +509,9 @@ func TestServeTenantPolicyAndModels(t *testing.T) {
 	if r := sema(t, dir, env, "", "serve", "tenant", "set", "--tenant", "acme", "--policy", good); r.code != 0 {
 		t.Fatalf("tenant set: exit %d\n%s", r.code, r.stderr)
 	}
+	if r := sema(t, dir, env, "", "serve", "tenant", "show", "--tenant", "acme"); r.code != 0 || !strings.Contains(r.stdout, `"max_turns": 5`) || !strings.Contains(r.stdout, `"plan"`) {
+		t.Fatalf("tenant show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	script := filepath.Join(dir, "script.json")
 	os.WriteFile(script, []byte(`{"turns":[{"text":"from the server's disk"}]}`), 0o644)
 
