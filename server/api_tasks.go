@@ -71,19 +71,11 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec storedSpec, kind st
 	now := nowMS()
 	status := http.StatusInternalServerError
 	err = s.b.tx(ctx, func(c conn, enqueue enqueueFunc) error {
-		if err := lockTenant(ctx, c, t.name); err != nil {
-			return err
-		}
-		if t.maxConcurrent > 0 {
-			var n int
-			if err := queryRow(ctx, c, `SELECT COUNT(*) FROM sema_serve_tasks WHERE tenant = ? AND status IN (?, ?)`,
-				[]any{t.name, client.StatusQueued, client.StatusRunning}, &n); err != nil {
-				return err
-			}
-			if n >= t.maxConcurrent {
+		if err := admitRun(ctx, c, t); err != nil {
+			if sema.IsCode(err, CodeConcurrencyLimit) {
 				status = http.StatusTooManyRequests
-				return sema.Errorf(CodeConcurrencyLimit, "the tenant has %d tasks queued or running, its limit; wait for one to end", n)
 			}
+			return err
 		}
 		if t.tokensPerDay > 0 {
 			used, err := tokensToday(ctx, c, t.name, now)

@@ -355,3 +355,26 @@ func lockTenant(ctx context.Context, c conn, name string) error {
 	_, err := c.exec(ctx, `UPDATE sema_serve_tenants SET name = name WHERE name = ?`, name)
 	return err
 }
+
+// admitRun refuses to queue one more leg of tenant t when its tasks queued or running
+// are at its limit: a new task, or a decided one going back to the queue (a parked task
+// holds no slot, so without this a tenant could park many and approve them together).
+// It takes the tenant's row first (lockTenant), so two nodes never both admit the last
+// slot.
+func admitRun(ctx context.Context, c conn, t *tenant) error {
+	if err := lockTenant(ctx, c, t.name); err != nil {
+		return err
+	}
+	if t.maxConcurrent <= 0 {
+		return nil
+	}
+	var n int
+	if err := queryRow(ctx, c, `SELECT COUNT(*) FROM sema_serve_tasks WHERE tenant = ? AND status IN (?, ?)`,
+		[]any{t.name, client.StatusQueued, client.StatusRunning}, &n); err != nil {
+		return err
+	}
+	if n >= t.maxConcurrent {
+		return sema.Errorf(CodeConcurrencyLimit, "the tenant has %d tasks queued or running, its limit; wait for one to end", n)
+	}
+	return nil
+}

@@ -498,3 +498,41 @@ func TestDailyTokensHoldAcrossConcurrentLegs(t *testing.T) {
 		}
 	})
 }
+
+// TestDecisionHoldsTheConcurrencyLimit: a parked task holds no slot, so a tenant with a
+// limit of one could park many and approve them together; a decision that would put a
+// task back in the queue while another runs is refused (tenant.concurrency_limit, the
+// checkpoint left open), and taken once the running one ends.
+func TestDecisionHoldsTheConcurrencyLimit(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		f := newFixture(t, st, func(base string) []scripted.Turn { return nil })
+		*f.model = *scripted.New(scripted.Script{Threads: []scripted.Thread{
+			{Match: "park", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(f.base, "x.txt"), "x")}}, {Text: "done"}}},
+			{Match: "sleep", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{{Name: "Bash", Input: json.RawMessage(`{"command":"sleep 3"}`)}}}, {Text: "done"}}},
+		}})
+		ctx := context.Background()
+		tok, err := f.srv.CreateToken(ctx, "acme", f.base, server.TenantConfig{MaxConcurrent: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.New(f.http.URL, tok)
+		parkedTask, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "park", Cwd: f.base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parked := waitStatus(t, c, parkedTask.TaskID, client.StatusAwaitingApproval)
+		sleeper, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "sleep", Cwd: f.base, AllowedTools: []string{"Bash"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, c, sleeper.TaskID, client.StatusRunning)
+		if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); codeOf(err) != "tenant.concurrency_limit" {
+			t.Fatalf("a decision while the tenant's one slot runs: %v, want tenant.concurrency_limit", err)
+		}
+		waitStatus(t, c, sleeper.TaskID, "completed")
+		if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); err != nil {
+			t.Fatalf("the decision once the slot is free: %v", err)
+		}
+		waitStatus(t, c, parkedTask.TaskID, "completed")
+	})
+}
