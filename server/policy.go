@@ -146,6 +146,35 @@ func (s *Server) SetPolicy(ctx context.Context, name string, p Policy) error {
 	})
 }
 
+// SetLimits changes tenant name's concurrency limit and daily tokens (nil: unchanged;
+// zero: none) without minting a token. The next submission and the next leg see them.
+func (s *Server) SetLimits(ctx context.Context, name string, maxConcurrent *int, tokensPerDay *int64) error {
+	if maxConcurrent != nil && *maxConcurrent < 0 || tokensPerDay != nil && *tokensPerDay < 0 {
+		return sema.Errorf(CodeTenantInvalid, "tenant limits cannot be negative (0: no limit)")
+	}
+	return s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
+		var cur struct {
+			max int
+			day int64
+		}
+		err := queryRow(ctx, c, `SELECT max_concurrent, tokens_per_day FROM sema_serve_tenants WHERE name = ? AND deleted_ms IS NULL`, []any{name}, &cur.max, &cur.day)
+		if errors.Is(err, errNoRow) {
+			return sema.Errorf(CodeTenantInvalid, "there is no tenant %q; create it with sema serve token create", name)
+		}
+		if err != nil {
+			return err
+		}
+		if maxConcurrent != nil {
+			cur.max = *maxConcurrent
+		}
+		if tokensPerDay != nil {
+			cur.day = *tokensPerDay
+		}
+		_, err = c.exec(ctx, `UPDATE sema_serve_tenants SET max_concurrent = ?, tokens_per_day = ? WHERE name = ?`, cur.max, cur.day, name)
+		return err
+	})
+}
+
 // Policy returns tenant name's policy (the zero policy when the operator set none).
 func (s *Server) Policy(ctx context.Context, name string) (Policy, error) {
 	var n int

@@ -174,7 +174,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	del.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
 	addStoreFlags(del, &o)
 	set := &cobra.Command{
-		Use:   "set --tenant NAME --policy FILE",
+		Use:   "set --tenant NAME [--policy FILE] [--max-concurrent N] [--tokens-per-day N]",
 		Short: "Set a tenant's policy from a JSON file: modes, models, rules, sandbox, network, bounds per task",
 		Long: `Set a tenant's policy from a JSON file (- reads standard input), for example:
 
@@ -190,37 +190,60 @@ before it is queued; the rules, sandbox, network and bounds apply to every leg t
 starts from now on. The file replaces the tenant's previous policy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.tenant == "" || o.policy == "" {
-				return usageErr(sema.Errorf(codeUsage, "name the tenant and its policy file: --tenant NAME --policy FILE"))
+			flags := cmd.Flags()
+			limits := flags.Changed("max-concurrent") || flags.Changed("tokens-per-day")
+			if o.tenant == "" || o.policy == "" && !limits {
+				return usageErr(sema.Errorf(codeUsage, "name the tenant and what to set: --tenant NAME --policy FILE, and/or --max-concurrent N, --tokens-per-day N"))
 			}
-			var data []byte
-			var err error
-			if o.policy == "-" {
-				data, err = io.ReadAll(os.Stdin)
-			} else {
-				data, err = os.ReadFile(o.policy)
-			}
-			if err != nil {
-				return usageErr(sema.Errorf(server.CodePolicyInvalid, "cannot read the policy file: %v", err))
-			}
-			p, err := server.ParsePolicy(data)
-			if err != nil {
-				return usageErr(err)
+			var p *server.Policy
+			if o.policy != "" {
+				var data []byte
+				var err error
+				if o.policy == "-" {
+					data, err = io.ReadAll(os.Stdin)
+				} else {
+					data, err = os.ReadFile(o.policy)
+				}
+				if err != nil {
+					return usageErr(sema.Errorf(server.CodePolicyInvalid, "cannot read the policy file: %v", err))
+				}
+				parsed, err := server.ParsePolicy(data)
+				if err != nil {
+					return usageErr(err)
+				}
+				p = &parsed
 			}
 			s, err := openServer(cmd.Context(), &o, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			if err := s.SetPolicy(cmd.Context(), o.tenant, p); err != nil {
-				return usageErr(err)
+			if limits {
+				var maxTasks *int
+				var perDay *int64
+				if flags.Changed("max-concurrent") {
+					maxTasks = &o.maxTasks
+				}
+				if flags.Changed("tokens-per-day") {
+					perDay = &o.tokensPerDy
+				}
+				if err := s.SetLimits(cmd.Context(), o.tenant, maxTasks, perDay); err != nil {
+					return usageErr(err)
+				}
 			}
-			fmt.Fprintf(stdout, "tenant %s policy set\n", o.tenant)
+			if p != nil {
+				if err := s.SetPolicy(cmd.Context(), o.tenant, *p); err != nil {
+					return usageErr(err)
+				}
+			}
+			fmt.Fprintf(stdout, "tenant %s set\n", o.tenant)
 			return nil
 		},
 	}
 	set.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
 	set.Flags().StringVar(&o.policy, "policy", "", "the policy's JSON file (-: standard input)")
+	set.Flags().IntVar(&o.maxTasks, "max-concurrent", 0, "tasks the tenant may have queued or running at once (0: no limit; left as it is when not given)")
+	set.Flags().Int64Var(&o.tokensPerDy, "tokens-per-day", 0, "model tokens the tenant may spend in 24 hours, held during the run (0: no limit; left as it is when not given)")
 	addStoreFlags(set, &o)
 	show := &cobra.Command{
 		Use:   "show --tenant NAME",

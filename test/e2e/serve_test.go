@@ -506,7 +506,7 @@ func TestServeTenantPolicyAndModels(t *testing.T) {
 	}
 	good := filepath.Join(dir, "policy.json")
 	os.WriteFile(good, []byte(`{"permission_modes":["default","plan"],"max_turns":5}`), 0o644)
-	if r := sema(t, dir, env, "", "serve", "tenant", "set", "--tenant", "acme", "--policy", good); r.code != 0 {
+	if r := sema(t, dir, env, "", "serve", "tenant", "set", "--tenant", "acme", "--policy", good, "--max-concurrent", "1"); r.code != 0 {
 		t.Fatalf("tenant set: exit %d\n%s", r.code, r.stderr)
 	}
 	if r := sema(t, dir, env, "", "serve", "tenant", "show", "--tenant", "acme"); r.code != 0 || !strings.Contains(r.stdout, `"max_turns": 5`) || !strings.Contains(r.stdout, `"plan"`) {
@@ -537,9 +537,17 @@ func TestServeTenantPolicyAndModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The limit tenant set gave: one task at a time (unless the first already ended).
+	if second, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "p", Cwd: base}); err == nil {
+		if first, _ := c.Task(ctx, task.TaskID); first == nil || !first.Terminal() {
+			t.Fatalf("a second task %+v was accepted while the first runs, under --max-concurrent 1", second)
+		}
+	} else if !strings.Contains(err.Error(), "tenant.concurrency_limit") {
+		t.Fatalf("a second task: %v", err)
+	}
 	waitTask(t, c, task.TaskID, "completed", 30*time.Second)
-	if n := srv.RequestCount(); n != 1 {
-		t.Fatalf("%d model requests, want 1: only the task within the policy ran", n)
+	if n := srv.RequestCount(); n < 1 || n > 2 {
+		t.Fatalf("%d model requests, want 1 or 2: only the tasks within the policy ran", n)
 	}
 }
 
