@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -319,6 +320,11 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 	providers := map[string]model.Provider{}
 	names := map[string]string{}
 	open := func(ref string) (model.Provider, string, error) {
+		if ref != "" && !slices.Contains(o.models, ref) {
+			// The service refuses such a task before it gets here; this keeps the cache
+			// below to the default and --models whoever calls.
+			return nil, "", sema.Errorf(server.CodePolicyModel, "the model %q is not one of the service's models (--models)", ref)
+		}
 		ref = cmp.Or(ref, o.model, os.Getenv("SEMA_MODEL"))
 		mu.Lock()
 		defer mu.Unlock()
