@@ -271,11 +271,9 @@ func (s *Server) applyPolicy(ctx context.Context, t *taskRow, spec *agent.TaskSp
 	if !modeAllowed(p, string(spec.PermissionMode)) {
 		return nil, sema.Errorf(CodePolicyMode, "the tenant's policy no longer allows permission_mode %s", spec.PermissionMode)
 	}
-	if spec.PermissionMode == "" && spec.Resume == nil && !modeAllowed(p, string(permission.ModeBypassPermissions)) {
-		// Empty would take the defaultMode of the root's settings, a file the tenant
-		// writes; a resumed session keeps the mode a checked leg recorded.
-		spec.PermissionMode = permission.ModeDefault
-	}
+	// An empty mode takes no defaultMode from the workspace's settings, which the
+	// tenant writes (an untrusted workspace's is dropped), and a resumed session keeps
+	// the mode a checked leg recorded.
 	spec.DisallowedTools = append(spec.DisallowedTools, p.Deny...)
 	spec.AskTools = append(spec.AskTools, p.Ask...)
 	if p.Sandbox == "required" {

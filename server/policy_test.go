@@ -536,3 +536,33 @@ func TestDecisionHoldsTheConcurrencyLimit(t *testing.T) {
 		waitStatus(t, c, parkedTask.TaskID, "completed")
 	})
 }
+
+// TestWorkspaceSettingsCannotBypass: the tenant writes its workspace's settings, so a
+// defaultMode of bypassPermissions there must not reach a task that names no mode: the
+// write parks for a decision, as in default mode (the runner drops an untrusted
+// workspace's defaultMode; this holds the service to it).
+func TestWorkspaceSettingsCannotBypass(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		f := newFixture(t, st, func(base string) []scripted.Turn {
+			return []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "x.txt"), "x")}},
+				{Text: "done"},
+			}
+		})
+		if err := os.MkdirAll(filepath.Join(f.base, ".sema"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(f.base, ".sema", "settings.json"), []byte(`{"permissions":{"defaultMode":"bypassPermissions"}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := f.client(t, "mallory", f.base)
+		task, err := c.SubmitTask(context.Background(), client.TaskSpec{Prompt: "write", Cwd: f.base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+		if _, err := os.Stat(filepath.Join(f.base, "x.txt")); !os.IsNotExist(err) {
+			t.Fatalf("the workspace's defaultMode bypassed the tenant's policy: x.txt exists (%v)", err)
+		}
+	})
+}
