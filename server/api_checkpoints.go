@@ -114,6 +114,14 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 		if err != nil {
 			return err
 		}
+		if decided == 0 {
+			if err := admitRun(ctx, c, t); err != nil {
+				if sema.IsCode(err, CodeConcurrencyLimit) {
+					status = http.StatusTooManyRequests // the checkpoint stays open: decide again later
+				}
+				return err
+			}
+		}
 		n, err := c.exec(ctx, `UPDATE sema_serve_checkpoints SET decided_ms = ?, decision = ? WHERE id = ? AND tenant = ? AND decided_ms = 0`,
 			nowMS(), string(data), answer.CheckpointID, t.name)
 		if err != nil {

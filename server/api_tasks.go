@@ -73,21 +73,15 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec storedSpec, kind st
 	now := nowMS()
 	status := http.StatusInternalServerError
 	err = s.b.tx(ctx, func(c conn, enqueue enqueueFunc) error {
-		if t.maxConcurrent > 0 {
-			var n int
-			if err := queryRow(ctx, c, `SELECT COUNT(*) FROM sema_serve_tasks WHERE tenant = ? AND status IN (?, ?)`,
-				[]any{t.name, client.StatusQueued, client.StatusRunning}, &n); err != nil {
-				return err
-			}
-			if n >= t.maxConcurrent {
+		if err := admitRun(ctx, c, t); err != nil {
+			if sema.IsCode(err, CodeConcurrencyLimit) {
 				status = http.StatusTooManyRequests
-				return sema.Errorf(CodeConcurrencyLimit, "the tenant has %d tasks queued or running, its limit; wait for one to end", n)
 			}
+			return err
 		}
 		if t.tokensPerDay > 0 {
-			var used int64
-			if err := queryRow(ctx, c, `SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) FROM sema_serve_tasks WHERE tenant = ? AND updated_ms > ?`,
-				[]any{t.name, now - 24*time.Hour.Milliseconds()}, &used); err != nil {
+			used, err := tokensToday(ctx, c, t.name, now)
+			if err != nil {
 				return err
 			}
 			if used >= t.tokensPerDay {
@@ -137,6 +131,13 @@ func (s *Server) check(ctx context.Context, t *tenant, spec *client.TaskSpec) (i
 	}
 	if spec.ForkSession && spec.Resume == "" {
 		return bad(sema.Errorf(agent.CodeResumeInvalid, "fork_session needs resume: the session to fork"))
+	}
+	p, err := s.policy(ctx, s.b.db(), t.name)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	if err := s.checkPolicy(p, spec); err != nil {
+		return bad(err)
 	}
 	if _, _, err := s.cfg.OpenProvider(spec.Model); err != nil {
 		return bad(err)

@@ -128,6 +128,20 @@ var schema = []string{
 		created_ms BIGINT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS sema_serve_sessions_tenant ON sema_serve_sessions (tenant, created_ms)`,
+	// The tokens a running leg spent so far, for its tenant's daily budget (dayGuard);
+	// a leg's end adds them to its task's tokens, and its next leg starts from nothing.
+	`CREATE TABLE IF NOT EXISTS sema_serve_spend (
+		task_id TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		tokens BIGINT NOT NULL,
+		updated_ms BIGINT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_spend_tenant ON sema_serve_spend (tenant, updated_ms)`,
+	// A tenant's policy (Policy, JSON); a tenant without a row has the default one.
+	`CREATE TABLE IF NOT EXISTS sema_serve_policies (
+		tenant TEXT PRIMARY KEY,
+		policy TEXT NOT NULL
+	)`,
 }
 
 // sqlConn is conn over SQLite (serve.db), outside a transaction or inside one, through

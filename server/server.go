@@ -24,6 +24,7 @@ import (
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/settings"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -71,6 +72,16 @@ type Config struct {
 	// OpenProvider opens the provider for a task's model word ("" is the default
 	// model). It returns the provider and the model name to put in the spec.
 	OpenProvider func(model string) (model.Provider, string, error)
+	// Models are the model words, beyond the default (""), that a task may name: a task
+	// naming any other is refused (tenant.policy_model) before OpenProvider sees it, so
+	// a tenant reaches only the operator's providers, and a provider cache keyed by the
+	// word holds at most these. Empty: the default model only.
+	Models []string
+	// ManagedSettings is the machine's managed policy (settings.Load with
+	// settings.Managed; sema serve reads /etc/sema/managed-settings.json, or
+	// --managed-settings): it applies to every task of every tenant, above the
+	// workspace's settings files, which the tenant writes. Nil: none.
+	ManagedSettings *settings.File
 	// Prices are the models' prices for budgets (nil: the built-in table).
 	Prices map[string]pricing.Price
 	// Workers is how many tasks this process runs at once (0: 16).

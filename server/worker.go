@@ -128,6 +128,13 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
 		return err
 	}
+	guard, err := s.applyPolicy(ctx, t, &spec)
+	if err != nil {
+		if sema.CodeOf(err) == "" {
+			return err // the store is down for now; River tries again
+		}
+		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	}
 	if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status IN (?, ?)`,
 		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning); err != nil {
 		return err
@@ -187,6 +194,13 @@ func (s *Server) work(ctx context.Context, id string) error {
 			}
 		}
 		lt.event(ev)
+		if guard != nil && ev.Type == agent.EventAssistant && ev.Response != nil {
+			// A store that cannot say leaves the leg to its own token bound (set from
+			// what was left of the day when it started).
+			if spent, err := guard.add(ctx, ev.Response.Usage); err == nil && spent {
+				cancel(errDayExhausted)
+			}
+		}
 		if ev.Type == agent.EventResult {
 			res = ev.Result
 			traceStatus = string(res.Status)
@@ -214,6 +228,14 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if res == nil {
 		return river.JobSnooze(0)
 	}
+	if res.Status == sema.StatusCancelled && context.Cause(legCtx) == errDayExhausted {
+		// As a leg that reached its own token budget ends, with what it did and spent,
+		// and why.
+		obj := streamjson.Result(res)
+		obj["status"] = sema.StatusBudgetExceeded
+		obj["error"] = errObject(sema.Errorf(CodeTokenLimit, "the leg stopped: the tenant's %d tokens for the last 24 hours are spent; try again later", guard.perDay))
+		return s.finish(ctx, t, obj, res)
+	}
 	if res.Status == sema.StatusCancelled && context.Cause(legCtx) != errCancelRequested {
 		// The process is stopping (or its worker was cancelled): the leg's finished turns
 		// are in the transcript; another attempt continues from them.
@@ -229,6 +251,10 @@ func (s *Server) work(ctx context.Context, id string) error {
 // prepare turns a stored task into the runner's spec and a runner for its model, whose
 // calls wait out a model outage with notices in the leg's stream.
 func (s *Server) prepare(t *taskRow, legs *legStream) (agent.TaskSpec, *agent.Runner, error) {
+	if !s.operatorModel(t.spec.Model) {
+		// Queued under another process's models: still only the operator's are opened.
+		return agent.TaskSpec{}, nil, sema.Errorf(CodePolicyModel, "the model %q is not one of the service's models", t.spec.Model)
+	}
 	provider, modelName, err := s.cfg.OpenProvider(t.spec.Model)
 	if err != nil {
 		return agent.TaskSpec{}, nil, err
@@ -252,7 +278,7 @@ func (s *Server) prepare(t *taskRow, legs *legStream) (agent.TaskSpec, *agent.Ru
 	}
 	deps := agent.Deps{
 		Provider: s.patient(provider, legs), Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
-		SessionLease: s.cfg.SessionLease,
+		SessionLease: s.cfg.SessionLease, ManagedSettings: s.cfg.ManagedSettings,
 	}
 	if d, ok := s.b.(interface{ stateDir() string }); ok {
 		deps.StateDir = d.stateDir()

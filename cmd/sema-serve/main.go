@@ -7,6 +7,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/sema-agent/sema/model/modelref"
 	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/server"
+	"github.com/sema-agent/sema/settings"
 	"github.com/sema-agent/sema/statedir"
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel/attribute"
@@ -55,6 +58,10 @@ type serveOptions struct {
 	tokensPerDy int64
 	queue       string
 	queues      []string
+	models      []string
+	policy      string
+	managed     string
+	managedFile *settings.File // read by runServe: the tenant commands run no task
 	tracer      *sdktrace.TracerProvider
 	http        server.HTTPOptions
 	connsPerIP  int
@@ -121,6 +128,8 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	f.DurationVar(&o.deadAfter, "dead-after", server.DefaultDeadAfter, "how old a working process's heartbeat is when its tasks are taken over by another")
 	f.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "on SIGTERM/SIGINT, how long running legs may finish before they are left for another process")
 	f.BoolVar(&o.noWorker, "no-worker", false, "serve the API only; run no tasks in this process")
+	f.StringSliceVar(&o.models, "models", nil, "the models (PROVIDER/MODEL) a task may name besides the default (--model); any other is refused (tenant.policy_model). Default: the default only")
+	f.StringVar(&o.managed, "managed-settings", "", "the managed policy every task runs under, above the workspace's settings (default: "+settings.ManagedFile+" when it exists)")
 	f.StringSliceVar(&o.queues, "queues", nil, "the River queues whose tasks this process runs: those of the tenants whose base directories exist on this machine (default: default)")
 	f.DurationVar(&o.http.ReadHeaderTimeout, "read-header-timeout", server.DefaultReadHeaderTimeout, "how long a client may take to send a request's headers")
 	f.DurationVar(&o.http.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "how long a client may take to send a whole request, body included (with or without a valid token)")
@@ -184,7 +193,106 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	}
 	del.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
 	addStoreFlags(del, &o)
-	tenant.AddCommand(del)
+	set := &cobra.Command{
+		Use:   "set --tenant NAME [--policy FILE] [--max-concurrent N] [--tokens-per-day N]",
+		Short: "Set a tenant's policy from a JSON file: modes, models, rules, sandbox, network, bounds per task",
+		Long: `Set a tenant's policy from a JSON file (- reads standard input), for example:
+
+  {"permission_modes": ["default", "acceptEdits", "plan"],
+   "models": ["anthropic/claude-sonnet-4-5"],
+   "deny": ["Bash(curl:*)"], "ask": ["Bash"],
+   "sandbox": "required", "network": "off",
+   "max_turns": 50, "max_tokens_per_task": 500000, "max_usd_per_task": 5}
+
+Every field may be left out. bypassPermissions is refused unless permission_modes lists
+it. A task asking for more than its policy allows is refused by name (tenant.policy_*)
+before it is queued; the rules, sandbox, network and bounds apply to every leg that
+starts from now on. The file replaces the tenant's previous policy.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			flags := cmd.Flags()
+			limits := flags.Changed("max-concurrent") || flags.Changed("tokens-per-day")
+			if o.tenant == "" || o.policy == "" && !limits {
+				return usageErr(sema.Errorf(codeUsage, "name the tenant and what to set: --tenant NAME --policy FILE, and/or --max-concurrent N, --tokens-per-day N"))
+			}
+			var p *server.Policy
+			if o.policy != "" {
+				var data []byte
+				var err error
+				if o.policy == "-" {
+					data, err = io.ReadAll(os.Stdin)
+				} else {
+					data, err = os.ReadFile(o.policy)
+				}
+				if err != nil {
+					return usageErr(sema.Errorf(server.CodePolicyInvalid, "cannot read the policy file: %v", err))
+				}
+				parsed, err := server.ParsePolicy(data)
+				if err != nil {
+					return usageErr(err)
+				}
+				p = &parsed
+			}
+			s, err := openServer(cmd.Context(), &o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if limits {
+				var maxTasks *int
+				var perDay *int64
+				if flags.Changed("max-concurrent") {
+					maxTasks = &o.maxTasks
+				}
+				if flags.Changed("tokens-per-day") {
+					perDay = &o.tokensPerDy
+				}
+				if err := s.SetLimits(cmd.Context(), o.tenant, maxTasks, perDay); err != nil {
+					return usageErr(err)
+				}
+			}
+			if p != nil {
+				if err := s.SetPolicy(cmd.Context(), o.tenant, *p); err != nil {
+					return usageErr(err)
+				}
+			}
+			fmt.Fprintf(stdout, "tenant %s set\n", o.tenant)
+			return nil
+		},
+	}
+	set.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
+	set.Flags().StringVar(&o.policy, "policy", "", "the policy's JSON file (-: standard input)")
+	set.Flags().IntVar(&o.maxTasks, "max-concurrent", 0, "tasks the tenant may have queued or running at once (0: no limit; left as it is when not given)")
+	set.Flags().Int64Var(&o.tokensPerDy, "tokens-per-day", 0, "model tokens the tenant may spend in 24 hours, held during the run (0: no limit; left as it is when not given)")
+	addStoreFlags(set, &o)
+	show := &cobra.Command{
+		Use:   "show --tenant NAME",
+		Short: "Print a tenant's policy as JSON (the file form tenant set reads)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.tenant == "" {
+				return usageErr(sema.Errorf(codeUsage, "name the tenant: --tenant NAME"))
+			}
+			s, err := openServer(cmd.Context(), &o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			p, err := s.Policy(cmd.Context(), o.tenant)
+			if err != nil {
+				return usageErr(err)
+			}
+			out, err := json.MarshalIndent(p, "", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, string(out))
+			return nil
+		},
+	}
+	show.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
+	addStoreFlags(show, &o)
+	tenant.AddCommand(del, set, show)
 	cmd.AddCommand(token, tenant)
 	return cmd
 }
@@ -262,6 +370,11 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 	providers := map[string]model.Provider{}
 	names := map[string]string{}
 	open := func(ref string) (model.Provider, string, error) {
+		if ref != "" && !slices.Contains(o.models, ref) {
+			// The service refuses such a task before it gets here; this keeps the cache
+			// below to the default and --models whoever calls.
+			return nil, "", sema.Errorf(server.CodePolicyModel, "the model %q is not one of the service's models (--models)", ref)
+		}
 		ref = cmp.Or(ref, o.model, os.Getenv("SEMA_MODEL"))
 		mu.Lock()
 		defer mu.Unlock()
@@ -278,7 +391,7 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 		return p, name, nil
 	}
 	cfg := server.Config{
-		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices,
+		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices, Models: o.models, ManagedSettings: o.managedFile,
 		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, Heartbeat: o.heartbeat, DeadAfter: o.deadAfter, ModelWait: o.modelWait, ModelBackoff: o.modelBack, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
 	}
 	if o.tracer != nil {
@@ -323,6 +436,9 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 			defer cancel()
 			tp.Shutdown(fctx) // sends the spans still batched
 		}()
+	}
+	if o.managedFile, err = managedSettings(o.managed); err != nil {
+		return usageErr(err)
 	}
 	s, err := openServer(ctx, o, log)
 	if err != nil {

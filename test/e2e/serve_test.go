@@ -488,3 +488,86 @@ func TestServeRefusesFlagsOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTenantPolicyAndModels: the operator lists the models tasks may name
+// (--models) and sets a tenant's policy from a file (sema serve tenant set); the
+// tenant's task naming the scripted provider (which would read a server file), a model
+// the operator did not list, or a mode outside its policy is refused by name, and a
+// task within it runs.
+func TestServeTenantPolicyAndModels(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	srv := anthropictest.NewServer(t, anthropictest.Turn{Text: "ok"})
+	env := append(anthropicEnv(srv), "SEMA_HOME="+t.TempDir())
+	tok := serveToken(t, env, "acme", base)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"permission_modes":["root"]}`), 0o644)
+	if r := sema(t, dir, env, "", "serve", "tenant", "set", "--tenant", "acme", "--policy", bad); r.code != 2 || !strings.Contains(r.stderr, "tenant.policy_invalid") {
+		t.Fatalf("a bad policy file: exit %d\n%s", r.code, r.stderr)
+	}
+	good := filepath.Join(dir, "policy.json")
+	os.WriteFile(good, []byte(`{"permission_modes":["default","plan"],"max_turns":5}`), 0o644)
+	if r := sema(t, dir, env, "", "serve", "tenant", "set", "--tenant", "acme", "--policy", good, "--max-concurrent", "1"); r.code != 0 {
+		t.Fatalf("tenant set: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := sema(t, dir, env, "", "serve", "tenant", "show", "--tenant", "acme"); r.code != 0 || !strings.Contains(r.stdout, `"max_turns": 5`) || !strings.Contains(r.stdout, `"plan"`) {
+		t.Fatalf("tenant show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	script := filepath.Join(dir, "script.json")
+	os.WriteFile(script, []byte(`{"turns":[{"text":"from the server's disk"}]}`), 0o644)
+
+	p := startServe(t, env, "--model", "anthropic/claude-sonnet-4-5", "--models", "openai/gpt-4.1")
+	c := client.New(p.url, tok)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		spec client.TaskSpec
+		code string
+	}{
+		{client.TaskSpec{Model: "scripted/" + script}, "tenant.policy_model"},
+		{client.TaskSpec{Model: "anthropic/claude-opus-4-1"}, "tenant.policy_model"},
+		{client.TaskSpec{PermissionMode: "bypassPermissions"}, "tenant.policy_mode"},
+		{client.TaskSpec{PermissionMode: "acceptEdits"}, "tenant.policy_mode"},
+		{client.TaskSpec{MaxTurns: 6}, "tenant.policy_max_turns"},
+	} {
+		tc.spec.Prompt, tc.spec.Cwd = "p", base
+		if task, err := c.SubmitTask(ctx, tc.spec); err == nil || !strings.Contains(err.Error(), tc.code) {
+			t.Errorf("%+v: %+v, %v; want %s", tc.spec, task, err, tc.code)
+		}
+	}
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "p", Cwd: base, PermissionMode: "plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The limit tenant set gave: one task at a time (unless the first already ended).
+	if second, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "p", Cwd: base}); err == nil {
+		if first, _ := c.Task(ctx, task.TaskID); first == nil || !first.Terminal() {
+			t.Fatalf("a second task %+v was accepted while the first runs, under --max-concurrent 1", second)
+		}
+	} else if !strings.Contains(err.Error(), "tenant.concurrency_limit") {
+		t.Fatalf("a second task: %v", err)
+	}
+	waitTask(t, c, task.TaskID, "completed", 30*time.Second)
+	if n := srv.RequestCount(); n < 1 || n > 2 {
+		t.Fatalf("%d model requests, want 1 or 2: only the tasks within the policy ran", n)
+	}
+}
+
+// TestServeRefusesAManagedPolicyItCannotApply: a --managed-settings file that is missing
+// or does not parse stops the service before it starts: its tasks would otherwise run
+// without the policy the operator wrote.
+func TestServeRefusesAManagedPolicyItCannotApply(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken.json")
+	os.WriteFile(broken, []byte(`{"permissions":{"deny":"Write"}}`), 0o644)
+	for _, path := range []string{filepath.Join(dir, "missing.json"), broken} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, semaBin, "serve", "--listen", "127.0.0.1:0", "--managed-settings", path)
+		cmd.Env = append(os.Environ(), "SEMA_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), path) {
+			t.Errorf("sema serve --managed-settings %s: exit %v: %s", path, err, out)
+		}
+	}
+}
