@@ -17,17 +17,17 @@ import (
 // The event types of a task's stream (Event.Type): the "type" of each line of `sema run
 // --output-format stream-json`.
 const (
-	EventSystem        = "system" // subtype init: the leg's manifest, first
-	EventAssistant     = "assistant"
-	EventToolUse       = "tool_use"
-	EventToolResult    = "tool_result"
-	EventPermission    = "permission"
-	EventNotice        = "notice"
-	EventCompaction    = "compaction"
-	EventTodos         = "todos"
-	EventSubagentStart = "subagent_start"
-	EventSubagentEnd   = "subagent_end"
-	EventResult        = "result" // each leg's last; the task's last once it has ended
+	EventSystem        = "system"         // subtype init: the leg's manifest, first
+	EventAssistant     = "assistant"      // a model response: AssistantEvent
+	EventToolUse       = "tool_use"       // a call about to run: ToolUseEvent
+	EventToolResult    = "tool_result"    // a call's result: ToolResultEvent
+	EventPermission    = "permission"     // a permission decision on a call
+	EventNotice        = "notice"         // a notice (code, message, detail), e.g. serve.model_waiting
+	EventCompaction    = "compaction"     // the conversation was compacted
+	EventTodos         = "todos"          // the todo list changed
+	EventSubagentStart = "subagent_start" // a delegated child leg started
+	EventSubagentEnd   = "subagent_end"   // a delegated child leg ended
+	EventResult        = "result"         // each leg's last; the task's last once it has ended
 )
 
 // InitEvent is a system event of subtype init: a leg starts.
@@ -58,8 +58,8 @@ type Block struct {
 type AssistantEvent struct {
 	// Message is the response.
 	Message struct {
-		Role    string  `json:"role"`
-		Content []Block `json:"content"`
+		Role    string  `json:"role"`    // "assistant"
+		Content []Block `json:"content"` // text, thinking and tool_use blocks
 	} `json:"message"`
 }
 
@@ -133,15 +133,15 @@ type ResultEvent struct {
 	TotalCostUSD float64 `json:"total_cost_usd"`
 	// Error is set when Status is error.
 	Error *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code    string `json:"code"`    // the stable error code
+		Message string `json:"message"` // what happened, in a sentence
 	} `json:"error,omitempty"`
 	// Checkpoint is set when Status is awaiting_approval: the question a decision
 	// answers (POST /v1/checkpoints/{id}/decision).
 	Checkpoint *struct {
-		ID      string `json:"id"`
-		Tool    string `json:"tool"`
-		Message string `json:"message"`
+		ID      string `json:"id"`      // the checkpoint to decide
+		Tool    string `json:"tool"`    // the tool whose call waits
+		Message string `json:"message"` // the question, for a person
 	} `json:"checkpoint,omitempty"`
 }
 
@@ -201,8 +201,8 @@ func payloadAs[T any](e Event) (T, bool) {
 // twice as long each time up to Max, and gives up after Attempts reconnections in a row
 // that deliver no event. The zero value is 250ms, 10s and 8 attempts.
 type Backoff struct {
-	Min, Max time.Duration
-	Attempts int
+	Min, Max time.Duration // the first wait, and the longest
+	Attempts int           // reconnections in a row without an event before giving up
 }
 
 func (b Backoff) orDefault() Backoff {

@@ -6,9 +6,9 @@ import "errors"
 
 // ProcStat is what sema reads of a process's /proc/PID/stat (Linux only).
 type ProcStat struct {
-	State      byte
-	PPID, PGRP int
-	StartTime  uint64
+	State      byte   // the one-letter state
+	PPID, PGRP int    // the parent's pid and the process group
+	StartTime  uint64 // clock ticks after boot
 }
 
 // Gone reports a process that has exited.

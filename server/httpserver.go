@@ -30,12 +30,12 @@ const (
 // whole request (a 1 MB body at 35 KB/s), 30 s to take an answer, and an idle
 // keep-alive connection is closed after a minute.
 const (
-	DefaultReadHeaderTimeout    = 10 * time.Second
-	DefaultReadTimeout          = 30 * time.Second
-	DefaultWriteTimeout         = 30 * time.Second
-	DefaultIdleTimeout          = time.Minute
-	DefaultMaxConnsPerIP        = 64
-	DefaultMaxRequestsPerTenant = 256
+	DefaultReadHeaderTimeout    = 10 * time.Second // HTTPOptions.ReadHeaderTimeout
+	DefaultReadTimeout          = 30 * time.Second // HTTPOptions.ReadTimeout
+	DefaultWriteTimeout         = 30 * time.Second // HTTPOptions.WriteTimeout
+	DefaultIdleTimeout          = time.Minute      // HTTPOptions.IdleTimeout
+	DefaultMaxConnsPerIP        = 64               // HTTPOptions.MaxConnsPerIP
+	DefaultMaxRequestsPerTenant = 256              // HTTPOptions.MaxRequestsPerTenant
 )
 
 // HTTPOptions are the limits of the service's HTTP server. A zero duration or count is

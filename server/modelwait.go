@@ -23,8 +23,8 @@ import (
 
 // Defaults of Config.ModelWait and Config.ModelBackoff.
 const (
-	DefaultModelWait    = 10 * time.Minute
-	DefaultModelBackoff = time.Minute
+	DefaultModelWait    = 10 * time.Minute // how long one model call may wait out an outage
+	DefaultModelBackoff = time.Minute      // the longest wait between two tries
 )
 
 // CodeModelWaiting is the code of the notice a task's stream carries when its model

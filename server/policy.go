@@ -52,7 +52,7 @@ type Policy struct {
 	// Deny and Ask are permission rules ("Bash(curl:*)", "Edit(secrets/**)") added to
 	// every leg: deny wins over any allow the task sends.
 	Deny []string `json:"deny,omitempty"`
-	Ask  []string `json:"ask,omitempty"`
+	Ask  []string `json:"ask,omitempty"` // ask rules: a person (or the parked question) answers
 	// Sandbox "required" runs every leg with the sandbox on: a machine that cannot
 	// confine commands refuses to start the leg (sandbox.unavailable) rather than run it
 	// unconfined. Empty: the deployment's word.

@@ -24,8 +24,8 @@ import (
 // Defaults of Config.Heartbeat and Config.DeadAfter: a dead worker's legs run again
 // within DeadAfter plus one Heartbeat.
 const (
-	DefaultHeartbeat = time.Second
-	DefaultDeadAfter = 5 * time.Second
+	DefaultHeartbeat = time.Second     // how often a working process writes its heartbeat
+	DefaultDeadAfter = 5 * time.Second // a heartbeat older than this is a dead process's
 )
 
 func init() { schema = append(schema, recoverySchema...) }
