@@ -31,4 +31,12 @@ func TestRecoveryConfigOutOfRange(t *testing.T) {
 			t.Errorf("Config.%s negative: %v", name, err)
 		}
 	}
+	// A heartbeat that one missed beat would make look dead is refused, never defaulted.
+	s, err := server.New(context.Background(), server.Config{Home: t.TempDir(), OpenProvider: open, Heartbeat: 3 * time.Second})
+	if err == nil {
+		s.Close()
+	}
+	if sema.CodeOf(err) != server.CodeConfigInvalid || !strings.Contains(err.Error(), "DeadAfter") {
+		t.Errorf("DeadAfter under twice Heartbeat: %v", err)
+	}
 }

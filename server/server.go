@@ -170,6 +170,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.DeadAfter = cmp.Or(cfg.DeadAfter, DefaultDeadAfter)
 	cfg.ModelWait = cmp.Or(cfg.ModelWait, DefaultModelWait)
 	cfg.ModelBackoff = cmp.Or(cfg.ModelBackoff, DefaultModelBackoff)
+	if cfg.DeadAfter < 2*cfg.Heartbeat {
+		// A live process that misses one beat (a pause, a slow store) would be taken for
+		// dead and its legs run twice over.
+		return nil, sema.Errorf(CodeConfigInvalid, "Config.DeadAfter (%s) must be at least twice Config.Heartbeat (%s)", cfg.DeadAfter, cfg.Heartbeat).With("field", "DeadAfter")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
