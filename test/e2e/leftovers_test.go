@@ -123,7 +123,7 @@ i=0; while [ ! -e started ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done`
 		"--permission-mode", "bypassPermissions", "--output-format", "json", "go")
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, home(t)...)
-	var out strings.Builder
+	var out logBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	t.Cleanup(func() {
 		for _, m := range []string{childMark, jobMark} {

@@ -63,7 +63,7 @@ func TestServeOverTLS(t *testing.T) {
 	addr := freeAddr(t)
 	cmd := exec.Command(semaBin, "serve", "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile)
 	cmd.Env = append(os.Environ(), "SEMA_HOME="+t.TempDir())
-	var logs strings.Builder
+	var logs logBuffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -28,7 +29,7 @@ import (
 type serveProc struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *strings.Builder
+	logs *logBuffer
 }
 
 func freeAddr(t *testing.T) string {
@@ -41,13 +42,38 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// logBuffer collects a process's log lines, written by the goroutine that reads them
+// and read by the test while the process runs.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) WriteString(s string) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.WriteString(s)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // startServe starts `sema serve` with env and waits until it is ready.
 func startServe(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(semaBin, append([]string{"serve", "--listen", addr}, args...)...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	logs := &strings.Builder{}
+	logs := &logBuffer{}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
