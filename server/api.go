@@ -63,7 +63,8 @@ func (s *Server) withRequest(h http.Handler) http.Handler {
 			id = newID()
 		}
 		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		ctx, span := s.serverSpan(r, id)
+		r = r.WithContext(context.WithValue(ctx, requestIDKey, id))
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		start := time.Now()
 		h.ServeHTTP(rec, r)
@@ -71,6 +72,7 @@ func (s *Server) withRequest(h http.Handler) http.Handler {
 		if route == "" || route == "/" {
 			route = "other"
 		}
+		endServerSpan(span, route, rec.code)
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
 		s.log.Info("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", rec.code, "ms", time.Since(start).Milliseconds())
 	})

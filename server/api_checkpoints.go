@@ -157,6 +157,10 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 		}
 	}
 	s.metrics.decisions.WithLabelValues(d.Decision).Inc()
+	// Who answered which question, in the words an operator audits: the token, never its
+	// secret.
+	s.log.Info("checkpoint decided", "request_id", requestID(r), "checkpoint_id", answer.CheckpointID, "task_id", taskID,
+		"tenant", t.name, "token_id", t.tokenID, "decision", d.Decision, "edited", answer.UpdatedInput != nil)
 	task, err := s.task(ctx, t, taskID)
 	if err != nil {
 		s.internal(w, r, err)

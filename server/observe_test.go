@@ -3,14 +3,24 @@ package server_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sema-agent/sema/client"
+	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/server"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // The operator's view of a park → decide → complete task on /metrics: every timing
@@ -85,4 +95,103 @@ func sample(t *testing.T, text, name string) float64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// Every API request is a server span named by its route (never by the ids in the path),
+// a child of the caller's trace when it sends a W3C traceparent, with its status; and a
+// decision's log line names the token that made it (an id derived from the stored hash),
+// never the token.
+func TestRequestSpansAndDecisionAudit(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	ctx := context.Background()
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "out.txt"), "x\n")}},
+		{Text: "done"},
+	}})
+	var logs logLines
+	srv, err := server.New(ctx, server.Config{
+		Home: t.TempDir(), Poll: 20 * time.Millisecond, TracerProvider: tp,
+		OpenProvider: func(string) (model.Provider, string, error) { return p, "scripted", nil },
+		Logger:       slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		api.Close()
+		srv.Shutdown(ctx)
+		srv.Close()
+	})
+	tok, _ := srv.CreateToken(ctx, "audited", base, server.TenantConfig{})
+	c := client.New(api.URL, tok)
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write", Cwd: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+
+	// A request that carries the caller's trace.
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	req, _ := http.NewRequest("GET", api.URL+"/v1/tasks/"+task.TaskID, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var found bool
+	for _, sp := range rec.Ended() {
+		if strings.Contains(sp.Name(), task.TaskID) {
+			t.Errorf("a span is named by an id: %s", sp.Name())
+		}
+		if sp.SpanContext().TraceID().String() != traceID {
+			continue // the client's own polls, which carry no trace
+		}
+		found = true
+		if sp.Name() != "GET /v1/tasks/{id}" || sp.SpanKind() != oteltrace.SpanKindServer || attrOf(sp.Attributes(), "http.route") != "GET /v1/tasks/{id}" ||
+			attrOf(sp.Attributes(), "http.response.status_code") != "200" {
+			t.Errorf("request span %q (%v): %v; want a server span named by its route, with its status", sp.Name(), sp.SpanKind(), sp.Attributes())
+		}
+	}
+	if !found {
+		t.Fatal("no span in the caller's trace")
+	}
+
+	if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	line := logs.find(`"msg":"checkpoint decided"`)
+	if line == "" || !strings.Contains(line, `"token_id":"`) || !strings.Contains(line, parked.CheckpointID) || strings.Contains(line, tok) || strings.Contains(line, strings.TrimPrefix(tok, "sema_")) {
+		t.Fatalf("decision log line %q: want the checkpoint and a token id, never the token", line)
+	}
+}
+
+// logLines collects a JSON logger's lines.
+type logLines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logLines) find(substr string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for line := range strings.SplitSeq(l.b.String(), "\n") {
+		if strings.Contains(line, substr) {
+			return line
+		}
+	}
+	return ""
 }

@@ -19,6 +19,8 @@ import (
 // tenant is who a request acts for: its base directory bounds every root of its tasks,
 // and it sees only its own tasks, sessions and checkpoints.
 type tenant struct {
+	// tokenID names the token the request came with (tokenID), for the logs.
+	tokenID       string
 	name          string
 	base          string // canonical
 	maxConcurrent int
@@ -146,17 +148,23 @@ func (s *Server) authenticate(ctx context.Context, header string) (*tenant, erro
 		return nil, errUnauthorized
 	}
 	var t tenant
+	hash := tokenHash(token)
 	err := queryRow(ctx, s.b.db(), `SELECT t.name, t.base, t.max_concurrent, t.tokens_per_day, t.queue
 		FROM sema_serve_tokens k JOIN sema_serve_tenants t ON t.name = k.tenant
-		WHERE k.hash = ? AND t.deleted_ms IS NULL`, []any{tokenHash(token)}, &t.name, &t.base, &t.maxConcurrent, &t.tokensPerDay, &t.queue)
+		WHERE k.hash = ? AND t.deleted_ms IS NULL`, []any{hash}, &t.name, &t.base, &t.maxConcurrent, &t.tokensPerDay, &t.queue)
 	if errors.Is(err, errNoRow) {
 		return nil, errUnauthorized
 	}
 	if err != nil {
 		return nil, err
 	}
+	t.tokenID = tokenID(hash)
 	return &t, nil
 }
+
+// tokenID names a token in logs: the first 12 hex digits of the hash the store keeps, so
+// an operator can tell which credential approved a call without the log holding it.
+func tokenID(hash string) string { return hash[:min(12, len(hash))] }
 
 var errUnauthorized = sema.Errorf(CodeUnauthorized, "a valid bearer token is required: send Authorization: Bearer sema_… (create one with sema serve token create)")
 

@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/sema-agent/sema/agent"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -19,6 +21,30 @@ func (s *Server) tracer() trace.Tracer {
 		return noop.NewTracerProvider().Tracer(tracerName)
 	}
 	return s.cfg.TracerProvider.Tracer(tracerName)
+}
+
+// serverSpan starts the span of one API request (an HTTP server span), as a child of the
+// caller's trace when the request carries a W3C traceparent.
+func (s *Server) serverSpan(r *http.Request, requestID string) (context.Context, trace.Span) {
+	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	return s.tracer().Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+		attribute.String("http.request.method", r.Method),
+		attribute.String("url.path", r.URL.Path),
+		attribute.String("sema.request_id", requestID),
+	))
+}
+
+// endServerSpan ends a request's span with its route (the pattern, never the ids in the
+// path) and status; a 5xx is an error of the service.
+func endServerSpan(span trace.Span, route string, code int) {
+	if route != "other" {
+		span.SetName(route) // "POST /v1/tasks": the method and the route
+	}
+	span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", code))
+	if code >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(code))
+	}
+	span.End()
 }
 
 // legTrace turns a leg's events into spans: one for the leg (sema.task: an attempt of
