@@ -75,7 +75,7 @@ func (c *bashChanges) durableStage() string {
 // armLocked marks a command in flight in the durable stage: every pre-image it may
 // need is on disk first. Without a durable stage it does nothing.
 func (c *bashChanges) armLocked() error {
-	if c.tree == nil || !c.durable {
+	if c.tree == nil || c.stage == "" {
 		return nil
 	}
 	meta, _ := json.Marshal(stageMeta{SessionID: c.l.sessionID, Scope: c.l.historyScope, Turn: int(c.turn.Load())})
@@ -85,7 +85,7 @@ func (c *bashChanges) armLocked() error {
 // settleLocked arms the stage while a background task may still change files, and
 // disarms it once nothing runs: what ran is recorded.
 func (c *bashChanges) settleLocked() {
-	if c.tree == nil || !c.durable {
+	if c.tree == nil || c.stage == "" {
 		return
 	}
 	var err error
@@ -118,7 +118,7 @@ func (c *bashChanges) closeStage(ctx context.Context, kept bool) {
 			return
 		}
 		c.background, c.bgUnapproved = false, false
-		if c.durable {
+		if c.stage != "" {
 			if err := c.tree.Disarm(); err != nil {
 				return
 			}
@@ -128,7 +128,7 @@ func (c *bashChanges) closeStage(ctx context.Context, kept bool) {
 		return
 	}
 	_ = c.tree.Close()
-	if c.durable {
+	if c.stage != "" {
 		// The scope's directory goes with its last stage.
 		_ = os.Remove(filepath.Dir(c.stage))
 	}
@@ -227,7 +227,7 @@ func recoverStage(ctx context.Context, deps *Deps, scope, stage string, out *sta
 }
 
 func recoveryFailed(scope string, err error) error {
-	return sema.Errorf(CodeBashRecoveryFailed, "what an interrupted shell command changed in session %s could not be recorded for rewind (%w); its snapshot is kept, and the next run or rewind of the session tries again — to go on without it, move the snapshot's directory out of %s", scope, err, filepath.Join(stageRoot, filepath.Base(scopeDirName(scope)))).
+	return sema.Errorf(CodeBashRecoveryFailed, "what an interrupted shell command changed in session %s could not be recorded for rewind (%w); its snapshot is kept, and the next run or rewind of the session tries again — to go on without it, move the snapshot's directory out of %s", scope, err, filepath.Join(stageRoot, scopeDirName(scope))).
 		With("scope", scope)
 }
 

@@ -49,9 +49,9 @@ type bashChanges struct {
 	walked walkedPlaces
 	// linkedNamed are the multi-link files a note already named.
 	linkedNamed map[string]bool
-	// stage is the durable stage's directory (bashstage.go), when durable.
-	stage   string
-	durable bool
+	// stage is the durable stage's directory (bashstage.go); empty when the stage is the
+	// scratch directory's, which lives for the process only.
+	stage string
 	// turn is the turn the next command runs in, for the stage's in-flight mark.
 	turn atomic.Int64
 }
@@ -82,13 +82,13 @@ func (c *bashChanges) treeLocked() *treestate.Tree {
 		scratch := l.shell.ScratchDir()
 		stage := l.shell.StageDir()
 		if d := c.durableStage(); d != "" {
-			stage, c.stage, c.durable = d, d, true
+			stage, c.stage = d, d
 		}
 		c.tree = treestate.New(treestate.Config{
 			Env:      l.deps.Env,
 			Roots:    l.fence.WriteRoots(),
 			StageDir: stage,
-			Durable:  c.durable,
+			Durable:  c.stage != "",
 			Skip: func(p string) bool {
 				// A credential store is denied to the file tools, yet one that is also
 				// protected (~/.ssh under a home write root) is still guarded.

@@ -5,17 +5,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sema-agent/sema/client"
-	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/server"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -105,32 +102,22 @@ func TestRequestSpansAndDecisionAudit(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	ctx := context.Background()
-	base, _ := filepath.EvalSymlinks(t.TempDir())
-	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
-		{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "out.txt"), "x\n")}},
-		{Text: "done"},
-	}})
 	var logs logLines
-	srv, err := server.New(ctx, server.Config{
-		Home: t.TempDir(), Poll: 20 * time.Millisecond, TracerProvider: tp,
-		OpenProvider: func(string) (model.Provider, string, error) { return p, "scripted", nil },
-		Logger:       slog.New(slog.NewJSONHandler(&logs, nil)),
+	f := newFixtureWith(t, "sqlite", func(base string) []scripted.Turn {
+		return []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "out.txt"), "x\n")}},
+			{Text: "done"},
+		}
+	}, func(cfg *server.Config) {
+		cfg.TracerProvider = tp
+		cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
+	tok, err := f.srv.CreateToken(ctx, "audited", f.base, server.TenantConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		api.Close()
-		srv.Shutdown(ctx)
-		srv.Close()
-	})
-	tok, _ := srv.CreateToken(ctx, "audited", base, server.TenantConfig{})
-	c := client.New(api.URL, tok)
-	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write", Cwd: base})
+	c := client.New(f.http.URL, tok)
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write", Cwd: f.base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +125,7 @@ func TestRequestSpansAndDecisionAudit(t *testing.T) {
 
 	// A request that carries the caller's trace.
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
-	req, _ := http.NewRequest("GET", api.URL+"/v1/tasks/"+task.TaskID, nil)
+	req, _ := http.NewRequest("GET", f.http.URL+"/v1/tasks/"+task.TaskID, nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
 	resp, err := http.DefaultClient.Do(req)

@@ -52,6 +52,13 @@ func eachStore(t *testing.T, fn func(t *testing.T, st store)) {
 
 func newFixture(t *testing.T, st store, script func(base string) []scripted.Turn) *fixture {
 	t.Helper()
+	return newFixtureWith(t, st, script, nil)
+}
+
+// newFixtureWith is newFixture with tune changing the service's config (a tracer, a
+// logger) before the service starts.
+func newFixtureWith(t *testing.T, st store, script func(base string) []scripted.Turn, tune func(*server.Config)) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	cfg := server.Config{Home: t.TempDir()}
 	if st == "postgres" {
@@ -65,6 +72,9 @@ func newFixture(t *testing.T, st store, script func(base string) []scripted.Turn
 	cfg.OpenProvider = func(name string) (model.Provider, string, error) { return p, "scripted", nil }
 	cfg.Poll = 20 * time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if tune != nil {
+		tune(&cfg)
+	}
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -284,33 +294,16 @@ func TestTracesOfTasksTurnsAndTools(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	ctx := context.Background()
-	base, _ := filepath.EvalSymlinks(t.TempDir())
-	os.WriteFile(filepath.Join(base, "f.txt"), []byte("x"), 0o644)
-	read, _ := json.Marshal(map[string]string{"file_path": filepath.Join(base, "f.txt")})
-	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
-		{ToolCalls: []scripted.ToolCall{{Name: "Read", Input: read}}},
-		{Text: "read it"},
-	}})
-	srv, err := server.New(ctx, server.Config{
-		Home: t.TempDir(), Poll: 20 * time.Millisecond, TracerProvider: tp,
-		OpenProvider: func(string) (model.Provider, string, error) { return p, "scripted", nil },
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		api.Close()
-		srv.Shutdown(ctx)
-		srv.Close()
-	})
-	tok, _ := srv.CreateToken(ctx, "t", base, server.TenantConfig{})
-	c := client.New(api.URL, tok)
-	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "read f.txt", Cwd: base, AllowedTools: []string{"Read"}})
+	f := newFixtureWith(t, "sqlite", func(base string) []scripted.Turn {
+		os.WriteFile(filepath.Join(base, "f.txt"), []byte("x"), 0o644)
+		read, _ := json.Marshal(map[string]string{"file_path": filepath.Join(base, "f.txt")})
+		return []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{{Name: "Read", Input: read}}},
+			{Text: "read it"},
+		}
+	}, func(cfg *server.Config) { cfg.TracerProvider = tp })
+	c := f.client(t, "t", f.base)
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "read f.txt", Cwd: f.base, AllowedTools: []string{"Read"}})
 	if err != nil {
 		t.Fatal(err)
 	}
