@@ -113,9 +113,11 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		childEnds = append(childEnds, r)
 		cmd.Stdin, stdin = r, w
 	}
-	if err := startCmd(cmd); err != nil {
+	run, err := startWarm(cmd)
+	if err != nil {
 		return fail(err)
 	}
+	cmd = run
 	// The child has its own copies; the parent's write ends must go, or the pipes never
 	// reach end of file.
 	for _, f := range childEnds {

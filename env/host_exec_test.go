@@ -20,6 +20,9 @@ import (
 
 // The host starts programs from one goroutine that never returns (env/host_start_linux.go).
 func TestMain(m *testing.M) {
+	if os.Getenv(reportEnv) != "" {
+		report() // this binary started again as a program (warm_linux_test.go)
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/sema-agent/sema/env.startLoop"))
 }
 

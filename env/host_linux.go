@@ -113,13 +113,15 @@ func (*Host) WriteFile(ctx context.Context, path string, data []byte, perm fs.Fi
 		}
 		tmp = name
 	}
-	if err := f.Close(); err != nil {
-		unix.Unlinkat(dirfd, tmp, 0)
-		return err
-	}
+	// Renamed before the close, so that nothing but the rename itself stands between
+	// the name and its removal.
 	if err := unix.Renameat(dirfd, tmp, dirfd, base); err != nil {
+		f.Close()
 		unix.Unlinkat(dirfd, tmp, 0)
 		return pe(err)
+	}
+	if err := f.Close(); err != nil {
+		return err
 	}
 	// Make the rename durable. Failure is ignored: the rename succeeded, and some
 	// filesystems cannot sync a directory.

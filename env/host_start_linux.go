@@ -80,7 +80,13 @@ func setDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKIL
 
 type startReq struct {
 	cmd  *exec.Cmd
-	done chan error
+	warm bool
+	done chan startResult
+}
+
+type startResult struct {
+	run *exec.Cmd
+	err error
 }
 
 var starter struct {
@@ -90,20 +96,40 @@ var starter struct {
 
 // startCmd starts cmd on the starter thread.
 func startCmd(cmd *exec.Cmd) error {
+	_, err := start(cmd, false)
+	return err
+}
+
+// startWarm starts cmd on the starter thread, through a spare when one of its shape is
+// waiting (warm_linux.go). It returns the command that runs: the spare's, when one took
+// the job, and cmd otherwise.
+func startWarm(cmd *exec.Cmd) (*exec.Cmd, error) { return start(cmd, true) }
+
+func start(cmd *exec.Cmd, warm bool) (*exec.Cmd, error) {
 	starter.once.Do(func() {
 		starter.reqs = make(chan startReq)
 		go startLoop(starter.reqs)
 	})
-	done := make(chan error, 1)
-	starter.reqs <- startReq{cmd: cmd, done: done}
-	return <-done
+	done := make(chan startResult, 1)
+	starter.reqs <- startReq{cmd: cmd, warm: warm, done: done}
+	r := <-done
+	return r.run, r.err
 }
 
 // startLoop serves starts forever on a locked thread; it must never return (see above).
+// A spare is started for the next start of a shape once this one has its answer.
 func startLoop(reqs <-chan startReq) {
 	runtime.LockOSThread()
 	for r := range reqs {
-		r.done <- r.cmd.Start()
+		if !r.warm {
+			r.done <- startResult{run: r.cmd, err: r.cmd.Start()}
+			continue
+		}
+		run, refill, err := startWarmOnThread(r.cmd)
+		r.done <- startResult{run: run, err: err}
+		if refill != nil {
+			refill()
+		}
 	}
 	select {}
 }

@@ -18,6 +18,9 @@ func StartCmd(cmd *exec.Cmd) error { return startCmd(cmd) }
 // startCmd starts cmd; any thread will do where there is no parent-death signal.
 func startCmd(cmd *exec.Cmd) error { return cmd.Start() }
 
+// startWarm starts cmd: there are no spares elsewhere than on Linux.
+func startWarm(cmd *exec.Cmd) (*exec.Cmd, error) { return cmd, cmd.Start() }
+
 // StartCmdReaped is StartCmd: there is no reaper elsewhere than on Linux.
 func StartCmdReaped(cmd *exec.Cmd) (pgid int, reaped bool, err error) {
 	if err := startCmd(cmd); err != nil {

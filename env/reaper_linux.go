@@ -62,6 +62,8 @@ const (
 )
 
 func init() {
+	// A spare waits here for what it is to run, and goes on as if started with it.
+	awaitWarmJob()
 	v, ok := os.LookupEnv(reaperEnv)
 	if !ok {
 		return

@@ -5,12 +5,24 @@ import (
 	"encoding/json"
 	"os/exec"
 	"testing"
+
+	"github.com/sema-agent/sema/env"
 )
 
 // BenchmarkBashTrue is one foreground Bash call of `true` through the tool: decoding,
 // the working-directory trap, the process group, settling and the working-directory
 // check. Compare with BenchmarkExecBashTrue, the bare cost of the same shell.
-func BenchmarkBashTrue(b *testing.B) {
+func BenchmarkBashTrue(b *testing.B) { benchBashTrue(b) }
+
+// BenchmarkBashTrueCold is BenchmarkBashTrue with spares off: every command's reaper is
+// the executable started again.
+func BenchmarkBashTrueCold(b *testing.B) {
+	env.WarmStart(false)
+	defer env.WarmStart(true)
+	benchBashTrue(b)
+}
+
+func benchBashTrue(b *testing.B) {
 	f := newFix(b)
 	tool := f.tools[NameBash]
 	input := json.RawMessage(`{"command":"true"}`)

@@ -137,7 +137,28 @@ func TestSandboxedPythonTestsPass(t *testing.T) {
 
 // BenchmarkBashTrueSandboxed is BenchmarkBashTrue with the kernel sandbox: the helper's
 // exec, the namespaces, the mounts and Landlock are the difference.
-func BenchmarkBashTrueSandboxed(b *testing.B) {
+func BenchmarkBashTrueSandboxed(b *testing.B) { benchBashTrueSandboxed(b) }
+
+// BenchmarkBashTrueSandboxedCold is BenchmarkBashTrueSandboxed with spares off: every
+// command's helper is the executable started again, its namespaces made then.
+func BenchmarkBashTrueSandboxedCold(b *testing.B) {
+	env.WarmStart(false)
+	defer env.WarmStart(true)
+	benchBashTrueSandboxed(b)
+}
+
+// BenchmarkBashTrueSandboxedPaced and its Cold twin leave 20 ms between commands, not
+// timed, as a model's turn does: what a command costs when the machine had a moment
+// to start the spare for it.
+func BenchmarkBashTrueSandboxedPaced(b *testing.B) { benchBashTrueSandboxed(b, 20*time.Millisecond) }
+
+func BenchmarkBashTrueSandboxedPacedCold(b *testing.B) {
+	env.WarmStart(false)
+	defer env.WarmStart(true)
+	benchBashTrueSandboxed(b, 20*time.Millisecond)
+}
+
+func benchBashTrueSandboxed(b *testing.B, pace ...time.Duration) {
 	k := sandbox.Probe()
 	if !k.Available() {
 		b.Skipf("no kernel sandbox on this machine: %s", k.Reason)
@@ -151,6 +172,11 @@ func BenchmarkBashTrueSandboxed(b *testing.B) {
 	for b.Loop() {
 		if r := tool.Run(ctx, input); r.IsError {
 			b.Fatal(r.TextOf())
+		}
+		if len(pace) > 0 {
+			b.StopTimer()
+			time.Sleep(pace[0])
+			b.StartTimer()
 		}
 	}
 }

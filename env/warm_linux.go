@@ -1,0 +1,381 @@
+//go:build linux
+
+package env
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Two kinds of program the host starts are this same executable started again: the
+// reaper (reaper_linux.go) and the sandbox's helper (package sandbox). Each such start
+// pays for the whole executable — the exec of a binary of tens of megabytes, the Go
+// runtime's start and every package's init, about 4 to 5 ms — and, for the helper, for
+// the namespaces it is cloned into, before it does anything of its own. That is most of
+// what a confined command costs.
+//
+// So the host keeps a spare: one such process per shape (the namespaces it was cloned
+// into and its parent-death signal), started ahead, that has done all of that and waits
+// on a socket, in this package's init, for the program it is to become. A start that
+// matches a spare's shape hands the spare its arguments, environment, directory and
+// standard streams (passed as descriptors); the spare takes them as its own and lets the
+// init continue exactly as a process just started with them would: the reaper's init or
+// the helper's takes over from there. The start returns as soon as the spare has
+// changed to the directory; a replacement is started on the starter thread once the
+// caller has its answer, so it is ready for the next command. A start that finds no spare
+// (the first of its shape, or several at once) starts cold, as before.
+//
+// What a spare could get wrong, and why it does not:
+//   - The mount table. A spare's mount namespace is a copy of this process's, made when
+//     the spare was started; the helper builds a command's view from it. A spare is
+//     used only while this process's mount table is unchanged since then (a poll of
+//     /proc/self/mountinfo, which the kernel marks on every mount and unmount); a spare
+//     older than a change is ended and the start is cold.
+//   - Its environment. A spare starts with an environment holding only its marker, so
+//     nothing of this process's environment sits in it while it waits; it takes the
+//     program's whole environment with the job. It is not dumpable while it waits (it
+//     may hold the capabilities of a user namespace), and dumpable again, as a fresh
+//     process is, once it has its job.
+//   - What a fresh start would inherit at the time of the start rather than of the
+//     spare's: the umask, the resource limits and the scheduling priority are this
+//     process's when the spare was started. The host does not change them; an embedding
+//     program that does should turn spares off (WarmStart).
+//   - Its life. A spare is started from the starter thread with the start's own
+//     parent-death signal, so it dies with this process; it ends by itself when the
+//     socket's other end closes.
+
+const (
+	// warmEnv marks a spare; its value is the descriptor of the socket it waits on.
+	warmEnv = "SEMA_ENV_SPARE"
+	// warmExe is what a start runs when it starts this executable again.
+	warmExe = "/proc/self/exe"
+	// warmMaxFiles bounds the descriptors a job passes: stdin, stdout, stderr and a
+	// few extra files (the reaper's report pipe).
+	warmMaxFiles = 8
+	// warmMaxJob bounds a job's encoded size (arguments and environment, the sandbox's
+	// policy among them).
+	warmMaxJob = 16 << 20
+)
+
+var (
+	// warmOff is set when spares are turned off (WarmStart).
+	warmOff atomic.Bool
+	// warmUsed counts the starts a spare took, for the tests.
+	warmUsed atomic.Int64
+	// warmTrustStale makes a spare serve a start even after the mount table changed;
+	// only the test that shows why it must not sets it.
+	warmTrustStale atomic.Bool
+)
+
+// WarmStart turns spares on or off for this process (on by default). An embedding
+// program that changes its umask, resource limits or priority while it runs commands
+// should turn them off, so that each command's helper inherits them when it starts.
+func WarmStart(on bool) { warmOff.Store(!on) }
+
+// warmJob is what a spare is handed: the program's argv (the spare's os.Args), its
+// environment and directory, and where each passed descriptor goes (Fds[i] is the
+// target of the i-th descriptor; -1 keeps the spare's own /dev/null).
+type warmJob struct {
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+	Fds  []int    `json:"fds"`
+}
+
+// warmShape is what a spare must have been started with to serve a start.
+type warmShape struct {
+	clone    uintptr
+	deathSig syscall.Signal
+}
+
+// spare is a started spare: its process (the *exec.Cmd the caller waits on once it is
+// handed a job), this side of its socket, and /proc/self/mountinfo as it was opened
+// just before the spare was cloned.
+type spare struct {
+	cmd    *exec.Cmd
+	sock   *os.File
+	mounts int
+}
+
+// spares holds at most one spare per shape. It is touched only on the starter thread.
+var spares = map[warmShape]*spare{}
+
+// shapeOf reports the shape a spare needs to serve cmd, and false when no spare can:
+// cmd does not start this executable, or sets what a spare does not copy.
+func shapeOf(cmd *exec.Cmd) (warmShape, bool) {
+	a := cmd.SysProcAttr
+	if warmOff.Load() || cmd.Path != warmExe || a == nil || !a.Setsid || a.Setpgid || a.Setctty || a.Noctty ||
+		a.Chroot != "" || a.Credential != nil || a.Unshareflags != 0 || a.UseCgroupFD || a.PidFD != nil ||
+		len(cmd.ExtraFiles)+3 > warmMaxFiles || cmd.Err != nil {
+		return warmShape{}, false
+	}
+	for _, f := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
+		if _, ok := f.(*os.File); f != nil && !ok {
+			return warmShape{}, false
+		}
+	}
+	return warmShape{clone: a.Cloneflags, deathSig: a.Pdeathsig}, true
+}
+
+// startWarmOnThread starts cmd through a spare of its shape when there is one, and
+// cold otherwise; it runs on the starter thread. It returns the command that now runs
+// (the spare's, when one was used), and refill reports the shape to start a spare for
+// once the caller has its answer.
+func startWarmOnThread(cmd *exec.Cmd) (run *exec.Cmd, refill func(), err error) {
+	shape, ok := shapeOf(cmd)
+	if !ok {
+		return cmd, nil, cmd.Start()
+	}
+	attr := *cmd.SysProcAttr
+	refill = func() {
+		if spares[shape] == nil {
+			if s, err := newSpare(&attr); err == nil {
+				spares[shape] = s
+			}
+		}
+	}
+	if s := spares[shape]; s != nil {
+		delete(spares, shape)
+		if s.fresh() {
+			err := s.handOver(cmd)
+			if err == nil {
+				warmUsed.Add(1)
+				return s.cmd, refill, nil
+			}
+			var pe *fs.PathError
+			if errors.As(err, &pe) && pe.Op == "chdir" {
+				return nil, refill, err // the start's own fault: cold would fail the same way
+			}
+		}
+		s.end()
+	}
+	return cmd, refill, cmd.Start()
+}
+
+// newSpare starts a spare with attr's namespaces and parent-death signal.
+func newSpare(attr *syscall.SysProcAttr) (*spare, error) {
+	// Opened before the clone: a change between the two marks the spare stale, never
+	// the other way round. A bare descriptor, not an *os.File: the runtime's poller
+	// would register an *os.File, and its polls would take the mark first.
+	mounts, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(mounts)
+		return nil, err
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "spare"), os.NewFile(uintptr(fds[1]), "spare")
+	a := *attr
+	cmd := &exec.Cmd{
+		Path:        warmExe,
+		Args:        []string{"sema-spare"},
+		Env:         []string{warmEnv + "=3"},
+		Dir:         "/",
+		ExtraFiles:  []*os.File{theirs},
+		SysProcAttr: &a,
+	}
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		mine.Close()
+		unix.Close(mounts)
+		return nil, err
+	}
+	return &spare{cmd: cmd, sock: mine, mounts: mounts}, nil
+}
+
+// fresh reports whether the spare may serve a start: it has no mount namespace of its
+// own, or this process's mount table is unchanged since the spare was cloned (the
+// kernel marks an open mountinfo file, POLLPRI, at the first mount or unmount after it
+// was opened).
+func (s *spare) fresh() bool {
+	if s.cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWNS == 0 || warmTrustStale.Load() {
+		return true
+	}
+	pfd := []unix.PollFd{{Fd: int32(s.mounts), Events: unix.POLLPRI}}
+	n, err := unix.Poll(pfd, 0)
+	return err == nil && n == 0
+}
+
+// end stops a spare that will not be used and reaps it.
+func (s *spare) end() {
+	s.sock.Close() // a waiting spare exits at end of file
+	unix.Close(s.mounts)
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+// handOver gives the spare cmd's job and waits for its answer: nil once it has taken
+// the directory (it then runs as cmd would have), the chdir error when it could not.
+func (s *spare) handOver(cmd *exec.Cmd) error {
+	defer unix.Close(s.mounts)
+	defer s.sock.Close()
+	job := warmJob{Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir}
+	if job.Env == nil {
+		job.Env = os.Environ()
+	}
+	if job.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		job.Dir = wd
+	}
+	var fds []int
+	for i, f := range append([]any{cmd.Stdin, cmd.Stdout, cmd.Stderr}, filesAsAny(cmd.ExtraFiles)...) {
+		if f, ok := f.(*os.File); ok && f != nil {
+			fds = append(fds, int(f.Fd()))
+			job.Fds = append(job.Fds, i)
+		}
+	}
+	body, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	head := binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
+	var rights []byte
+	if len(fds) > 0 {
+		rights = unix.UnixRights(fds...)
+	}
+	if err := unix.Sendmsg(int(s.sock.Fd()), head, rights, nil, 0); err != nil {
+		return err
+	}
+	if _, err := s.sock.Write(body); err != nil {
+		return err
+	}
+	var answer [16]byte
+	n, err := s.sock.Read(answer[:])
+	if err != nil {
+		return fmt.Errorf("env: the spare ended before it took its job: %w", err)
+	}
+	if n > 0 && answer[0] == '!' {
+		var errno int
+		fmt.Sscanf(string(answer[1:n]), "%d", &errno)
+		s.cmd.Wait()
+		return &fs.PathError{Op: "chdir", Path: job.Dir, Err: syscall.Errno(errno)}
+	}
+	return nil
+}
+
+func filesAsAny(fs []*os.File) []any {
+	out := make([]any, len(fs))
+	for i, f := range fs {
+		out[i] = f
+	}
+	return out
+}
+
+// awaitWarmJob is the spare's side, in this package's init: when this process is a
+// spare, it waits for its job and takes it as its own (or exits when none comes), then
+// returns, and the init goes on as in a process started with the job. It returns at
+// once in any other process.
+func awaitWarmJob() {
+	v, ok := os.LookupEnv(warmEnv)
+	if !ok {
+		return
+	}
+	if v != "3" {
+		exit(127)
+	}
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	job, fds, err := readWarmJob(3)
+	if err != nil {
+		exit(0) // the host ended the spare, or is gone
+	}
+	if err := unix.Chdir(job.Dir); err != nil {
+		errno, _ := err.(syscall.Errno)
+		unix.Write(3, fmt.Appendf(nil, "!%d", int(errno)))
+		exit(127)
+	}
+	if _, err := unix.Write(3, []byte("ok")); err != nil {
+		exit(127)
+	}
+	// Each descriptor to its place; the socket (3) goes, replaced or closed.
+	high := make([]int, len(fds))
+	for i, fd := range fds {
+		if high[i], err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 100); err != nil {
+			exit(127)
+		}
+		unix.Close(fd)
+	}
+	unix.Close(3)
+	for i, fd := range high {
+		if err := unix.Dup3(fd, job.Fds[i], 0); err != nil {
+			exit(127)
+		}
+		unix.Close(fd)
+	}
+	os.Args = job.Args
+	os.Clearenv()
+	for _, kv := range job.Env {
+		if k, v, ok := cutEnv(kv); ok {
+			os.Setenv(k, v)
+		}
+	}
+	unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+	runtime.GC() // what the wait allocated is not carried into the program's helper
+}
+
+// readWarmJob reads one job from the socket fd: a length and the descriptors, then the
+// job itself.
+func readWarmJob(fd int) (warmJob, []int, error) {
+	var job warmJob
+	head := make([]byte, 4)
+	oob := make([]byte, unix.CmsgSpace(4*warmMaxFiles))
+	n, oobn, _, _, err := unix.Recvmsg(fd, head, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n != 4 {
+		return job, nil, errors.New("no job")
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	size := binary.LittleEndian.Uint32(head)
+	if size > warmMaxJob {
+		return job, nil, errors.New("job too large")
+	}
+	// Read with the descriptor itself: an *os.File would close it when collected, by
+	// then the descriptor of whatever took its number.
+	body := make([]byte, size)
+	for got := 0; got < len(body); {
+		n, err := unix.Read(fd, body[got:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return job, nil, errors.New("the job was cut short")
+		}
+		got += n
+	}
+	if err := json.Unmarshal(body, &job); err != nil || len(job.Fds) != len(fds) {
+		return job, nil, errors.New("a job that does not read")
+	}
+	return job, fds, nil
+}
+
+// cutEnv splits NAME=value; an entry without '=' or with an empty name is dropped, as
+// the kernel would pass it but no Go program could set it.
+func cutEnv(kv string) (string, string, bool) {
+	for i := 1; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return "", "", false
+}
