@@ -4,13 +4,15 @@ package env
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -30,8 +32,8 @@ import (
 // matches a spare's shape hands the spare its arguments, environment, directory and
 // standard streams (passed as descriptors); the spare takes them as its own and lets the
 // init continue exactly as a process just started with them would: the reaper's init or
-// the helper's takes over from there. The start returns as soon as the spare has
-// changed to the directory; a replacement is started on the starter thread once the
+// the helper's takes over from there. The start returns as soon as the job is sent
+// (the directory checked first, as a start's own refusal); a replacement is started on the starter thread once the
 // caller has its answer, so it is ready for the next command. A start that finds no spare
 // (the first of its shape, or several at once) starts cold, as before.
 //
@@ -84,12 +86,47 @@ func WarmStart(on bool) { warmOff.Store(!on) }
 
 // warmJob is what a spare is handed: the program's argv (the spare's os.Args), its
 // environment and directory, and where each passed descriptor goes (Fds[i] is the
-// target of the i-th descriptor; -1 keeps the spare's own /dev/null).
+// target of the i-th descriptor; a stream not passed keeps the spare's /dev/null).
+//
+// On the socket it is a header — the body's length (4 bytes, little-endian), the
+// number of descriptors and their targets (a byte each) — carrying the descriptors,
+// then the body: the directory, the number of arguments, the arguments and the
+// environment, each ended by a NUL byte, as the kernel lays out a program's own.
 type warmJob struct {
-	Args []string `json:"args"`
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
-	Fds  []int    `json:"fds"`
+	Args []string
+	Env  []string
+	Dir  string
+	Fds  []int
+}
+
+// encode lays the job out as the socket carries it.
+func (j *warmJob) encode() (head, body []byte) {
+	body = append(append(body, j.Dir...), 0)
+	body = append(strconv.AppendInt(body, int64(len(j.Args)), 10), 0)
+	for _, s := range append(slices.Clip(j.Args), j.Env...) {
+		body = append(append(body, s...), 0)
+	}
+	head = binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
+	head = append(head, byte(len(j.Fds)))
+	for _, fd := range j.Fds {
+		head = append(head, byte(fd))
+	}
+	return head, body
+}
+
+// decodeBody reads a job's body (encode) into j.
+func (j *warmJob) decodeBody(body []byte) error {
+	fields := strings.Split(string(body), "\x00")
+	if len(fields) < 3 || fields[len(fields)-1] != "" {
+		return errors.New("a job that does not read")
+	}
+	fields = fields[:len(fields)-1]
+	n, err := strconv.Atoi(fields[1])
+	if err != nil || n < 0 || n > len(fields)-2 {
+		return errors.New("a job that does not read")
+	}
+	j.Dir, j.Args, j.Env = fields[0], fields[2:2+n], fields[2+n:]
+	return nil
 }
 
 // warmShape is what a spare must have been started with to serve a start.
@@ -145,17 +182,15 @@ func startWarmOnThread(cmd *exec.Cmd) (run *exec.Cmd, refill func(), err error) 
 		}
 	}
 	if s := spares[shape]; s != nil {
+		// The one refusal a spare could answer is checked here, the spare kept for the
+		// next start.
+		if err := enterable(cmd.Dir); err != nil {
+			return nil, nil, err
+		}
 		delete(spares, shape)
-		if s.fresh() {
-			err := s.handOver(cmd)
-			if err == nil {
-				warmUsed.Add(1)
-				return s.cmd, refill, nil
-			}
-			var pe *fs.PathError
-			if errors.As(err, &pe) && pe.Op == "chdir" {
-				return nil, refill, err // the start's own fault: cold would fail the same way
-			}
+		if s.fresh() && s.handOver(cmd) == nil {
+			warmUsed.Add(1)
+			return s.cmd, refill, nil
 		}
 		s.end()
 	}
@@ -217,8 +252,10 @@ func (s *spare) end() {
 	s.cmd.Wait()
 }
 
-// handOver gives the spare cmd's job and waits for its answer: nil once it has taken
-// the directory (it then runs as cmd would have), the chdir error when it could not.
+// handOver gives the spare cmd's job. It does not wait for the spare: the directory was
+// checked before (the one refusal a spare could answer), and a spare
+// that cannot change to it after all (it went in between) says so on the program's
+// standard error and exits 127, as a program that could not be found.
 func (s *spare) handOver(cmd *exec.Cmd) error {
 	defer unix.Close(s.mounts)
 	defer s.sock.Close()
@@ -240,11 +277,10 @@ func (s *spare) handOver(cmd *exec.Cmd) error {
 			job.Fds = append(job.Fds, i)
 		}
 	}
-	body, err := json.Marshal(job)
-	if err != nil {
-		return err
+	head, body := job.encode()
+	if len(body) > warmMaxJob {
+		return errors.New("env: a job too large for a spare")
 	}
-	head := binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
 	var rights []byte
 	if len(fds) > 0 {
 		rights = unix.UnixRights(fds...)
@@ -252,19 +288,26 @@ func (s *spare) handOver(cmd *exec.Cmd) error {
 	if err := unix.Sendmsg(int(s.sock.Fd()), head, rights, nil, 0); err != nil {
 		return err
 	}
-	if _, err := s.sock.Write(body); err != nil {
-		return err
+	_, err := s.sock.Write(body)
+	return err
+}
+
+// enterable is the start's check of its directory, as a process changing to it would
+// meet it: it exists, is a directory, and may be searched ("": this process's own).
+func enterable(dir string) error {
+	if dir == "" {
+		return nil
 	}
-	var answer [16]byte
-	n, err := s.sock.Read(answer[:])
+	var st unix.Stat_t
+	err := unix.Stat(dir, &st)
+	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		err = unix.ENOTDIR
+	}
+	if err == nil {
+		err = unix.Access(dir, unix.X_OK)
+	}
 	if err != nil {
-		return fmt.Errorf("env: the spare ended before it took its job: %w", err)
-	}
-	if n > 0 && answer[0] == '!' {
-		var errno int
-		fmt.Sscanf(string(answer[1:n]), "%d", &errno)
-		s.cmd.Wait()
-		return &fs.PathError{Op: "chdir", Path: job.Dir, Err: syscall.Errno(errno)}
+		return &fs.PathError{Op: "chdir", Path: dir, Err: err}
 	}
 	return nil
 }
@@ -295,11 +338,11 @@ func awaitWarmJob() {
 		exit(0) // the host ended the spare, or is gone
 	}
 	if err := unix.Chdir(job.Dir); err != nil {
-		errno, _ := err.(syscall.Errno)
-		unix.Write(3, fmt.Appendf(nil, "!%d", int(errno)))
-		exit(127)
-	}
-	if _, err := unix.Write(3, []byte("ok")); err != nil {
+		for i, fd := range fds {
+			if job.Fds[i] == 2 {
+				unix.Write(fd, fmt.Appendf(nil, "sema: cannot start in %s: %v\n", job.Dir, err))
+			}
+		}
 		exit(127)
 	}
 	// Each descriptor to its place; the socket (3) goes, replaced or closed.
@@ -328,14 +371,14 @@ func awaitWarmJob() {
 	runtime.GC() // what the wait allocated is not carried into the program's helper
 }
 
-// readWarmJob reads one job from the socket fd: a length and the descriptors, then the
-// job itself.
+// readWarmJob reads one job from the socket fd: the header with the descriptors, then
+// the body (warmJob).
 func readWarmJob(fd int) (warmJob, []int, error) {
 	var job warmJob
-	head := make([]byte, 4)
+	head := make([]byte, 5+warmMaxFiles)
 	oob := make([]byte, unix.CmsgSpace(4*warmMaxFiles))
 	n, oobn, _, _, err := unix.Recvmsg(fd, head, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil || n != 4 {
+	if err != nil || n < 5 || n != 5+int(head[4]) {
 		return job, nil, errors.New("no job")
 	}
 	var fds []int
@@ -346,9 +389,12 @@ func readWarmJob(fd int) (warmJob, []int, error) {
 			}
 		}
 	}
+	for _, target := range head[5:n] {
+		job.Fds = append(job.Fds, int(target))
+	}
 	size := binary.LittleEndian.Uint32(head)
-	if size > warmMaxJob {
-		return job, nil, errors.New("job too large")
+	if size > warmMaxJob || len(fds) != len(job.Fds) {
+		return job, nil, errors.New("a job that does not read")
 	}
 	// Read with the descriptor itself: an *os.File would close it when collected, by
 	// then the descriptor of whatever took its number.
@@ -363,10 +409,7 @@ func readWarmJob(fd int) (warmJob, []int, error) {
 		}
 		got += n
 	}
-	if err := json.Unmarshal(body, &job); err != nil || len(job.Fds) != len(fds) {
-		return job, nil, errors.New("a job that does not read")
-	}
-	return job, fds, nil
+	return job, fds, job.decodeBody(body)
 }
 
 // cutEnv splits NAME=value; an entry without '=' or with an empty name is dropped, as

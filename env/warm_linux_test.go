@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -158,9 +159,13 @@ func TestWarmStartRefusesAMissingDirectory(t *testing.T) {
 		}
 		runReport(t, sh.iso, dir)
 		n := env.WarmUsed()
-		_, err := env.NewHost().Start(context.Background(), env.ExecRequest{Argv: []string{"/proc/self/exe"}, Dir: filepath.Join(dir, "gone"), Env: []string{reportEnv + "=1"}, Isolate: sh.iso})
-		if err == nil || !strings.Contains(err.Error(), "chdir") || !os.IsNotExist(err) {
-			t.Errorf("%s: a missing directory: %v", sh.name, err)
+		file := filepath.Join(dir, "file")
+		os.WriteFile(file, nil, 0o644)
+		for bad, want := range map[string]error{filepath.Join(dir, "gone"): syscall.ENOENT, file: syscall.ENOTDIR} {
+			_, err := env.NewHost().Start(context.Background(), env.ExecRequest{Argv: []string{"/proc/self/exe"}, Dir: bad, Env: []string{reportEnv + "=1"}, Isolate: sh.iso})
+			if err == nil || !strings.Contains(err.Error(), "chdir") || !errors.Is(err, want) {
+				t.Errorf("%s: start in %s: %v, want chdir %v", sh.name, bad, err, want)
+			}
 		}
 		if env.WarmUsed() != n {
 			t.Errorf("%s: a refused start counted as served", sh.name)

@@ -14,6 +14,21 @@ import (
 // The cost of confinement, step by step: `true` started directly, through the helper with
 // Landlock alone, with a mount namespace, and with mount and network namespaces.
 func benchStart(b *testing.B, wrapped bool, iso env.Isolation) {
+	warmAndCold(b, func(b *testing.B) { benchStartOnce(b, wrapped, iso) })
+}
+
+// warmAndCold runs bench twice: with the host's spares (the helper started ahead), and
+// with every helper started when its command starts.
+func warmAndCold(b *testing.B, bench func(*testing.B)) {
+	b.Run("warm", bench)
+	b.Run("cold", func(b *testing.B) {
+		env.WarmStart(false)
+		defer env.WarmStart(true)
+		bench(b)
+	})
+}
+
+func benchStartOnce(b *testing.B, wrapped bool, iso env.Isolation) {
 	if wrapped && !Probe().Available() {
 		b.Skipf("no kernel sandbox on this machine: %s", Probe().Reason)
 	}
@@ -53,6 +68,10 @@ func BenchmarkHelperMountNetNS(b *testing.B) {
 // readable, a root and a temp dir writable and, with caches, the machine's toolchain
 // caches that exist (at most three) each under a private layer.
 func benchView(b *testing.B, caches bool) {
+	warmAndCold(b, func(b *testing.B) { benchViewOnce(b, caches) })
+}
+
+func benchViewOnce(b *testing.B, caches bool) {
 	k := Probe()
 	if !k.Available() || !k.MountNamespace {
 		b.Skipf("no kernel sandbox with a view on this machine: %s", k.Reason)
