@@ -22,12 +22,12 @@ type RuleOrigin string
 const (
 	// OriginSettings is a settings file (RuleSource.Path names it).
 	OriginSettings RuleOrigin = "settings"
-	// OriginTaskAllowed and OriginTaskDisallowed are the task's AllowedTools and
-	// DisallowedTools (the command line's --allowed-tools and --disallowed-tools);
-	// OriginTaskAsk is its AskTools.
-	OriginTaskAllowed    RuleOrigin = "task_allowed"
+	// OriginTaskAllowed is the task's AllowedTools (the command line's --allowed-tools).
+	OriginTaskAllowed RuleOrigin = "task_allowed"
+	// OriginTaskDisallowed is the task's DisallowedTools (--disallowed-tools).
 	OriginTaskDisallowed RuleOrigin = "task_disallowed"
-	OriginTaskAsk        RuleOrigin = "task_ask"
+	// OriginTaskAsk is the task's AskTools.
+	OriginTaskAsk RuleOrigin = "task_ask"
 	// OriginPolicy is the deployment's Policy.Rules.
 	OriginPolicy RuleOrigin = "policy"
 )

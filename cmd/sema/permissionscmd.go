@@ -274,7 +274,7 @@ func sourceText(r agent.RuleSource) string {
 	case agent.OriginTaskDisallowed:
 		return "--disallowed-tools"
 	case agent.OriginTaskAsk:
-		return "a custom command's ask list"
+		return "the task's ask rules"
 	case agent.OriginPolicy:
 		return "the deployment's policy"
 	}
