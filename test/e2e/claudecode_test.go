@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,19 +40,29 @@ type claudeSetup struct {
 func newClaudeSetup(t *testing.T) claudeSetup {
 	t.Helper()
 	var s claudeSetup
+	ci := os.Getenv("SEMA_CI") != ""
 	if _, err := exec.LookPath("jq"); err == nil {
 		s.jq = true
+	} else if ci {
+		t.Fatalf("SEMA_CI is set and jq, which the hook uses, is missing: %v", err)
 	} else {
-		t.Log("jq is not installed: the hook part of the Claude Code setup is left out and not checked")
+		skipPart(t, "jq is not installed: the hook part of the Claude Code setup is left out and not checked")
 	}
 	if bin := os.Getenv("SEMA_TEST_MCP_NPM_BIN"); bin != "" {
 		s.mcp = filepath.Join(bin, "mcp-server-everything")
-	} else if os.Getenv("SEMA_CI") != "" {
+	} else if ci {
 		t.Fatal("SEMA_CI is set but SEMA_TEST_MCP_NPM_BIN is not: .ci/run installs the npm MCP servers")
 	} else {
-		t.Log("the npm MCP servers are not installed (SEMA_TEST_MCP_NPM_BIN unset): the .mcp.json part is left out and not checked; .ci/run installs them")
+		skipPart(t, "the npm MCP servers are not installed (SEMA_TEST_MCP_NPM_BIN unset): the .mcp.json part is left out and not checked; .ci/run installs them")
 	}
 	return s
+}
+
+// skipPart says, on stderr even without -v, which part of a test was left out and why.
+func skipPart(t *testing.T, why string) {
+	t.Helper()
+	t.Log(why)
+	fmt.Fprintf(os.Stderr, "%s: %s\n", t.Name(), why)
 }
 
 // settings is a Claude Code settings.json; hookPath is the hook's command.
