@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,5 +107,25 @@ func TestPermissionsCheck(t *testing.T) {
 	}
 	if code, _, errs := w.run(t, "", "permissions", "check", "--cwd", w.root, "Bash(git push"); code != exitUsage || !strings.Contains(errs, codeCheckInvalid) {
 		t.Errorf("an unclosed call: exit %d %s", code, errs)
+	}
+}
+
+// A check runs nothing: a trusted workspace's PreToolUse hook, which a run would start
+// before the call, is counted and named as not run, and leaves no trace.
+func TestPermissionsCheckRunsNoHook(t *testing.T) {
+	w := newCommandsWorld(t)
+	marker := filepath.Join(w.root, "hook-ran")
+	writeFile(t, filepath.Join(w.root, ".claude", "settings.json"),
+		`{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "touch `+marker+`"}]}]}}`)
+	code, out, errs := w.run(t, "", "permissions", "check", "--cwd", w.root, "--home", w.state, "--trust-project", "--json", "Bash(ls)")
+	var rep agent.PermissionReport
+	if err := json.Unmarshal([]byte(out), &rep); code != exitOK || err != nil || rep.Check == nil {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
+	}
+	if rep.PreToolUseHooks != 1 || !strings.Contains(strings.Join(rep.Check.Assumed, " "), "PreToolUse hooks were not run") {
+		t.Errorf("the hook is not counted and named: %d %v", rep.PreToolUseHooks, rep.Check.Assumed)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the check ran the hook")
 	}
 }
