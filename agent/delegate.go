@@ -104,9 +104,10 @@ func (l *leg) mayDelegate() bool {
 	return !l.deps.delegation().Off && l.depth() < l.deps.delegation().maxDepth()
 }
 
-// prepareAgents builds the catalog of agent types: the built-ins, the root's
-// .claude/agents and .sema/agents files, then the deployment's (Deps.Agents), a later
-// definition of a name replacing an earlier one. A child uses its parent's catalog.
+// prepareAgents builds the catalog of agent types: the built-ins, the person's
+// ~/.claude/agents files (with Claude Code's files on), the root's .claude/agents and
+// .sema/agents files, then the deployment's (Deps.Agents), a later definition of a name
+// replacing an earlier one. A child uses its parent's catalog.
 func (l *leg) prepareAgents(ctx context.Context) {
 	if l.link != nil {
 		l.agents = l.link.parent.agents
@@ -115,12 +116,17 @@ func (l *leg) prepareAgents(ctx context.Context) {
 	if !l.mayDelegate() {
 		return
 	}
-	project, problems := subagent.Load(ctx, l.deps.Env, l.fence.Root())
-	for _, p := range problems {
+	var user []subagent.Definition
+	var problems []error
+	if l.layered.ClaudeCompat {
+		user, problems = subagent.LoadUser(ctx, l.deps.Env, l.home())
+	}
+	project, more := subagent.Load(ctx, l.deps.Env, l.fence.Root())
+	for _, p := range append(problems, more...) {
 		l.notice(sema.Notice{Code: CodeSubagentProblem, Message: "an agent definition was not loaded: " + sema.MessageOf(p),
 			Detail: map[string]any{"cause": sema.CodeOf(p)}})
 	}
-	l.agents = subagent.NewCatalog(subagent.BuiltIns(), project, l.deps.Agents)
+	l.agents = subagent.NewCatalog(subagent.BuiltIns(), user, project, l.deps.Agents)
 }
 
 // taskTool is the Task tool: it runs a child leg to completion and answers with the

@@ -104,6 +104,7 @@ func (l *leg) prepareInstructions(ctx context.Context) {
 		},
 		MemoryDir: memory,
 		MaxChars:  l.deps.instructions().MaxChars,
+		Claude:    l.layered.ClaudeCompat,
 	})
 	l.instr = &instructionState{loader: loader, start: loader.Start(ctx)}
 	for _, n := range l.instr.start.Notices {

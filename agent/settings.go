@@ -25,9 +25,12 @@ type SettingsOptions struct {
 	// .sema/settings.json, settings.Local: .sema/settings.local.json). Nil (the default):
 	// both; empty: none.
 	Sources []settings.Layer
-	// ClaudeCompat also reads each layer from .claude/ (below sema's file of the same
-	// layer), so that a Claude Code setup works unchanged. A settings file's
-	// claudeCompat key turns it on too. Default false.
+	// ClaudeCompat also reads Claude Code's files, so that a Claude Code setup works
+	// unchanged: each settings layer from .claude/ (below sema's file of the same
+	// layer), the user's ~/.claude/CLAUDE.md and ~/.claude/agents, and "@~/.claude/…"
+	// imports. A settings file's claudeCompat key turns it on too. Default false for a
+	// library deployment; the sema command line turns it on unless told otherwise
+	// (settings.ClaudeFiles).
 	ClaudeCompat bool
 }
 
@@ -63,13 +66,13 @@ func (l *leg) readSettings(ctx context.Context) error {
 		mf.Layer = settings.Managed
 		files = append(files, mf)
 	}
-	compat := opts.ClaudeCompat || slices.ContainsFunc(files, func(f settings.File) bool { return f.ClaudeCompat })
+	compat := opts.ClaudeCompat || slices.ContainsFunc(files, func(f settings.File) bool { return settings.IsOn(f.ClaudeCompat) })
 	trust := l.deps.policy().TrustProjectSettings
 	work, err := l.readWorkspaceSettings(ctx, opts.Sources, compat)
 	if err != nil {
 		return err
 	}
-	if !compat && trust && slices.ContainsFunc(work, func(f settings.File) bool { return f.ClaudeCompat }) {
+	if !compat && trust && slices.ContainsFunc(work, func(f settings.File) bool { return settings.IsOn(f.ClaudeCompat) }) {
 		// A trusted workspace's own file asked for Claude Code's files too.
 		if work, err = l.readWorkspaceSettings(ctx, opts.Sources, true); err != nil {
 			return err
@@ -78,6 +81,8 @@ func (l *leg) readSettings(ctx context.Context) error {
 	files = append(files, work...)
 	slices.SortStableFunc(files, func(a, b settings.File) int { return rank[a.Layer] - rank[b.Layer] })
 	l.layered = settings.Merge(files, settings.MergeOptions{Root: l.spec.Root, Home: l.home(), TrustWorkspace: trust})
+	// The user's Claude Code files (CLAUDE.md, agents) follow the same switch.
+	l.layered.ClaudeCompat = l.layered.ClaudeCompat || compat
 	l.settingsFiles = files
 	for _, a := range l.layered.Applied {
 		if len(a.Dropped) > 0 {

@@ -7,7 +7,8 @@
 //
 // # What is loaded, in this order
 //
-//   - The user's file: HOME/.sema/AGENTS.md.
+//   - The user's files: with Config.Claude, Claude Code's HOME/.claude/CLAUDE.md, then
+//     HOME/.sema/AGENTS.md.
 //   - From the filesystem root down to the task root, in each directory: AGENTS.md,
 //     CLAUDE.md, AGENTS.local.md, CLAUDE.local.md (the local variants are a person's
 //     own notes, usually kept out of version control).
@@ -27,7 +28,9 @@
 //   - Every path is canonicalized through the env (package fence's Canonicalize) and
 //     read by its canonical form; a file is loaded at most once per conversation, so a
 //     link AGENTS.md -> CLAUDE.md loads one file.
-//   - An import must resolve inside the read roots, and not into the deny set or a path a
+//   - An import must resolve inside the read roots (or, with Config.Claude, be a
+//     Markdown file a person keeps under HOME/.claude, outside Claude Code's state
+//     directories such as projects/ and plans/), and not into the deny set or a path a
 //     Read rule denies (Config.Denied): otherwise it is skipped with a notice naming it.
 //     Imports nest at most MaxImportDepth deep; an import of a file on its own import
 //     chain is a cycle, skipped with a notice; a missing import is skipped silently, as

@@ -30,6 +30,9 @@ const (
 	MaxFileBytes = 1 << 20
 	// UserFile is the user's file, relative to the home directory.
 	UserFile = ".sema/AGENTS.md"
+	// ClaudeUserFile is Claude Code's user file, relative to the home directory, read
+	// with Config.Claude.
+	ClaudeUserFile = ".claude/CLAUDE.md"
 	// ProjectFile is the task root's own file, relative to the root: the same name as
 	// UserFile, since it is the same kind of file one level down.
 	ProjectFile = ".sema/AGENTS.md"
@@ -172,6 +175,9 @@ type Config struct {
 	// MaxChars caps the text of all files of the conversation, in characters. Zero:
 	// DefaultMaxChars. A negative value is read as zero.
 	MaxChars int
+	// Claude also reads Claude Code's user files: HOME/.claude/CLAUDE.md before the
+	// user's own file, and "@~/.claude/…" imports of Markdown files (ClaudeImport).
+	Claude bool
 }
 
 // Loader loads the instruction files of one conversation: Start at its beginning,
@@ -223,6 +229,10 @@ func (l *Loader) Start(ctx context.Context) Set {
 	}
 	p := &pass{l: l}
 	if l.home != "" {
+		if l.cfg.Claude {
+			// Claude Code's file first: sema's own, later, wins where the two differ.
+			p.load(ctx, candidate{path: join(l.home, ClaudeUserFile), source: SourceUser, dir: join(l.home, ".claude")})
+		}
 		p.load(ctx, candidate{path: join(l.home, UserFile), source: SourceUser, dir: join(l.home, ".sema")})
 	}
 	if isCanonical(l.cfg.Root) {
@@ -330,7 +340,7 @@ func (p *pass) load(ctx context.Context, c candidate) {
 	user := c.source == SourceUser
 	inRoots := l.insideRoots(canon)
 	switch {
-	case c.source == SourceImport && !inRoots:
+	case c.source == SourceImport && !inRoots && !l.claudeImport(canon):
 		p.importNotice(c, CodeImportOutside, canon, "it is outside the read roots ("+strings.Join(l.cfg.ReadRoots, ", ")+")")
 		return
 	case !user && c.source != SourceImport && !inRoots && !fence.Contains(c.dir, canon):

@@ -80,8 +80,10 @@ type File struct {
 	EnvPassthrough []string
 	// Model is the model the file asks for ("" when none).
 	Model string
-	// ClaudeCompat asks for the same layers to be read from .claude/ and ~/.claude/ too.
-	ClaudeCompat bool
+	// ClaudeCompat is the file's claudeCompat word: true asks for Claude Code's files
+	// (.claude/, ~/.claude/) to be read beside sema's, false turns them off (see
+	// ClaudeFiles); nil when the file says nothing.
+	ClaudeCompat *bool
 	// Ignored are Claude Code's keys the file holds that sema does not apply, as
 	// dotted paths.
 	Ignored []string

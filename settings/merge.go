@@ -37,7 +37,8 @@ type Merged struct {
 	Model string
 	// Hooks are the hooks that apply, lowest layer first.
 	Hooks []hooks.Hook
-	// ClaudeCompat: an applied layer asked for Claude Code's files too.
+	// ClaudeCompat: an applied layer asked for Claude Code's files too (the runner also
+	// sets it when its caller did).
 	ClaudeCompat bool
 	// Applied says, for the manifest, which files were read and what of each applied.
 	Applied []Applied
@@ -57,6 +58,36 @@ type Applied struct {
 	Why string `json:"why,omitempty"`
 	// Ignored are Claude Code's keys sema does not apply.
 	Ignored []string `json:"ignored,omitempty"`
+	// Rules are the file's permission rules, each with whether it applied: an
+	// untrusted workspace file's allow rules are listed and did not.
+	Rules []RuleFact `json:"rules,omitempty"`
+}
+
+// RuleFact is one permission rule of a settings file, for the manifest and for `sema
+// permissions`.
+type RuleFact struct {
+	// Rule is the rule as written, "Read(./secrets/**)".
+	Rule string `json:"rule"`
+	// Behavior is the list the rule is in: allow, deny or ask.
+	Behavior permission.Behavior `json:"behavior"`
+	// Applied is false for a rule that was read and left out (an untrusted workspace's
+	// allow rule).
+	Applied bool `json:"applied"`
+}
+
+// ruleFacts lists f's rules, each applied unless its list is in dropped.
+func ruleFacts(f File, trusted bool) []RuleFact {
+	var out []RuleFact
+	for _, l := range []struct {
+		b     permission.Behavior
+		rules []permission.Rule
+	}{{permission.Deny, f.Rules.Deny}, {permission.Ask, f.Rules.Ask}, {permission.Allow, f.Rules.Allow}} {
+		for _, r := range l.rules {
+			// Only what tightens applies from an untrusted workspace: deny and ask.
+			out = append(out, RuleFact{Rule: r.String(), Behavior: l.b, Applied: trusted || l.b != permission.Allow})
+		}
+	}
+	return out
 }
 
 // MergeOptions are the facts Merge needs besides the files.
@@ -81,6 +112,7 @@ func Merge(files []File, o MergeOptions) Merged {
 	for i := range files {
 		f := files[i]
 		a := Applied{Path: f.Path, Layer: f.Layer, Trusted: true, Ignored: f.Ignored}
+		a.Rules = ruleFacts(f, !f.Layer.Workspace() || o.TrustWorkspace)
 		if f.Layer.Workspace() && !o.TrustWorkspace {
 			f, a.Dropped = untrusted(f)
 			a.Trusted = false
@@ -116,7 +148,7 @@ func Merge(files []File, o MergeOptions) Merged {
 		if f.DisableAllHooks && f.Layer != Managed {
 			hooksOff = i
 		}
-		m.ClaudeCompat = m.ClaudeCompat || f.ClaudeCompat
+		m.ClaudeCompat = m.ClaudeCompat || IsOn(f.ClaudeCompat)
 	}
 	managedOff := false
 	for _, f := range files {
@@ -158,7 +190,7 @@ func untrusted(f File) (File, []string) {
 	drop(len(f.Env) > 0, "env")
 	drop(len(f.EnvPassthrough) > 0, "envPassthrough")
 	drop(f.Model != "", "model")
-	drop(f.ClaudeCompat, "claudeCompat")
+	drop(f.ClaudeCompat != nil, "claudeCompat")
 	sb := Sandbox{Hidden: f.Sandbox.Hidden}
 	if f.Sandbox.Mode == sandbox.ModeOn {
 		sb.Mode = sandbox.ModeOn

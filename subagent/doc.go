@@ -4,8 +4,9 @@
 // Task tool and runs the child legs.
 //
 // Definitions come, in rising precedence, from the built-in types (BuiltIns:
-// general-purpose, Explore, Plan), the agent files of the task root's .claude/agents and
-// then .sema/agents directories (Load), and the deployment. NewCatalog layers them so
+// general-purpose, Explore, Plan), a person's own ~/.claude/agents files (LoadUser, when
+// the runner reads Claude Code's files), the agent files of the task root's
+// .claude/agents and then .sema/agents directories (Load), and the deployment. NewCatalog layers them so
 // that a later definition of a name replaces an earlier one; Lookup then answers the
 // subagent_type the model passed.
 //

@@ -52,6 +52,25 @@ func Load(ctx context.Context, e env.ExecutionEnv, root string) (defs []Definiti
 	return defs, problems
 }
 
+// ClaudeUserDir is where Claude Code keeps a person's own agent files, relative to the
+// home directory.
+const ClaudeUserDir = ".claude/agents"
+
+// LoadUser reads the person's own agent files, every *.md file directly in
+// HOME/.claude/agents, as Load reads a directory. A catalog puts them below the task
+// root's, so that a project's definition of a name wins, as in Claude Code. An empty
+// home reads nothing.
+func LoadUser(ctx context.Context, e env.ExecutionEnv, home string) (defs []Definition, problems []error) {
+	if home == "" {
+		return nil, nil
+	}
+	if !filepath.IsAbs(home) {
+		return nil, []error{sema.Errorf(CodeLoadFailed, "the home directory %q is not an absolute path; agent files are read below an absolute one", home).
+			With("path", home)}
+	}
+	return loadDir(ctx, e, filepath.Join(home, filepath.FromSlash(ClaudeUserDir)))
+}
+
 // loadDir loads one directory of agent files.
 func loadDir(ctx context.Context, e env.ExecutionEnv, dir string) (defs []Definition, problems []error) {
 	ents, err := e.ReadDir(ctx, dir)

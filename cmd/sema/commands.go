@@ -116,14 +116,14 @@ func newCommandsCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Custom slash commands: the prompts of .sema/commands/*.md and ~/.sema/commands/*.md",
 		Long: `A custom command is a Markdown file of a prompt, invoked as the prompt "/name arguments"
 (sema run /review src/a.go, or sema -p "/review src/a.go"). The workspace's
-.sema/commands/NAME.md wins over ~/.sema/commands/NAME.md; with --claude-compat,
-.claude/commands and ~/.claude/commands are read too, each below sema's directory of the
-same scope. A subdirectory namespaces: frontend/component.md is /frontend:component.`,
+.sema/commands/NAME.md wins over ~/.sema/commands/NAME.md; Claude Code's .claude/commands
+and ~/.claude/commands are read too, each below sema's directory of the same scope
+(--no-claude-compat, or claudeCompat: false in ~/.sema/settings.json, leaves them out). A subdirectory namespaces: frontend/component.md is /frontend:component.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	var cwd string
-	var compat, asJSON bool
+	var compat, noCompat, asJSON bool
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the custom commands, where each comes from, and the files that cannot be used",
@@ -137,20 +137,18 @@ same scope. A subdirectory namespaces: frontend/component.md is /frontend:compon
 			if err != nil {
 				home = ""
 			}
-			if !compat && home != "" {
-				// The user's settings file may turn the compatibility on, as for a run.
-				f, err := loadOptional(filepath.Join(home, settings.UserFile), settings.User)
-				if err != nil {
-					return usageErr(err)
-				}
-				compat = f != nil && f.ClaudeCompat
+			on, err := commandsClaudeSwitch(compat, noCompat, home)
+			if err != nil {
+				return usageErr(err)
 			}
+			compat = on
 			set := commands.Load(commands.Options{Root: root, Home: home, ClaudeCompat: compat})
 			return printCommands(stdout, stderr, set, asJSON)
 		},
 	}
 	list.Flags().StringVar(&cwd, "cwd", ".", "the workspace whose commands to list")
-	list.Flags().BoolVar(&compat, "claude-compat", false, "also read Claude Code's .claude/commands and ~/.claude/commands")
+	list.Flags().BoolVar(&compat, "claude-compat", false, "read Claude Code's .claude/commands and ~/.claude/commands (the default)")
+	list.Flags().BoolVar(&noCompat, "no-claude-compat", false, "do not read Claude Code's .claude/commands and ~/.claude/commands")
 	list.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: {commands, problems}")
 	cmd.AddCommand(list)
 	return cmd
@@ -208,4 +206,18 @@ func printCommands(stdout, stderr io.Writer, set *commands.Set, asJSON bool) err
 // oneLine is s for one cell of a table: escapes neutralized, line ends as blanks.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(terminalText(s)), " ")
+}
+
+// commandsClaudeSwitch decides, as a run does, whether `sema commands list` reads
+// Claude Code's directories: the flags, else the user's settings file, else yes.
+func commandsClaudeSwitch(on, off bool, home string) (bool, error) {
+	word, err := claudeSwitch(&runOptions{claudeCompat: on, noClaudeCompat: off})
+	if err != nil || word != nil || home == "" {
+		return word == nil || *word, err
+	}
+	own, err := loadOptional(filepath.Join(home, settings.UserFile), settings.User)
+	if err != nil {
+		return false, err
+	}
+	return settings.ClaudeFiles(nil, own), nil
 }

@@ -215,7 +215,7 @@ func TestProjectCommandTrust(t *testing.T) {
 }
 
 // `sema commands list` names each command with its description, argument hint, scope
-// and file, says which files it hides, and lists Claude Code's with --claude-compat.
+// and file, says which files it hides, and lists Claude Code's unless --no-claude-compat.
 func TestCommandsList(t *testing.T) {
 	w := newCommandsWorld(t)
 	writeFile(t, filepath.Join(w.root, ".sema", "commands", "frontend", "component.md"),
@@ -223,7 +223,7 @@ func TestCommandsList(t *testing.T) {
 	writeFile(t, filepath.Join(w.home, ".sema", "commands", "frontend", "component.md"), "mine")
 	writeFile(t, filepath.Join(w.home, ".claude", "commands", "review.md"), "---\ndescription: \"Review \x1b[31mred\"\n---\nReview")
 
-	code, out, errs := w.run(t, "", "commands", "list", "--cwd", w.root)
+	code, out, errs := w.run(t, "", "commands", "list", "--cwd", w.root, "--no-claude-compat")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -237,21 +237,21 @@ func TestCommandsList(t *testing.T) {
 		}
 	}
 	if strings.Contains(out, "/review") {
-		t.Errorf("without --claude-compat, .claude/commands was read:\n%s", out)
+		t.Errorf("with --no-claude-compat, .claude/commands was read:\n%s", out)
 	}
 	if !strings.Contains(errs, `"when_to_use"`) {
 		t.Errorf("no warning about the key sema does not read:\n%s", errs)
 	}
 
-	code, out, errs = w.run(t, "", "commands", "list", "--cwd", w.root, "--claude-compat")
+	code, out, errs = w.run(t, "", "commands", "list", "--cwd", w.root)
 	if code != exitOK || !strings.Contains(out, "/review") || !strings.Contains(out, "user "+filepath.Join(w.home, ".claude", "commands", "review.md")) {
-		t.Fatalf("--claude-compat: exit %d\n%s\n%s", code, out, errs)
+		t.Fatalf("by default: exit %d\n%s\n%s", code, out, errs)
 	}
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("an escape sequence reached the terminal:\n%q", out)
 	}
 
-	code, out, errs = w.run(t, "", "commands", "list", "--cwd", w.root, "--json")
+	code, out, errs = w.run(t, "", "commands", "list", "--cwd", w.root, "--json", "--no-claude-compat")
 	if code != exitOK {
 		t.Fatalf("--json: exit %d\n%s\n%s", code, out, errs)
 	}

@@ -213,7 +213,8 @@ openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / O
 	mcp, commands := newMCPCmd(stdout), newCommandsCmd(stdout, stderr)
 	run := newRunCmd(stdin, stdout, stderr)
 	root.AddCommand(run, newDemoCmd(stdout, stderr), approve,
-		newSessionsCmd(stdout), newRewindCmd(stdout), mcp, newTrustCmd(stdout), commands, newServeCmd(stdout, stderr))
+		newSessionsCmd(stdout), newRewindCmd(stdout), mcp, newTrustCmd(stdout), commands, newServeCmd(stdout, stderr),
+		newPermissionsCmd(stdout))
 
 	// The command line's refusals, the same for every command: coded, and saying what to
 	// write instead.

@@ -60,6 +60,7 @@ type runOptions struct {
 	trustMCP       bool
 	trustProject   bool
 	claudeCompat   bool
+	noClaudeCompat bool
 	// settingSources is --setting-sources when given (nil: every layer).
 	settingSources *string
 	// answer is set by `sema approve`: the run resumes a parked question.
@@ -102,7 +103,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 		o.settingSources = &v
 		return nil
 	})
-	f.BoolVar(&o.claudeCompat, "claude-compat", false, "also read Claude Code's files: ~/.claude/settings.json, .claude/settings.json, .claude/settings.local.json")
+	addClaudeFlags(f, o)
 	f.BoolVar(&o.trustProject, "trust-project", false, "apply the workspace's own settings in full — its hooks, allow rules, env, model and MCP servers (see sema trust)")
 	f.StringArrayVar(&o.mcpConfig, "mcp-config", nil, `MCP servers to mount, as a file or inline JSON in Claude Code's format {"mcpServers":{...}}; repeatable`)
 	f.BoolVar(&o.strictMCP, "strict-mcp-config", false, "mount only the --mcp-config servers: not the settings files' nor the workspace's .mcp.json")

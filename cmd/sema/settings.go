@@ -22,9 +22,11 @@ var managedFiles = struct{ sema, claude string }{settings.ManagedFile, settings.
 
 // loadSettings reads the settings files the command line owns: the user's (unless
 // --setting-sources leaves them out), the --settings file or inline document, and the
-// managed policy. The workspace's files are the runner's to read.
+// managed policy. Claude Code's files are read beside sema's unless --no-claude-compat
+// or the deployment's claudeCompat false turns them off (settings.ClaudeFiles). The
+// workspace's files are the runner's to read.
 func (s *permissionSetup) loadSettings(o *runOptions) error {
-	s.compat = o.claudeCompat
+	user := true
 	if o.settingSources != nil {
 		src, err := settings.ParseSources(*o.settingSources)
 		if err != nil {
@@ -36,15 +38,68 @@ func (s *permissionSetup) loadSettings(o *runOptions) error {
 				s.sources = append(s.sources, l)
 			}
 		}
-		if !containsLayer(src, settings.User) {
-			// The user's files are left out; the home directory still serves "~/".
-			return s.loadFlagAndManaged(o.settings)
-		}
+		// Without the user's layer the home directory still serves "~/".
+		user = containsLayer(src, settings.User)
 	}
-	if err := s.loadUser(); err != nil {
+	word, err := claudeSwitch(o)
+	if err != nil {
 		return err
 	}
-	return s.loadFlagAndManaged(o.settings)
+	var own *settings.File
+	if user && s.home != "" {
+		if own, err = loadOptional(filepath.Join(s.home, settings.UserFile), settings.User); err != nil {
+			return err
+		}
+	}
+	flag, err := loadFlagSettings(o.settings)
+	if err != nil {
+		return err
+	}
+	managed, err := loadOptional(managedFiles.sema, settings.Managed)
+	if err != nil {
+		return err
+	}
+	s.compat = settings.ClaudeFiles(word, own, flag, managed)
+	if user && s.compat && s.home != "" {
+		claude, err := loadOptional(filepath.Join(s.home, ".claude", "settings.json"), settings.User)
+		if err != nil {
+			return err
+		}
+		if claude != nil {
+			s.files = append(s.files, *claude)
+		}
+	}
+	for _, f := range []*settings.File{own, flag} {
+		if f != nil {
+			s.files = append(s.files, *f)
+		}
+	}
+	if managed == nil && s.compat {
+		if managed, err = loadOptional(managedFiles.claude, settings.Managed); err != nil {
+			return err
+		}
+	}
+	s.managed = managed
+	return nil
+}
+
+// codeClaudeSwitchConflict refuses --claude-compat with --no-claude-compat.
+const codeClaudeSwitchConflict = "config.claude_compat_conflict"
+
+// claudeSwitch is the command line's word on Claude Code's files: true for
+// --claude-compat, false for --no-claude-compat, nil for neither.
+func claudeSwitch(o *runOptions) (*bool, error) {
+	switch {
+	case o.claudeCompat && o.noClaudeCompat:
+		return nil, sema.Errorf(codeClaudeSwitchConflict, "--claude-compat and --no-claude-compat contradict each other; give one (Claude Code's files are read unless --no-claude-compat)")
+	case o.claudeCompat:
+		on := true
+		return &on, nil
+	case o.noClaudeCompat:
+		off := false
+		return &off, nil
+	}
+	return nil, nil
 }
 
 func containsLayer(list []settings.Layer, l settings.Layer) bool {
@@ -56,64 +111,23 @@ func containsLayer(list []settings.Layer, l settings.Layer) bool {
 	return false
 }
 
-// loadUser reads ~/.sema/settings.json and, with the compatibility switch (the flag, or
-// the user's own claudeCompat key), ~/.claude/settings.json below it.
-func (s *permissionSetup) loadUser() error {
-	if s.home == "" {
-		return nil
+// loadFlagSettings reads --settings: a file, or a JSON document when it begins with
+// "{"; nil without the flag.
+func loadFlagSettings(flag string) (*settings.File, error) {
+	if flag == "" {
+		return nil, nil
 	}
-	own, err := loadOptional(filepath.Join(s.home, settings.UserFile), settings.User)
+	var f settings.File
+	var err error
+	if strings.HasPrefix(strings.TrimSpace(flag), "{") {
+		f, err = settings.Parse([]byte(flag), "", settings.Flag)
+	} else {
+		f, err = settings.Load(flag, settings.Flag)
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if s.compat || own != nil && own.ClaudeCompat {
-		claude, err := loadOptional(filepath.Join(s.home, ".claude", "settings.json"), settings.User)
-		if err != nil {
-			return err
-		}
-		if claude != nil {
-			s.files = append(s.files, *claude)
-		}
-	}
-	if own != nil {
-		s.files = append(s.files, *own)
-		s.compat = s.compat || own.ClaudeCompat
-	}
-	return nil
-}
-
-// loadFlagAndManaged reads --settings (a file, or a JSON document when it begins with
-// "{") and the managed policy.
-func (s *permissionSetup) loadFlagAndManaged(flag string) error {
-	if flag != "" {
-		var f settings.File
-		var err error
-		if strings.HasPrefix(strings.TrimSpace(flag), "{") {
-			f, err = settings.Parse([]byte(flag), "", settings.Flag)
-		} else {
-			f, err = settings.Load(flag, settings.Flag)
-		}
-		if err != nil {
-			return err
-		}
-		s.files = append(s.files, f)
-		s.compat = s.compat || f.ClaudeCompat
-	}
-	paths := []string{managedFiles.sema}
-	if s.compat {
-		paths = append(paths, managedFiles.claude)
-	}
-	for _, p := range paths {
-		m, err := loadOptional(p, settings.Managed)
-		if err != nil {
-			return err
-		}
-		if m != nil {
-			s.managed = m
-			break
-		}
-	}
-	return nil
+	return &f, nil
 }
 
 // loadOptional loads path as layer; nil when there is no such file.
