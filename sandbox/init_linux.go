@@ -44,17 +44,28 @@ func runAsInit(prog string, argv, envv []string) error {
 		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 	}
 	held := holdSignals()
+	// Off the wait loop, and begun before the fork: the round trip with the runtime's
+	// signal thread overlaps the command's start instead of delaying it, and is done
+	// long before a command could leave the group and be signalled (a signal sent to
+	// the helper alone while it is held is lost). A short command is reaped, and its
+	// status reported, without waiting for it.
+	forked := make(chan int, 1)
+	go func() {
+		sigs := held.notify()
+		if pid, ok := <-forked; ok {
+			relay(sigs, pid)
+		}
+	}()
 	pid, err := syscall.ForkExec(prog, argv, &syscall.ProcAttr{
 		Env:   envv,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
+		close(forked)
 		return err
 	}
-	// Off the wait loop: a short command is reaped, and its status reported, without
-	// waiting for the runtime's signal thread.
-	go func() { relay(held.notify(), pid) }()
+	forked <- pid
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
