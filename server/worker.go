@@ -68,15 +68,21 @@ type taskRow struct {
 	headAtStart                         string
 	began                               bool
 	cancelRequested                     bool
+	// trace is the W3C traceparent of the request that submitted the task: every leg's
+	// span is its child, so a task is one trace (see trace.go). "" without tracing.
+	trace string
+	// recorded is what this leg's model responses added to the tenant's spend so far
+	// (legSpend); the leg's end adds the rest of its result's total.
+	recorded int64
 }
 
 func (s *Server) loadTask(ctx context.Context, c conn, id string) (*taskRow, error) {
 	var t taskRow
 	var spec string
 	var began, cancel int
-	err := queryRow(ctx, c, `SELECT id, tenant, session_id, kind, status, spec, decision, head_at_start, began, cancel_requested
+	err := queryRow(ctx, c, `SELECT id, tenant, session_id, kind, status, spec, decision, head_at_start, began, cancel_requested, trace
 		FROM sema_serve_tasks WHERE id = ?`, []any{id},
-		&t.id, &t.tenant, &t.sessionID, &t.kind, &t.status, &spec, &t.decision, &t.headAtStart, &began, &cancel)
+		&t.id, &t.tenant, &t.sessionID, &t.kind, &t.status, &spec, &t.decision, &t.headAtStart, &began, &cancel, &t.trace)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +134,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
 		return err
 	}
-	guard, err := s.applyPolicy(ctx, t, &spec)
+	spend, err := s.applyPolicy(ctx, t, &spec)
 	if err != nil {
 		if sema.CodeOf(err) == "" {
 			return err // the store is down for now; River tries again
@@ -194,10 +200,11 @@ func (s *Server) work(ctx context.Context, id string) error {
 			}
 		}
 		lt.event(ev)
-		if guard != nil && ev.Type == agent.EventAssistant && ev.Response != nil {
+		if ev.Type == agent.EventAssistant && ev.Response != nil {
 			// A store that cannot say leaves the leg to its own token bound (set from
-			// what was left of the day when it started).
-			if spent, err := guard.add(ctx, ev.Response.Usage); err == nil && spent {
+			// what was left of the day when it started), and the leg's end records the
+			// tokens it could not.
+			if spent, err := spend.add(ctx, ev.Response.Usage); err == nil && spent {
 				cancel(errDayExhausted)
 			}
 		}
@@ -233,7 +240,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 		// and why.
 		obj := streamjson.Result(res)
 		obj["status"] = sema.StatusBudgetExceeded
-		obj["error"] = errObject(sema.Errorf(CodeTokenLimit, "the leg stopped: the tenant's %d tokens for the last 24 hours are spent; try again later", guard.perDay))
+		obj["error"] = errObject(sema.Errorf(CodeTokenLimit, "the leg stopped: the tenant's %d tokens for the last 24 hours are spent; try again later", spend.perDay))
 		return s.finish(ctx, t, obj, res)
 	}
 	if res.Status == sema.StatusCancelled && context.Cause(legCtx) != errCancelRequested {
@@ -378,8 +385,7 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 	var tokens int64
 	checkpoint := ""
 	if res != nil {
-		u := res.Usage
-		tokens = u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+		tokens = usageTokens(res.Usage)
 		if cp, parked := res.Parked(); parked {
 			checkpoint = cp.ID
 		}
@@ -391,6 +397,11 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 	err = s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
 		if _, err := c.exec(ctx, `UPDATE sema_serve_tasks SET status = ?, result = ?, checkpoint_id = ?, decision = '', tokens = tokens + ?, updated_ms = ? WHERE id = ?`,
 			string(status), string(data), checkpoint, tokens, nowMS(), t.id); err != nil {
+			return err
+		}
+		// The leg's model calls that sent no response event (compaction's, fetches'),
+		// and the responses whose record failed.
+		if err := recordSpend(ctx, c, t.tenant, tokens-t.recorded, nowMS()); err != nil {
 			return err
 		}
 		if checkpoint != "" {
