@@ -139,6 +139,12 @@ var schema = []string{
 		PRIMARY KEY (tenant, hour_ms)
 	)`,
 	`CREATE INDEX IF NOT EXISTS sema_serve_spend_hour ON sema_serve_spend (hour_ms)`,
+	// The managed settings file the operator attached to a tenant (tenantsettings.go).
+	`CREATE TABLE IF NOT EXISTS sema_serve_tenant_settings (
+		tenant TEXT PRIMARY KEY,
+		path TEXT NOT NULL,
+		data TEXT NOT NULL
+	)`,
 	// A tenant's policy (Policy, JSON); a tenant without a row has the default one.
 	`CREATE TABLE IF NOT EXISTS sema_serve_policies (
 		tenant TEXT PRIMARY KEY,

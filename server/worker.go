@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/client"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/settings"
 	"github.com/sema-agent/sema/streamjson"
 )
 
@@ -119,7 +120,14 @@ func (s *Server) work(ctx context.Context, id string) error {
 		return s.finish(ctx, t, cancelledResult(t.sessionID), nil)
 	}
 	legs := &legStream{s: s, taskID: t.id}
-	spec, runner, err := s.prepare(t, legs)
+	tenantFiles, err := s.tenantSettings(ctx, t.tenant)
+	if err != nil && sema.CodeOf(err) == "" {
+		return err // the store is down for now; River tries again
+	}
+	if err != nil {
+		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	}
+	spec, runner, err := s.prepare(t, legs, tenantFiles)
 	if err != nil {
 		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
@@ -256,8 +264,9 @@ func (s *Server) work(ctx context.Context, id string) error {
 }
 
 // prepare turns a stored task into the runner's spec and a runner for its model, whose
-// calls wait out a model outage with notices in the leg's stream.
-func (s *Server) prepare(t *taskRow, legs *legStream) (agent.TaskSpec, *agent.Runner, error) {
+// calls wait out a model outage with notices in the leg's stream, under the server's
+// managed settings and its tenant's (tenantFiles).
+func (s *Server) prepare(t *taskRow, legs *legStream, tenantFiles []settings.File) (agent.TaskSpec, *agent.Runner, error) {
 	if !s.operatorModel(t.spec.Model) {
 		// Queued under another process's models: still only the operator's are opened.
 		return agent.TaskSpec{}, nil, sema.Errorf(CodePolicyModel, "the model %q is not one of the service's models", t.spec.Model)
@@ -285,7 +294,7 @@ func (s *Server) prepare(t *taskRow, legs *legStream) (agent.TaskSpec, *agent.Ru
 	}
 	deps := agent.Deps{
 		Provider: s.patient(provider, legs), Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
-		SessionLease: s.cfg.SessionLease, ManagedSettings: s.cfg.ManagedSettings,
+		SessionLease: s.cfg.SessionLease, ManagedSettings: s.cfg.ManagedSettings, TenantSettings: tenantFiles,
 	}
 	if d, ok := s.b.(interface{ stateDir() string }); ok {
 		deps.StateDir = d.stateDir()
