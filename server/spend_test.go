@@ -104,3 +104,35 @@ func waitEventType(t *testing.T, c *client.Client, id, typ string) {
 	}
 	t.Fatalf("the stream ended without a %s event", typ)
 }
+
+// TestParkedTurnsCountOnce: a task parks after a turn of 7,000 tokens, is approved and
+// resumes for a turn of 7,000 more; the day holds 14,000, the resumed leg's replay of
+// the parked turn adding nothing.
+func TestParkedTurnsCountOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		turn := &model.Usage{InputTokens: 6000, OutputTokens: 1000}
+		f := newFixture(t, st, func(base string) []scripted.Turn {
+			call := writeCall(filepath.Join(base, "out.txt"), "x\n")
+			return []scripted.Turn{{ToolCalls: []scripted.ToolCall{call}, Usage: turn}, {Text: "done", Usage: turn}}
+		})
+		ctx := context.Background()
+		tok, err := f.srv.CreateToken(ctx, "acme", f.base, server.TenantConfig{TokensPerDay: 14000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.New(f.http.URL, tok)
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write", Cwd: f.base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+		if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, c, task.TaskID, "completed")
+		_, err = c.SubmitTask(ctx, client.TaskSpec{Prompt: "more", Cwd: f.base})
+		if codeOf(err) != server.CodeTokenLimit || !strings.Contains(err.Error(), "spent 14000 of its 14000") {
+			t.Fatalf("a task after two turns of 7,000: %v; want tenant.token_limit naming 14000 spent", err)
+		}
+	})
+}
