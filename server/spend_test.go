@@ -22,9 +22,28 @@ import (
 // spends 7,000 more. The tenant's day holds both: with 14,000 tokens a day the next
 // task is refused, naming 14,000 spent. Calibrated: when a leg's spend was written
 // only with its end, the day held 7,000 and the next task ran.
-func TestKilledLegsTokensCounted(t *testing.T) { eachStore(t, testKilledLegsTokensCounted) }
+func TestKilledLegsTokensCounted(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		c, task := restartMidTool(t, st, 14000, nil)
+		done := waitStatus(t, c, task, "completed")
+		if got := spentBy(t, done); got != 7000 {
+			t.Fatalf("the second leg reports %d tokens, want 7000 (its one turn): the test proves nothing", got)
+		}
+		_, err := c.SubmitTask(context.Background(), client.TaskSpec{Prompt: "more", Cwd: "."})
+		if codeOf(err) != server.CodeTokenLimit || !strings.Contains(err.Error(), "spent 14000 of its 14000") {
+			t.Fatalf("a task after both legs' 14,000 tokens: %v; want tenant.token_limit naming 14000 spent", err)
+		}
+	})
+}
 
-func testKilledLegsTokensCounted(t *testing.T, st store) {
+// restartMidTool submits a task whose first turn (7,000 tokens) runs a 30-second
+// command, stops the process mid-command without the leg's end — a shutdown with no
+// grace cancels the leg, which hands its job back and writes no result, as a kill
+// leaves it — and starts another process on the same store, which goes on with the
+// task (a second turn of 7,000 tokens). It returns the second process's client and the
+// task's id. tune changes both processes' config.
+func restartMidTool(t *testing.T, st store, tokensPerDay int64, tune func(*server.Config)) (*client.Client, string) {
+	t.Helper()
 	ctx := context.Background()
 	cfg := server.Config{Home: t.TempDir(), Poll: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if st == "postgres" {
@@ -40,6 +59,9 @@ func testKilledLegsTokensCounted(t *testing.T, st store) {
 		{Text: "done", Usage: turn},
 	}})
 	cfg.OpenProvider = func(string) (model.Provider, string, error) { return p, "scripted", nil }
+	if tune != nil {
+		tune(&cfg)
+	}
 	start := func() (*server.Server, *httptest.Server) {
 		srv, err := server.New(ctx, cfg)
 		if err != nil {
@@ -52,7 +74,7 @@ func testKilledLegsTokensCounted(t *testing.T, st store) {
 	}
 
 	first, firstHTTP := start()
-	tok, err := first.CreateToken(ctx, "acme", base, server.TenantConfig{TokensPerDay: 14000})
+	tok, err := first.CreateToken(ctx, "acme", base, server.TenantConfig{TokensPerDay: tokensPerDay})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +84,6 @@ func testKilledLegsTokensCounted(t *testing.T, st store) {
 		t.Fatal(err)
 	}
 	waitEventType(t, c, task.TaskID, "tool_use")
-	// The process goes away mid-tool without the leg's end: a shutdown with no grace
-	// cancels the leg, which hands its job back and writes no result, as a kill leaves it.
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
 	first.Shutdown(gone)
@@ -78,15 +98,7 @@ func testKilledLegsTokensCounted(t *testing.T, st store) {
 		second.Shutdown(sctx)
 		second.Close()
 	})
-	c = client.New(secondHTTP.URL, tok)
-	done := waitStatus(t, c, task.TaskID, "completed")
-	if got := spentBy(t, done); got != 7000 {
-		t.Fatalf("the second leg reports %d tokens, want 7000 (its one turn): the test proves nothing", got)
-	}
-	_, err = c.SubmitTask(ctx, client.TaskSpec{Prompt: "more", Cwd: base})
-	if codeOf(err) != server.CodeTokenLimit || !strings.Contains(err.Error(), "spent 14000 of its 14000") {
-		t.Fatalf("a task after both legs' 14,000 tokens: %v; want tenant.token_limit naming 14000 spent", err)
-	}
+	return client.New(secondHTTP.URL, tok), task.TaskID
 }
 
 // waitEventType follows a task's stream until an event of type typ arrives.

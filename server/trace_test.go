@@ -95,3 +95,38 @@ func testOneTracePerTask(t *testing.T, st store) {
 		t.Fatalf("the decision's span links to %v; want the task's trace (%s)", decision.Links(), callerTrace)
 	}
 }
+
+// TestOneTraceAcrossProcesses: a task whose process stops mid-leg and whose next leg
+// runs in another process is one trace: both legs' spans share the trace of the
+// request that submitted it. Calibrated: before the task kept its trace, the second
+// process's leg began a trace of its own.
+func TestOneTraceAcrossProcesses(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		c, task := restartMidTool(t, st, 0, func(cfg *server.Config) { cfg.TracerProvider = tp })
+		waitStatus(t, c, task, "completed")
+		var submit sdktrace.ReadOnlySpan
+		var legs []sdktrace.ReadOnlySpan
+		for deadline := time.Now().Add(5 * time.Second); len(legs) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			legs = legs[:0]
+			for _, sp := range rec.Ended() {
+				switch {
+				case sp.Name() == "POST /v1/tasks":
+					submit = sp
+				case sp.Name() == "sema.task" && attrOf(sp.Attributes(), "sema.task_id") == task:
+					legs = append(legs, sp)
+				}
+			}
+		}
+		if submit == nil || len(legs) != 2 {
+			t.Fatalf("spans: submit %v, %d legs of the task; want the request and 2 legs", submit != nil, len(legs))
+		}
+		for i, leg := range legs {
+			if leg.SpanContext().TraceID() != submit.SpanContext().TraceID() || leg.Parent().SpanID() != submit.SpanContext().SpanID() {
+				t.Errorf("leg %d (%s) is in trace %s; want the submitting request's %s", i+1, attrOf(leg.Attributes(), "sema.status"),
+					leg.SpanContext().TraceID(), submit.SpanContext().TraceID())
+			}
+		}
+	})
+}
