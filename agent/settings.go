@@ -66,6 +66,10 @@ func (l *leg) readSettings(ctx context.Context) error {
 		mf.Layer = settings.Managed
 		files = append(files, mf)
 	}
+	for _, tf := range l.deps.TenantSettings {
+		tf.Layer = settings.Managed
+		files = append(files, tf)
+	}
 	compat := opts.ClaudeCompat || slices.ContainsFunc(files, func(f settings.File) bool { return settings.IsOn(f.ClaudeCompat) })
 	trust := l.deps.policy().TrustProjectSettings
 	work, err := l.readWorkspaceSettings(ctx, opts.Sources, compat)

@@ -342,6 +342,10 @@ type Deps struct {
 	// nor its network on, its hooks cannot be disabled, and allowManagedHooksOnly runs
 	// its hooks alone. Nil (the default): none.
 	ManagedSettings *settings.File
+	// TenantSettings are more managed-policy files, each applied as ManagedSettings is
+	// and after it: a service's policy for the tenant whose task this is, on top of the
+	// machine's. The deny and ask rules of every one bind. Nil (the default): none.
+	TenantSettings []settings.File
 
 	// Agents are the deployment's agent types for the Task tool. They join the built-in
 	// ones (general-purpose, Explore, Plan) and the task root's .claude/agents/*.md and

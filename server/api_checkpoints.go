@@ -102,11 +102,12 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 		s.internal(w, r, err)
 		return
 	}
-	var taskID string
+	var taskID, taskTrace string
 	status := http.StatusInternalServerError
 	err = s.b.tx(ctx, func(c conn, enqueue enqueueFunc) error {
 		var decided int64
-		err := queryRow(ctx, c, `SELECT task_id, decided_ms FROM sema_serve_checkpoints WHERE id = ? AND tenant = ?`, []any{answer.CheckpointID, t.name}, &taskID, &decided)
+		err := queryRow(ctx, c, `SELECT c.task_id, c.decided_ms, COALESCE(t.trace, '') FROM sema_serve_checkpoints c LEFT JOIN sema_serve_tasks t ON t.id = c.task_id
+			WHERE c.id = ? AND c.tenant = ?`, []any{answer.CheckpointID, t.name}, &taskID, &decided, &taskTrace)
 		if errors.Is(err, errNoRow) {
 			status = http.StatusNotFound
 			return sema.Errorf(CodeNotFound, "no such checkpoint")
@@ -147,6 +148,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 		s.refuse(w, r, status, err)
 		return
 	}
+	linkTaskTrace(ctx, taskTrace, taskID)
 	if answer.UpdatedInput != nil {
 		// An edit is judged by the resumed leg, against the task's deny rules, before it
 		// claims anything: wait for that verdict, so a refused edit is answered as such.

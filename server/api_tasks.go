@@ -89,8 +89,8 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec storedSpec, kind st
 				return sema.Errorf(CodeTokenLimit, "the tenant spent %d of its %d tokens in the last 24 hours; try again later", used, t.tokensPerDay)
 			}
 		}
-		if _, err := c.exec(ctx, `INSERT INTO sema_serve_tasks (id, tenant, session_id, kind, spec, status, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			task.TaskID, t.name, sessionID, kind, string(data), client.StatusQueued, now, now); err != nil {
+		if _, err := c.exec(ctx, `INSERT INTO sema_serve_tasks (id, tenant, session_id, kind, spec, status, trace, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			task.TaskID, t.name, sessionID, kind, string(data), client.StatusQueued, traceparentOf(ctx), now, now); err != nil {
 			return err
 		}
 		if spec.Resume == "" {

@@ -119,10 +119,12 @@ func (b *sqliteBackend) migrate(ctx context.Context) error {
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return sema.Errorf(CodeStoreFailed, "cannot migrate the queue's tables in %s: %w", b.name, err)
 	}
-	for _, q := range schema {
-		if _, err := b.serve.ExecContext(ctx, q); err != nil {
-			return sema.Errorf(CodeStoreFailed, "cannot create the service's tables in %s: %w", b.name, err)
-		}
+	err = migrateSchema(ctx, func(ctx context.Context, q string) error {
+		_, err := b.serve.ExecContext(ctx, q)
+		return err
+	})
+	if err != nil {
+		return sema.Errorf(CodeStoreFailed, "cannot create the service's tables in %s: %w", b.name, err)
 	}
 	return nil
 }

@@ -101,6 +101,7 @@ var schema = []string{
 		head_at_start TEXT NOT NULL DEFAULT '',
 		began INTEGER NOT NULL DEFAULT 0,
 		cancel_requested INTEGER NOT NULL DEFAULT 0,
+		trace TEXT NOT NULL DEFAULT '',
 		created_ms BIGINT NOT NULL,
 		updated_ms BIGINT NOT NULL
 	)`,
@@ -128,20 +129,69 @@ var schema = []string{
 		created_ms BIGINT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS sema_serve_sessions_tenant ON sema_serve_sessions (tenant, created_ms)`,
-	// The tokens a running leg spent so far, for its tenant's daily budget (dayGuard);
-	// a leg's end adds them to its task's tokens, and its next leg starts from nothing.
+	// The tokens each tenant's tasks spent, by the hour the model answered in: every
+	// model response adds its tokens as it arrives (see spend.go), so the day's budget
+	// counts what a leg spent even when the leg never ends (its process was killed).
 	`CREATE TABLE IF NOT EXISTS sema_serve_spend (
-		task_id TEXT PRIMARY KEY,
 		tenant TEXT NOT NULL,
+		hour_ms BIGINT NOT NULL,
 		tokens BIGINT NOT NULL,
-		updated_ms BIGINT NOT NULL
+		PRIMARY KEY (tenant, hour_ms)
 	)`,
-	`CREATE INDEX IF NOT EXISTS sema_serve_spend_tenant ON sema_serve_spend (tenant, updated_ms)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_spend_hour ON sema_serve_spend (hour_ms)`,
+	// The managed settings file the operator attached to a tenant (tenantsettings.go).
+	`CREATE TABLE IF NOT EXISTS sema_serve_tenant_settings (
+		tenant TEXT PRIMARY KEY,
+		path TEXT NOT NULL,
+		data TEXT NOT NULL
+	)`,
 	// A tenant's policy (Policy, JSON); a tenant without a row has the default one.
 	`CREATE TABLE IF NOT EXISTS sema_serve_policies (
 		tenant TEXT PRIMARY KEY,
 		policy TEXT NOT NULL
 	)`,
+}
+
+// replacedTables are tables whose layout changed incompatibly, each with a query that
+// fails on the old layout: a store made before the change drops the old table, and
+// the schema creates the new one. sema_serve_spend held one row per running leg (its
+// spend so far) before it became the tenants' spend by the hour: what the dropped rows
+// held is the spend of the legs running at the upgrade.
+var replacedTables = []struct{ table, probe string }{
+	{"sema_serve_spend", `SELECT hour_ms FROM sema_serve_spend LIMIT 0`},
+}
+
+// addedColumns are the columns added to a table after it was first made: a store made
+// before gets each one it lacks.
+var addedColumns = []struct{ table, column, def string }{
+	{"sema_serve_tasks", "trace", "TEXT NOT NULL DEFAULT ''"},
+}
+
+// migrateSchema brings the service's tables to the schema with exec, which runs one
+// statement: tables replaced, then created, then given the columns added since. A
+// probe that fails is how a missing table or column shows, the same on both databases
+// (neither statement may run inside a transaction that a failure would abort).
+func migrateSchema(ctx context.Context, exec func(ctx context.Context, q string) error) error {
+	for _, r := range replacedTables {
+		if exec(ctx, r.probe) != nil {
+			if err := exec(ctx, `DROP TABLE IF EXISTS `+r.table); err != nil {
+				return err
+			}
+		}
+	}
+	for _, q := range schema {
+		if err := exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	for _, a := range addedColumns {
+		if exec(ctx, `SELECT `+a.column+` FROM `+a.table+` LIMIT 0`) != nil {
+			if err := exec(ctx, `ALTER TABLE `+a.table+` ADD COLUMN `+a.column+` `+a.def); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // sqlConn is conn over SQLite (serve.db), outside a transaction or inside one, through

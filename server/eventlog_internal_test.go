@@ -4,24 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
-
-	"github.com/sema-agent/sema/model"
 )
 
 func newTestServer(t *testing.T) *Server {
 	t.Helper()
-	s, err := New(context.Background(), Config{
-		Home:         t.TempDir(),
-		OpenProvider: func(string) (model.Provider, string, error) { return nil, "", errors.New("no model in this test") },
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServerAt(t, t.TempDir())
 	t.Cleanup(func() { s.Close() })
 	return s
 }

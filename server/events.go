@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema"
-	"github.com/sema-agent/sema/client"
 )
 
 // taskEvents is GET /v1/tasks/{id}/events: the task's events as server-sent events, from
@@ -99,27 +98,53 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
 	}
 }
 
-// writeEvents writes the task's events after *after, up to a page, and moves *after.
+// writeEvents writes the task's events after *after, a page at a time, and moves
+// *after. A page is read whole, and its rows closed, before anything is written: a
+// client that stops reading blocks the write until WriteTimeout, and must not hold a
+// connection to the store meanwhile (SQLite's serve.db has one, which every request and
+// worker shares).
 func (s *Server) writeEvents(ctx context.Context, w http.ResponseWriter, id string, after *int64) (int, error) {
-	rs, err := s.b.db().query(ctx, `SELECT seq, data FROM sema_serve_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT 500`, id, *after)
+	page, err := s.eventPage(ctx, id, *after)
 	if err != nil {
 		return 0, err
 	}
-	defer rs.Close()
-	n := 0
-	for rs.Next() {
-		var ev client.Event
-		var data string
-		if err := rs.Scan(&ev.ID, &data); err != nil {
-			return n, err
+	for i, ev := range page {
+		if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", ev.seq, ev.data); err != nil {
+			return i, err
 		}
-		if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", ev.ID, data); err != nil {
-			return n, err
-		}
-		*after = ev.ID
-		n++
+		*after = ev.seq
 	}
-	return n, rs.Err()
+	return len(page), nil
+}
+
+// storedEvent is one event of a task's stream as the store keeps it.
+type storedEvent struct {
+	seq  int64
+	data string
+}
+
+// eventPageBytes bounds the events one page holds in memory (past its first event).
+const eventPageBytes = 4 << 20
+
+// eventPage reads the task's events after seq: up to 500, and no more than
+// eventPageBytes of them unless the first alone is larger.
+func (s *Server) eventPage(ctx context.Context, id string, after int64) ([]storedEvent, error) {
+	rs, err := s.b.db().query(ctx, `SELECT seq, data FROM sema_serve_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT 500`, id, after)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var page []storedEvent
+	size := 0
+	for size < eventPageBytes && rs.Next() {
+		var ev storedEvent
+		if err := rs.Scan(&ev.seq, &ev.data); err != nil {
+			return nil, err
+		}
+		page = append(page, ev)
+		size += len(ev.data)
+	}
+	return page, rs.Err()
 }
 
 // announcedCalls are the tool calls a task's stream has announced already (tool_use

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/client"
-	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 )
@@ -260,10 +258,10 @@ func allowedModes(p Policy) []string {
 
 // applyPolicy puts the tenant's policy on a leg about to start: its rules, sandbox and
 // network, its bounds, and the tokens left of the tenant's day, so that a leg stops
-// (budget_exceeded) when the day's budget runs out rather than after it. A leg whose
-// stored spec the policy no longer allows (it changed since the task was queued) is
-// refused.
-func (s *Server) applyPolicy(ctx context.Context, t *taskRow, spec *agent.TaskSpec) (*dayGuard, error) {
+// (budget_exceeded) when the day's budget runs out rather than after it; the returned
+// legSpend records the leg's spend and holds the budget as it runs. A leg whose stored
+// spec the policy no longer allows (it changed since the task was queued) is refused.
+func (s *Server) applyPolicy(ctx context.Context, t *taskRow, spec *agent.TaskSpec) (*legSpend, error) {
 	p, err := s.policy(ctx, s.b.db(), t.tenant)
 	if err != nil {
 		return nil, err
@@ -293,13 +291,7 @@ func (s *Server) applyPolicy(ctx context.Context, t *taskRow, spec *agent.TaskSp
 	if err := queryRow(ctx, s.b.db(), `SELECT tokens_per_day FROM sema_serve_tenants WHERE name = ?`, []any{t.tenant}, &perDay); err != nil && !errors.Is(err, errNoRow) {
 		return nil, err
 	}
-	var guard *dayGuard
 	if perDay > 0 {
-		// This leg's spend so far is nothing: an earlier attempt's was either written
-		// with its end (tasks.tokens) or is lost with its process.
-		if _, err := s.b.db().exec(ctx, `DELETE FROM sema_serve_spend WHERE task_id = ?`, t.id); err != nil {
-			return nil, err
-		}
 		used, err := tokensToday(ctx, s.b.db(), t.tenant, nowMS())
 		if err != nil {
 			return nil, err
@@ -311,12 +303,11 @@ func (s *Server) applyPolicy(ctx context.Context, t *taskRow, spec *agent.TaskSp
 		if tokens == 0 || left < tokens {
 			tokens = left
 		}
-		guard = &dayGuard{s: s, task: t.id, tenant: t.tenant, perDay: perDay}
 	}
 	if tokens > 0 {
 		spec.MaxTokensTotal = tokens
 	}
-	return guard, nil
+	return &legSpend{s: s, task: t, perDay: perDay}, nil
 }
 
 func dayExhausted(used, perDay int64) error {
@@ -325,53 +316,6 @@ func dayExhausted(used, perDay int64) error {
 
 // errDayExhausted is the cause of a leg's cancellation by its tenant's daily budget.
 var errDayExhausted = errors.New("the tenant's tokens for the day are spent")
-
-// dayGuard keeps a running leg inside its tenant's daily token budget, whatever the
-// tenant's other legs spend meanwhile, on this node or another: after each model
-// response the leg's spend so far is written (sema_serve_spend) and the tenant's day —
-// its finished legs and every running leg's spend — is summed; once it reaches the
-// budget the leg stops. A leg overshoots by at most the response that crossed it.
-type dayGuard struct {
-	s            *Server
-	task, tenant string
-	perDay       int64
-	spent        int64
-}
-
-// add records a response's tokens and reports whether the tenant's day is spent.
-func (g *dayGuard) add(ctx context.Context, u model.Usage) (bool, error) {
-	g.spent += u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
-	now := nowMS()
-	err := g.s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
-		n, err := c.exec(ctx, `UPDATE sema_serve_spend SET tokens = ?, updated_ms = ? WHERE task_id = ?`, g.spent, now, g.task)
-		if err != nil || n > 0 {
-			return err
-		}
-		_, err = c.exec(ctx, `INSERT INTO sema_serve_spend (task_id, tenant, tokens, updated_ms) VALUES (?, ?, ?, ?)`, g.task, g.tenant, g.spent, now)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	used, err := tokensToday(ctx, g.s.b.db(), g.tenant, now)
-	return used >= g.perDay, err
-}
-
-// tokensToday is what tenant name's tasks spent in the 24 hours before now: their
-// finished legs, and the legs running now (their spend so far, which their end adds to
-// the task's tokens as it changes the task's status).
-func tokensToday(ctx context.Context, c conn, name string, now int64) (int64, error) {
-	var done, running int64
-	since := now - 24*time.Hour.Milliseconds()
-	err := queryRow(ctx, c, `SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) FROM sema_serve_tasks WHERE tenant = ? AND updated_ms > ?`,
-		[]any{name, since}, &done)
-	if err != nil {
-		return 0, err
-	}
-	err = queryRow(ctx, c, `SELECT CAST(COALESCE(SUM(p.tokens), 0) AS BIGINT) FROM sema_serve_spend p JOIN sema_serve_tasks t ON t.id = p.task_id
-		WHERE p.tenant = ? AND p.updated_ms > ? AND t.status = ?`, []any{name, since, client.StatusRunning}, &running)
-	return done + running, err
-}
 
 // lockTenant takes tenant name's row for the rest of the transaction c, so that the
 // limits checked after it (tasks queued or running, tokens spent) hold against every

@@ -413,7 +413,7 @@ func TestManagedSettingsApplyToEveryTask(t *testing.T) {
 // day run at once, each wanting six turns of 7,000 tokens. Each leg alone would stay
 // under what was left when it started (30,000, as none had spent yet), together 84,000;
 // the day holds instead: once the tenant's running legs reach it, each stops after at
-// most the response it was waiting for.
+// most the response it was waiting for (or, started after the day is spent, at once).
 func TestDailyTokensHoldAcrossConcurrentLegs(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store) {
 		const legs = 3
@@ -483,7 +483,9 @@ func TestDailyTokensHoldAcrossConcurrentLegs(t *testing.T) {
 					t.Fatalf("task %s is still %s", id, done.Status)
 				}
 			}
-			if done.Status != "budget_exceeded" {
+			// A leg stops once the day is spent; one that starts only after the others spent
+			// it (scripted turns are instant) is refused as it starts.
+			if done.Status != "budget_exceeded" && !(done.Status == "error" && strings.Contains(string(done.Result), `"tenant.token_limit"`)) {
 				t.Errorf("task %s ended %s, want budget_exceeded: six turns each do not fit a shared 30,000-token day: %s", id, done.Status, done.Result)
 			}
 			var res struct {

@@ -71,10 +71,12 @@ func (b *pgBackend) migrate(ctx context.Context) error {
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return sema.Errorf(CodeStoreFailed, "cannot migrate the queue's tables: %s", oneLine(err))
 	}
-	for _, q := range schema {
-		if _, err := c.Exec(ctx, q); err != nil {
-			return sema.Errorf(CodeStoreFailed, "cannot create the service's tables: %s", oneLine(err))
-		}
+	err = migrateSchema(ctx, func(ctx context.Context, q string) error {
+		_, err := c.Exec(ctx, q)
+		return err
+	})
+	if err != nil {
+		return sema.Errorf(CodeStoreFailed, "cannot create the service's tables: %s", oneLine(err))
 	}
 	return nil
 }

@@ -58,6 +58,8 @@ type recovery struct {
 	// now is the database's clock in unix milliseconds, as SQL: heartbeats of processes
 	// on several machines are compared on one clock.
 	now string
+	// pruned is when the process last deleted old spend rows (pruneSpend).
+	pruned time.Time
 }
 
 func newRecovery(s *Server) *recovery {
@@ -99,6 +101,23 @@ func (r *recovery) run(ctx context.Context, done chan<- struct{}) {
 		if err := r.rescueDead(ctx); err != nil && ctx.Err() == nil {
 			r.s.log.Warn("rescue of dead workers failed", "worker_id", r.id, "error", err.Error())
 		}
+		if time.Since(r.pruned) >= spendPruneEvery {
+			r.pruneSpend(ctx)
+		}
+	}
+}
+
+// pruneSpend deletes the spend rows no budget reads any more. Every working process
+// does, each about hourly: a delete that finds nothing costs little, and no process
+// has to be the one that does it.
+func (r *recovery) pruneSpend(ctx context.Context) {
+	r.pruned = time.Now()
+	n, err := r.s.pruneSpend(ctx, nowMS())
+	switch {
+	case err != nil && ctx.Err() == nil:
+		r.s.log.Warn("old spend rows not deleted", "worker_id", r.id, "error", err.Error())
+	case n > 0:
+		r.s.log.Info("old spend rows deleted", "worker_id", r.id, "rows", n)
 	}
 }
 

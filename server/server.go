@@ -258,6 +258,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.rec.rescueDead(ctx); err != nil {
 		return err
 	}
+	s.rec.pruneSpend(ctx)
 	if err := s.b.startQueue(ctx, w, queueConfig{
 		workers: s.cfg.Workers, rescueAfter: s.cfg.RescueAfter, queues: queues, poll: s.cfg.Poll,
 	}); err != nil {

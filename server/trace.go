@@ -65,13 +65,63 @@ type legTrace struct {
 	lat   *latencies
 }
 
+// A task is one trace, however many legs it takes (its first run, each resume after a
+// decision, each continuation after a crash or a shutdown, on any node): its row keeps
+// the W3C traceparent of the request that submitted it (the POST's server span, itself
+// a child of the caller's traceparent when the request carried one), and every leg's
+// span is a child of that span. Children rather than links, so that a tracing UI shows
+// the task's legs in one tree under one trace id; the legs are told apart by their
+// start and their sema.status. A decision's request has its own trace (its caller's)
+// and links to the task's.
+
+// traceparentOf is the W3C traceparent of ctx's span; "" when ctx has none (no tracer).
+func traceparentOf(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	return carrier.Get("traceparent")
+}
+
+// taskSpanContext is the span context a task's row keeps (traceparent); invalid when
+// it keeps none.
+func taskSpanContext(traceparent string) trace.SpanContext {
+	if traceparent == "" {
+		return trace.SpanContext{}
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	return trace.SpanContextFromContext(ctx)
+}
+
+// linkTaskTrace links the span of ctx (a decision's request) to the trace of the task
+// whose row keeps traceparent.
+func linkTaskTrace(ctx context.Context, traceparent, taskID string) {
+	if sc := taskSpanContext(traceparent); sc.IsValid() {
+		trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("sema.task_id", taskID)}})
+	}
+}
+
 func (s *Server) startLegTrace(ctx context.Context, t *taskRow) *legTrace {
 	tr := s.tracer()
-	ctx, leg := tr.Start(ctx, "sema.task", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+	parent := ctx
+	if sc := taskSpanContext(t.trace); sc.IsValid() {
+		parent = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	ctx, leg := tr.Start(parent, "sema.task", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		attribute.String("sema.task_id", t.id),
 		attribute.String("sema.session_id", t.sessionID),
 		attribute.String("sema.tenant", t.tenant),
 	))
+	if t.trace == "" {
+		// A task submitted without tracing (by a process that had none): its first traced
+		// leg starts its trace, and the later legs join it.
+		if tp := traceparentOf(ctx); tp != "" {
+			if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET trace = ? WHERE id = ? AND trace = ''`, tp, t.id); err == nil {
+				t.trace = tp
+			}
+		}
+	}
 	now := time.Now()
 	return &legTrace{tr: tr, ctx: ctx, leg: leg, tools: map[string]trace.Span{}, since: now, began: now, lat: s.metrics.latency}
 }

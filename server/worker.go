@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/client"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/settings"
 	"github.com/sema-agent/sema/streamjson"
 )
 
@@ -68,15 +69,21 @@ type taskRow struct {
 	headAtStart                         string
 	began                               bool
 	cancelRequested                     bool
+	// trace is the W3C traceparent of the request that submitted the task: every leg's
+	// span is its child, so a task is one trace (see trace.go). "" without tracing.
+	trace string
+	// recorded is what this leg's model responses added to the tenant's spend so far
+	// (legSpend); the leg's end adds the rest of its result's total.
+	recorded int64
 }
 
 func (s *Server) loadTask(ctx context.Context, c conn, id string) (*taskRow, error) {
 	var t taskRow
 	var spec string
 	var began, cancel int
-	err := queryRow(ctx, c, `SELECT id, tenant, session_id, kind, status, spec, decision, head_at_start, began, cancel_requested
+	err := queryRow(ctx, c, `SELECT id, tenant, session_id, kind, status, spec, decision, head_at_start, began, cancel_requested, trace
 		FROM sema_serve_tasks WHERE id = ?`, []any{id},
-		&t.id, &t.tenant, &t.sessionID, &t.kind, &t.status, &spec, &t.decision, &t.headAtStart, &began, &cancel)
+		&t.id, &t.tenant, &t.sessionID, &t.kind, &t.status, &spec, &t.decision, &t.headAtStart, &began, &cancel, &t.trace)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +120,14 @@ func (s *Server) work(ctx context.Context, id string) error {
 		return s.finish(ctx, t, cancelledResult(t.sessionID), nil)
 	}
 	legs := &legStream{s: s, taskID: t.id}
-	spec, runner, err := s.prepare(t, legs)
+	tenantFiles, err := s.tenantSettings(ctx, t.tenant)
+	if err != nil && sema.CodeOf(err) == "" {
+		return err // the store is down for now; River tries again
+	}
+	if err != nil {
+		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	}
+	spec, runner, err := s.prepare(t, legs, tenantFiles)
 	if err != nil {
 		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
@@ -128,7 +142,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
 		return err
 	}
-	guard, err := s.applyPolicy(ctx, t, &spec)
+	spend, err := s.applyPolicy(ctx, t, &spec)
 	if err != nil {
 		if sema.CodeOf(err) == "" {
 			return err // the store is down for now; River tries again
@@ -194,10 +208,11 @@ func (s *Server) work(ctx context.Context, id string) error {
 			}
 		}
 		lt.event(ev)
-		if guard != nil && ev.Type == agent.EventAssistant && ev.Response != nil {
+		if ev.Type == agent.EventAssistant && ev.Response != nil {
 			// A store that cannot say leaves the leg to its own token bound (set from
-			// what was left of the day when it started).
-			if spent, err := guard.add(ctx, ev.Response.Usage); err == nil && spent {
+			// what was left of the day when it started), and the leg's end records the
+			// tokens it could not.
+			if spent, err := spend.add(ctx, ev.Response.Usage); err == nil && spent {
 				cancel(errDayExhausted)
 			}
 		}
@@ -233,7 +248,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 		// and why.
 		obj := streamjson.Result(res)
 		obj["status"] = sema.StatusBudgetExceeded
-		obj["error"] = errObject(sema.Errorf(CodeTokenLimit, "the leg stopped: the tenant's %d tokens for the last 24 hours are spent; try again later", guard.perDay))
+		obj["error"] = errObject(sema.Errorf(CodeTokenLimit, "the leg stopped: the tenant's %d tokens for the last 24 hours are spent; try again later", spend.perDay))
 		return s.finish(ctx, t, obj, res)
 	}
 	if res.Status == sema.StatusCancelled && context.Cause(legCtx) != errCancelRequested {
@@ -249,8 +264,9 @@ func (s *Server) work(ctx context.Context, id string) error {
 }
 
 // prepare turns a stored task into the runner's spec and a runner for its model, whose
-// calls wait out a model outage with notices in the leg's stream.
-func (s *Server) prepare(t *taskRow, legs *legStream) (agent.TaskSpec, *agent.Runner, error) {
+// calls wait out a model outage with notices in the leg's stream, under the server's
+// managed settings and its tenant's (tenantFiles).
+func (s *Server) prepare(t *taskRow, legs *legStream, tenantFiles []settings.File) (agent.TaskSpec, *agent.Runner, error) {
 	if !s.operatorModel(t.spec.Model) {
 		// Queued under another process's models: still only the operator's are opened.
 		return agent.TaskSpec{}, nil, sema.Errorf(CodePolicyModel, "the model %q is not one of the service's models", t.spec.Model)
@@ -278,7 +294,7 @@ func (s *Server) prepare(t *taskRow, legs *legStream) (agent.TaskSpec, *agent.Ru
 	}
 	deps := agent.Deps{
 		Provider: s.patient(provider, legs), Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
-		SessionLease: s.cfg.SessionLease, ManagedSettings: s.cfg.ManagedSettings,
+		SessionLease: s.cfg.SessionLease, ManagedSettings: s.cfg.ManagedSettings, TenantSettings: tenantFiles,
 	}
 	if d, ok := s.b.(interface{ stateDir() string }); ok {
 		deps.StateDir = d.stateDir()
@@ -378,8 +394,7 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 	var tokens int64
 	checkpoint := ""
 	if res != nil {
-		u := res.Usage
-		tokens = u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+		tokens = usageTokens(res.Usage)
 		if cp, parked := res.Parked(); parked {
 			checkpoint = cp.ID
 		}
@@ -391,6 +406,11 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 	err = s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
 		if _, err := c.exec(ctx, `UPDATE sema_serve_tasks SET status = ?, result = ?, checkpoint_id = ?, decision = '', tokens = tokens + ?, updated_ms = ? WHERE id = ?`,
 			string(status), string(data), checkpoint, tokens, nowMS(), t.id); err != nil {
+			return err
+		}
+		// The leg's model calls that sent no response event (compaction's, fetches'),
+		// and the responses whose record failed.
+		if err := recordSpend(ctx, c, t.tenant, tokens-t.recorded, nowMS()); err != nil {
 			return err
 		}
 		if checkpoint != "" {

@@ -38,34 +38,36 @@ import (
 
 // serveOptions are `sema serve`'s flags.
 type serveOptions struct {
-	listen      string
-	store       string
-	home        string
-	model       string
-	baseURL     string
-	workers     int
-	rescue      time.Duration
-	lease       time.Duration
-	heartbeat   time.Duration
-	deadAfter   time.Duration
-	modelWait   time.Duration
-	modelBack   time.Duration
-	grace       time.Duration
-	noWorker    bool
-	tenant      string
-	base        string
-	maxTasks    int
-	tokensPerDy int64
-	queue       string
-	queues      []string
-	models      []string
-	policy      string
-	managed     string
-	managedFile *settings.File // read by runServe: the tenant commands run no task
-	tracer      *sdktrace.TracerProvider
-	http        server.HTTPOptions
-	connsPerIP  int
-	reqsPerTnt  int
+	listen       string
+	store        string
+	home         string
+	model        string
+	baseURL      string
+	workers      int
+	rescue       time.Duration
+	lease        time.Duration
+	heartbeat    time.Duration
+	deadAfter    time.Duration
+	modelWait    time.Duration
+	modelBack    time.Duration
+	grace        time.Duration
+	noWorker     bool
+	tenant       string
+	base         string
+	maxTasks     int
+	tokensPerDy  int64
+	queue        string
+	queues       []string
+	models       []string
+	policy       string
+	managed      string
+	managedFile  *settings.File // read by runServe: the tenant commands run no task
+	tenantFile   string         // tenant set --managed-settings
+	noTenantFile bool           // tenant set --no-managed-settings
+	tracer       *sdktrace.TracerProvider
+	http         server.HTTPOptions
+	connsPerIP   int
+	reqsPerTnt   int
 }
 
 func main() {
@@ -194,7 +196,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 	del.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
 	addStoreFlags(del, &o)
 	set := &cobra.Command{
-		Use:   "set --tenant NAME [--policy FILE] [--max-concurrent N] [--tokens-per-day N]",
+		Use:   "set --tenant NAME [--policy FILE] [--managed-settings FILE] [--max-concurrent N] [--tokens-per-day N]",
 		Short: "Set a tenant's policy from a JSON file: modes, models, rules, sandbox, network, bounds per task",
 		Long: `Set a tenant's policy from a JSON file (- reads standard input), for example:
 
@@ -207,13 +209,33 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 Every field may be left out. bypassPermissions is refused unless permission_modes lists
 it. A task asking for more than its policy allows is refused by name (tenant.policy_*)
 before it is queued; the rules, sandbox, network and bounds apply to every leg that
-starts from now on. The file replaces the tenant's previous policy.`,
+starts from now on. The file replaces the tenant's previous policy.
+
+--managed-settings attaches a managed settings file (the format of the server's
+--managed-settings) to this tenant only: its deny and ask rules, sandbox and hooks
+bind the tenant's legs that start from now on, on top of the server's file, which still
+applies. The store keeps the file's text, so every node applies the same one; set it
+again after editing it. --no-managed-settings detaches it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			flags := cmd.Flags()
 			limits := flags.Changed("max-concurrent") || flags.Changed("tokens-per-day")
-			if o.tenant == "" || o.policy == "" && !limits {
-				return usageErr(sema.Errorf(codeUsage, "name the tenant and what to set: --tenant NAME --policy FILE, and/or --max-concurrent N, --tokens-per-day N"))
+			managed := o.tenantFile != "" || o.noTenantFile
+			if o.tenant == "" || o.policy == "" && !limits && !managed {
+				return usageErr(sema.Errorf(codeUsage, "name the tenant and what to set: --tenant NAME --policy FILE, --managed-settings FILE, and/or --max-concurrent N, --tokens-per-day N"))
+			}
+			if o.tenantFile != "" && o.noTenantFile {
+				return usageErr(sema.Errorf(codeUsage, "--managed-settings attaches a file and --no-managed-settings detaches it; give one"))
+			}
+			var tenantSettings []byte
+			var tenantSettingsPath string
+			if o.tenantFile != "" {
+				tenantSettingsPath = absPath(o.tenantFile)
+				data, err := os.ReadFile(o.tenantFile)
+				if err != nil {
+					return usageErr(sema.Errorf(settings.CodeSettingsInvalid, "cannot read the tenant's managed settings: %v", err))
+				}
+				tenantSettings = data
 			}
 			var p *server.Policy
 			if o.policy != "" {
@@ -256,12 +278,19 @@ starts from now on. The file replaces the tenant's previous policy.`,
 					return usageErr(err)
 				}
 			}
+			if managed {
+				if err := s.SetTenantSettings(cmd.Context(), o.tenant, tenantSettingsPath, tenantSettings); err != nil {
+					return usageErr(err)
+				}
+			}
 			fmt.Fprintf(stdout, "tenant %s set\n", o.tenant)
 			return nil
 		},
 	}
 	set.Flags().StringVar(&o.tenant, "tenant", "", "the tenant's name")
 	set.Flags().StringVar(&o.policy, "policy", "", "the policy's JSON file (-: standard input)")
+	set.Flags().StringVar(&o.tenantFile, "managed-settings", "", "a managed settings file for this tenant's tasks only, on top of the server's")
+	set.Flags().BoolVar(&o.noTenantFile, "no-managed-settings", false, "detach the tenant's managed settings file")
 	set.Flags().IntVar(&o.maxTasks, "max-concurrent", 0, "tasks the tenant may have queued or running at once (0: no limit; left as it is when not given)")
 	set.Flags().Int64Var(&o.tokensPerDy, "tokens-per-day", 0, "model tokens the tenant may spend in 24 hours, held during the run (0: no limit; left as it is when not given)")
 	addStoreFlags(set, &o)

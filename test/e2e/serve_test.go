@@ -597,3 +597,40 @@ func TestServeRefusesAManagedPolicyItCannotApply(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTenantManagedSettings: sema serve tenant set --managed-settings attaches a
+// managed settings file to one tenant; a file that does not parse, or does not exist,
+// is refused (exit 2) and the tenant keeps the one it had. The tenant's task then runs
+// without the command its file denies.
+func TestServeTenantManagedSettings(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Bash", Input: `{"command":"touch ran"}`}}},
+		anthropictest.Turn{Text: "done"},
+	)
+	env := append(anthropicEnv(srv), "SEMA_HOME="+t.TempDir())
+	tok := serveToken(t, env, "acme", base)
+	dir := t.TempDir()
+	deny := filepath.Join(dir, "acme.json")
+	os.WriteFile(deny, []byte(`{"permissions":{"deny":["Bash"]}}`), 0o644)
+	if r := sema(t, dir, env, "", "serve", "tenant", "set", "--tenant", "acme", "--managed-settings", deny); r.code != 0 {
+		t.Fatalf("tenant set --managed-settings: exit %d\n%s", r.code, r.stderr)
+	}
+	broken := filepath.Join(dir, "broken.json")
+	os.WriteFile(broken, []byte(`{"permissions":{"deny":"Bash"}}`), 0o644)
+	for _, path := range []string{broken, filepath.Join(dir, "missing.json")} {
+		if r := sema(t, dir, env, "", "serve", "tenant", "set", "--tenant", "acme", "--managed-settings", path); r.code != 2 || !strings.Contains(r.stderr, "config.settings_invalid") {
+			t.Fatalf("tenant set --managed-settings %s: exit %d\n%s", path, r.code, r.stderr)
+		}
+	}
+	p := startServe(t, env, "--model", "anthropic/claude-sonnet-4-5")
+	c := client.New(p.url, tok)
+	task, err := c.SubmitTask(context.Background(), client.TaskSpec{Prompt: "p", Cwd: base, AllowedTools: []string{"Bash(touch:*)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, c, task.TaskID, "completed", 30*time.Second)
+	if _, err := os.Stat(filepath.Join(base, "ran")); !os.IsNotExist(err) {
+		t.Fatalf("the tenant's managed settings deny Bash, yet its command ran (%v)", err)
+	}
+}
