@@ -39,7 +39,14 @@ import (
 // sessions then share the machine the way a service's do, instead of all competing for
 // it at every instant. SEMA_LOAD_TOOL_TURNS is how many Reads a wave-1 session makes
 // before it answers (default 1): with more, the gaps measured are mostly those of
-// sessions under way rather than of sessions starting. Run it with -benchtime 1x:
+// sessions under way rather than of sessions starting. SEMA_LOAD_LIMITS runs the
+// sessions as a tenant the service does not trust would be run, with limits the load
+// never reaches, so only their cost shows: "policy" gives the tenant a policy (rules,
+// sandbox required, a turn and a token bound) and a concurrency limit, checked as each
+// task is submitted and each leg starts; "day" adds a daily token budget, which every
+// leg also checks after each response (its spend recorded, the tenant's day summed).
+// The machine's one-minute load average at the end of wave 1 is reported too, since a
+// shared machine's other work shows in the gaps. Run it with -benchtime 1x:
 //
 //	go test -run '^$' -bench ServeLoad -benchtime 1x ./server
 func BenchmarkServeLoad(b *testing.B) {
@@ -107,7 +114,7 @@ func serveLoad(b *testing.B, st store, n int) {
 		srv.Shutdown(sctx)
 		srv.Close()
 	}()
-	tok, err := srv.CreateToken(ctx, "load", base, server.TenantConfig{})
+	tok, err := loadTenant(ctx, srv, base, n, os.Getenv("SEMA_LOAD_LIMITS"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -132,6 +139,7 @@ func serveLoad(b *testing.B, st store, n int) {
 	b.ReportMetric(float64(errs), "errors")
 	b.ReportMetric(percentile(gaps, 50), "p50-gap-ms")
 	b.ReportMetric(percentile(gaps, 99), "p99-gap-ms")
+	b.ReportMetric(loadAverage(), "loadavg-1m")
 
 	// Wave 2: n sessions that park at a question and stay parked.
 	fake.park.Store(true)
@@ -151,6 +159,38 @@ func serveLoad(b *testing.B, st store, n int) {
 	b.ReportMetric(float64(perrs), "park-errors")
 	b.ReportMetric(float64(int64(heap1)-int64(heap0))/float64(n)/1024, "heap-KiB/parked")
 	b.ReportMetric(float64(int64(rss1)-int64(rss0))/float64(n)/1024, "rss-KiB/parked")
+}
+
+// loadTenant creates the benchmark's tenant with the limits SEMA_LOAD_LIMITS names (see
+// BenchmarkServeLoad) and returns its token.
+func loadTenant(ctx context.Context, srv *server.Server, base string, n int, limits string) (string, error) {
+	var cfg server.TenantConfig
+	switch limits {
+	case "":
+		return srv.CreateToken(ctx, "load", base, cfg)
+	case "day":
+		cfg.TokensPerDay = 1 << 40 // far more than both waves spend
+		fallthrough
+	case "policy":
+		cfg.MaxConcurrent = 2 * n // both waves' tasks at once
+	default:
+		return "", fmt.Errorf("SEMA_LOAD_LIMITS=%q: give policy, day, or nothing", limits)
+	}
+	tok, err := srv.CreateToken(ctx, "load", base, cfg)
+	if err != nil {
+		return "", err
+	}
+	return tok, srv.SetPolicy(ctx, "load", server.Policy{
+		PermissionModes: []string{"default"}, Deny: []string{"Bash(curl:*)"}, Ask: []string{"WebFetch"},
+		Sandbox: "required", Network: "off", MaxTurns: 50, MaxTokensPerTask: 1 << 30,
+	})
+}
+
+// loadAverage is the machine's one-minute load average (0 where /proc has none).
+func loadAverage() float64 {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f, _ := strconv.ParseFloat(strings.Fields(string(data) + " 0")[0], 64)
+	return f
 }
 
 func submitAll(ctx context.Context, c *client.Client, n int, spec func(int) client.TaskSpec) ([]string, int) {
