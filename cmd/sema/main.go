@@ -188,6 +188,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
   sema demo                         run the built-in scripted demo (no API key needed)
   sema run "explain this repo"      run a task with a real model (sema -p "…" is the same)
   git diff | sema -p "review this"  piped text follows the prompt; with no prompt it is the prompt
+  echo "fix the build" | sema       piped text alone is the prompt, as with sema -p
 
 The model comes from --model or SEMA_MODEL (anthropic/claude-sonnet-4-5, openai/gpt-4.1,
 openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
@@ -201,7 +202,14 @@ openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / O
 				return runSDK(cmd.Context(), &opts, stdin, stdout, stderr)
 			}
 			if !print {
-				return cmd.Help()
+				// `echo "fix it" | sema` means what `sema -p` means: the piped text is the
+				// prompt. Only nothing to read — a terminal, or a stdin already at its end —
+				// shows the help.
+				piped, ok := pipedPrompt(stdin)
+				if !ok {
+					return cmd.Help()
+				}
+				return runPromptTask(cmd, args, &opts, piped, stdout, stderr)
 			}
 			return runPromptTask(cmd, args, &opts, stdin, stdout, stderr)
 		},
