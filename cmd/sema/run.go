@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/modelref"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/pricing"
@@ -139,6 +141,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	prog := newProgress(o.outputFormat, o.verbose, stderr)
 	defer prog.stop()
 	stderr = prog.writer(stderr)
+	if o.outputFormat == "text" {
+		ctx = model.WithRetryObserver(ctx, retryNotice(stderr))
+	}
 	if o.resume != "" && o.continueLast {
 		return usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
 	}
@@ -177,6 +182,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	root, err := filepath.Abs(o.cwd)
 	if err != nil {
 		return usageErr(sema.Errorf("config.root_invalid", "cannot resolve --cwd %q: %v", o.cwd, err))
+	}
+	if err := extraDirsExist(root, o); err != nil {
+		return err
 	}
 	home, err := stateDir(o.home)
 	if err != nil {
@@ -378,3 +386,61 @@ func stateDir(flag string) (string, error) { return statedir.Resolve(flag) }
 
 // splitRef splits PROVIDER/MODEL at the first slash.
 func splitRef(ref string) (provider, name string) { return modelref.Split(ref) }
+
+// codeAddDirInvalid refuses an --add-dir or --add-read-dir that is not an existing
+// directory.
+const codeAddDirInvalid = "config.add_dir_invalid"
+
+// extraDirsExist refuses an --add-dir or --add-read-dir that names no directory. The
+// library skips such a root with a notice, which suits a settings file shared across
+// machines; on the command line the person just typed the path, and a run that goes on
+// without the directory they asked for is a run they did not ask for. A relative path
+// is relative to the task root, as the library reads it.
+func extraDirsExist(root string, o *runOptions) error {
+	for _, seat := range []struct {
+		flag string
+		dirs []string
+	}{{"--add-dir", o.addDirs}, {"--add-read-dir", o.addReadDirs}} {
+		for _, d := range seat.dirs {
+			abs := d
+			if !filepath.IsAbs(abs) {
+				abs = filepath.Join(root, d)
+			}
+			fi, err := os.Stat(abs)
+			switch {
+			case err != nil && errors.Is(err, os.ErrNotExist):
+				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s: no such directory (%s); give a directory that exists (a relative path is relative to the task root, --cwd)", seat.flag, d, abs).With("path", d))
+			case err != nil:
+				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s cannot be used: %v", seat.flag, d, err).With("path", d))
+			case !fi.IsDir():
+				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s is a file, not a directory; give the directory to add", seat.flag, d).With("path", d))
+			}
+		}
+	}
+	return nil
+}
+
+// retryNotice is the text output's model.WithRetryObserver: a line on stderr for each
+// model request sent again, so that a run waiting out an overloaded API says so instead
+// of looking hung. Providers call it from the goroutine of each agent; the lines are
+// written one at a time.
+func retryNotice(stderr io.Writer) func(model.Retry) {
+	var mu sync.Mutex
+	return func(r model.Retry) {
+		why := r.Reason
+		if r.Status != 0 {
+			why = fmt.Sprintf("HTTP %d", r.Status)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, "sema: retrying the model request in %s (%s)\n", waitText(r.Wait), why)
+	}
+}
+
+// waitText spells a retry's wait as a person reads it: whole seconds, tenths below ten.
+func waitText(d time.Duration) string {
+	if d >= 10*time.Second {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sema-agent/sema/model/anthropic/anthropictest"
+)
+
+// An --add-dir or --add-read-dir that names no directory is refused by name (exit 2,
+// config.add_dir_invalid) before anything runs; one that exists runs.
+func TestAddDirMustExist(t *testing.T) {
+	w := newPromptWorld(t)
+	file := writeFile(t, filepath.Join(w.root, "notes.txt"), "x")
+	cases := []struct {
+		flag, dir, says string
+	}{
+		{"--add-dir", "../nowhere", "--add-dir ../nowhere: no such directory"},
+		{"--add-read-dir", filepath.Join(w.root, "gone"), "--add-read-dir " + filepath.Join(w.root, "gone") + ": no such directory"},
+		{"--add-dir", file, "is a file, not a directory"},
+	}
+	for _, c := range cases {
+		code, out, errs := w.run(t, strings.NewReader(""), "-p", "hello", c.flag, c.dir)
+		if code != exitUsage || !strings.Contains(errs, c.says) || !strings.Contains(errs, "(config.add_dir_invalid)") {
+			t.Errorf("%s %s: exit %d, stderr %q; want exit 2 saying %q", c.flag, c.dir, code, errs, c.says)
+		}
+		if strings.Contains(out, "done") {
+			t.Errorf("%s %s: the run went ahead: %s", c.flag, c.dir, out)
+		}
+	}
+	if code, _, errs := w.run(t, strings.NewReader(""), "-p", "hello", "--add-dir", ".."); code != exitOK {
+		t.Errorf("--add-dir of an existing directory: exit %d\n%s", code, errs)
+	}
+}
+
+// A model request sent again is said on stderr in text output — with the status that
+// failed and the wait — and not in JSON output, whose stderr stays for failures.
+func TestRetryNotice(t *testing.T) {
+	w := newPromptWorld(t)
+	for _, format := range []string{"text", "json"} {
+		srv := anthropictest.NewServer(t,
+			anthropictest.Turn{Status: 529, Header: http.Header{"Retry-After-Ms": {"1"}}},
+			anthropictest.Turn{Text: "fine"})
+		t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+		t.Setenv("ANTHROPIC_BASE_URL", srv.URL())
+		code, out, errs := w.run(t, strings.NewReader(""), "-p", "hello", "--model", "anthropic/claude-sonnet-4-5", "--output-format", format)
+		if code != exitOK || !strings.Contains(out, "fine") {
+			t.Fatalf("%s: exit %d\nstdout %s\nstderr %s", format, code, out, errs)
+		}
+		said := strings.Contains(errs, "sema: retrying the model request in 0s (HTTP 529)\n")
+		if said != (format == "text") {
+			t.Errorf("%s output: stderr %q", format, errs)
+		}
+	}
+}
+
+// The retry's wait is spelled as a person reads it.
+func TestWaitText(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		480 * time.Millisecond:   "500ms",
+		1740 * time.Millisecond:  "1.7s",
+		8 * time.Second:          "8s",
+		42400 * time.Millisecond: "42s",
+	} {
+		if got := waitText(d); got != want {
+			t.Errorf("waitText(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// The demo ends by saying how to install sema when none is on PATH.
+func TestDemoSaysHowToInstall(t *testing.T) {
+	if s := demoNextSteps(false); !strings.Contains(s, "go install ./cmd/sema") || !strings.Contains(s, "ANTHROPIC_API_KEY") {
+		t.Errorf("without sema on PATH: %q", s)
+	}
+	if s := demoNextSteps(true); strings.Contains(s, "go install") {
+		t.Errorf("with sema on PATH: %q", s)
+	}
+}
