@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -78,5 +79,34 @@ func TestDemoSaysHowToInstall(t *testing.T) {
 	}
 	if s := demoNextSteps(true); strings.Contains(s, "go install") {
 		t.Errorf("with sema on PATH: %q", s)
+	}
+}
+
+// --model takes Claude Code's aliases and bare ids: the request names the resolved
+// model, and a dollar budget works because the price follows the resolved id. An
+// unknown name is refused with the models sema knows.
+func TestModelAliases(t *testing.T) {
+	w := newPromptWorld(t)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+	for ref, want := range map[string]string{"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-5", "claude-haiku-4-5": "claude-haiku-4-5"} {
+		srv := anthropictest.NewServer(t, anthropictest.Turn{Text: "fine", Usage: anthropictest.Usage{InputTokens: 1000, OutputTokens: 100}})
+		t.Setenv("ANTHROPIC_BASE_URL", srv.URL())
+		code, out, errs := w.run(t, strings.NewReader(""), "-p", "hello", "--model", ref, "--max-budget-usd", "1", "--output-format", "json")
+		if code != exitOK {
+			t.Fatalf("--model %s: exit %d\n%s\n%s", ref, code, out, errs)
+		}
+		if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Body["model"] != want {
+			t.Errorf("--model %s sent %v, want model %s", ref, reqs, want)
+		}
+		var res struct {
+			Cost float64 `json:"total_cost_usd"`
+		}
+		if json.Unmarshal([]byte(out), &res); res.Cost <= 0 {
+			t.Errorf("--model %s: total_cost_usd %v in %s; want the resolved model's price", ref, res.Cost, out)
+		}
+	}
+	code, _, errs := w.run(t, strings.NewReader(""), "-p", "hello", "--model", "sonet")
+	if code != exitUsage || !strings.Contains(errs, `unknown model "sonet"`) || !strings.Contains(errs, "claude-sonnet-4-5") || !strings.Contains(errs, "(config.model_unknown)") {
+		t.Errorf("--model sonet: exit %d, %s", code, errs)
 	}
 }

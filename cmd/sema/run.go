@@ -77,7 +77,7 @@ type runOptions struct {
 func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.cwd, "cwd", ".", "task root: the directory the task works in")
-	f.StringVar(&o.model, "model", "", "PROVIDER/MODEL: anthropic/…, openai/…, openai-compatible/… (default $SEMA_MODEL)")
+	f.StringVar(&o.model, "model", "", "an alias (sonnet, opus, haiku: the newest of the family), a model id (claude-…, gpt-…), or PROVIDER/MODEL: anthropic/…, openai/…, openai-compatible/… (default $SEMA_MODEL, else the settings files' model)")
 	f.StringVar(&o.baseURL, "base-url", "", "base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter)")
 	f.StringVar(&o.permissionMode, "permission-mode", "", "default|acceptEdits|plan|auto|dontAsk|bypassPermissions (default: the settings files' defaultMode, else default)")
 	f.StringArrayVar(&o.allowedTools, "allowed-tools", nil, `rules that allow tool calls without asking: "Read,Edit(src/**)", "Bash(npm run test:*)"; repeatable`)
