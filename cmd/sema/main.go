@@ -129,7 +129,8 @@ func commandPath(root *cobra.Command, args []string) string {
 
 // printRefusal gives a program that asked for JSON output the refusal as JSON too: one
 // result object with status error and the error's code and message, the shape a run's
-// failed result has, so a reader of stdout never finds it empty. Text output has the
+// failed result has (Claude Code's fields included), so a reader of stdout never finds
+// it empty. Text output has the
 // refusal on stderr only.
 func printRefusal(stdout io.Writer, args []string, err error) {
 	if !jsonOutput(args) {
@@ -145,7 +146,7 @@ func printRefusal(stdout io.Writer, args []string, err error) {
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
-	enc.Encode(map[string]any{"type": "result", "status": sema.StatusError, "error": se})
+	enc.Encode(refusalResult(se))
 }
 
 // jsonOutput reports whether the command line asks for json or stream-json output. It

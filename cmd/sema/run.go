@@ -72,6 +72,8 @@ type runOptions struct {
 	stdinUse stdinUse
 	// sdk holds the flags only the Agent SDK protocol reads (sdkflags.go).
 	sdk sdkOptions
+	// claude holds Claude Code's flags that sema spells its own way (claudeflags.go).
+	claude claudeOptions
 }
 
 func addRunFlags(cmd *cobra.Command, o *runOptions) {
@@ -89,8 +91,8 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.Float64Var(&o.maxBudgetUSD, "max-budget-usd", 0, "stop before a model request that would carry the run's cost past this many US dollars (0: no budget; the model needs a price)")
 	f.Int64Var(&o.maxTokensTotal, "max-tokens-total", 0, "stop before a model request that would carry the run's tokens past N (0: no limit)")
 	f.StringVar(&o.outputFormat, "output-format", "text", "text|json|stream-json")
-	f.StringVar(&o.resume, "resume", "", "resume the session ID")
-	f.BoolVar(&o.continueLast, "continue", false, "continue the newest session of this root")
+	f.StringVarP(&o.resume, "resume", "r", "", "resume the session ID")
+	f.BoolVarP(&o.continueLast, "continue", "c", false, "continue the newest session of this root")
 	f.BoolVar(&o.forkSession, "fork-session", false, "with --resume/--continue, fork into a new session")
 	f.BoolVar(&o.wait, "wait", false, "with --resume/--continue: if another run is continuing the session, wait for it to end instead of exiting 5 (session.busy)")
 	f.StringVar(&o.onAsk, "on-ask", "", "who answers a permission question: deny|park|prompt (default: prompt on a terminal, else deny); prompt reads the answers from stdin")
@@ -115,6 +117,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.BoolVar(&o.verbose, "verbose", false, "text output: print each tool call and its outcome on stderr (json and stream-json accept it and are unchanged)")
 	f.BoolVar(&o.noInstructions, "no-instructions", false, "read no instruction files: ~/.sema/AGENTS.md, AGENTS.md and CLAUDE.md up to the task root and below it, .sema/AGENTS.md, their imports")
 	addSDKFlags(cmd, o)
+	addClaudeFlags(cmd, o)
 }
 
 var outputFormats = []string{"text", "json", "stream-json"}
@@ -136,6 +139,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		return usageErr(sema.Errorf("config.output_format_invalid", "unknown output format %q; use text, json or stream-json", o.outputFormat))
 	}
 	if err := o.sdk.checkPrompted(stderr); err != nil {
+		return err
+	}
+	if err := o.claude.apply(o); err != nil {
 		return err
 	}
 	prog := newProgress(o.outputFormat, o.verbose, stderr)

@@ -775,6 +775,9 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 	if err := o.sdk.refuse(); err != nil {
 		return nil, err
 	}
+	if err := o.claude.apply(o); err != nil {
+		return nil, err
+	}
 	if o.resume != "" && o.continueLast {
 		return nil, usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
 	}
