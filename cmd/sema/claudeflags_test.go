@@ -109,7 +109,9 @@ func TestClaudeCodeFlags(t *testing.T) {
 		}
 	}
 
-	chars := func(res map[string]any) float64 { return res["manifest"].(map[string]any)["system_prompt_chars"].(float64) }
+	chars := func(res map[string]any) float64 {
+		return res["manifest"].(map[string]any)["system_prompt_chars"].(float64)
+	}
 	extra := strings.Repeat("Always answer in French. ", 20)
 	file := writeFile(t, filepath.Join(t.TempDir(), "extra.md"), extra+"\n")
 	if with, without := chars(json1("-p", "hello", "--append-system-prompt-file", file)), chars(json1("-p", "hello")); with-without < float64(len(extra)) {

@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ee *exitErr
 	if errors.As(err, &ee) {
-		ee.err = hostCoded(ee.err)
+		ee.err = cliError(hostCoded(ee.err))
 		if ee.code == exitUsage && sema.HostFault(ee.err, "") != nil {
 			// The machine's limit, met while the command line was being read: exit 1,
 			// with the result object a refusal has.
@@ -113,6 +113,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !errors.As(err, &se) {
 		err = sema.Errorf(codeUsage, "%v; see `%s --help`", err, commandPath(root, args))
 	}
+	err = cliError(err)
 	printErr(stderr, err)
 	printRefusal(stdout, args, err)
 	return exitUsage

@@ -36,6 +36,7 @@ func newPrinter(format string, out, errw io.Writer) *printer {
 }
 
 func (p *printer) event(ev agent.Event) {
+	ev = cliEvent(ev)
 	// First: the result's event erases the status line before the answer is printed.
 	p.progress.event(ev)
 	switch p.format {

@@ -52,6 +52,7 @@ func parentOf(ev agent.Event) any {
 
 // event returns the lines of one event; most events are one line, some none.
 func (e *sdkEncoder) event(ev agent.Event, setup *sdkSetup) []map[string]any {
+	ev = cliEvent(ev)
 	switch ev.Type {
 	case agent.EventInit:
 		m := ev.Manifest
