@@ -492,7 +492,7 @@ func TestErrorMessagesAreActionable(t *testing.T) {
 		want []string
 	}{
 		{anthropictest.Turn{Status: 401, ErrorMessage: "invalid x-api-key"}, []string{"ANTHROPIC_API_KEY", "invalid x-api-key"}},
-		{anthropictest.Turn{Status: 404, ErrorMessage: "model: claude-nope"}, []string{`"claude-nope"`, "model name"}},
+		{anthropictest.Turn{Status: 404, ErrorMessage: "model: claude-nope"}, []string{`"claude-nope"`, "model name", "claude-sonnet-4-5", "sonnet, opus, haiku"}},
 		{anthropictest.Turn{Status: 400, ErrorMessage: "prompt is too long: 208000 tokens > 200000 maximum"}, []string{"208000 tokens", "shorten"}},
 		{anthropictest.Turn{Status: 529}, []string{"overloaded", "try again"}},
 	}
