@@ -193,7 +193,8 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
   echo "fix the build" | sema       piped text alone is the prompt, as with sema -p
 
 The model comes from --model or SEMA_MODEL (anthropic/claude-sonnet-4-5, openai/gpt-4.1,
-openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
+openai-compatible/llama3.1 with --base-url; an alias — sonnet, opus, haiku — is the newest of its
+family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          rootArgs(&print),
