@@ -1,14 +1,18 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sema-agent/sema/model/anthropic/anthropictest"
+	"github.com/sema-agent/sema/session/sqlitedb"
+	"github.com/sema-agent/sema/statedir"
 )
 
 // An --add-dir or --add-read-dir that names no directory is refused by name (exit 2,
@@ -108,5 +112,36 @@ func TestModelAliases(t *testing.T) {
 	code, _, errs := w.run(t, strings.NewReader(""), "-p", "hello", "--model", "sonet")
 	if code != exitUsage || !strings.Contains(errs, `unknown model "sonet"`) || !strings.Contains(errs, "claude-sonnet-4-5") || !strings.Contains(errs, "(config.model_unknown)") {
 		t.Errorf("--model sonet: exit %d, %s", code, errs)
+	}
+}
+
+// A state database whose middle pages were zeroed (a disk that lost a block) is refused
+// as store.corrupt, exit 1, with what to do — never read as "no session to continue"
+// nor shown as SQLite's bare message — and left as it was.
+func TestZeroedMiddleOfTheStateDatabase(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	home, root := t.TempDir(), t.TempDir()
+	for range 6 {
+		scriptedRun(t, home, root)
+	}
+	path := filepath.Join(home, statedir.DatabaseName)
+	db, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize := int(binary.BigEndian.Uint16(db[16:18]))
+	mid := len(db) / pageSize / 2 * pageSize
+	copy(db[mid:mid+pageSize], make([]byte, pageSize))
+	if v := integrity(t, db); v == "ok" {
+		t.Fatalf("zeroing page %d left a sound database; the test damages nothing", mid/pageSize)
+	}
+	for _, args := range [][]string{
+		{"run", "--continue", "--cwd", root, "--sandbox", "off", "--model", "scripted/" + writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"turns":[{"text":"done"}]}`), "go on"},
+		{"sessions", "list", "--cwd", root},
+	} {
+		o := runOn(t, db, append(args, "--output-format", "text"))
+		if o.code != exitError || o.errCode != sqlitedb.CodeCorrupt || !strings.Contains(o.stderr, "Move it aside") || o.changed {
+			t.Errorf("%q on a zeroed page: exit %d, code %q, changed %v\n%s", args[:2], o.code, o.errCode, o.changed, o.stderr)
+		}
 	}
 }
