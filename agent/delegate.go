@@ -216,7 +216,9 @@ func (l *leg) childSpec(def subagent.Definition, prompt string) (TaskSpec, *tool
 		FileHistory:               p.FileHistory,
 	}
 	if def.Model != "" && def.Model != "inherit" {
-		spec.Model = def.Model
+		// Claude Code's agent files name a family (model: sonnet): the newest model of it
+		// the parent's provider knows. Any other name goes to the provider as written.
+		spec.Model, _ = model.ResolveAlias(l.deps.Provider.Name(), def.Model)
 	}
 	if p.MaxTurns > 0 {
 		left := p.MaxTurns - int(l.turnsRun.Load())

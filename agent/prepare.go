@@ -11,6 +11,7 @@ import (
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/gate"
+	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 )
 
@@ -48,8 +49,9 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	}
 	l.ruleSet = rules
 	if l.spec.Model == "" {
-		// A settings file's model is the default of a task that names none.
-		l.spec.Model = l.layered.Model
+		// A settings file's model is the default of a task that names none; an alias
+		// (model: opus) is the newest of its family the provider knows.
+		l.spec.Model, _ = model.ResolveAlias(l.deps.Provider.Name(), l.layered.Model)
 	}
 	loaded, chain, err := l.loadSession(ctx)
 	if err != nil {

@@ -31,8 +31,9 @@ type Definition struct {
 	// them: Claude Code's disallowedTools, for an agent that keeps everything but a few.
 	// Nil removes nothing.
 	DisallowedTools []string
-	// Model is the child's model: "" or "inherit" means the parent's; anything else is
-	// passed to the provider as written.
+	// Model is the child's model: "" or "inherit" means the parent's; an alias (sonnet,
+	// opus, haiku) is the newest model of that family the parent's provider knows
+	// (model.ResolveAlias); anything else is passed to the provider as written.
 	Model string
 	// PermissionMode is the child's mode: "" inherits the parent's live mode; another
 	// mode is clamped by the parent's live mode (the runner's job), so a definition can

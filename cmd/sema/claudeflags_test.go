@@ -1,49 +1,143 @@
 package main
 
 import (
-	"io"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/sema-agent/sema"
 )
 
-// Claude Code's user settings are read with no flag; the user's own claudeCompat false
-// or --no-claude-compat leaves them out; --claude-compat wins over the user's false; the
-// two flags together are refused by name.
-func TestClaudeFilesSwitch(t *testing.T) {
-	t.Parallel()
-	home := t.TempDir()
-	claude := writeFile(t, filepath.Join(home, ".claude", "settings.json"), `{"permissions": {"deny": ["WebFetch"]}}`)
-	read := func(o runOptions) (bool, bool) {
+// claudeResultFields are the fields of Claude Code's result message, present in every
+// result sema prints as JSON.
+var claudeResultFields = []string{"type", "subtype", "is_error", "duration_ms", "duration_api_ms", "num_turns", "session_id",
+	"total_cost_usd", "usage", "permission_denials"}
+
+// lastResult is the last JSON line of out whose type is result.
+func lastResult(t *testing.T, out string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var m map[string]any
+		if json.Unmarshal([]byte(lines[i]), &m) == nil && m["type"] == "result" {
+			return m
+		}
+	}
+	t.Fatalf("no result object in %q", out)
+	return nil
+}
+
+func hasClaudeFields(t *testing.T, what string, res map[string]any) {
+	t.Helper()
+	for _, k := range claudeResultFields {
+		if _, ok := res[k]; !ok {
+			t.Errorf("%s: the result has no %s: %v", what, k, res)
+		}
+	}
+	if _, ok := res["status"]; !ok {
+		t.Errorf("%s: sema's own status is gone: %v", what, res)
+	}
+}
+
+// The result object has Claude Code's fields in json and stream-json, on success, on a
+// denial and on a refused command line, with sema's own beside them.
+func TestResultHasClaudeCodeFields(t *testing.T) {
+	w := newPromptWorld(t)
+	for _, format := range []string{"json", "stream-json"} {
+		code, out, errs := w.run(t, strings.NewReader(""), "-p", "hello", "--output-format", format)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", format, code, errs)
+		}
+		res := lastResult(t, out)
+		hasClaudeFields(t, format, res)
+		if res["subtype"] != "success" || res["is_error"] != false {
+			t.Errorf("%s: subtype %v is_error %v", format, res["subtype"], res["is_error"])
+		}
+	}
+	code, out, _ := w.run(t, strings.NewReader(""), "-p", "hello", "--output-format", "json", "--on-ask", "sometimes")
+	if code != exitUsage {
+		t.Fatalf("a bad --on-ask: exit %d", code)
+	}
+	res := lastResult(t, out)
+	hasClaudeFields(t, "a refusal", res)
+	if res["subtype"] != "error_during_execution" || res["is_error"] != true {
+		t.Errorf("a refusal: subtype %v is_error %v", res["subtype"], res["is_error"])
+	}
+}
+
+// Claude Code's flags work as written: -c and -r continue a session,
+// --dangerously-skip-permissions is bypassPermissions, --allowedTools and
+// --disallowedTools are the rule flags (a denial reads as Claude Code's, tool_name and
+// tool_input), --append-system-prompt-file adds a file's text.
+func TestClaudeCodeFlags(t *testing.T) {
+	w := newPromptWorld(t)
+	json1 := func(args ...string) map[string]any {
 		t.Helper()
-		s, err := resolvePermissionsIn(&o, "x", strings.NewReader(""), io.Discard, home, false)
-		if err != nil {
-			t.Fatal(err)
+		code, out, errs := w.run(t, strings.NewReader(""), append(args, "--output-format", "json")...)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d\n%s\n%s", args, code, out, errs)
 		}
-		for _, f := range s.files {
-			if f.Path == claude {
-				return true, s.compat
-			}
+		return lastResult(t, out)
+	}
+	first := json1("-p", "hello")
+	id := first["session_id"].(string)
+	if got := json1("-p", "-c", "go on")["session_id"]; got != id {
+		t.Errorf("-c continued %v, want %s", got, id)
+	}
+	if got := json1("-p", "-r", id, "go on")["session_id"]; got != id {
+		t.Errorf("-r %s continued %v", id, got)
+	}
+	mode := func(res map[string]any) any {
+		return res["manifest"].(map[string]any)["permission_mode"].(map[string]any)["effective"]
+	}
+	if got := mode(json1("-p", "hello", "--dangerously-skip-permissions")); got != "bypassPermissions" {
+		t.Errorf("--dangerously-skip-permissions ran in %v", got)
+	}
+
+	write := "scripted/" + writeFile(t, filepath.Join(t.TempDir(), "write.json"),
+		`{"turns":[{"tool_calls":[{"name":"Write","input":{"file_path":"x.txt","content":"x"}}]},{"text":"done"}]}`)
+	for _, spelling := range []string{"--disallowedTools", "--disallowed-tools"} {
+		res := json1("-p", "write x", "--model", write, "--permission-mode", "acceptEdits", spelling, "Write")
+		denials, _ := res["permission_denials"].([]any)
+		if len(denials) != 1 || denials[0].(map[string]any)["tool_name"] != "Write" || denials[0].(map[string]any)["tool_input"] == nil {
+			t.Errorf("%s Write: denials %v", spelling, res["permission_denials"])
 		}
-		return false, s.compat
 	}
-	if got, on := read(runOptions{}); !got || !on {
-		t.Errorf("with no flag ~/.claude/settings.json was not read (compat %v)", on)
+	for _, spelling := range []string{"--allowedTools", "--allowed-tools"} {
+		res := json1("-p", "write x", "--model", write, "--on-ask", "deny", spelling, "Write")
+		if denials, _ := res["permission_denials"].([]any); len(denials) != 0 {
+			t.Errorf("%s Write: the write was denied: %v", spelling, denials)
+		}
 	}
-	if got, on := read(runOptions{noClaudeCompat: true}); got || on {
-		t.Errorf("--no-claude-compat read ~/.claude/settings.json")
+
+	chars := func(res map[string]any) float64 {
+		return res["manifest"].(map[string]any)["system_prompt_chars"].(float64)
 	}
-	writeFile(t, filepath.Join(home, ".sema", "settings.json"), `{"claudeCompat": false}`)
-	if got, _ := read(runOptions{}); got {
-		t.Errorf("claudeCompat false in ~/.sema/settings.json did not turn Claude Code's files off")
+	extra := strings.Repeat("Always answer in French. ", 20)
+	file := writeFile(t, filepath.Join(t.TempDir(), "extra.md"), extra+"\n")
+	if with, without := chars(json1("-p", "hello", "--append-system-prompt-file", file)), chars(json1("-p", "hello")); with-without < float64(len(extra)) {
+		t.Errorf("--append-system-prompt-file added %v characters, want the file's %d", with-without, len(extra))
 	}
-	if got, _ := read(runOptions{claudeCompat: true}); !got {
-		t.Errorf("--claude-compat did not win over the user's claudeCompat false")
+}
+
+// What sema does not do is refused by name, with sema's way when it has one.
+func TestClaudeCodeFlagsRefused(t *testing.T) {
+	w := newPromptWorld(t)
+	cases := []struct {
+		args []string
+		says string
+	}{
+		{[]string{"-p", "hello", "-w"}, "-w/--worktree is not built yet"},
+		{[]string{"-p", "hello", "--worktree"}, "(config.worktree_not_supported)"},
+		{[]string{"-p", "hello", "--agents", "{}"}, ".sema/agents/NAME.md"},
+		{[]string{"-p", "hello", "--permission-prompt-tool", "mcp__auth__ok"}, "--on-ask prompt"},
+		{[]string{"-p", "hello", "--dangerously-skip-permissions", "--permission-mode", "plan"}, "give one"},
+		{[]string{"-p", "hello", "--append-system-prompt-file", "/nonexistent/x.md"}, "(config.prompt_file_invalid)"},
+		{[]string{"-p", "hello", "--append-system-prompt-file", "/nonexistent/x.md", "--append-system-prompt", "x"}, "both give the text"},
 	}
-	o := runOptions{claudeCompat: true, noClaudeCompat: true}
-	if _, err := resolvePermissionsIn(&o, "x", strings.NewReader(""), io.Discard, home, false); sema.CodeOf(err) != codeClaudeSwitchConflict {
-		t.Errorf("both flags: %v", err)
+	for _, c := range cases {
+		code, _, errs := w.run(t, strings.NewReader(""), c.args...)
+		if code != exitUsage || !strings.Contains(errs, c.says) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 saying %q", c.args, code, errs, c.says)
+		}
 	}
 }

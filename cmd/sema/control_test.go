@@ -193,7 +193,7 @@ func TestControlLinesWhileRunningAndAfterTheEnd(t *testing.T) {
 	if got := st.steered(); len(got) != 1 || got[0] != permission.ModeDontAsk {
 		t.Fatalf("steered %v", got)
 	}
-	if got := out.types(t); got[len(got)-1] != "result/" || len(got) != 3 {
+	if got := out.types(t); got[len(got)-1] != "result/success" || len(got) != 3 {
 		t.Fatalf("lines %v: the result must be the last", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -110,7 +111,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 			if keep {
 				fmt.Fprintf(stdout, "the workspace is kept at %s\n", dir)
 			}
-			fmt.Fprintln(stdout, "\nTo run a real model: export ANTHROPIC_API_KEY=… and `sema run \"explain this repository\"` in a repo.")
+			fmt.Fprint(stdout, demoNextSteps(onPath("sema")))
 			if res.Status != sema.StatusCompleted {
 				err := error(sema.Errorf("demo.failed", "the demo ended with status %s", res.Status))
 				if res.Error != nil {
@@ -181,4 +182,21 @@ func (i indented) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// demoNextSteps is what the demo ends with: how to install sema when no sema is on PATH
+// (the demo was most likely started with go run), then how to run a real model.
+func demoNextSteps(installed bool) string {
+	steps := "\n"
+	if !installed {
+		steps += "To install sema: `go install ./cmd/sema` in this checkout (it goes to $(go env GOPATH)/bin; put that\n" +
+			"directory on your PATH), or `go build -o sema ./cmd/sema` for a binary here.\n"
+	}
+	return steps + "To run a real model: export ANTHROPIC_API_KEY=… and `sema run \"explain this repository\"` in a repo.\n"
+}
+
+// onPath reports whether a program named name is on PATH.
+func onPath(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
 }

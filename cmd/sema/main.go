@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ee *exitErr
 	if errors.As(err, &ee) {
-		ee.err = hostCoded(ee.err)
+		ee.err = cliError(hostCoded(ee.err))
 		if ee.code == exitUsage && sema.HostFault(ee.err, "") != nil {
 			// The machine's limit, met while the command line was being read: exit 1,
 			// with the result object a refusal has.
@@ -113,6 +113,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !errors.As(err, &se) {
 		err = sema.Errorf(codeUsage, "%v; see `%s --help`", err, commandPath(root, args))
 	}
+	err = cliError(err)
 	printErr(stderr, err)
 	printRefusal(stdout, args, err)
 	return exitUsage
@@ -129,7 +130,8 @@ func commandPath(root *cobra.Command, args []string) string {
 
 // printRefusal gives a program that asked for JSON output the refusal as JSON too: one
 // result object with status error and the error's code and message, the shape a run's
-// failed result has, so a reader of stdout never finds it empty. Text output has the
+// failed result has (Claude Code's fields included), so a reader of stdout never finds
+// it empty. Text output has the
 // refusal on stderr only.
 func printRefusal(stdout io.Writer, args []string, err error) {
 	if !jsonOutput(args) {
@@ -145,7 +147,7 @@ func printRefusal(stdout io.Writer, args []string, err error) {
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
-	enc.Encode(map[string]any{"type": "result", "status": sema.StatusError, "error": se})
+	enc.Encode(refusalResult(se))
 }
 
 // jsonOutput reports whether the command line asks for json or stream-json output. It
@@ -188,9 +190,11 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
   sema demo                         run the built-in scripted demo (no API key needed)
   sema run "explain this repo"      run a task with a real model (sema -p "…" is the same)
   git diff | sema -p "review this"  piped text follows the prompt; with no prompt it is the prompt
+  echo "fix the build" | sema       piped text alone is the prompt, as with sema -p
 
 The model comes from --model or SEMA_MODEL (anthropic/claude-sonnet-4-5, openai/gpt-4.1,
-openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
+openai-compatible/llama3.1 with --base-url; an alias — sonnet, opus, haiku — is the newest of its
+family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          rootArgs(&print),
@@ -201,7 +205,14 @@ openai-compatible/llama3.1 with --base-url); API keys from ANTHROPIC_API_KEY / O
 				return runSDK(cmd.Context(), &opts, stdin, stdout, stderr)
 			}
 			if !print {
-				return cmd.Help()
+				// `echo "fix it" | sema` means what `sema -p` means: the piped text is the
+				// prompt. Only nothing to read — a terminal, or a stdin already at its end —
+				// shows the help.
+				piped, ok := pipedPrompt(stdin)
+				if !ok {
+					return cmd.Help()
+				}
+				return runPromptTask(cmd, args, &opts, piped, stdout, stderr)
 			}
 			return runPromptTask(cmd, args, &opts, stdin, stdout, stderr)
 		},

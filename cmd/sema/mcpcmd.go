@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -110,6 +111,10 @@ func mcpList(ctx context.Context, o *mcpOptions, only string, stdout io.Writer) 
 
 // printMCP prints server states as `sema mcp list` does.
 func printMCP(stdout io.Writer, format string, status []mcp.ServerStatus) error {
+	status = slices.Clone(status)
+	for i := range status {
+		status[i].Error = cliWords(status[i].Error)
+	}
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
+	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
@@ -23,25 +25,30 @@ type printer struct {
 	agents map[string]string
 	// progress is the text format's status line and --verbose lines; nil for none.
 	progress *progress
+	// started is when the run started, for the result's duration_ms.
+	started time.Time
 }
 
 func newPrinter(format string, out, errw io.Writer) *printer {
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	return &printer{format: format, out: out, errw: errw, enc: enc, agents: map[string]string{}}
+	return &printer{format: format, out: out, errw: errw, enc: enc, agents: map[string]string{}, started: time.Now()}
 }
 
 func (p *printer) event(ev agent.Event) {
+	ev = cliEvent(ev)
 	// First: the result's event erases the status line before the answer is printed.
 	p.progress.event(ev)
 	switch p.format {
 	case "stream-json":
-		if obj := streamObject(ev); obj != nil {
+		if ev.Type == agent.EventResult {
+			p.enc.Encode(resultObject(ev.Result, time.Since(p.started)))
+		} else if obj := streamjson.Event(ev); obj != nil {
 			p.enc.Encode(obj)
 		}
 	case "json":
 		if ev.Type == agent.EventResult {
-			p.enc.Encode(resultObject(ev.Result))
+			p.enc.Encode(resultObject(ev.Result, time.Since(p.started)))
 		}
 	default:
 		p.text(ev)
@@ -157,23 +164,82 @@ func terminalText(s string) string {
 // wireBlocks is streamjson.Blocks: the content blocks of the JSON output.
 func wireBlocks(bs []model.Block) []streamjson.Block { return streamjson.Blocks(bs) }
 
-// streamObject is the stream-json line of ev; a result also names the command that
-// continues its session.
-func streamObject(ev agent.Event) any {
-	if ev.Type == agent.EventResult {
-		return resultObject(ev.Result)
-	}
-	return streamjson.Event(ev)
-}
-
-// resultObject is the result object of --output-format json and stream-json.
-func resultObject(r *agent.TaskResult) map[string]any {
+// resultObject is the result object of --output-format json and stream-json: Claude
+// Code's fields (claudeResult), with sema's own beside them; a failed run's also names
+// the command that continues its session. elapsed is the run's wall time.
+func resultObject(r *agent.TaskResult, elapsed time.Duration) map[string]any {
 	obj := streamjson.Result(r)
+	maps.Copy(obj, claudeResult(r, elapsed))
 	if (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) && r.SessionID != "" {
 		// The command that continues the session; the session keeps every finished turn.
 		obj["continue_with"] = continueCommand(context.Background(), r.SessionID, r.Manifest.Root)
 	}
 	return obj
+}
+
+// claudeOutcome is Claude Code's subtype and is_error for a result's status, with the
+// errors list its failed results carry.
+func claudeOutcome(r *agent.TaskResult) (subtype string, isError bool, errs []string) {
+	switch r.Status {
+	case sema.StatusCompleted:
+		return "success", false, nil
+	case sema.StatusMaxTurns:
+		return "error_max_turns", true, []string{fmt.Sprintf("stopped after %d turns (max turns)", r.NumTurns)}
+	case sema.StatusBudgetExceeded:
+		return "error_max_budget_usd", true, []string{"stopped before passing the budget"}
+	case sema.StatusAwaitingApproval:
+		// A parked question (--on-ask park): the run ended waiting for `sema approve`.
+		return "error_during_execution", true, []string{"awaiting approval: answer with sema approve " + r.SessionID}
+	}
+	msg := string(r.Status)
+	if r.Error != nil {
+		msg = r.Error.Message
+	}
+	return "error_during_execution", true, []string{msg}
+}
+
+// claudeResult are the fields of Claude Code's result message for r: a program written
+// against `claude -p --output-format json` reads sema's result unchanged. Where sema
+// has a field of the same name (usage, permission_denials) Claude Code's shape is kept
+// and sema's members stay beside its own.
+func claudeResult(r *agent.TaskResult, elapsed time.Duration) map[string]any {
+	subtype, isError, errs := claudeOutcome(r)
+	m := map[string]any{
+		"subtype": subtype, "is_error": isError,
+		"duration_ms": elapsed.Milliseconds(), "duration_api_ms": r.DurationAPI.Milliseconds(),
+		"num_turns": r.NumTurns, "session_id": r.SessionID, "total_cost_usd": r.TotalCostUSD,
+		"usage": wireUsage(r.Usage), "permission_denials": claudeDenials(r.PermissionDenials),
+	}
+	if isError {
+		m["errors"] = errs
+	}
+	return m
+}
+
+// claudeDenials are the denials as Claude Code spells them (tool_name, tool_use_id,
+// tool_input), with sema's tool, input, reason, code and subagent beside them.
+func claudeDenials(ds []agent.PermissionDenial) []map[string]any {
+	out := make([]map[string]any, 0, len(ds))
+	for _, d := range ds {
+		m := map[string]any{"tool_name": d.Tool, "tool_use_id": d.ToolUseID, "tool_input": d.Input,
+			"tool": d.Tool, "input": d.Input, "reason": d.Reason, "code": d.Code}
+		if d.Subagent != nil {
+			m["subagent"] = d.Subagent
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// refusalResult is the result object of a command line refused before any run: the
+// fields every result has, zero, with the refusal's error.
+func refusalResult(se *sema.Error) map[string]any {
+	return map[string]any{
+		"type": "result", "subtype": "error_during_execution", "is_error": true,
+		"duration_ms": 0, "duration_api_ms": 0, "num_turns": 0, "session_id": "", "result": "",
+		"total_cost_usd": 0, "usage": wireUsage(model.Usage{}), "permission_denials": []any{},
+		"errors": []string{se.Message}, "status": sema.StatusError, "error": se,
+	}
 }
 
 func nonNil[T any](s []T) []T {

@@ -91,7 +91,7 @@ reasons. It runs nothing: no hook, no command, no MCP server, no model.`,
 	f.BoolVar(&o.trustProject, "trust-project", false, "judge as if the workspace were trusted (as a run's --trust-project)")
 	f.StringVar(&o.home, "home", "", "state directory (default $SEMA_HOME, else ~/.sema): where the trust record is")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	addClaudeFlags(f, &o)
+	addClaudeFilesFlags(f, &o)
 	cmd.AddCommand(check)
 	return cmd
 }

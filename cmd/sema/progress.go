@@ -230,6 +230,9 @@ func (p *progress) event(ev agent.Event) {
 		}
 		if p.verbose {
 			outcome := "ok"
+			if exit := commandExit(r); exit != "" {
+				outcome = exit
+			}
 			if r.IsError {
 				first, _, _ := strings.Cut(strings.TrimSpace(r.Text), "\n")
 				outcome = "error"
@@ -248,6 +251,26 @@ func (p *progress) event(ev agent.Event) {
 		return
 	}
 	p.draw()
+}
+
+// commandExit is how a shell command that ended badly ended ("exited with code 1",
+// "ended by signal 9 (killed)"), "" for any other result. The shell tools report a
+// failed command as a result the model reads, not as an error, with the exit on the
+// first note after the output (an empty output is "(no output)"); --verbose must not
+// call that "ok".
+func commandExit(r *agent.ToolResult) string {
+	if r.Name != "Bash" && r.Name != "BashOutput" {
+		return ""
+	}
+	i := strings.LastIndex(r.Text, "\n\nThe command exited with code ")
+	if j := strings.LastIndex(r.Text, "\n\nThe command ended by signal "); j > i {
+		i = j
+	}
+	if i < 0 {
+		return ""
+	}
+	note, _, _ := strings.Cut(r.Text[i+2:], "\n")
+	return strings.TrimSuffix(strings.TrimPrefix(note, "The command "), ".")
 }
 
 // line writes one permanent line.

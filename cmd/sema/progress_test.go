@@ -173,6 +173,10 @@ func TestVerboseLines(t *testing.T) {
 	p.event(res)
 	p.event(toolUse("t4", "TodoWrite", `{"todos":[]}`))
 	p.event(toolResult("t4", "TodoWrite", true, ""))
+	p.event(toolUse("t5", "Bash", `{"command":"false"}`))
+	p.event(toolResult("t5", "Bash", false, "(no output)\n\nThe command exited with code 1."))
+	p.event(toolUse("t6", "Bash", `{"command":"sleep 9"}`))
+	p.event(toolResult("t6", "Bash", false, "partial\n\nThe command ended by signal 9 (killed).\nmore"))
 	p.event(agent.Event{Type: agent.EventResult, Result: &agent.TaskResult{}})
 	want := []string{
 		"● Bash(go test ./...)\n",
@@ -184,6 +188,10 @@ func TestVerboseLines(t *testing.T) {
 		"  ⎿ ok\n",
 		"● TodoWrite\n",
 		"  ⎿ error\n",
+		"● Bash(false)\n",
+		"  ⎿ exited with code 1\n",
+		"● Bash(sleep 9)\n",
+		"  ⎿ ended by signal 9 (killed)\n",
 	}
 	if diff := cmp.Diff(want, w.take()); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)

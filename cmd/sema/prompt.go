@@ -199,3 +199,25 @@ func firstByteWithin(r io.Reader, grace time.Duration) (io.Reader, bool) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// pipedPrompt is what `sema` with no -p and no argument reads: a stdin that is not a
+// terminal and holds text. It waits for stdin's first read (data or its end) and returns
+// a reader of everything stdin has, that read included; false when stdin is a terminal
+// or ends at once (</dev/null, a closed pipe), which shows the help as before.
+func pipedPrompt(stdin io.Reader) (io.Reader, bool) {
+	if stdin == nil || stdinTerminal(stdin) {
+		return nil, false
+	}
+	buf := make([]byte, 32<<10)
+	n, err := stdin.Read(buf)
+	for n == 0 && err == nil {
+		n, err = stdin.Read(buf)
+	}
+	if n == 0 {
+		return nil, false
+	}
+	if err != nil {
+		return io.MultiReader(bytes.NewReader(buf[:n]), errReader{err}), true
+	}
+	return io.MultiReader(bytes.NewReader(buf[:n]), stdin), true
+}

@@ -243,3 +243,29 @@ func TestReadStdinTextReportsTheFirstBadByte(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// `echo "fix it" | sema` runs the piped text as the prompt, as `sema -p` does; with
+// nothing piped (a terminal, or stdin at its end) `sema` shows its help and exits 0.
+func TestPipedPromptWithoutPrint(t *testing.T) {
+	w := newPromptWorld(t)
+	flags := []string{"--cwd", w.root, "--home", w.state, "--sandbox", "off", "--model", w.model}
+	var out, errw bytes.Buffer
+	code := run(context.Background(), append(flags, "--output-format", "json"), strings.NewReader("fix it\n"), &out, &errw)
+	if code != exitOK {
+		t.Fatalf("echo 'fix it' | sema: exit %d\nstdout %s\nstderr %s", code, out.String(), errw.String())
+	}
+	var res struct {
+		Type   string `json:"type"`
+		Result string `json:"result"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Type != "result" || res.Result != "done" {
+		t.Fatalf("echo 'fix it' | sema printed %q (%v), want the run's result", out.String(), err)
+	}
+	for name, stdin := range map[string]io.Reader{"a terminal": &fakeTTY{Reader: strings.NewReader("typed ahead")}, "an empty pipe": strings.NewReader("")} {
+		out.Reset()
+		errw.Reset()
+		if code := run(context.Background(), flags, stdin, &out, &errw); code != exitOK || !strings.Contains(out.String(), "Usage:") {
+			t.Errorf("sema with %s: exit %d, want the help\nstdout %s\nstderr %s", name, code, out.String(), errw.String())
+		}
+	}
+}

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/modelref"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/pricing"
@@ -71,12 +73,14 @@ type runOptions struct {
 	stdinUse stdinUse
 	// sdk holds the flags only the Agent SDK protocol reads (sdkflags.go).
 	sdk sdkOptions
+	// claude holds Claude Code's flags that sema spells its own way (claudeflags.go).
+	claude claudeOptions
 }
 
 func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.cwd, "cwd", ".", "task root: the directory the task works in")
-	f.StringVar(&o.model, "model", "", "PROVIDER/MODEL: anthropic/…, openai/…, openai-compatible/… (default $SEMA_MODEL)")
+	f.StringVar(&o.model, "model", "", "an alias (sonnet, opus, haiku: the newest of the family), a model id (claude-…, gpt-…), or PROVIDER/MODEL: anthropic/…, openai/…, openai-compatible/… (default $SEMA_MODEL, else the settings files' model)")
 	f.StringVar(&o.baseURL, "base-url", "", "base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter)")
 	f.StringVar(&o.permissionMode, "permission-mode", "", "default|acceptEdits|plan|auto|dontAsk|bypassPermissions (default: the settings files' defaultMode, else default)")
 	f.StringArrayVar(&o.allowedTools, "allowed-tools", nil, `rules that allow tool calls without asking: "Read,Edit(src/**)", "Bash(npm run test:*)"; repeatable`)
@@ -88,8 +92,8 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.Float64Var(&o.maxBudgetUSD, "max-budget-usd", 0, "stop before a model request that would carry the run's cost past this many US dollars (0: no budget; the model needs a price)")
 	f.Int64Var(&o.maxTokensTotal, "max-tokens-total", 0, "stop before a model request that would carry the run's tokens past N (0: no limit)")
 	f.StringVar(&o.outputFormat, "output-format", "text", "text|json|stream-json")
-	f.StringVar(&o.resume, "resume", "", "resume the session ID")
-	f.BoolVar(&o.continueLast, "continue", false, "continue the newest session of this root")
+	f.StringVarP(&o.resume, "resume", "r", "", "resume the session ID")
+	f.BoolVarP(&o.continueLast, "continue", "c", false, "continue the newest session of this root")
 	f.BoolVar(&o.forkSession, "fork-session", false, "with --resume/--continue, fork into a new session")
 	f.BoolVar(&o.wait, "wait", false, "with --resume/--continue: if another run is continuing the session, wait for it to end instead of exiting 5 (session.busy)")
 	f.StringVar(&o.onAsk, "on-ask", "", "who answers a permission question: deny|park|prompt (default: prompt on a terminal, else deny); prompt reads the answers from stdin")
@@ -103,7 +107,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 		o.settingSources = &v
 		return nil
 	})
-	addClaudeFlags(f, o)
+	addClaudeFilesFlags(f, o)
 	f.BoolVar(&o.trustProject, "trust-project", false, "apply the workspace's own settings in full — its hooks, allow rules, env, model and MCP servers (see sema trust)")
 	f.StringArrayVar(&o.mcpConfig, "mcp-config", nil, `MCP servers to mount, as a file or inline JSON in Claude Code's format {"mcpServers":{...}}; repeatable`)
 	f.BoolVar(&o.strictMCP, "strict-mcp-config", false, "mount only the --mcp-config servers: not the settings files' nor the workspace's .mcp.json")
@@ -114,6 +118,7 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 	f.BoolVar(&o.verbose, "verbose", false, "text output: print each tool call and its outcome on stderr (json and stream-json accept it and are unchanged)")
 	f.BoolVar(&o.noInstructions, "no-instructions", false, "read no instruction files: ~/.sema/AGENTS.md, AGENTS.md and CLAUDE.md up to the task root and below it, .sema/AGENTS.md, their imports")
 	addSDKFlags(cmd, o)
+	addClaudeFlags(cmd, o)
 }
 
 var outputFormats = []string{"text", "json", "stream-json"}
@@ -137,9 +142,15 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if err := o.sdk.checkPrompted(stderr); err != nil {
 		return err
 	}
+	if err := o.claude.apply(o); err != nil {
+		return err
+	}
 	prog := newProgress(o.outputFormat, o.verbose, stderr)
 	defer prog.stop()
 	stderr = prog.writer(stderr)
+	if o.outputFormat == "text" {
+		ctx = model.WithRetryObserver(ctx, retryNotice(stderr))
+	}
 	if o.resume != "" && o.continueLast {
 		return usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
 	}
@@ -178,6 +189,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	root, err := filepath.Abs(o.cwd)
 	if err != nil {
 		return usageErr(sema.Errorf("config.root_invalid", "cannot resolve --cwd %q: %v", o.cwd, err))
+	}
+	if err := extraDirsExist(root, o); err != nil {
+		return err
 	}
 	home, err := stateDir(o.home)
 	if err != nil {
@@ -379,3 +393,61 @@ func stateDir(flag string) (string, error) { return statedir.Resolve(flag) }
 
 // splitRef splits PROVIDER/MODEL at the first slash.
 func splitRef(ref string) (provider, name string) { return modelref.Split(ref) }
+
+// codeAddDirInvalid refuses an --add-dir or --add-read-dir that is not an existing
+// directory.
+const codeAddDirInvalid = "config.add_dir_invalid"
+
+// extraDirsExist refuses an --add-dir or --add-read-dir that names no directory. The
+// library skips such a root with a notice, which suits a settings file shared across
+// machines; on the command line the person just typed the path, and a run that goes on
+// without the directory they asked for is a run they did not ask for. A relative path
+// is relative to the task root, as the library reads it.
+func extraDirsExist(root string, o *runOptions) error {
+	for _, seat := range []struct {
+		flag string
+		dirs []string
+	}{{"--add-dir", o.addDirs}, {"--add-read-dir", o.addReadDirs}} {
+		for _, d := range seat.dirs {
+			abs := d
+			if !filepath.IsAbs(abs) {
+				abs = filepath.Join(root, d)
+			}
+			fi, err := os.Stat(abs)
+			switch {
+			case err != nil && errors.Is(err, os.ErrNotExist):
+				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s: no such directory (%s); give a directory that exists (a relative path is relative to the task root, --cwd)", seat.flag, d, abs).With("path", d))
+			case err != nil:
+				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s cannot be used: %v", seat.flag, d, err).With("path", d))
+			case !fi.IsDir():
+				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s is a file, not a directory; give the directory to add", seat.flag, d).With("path", d))
+			}
+		}
+	}
+	return nil
+}
+
+// retryNotice is the text output's model.WithRetryObserver: a line on stderr for each
+// model request sent again, so that a run waiting out an overloaded API says so instead
+// of looking hung. Providers call it from the goroutine of each agent; the lines are
+// written one at a time.
+func retryNotice(stderr io.Writer) func(model.Retry) {
+	var mu sync.Mutex
+	return func(r model.Retry) {
+		why := r.Reason
+		if r.Status != 0 {
+			why = fmt.Sprintf("HTTP %d", r.Status)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, "sema: retrying the model request in %s (%s)\n", waitText(r.Wait), why)
+	}
+}
+
+// waitText spells a retry's wait as a person reads it: whole seconds, tenths below ten.
+func waitText(d time.Duration) string {
+	if d >= 10*time.Second {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}

@@ -755,7 +755,7 @@ func (s *sdkSetup) close() {
 func (s *sdkSetup) turn(ref string) (agent.Deps, agent.TaskSpec, error) { return s.base(ref) }
 
 func (s *sdkSetup) openModel(ref string) (any, string, error) {
-	p, name, err := openProvider(bareModelRef(ref), s.o.baseURL)
+	p, name, err := openProvider(ref, s.o.baseURL)
 	return p, name, err
 }
 
@@ -769,32 +769,13 @@ func (s *sdkSetup) commandList() []map[string]any {
 // agentList is empty: sema's agent types are not listed to the SDK yet.
 func (s *sdkSetup) agentList() []map[string]any { return []map[string]any{} }
 
-// bareModelRef reads a model name without a provider, as the SDKs pass it: a Claude
-// name (or sonnet, opus, haiku) is Anthropic's, gpt-* and o1…o9 names OpenAI's.
-// Anything with a provider prefix is left as it is.
-func bareModelRef(ref string) string {
-	if ref == "" || strings.Contains(ref, "/") {
-		return ref
-	}
-	switch {
-	case strings.HasPrefix(ref, "claude-"):
-		return "anthropic/" + ref
-	case ref == "sonnet":
-		return "anthropic/" + defaultAnthropicModel
-	case ref == "opus":
-		return "anthropic/claude-opus-4-1"
-	case ref == "haiku":
-		return "anthropic/claude-haiku-4-5"
-	case strings.HasPrefix(ref, "gpt-"), len(ref) >= 2 && ref[0] == 'o' && ref[1] >= '1' && ref[1] <= '9':
-		return "openai/" + ref
-	}
-	return ref
-}
-
 // prepareSDK does once what every turn shares, refusing a bad command line before any
 // line is read.
 func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup, error) {
 	if err := o.sdk.refuse(); err != nil {
+		return nil, err
+	}
+	if err := o.claude.apply(o); err != nil {
 		return nil, err
 	}
 	if o.resume != "" && o.continueLast {
@@ -838,7 +819,7 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 	if ref == "" {
 		ref = settingsModel(perms, root, trusted)
 	}
-	if _, _, err := openProvider(bareModelRef(ref), o.baseURL); err != nil {
+	if _, _, err := openProvider(ref, o.baseURL); err != nil {
 		return nil, usageErr(err)
 	}
 	prices, err := loadPrices(home)
@@ -889,7 +870,7 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 	setup.base = func(modelRef string) (agent.Deps, agent.TaskSpec, error) {
 		op, ok := providers[modelRef]
 		if !ok {
-			p, name, err := openProvider(bareModelRef(modelRef), o.baseURL)
+			p, name, err := openProvider(modelRef, o.baseURL)
 			if err != nil {
 				return agent.Deps{}, agent.TaskSpec{}, err
 			}

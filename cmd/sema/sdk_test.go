@@ -50,22 +50,6 @@ func FuzzSDKLine(f *testing.F) {
 	})
 }
 
-func TestBareModelRef(t *testing.T) {
-	for in, want := range map[string]string{
-		"claude-sonnet-4-5": "anthropic/claude-sonnet-4-5",
-		"sonnet":            "anthropic/" + defaultAnthropicModel,
-		"gpt-4.1":           "openai/gpt-4.1",
-		"o3-mini":           "openai/o3-mini",
-		"openai/gpt-4.1":    "openai/gpt-4.1",
-		"llama3.1":          "llama3.1", // no provider to guess: openProvider refuses it by name
-		"":                  "",
-	} {
-		if got := bareModelRef(in); got != want {
-			t.Errorf("bareModelRef(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // A user line's content is a string or text blocks; other blocks are refused by name.
 func TestSDKUserMessage(t *testing.T) {
 	if m := userMessage(json.RawMessage(`{"content":"hi"}`)); m.err != nil || m.text != "hi" {

@@ -149,6 +149,11 @@ func (s *sdkOptions) checkPrompted(stderr io.Writer) error {
 	if err := s.refuse(); err != nil {
 		return err
 	}
+	if s.permissionPromptTool != "" && s.permissionPromptTool != "stdio" {
+		// Claude Code's -p asks an MCP tool; sema's runs have their own ways to answer.
+		return usageErr(sema.Errorf(codeSDKUnsupported, "--permission-prompt-tool %s (an MCP tool that answers permission questions) is not supported; "+
+			"sema answers them with --on-ask prompt (at the terminal), --on-ask park (later, with sema approve), or a PreToolUse hook in the settings that decides (hooks.PreToolUse)", s.permissionPromptTool))
+	}
 	for flag, set := range map[string]bool{
 		"--permission-prompt-tool":   s.permissionPromptTool != "",
 		"--include-partial-messages": s.includePartial,

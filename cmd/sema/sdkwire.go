@@ -52,6 +52,7 @@ func parentOf(ev agent.Event) any {
 
 // event returns the lines of one event; most events are one line, some none.
 func (e *sdkEncoder) event(ev agent.Event, setup *sdkSetup) []map[string]any {
+	ev = cliEvent(ev)
 	switch ev.Type {
 	case agent.EventInit:
 		m := ev.Manifest
@@ -146,24 +147,7 @@ func (e *sdkEncoder) stream(ev agent.Event, event map[string]any) map[string]any
 
 // result is the turn's result line: the SDKs' fields, and sema's own as extras.
 func (e *sdkEncoder) result(r *agent.TaskResult) map[string]any {
-	subtype, isError, errs := "success", false, []string(nil)
-	switch r.Status {
-	case sema.StatusCompleted:
-	case sema.StatusMaxTurns:
-		subtype, isError, errs = "error_max_turns", true, []string{fmt.Sprintf("stopped after %d turns (max turns)", r.NumTurns)}
-	case sema.StatusBudgetExceeded:
-		subtype, isError, errs = "error_max_budget_usd", true, []string{"stopped before passing the budget"}
-	case sema.StatusAwaitingApproval:
-		// A parked question (--on-ask park): the turn ended waiting for `sema approve`.
-		subtype, isError, errs = "error_during_execution", true, []string{"awaiting approval: answer with sema approve " + r.SessionID}
-	default:
-		subtype, isError = "error_during_execution", true
-		msg := string(r.Status)
-		if r.Error != nil {
-			msg = r.Error.Message
-		}
-		errs = []string{msg}
-	}
+	subtype, isError, errs := claudeOutcome(r)
 	denials := make([]map[string]any, 0, len(r.PermissionDenials))
 	for _, d := range r.PermissionDenials {
 		wd := map[string]any{"tool_name": d.Tool, "tool_use_id": d.ToolUseID, "tool_input": d.Input}

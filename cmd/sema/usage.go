@@ -146,7 +146,25 @@ func unknownSubcommand(group *cobra.Command, word string) error {
 // flagError codes an error of the flag parser (an unknown flag, a value of the wrong
 // kind) and points at the command's help.
 func flagError(cmd *cobra.Command, err error) error {
+	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+		if instead, known := claudeOnlyFlags[name]; known {
+			return usageErr(sema.Errorf(codeUsage, "--%s is a Claude Code flag sema does not have; %s", name, instead).With("flag", "--"+name))
+		}
+	}
 	return usageErr(sema.Errorf(codeUsage, "%v; see `%s --help`", err, cmd.CommandPath()))
+}
+
+// claudeOnlyFlags are Claude Code's flags that sema has no flag for, with what to do
+// instead: a command line copied from Claude Code is refused with the way to say it
+// here, not with "unknown flag".
+var claudeOnlyFlags = map[string]string{
+	"agents":                 "define each agent as a file instead: .sema/agents/NAME.md (or .claude/agents/NAME.md) with name, description, tools and model in its front matter",
+	"mcp-debug":              "sema mcp list and sema mcp get NAME show each server and why it did not start",
+	"disable-slash-commands": "pipe the prompt in instead (sema -p - < prompt.txt): a prompt read from stdin is never a command",
+	"replay-user-messages":   "it belongs to the Agent SDK protocol, which sema answers without it; run without it",
+	"ide":                    "sema has no IDE integration; run without it",
+	"chrome":                 "sema has no browser integration; run without it",
+	"no-chrome":              "sema has no browser integration; run without it",
 }
 
 // taskRootAnnotation marks a command whose --cwd names the task root: a directory that

@@ -205,7 +205,13 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 		// The caller has seen part of the broken stream; the next attempt may answer
 		// differently, so its deltas would not continue what was shown.
 		c.muted = c.emitted
-		t := time.NewTimer(p.backoff(n))
+		wait := p.backoff(n)
+		reason := "the response broke off"
+		if !c.streamed {
+			reason = "the server sent nothing"
+		}
+		model.ObserveRetry(ctx, model.Retry{Attempt: c.attempts, Wait: wait, Reason: reason})
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -256,6 +262,7 @@ func (c *call) attempt(body []byte) (*model.Response, error) {
 	c.streamed, c.retryable = false, false
 
 	retries := max(0, c.p.maxRetries-c.attempts)
+	sent := 0 // the attempts of this Post: the SDK retries while sent <= retries
 	// The SDK sends the request (auth, headers, its retries, error statuses); its
 	// stream is not read. The body is decoded here in one pass instead: the SDK's
 	// decoder buffers each event anew and unmarshals it reflectively, which cost
@@ -269,6 +276,7 @@ func (c *call) attempt(body []byte) (*model.Response, error) {
 		option.WithMaxRetries(retries),
 		option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 			c.attempts++
+			sent++
 			w.armFirst(c.p.firstByte)
 			res, err := next(r)
 			if err != nil || res.StatusCode >= 300 {
@@ -276,6 +284,9 @@ func (c *call) attempt(body []byte) (*model.Response, error) {
 				w.stop()
 				if err == nil {
 					c.boundWait(res)
+				}
+				if sent <= retries && c.ctx.Err() == nil {
+					c.announceRetry(res, err, sent-1)
 				}
 				return res, err
 			}
@@ -335,6 +346,42 @@ func (c *call) fail(err error, w *watch) error {
 			With("idle_timeout", c.p.idleTimeout.String())
 	}
 	return err
+}
+
+// announceRetry tells the caller's retry observer (model.WithRetryObserver) about a
+// failed attempt the SDK is about to send again: retry n (0-based) of this Post, after
+// an error response res or a failed connection (err). For a response it also fixes the
+// wait, through the retry-after-ms header the SDK obeys: the server's advice, else
+// backoff — so the wait announced is the wait the SDK keeps. For a failed connection the
+// SDK picks a jittered wait itself, and the announced one is its longest.
+func (c *call) announceRetry(res *http.Response, err error, n int) {
+	if err != nil {
+		wait := min(500*time.Millisecond<<min(n, 4), 8*time.Second)
+		model.ObserveRetry(c.ctx, model.Retry{Attempt: c.attempts, Wait: wait, Reason: "the connection failed"})
+		return
+	}
+	if !sdkRetries(res) {
+		return
+	}
+	wait, ok := retryAfter(res.Header)
+	if !ok || wait < 0 {
+		wait = c.p.backoff(n)
+	}
+	res.Header.Set("retry-after-ms", strconv.FormatInt(wait.Milliseconds(), 10))
+	model.ObserveRetry(c.ctx, model.Retry{Attempt: c.attempts, Wait: wait, Status: res.StatusCode})
+}
+
+// sdkRetries reports whether the SDK sends a request again after the error response
+// res: what its x-should-retry header says, else 408, 409, 429 and 5xx.
+func sdkRetries(res *http.Response) bool {
+	switch res.Header.Get("x-should-retry") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	s := res.StatusCode
+	return s == http.StatusRequestTimeout || s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500
 }
 
 // boundWait keeps the SDK from waiting out a retry-after longer than maxWait: such a

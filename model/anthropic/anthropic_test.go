@@ -492,7 +492,7 @@ func TestErrorMessagesAreActionable(t *testing.T) {
 		want []string
 	}{
 		{anthropictest.Turn{Status: 401, ErrorMessage: "invalid x-api-key"}, []string{"ANTHROPIC_API_KEY", "invalid x-api-key"}},
-		{anthropictest.Turn{Status: 404, ErrorMessage: "model: claude-nope"}, []string{`"claude-nope"`, "model name"}},
+		{anthropictest.Turn{Status: 404, ErrorMessage: "model: claude-nope"}, []string{`"claude-nope"`, "model name", "claude-sonnet-4-5", "sonnet, opus, haiku"}},
 		{anthropictest.Turn{Status: 400, ErrorMessage: "prompt is too long: 208000 tokens > 200000 maximum"}, []string{"208000 tokens", "shorten"}},
 		{anthropictest.Turn{Status: 529}, []string{"overloaded", "try again"}},
 	}
@@ -728,5 +728,35 @@ func TestFakeServerCatchesBadConversation(t *testing.T) {
 	}
 	if n := srv.RequestCount(); n != 1 {
 		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// Every retry is announced to the context's observer before its wait, with the status
+// that caused it and the wait the SDK then keeps (the server's retry-after-ms here).
+func TestRetriesAreObserved(t *testing.T) {
+	t.Parallel()
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{Status: 529, Header: http.Header{"Retry-After-Ms": {"20"}}},
+		anthropictest.Turn{Status: 500},
+		anthropictest.Turn{Text: "hello there", Fault: anthropictest.FaultTruncated},
+		anthropictest.Turn{Text: "fine"})
+	p := newProvider(t, srv.URL(), Config{})
+	p.backoff = func(int) time.Duration { return 7 * time.Millisecond }
+	var seen []model.Retry
+	ctx := model.WithRetryObserver(context.Background(), func(r model.Retry) { seen = append(seen, r) })
+	if _, err := p.Stream(ctx, &model.Request{Model: "claude-test", Messages: []model.Message{userText("hi")}}, nil); err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if len(seen) != 3 {
+		t.Fatalf("observed %+v, want three retries", seen)
+	}
+	if r := seen[0]; r.Attempt != 1 || r.Status != 529 || r.Wait != 20*time.Millisecond {
+		t.Errorf("first retry %+v, want attempt 1 after HTTP 529, waiting the advised 20ms", r)
+	}
+	if r := seen[1]; r.Attempt != 2 || r.Status != 500 || r.Wait != 7*time.Millisecond {
+		t.Errorf("second retry %+v, want attempt 2 after HTTP 500, waiting the backoff", r)
+	}
+	if r := seen[2]; r.Attempt != 3 || r.Status != 0 || r.Reason != "the response broke off" {
+		t.Errorf("third retry %+v, want the broken stream", r)
 	}
 }

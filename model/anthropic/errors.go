@@ -109,7 +109,8 @@ func apiError(e *sdk.Error, modelName string, retries int) *sema.Error {
 	case status == http.StatusForbidden:
 		return build(model.CodeAuth, "the Anthropic API key may not do this (%s); check the key's workspace and its access to model %q", msg, modelName)
 	case status == http.StatusNotFound || typ == "not_found_error":
-		return build(model.CodeNotFound, "the Anthropic API does not know model %q (%s); check the model name, and ANTHROPIC_BASE_URL if it is set", modelName, msg)
+		return build(model.CodeNotFound, "the Anthropic API does not know model %q (%s); check the model name (sema knows %s, and the aliases %s), and ANTHROPIC_BASE_URL if it is set",
+			modelName, msg, strings.Join(knownModels(), ", "), strings.Join(model.Aliases, ", "))
 	case status == http.StatusRequestEntityTooLarge:
 		return build(model.CodeContextTooLong, "the request is larger than the Anthropic API accepts (%s); shorten the conversation or drop large attachments", msg)
 	case status == http.StatusBadRequest && tooLong(msg):
@@ -129,4 +130,15 @@ func apiError(e *sdk.Error, modelName string, retries int) *sema.Error {
 func tooLong(msg string) bool {
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "prompt is too long") || strings.Contains(m, "exceed context limit")
+}
+
+// knownModels are the Anthropic models sema knows, newest first.
+func knownModels() []string {
+	var ids []string
+	for _, k := range model.Catalog() {
+		if k.Provider == "anthropic" {
+			ids = append(ids, k.ID)
+		}
+	}
+	return ids
 }

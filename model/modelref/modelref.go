@@ -6,7 +6,9 @@
 package modelref
 
 import (
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/sema-agent/sema"
@@ -43,6 +45,10 @@ func Open(ref, baseURL string) (model.Provider, string, error) {
 				DefaultAnthropic, DefaultOpenAI)
 		}
 	}
+	ref, err := Resolve(ref)
+	if err != nil {
+		return nil, "", err
+	}
 	prov, name := Split(ref)
 	switch prov {
 	case "scripted":
@@ -74,6 +80,76 @@ func Open(ref, baseURL string) (model.Provider, string, error) {
 		return p, name, err
 	}
 	return nil, "", sema.Errorf("config.model_invalid", "unknown model provider %q; use anthropic, openai, openai-compatible or scripted", prov)
+}
+
+// CodeModelUnknown refuses a model name without a provider that is neither an alias nor
+// a model id sema can place (claude-…, gpt-…, o1…o9), and an alias given to a provider
+// that has no such family. The message lists the models sema knows.
+const CodeModelUnknown = "config.model_unknown"
+
+// providers are the provider names a reference may start with.
+var providers = []string{"anthropic", "openai", "openai-compatible", "scripted"}
+
+// Resolve spells ref as PROVIDER/MODEL the way Claude Code's users write a model too:
+//
+//   - an alias (sonnet, opus, haiku), alone or after anthropic/, is the newest model of
+//     that family the provider knows (model.Newest): "opus" is "anthropic/claude-opus-4-5";
+//   - a model id without a provider is its provider's: "claude-opus-4-1" is
+//     "anthropic/claude-opus-4-1", "gpt-4.1" is "openai/gpt-4.1";
+//   - a provider alone, and anything after openai-compatible/ or scripted/, is unchanged
+//     (a compatible server's names are its own).
+//
+// A bare name it cannot place, and an alias after openai/, are refused with
+// CodeModelUnknown, naming the models it knows. An empty ref stays empty.
+func Resolve(ref string) (string, error) {
+	if ref == "" || slices.Contains(providers, ref) {
+		return ref, nil
+	}
+	prov, name, slashed := strings.Cut(ref, "/")
+	if !slashed {
+		name = ref
+		if prov = model.ProviderOf(ref); prov == "" && slices.Contains(model.Aliases, ref) {
+			prov = "anthropic"
+		}
+		if prov == "" {
+			return "", unknownModel(ref, "")
+		}
+	}
+	switch prov {
+	case "anthropic", "openai":
+		if slices.Contains(model.Aliases, name) {
+			id, ok := model.ResolveAlias(prov, name)
+			if !ok {
+				return "", unknownModel(name, prov)
+			}
+			name = id
+		}
+	}
+	return prov + "/" + name, nil
+}
+
+// ResolveName is the model id name means for the provider named provider: an alias
+// resolved (model.ResolveAlias), any other name unchanged. It is how a model named
+// where the provider is already chosen (an agent file's model:) is read.
+func ResolveName(provider, name string) string {
+	id, _ := model.ResolveAlias(provider, name)
+	return id
+}
+
+// unknownModel refuses name, which provider ("" when none was named) cannot place.
+func unknownModel(name, provider string) error {
+	var known []string
+	for _, k := range model.Catalog() {
+		if provider == "" || k.Provider == provider {
+			known = append(known, k.ID)
+		}
+	}
+	what := fmt.Sprintf("unknown model %q", name)
+	if provider != "" {
+		what = fmt.Sprintf("%s has no model %q", provider, name)
+	}
+	return sema.Errorf(CodeModelUnknown, "%s; name an alias (%s), a model sema knows (%s), or PROVIDER/MODEL (anthropic/…, openai/…, openai-compatible/MODEL with --base-url)",
+		what, strings.Join(model.Aliases, ", "), strings.Join(known, ", ")).With("model", name).With("known", known)
 }
 
 // Split splits PROVIDER/MODEL at the first slash.

@@ -256,7 +256,9 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 		// The caller has seen part of the broken stream; the next attempt may answer
 		// differently, so its deltas would not continue what was shown.
 		out.muted = out.emitted
-		t := time.NewTimer(p.backoff(n))
+		wait := p.backoff(n)
+		model.ObserveRetry(ctx, model.Retry{Attempt: c.attempts, Wait: wait, Reason: "the response broke off"})
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -345,6 +347,11 @@ func (p *Provider) send(ctx context.Context, body []byte, c *capture, wd *watchd
 			res.Body = &touchReader{ReadCloser: res.Body, wd: wd}
 			return res, nil
 		}
+		retry := model.Retry{Attempt: c.attempts, Wait: wait, Reason: "the connection failed"}
+		if res != nil {
+			retry.Status, retry.Reason = res.StatusCode, ""
+		}
+		model.ObserveRetry(ctx, retry)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -1008,3 +1008,19 @@ func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
 		t.Errorf("the other origin received %d requests (Authorization %q)", len(leaked), leaked)
 	}
 }
+
+// Every retry is announced to the context's observer before its wait, with the status
+// that caused it.
+func TestRetriesAreObserved(t *testing.T) {
+	t.Parallel()
+	s := openaitest.NewServer(t, openaitest.Turn{Status: 429}, openaitest.Turn{Status: 503}, openaitest.Turn{Text: "ok"})
+	p := newProvider(t, s.URL(), func(c *openai.Config) { c.MaxRetries = 3 })
+	var seen []model.Retry
+	ctx := model.WithRetryObserver(context.Background(), func(r model.Retry) { seen = append(seen, r) })
+	if _, err := p.Stream(ctx, simpleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0].Status != 429 || seen[0].Attempt != 1 || seen[1].Status != 503 || seen[1].Attempt != 2 {
+		t.Fatalf("observed %+v, want retries after HTTP 429 and HTTP 503", seen)
+	}
+}

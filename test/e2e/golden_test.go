@@ -69,7 +69,7 @@ func normalize(out, root, home string) string {
 	out = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`).ReplaceAllString(out, "$$UUID")
 	out = regexp.MustCompile(`"input_sha256":"[0-9a-f]{64}"`).ReplaceAllString(out, `"input_sha256":"$$SHA256"`)
 	// The scripted model estimates tokens from the text, which holds the temp paths.
-	out = regexp.MustCompile(`"(input_tokens|output_tokens|inputTokens|outputTokens|system_prompt_chars)":\d+`).ReplaceAllString(out, `"$1":"$$N"`)
+	out = regexp.MustCompile(`"(input_tokens|output_tokens|inputTokens|outputTokens|system_prompt_chars|duration_ms|duration_api_ms)":\d+`).ReplaceAllString(out, `"$1":"$$N"`)
 	out = strings.ReplaceAll(out, `"platform":"`+runtime.GOOS+"/"+runtime.GOARCH+`"`, `"platform":"$PLATFORM"`)
 	return out
 }
