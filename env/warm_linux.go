@@ -9,7 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"runtime"
+
 	"slices"
 	"strconv"
 	"strings"
@@ -368,7 +368,6 @@ func awaitWarmJob() {
 		}
 	}
 	unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
-	runtime.GC() // what the wait allocated is not carried into the program's helper
 }
 
 // readWarmJob reads one job from the socket fd: the header with the descriptors, then

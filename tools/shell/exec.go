@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -59,7 +60,7 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 		cleanup()
 		return nil, err
 	}
-	pr := &proc{p: p, exited: make(chan struct{}), marker: s.groupFile(p.PID()), cleanup: cleanup}
+	pr := &proc{p: p, exited: make(chan struct{}), marker: s.groupFile(p.PID()), cleanup: s.tidyLater(cleanup)}
 	// Best effort: without the file, only the env's guardian stops the group should this
 	// process die.
 	os.WriteFile(pr.marker, nil, 0o600)
@@ -68,6 +69,22 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 		close(pr.exited)
 	}()
 	return pr, nil
+}
+
+// tidyLater runs cleanup off the call that ends the command: removing the cache
+// layers' work directories (about a millisecond) is nothing the command's answer waits
+// for. Shutdown waits for it; running the returned func again does nothing.
+func (s *Set) tidyLater(cleanup func()) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.tidying.Add(1)
+			go func() {
+				defer s.tidying.Done()
+				cleanup()
+			}()
+		})
+	}
 }
 
 // settle runs after the shell exited: processes it left in its group are stopped, and the

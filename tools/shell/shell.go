@@ -201,6 +201,7 @@ type Set struct {
 	closed   bool
 	done     chan struct{}  // closed by Shutdown: in-flight foreground calls stop
 	calls    sync.WaitGroup // foreground calls and background starts in flight
+	tidying  sync.WaitGroup // removals of what ended commands' confinement left (spawn)
 	taskSeq  int
 	tasks    map[string]*task
 	reserved int // background slots promised to calls still starting
@@ -348,6 +349,7 @@ func (s *Set) Shutdown(ctx context.Context) error {
 		}
 		wg.Wait()
 		s.calls.Wait()
+		s.tidying.Wait()
 		close(all)
 	}()
 	select {
