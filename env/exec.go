@@ -58,7 +58,19 @@ type ExecRequest struct {
 	// Executor that cannot give what is asked refuses to start the program
 	// (ErrIsolationUnsupported) rather than run it with less.
 	Isolate Isolation
+	// ReportsExit says the program reports how it ended before it exits, once nothing it
+	// started is left, on the descriptor ExitReportEnv names (package sandbox's helper
+	// does, as the init of a PID namespace). Wait then returns with that report, without
+	// waiting for the program's own exit — the teardown of its namespaces — and the
+	// group counts as gone. An Executor that offers no descriptor ignores it: the
+	// program then reports nothing, and Wait waits for its exit.
+	ReportsExit bool
 }
+
+// ExitReportEnv names, in the environment of a program started with ReportsExit, the
+// descriptor it writes its report on: "e" and the exit code, or "s" and the number of
+// the signal that ended it — what its own exit would say.
+const ExitReportEnv = "SEMA_ENV_EXIT_REPORT"
 
 // Isolation names the kernel namespaces a program gets of its own. On the host (Linux)
 // they are made when the program is started; a process without privilege gets a user

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -113,8 +114,22 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		childEnds = append(childEnds, r)
 		cmd.Stdin, stdin = r, w
 	}
+	var exitReport *os.File
+	if req.ReportsExit && report == nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		childEnds = append(childEnds, w)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, w)
+		cmd.Env = append(cmd.Env, ExitReportEnv+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+		exitReport = r
+	}
 	run, err := startWarm(cmd)
 	if err != nil {
+		if exitReport != nil {
+			exitReport.Close()
+		}
 		return fail(err)
 	}
 	cmd = run
@@ -148,6 +163,20 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		go feed(stdin, req.Stdin)
 	}
 	go func() {
+		if exitReport != nil {
+			st, ok := readExitReport(exitReport)
+			if ok {
+				// Everything of the program's is gone but the program itself, which is
+				// tearing its namespaces down: the group is not signalled again, and it
+				// leaves the guardian's list once it is reaped.
+				p.status = st
+				p.gone.Store(true)
+				close(p.exited)
+				cmd.Wait()
+				p.unguard()
+				return
+			}
+		}
 		err := cmd.Wait()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -165,6 +194,31 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// readExitReport reads a program's report of how it ended (ExecRequest.ReportsExit),
+// and false when the program exited without one.
+func readExitReport(r *os.File) (ExitStatus, bool) {
+	defer r.Close()
+	// One read: the report is one write of a few bytes, which a pipe delivers whole
+	// (PIPE_BUF); reading to the end of file would wait for the program's exit.
+	buf := make([]byte, 16)
+	got, err := r.Read(buf)
+	b := buf[:got]
+	if err != nil || len(b) < 2 {
+		return ExitStatus{}, false
+	}
+	n, err := strconv.Atoi(string(b[1:]))
+	if err != nil || n < 0 {
+		return ExitStatus{}, false
+	}
+	switch b[0] {
+	case 'e':
+		return ExitStatus{Code: n}, true
+	case 's':
+		return ExitStatus{Code: -1, Signal: syscall.Signal(n)}, true
+	}
+	return ExitStatus{}, false
 }
 
 // baseEnviron is the environment a program starts with: this process's as Inherit

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(reportEnv) != "" {
 		report() // this binary started again as a program (warm_linux_test.go)
 	}
+	if v, ok := os.LookupEnv(lingerEnv); ok {
+		linger(v) // (exitreport_linux_test.go)
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/sema-agent/sema/env.startLoop"))
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sema-agent/sema/env"
 )
 
 // The helper is this same program, started again with the policy in its environment. It
@@ -66,6 +68,7 @@ func confineAndExec(spec, ns string, argv []string) error {
 	}
 	machine := os.Getenv(helperMachineEnv)
 	os.Unsetenv(helperMachineEnv)
+	report := exitReportFD()
 	// The environment says which namespaces the helper was started in, and which its
 	// starter was in; the kernel must agree that they differ, or the mounts below would
 	// change the machine's own.
@@ -145,7 +148,22 @@ func confineAndExec(spec, ns string, argv []string) error {
 	if err := rs.enforce(); err != nil {
 		return err
 	}
-	return runAsInit(prog, argv, os.Environ())
+	return runAsInit(prog, argv, os.Environ(), report)
+}
+
+// exitReportFD is the descriptor the host asked the helper to report the command's end
+// on (env.ExitReportEnv), -1 when it asked for none. The command never inherits it.
+func exitReportFD() int {
+	v, ok := os.LookupEnv(env.ExitReportEnv)
+	os.Unsetenv(env.ExitReportEnv)
+	fd, err := strconv.Atoi(v)
+	if !ok || err != nil || fd < 3 {
+		return -1
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		return -1
+	}
+	return fd
 }
 
 // nsInode is the inode of this process's namespace of the kind ("mnt", "net"), which

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 	"unsafe"
@@ -14,7 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// runAsInit starts the command. It returns only on failure.
+// runAsInit starts the command. It returns only on failure. report is the descriptor
+// the helper reports the command's end on (-1: none).
 //
 // Without a PID namespace the helper simply becomes the command (exec). In one — the
 // helper is then its init, process 1 — the helper stays: it forks the command and waits.
@@ -31,7 +33,7 @@ import (
 // Until then the helper is the namespace's init, not dumpable (see below): it reaps every
 // orphan the kernel hands it, and it survives the signals that would otherwise end a Go
 // program (holdSignals).
-func runAsInit(prog string, argv, envv []string) error {
+func runAsInit(prog string, argv, envv []string, report int) error {
 	if os.Getpid() != 1 {
 		return unix.Exec(prog, argv, envv)
 	}
@@ -77,9 +79,43 @@ func runAsInit(prog string, argv, envv []string) error {
 			return fmt.Errorf("waiting for the command: %w", err)
 		}
 		if got == pid && (ws.Exited() || ws.Signaled()) {
+			if report >= 0 {
+				endNamespace()
+				unix.Write(report, []byte(reportOf(ws)))
+			}
 			exitAs(ws)
 		}
 	}
+}
+
+// endNamespace kills every process left in the namespace and reaps it, as the kernel
+// does when the init exits — here before the exit, so that the command's end can be
+// reported while the namespaces are still being torn down: once it returns, nothing the
+// command started exists. A process forked while the first SIGKILL went out is caught
+// by the next: the kill is repeated after each reap until no child is left (orphans
+// come to the init, so every process of the namespace is below it).
+func endNamespace() {
+	for {
+		unix.Kill(-1, unix.SIGKILL)
+		if _, err := unix.Wait4(-1, nil, 0, nil); errors.Is(err, unix.ECHILD) {
+			return
+		} else if err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+// reportOf is the report of the helper's own exit as exitAs will end it (see
+// env.ExitReportEnv): a command ended by SIGKILL reads as killed, one ended by another
+// signal as a shell reports it, 128 plus the signal.
+func reportOf(ws unix.WaitStatus) string {
+	switch {
+	case ws.Exited():
+		return "e" + strconv.Itoa(ws.ExitStatus())
+	case ws.Signal() == unix.SIGKILL:
+		return "s" + strconv.Itoa(int(unix.SIGKILL))
+	}
+	return "e" + strconv.Itoa(128+int(ws.Signal()))
 }
 
 // forwarded are the signals that would end the helper: the Go runtime exits on SIGHUP,

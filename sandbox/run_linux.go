@@ -190,5 +190,9 @@ func wrap(req env.ExecRequest, p Policy, iso env.Isolation) (env.ExecRequest, er
 		out.Env = append(out.Env, helperMachineEnv+"="+machineForHelper())
 	}
 	out.Isolate = iso
+	// As the init, the helper outlives the command: it reports the command's end before
+	// its own exit tears the namespaces down (runAsInit), and the wait need not include
+	// that.
+	out.ReportsExit = iso.PID
 	return out, nil
 }
