@@ -137,7 +137,8 @@ func reapedPID(report *os.File, path string) (int, error) {
 // descriptor fd, and sweeps and exits as described above. It never returns.
 func runReaper(fd int, path string, argv []string) {
 	runtime.LockOSThread()
-	report := os.NewFile(uintptr(fd), "report")
+	// The descriptor itself, not an *os.File: a pipe made an *os.File starts the
+	// runtime's poller, a tenth of a millisecond the program's start would wait for.
 	syscall.CloseOnExec(fd)
 	fail := func(err error) {
 		errno := syscall.EINVAL
@@ -146,7 +147,7 @@ func runReaper(fd int, path string, argv []string) {
 			err = pe.Err
 		}
 		errors.As(err, &errno)
-		fmt.Fprintf(report, "!%d", int(errno))
+		unix.Write(fd, fmt.Appendf(nil, "!%d", int(errno)))
 		exit(127)
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -171,8 +172,8 @@ func runReaper(fd int, path string, argv []string) {
 	if err != nil {
 		fail(err)
 	}
-	fmt.Fprintf(report, "%d", pid)
-	report.Close()
+	unix.Write(fd, strconv.AppendInt(nil, int64(pid), 10))
+	unix.Close(fd)
 
 	self := os.Getpid()
 	go func() {
