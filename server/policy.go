@@ -127,12 +127,7 @@ func (s *Server) SetPolicy(ctx context.Context, name string, p Policy) error {
 		return err
 	}
 	return s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
-		var n int
-		err := queryRow(ctx, c, `SELECT 1 FROM sema_serve_tenants WHERE name = ? AND deleted_ms IS NULL`, []any{name}, &n)
-		if errors.Is(err, errNoRow) {
-			return sema.Errorf(CodeTenantInvalid, "there is no tenant %q; create it with sema serve token create", name)
-		}
-		if err != nil {
+		if err := tenantExists(ctx, c, name); err != nil {
 			return err
 		}
 		n64, err := c.exec(ctx, `UPDATE sema_serve_policies SET policy = ? WHERE tenant = ?`, string(data), name)
@@ -348,4 +343,15 @@ func admitRun(ctx context.Context, c conn, t *tenant) error {
 		return sema.Errorf(CodeConcurrencyLimit, "the tenant has %d tasks queued or running, its limit; wait for one to end", n)
 	}
 	return nil
+}
+
+// tenantExists refuses, by name, a tenant that was never created or was deleted: what an
+// operator attaches to a tenant (a policy, a managed-settings file) needs the tenant.
+func tenantExists(ctx context.Context, c conn, name string) error {
+	var n int
+	err := queryRow(ctx, c, `SELECT 1 FROM sema_serve_tenants WHERE name = ? AND deleted_ms IS NULL`, []any{name}, &n)
+	if errors.Is(err, errNoRow) {
+		return sema.Errorf(CodeTenantInvalid, "there is no tenant %q; create it with sema serve token create", name)
+	}
+	return err
 }

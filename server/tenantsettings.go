@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/settings"
 )
 
@@ -26,18 +25,13 @@ func (s *Server) SetTenantSettings(ctx context.Context, name, path string, data 
 		}
 	}
 	return s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
-		var n int
-		err := queryRow(ctx, c, `SELECT 1 FROM sema_serve_tenants WHERE name = ? AND deleted_ms IS NULL`, []any{name}, &n)
-		if errors.Is(err, errNoRow) {
-			return sema.Errorf(CodeTenantInvalid, "there is no tenant %q; create it with sema serve token create", name)
-		}
-		if err != nil {
+		if err := tenantExists(ctx, c, name); err != nil {
 			return err
 		}
 		if _, err := c.exec(ctx, `DELETE FROM sema_serve_tenant_settings WHERE tenant = ?`, name); err != nil || len(data) == 0 {
 			return err
 		}
-		_, err = c.exec(ctx, `INSERT INTO sema_serve_tenant_settings (tenant, path, data) VALUES (?, ?, ?)`, name, path, string(data))
+		_, err := c.exec(ctx, `INSERT INTO sema_serve_tenant_settings (tenant, path, data) VALUES (?, ?, ?)`, name, path, string(data))
 		return err
 	})
 }
