@@ -409,7 +409,7 @@ type Hooks struct {
 	PreToolUse []permission.Hook
 	// Events are hooks of Claude Code's events, Go functions (hooks.Hook.Func) or
 	// commands, run with the settings files' hooks and as they are (see package hooks and
-	// the README's Hooks section). A PreToolUse hook here is a seat of the permission
+	// docs/hooks-and-settings.md). A PreToolUse hook here is a seat of the permission
 	// fold like PreToolUse above, and fails closed. A hook NewSet refuses refuses the run
 	// (config.hooks_invalid). Nil: none.
 	Events []hooks.Hook

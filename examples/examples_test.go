@@ -3,9 +3,12 @@
 package examples_test
 
 import (
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -39,7 +42,8 @@ func wantAll(t *testing.T, out string, wants ...string) {
 func TestEmbed(t *testing.T) {
 	t.Parallel()
 	out := run(t, t.TempDir(), "embed", "")
-	wantAll(t, out, "event: system/init", "parked: true Write", "resumed: completed \"# changes\\n- one more line\\n\"", "rewound: \"# changes\\n\"")
+	// "asked: Write" is the approver's line: the example shows an approver, so it must be called.
+	wantAll(t, out, "event: system/init", "asked: Write", "event: permission", "completed \"# changes\\n- one more line\\n\"", "rewound: \"# changes\\n\"")
 }
 
 func TestApprover(t *testing.T) {
@@ -80,7 +84,7 @@ func TestCustomTool(t *testing.T) {
 	wantAll(t, run(t, t.TempDir(), "customtool", ""), "completed Filed the review ticket.", "tickets: [review at 15:00] denials: 0")
 }
 
-// The README shows examples/embed; the two must not drift apart.
+// The README shows examples/embed's main; the two must not drift apart.
 func TestREADMEShowsEmbed(t *testing.T) {
 	t.Parallel()
 	src, err := os.ReadFile("embed/main.go")
@@ -91,8 +95,32 @@ func TestREADMEShowsEmbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := strings.TrimRight(string(src[strings.Index(string(src), "func main() {"):]), "\n")
+	start := strings.Index(string(src), "func main() {")
+	end := strings.Index(string(src[start:]), "\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatal("examples/embed/main.go has no func main")
+	}
+	body := string(src[start : start+end+2])
 	if !strings.Contains(string(readme), "```go\n"+body+"\n```") {
 		t.Fatal("README.md does not show examples/embed/main.go's main as it is")
+	}
+}
+
+// The flagship example is what a reader copies out of the repository: it may import only
+// sema's public packages, never one under an internal directory it could not import.
+func TestEmbedImportsNoInternalPackage(t *testing.T) {
+	t.Parallel()
+	f, err := parser.ParseFile(token.NewFileSet(), "embed/main.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Imports) == 0 {
+		t.Fatal("no imports read from examples/embed/main.go")
+	}
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		if path == "internal" || strings.HasPrefix(path, "internal/") || strings.Contains(path, "/internal/") || strings.HasSuffix(path, "/internal") {
+			t.Errorf("examples/embed imports %s, which a program outside this module cannot import", path)
+		}
 	}
 }

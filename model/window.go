@@ -2,7 +2,7 @@ package model
 
 import "strings"
 
-// contextWindows are the context windows, in tokens, of the model families the README
+// contextWindows are the context windows, in tokens, of the model families docs/cli.md
 // names, matched by name prefix (the longest prefix that matches wins), as their
 // providers publish them.
 var contextWindows = []struct {
