@@ -74,6 +74,9 @@ func (r recorded) text() string {
 // wantCode fails t unless err is a *sema.Error with code and a message.
 func wantCode(t *testing.T, err error, code string) *sema.Error {
 	t.Helper()
+	if err == nil {
+		t.Fatalf("the call succeeded, want an error with code %s", code)
+	}
 	var se *sema.Error
 	if !errors.As(err, &se) {
 		t.Fatalf("error = %v (%T), want a *sema.Error with code %s", err, err, code)
@@ -329,7 +332,7 @@ func testTruncatedStream(t *testing.T, h Harness) {
 	turns := append(slices.Repeat([]Turn{cut}, h.Retries+1), Turn{Text: "not reached"})
 	r := stream(context.Background(), h.New(t, turns...))
 	if r.err == nil {
-		t.Fatalf("a truncated stream became the response %+v", r.resp.Content)
+		t.Fatalf("a truncated stream became a response with the text %q", r.resp.Text())
 	}
 	wantCode(t, r.err, model.CodeMalformedStream)
 }
