@@ -27,7 +27,10 @@ func TestConformance(t *testing.T) {
 	providertest.Run(t, providertest.Harness{New: func(t *testing.T, turns ...providertest.Turn) model.Provider {
 		srv := anthropictest.NewServer(t)
 		for _, turn := range turns {
-			srv.Enqueue(anthropicTurn(t, turn))
+			if turn.Failure == providertest.FailStall {
+				t.Skip("a stalled call never ends, so there is nothing to record")
+			}
+			srv.Enqueue(anthropictest.ConformanceTurn(turn))
 		}
 		rec := replay.NewRecorder(newAnthropic(t, srv.URL()))
 		for range turns {
@@ -177,31 +180,4 @@ func newAnthropic(t *testing.T, url string) model.Provider {
 
 func prompt(s string) *model.Request {
 	return &model.Request{Model: "claude-test", Messages: []model.Message{{Role: model.RoleUser, Content: []model.Block{model.TextBlock(s)}}}}
-}
-
-// anthropicTurn is the fake API's script of a conformance turn; a stall cannot be
-// recorded, since the call it stalls never ends.
-func anthropicTurn(t *testing.T, turn providertest.Turn) anthropictest.Turn {
-	w := anthropictest.Turn{Text: turn.Text, StopReason: string(turn.StopReason), Usage: anthropictest.Usage{
-		InputTokens: turn.Usage.InputTokens, OutputTokens: turn.Usage.OutputTokens,
-		CacheReadInputTokens: turn.Usage.CacheReadTokens, CacheCreationInputTokens: turn.Usage.CacheWriteTokens,
-	}}
-	for _, c := range turn.ToolCalls {
-		w.ToolCalls = append(w.ToolCalls, anthropictest.ToolCall{ID: c.ID, Name: c.Name, Input: c.Input})
-	}
-	switch turn.Failure {
-	case providertest.FailRateLimited:
-		w.Status = http.StatusTooManyRequests
-	case providertest.FailOverloaded:
-		w.Status = 529
-	case providertest.FailBadRequest:
-		w.Status = http.StatusBadRequest
-	case providertest.FailAuth:
-		w.Status = http.StatusUnauthorized
-	case providertest.FailTruncated:
-		w.Fault = anthropictest.FaultTruncated
-	case providertest.FailStall:
-		t.Skip("a stalled call never ends, so there is nothing to record")
-	}
-	return w
 }
