@@ -25,7 +25,8 @@ func New(s scripted.Script) *Provider {
 }
 
 // Load reads a recording written by Recorder.WriteFile (or any script of the scripted
-// provider); it refuses with model.config a file it cannot read or parse.
+// provider without threads); it refuses with model.config a file it cannot read or
+// parse, and a script with threads.
 func Load(path string) (*Provider, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -34,6 +35,9 @@ func Load(path string) (*Provider, error) {
 	s, err := scripted.Parse(data)
 	if err != nil {
 		return nil, err
+	}
+	if len(s.Threads) > 0 {
+		return nil, sema.Errorf(model.CodeConfig, "%s has threads, which a replay does not serve; run it with the scripted provider", path)
 	}
 	return New(s), nil
 }

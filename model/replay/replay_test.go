@@ -116,7 +116,11 @@ func TestLoadRefusesWhatIsNotARecording(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"turns":[{"txt":"typo"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{bad, filepath.Join(dir, "missing.json")} {
+	threads := filepath.Join(dir, "threads.json")
+	if err := os.WriteFile(threads, []byte(`{"turns":[],"threads":[{"match":"explore","turns":[{"text":"x"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{bad, threads, filepath.Join(dir, "missing.json")} {
 		if _, err := replay.Load(path); !sema.IsCode(err, model.CodeConfig) {
 			t.Errorf("Load(%s) = %v, want %s", filepath.Base(path), err, model.CodeConfig)
 		}
