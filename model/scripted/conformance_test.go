@@ -13,9 +13,6 @@ import (
 func TestConformance(t *testing.T) {
 	providertest.Run(t, providertest.Harness{
 		New: newScripted,
-		Known: map[string]string{
-			"CancelledOnDelta": "Stream looks at its context once, before the turn; a call cancelled while its text streams still returns the whole turn",
-		},
 	})
 }
 

@@ -194,12 +194,19 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 	resp := &model.Response{Model: "scripted"}
 	if t.Text != "" {
 		if onDelta != nil {
-			// Deliver the text in word-sized pieces, as a streaming model would.
+			// Deliver the text in word-sized pieces, as a streaming model would, and stop
+			// when the call is cancelled meanwhile, as a stream cut short would.
 			for _, w := range strings.SplitAfter(t.Text, " ") {
+				if ctx.Err() != nil {
+					break
+				}
 				onDelta(model.Delta{Kind: model.DeltaText, Text: w})
 			}
 		}
 		resp.Content = append(resp.Content, model.TextBlock(t.Text))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &sema.Error{Code: model.CodeCancelled, Message: "the model call was cancelled", Err: err}
 	}
 	for i, c := range t.ToolCalls {
 		id := c.ID
