@@ -276,7 +276,7 @@ type Deps struct {
 	FileHistoryCapture FileHistoryCapture
 	// StateDir is sema's own state directory (store, history). It is never readable or
 	// writable by tools. Empty (the default): no state directory to protect.
-	// statedir.Dir.Deps fills it together with Store and History, so stores kept in a
+	// Deps.WithStateDir fills it together with Store and History, so stores kept in a
 	// directory never go without its protection.
 	StateDir string
 	// Approver answers the questions the fold asks (an interactive prompt, a host

@@ -23,7 +23,7 @@ func main() {
 	defer dir.Close()
 
 	spec := agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root, OnAsk: agent.OnAskPark}
-	runner := agent.New(dir.Deps(agent.Deps{Provider: demo.Model()}))
+	runner := agent.New(agent.Deps{Provider: demo.Model()}.WithStateDir(dir))
 	var parked *agent.TaskResult
 	for ev, err := range runner.Events(ctx, spec) { // break would cancel the run
 		demo.Must(ev, err)
@@ -37,7 +37,7 @@ func main() {
 	yes := permission.ApproverFunc(func(ctx context.Context, q permission.ApprovalRequest) (permission.ApprovalDecision, error) {
 		return permission.ApprovalDecision{Behavior: permission.Allow}, nil
 	})
-	later := agent.New(dir.Deps(agent.Deps{Provider: demo.Model(), Approver: yes}))
+	later := agent.New(agent.Deps{Provider: demo.Model(), Approver: yes}.WithStateDir(dir))
 	again := agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: parked.SessionID}}
 	res := demo.Must(later.Resume(ctx, again, agent.Answer{CheckpointID: cp.ID, Allow: true}))
 	fmt.Println("resumed:", res.Status, demo.Read(filepath.Join(root, "CHANGES.md")))
