@@ -24,6 +24,7 @@ var forbidden = []struct {
 	{"shellscan", "tools/shell", true, "reading a command line sits below running it"},
 	{"internal/gate", "tools/shell", true, "judging a command sits below running it"},
 	{"history/treestate", "tools/files", true, "file history's snapshot shares the file tools' .gitignore reader through package gitignore"},
+	{"mcp", "tools/files", true, "MCP images are held to the model's limits through package imagefit"},
 	{"history", "tools/files", true, "the history store sits below the tools"},
 	{"pgstore", "session/sqlitedb", false, "the store-neutral codes live in session/storecode"},
 	{"statedir", "agent", true, "the runner fills its Deps from the state directory (Deps.WithStateDir), not the other way"},
@@ -31,7 +32,7 @@ var forbidden = []struct {
 
 // leaves import nothing of the module but the root package (errors and codes): each has
 // one job and sits under everything that uses it.
-var leaves = []string{"session/storecode", "gitignore"}
+var leaves = []string{"session/storecode", "gitignore", "imagefit"}
 
 func moduleRoot(t *testing.T) string {
 	t.Helper()
@@ -66,7 +67,7 @@ func load(t *testing.T) *Graph {
 func TestGraphSeesKnownEdges(t *testing.T) {
 	t.Parallel()
 	g := load(t)
-	for _, e := range [][2]string{{"agent", "internal/gate"}, {"tools/shell", "shellscan"}, {"history/treestate", "gitignore"}, {"pgstore", "session/storecode"}} {
+	for _, e := range [][2]string{{"agent", "internal/gate"}, {"tools/shell", "shellscan"}, {"history/treestate", "gitignore"}, {"pgstore", "session/storecode"}, {"mcp", "imagefit"}} {
 		if !g.Imports(e[0], e[1]) {
 			t.Errorf("the graph does not see %s -> %s: %v", e[0], e[1], g.OwnImports(e[0]))
 		}
