@@ -8,8 +8,11 @@ package importcheck
 import (
 	"fmt"
 	"go/build"
+	"go/parser"
+	"go/token"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -113,4 +116,32 @@ func (g *Graph) OwnImports(from string) []string {
 // short makes an import path of the module a path inside it.
 func (g *Graph) short(pkg string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(pkg, g.module), "/")
+}
+
+// FilesImporting returns the files (base names) of the package rel of the module rooted
+// at root, among those the current platform builds and tests left out, that import the
+// package to (a path inside the module), for a rule finer than a package: the SQLite
+// store of a package may import the SQLite plumbing, its memory store may not.
+func FilesImporting(module, root, rel, to string) ([]string, error) {
+	dir := filepath.Join(root, filepath.FromSlash(rel))
+	p, err := build.ImportDir(dir, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	want := module + "/" + to
+	var out []string
+	fset := token.NewFileSet()
+	for _, name := range p.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ImportsOnly)
+		if err != nil {
+			return nil, err
+		}
+		for _, spec := range f.Imports {
+			if path, err := strconv.Unquote(spec.Path.Value); err == nil && path == want {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out, nil
 }

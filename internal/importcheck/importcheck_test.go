@@ -30,6 +30,17 @@ var forbidden = []struct {
 	{"statedir", "agent", true, "the runner fills its Deps from the state directory (Deps.WithStateDir), not the other way"},
 }
 
+// onlyFiles names, for a package that holds a store on SQLite beside store-neutral code,
+// the files that may import the SQLite plumbing: the store itself. The memory stores and
+// the interfaces name the store-neutral codes through session/storecode.
+var onlyFiles = []struct {
+	pkg, to string
+	files   []string
+}{
+	{"session", "session/sqlitedb", []string{"sqlite.go"}},
+	{"history", "session/sqlitedb", []string{"sqlite.go"}},
+}
+
 // leaves import nothing of the module but the root package (errors and codes): each has
 // one job and sits under everything that uses it.
 var leaves = []string{"session/storecode", "gitignore", "imagefit"}
@@ -100,6 +111,28 @@ func TestLeavesStayLeaves(t *testing.T) {
 	for _, leaf := range leaves {
 		if own := slices.DeleteFunc(g.OwnImports(leaf), func(p string) bool { return p == "" }); len(own) > 0 {
 			t.Errorf("the leaf %s imports %v; it should import nothing of the module but package sema", leaf, own)
+		}
+	}
+}
+
+// TestSQLiteStaysInTheSQLiteStore fails when a file of a store package other than its
+// SQLite store imports the SQLite plumbing (session/sqlitedb), as the memory stores did
+// for a code.
+func TestSQLiteStaysInTheSQLiteStore(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	for _, o := range onlyFiles {
+		got, err := FilesImporting(module, root, o.pkg, o.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			t.Errorf("no file of %s imports %s: is the check reading the package?", o.pkg, o.to)
+		}
+		for _, f := range got {
+			if !slices.Contains(o.files, f) {
+				t.Errorf("%s/%s imports %s; only %v may (the store-neutral codes are in session/storecode)", o.pkg, f, o.to, o.files)
+			}
 		}
 	}
 }
