@@ -146,8 +146,8 @@ type PermissionDenial struct {
 	Tool string `json:"tool"`
 	// ToolUseID is the model's id of the call, when the runner knows it.
 	ToolUseID string `json:"tool_use_id,omitempty"`
-	// Input is the call's JSON input, a json.RawMessage ({} when the call had none).
-	Input any `json:"input"`
+	// Input is the call's JSON input ({} when the call had none).
+	Input json.RawMessage `json:"input"`
 	// Reason is the refusal's sentence, as the model saw it.
 	Reason string `json:"reason"`
 	// Code is permission.CodeDenied ("permission.denied"), or CodeDeniedByPerson when a
@@ -429,7 +429,7 @@ type ToolUse struct {
 	// Name is the called tool's name.
 	Name string
 	// Input is the call's JSON input as the model wrote it.
-	Input []byte
+	Input json.RawMessage
 }
 
 // ToolResult is a tool call's answer as the model sees it.

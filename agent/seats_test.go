@@ -16,6 +16,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
@@ -276,10 +277,10 @@ func TestDoorRefusesUnknownSeats(t *testing.T) {
 }
 
 // Deps.ImageDownsampler reaches the Read tool of every leg: an injected one is called
-// and its output sent; files.NoDownsample refuses an image over the limits.
+// and its output sent; imagefit.NoDownsample refuses an image over the limits.
 func TestDepsImageDownsampler(t *testing.T) {
 	t.Parallel()
-	wide := image.NewGray(image.Rect(0, 0, files.ImageMaxDimension+100, 10))
+	wide := image.NewGray(image.Rect(0, 0, imagefit.MaxDimension+100, 10))
 	for i := range wide.Pix {
 		wide.Pix[i] = uint8(i)
 	}
@@ -303,15 +304,15 @@ func TestDepsImageDownsampler(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var called atomic.Int32
-			down := func(_ context.Context, data []byte, mt string) (files.DownsampledImage, bool, error) {
+			down := func(_ context.Context, data []byte, mt string) (imagefit.Downsampled, bool, error) {
 				called.Add(1)
 				if !bytes.Equal(data, raw.Bytes()) || mt != "image/png" {
 					t.Errorf("the downsampler was given %d bytes of %s, not the file", len(data), mt)
 				}
-				return files.DownsampledImage{Data: small.Bytes(), MediaType: "image/png"}, true, nil
+				return imagefit.Downsampled{Data: small.Bytes(), MediaType: "image/png"}, true, nil
 			}
 			if c.off {
-				down = files.NoDownsample
+				down = imagefit.NoDownsample
 			}
 			root := t.TempDir()
 			if err := os.WriteFile(filepath.Join(root, "wide.png"), raw.Bytes(), 0o644); err != nil {

@@ -119,7 +119,7 @@ func (c *bashChanges) guarded(ctx context.Context, g *guard, d treestate.Diff) [
 	if len(d.Reverted) > 0 {
 		msg := fmt.Sprintf("%s created or changed protected paths without a person's approval of that exact call, and they were put back (%s): %s", who, shell.CodeProtectedReverted, brief(d.Reverted))
 		l.notice(sema.Notice{Code: shell.CodeProtectedReverted, Message: msg, Detail: map[string]any{"paths": d.Reverted}})
-		var input any = json.RawMessage("{}")
+		input := json.RawMessage("{}")
 		if g.call != nil && len(g.call.input) > 0 {
 			input = g.call.input
 		}

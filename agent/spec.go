@@ -8,6 +8,7 @@ import (
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/hooks"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
@@ -276,7 +277,7 @@ type Deps struct {
 	FileHistoryCapture FileHistoryCapture
 	// StateDir is sema's own state directory (store, history). It is never readable or
 	// writable by tools. Empty (the default): no state directory to protect.
-	// statedir.Dir.Deps fills it together with Store and History, so stores kept in a
+	// Deps.WithStateDir fills it together with Store and History, so stores kept in a
 	// directory never go without its protection.
 	StateDir string
 	// Approver answers the questions the fold asks (an interactive prompt, a host
@@ -295,11 +296,11 @@ type Deps struct {
 	// none.
 	Tools []tools.Tool
 	// ImageDownsampler makes an image Read would show fit the limits a model accepts
-	// (files.ImageMaxBytes, files.ImageMaxDimension), for image files and notebook
-	// outputs alike. files.NoDownsample turns downsampling off: an image over the limits
+	// (imagefit.MaxBytes, imagefit.MaxDimension), for image files and notebook
+	// outputs alike. imagefit.NoDownsample turns downsampling off: an image over the limits
 	// is then refused with fs.image_too_large, never sent as it is. Nil (the default):
-	// the built-in files.DownsampleImage.
-	ImageDownsampler files.ImageDownsampler
+	// the built-in imagefit.Downsample.
+	ImageDownsampler imagefit.Downsampler
 	// OnNotice receives non-fatal announcements as they happen. Nil (the default): none
 	// is delivered as it happens; they are all listed in the TaskResult either way.
 	OnNotice func(sema.Notice)

@@ -16,7 +16,7 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/history/historytest"
 	"github.com/sema-agent/sema/session"
-	"github.com/sema-agent/sema/session/sqlitedb"
+	"github.com/sema-agent/sema/session/storecode"
 )
 
 // storeCase makes an empty store; blobs counts its blob rows.
@@ -544,7 +544,7 @@ func TestSQLiteSharesSessionFile(t *testing.T) {
 	_, err = ss.DB().Exec(`UPDATE schema_version SET version = 99 WHERE component = 'history'`)
 	check(t, err)
 	_, err = history.NewSQLite(ctx, ss.DB())
-	wantCode(t, err, sqlitedb.CodeSchemaTooNew)
+	wantCode(t, err, storecode.SchemaTooNew)
 
 	own, err := history.OpenSQLite(filepath.Join(t.TempDir(), "history.db"))
 	check(t, err)

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/sema-agent/sema"
-	"github.com/sema-agent/sema/session/sqlitedb"
+	"github.com/sema-agent/sema/session/storecode"
 )
 
 // Memory is a Store held in memory, with the SQLite store's contract; every method holds
@@ -41,7 +41,7 @@ func (m *Memory) lock(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return sema.Errorf(sqlitedb.CodeClosed, "the history store was closed")
+		return sema.Errorf(storecode.Closed, "the history store was closed")
 	}
 	return nil
 }

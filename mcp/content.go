@@ -12,9 +12,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/tools"
-	"github.com/sema-agent/sema/tools/files"
 )
 
 // convert turns a server's answer into the Result the model sees:
@@ -91,7 +91,7 @@ func (m *Mount) image(ctx context.Context, out *collector, data []byte, label st
 		out.imagesLeft++
 		return
 	}
-	img, resized, err := files.FitImage(ctx, m.opts.Downsample, data)
+	img, resized, err := imagefit.Fit(ctx, m.opts.Downsample, data)
 	if err != nil {
 		out.note(fmt.Sprintf("[%s (%s) cannot be shown: %s]", upperFirst(label), byteSize(len(data)), sema.MessageOf(err)))
 		return

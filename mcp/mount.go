@@ -11,8 +11,8 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/tools"
-	"github.com/sema-agent/sema/tools/files"
 )
 
 // Defaults of Options.
@@ -96,9 +96,9 @@ type Options struct {
 	// message), and the server is then gone. Zero: DefaultMessageLimit (16 MiB).
 	MessageLimit int
 	// Downsample makes an image a tool returns fit the limits a model accepts
-	// (files.ImageMaxBytes, files.ImageMaxDimension) when it is over them, as for the
-	// images Read shows. Nil: files.DownsampleImage.
-	Downsample files.ImageDownsampler
+	// (imagefit.MaxBytes, imagefit.MaxDimension) when it is over them, as for the
+	// images Read shows. Nil: imagefit.Downsample.
+	Downsample imagefit.Downsampler
 	// Wrap is how a stdio server's process is started: it gets the request the server
 	// would be started with (Argv, Env, Dir) and returns the request to start instead —
 	// the runner wraps the server in its kernel sandbox here, which may ask for

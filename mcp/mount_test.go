@@ -18,10 +18,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/mcp/internal/testserver"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/tools"
-	"github.com/sema-agent/sema/tools/files"
 )
 
 // TestMain lets the test binary double as the stdio test server, and checks that no
@@ -393,7 +393,7 @@ func TestImages(t *testing.T) {
 	}{
 		{name: "small image as is", size: "small", media: "image/png"},
 		{name: "large image downsampled", size: "large", media: "image/jpeg", note: "shown downsampled to 2000x250 jpeg"},
-		{name: "downsampling off", size: "large", opts: Options{Downsample: files.NoDownsample}, note: "downsampling is off"},
+		{name: "downsampling off", size: "large", opts: Options{Downsample: imagefit.NoDownsample}, note: "downsampling is off"},
 	}
 	m0, _ := mount(t, []Server{stdioServer(t, "x", "")}, Options{})
 	for _, c := range cases {

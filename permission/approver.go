@@ -40,8 +40,11 @@ type ApprovalDecision struct {
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
 }
 
-// Approver answers the questions the gate puts to a person: an interactive prompt, a
-// host callback, or a parking seat. An error is read as a refusal.
+// Approver answers the questions the gate puts to a person while the call waits: an
+// interactive prompt or a host callback. An error is read as a refusal. A question
+// that should wait for a person without holding the run is not an approver's job: a
+// task parks it (agent.OnAskPark, which needs a session store), and Runner.Resume
+// answers it later, in any process.
 type Approver interface {
 	// Approve answers one question. It may block until a person answers, and should
 	// return when ctx is done. A non-nil error, or a panic, refuses the call with a

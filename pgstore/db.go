@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sema-agent/sema"
-	"github.com/sema-agent/sema/session/sqlitedb"
+	"github.com/sema-agent/sema/session/storecode"
 )
 
 // Codes of the errors Open and New return themselves; the stores' refusals carry the codes
@@ -25,10 +25,10 @@ const (
 	CodeOpenFailed = "store.open_failed"
 	// CodeSchemaTooNew refuses a database whose sema tables were written by a newer
 	// version of sema; nothing is changed in it. It is the SQLite stores' code.
-	CodeSchemaTooNew = sqlitedb.CodeSchemaTooNew
+	CodeSchemaTooNew = storecode.SchemaTooNew
 	// CodeClosed answers a call on a store whose DB was closed, as the SQLite and memory
 	// stores do.
-	CodeClosed = sqlitedb.CodeClosed
+	CodeClosed = storecode.Closed
 )
 
 // DB is a PostgreSQL database holding sema's session and file-history tables, reached

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema"
-	"github.com/sema-agent/sema/session/sqlitedb"
+	"github.com/sema-agent/sema/session/storecode"
 )
 
 // Store keeps sessions, their legs, transcripts and checkpoints. Every method is safe
@@ -110,7 +110,7 @@ const (
 	CodeAlreadyClaimed     = "checkpoint.already_claimed"  // a second claim of one checkpoint
 	CodeCheckpointInvalid  = "checkpoint.invalid"          // Park refuses the checkpoint
 	CodeDecisionInvalid    = "checkpoint.decision_invalid" // ClaimCheckpoint refuses the decision
-	CodeClosed             = sqlitedb.CodeClosed           // a call on a closed Memory store
+	CodeClosed             = storecode.Closed              // a call on a closed Memory store
 	CodeBusy               = "session.busy"                // AcquireLease while another holder's lease runs
 	CodeLeaseLost          = "session.lease_lost"          // RenewLease by a holder whose lease is gone, or a write whose Claim is not live
 	CodeLeaseInvalid       = "session.lease_invalid"       // a lease call without a holder or with a ttl ≤ 0

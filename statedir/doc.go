@@ -1,10 +1,11 @@
 // Package statedir opens sema's state directory: the one place a deployment keeps what
 // outlives a run. [Open] makes the directory when it is missing and opens, on a single
 // SQLite file in it ([DatabaseName]), both durable stores — the session store (package
-// session) and the file-history store (package history). [Dir.Deps] puts the two stores
-// and the directory itself into an agent.Deps, so the runner records sessions and file
-// history and, in the same stroke, refuses every tool access to the directory that
-// holds them.
+// session) and the file-history store (package history). agent.Deps.WithStateDir puts
+// the two stores and the directory itself into an agent.Deps, so the runner records
+// sessions and file history and, in the same stroke, refuses every tool access to the
+// directory that holds them. (The method is the runner's, so this package, which only
+// opens the stores, does not import it.)
 //
 // Why one constructor: the three seats belong together. A deployment that set
 // Deps.Store and Deps.History but forgot Deps.StateDir would let a tool read the

@@ -30,7 +30,7 @@ func ExampleOpen() {
 	}
 	defer dir.Close()
 
-	deps := dir.Deps(agent.Deps{ /* Provider: anthropic.FromEnv(), … */ })
+	deps := agent.Deps{ /* Provider: anthropic.FromEnv(), … */ }.WithStateDir(dir)
 	fmt.Println("state dir protected:", deps.StateDir == dir.Path())
 	fmt.Println("sessions and history set:", deps.Store != nil && deps.History != nil)
 

@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/sema-agent/sema"
-	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/session/sqlitedb"
@@ -123,15 +122,6 @@ func (d *Dir) Sessions() *session.SQLiteStore { return d.sessions }
 // History returns the file-history store, on the session store's database. It lives
 // until Close.
 func (d *Dir) History() *history.SQLite { return d.history }
-
-// Deps returns deps with its three state-directory seats filled from d: Store (the
-// session store), History (the file-history store) and StateDir (the directory, which
-// tools may then never read or write). Whatever deps held in those seats is replaced;
-// every other field is returned as it was.
-func (d *Dir) Deps(deps agent.Deps) agent.Deps {
-	deps.Store, deps.History, deps.StateDir = d.sessions, d.history, d.path
-	return deps
-}
 
 // Close closes both stores and the database they share. Calls on the stores after Close
 // fail; a second Close returns the first one's result.

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/sema-agent/sema"
-	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/session/sqlitedb"
 	"github.com/sema-agent/sema/statedir"
@@ -86,19 +85,6 @@ func TestOpenRelativeAndExisting(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o755 {
 		t.Fatalf("an existing directory's mode changed to %v", fi.Mode().Perm())
-	}
-}
-
-func TestDepsFillsTheThreeSeats(t *testing.T) {
-	t.Parallel()
-	d := open(t, t.TempDir())
-	in := agent.Deps{Policy: &agent.Policy{DenyGlobs: []string{"/secret/**"}}, MemoryDir: "/notes", StateDir: "/elsewhere", Store: session.NewMemory()}
-	got := d.Deps(in)
-	if got.Store != d.Sessions() || got.History != d.History() || got.StateDir != d.Path() {
-		t.Fatalf("Deps seats: Store=%v History=%v StateDir=%q", got.Store, got.History, got.StateDir)
-	}
-	if got.MemoryDir != "/notes" || got.Policy != in.Policy || len(got.Policy.DenyGlobs) != 1 || got.Policy.DenyGlobs[0] != "/secret/**" {
-		t.Fatalf("Deps changed other fields: %+v", got)
 	}
 }
 

@@ -940,5 +940,5 @@ func openSDKStores(ctx context.Context, home string, memory bool) (*sdkStores, e
 	if err != nil {
 		return nil, &exitErr{code: exitError, err: err}
 	}
-	return &sdkStores{deps: st.Deps, newest: st.Sessions().Newest, close: st.Close}, nil
+	return &sdkStores{deps: func(d agent.Deps) agent.Deps { return d.WithStateDir(st) }, newest: st.Sessions().Newest, close: st.Close}, nil
 }

@@ -687,7 +687,7 @@ before the most recent rewind (an undo is a rewind too: undoing again redoes).`,
 			}
 			defer st.Close()
 			spec.SessionID = args[0]
-			r := agent.New(st.Deps(agent.Deps{SessionLease: lease}))
+			r := agent.New(agent.Deps{SessionLease: lease}.WithStateDir(st))
 			out, err := r.Rewind(cmd.Context(), spec)
 			if err == nil && !spec.DryRun && out != nil && out.Ledger != nil {
 				// An accepted partial restore is still not a restore of everything: a file
@@ -848,7 +848,7 @@ func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.
 	if err != nil {
 		return nil, failed(err)
 	}
-	*deps = st.Deps(*deps)
+	*deps = deps.WithStateDir(st)
 	id := o.resume
 	if o.continueLast {
 		root, err := canonicalRoot(ctx, spec.Root)

@@ -30,7 +30,7 @@ func main() {
 		fmt.Println("asked:", q.Tool, "-", q.Ask.Reason)
 		return permission.ApprovalDecision{Behavior: permission.Allow}, nil
 	})
-	runner := agent.New(dir.Deps(agent.Deps{Provider: provider(), Approver: allow}))
+	runner := agent.New(agent.Deps{Provider: provider(), Approver: allow}.WithStateDir(dir))
 	var res *agent.TaskResult
 	for ev, err := range runner.Events(ctx, agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root}) {
 		must(ev, err) // break would cancel the run

@@ -24,7 +24,7 @@ func main() {
 		root, state := demo.Workspace("CHANGES.md", "# changes\n")
 		dir := demo.Must(statedir.Open(ctx, state))
 		defer dir.Close()
-		runner := agent.New(dir.Deps(agent.Deps{Provider: demo.Model()}))
+		runner := agent.New(agent.Deps{Provider: demo.Model()}.WithStateDir(dir))
 		res := demo.Must(runner.Run(ctx, agent.TaskSpec{Prompt: "add a line to CHANGES.md", Root: root, OnAsk: agent.OnAskPark}))
 		cp, ok := res.Parked()
 		if !ok {
@@ -40,7 +40,7 @@ func main() {
 	state, root, session, checkpoint := os.Args[2], os.Args[3], os.Args[4], os.Args[5]
 	dir := demo.Must(statedir.Open(ctx, state))
 	defer dir.Close()
-	runner := agent.New(dir.Deps(agent.Deps{Provider: demo.Model()}))
+	runner := agent.New(agent.Deps{Provider: demo.Model()}.WithStateDir(dir))
 	res := demo.Must(runner.Resume(ctx, agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: session}}, agent.Answer{CheckpointID: checkpoint, Allow: true}))
 	fmt.Println(res.Status, res.Result)
 	fmt.Println("CHANGES.md:", demo.Read(filepath.Join(root, "CHANGES.md")))

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/sema-agent/sema/env"
-	"github.com/sema-agent/sema/tools/files"
+	"github.com/sema-agent/sema/gitignore"
 )
 
 // Kind is what a protected entry is.
@@ -147,7 +147,7 @@ func (w *walker) spots() error {
 			w.note(p, typ, true)
 			switch {
 			case typ.IsDir():
-				if err := w.dir(p, files.IgnoreMatcher{}, true); err != nil {
+				if err := w.dir(p, gitignore.Matcher{}, true); err != nil {
 					return err
 				}
 			case typ == 0:

@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema/env"
-	"github.com/sema-agent/sema/tools/files"
+	"github.com/sema-agent/sema/gitignore"
 )
 
 // Defaults of the caps.
@@ -269,7 +269,7 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bo
 		if prot {
 			w.note(r, fs.ModeDir, true)
 		}
-		if err := w.dir(r, files.IgnoreMatcher{}, prot); err != nil {
+		if err := w.dir(r, gitignore.Matcher{}, prot); err != nil {
 			return Diff{}, err
 		}
 	}
@@ -539,7 +539,7 @@ type walker struct {
 }
 
 // dir walks directory d; inProt says d is in a protected entry.
-func (w *walker) dir(d string, ign files.IgnoreMatcher, inProt bool) error {
+func (w *walker) dir(d string, ign gitignore.Matcher, inProt bool) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
@@ -660,7 +660,7 @@ func (w *walker) stat() error {
 
 // ignores extends ign with the .gitignore of d, and with .git/info/exclude where d holds
 // a repository.
-func (w *walker) ignores(d string, ents []env.DirEntry, ign files.IgnoreMatcher) files.IgnoreMatcher {
+func (w *walker) ignores(d string, ents []env.DirEntry, ign gitignore.Matcher) gitignore.Matcher {
 	var content []byte
 	for _, e := range ents {
 		switch {

@@ -107,16 +107,11 @@ func (d ReadDenial) fenceDenied(canonical string) bool {
 	return d.g != nil && d.g.resolver != nil && canonical != "" && d.g.resolver.Denied(canonical)
 }
 
-// Placer places one shell target: abs is the path made absolute against the task root
-// (or home), cleaned; canonical is abs with its links resolved; ok is false when it
-// cannot be placed (an expanded word, a directory that may have moved).
-type Placer func(ctx context.Context, t shellscan.Target) (abs, canonical string, ok bool)
-
 // ShellRisk names the first read of the script that could reach a path the Read deny
 // rules or the deny set keep from reads although the command does not name it — "" when
 // there is none. Those reads are:
 //
-//   - a recursive reader (RecursiveSegments) walking a directory that could hold such a
+//   - a recursive reader (shellscan.Script.RecursiveSegments) walking a directory that could hold such a
 //     path, or one that cannot be placed;
 //   - a word the shell expands by globbing or brace expansion (cat secrets/*, cat *.pem,
 //     cat ./.e*) whose literal directory could hold such a path, or cannot be placed;
@@ -128,11 +123,11 @@ type Placer func(ctx context.Context, t shellscan.Target) (abs, canonical string
 //     files of the deny set.
 //
 // Scripts run through sh -c or eval with literal text are read the same way.
-func (d ReadDenial) ShellRisk(ctx context.Context, s *shellscan.Script, place Placer) string {
+func (d ReadDenial) ShellRisk(ctx context.Context, s *shellscan.Script, place shellscan.Placer) string {
 	return d.shellRisk(ctx, s, place, -1, 0)
 }
 
-func (d ReadDenial) shellRisk(ctx context.Context, s *shellscan.Script, place Placer, outer, depth int) string {
+func (d ReadDenial) shellRisk(ctx context.Context, s *shellscan.Script, place shellscan.Placer, outer, depth int) string {
 	if s == nil || d.g == nil || depth >= 3 {
 		return ""
 	}
@@ -166,7 +161,7 @@ func (d ReadDenial) shellRisk(ctx context.Context, s *shellscan.Script, place Pl
 		}
 	}
 	reads, _ := shellscan.ReadTargets(s)
-	recursive := RecursiveSegments(s)
+	recursive := s.RecursiveSegments()
 	for _, t := range reads {
 		if rules && !t.Static && !tildePath(t) {
 			if _, expands := globDir(shellscan.Word{Raw: t.Path}); !expands {
@@ -263,7 +258,7 @@ var gitHarmlessGlobal = []string{"--no-pager", "-P", "--no-optional-locks", "--l
 // gitHistoryProven reports whether the analysis proves that a git command (its arguments
 // after "git") prints no content of a path the deny rules or the deny set cover. It is
 // conservative: anything it does not model is unproven.
-func (d ReadDenial) gitHistoryProven(ctx context.Context, args []shellscan.Word, seg int, place Placer) bool {
+func (d ReadDenial) gitHistoryProven(ctx context.Context, args []shellscan.Word, seg int, place shellscan.Placer) bool {
 	i := 0
 	for ; i < len(args); i++ {
 		w := args[i]
@@ -442,7 +437,7 @@ func gitPatchy(opts []string) bool {
 // pathspecsProven reports whether every pathspec is a literal path (no glob and no magic)
 // below the task root whose tree no deny rule or deny set could reach. An empty list
 // proves nothing: git reads the whole tree.
-func (d ReadDenial) pathspecsProven(ctx context.Context, specs []string, seg int, place Placer) bool {
+func (d ReadDenial) pathspecsProven(ctx context.Context, specs []string, seg int, place shellscan.Placer) bool {
 	if len(specs) == 0 {
 		return false
 	}
@@ -466,7 +461,7 @@ func (d ReadDenial) pathspecsProven(ctx context.Context, specs []string, seg int
 // make it relative to the working directory instead. The object is a blob at exactly
 // that path, or a tree, which shows names and object ids, never content: the path itself
 // is judged, not what may lie beneath it.
-func (d ReadDenial) colonProven(ctx context.Context, obj string, seg int, place Placer) bool {
+func (d ReadDenial) colonProven(ctx context.Context, obj string, seg int, place shellscan.Placer) bool {
 	_, p, _ := strings.Cut(obj, ":")
 	if len(p) >= 2 && p[0] >= '0' && p[0] <= '3' && p[1] == ':' {
 		p = p[2:]

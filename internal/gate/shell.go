@@ -22,7 +22,7 @@ type shellFacts struct {
 	writesComplete bool
 	reads          []placed
 	readsComplete  bool
-	// recursive is RecursiveSegments of the script, computed on first use.
+	// recursive is the script's RecursiveSegments, computed on first use.
 	recursive []bool
 
 	// cands are the readings of each segment a restrictive rule is matched against,
@@ -135,7 +135,7 @@ func (g *Gate) gitPlace(ctx context.Context, f *fold, used *bool) shellscan.Plac
 // shellPlacer places targets of the fold's command for ReadDenial.ShellRisk, as the
 // command's own targets are placed: relative to the task root unless the directory may
 // have moved before the segment.
-func (g *Gate) shellPlacer(f *fold) Placer {
+func (g *Gate) shellPlacer(f *fold) shellscan.Placer {
 	pl := placer{g: g, scope: &f.call.Scope, moved: dirMoved(f.shell.script), memo: map[string]string{}}
 	return func(ctx context.Context, t shellscan.Target) (string, string, bool) {
 		ps := pl.place(ctx, []shellscan.Target{t})
@@ -567,7 +567,7 @@ func (g *Gate) shellReadOnly(ctx context.Context, f *fold) bool {
 	return !g.walksDenied(ctx, sf, -1)
 }
 
-// walksDenied reports whether a recursive reader of the command (RecursiveSegments) walks
+// walksDenied reports whether a recursive reader of the command (shellscan.Script.RecursiveSegments) walks
 // a read target that could hold files of the deny set (Resolver.MayContainDenied): the
 // deny set is refused for reads, and a walk of a directory above it would read it
 // unnamed, so such a command is not read-only for the mode's purposes and goes to the
@@ -577,7 +577,7 @@ func (g *Gate) walksDenied(ctx context.Context, sf *shellFacts, seg int) bool {
 		return false // nothing is placed: no Bash read is answered by a mode
 	}
 	if sf.recursive == nil {
-		sf.recursive = RecursiveSegments(sf.script)
+		sf.recursive = sf.script.RecursiveSegments()
 	}
 	for _, p := range sf.reads {
 		i := p.t.Segment

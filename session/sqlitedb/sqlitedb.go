@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/session/storecode"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -65,12 +66,13 @@ func (o Options) busyTimeout() time.Duration {
 	return 10 * time.Second
 }
 
-// Codes shared by the stores.
+// Codes shared by the stores (package storecode), named here too for the callers of
+// this package.
 const (
 	// CodeSchemaTooNew refuses a database written by a newer version of sema.
-	CodeSchemaTooNew = "store.schema_too_new"
+	CodeSchemaTooNew = storecode.SchemaTooNew
 	// CodeClosed answers a call on a store that was closed.
-	CodeClosed = "store.closed"
+	CodeClosed = storecode.Closed
 )
 
 // Open opens (creating when absent) the SQLite database at path. A new file is created

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -32,10 +33,10 @@ type Config struct {
 	// is one. Nil: no rule denies anything.
 	Denied DenyFunc
 	// ImageDownsampler makes an image Read would show (a file, or a notebook's image
-	// output) fit the limits a model accepts, when it is over them; NoDownsample turns
-	// downsampling off, and such an image is then refused. Nil: DownsampleImage, the
-	// built-in one.
-	ImageDownsampler ImageDownsampler
+	// output) fit the limits a model accepts, when it is over them;
+	// imagefit.NoDownsample turns downsampling off, and such an image is then refused.
+	// Nil: imagefit.Downsample, the built-in one.
+	ImageDownsampler imagefit.Downsampler
 }
 
 // DenyFunc reports whether a rule keeps the absolute path p from the named tool.

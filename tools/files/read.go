@@ -21,6 +21,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/tools"
 )
@@ -28,16 +29,17 @@ import (
 // Codes of the read tools' error results. Path refusals keep the fence's codes
 // (fs.path_not_in_root, fs.path_unresolvable, …).
 const (
-	CodeFileNotFound    = "fs.file_not_found"   // the path does not exist
-	CodeIsDirectory     = "fs.is_directory"     // Read was given a directory
-	CodeNotDirectory    = "fs.not_directory"    // LS or Glob was given a file
-	CodeNotRegular      = "fs.not_regular_file" // a device, socket or pipe
-	CodeBinaryFile      = "fs.binary_file"      // Read refuses binary content (PDF included, for now)
-	CodeFileTooLarge    = "fs.file_too_large"   // the answer would be too large; read a part
-	CodeImageTooLarge   = "fs.image_too_large"  // an image above the limits that cannot be downsampled, or with downsampling off
-	CodeImageUnreadable = "fs.image_unreadable" // an image that does not decode
-	CodeReadFailed      = "fs.read_failed"      // the env could not read the file
-	CodePatternInvalid  = "fs.pattern_invalid"  // a glob or regular expression that does not compile
+	CodeFileNotFound          = "fs.file_not_found"           // the path does not exist
+	CodeIsDirectory           = "fs.is_directory"             // Read was given a directory
+	CodeNotDirectory          = "fs.not_directory"            // LS or Glob was given a file
+	CodeNotRegular            = "fs.not_regular_file"         // a device, socket or pipe
+	CodeBinaryFile            = "fs.binary_file"              // Read refuses binary content (PDF included, for now)
+	CodeFileTooLarge          = "fs.file_too_large"           // the answer would be too large; read a part
+	CodeImageTooLarge         = imagefit.CodeTooLarge         // an image above the limits that cannot be downsampled, or with downsampling off
+	CodeImageUnreadable       = imagefit.CodeUnreadable       // an image that does not decode
+	CodeImageDownsampleFailed = imagefit.CodeDownsampleFailed // the image downsampler failed: an error without a code, a panic, or bytes that are not an image
+	CodeReadFailed            = "fs.read_failed"              // the env could not read the file
+	CodePatternInvalid        = "fs.pattern_invalid"          // a glob or regular expression that does not compile
 )
 
 // Limits of the Read tool.
@@ -143,7 +145,7 @@ func (t *readTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return readFailure(ctx, in.FilePath, err)
 	}
-	if mt := sniffImage(head); mt != "" {
+	if mt := imagefit.Sniff(head); mt != "" {
 		return t.readImage(ctx, in.FilePath, p.Canonical, fi, br, mt)
 	}
 	if strings.EqualFold(filepath.Ext(p.Canonical), ".ipynb") {
@@ -429,7 +431,7 @@ func (t *readTool) readImage(ctx context.Context, spelled, canonical string, fi 
 	if tooLarge {
 		return tools.Fail(CodeImageTooLarge, "the image %s is larger than %d MB and cannot be shown", spelled, readMaxWholeFile>>20)
 	}
-	img, err := t.cfg.fitImage(ctx, data, mediaType)
+	img, err := imagefit.FitAs(ctx, t.cfg.ImageDownsampler, data, mediaType)
 	if err != nil {
 		if ctx.Err() != nil {
 			return cancelled()
@@ -437,14 +439,14 @@ func (t *readTool) readImage(ctx context.Context, spelled, canonical string, fi 
 		return tools.FromError(err, CodeImageDownsampleFailed)
 	}
 	t.record(canonical, fi, int64(len(data)), hash)
-	note := fmt.Sprintf("Image %s (%s, %dx%d, %s).", spelled, mediaType, img.width, img.height, byteSize(len(data)))
-	if img.resized {
-		note = fmt.Sprintf("Image %s (%s, %dx%d, %s), shown downsampled to %dx%d %s (%s).", spelled, mediaType, img.width, img.height,
-			byteSize(len(data)), img.outWidth, img.outHeight, img.mediaType, byteSize(len(img.data)))
+	note := fmt.Sprintf("Image %s (%s, %dx%d, %s).", spelled, mediaType, img.Width, img.Height, byteSize(len(data)))
+	if img.Resized {
+		note = fmt.Sprintf("Image %s (%s, %dx%d, %s), shown downsampled to %dx%d %s (%s).", spelled, mediaType, img.Width, img.Height,
+			byteSize(len(data)), img.OutWidth, img.OutHeight, img.MediaType, byteSize(len(img.Data)))
 	}
 	return tools.Result{Content: []model.Block{
 		model.TextBlock(note),
-		{Kind: model.KindImage, MediaType: img.mediaType, Data: img.data},
+		{Kind: model.KindImage, MediaType: img.MediaType, Data: img.Data},
 	}}
 }
 

@@ -11,11 +11,12 @@ import (
 	"testing"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/tools"
 )
 
 // readWith returns the Read tool of f's session with the image downsampler d.
-func (f *readFix) readWith(d ImageDownsampler) tools.Tool {
+func (f *readFix) readWith(d imagefit.Downsampler) tools.Tool {
 	return &readTool{Config{Env: f.env, Fence: f.fence, ReadState: f.rs, ImageDownsampler: d}}
 }
 
@@ -27,71 +28,71 @@ func TestImageDownsamplerSeat(t *testing.T) {
 	t.Parallel()
 	f := newReadFix(t)
 	small := encodePNG(t, gradient(40, 30))
-	wide := encodePNG(t, gradient(2100, 200)) // over ImageMaxDimension, few bytes
+	wide := encodePNG(t, gradient(2100, 200)) // over imagefit.MaxDimension, few bytes
 	f.put(map[string]string{"small.png": string(small), "wide.png": string(wide)})
 	out := encodePNG(t, gradient(20, 2)) // what the injected downsampler answers with
 
 	cases := []struct {
 		name string
-		down ImageDownsampler
+		down imagefit.Downsampler
 		file string
 		code string // "" = success
 		want []byte // on success: the image block's bytes
 		text string // a fragment the result's text must hold
 	}{
 		{name: "injected, over the limits", file: "wide.png", want: out, text: "downsampled to 20x2 image/png",
-			down: func(_ context.Context, data []byte, mt string) (DownsampledImage, bool, error) {
+			down: func(_ context.Context, data []byte, mt string) (imagefit.Downsampled, bool, error) {
 				if !bytes.Equal(data, wide) || mt != "image/png" {
-					return DownsampledImage{}, false, errors.New("called with the wrong image")
+					return imagefit.Downsampled{}, false, errors.New("called with the wrong image")
 				}
-				return DownsampledImage{Data: out, MediaType: "image/png"}, true, nil
+				return imagefit.Downsampled{Data: out, MediaType: "image/png"}, true, nil
 			}},
 		{name: "injected, media type read from the bytes", file: "wide.png", want: out,
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
-				return DownsampledImage{Data: out}, true, nil
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
+				return imagefit.Downsampled{Data: out}, true, nil
 			}},
 		{name: "injected, small image untouched", file: "small.png", want: small,
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
 				panic("called for an image within the limits")
 			}},
 		{name: "built-in", file: "wide.png", text: "downsampled to 2000x190 image/jpeg"},
-		{name: "off, small image untouched", file: "small.png", want: small, down: NoDownsample},
-		{name: "off, over the limits", file: "wide.png", down: NoDownsample, code: CodeImageTooLarge, text: "downsampling is off"},
+		{name: "off, small image untouched", file: "small.png", want: small, down: imagefit.NoDownsample},
+		{name: "off, over the limits", file: "wide.png", down: imagefit.NoDownsample, code: CodeImageTooLarge, text: "downsampling is off"},
 		{name: "declines", file: "wide.png", code: CodeImageTooLarge, text: "could not make it smaller",
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
-				return DownsampledImage{}, false, nil
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
+				return imagefit.Downsampled{}, false, nil
 			}},
 		{name: "errors", file: "wide.png", code: CodeImageDownsampleFailed, text: "the image downsampler failed: no codec",
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
-				return DownsampledImage{}, false, errors.New("no codec")
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
+				return imagefit.Downsampled{}, false, errors.New("no codec")
 			}},
 		{name: "errors with a code of its own", file: "wide.png", code: "acme.quota",
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
-				return DownsampledImage{}, false, sema.Errorf("acme.quota", "the image service is over its quota")
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
+				return imagefit.Downsampled{}, false, sema.Errorf("acme.quota", "the image service is over its quota")
 			}},
 		{name: "panics", file: "wide.png", code: CodeImageDownsampleFailed, text: "panicked: boom",
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
 				panic("boom")
 			}},
 		{name: "returns the original", file: "wide.png", code: CodeImageTooLarge, text: "still over them",
-			down: func(_ context.Context, data []byte, mt string) (DownsampledImage, bool, error) {
-				return DownsampledImage{Data: data, MediaType: mt}, true, nil
+			down: func(_ context.Context, data []byte, mt string) (imagefit.Downsampled, bool, error) {
+				return imagefit.Downsampled{Data: data, MediaType: mt}, true, nil
 			}},
 		{name: "returns nothing", file: "wide.png", code: CodeImageDownsampleFailed,
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
-				return DownsampledImage{}, true, nil
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
+				return imagefit.Downsampled{}, true, nil
 			}},
 		{name: "returns text", file: "wide.png", code: CodeImageDownsampleFailed,
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
-				return DownsampledImage{Data: []byte("<svg/>"), MediaType: "image/png"}, true, nil
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
+				return imagefit.Downsampled{Data: []byte("<svg/>"), MediaType: "image/png"}, true, nil
 			}},
 		{name: "mislabels its output", file: "wide.png", code: CodeImageDownsampleFailed, text: "not a image/jpeg image",
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
-				return DownsampledImage{Data: out, MediaType: "image/jpeg"}, true, nil
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
+				return imagefit.Downsampled{Data: out, MediaType: "image/jpeg"}, true, nil
 			}},
 		{name: "returns a truncated image", file: "wide.png", code: CodeImageDownsampleFailed, text: "does not decode",
-			down: func(context.Context, []byte, string) (DownsampledImage, bool, error) {
-				return DownsampledImage{Data: out[:12]}, true, nil
+			down: func(context.Context, []byte, string) (imagefit.Downsampled, bool, error) {
+				return imagefit.Downsampled{Data: out[:12]}, true, nil
 			}},
 	}
 	for _, c := range cases {
@@ -110,7 +111,7 @@ func TestImageDownsamplerSeat(t *testing.T) {
 				if c.want != nil && !bytes.Equal(imgs[0].Data, c.want) {
 					t.Errorf("sent %d bytes, want the %d expected", len(imgs[0].Data), len(c.want))
 				}
-				if len(imgs[0].Data) > ImageMaxBytes {
+				if len(imgs[0].Data) > imagefit.MaxBytes {
 					t.Errorf("sent %d bytes, over the limit", len(imgs[0].Data))
 				}
 			}
@@ -140,9 +141,9 @@ func TestNotebookImagesUseTheDownsampler(t *testing.T) {
 	}
 	f.put(map[string]string{"nb.ipynb": string(raw)})
 	var calls atomic.Int32
-	counting := func(ctx context.Context, data []byte, mt string) (DownsampledImage, bool, error) {
+	counting := func(ctx context.Context, data []byte, mt string) (imagefit.Downsampled, bool, error) {
 		calls.Add(1)
-		return NoDownsample(ctx, data, mt)
+		return imagefit.NoDownsample(ctx, data, mt)
 	}
 	r := f.readWith(counting).Run(context.Background(), json.RawMessage(`{"file_path":"nb.ipynb"}`))
 	if r.IsError {
@@ -167,59 +168,13 @@ func TestDownsamplerCancelled(t *testing.T) {
 	f := newReadFix(t)
 	f.put(map[string]string{"wide.png": string(encodePNG(t, gradient(2100, 200)))})
 	ctx, cancel := context.WithCancel(context.Background())
-	waits := func(ctx context.Context, _ []byte, _ string) (DownsampledImage, bool, error) {
+	waits := func(ctx context.Context, _ []byte, _ string) (imagefit.Downsampled, bool, error) {
 		cancel()
 		<-ctx.Done()
-		return DownsampledImage{}, false, ctx.Err()
+		return imagefit.Downsampled{}, false, ctx.Err()
 	}
 	r := f.readWith(waits).Run(ctx, json.RawMessage(`{"file_path":"wide.png"}`))
 	if !r.IsError || r.Code != tools.CodeCancelled || len(imageBlocks(r)) != 0 {
 		t.Fatalf("error %v code %q: %s", r.IsError, r.Code, r.TextOf())
-	}
-}
-
-// FitImage holds an image from elsewhere to Read's limits: within them it is returned
-// as is, over them it goes through the downsampler, and bytes that are not an image, or
-// whose claimed type would have to be trusted, are refused with a code.
-func TestFitImage(t *testing.T) {
-	t.Parallel()
-	small := encodePNG(t, gradient(40, 30))
-	wide := encodePNG(t, gradient(2100, 200))
-	cases := []struct {
-		name    string
-		data    []byte
-		down    ImageDownsampler
-		code    string // "" = success
-		resized bool
-		media   string
-	}{
-		{name: "within the limits", data: small, media: "image/png"},
-		{name: "over the limits, built-in", data: wide, resized: true, media: "image/jpeg"},
-		{name: "over the limits, off", data: wide, down: NoDownsample, code: CodeImageTooLarge},
-		{name: "not an image", data: []byte("hello, world"), code: CodeImageUnreadable},
-		{name: "truncated PNG", data: small[:20], code: CodeImageUnreadable},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			img, resized, err := FitImage(context.Background(), c.down, c.data)
-			if c.code != "" {
-				if sema.CodeOf(err) != c.code {
-					t.Fatalf("err = %v, want code %s", err, c.code)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resized != c.resized || img.MediaType != c.media {
-				t.Fatalf("resized %v media %q, want %v %q", resized, img.MediaType, c.resized, c.media)
-			}
-			if !c.resized && !bytes.Equal(img.Data, c.data) {
-				t.Fatal("an image within the limits was changed")
-			}
-			if len(img.Data) > ImageMaxBytes {
-				t.Fatalf("%d bytes, over the limit", len(img.Data))
-			}
-		})
 	}
 }

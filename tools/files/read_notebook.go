@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/tools"
 )
@@ -90,7 +91,9 @@ func (t *readTool) readNotebook(ctx context.Context, in readInput, canonical str
 		}
 		return t.readText(ctx, in, canonical, fi, bufio.NewReader(bytes.NewReader(data)))
 	}
-	blocks := renderNotebook(&nb, func(raw []byte, mt string) (fittedImage, error) { return t.cfg.fitImage(ctx, raw, mt) })
+	blocks := renderNotebook(&nb, func(raw []byte, mt string) (imagefit.Fitted, error) {
+		return imagefit.FitAs(ctx, t.cfg.ImageDownsampler, raw, mt)
+	})
 	if ctx.Err() != nil {
 		return cancelled()
 	}
@@ -122,7 +125,7 @@ func textSize(blocks []model.Block) int {
 // with image outputs as image blocks between the text blocks, each made to fit by fit (an
 // output fit refuses is left out, with a line saying why). A cell without an id (before
 // nbformat 4.5) is named cell-N by its 0-based index, the name NotebookEdit accepts.
-func renderNotebook(nb *ipynbFile, fit func(data []byte, mediaType string) (fittedImage, error)) []model.Block {
+func renderNotebook(nb *ipynbFile, fit func(data []byte, mediaType string) (imagefit.Fitted, error)) []model.Block {
 	lang := nb.Metadata.LanguageInfo.Name
 	if lang == "" {
 		lang = "python"
@@ -176,7 +179,7 @@ func renderNotebook(nb *ipynbFile, fit func(data []byte, mediaType string) (fitt
 						fmt.Fprintf(&b, "[an image output was left out: %v]\n", err)
 						continue
 					}
-					blocks = append(blocks, model.TextBlock(b.String()), model.Block{Kind: model.KindImage, MediaType: img.mediaType, Data: img.data})
+					blocks = append(blocks, model.TextBlock(b.String()), model.Block{Kind: model.KindImage, MediaType: img.MediaType, Data: img.Data})
 					b.Reset()
 					images++
 				}

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -256,7 +257,7 @@ func TestReadImages(t *testing.T) {
 	f := newReadFix(t)
 	small := encodePNG(t, gradient(40, 30))
 	wide := encodePNG(t, gradient(2100, 200))
-	heavy := withTextChunk(t, encodePNG(t, gradient(64, 48)), ImageMaxBytes) // few pixels, many bytes
+	heavy := withTextChunk(t, encodePNG(t, gradient(64, 48)), imagefit.MaxBytes) // few pixels, many bytes
 	var jpg, gf bytes.Buffer
 	if err := jpeg.Encode(&jpg, gradient(64, 64), nil); err != nil {
 		t.Fatal(err)
@@ -264,7 +265,7 @@ func TestReadImages(t *testing.T) {
 	if err := gif.Encode(&gf, gradient(16, 16), nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(heavy) <= ImageMaxBytes {
+	if len(heavy) <= imagefit.MaxBytes {
 		t.Fatalf("the heavy fixture is only %d bytes", len(heavy))
 	}
 	f.put(map[string]string{
@@ -290,8 +291,8 @@ func TestReadImages(t *testing.T) {
 		{file: "photo.jpg", mediaType: "image/jpeg", same: jpg.Bytes()},
 		{file: "anim.gif", mediaType: "image/gif", same: gf.Bytes()},
 		{file: "small.webp", mediaType: "image/webp", same: webpHeader(100, 50)},
-		{file: "wide.png", mediaType: "image/jpeg", maxW: ImageMaxDimension, wantW: 2000},
-		{file: "heavy.png", mediaType: "image/jpeg", maxW: ImageMaxDimension, wantW: 64},
+		{file: "wide.png", mediaType: "image/jpeg", maxW: imagefit.MaxDimension, wantW: 2000},
+		{file: "heavy.png", mediaType: "image/jpeg", maxW: imagefit.MaxDimension, wantW: 64},
 	}
 	for _, c := range cases {
 		r := f.run("Read", map[string]any{"file_path": c.file})
@@ -306,7 +307,7 @@ func TestReadImages(t *testing.T) {
 		if b.MediaType != c.mediaType {
 			t.Errorf("Read(%s): media type %s, want %s", c.file, b.MediaType, c.mediaType)
 		}
-		if len(b.Data) > ImageMaxBytes {
+		if len(b.Data) > imagefit.MaxBytes {
 			t.Errorf("Read(%s): %d bytes, over the limit", c.file, len(b.Data))
 		}
 		if c.same != nil {
@@ -330,27 +331,6 @@ func TestReadImages(t *testing.T) {
 	f.fails("Read", map[string]any{"file_path": "broken.png"}, CodeImageUnreadable)
 	if rec, ok := f.rs.Lookup(f.path("heavy.png")); !ok || rec.Size != int64(len(heavy)) || rec.Hash != contentHash(heavy) {
 		t.Errorf("an image read recorded %+v (ok %v), want the file's size and hash", rec, ok)
-	}
-}
-
-func TestBoxResizeAveragesAndFlattensAlpha(t *testing.T) {
-	t.Parallel()
-	src := image.NewNRGBA(image.Rect(0, 0, 4, 2))
-	for x := range 4 {
-		for y := range 2 {
-			c := color.NRGBA{0, 0, 0, 255} // black
-			if x >= 2 {
-				c = color.NRGBA{255, 0, 0, 0} // fully transparent: white once flattened
-			}
-			src.SetNRGBA(x, y, c)
-		}
-	}
-	dst := boxResize(src, 2, 1)
-	if got := dst.RGBAAt(0, 0); got != (color.RGBA{0, 0, 0, 255}) {
-		t.Errorf("left pixel = %v, want opaque black", got)
-	}
-	if got := dst.RGBAAt(1, 0); got != (color.RGBA{255, 255, 255, 255}) {
-		t.Errorf("right pixel = %v, want white", got)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
+	"github.com/sema-agent/sema/gitignore"
 )
 
 // vcsDirs are version-control metadata directories: never listed, never searched.
@@ -61,7 +62,7 @@ type walker struct {
 type dirJob struct {
 	path  string
 	depth int // 0 for the walk root
-	ign   *ignoreStack
+	ign   gitignore.Matcher
 }
 
 // newWalker prepares a walk of the canonical directory root.
@@ -123,7 +124,7 @@ func (w *walker) list(ctx context.Context, d dirJob, files []walkFile) ([]walkFi
 	}
 	ign := d.ign
 	if w.opts.Gitignore {
-		ign = ign.push(w.cfg.dirIgnores(ctx, d.path, ents))
+		ign = ign.With(d.path, w.cfg.dirIgnores(ctx, d.path, ents))
 	}
 	var dirs []dirJob
 	for _, e := range ents {
@@ -136,12 +137,12 @@ func (w *walker) list(ctx context.Context, d dirJob, files []walkFile) ([]walkFi
 		}
 		switch {
 		case e.Type.IsDir():
-			if w.opts.MaxDepth > 0 && d.depth+1 >= w.opts.MaxDepth || ign.ignored(p, true) {
+			if w.opts.MaxDepth > 0 && d.depth+1 >= w.opts.MaxDepth || ign.Ignored(p, true) {
 				continue
 			}
 			dirs = append(dirs, dirJob{path: p, depth: d.depth + 1, ign: ign})
 		case e.Type&iofs.ModeSymlink != 0:
-			if ign.ignored(p, false) {
+			if ign.Ignored(p, false) {
 				continue
 			}
 			// A link is judged under both names: a rule names a link and its target alike.
@@ -149,7 +150,7 @@ func (w *walker) list(ctx context.Context, d dirJob, files []walkFile) ([]walkFi
 				files = append(files, walkFile{Path: p, Canonical: canon, Rel: p[w.relFrom:]})
 			}
 		case e.Type.IsRegular():
-			if !ign.ignored(p, false) {
+			if !ign.Ignored(p, false) {
 				files = append(files, walkFile{Path: p, Canonical: p, Rel: p[w.relFrom:]})
 			}
 		}
@@ -182,8 +183,9 @@ func (c Config) linkedFile(ctx context.Context, p string) (string, bool) {
 }
 
 // dirIgnores reads the ignore files of the canonical directory dir whose listing is ents:
-// its .gitignore, and .git/info/exclude when dir holds a repository.
-func (c Config) dirIgnores(ctx context.Context, dir string, ents []env.DirEntry) *ignoreFile {
+// its .gitignore, and .git/info/exclude when dir holds a repository. It returns their
+// content, the exclude file first, or nil when there is none.
+func (c Config) dirIgnores(ctx context.Context, dir string, ents []env.DirEntry) []byte {
 	var content []byte
 	for _, e := range ents {
 		switch e.Name {
@@ -218,16 +220,13 @@ func (c Config) dirIgnores(ctx context.Context, dir string, ents []env.DirEntry)
 			}
 		}
 	}
-	if content == nil {
-		return nil
-	}
-	return parseIgnore(dir, content)
+	return content
 }
 
 // ancestorIgnores collects the ignore files of root's ancestors, from the read root that
 // holds root down to root's parent: a search of a subdirectory honours the .gitignore of
 // the project around it, and never reads a file outside the read roots.
-func (c Config) ancestorIgnores(ctx context.Context, root string) *ignoreStack {
+func (c Config) ancestorIgnores(ctx context.Context, root string) gitignore.Matcher {
 	var top string
 	for _, r := range c.Fence.ReadRoots() {
 		if fence.Contains(r, root) && len(r) > len(top) {
@@ -235,7 +234,7 @@ func (c Config) ancestorIgnores(ctx context.Context, root string) *ignoreStack {
 		}
 	}
 	if top == "" || top == root {
-		return nil
+		return gitignore.Matcher{}
 	}
 	var chain []string
 	for d := path.Dir(root); ; d = path.Dir(d) {
@@ -244,13 +243,13 @@ func (c Config) ancestorIgnores(ctx context.Context, root string) *ignoreStack {
 			break
 		}
 	}
-	var st *ignoreStack
+	var st gitignore.Matcher
 	for i := len(chain) - 1; i >= 0; i-- {
 		ents, err := c.Env.ReadDir(ctx, chain[i])
 		if err != nil {
 			continue
 		}
-		st = st.push(c.dirIgnores(ctx, chain[i], ents))
+		st = st.With(chain[i], c.dirIgnores(ctx, chain[i], ents))
 	}
 	return st
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/gitconf"
-	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/shellscan"
 	"github.com/sema-agent/sema/tools"
 )
@@ -108,9 +107,9 @@ func (t *readonlyTool) Run(ctx context.Context, input json.RawMessage) tools.Res
 // symbolic links or reads a list of names: shellscan.Target.Reason); shellscan knows every
 // path the command reads; and every one of those paths, and every literal argument that is
 // not an option, resolves inside the read roots; and no recursive reader (grep -r, rg,
-// find, ls -R, du, tree, git grep; gate.RecursiveSegments) walks a directory that
-// could hold files of the deny set, which it would read without naming them. The first
-// failure is the answer.
+// find, ls -R, du, tree, git grep; shellscan.Script.RecursiveSegments) walks a
+// directory that could hold files of the deny set, which it would read without naming
+// them. The first failure is the answer.
 func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 	refuse := func(format string, args ...any) *tools.Result {
 		r := tools.Fail(CodeNotReadOnly, "bash_readonly did not run the command: "+format, args...)
@@ -181,7 +180,7 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 			r := tools.Fail(fence.CodeNotInRoot, "bash_readonly did not run the command: the path %q is outside the read roots; use a path inside %s.", p, strings.Join(s.cfg.Fence.ReadRoots(), ", "))
 			return &r
 		}
-		if rd := s.cfg.ReadDenial; rd.Denied("Read", s.absolute(p)) || rd.Denied("Read", fp.Canonical) {
+		if rd := s.cfg.ReadDenial; rd != nil && (rd.Denied("Read", s.absolute(p)) || rd.Denied("Read", fp.Canonical)) {
 			r := tools.Fail(fence.CodeDenied, "bash_readonly did not run the command: a deny rule keeps %q from reads; leave it out.", p)
 			return &r
 		}
@@ -192,11 +191,13 @@ func (s *Set) proveReadOnly(ctx context.Context, command string) *tools.Result {
 		}
 		canonical[p] = fp.Canonical
 	}
-	if why := s.cfg.ReadDenial.ShellRisk(ctx, script, s.readonlyPlacer); why != "" {
-		r := tools.Fail(fence.CodeDenied, "bash_readonly did not run the command: %s.", why)
-		return &r
+	if rd := s.cfg.ReadDenial; rd != nil {
+		if why := rd.ShellRisk(ctx, script, s.readonlyPlacer); why != "" {
+			r := tools.Fail(fence.CodeDenied, "bash_readonly did not run the command: %s.", why)
+			return &r
+		}
 	}
-	recursive := gate.RecursiveSegments(script)
+	recursive := script.RecursiveSegments()
 	for _, tg := range targets {
 		if i := tg.Segment; i < 0 || i >= len(recursive) || !recursive[i] {
 			continue

@@ -16,8 +16,8 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
-	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/shellscan"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -121,11 +121,24 @@ type Config struct {
 	// Changes, when set, records what Bash commands change in the write roots for file
 	// history (see ChangeRecorder). Nil: Bash changes are not recorded.
 	Changes ChangeRecorder
-	// ReadDenial is the gate's judgement of reads (gate.Gate.ReadDenial):
-	// bash_readonly refuses a command naming a path a Read deny rule covers, and one
-	// whose unnamed reads (a recursive search, git's object store) could reach such a
-	// path. The zero value knows no rules; the fence's deny set is judged regardless.
-	ReadDenial gate.ReadDenial
+	// ReadDenial is the judgement of reads by deny rules (the agent hands in its
+	// permission gate's): bash_readonly refuses a command naming a path a Read deny rule
+	// covers, and one whose unnamed reads (a recursive search, git's object store) could
+	// reach such a path. Nil knows no rules; the fence's deny set is judged regardless.
+	ReadDenial ReadDenial
+}
+
+// ReadDenial judges reads by the deny rules of the permission layer, for bash_readonly:
+// the set only reads and runs the command, the judge above it knows the rules. It must
+// be safe for concurrent use.
+type ReadDenial interface {
+	// Denied reports whether a deny rule covering tool ("Read" for a shell command)
+	// names the absolute path p.
+	Denied(tool, p string) bool
+	// ShellRisk names the first read of the script that could reach a denied path
+	// although the command does not name it (a recursive search, a glob, git's object
+	// store), or "" when there is none; place places the script's targets.
+	ShellRisk(ctx context.Context, s *shellscan.Script, place shellscan.Placer) string
 }
 
 // PermissionRequest is what the permission gate sees of a command about to run.

@@ -1,15 +1,13 @@
-package gate
+package shellscan
 
 import (
 	"path/filepath"
 	"strings"
-
-	"github.com/sema-agent/sema/shellscan"
 )
 
-// RecursiveSegments reports, for each segment of s (by its index in s.Segments), whether
-// the program it runs, looked at through its wrappers, reads the directories among its
-// read targets recursively: grep, egrep and fgrep with -r, -R, --recursive or
+// RecursiveSegments reports, for each segment of the script (by its index in
+// s.Segments), whether the program it runs, looked at through its wrappers, reads the
+// directories among its read targets recursively: grep, egrep and fgrep with -r, -R, --recursive or
 // -d/--directories recurse; rg, find, du and tree always; ls with -R or --recursive;
 // diff with -r or --recursive; git grep (the working tree). The reading is
 // conservative: a short option cluster holding the letter counts wherever it sits, and
@@ -17,7 +15,7 @@ import (
 // is not recursive here; the read analysis refuses it on its own grounds. git ls-files
 // and the other git subcommands are not counted: they list names or read the object
 // store, not the files beneath a directory.
-func RecursiveSegments(s *shellscan.Script) []bool {
+func (s *Script) RecursiveSegments() []bool {
 	if s == nil {
 		return nil
 	}
@@ -32,26 +30,26 @@ func RecursiveSegments(s *shellscan.Script) []bool {
 	return out
 }
 
-// recursiveReader judges one program and its arguments for RecursiveSegments.
-func recursiveReader(prog string, args []shellscan.Word) bool {
+// recursiveReader judges one program and its arguments for Script.RecursiveSegments.
+func recursiveReader(prog string, args []Word) bool {
 	switch prog {
 	case "rg", "find", "du", "tree":
 		return true
 	case "grep", "egrep", "fgrep":
-		return hasOption(args, 'r', "recursive") || hasOption(args, 'R', "dereference-recursive") || hasWord(args, "recurse")
+		return hasRecurseOption(args, 'r', "recursive") || hasRecurseOption(args, 'R', "dereference-recursive") || hasRecurseWord(args, "recurse")
 	case "ls":
-		return hasOption(args, 'R', "recursive")
+		return hasRecurseOption(args, 'R', "recursive")
 	case "diff":
-		return hasOption(args, 'r', "recursive")
+		return hasRecurseOption(args, 'r', "recursive")
 	case "git":
-		return gitSubcommand(args) == "grep"
+		return gitSubcommandWord(args) == "grep"
 	}
 	return false
 }
 
-// hasOption reports whether args, up to "--", hold the short option letter in some
+// hasRecurseOption reports whether args, up to "--", hold the short option letter in some
 // cluster or an abbreviation (of at least three letters) of the long option.
-func hasOption(args []shellscan.Word, letter byte, long string) bool {
+func hasRecurseOption(args []Word, letter byte, long string) bool {
 	for _, w := range args {
 		lit := w.Lit
 		if lit == "--" {
@@ -71,9 +69,9 @@ func hasOption(args []shellscan.Word, letter byte, long string) bool {
 	return false
 }
 
-// hasWord reports whether some word of args, up to "--", spells s (alone, as an
+// hasRecurseWord reports whether some word of args, up to "--", spells s (alone, as an
 // option's attached value or after "=").
-func hasWord(args []shellscan.Word, s string) bool {
+func hasRecurseWord(args []Word, s string) bool {
 	for _, w := range args {
 		if w.Lit == "--" {
 			return false
@@ -85,9 +83,10 @@ func hasWord(args []shellscan.Word, s string) bool {
 	return false
 }
 
-// gitSubcommand returns git's subcommand: the first word after the global options (and
-// the values of those that take one).
-func gitSubcommand(args []shellscan.Word) string {
+// gitSubcommandWord returns git's subcommand: the first word after the global options
+// (and the values of those that take one). It reads no further than RecursiveSegments
+// needs, unlike gitSubcommand, which the read-only analysis uses.
+func gitSubcommandWord(args []Word) string {
 	for i := 0; i < len(args); i++ {
 		lit := args[i].Lit
 		switch {

@@ -1,4 +1,4 @@
-package files
+package gitignore
 
 import (
 	"path"
@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Gitignore semantics, as git documents them (gitignore(5)) and as the walks of Glob and
-// Grep apply them:
+// Gitignore semantics, as git documents them (gitignore(5)) and as every walk of the
+// roots applies them (Glob, Grep, file history's snapshot of Bash changes):
 //
 //   - blank lines and lines starting with "#" are skipped; "\#" and "\!" escape a leading
 //     "#" or "!"; trailing spaces are dropped unless escaped with a backslash;
