@@ -27,6 +27,60 @@ import (
 // process has died, or, for a program started as the init of a PID namespace of its own
 // (Isolation.PID, as the sandbox starts commands), the kernel ends it with the init.
 func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
+	cmd, err := newCommand(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	path := cmd.Path
+	report, reportW, err := viaReaper(cmd)
+	if err != nil {
+		return nil, err
+	}
+	p := &hostProcess{exited: make(chan struct{})}
+	w := &wiring{p: p, report: report}
+	if reportW != nil {
+		w.childEnds = append(w.childEnds, reportW)
+	}
+	if err := w.connect(cmd, req); err != nil {
+		return nil, w.fail(err)
+	}
+	run, err := startWarm(cmd)
+	if err != nil {
+		return nil, w.fail(err)
+	}
+	cmd = run
+	w.started()
+	p.pid = cmd.Process.Pid
+	if report != nil {
+		// The program is the reaper's child, in a group of its own: that group is the
+		// one signalled and guarded.
+		pid, err := reapedPID(report, path)
+		w.report = nil
+		if err != nil {
+			cmd.Wait()
+			return nil, w.fail(err)
+		}
+		p.pid = pid
+	}
+	guardAdd(p.pid)
+	p.wg.Add(len(p.copies))
+	for i := range p.copies {
+		go p.copy(&p.copies[i])
+	}
+	if w.stdin != nil {
+		// Fed here rather than by os/exec, whose Wait would wait for a program that
+		// never reads its input.
+		p.stdin = w.stdin
+		go feed(w.stdin, req.Stdin)
+	}
+	go p.await(cmd, w.exitReport)
+	return p, nil
+}
+
+// newCommand is the command req describes, checked, with its directory, environment
+// and process attributes (a session of its own, the namespaces asked for, the
+// parent-death signal).
+func newCommand(ctx context.Context, req ExecRequest) (*exec.Cmd, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -52,46 +106,27 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	}
 	setDeathSignal(attr)
 	cmd.SysProcAttr = attr
-	path := cmd.Path
-	report, reportW, err := viaReaper(cmd)
-	if err != nil {
-		return nil, err
-	}
+	return cmd, nil
+}
 
-	p := &hostProcess{exited: make(chan struct{})}
-	var childEnds []*os.File
-	if reportW != nil {
-		childEnds = append(childEnds, reportW)
-	}
-	var stdin *os.File
-	fail := func(err error) (Process, error) {
-		for _, f := range childEnds {
-			f.Close()
-		}
-		if report != nil {
-			report.Close()
-		}
-		if stdin != nil {
-			stdin.Close()
-		}
-		for _, c := range p.copies {
-			c.r.Close()
-		}
-		return nil, err
-	}
-	stream := func(w io.Writer) (*os.File, error) {
-		r, cw, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		childEnds = append(childEnds, cw)
-		p.copies = append(p.copies, pipeCopy{r: r, w: w})
-		return cw, nil
-	}
+// wiring is the descriptors a start sets up around its program: the child's ends of
+// its pipes (closed here once it has its own copies), the reaper's report pipe, the
+// program's exit report and this side of its standard input.
+type wiring struct {
+	p          *hostProcess
+	childEnds  []*os.File
+	report     *os.File
+	exitReport *os.File
+	stdin      *os.File
+}
+
+// connect gives cmd its standard streams and, when req asks for it and there is no
+// reaper in between, the descriptor of its exit report.
+func (w *wiring) connect(cmd *exec.Cmd, req ExecRequest) error {
 	if req.Stdout != nil {
-		out, err := stream(req.Stdout)
+		out, err := w.stream(req.Stdout)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		cmd.Stdout = out
 	}
@@ -100,100 +135,97 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	case req.Stdout != nil && sameWriter(req.Stdout, req.Stderr):
 		cmd.Stderr = cmd.Stdout
 	default:
-		errw, err := stream(req.Stderr)
+		errw, err := w.stream(req.Stderr)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		cmd.Stderr = errw
 	}
 	if req.Stdin != nil {
-		r, w, err := os.Pipe()
+		r, wr, err := os.Pipe()
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		childEnds = append(childEnds, r)
-		cmd.Stdin, stdin = r, w
+		w.childEnds = append(w.childEnds, r)
+		cmd.Stdin, w.stdin = r, wr
 	}
-	var exitReport *os.File
-	if req.ReportsExit && report == nil {
-		r, w, err := os.Pipe()
+	if req.ReportsExit && w.report == nil {
+		r, wr, err := os.Pipe()
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		childEnds = append(childEnds, w)
-		cmd.ExtraFiles = append(cmd.ExtraFiles, w)
+		w.childEnds = append(w.childEnds, wr)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, wr)
 		cmd.Env = append(cmd.Env, ExitReportEnv+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
-		exitReport = r
+		w.exitReport = r
 	}
-	run, err := startWarm(cmd)
+	return nil
+}
+
+// stream is a pipe whose read end the process copies to dst; it returns the child's end.
+func (w *wiring) stream(dst io.Writer) (*os.File, error) {
+	r, cw, err := os.Pipe()
 	if err != nil {
-		if exitReport != nil {
-			exitReport.Close()
-		}
-		return fail(err)
+		return nil, err
 	}
-	cmd = run
-	// The child has its own copies; the parent's write ends must go, or the pipes never
-	// reach end of file.
-	for _, f := range childEnds {
+	w.childEnds = append(w.childEnds, cw)
+	w.p.copies = append(w.p.copies, pipeCopy{r: r, w: dst})
+	return cw, nil
+}
+
+// started closes the child's ends: the child has its own copies, and the pipes never
+// reach end of file while this process holds a write end.
+func (w *wiring) started() {
+	for _, f := range w.childEnds {
 		f.Close()
 	}
-	childEnds = nil
-	p.pid = cmd.Process.Pid
-	if report != nil {
-		// The program is the reaper's child, in a group of its own: that group is the
-		// one signalled and guarded.
-		pid, err := reapedPID(report, path)
-		report = nil
-		if err != nil {
+	w.childEnds = nil
+}
+
+// fail releases every descriptor of a start that did not happen and returns err.
+func (w *wiring) fail(err error) error {
+	for _, f := range append(w.childEnds, w.report, w.exitReport, w.stdin) {
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, c := range w.p.copies {
+		c.r.Close()
+	}
+	return err
+}
+
+// await waits for the program — for its exit report first, when it gives one — and
+// records how it ended.
+func (p *hostProcess) await(cmd *exec.Cmd, exitReport *os.File) {
+	if exitReport != nil {
+		if st, ok := readExitReport(exitReport); ok {
+			// Everything of the program's is gone but the program itself, which is
+			// tearing its namespaces down: the group is not signalled again, and it
+			// leaves the guardian's list once it is reaped.
+			p.status = st
+			p.gone.Store(true)
+			close(p.exited)
 			cmd.Wait()
-			return fail(err)
+			p.unguard()
+			return
 		}
-		p.pid = pid
 	}
-	guardAdd(p.pid)
-	p.wg.Add(len(p.copies))
-	for i := range p.copies {
-		go p.copy(&p.copies[i])
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		err = nil
 	}
-	if stdin != nil {
-		// Fed here rather than by os/exec, whose Wait would wait for a program that
-		// never reads its input.
-		p.stdin = stdin
-		go feed(stdin, req.Stdin)
+	p.err = err
+	p.status = ExitStatus{Code: -1}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		if ws.Signaled() {
+			p.status.Signal = ws.Signal()
+		} else {
+			p.status.Code = ws.ExitStatus()
+		}
 	}
-	go func() {
-		if exitReport != nil {
-			st, ok := readExitReport(exitReport)
-			if ok {
-				// Everything of the program's is gone but the program itself, which is
-				// tearing its namespaces down: the group is not signalled again, and it
-				// leaves the guardian's list once it is reaped.
-				p.status = st
-				p.gone.Store(true)
-				close(p.exited)
-				cmd.Wait()
-				p.unguard()
-				return
-			}
-		}
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			err = nil
-		}
-		p.err = err
-		p.status = ExitStatus{Code: -1}
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-			if ws.Signaled() {
-				p.status.Signal = ws.Signal()
-			} else {
-				p.status.Code = ws.ExitStatus()
-			}
-		}
-		close(p.exited)
-	}()
-	return p, nil
+	close(p.exited)
 }
 
 // readExitReport reads a program's report of how it ended (ExecRequest.ReportsExit),
