@@ -2,8 +2,8 @@
 //
 //   - the permission modes (Mode, ParseMode) and the Receipt a mode question answers
 //     with (what agent.Control.SetPermissionMode returns and the manifest records);
-//   - rules (Rule, RuleSet, ParseRule, ParseRules, RulesFromFlags, SplitRuleList) and
-//     settings files (Settings, ParseSettings, LoadSettings);
+//   - rules (Rule, RuleSet, ParseRule, ParseRules, RulesFromFlags, SplitRuleList); the
+//     settings files that carry them are package settings';
 //   - the seats a host fills: PreToolUse hooks (Hook, HookDecision), the Approver that
 //     answers questions for a person (ApprovalRequest, ApprovalDecision, ApproverFunc),
 //     and the AutoClassifier of auto mode (ClassifyRequest);
