@@ -35,53 +35,9 @@ func unifiedDiff(from, to, old, new string) string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "--- %s\n+++ %s\n", from, to)
 	printed := 0
-	for i := 0; i < len(ops); {
-		// A hunk starts diffContext lines before the next change and runs until a
-		// stretch of more than 2·diffContext kept lines.
-		j := i
-		for j < len(ops) && ops[j].Kind == ' ' {
-			j++
-		}
-		if j == len(ops) {
-			break
-		}
-		start := max(i, j-diffContext)
-		end := j
-		for end < len(ops) {
-			if ops[end].Kind != ' ' {
-				end++
-				continue
-			}
-			run := end
-			for run < len(ops) && ops[run].Kind == ' ' {
-				run++
-			}
-			if run == len(ops) || run-end > 2*diffContext {
-				end = min(run, end+diffContext)
-				break
-			}
-			end = run
-		}
-		aStart, bStart := 1, 1
-		for _, op := range ops[:start] {
-			if op.Kind != '+' {
-				aStart++
-			}
-			if op.Kind != '-' {
-				bStart++
-			}
-		}
-		aLen, bLen := 0, 0
-		for _, op := range ops[start:end] {
-			if op.Kind != '+' {
-				aLen++
-			}
-			if op.Kind != '-' {
-				bLen++
-			}
-		}
-		fmt.Fprintf(&w, "@@ -%s +%s @@\n", hunkRange(aStart, aLen), hunkRange(bStart, bLen))
-		for _, op := range ops[start:end] {
+	for _, h := range linediff.Hunks(ops, diffContext) {
+		fmt.Fprintf(&w, "@@ -%s +%s @@\n", hunkRange(h.OldLine+1, h.OldLen), hunkRange(h.NewLine+1, h.NewLen))
+		for _, op := range ops[h.Start:h.End] {
 			if printed == diffMaxLines {
 				fmt.Fprintf(&w, "… (diff cut after %d lines)\n", diffMaxLines)
 				return w.String()
@@ -93,7 +49,6 @@ func unifiedDiff(from, to, old, new string) string {
 				w.WriteString("\n\\ No newline at end of file\n")
 			}
 		}
-		i = end
 	}
 	return w.String()
 }
