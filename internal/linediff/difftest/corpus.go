@@ -3,9 +3,12 @@
 package difftest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"testing"
 )
 
 // Corpus returns pairs of texts (old, new), the same on every run: random texts over a
@@ -43,4 +46,18 @@ func Corpus() [][2]string {
 		fmt.Fprintf(&scratch, "new %d\n", i)
 	}
 	return append(pairs, [2]string{long.String(), scratch.String()}, [2]string{"", long.String()}, [2]string{long.String(), ""})
+}
+
+// Pin fails t unless the sha256 of render's output over the corpus, each output
+// followed by a NUL, is want (hex).
+func Pin(t testing.TB, want string, render func(old, new string) string) {
+	t.Helper()
+	h := sha256.New()
+	for _, p := range Corpus() {
+		h.Write([]byte(render(p[0], p[1])))
+		h.Write([]byte{0})
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		t.Fatalf("digest of the corpus's diffs = %s, want %s", got, want)
+	}
 }
