@@ -18,7 +18,6 @@ import (
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/modelref"
-	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
@@ -186,79 +185,38 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if err != nil {
 		return err
 	}
-	root, err := filepath.Abs(o.cwd)
+	run, err := prepareRun(o, perms, lease)
 	if err != nil {
-		return usageErr(sema.Errorf("config.root_invalid", "cannot resolve --cwd %q: %v", o.cwd, err))
-	}
-	if err := extraDirsExist(root, o); err != nil {
 		return err
 	}
-	home, err := stateDir(o.home)
-	if err != nil {
-		return usageErr(err)
-	}
-	trusted, err := workspaceTrusted(o, home, root)
-	if err != nil {
-		return usageErr(err)
+	if err := extraDirsExist(run.root, o); err != nil {
+		return err
 	}
 	commandModel := ""
 	if typed {
-		if prompt, commandModel, err = expandCommand(prompt, perms, root, trusted, stderr); err != nil {
+		if prompt, commandModel, err = expandCommand(prompt, perms, run.root, run.trusted, stderr); err != nil {
 			return err
 		}
 	}
 	prompt = withPiped(prompt, piped) // after the expansion: piped text is data too
-	ref := o.model
-	if ref == "" {
-		ref = commandModel
-	}
-	if ref == "" {
-		ref = os.Getenv("SEMA_MODEL")
-	}
-	if ref == "" {
-		ref = settingsModel(perms, root, trusted)
-	}
-	provider, modelName, err := openProvider(ref, o.baseURL)
+	provider, modelName, err := openProvider(run.modelRef(commandModel), o.baseURL)
 	if err != nil {
 		return usageErr(err)
 	}
-	prices, err := loadPrices(home)
-	if err != nil {
-		return usageErr(err)
-	}
-	deps := agent.Deps{Provider: provider, Prices: prices}
-	spec := agent.TaskSpec{
-		Prompt:                    prompt,
-		Root:                      root,
-		Model:                     modelName,
-		MaxTurns:                  o.maxTurns,
-		MaxTokensTotal:            o.maxTokensTotal,
-		MaxBudgetUSD:              o.maxBudgetUSD,
-		PermissionMode:            permission.Mode(o.permissionMode),
-		AdditionalDirectories:     o.addDirs,
-		AdditionalReadDirectories: o.addReadDirs,
-		ReadOnly:                  o.readOnly,
-		AppendSystemPrompt:        o.appendSystem,
-		SystemPrompt:              o.systemPrompt,
-		FileHistory:               agent.FileHistoryCapture(o.fileHistory),
-		NoInstructions:            o.noInstructions,
-	}
-	perms.apply(&deps, &spec)
-	if err := o.applyEnvPassthrough(&deps); err != nil {
+	if err := run.load(); err != nil {
 		return err
 	}
-	spec.DisallowedTools = append(spec.DisallowedTools, o.sdk.toolDenials()...)
-	if spec.MCPServers, err = mcpConfigs(o.mcpConfig); err != nil {
-		return usageErr(err)
+	deps, spec, err := run.task(provider, modelName)
+	if err != nil {
+		return err
 	}
-	spec.StrictMCPConfig = o.strictMCP
-	trustDeps(&deps, trusted, o.trustMCP)
-	st, err := o.sessionSeats(ctx, home, &deps, &spec)
+	spec.Prompt = prompt
+	root := run.root
+	st, err := o.sessionSeats(ctx, run.home, &deps, &spec)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	deps.SessionLease = lease
 	if spec.Resume != nil {
 		spec.Resume.Wait = o.wait
 		if o.permissionMode == "" {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/sema-agent/sema/commands"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/hooks"
-	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
@@ -800,39 +798,21 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 	if err != nil {
 		return nil, err
 	}
-	root, err := filepath.Abs(o.cwd)
-	if err != nil {
-		return nil, usageErr(sema.Errorf("config.root_invalid", "cannot resolve --cwd %q: %v", o.cwd, err))
-	}
-	home, err := stateDir(o.home)
-	if err != nil {
-		return nil, usageErr(err)
-	}
-	trusted, err := workspaceTrusted(o, home, root)
-	if err != nil {
-		return nil, usageErr(err)
-	}
-	ref := o.model
-	if ref == "" {
-		ref = os.Getenv("SEMA_MODEL")
-	}
-	if ref == "" {
-		ref = settingsModel(perms, root, trusted)
-	}
-	if _, _, err := openProvider(ref, o.baseURL); err != nil {
-		return nil, usageErr(err)
-	}
-	prices, err := loadPrices(home)
-	if err != nil {
-		return nil, usageErr(err)
-	}
-	servers, err := mcpConfigs(o.mcpConfig)
-	if err != nil {
-		return nil, usageErr(err)
-	}
 	lease, err := sessionLease()
 	if err != nil {
 		return nil, usageErr(err)
+	}
+	run, err := prepareRun(o, perms, lease)
+	if err != nil {
+		return nil, err
+	}
+	root, home := run.root, run.home
+	ref := run.modelRef("")
+	if _, _, err := openProvider(ref, o.baseURL); err != nil {
+		return nil, usageErr(err)
+	}
+	if err := run.load(); err != nil {
+		return nil, err
 	}
 	setup := &sdkSetup{o: o, modelRef: ref}
 	for _, c := range commands.Load(commands.Options{Root: root, Home: perms.home, ClaudeCompat: perms.compat}).Commands() {
@@ -877,34 +857,12 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 			op = opened{p, name}
 			providers[modelRef] = op
 		}
-		provider, name := op.p, op.name
-		deps := agent.Deps{Provider: provider, Prices: prices}
-		spec := agent.TaskSpec{
-			Root:                      root,
-			Model:                     name,
-			MaxTurns:                  o.maxTurns,
-			MaxTokensTotal:            o.maxTokensTotal,
-			MaxBudgetUSD:              o.maxBudgetUSD,
-			AdditionalDirectories:     o.addDirs,
-			AdditionalReadDirectories: o.addReadDirs,
-			ReadOnly:                  o.readOnly,
-			AppendSystemPrompt:        o.appendSystem,
-			SystemPrompt:              o.systemPrompt,
-			FileHistory:               agent.FileHistoryCapture(o.fileHistory),
-			NoInstructions:            o.noInstructions,
-		}
-		perms.apply(&deps, &spec)
-		if err := o.applyEnvPassthrough(&deps); err != nil {
+		deps, spec, err := run.task(op.p, op.name)
+		if err != nil {
 			return agent.Deps{}, agent.TaskSpec{}, err
 		}
-		spec.AllowedTools = append([]string(nil), spec.AllowedTools...)
-		spec.DisallowedTools = append(append([]string(nil), spec.DisallowedTools...), o.sdk.toolDenials()...)
 		spec.OnAsk = agent.OnAskDeny
-		spec.MCPServers = append([]mcp.Server(nil), servers...)
-		spec.StrictMCPConfig = o.strictMCP
-		trustDeps(&deps, trusted, o.trustMCP)
 		deps = store.deps(deps)
-		deps.SessionLease = lease
 		if !used && firstResume != "" {
 			spec.Resume = &agent.Resume{SessionID: firstResume, Fork: o.forkSession}
 		}

@@ -32,14 +32,7 @@ func Lines(s string) []string {
 // all of b's — still a correct script, only a longer one — so a huge change costs
 // bounded work.
 func Script(a, b []string, maxEdits int) []Op {
-	p := 0
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		p++
-	}
-	s := 0
-	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
+	p, s := commonEnds(a, b)
 	ops := make([]Op, 0, len(a)+len(b)-p-s)
 	for _, l := range a[:p] {
 		ops = append(ops, Op{' ', l})
@@ -64,29 +57,52 @@ func Count(ops []Op) (added, removed int) {
 	return added, removed
 }
 
+// commonEnds returns how many lines a and b share at their start (p) and, past those,
+// at their end (s).
+func commonEnds[T comparable](a, b []T) (p, s int) {
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	return p, s
+}
+
 func myers(a, b []string, maxEdits int) []Op {
+	if len(a) > 0 && len(b) > 0 {
+		if trace, d, ok := search(a, b, maxEdits, true); ok {
+			return backtrack(a, b, trace, d)
+		}
+	}
+	ops := make([]Op, 0, len(a)+len(b))
+	for _, l := range a {
+		ops = append(ops, Op{'-', l})
+	}
+	for _, l := range b {
+		ops = append(ops, Op{'+', l})
+	}
+	return ops
+}
+
+// search is Myers' forward search: the edit distance d from a to b (lines removed plus
+// lines added by a shortest script), and false when it is more than maxD. With
+// keepTrace it also returns, for each d' < d, the furthest x reached on diagonals
+// -d'..d' before round d' — what backtrack needs to recover the script.
+func search[T comparable](a, b []T, maxD int, keepTrace bool) (trace [][]int, d int, ok bool) {
 	n, m := len(a), len(b)
-	block := func() []Op {
-		ops := make([]Op, 0, n+m)
-		for _, l := range a {
-			ops = append(ops, Op{'-', l})
-		}
-		for _, l := range b {
-			ops = append(ops, Op{'+', l})
-		}
-		return ops
+	if maxD < 0 {
+		return nil, 0, false
 	}
-	if n == 0 || m == 0 {
-		return block()
-	}
-	maxD := min(n+m, maxEdits)
+	maxD = min(maxD, n+m)
 	off := maxD + 1
 	v := make([]int, 2*maxD+3)
-	var trace [][]int
 	for d := 0; d <= maxD; d++ {
-		// Only diagonals -d..d can have been reached: keeping just those bounds the
-		// trace to O(D²).
-		trace = append(trace, append([]int(nil), v[off-d:off+d+1]...))
+		if keepTrace {
+			// Only diagonals -d..d can have been reached: keeping just those bounds
+			// the trace to O(D²).
+			trace = append(trace, append([]int(nil), v[off-d:off+d+1]...))
+		}
 		for k := -d; k <= d; k += 2 {
 			var x int
 			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
@@ -100,11 +116,11 @@ func myers(a, b []string, maxEdits int) []Op {
 			}
 			v[off+k] = x
 			if x >= n && y >= m {
-				return backtrack(a, b, trace, d)
+				return trace, d, true
 			}
 		}
 	}
-	return block()
+	return nil, 0, false
 }
 
 func backtrack(a, b []string, trace [][]int, d int) []Op {

@@ -111,8 +111,8 @@ func firstLines(s string, n int) []string {
 	return linediff.Lines(s[:i])
 }
 
-// formatHunks groups ops into hunks with diffContext lines around each change (merging
-// hunks whose gap is at most twice that) and prints them, cut at diffMaxLines.
+// formatHunks prints ops as linediff.Hunks groups them, diffContext lines around each
+// change, cut at diffMaxLines; oldLine and newLine number the first op's lines.
 func formatHunks(path string, ops []linediff.Op, oldLine, newLine int) string {
 	var b strings.Builder
 	size := 2*len(path) + 64
@@ -122,57 +122,13 @@ func formatHunks(path string, ops []linediff.Op, oldLine, newLine int) string {
 	b.Grow(size)
 	b.WriteString("--- " + path + "\n+++ " + path + "\n")
 	shown := 0
-	i := 0
-	// oldNo/newNo are the line numbers of ops[i].
-	oldNo, newNo := oldLine, newLine
-	advance := func(to int) {
-		for ; i < to; i++ {
-			if ops[i].Kind != '+' {
-				oldNo++
-			}
-			if ops[i].Kind != '-' {
-				newNo++
-			}
-		}
-	}
-	for i < len(ops) {
-		first := -1
-		for j := i; j < len(ops); j++ {
-			if ops[j].Kind != ' ' {
-				first = j
-				break
-			}
-		}
-		if first < 0 {
-			break
-		}
-		last := first
-		for j := first + 1; j < len(ops); j++ {
-			if ops[j].Kind == ' ' {
-				continue
-			}
-			if j-last-1 > 2*diffContext {
-				break
-			}
-			last = j
-		}
-		start, end := max(first-diffContext, i), min(last+diffContext+1, len(ops))
-		advance(start)
-		var oldCount, newCount int
-		for _, op := range ops[start:end] {
-			if op.Kind != '+' {
-				oldCount++
-			}
-			if op.Kind != '-' {
-				newCount++
-			}
-		}
+	for _, h := range linediff.Hunks(ops, diffContext) {
 		b.WriteString("@@ -")
-		writeRange(&b, oldNo, oldCount)
+		writeRange(&b, oldLine+h.OldLine, h.OldLen)
 		b.WriteString(" +")
-		writeRange(&b, newNo, newCount)
+		writeRange(&b, newLine+h.NewLine, h.NewLen)
 		b.WriteString(" @@\n")
-		for _, op := range ops[start:end] {
+		for _, op := range ops[h.Start:h.End] {
 			if shown == diffMaxLines {
 				fmt.Fprintf(&b, "… (diff cut after %d lines)\n", diffMaxLines)
 				return b.String()
@@ -182,7 +138,6 @@ func formatHunks(path string, ops []linediff.Op, oldLine, newLine int) string {
 			b.WriteByte('\n')
 			shown++
 		}
-		advance(end)
 	}
 	return b.String()
 }

@@ -1,18 +1,16 @@
-package history
+package linediff
 
 import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/sema-agent/sema/internal/linediff"
 )
 
-// diffCount gives the counts of the script a Diff shows, for any pair of texts and any
+// Stat gives the counts of the script Script builds, for any pair of texts and any
 // work bound: random texts over a few lines (so most lines repeat), texts that share
 // nothing, and edits of a long file, each under bounds that cut the search off and
 // bounds that do not.
-func TestDiffCountIsTheScriptsCount(t *testing.T) {
+func TestStatIsTheScriptsCount(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	words := []string{"a\n", "b\n", "c\n", "d\n", "e\n", "f", "g\n"}
 	gen := func(n int, words []string) []string {
@@ -24,10 +22,10 @@ func TestDiffCountIsTheScriptsCount(t *testing.T) {
 	}
 	check := func(a, b []string, maxEdits int) {
 		t.Helper()
-		wantA, wantR := linediff.Count(linediff.Script(a, b, maxEdits))
-		gotA, gotR := diffCount(a, b, maxEdits)
+		wantA, wantR := Count(Script(a, b, maxEdits))
+		gotA, gotR := Stat(a, b, maxEdits)
 		if gotA != wantA || gotR != wantR {
-			t.Fatalf("diffCount(%q, %q, %d) = +%d -%d, the script says +%d -%d", a, b, maxEdits, gotA, gotR, wantA, wantR)
+			t.Fatalf("Stat(%q, %q, %d) = +%d -%d, the script says +%d -%d", a, b, maxEdits, gotA, gotR, wantA, wantR)
 		}
 	}
 	bounds := []int{0, 1, 2, 3, 5, 8, 1000}
