@@ -54,6 +54,10 @@ type bashChanges struct {
 	stage string
 	// turn is the turn the next command runs in, for the stage's in-flight mark.
 	turn atomic.Int64
+	// held are the notes of a walk between calls (at a turn's boundary) that no answer
+	// carried: what a background task did to protected paths, put back there. The next
+	// command's answer carries them.
+	held []string
 }
 
 // bashRecorder is the shell's change recorder: on when file history is (the runner's own
@@ -115,11 +119,16 @@ func (c *bashChanges) Before(ctx context.Context, background bool) ([]string, er
 	defer c.mu.Unlock()
 	bg := c.background || c.running()
 	notes, err := c.syncLocked(ctx, bg, c.backgroundGuard(bg))
+	if err == nil || c.l.deps.policy().FileHistoryPolicy == ProceedUnprotected {
+		// This command's answer carries what earlier walks held (a refused command's
+		// does not: they wait for the next).
+		notes, c.held = append(c.held, notes...), nil
+	}
 	if err != nil {
 		if c.l.deps.policy().FileHistoryPolicy == ProceedUnprotected {
 			c.walked = walkedPlaces{}
 			c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "a Bash command runs without a file-history snapshot: " + err.Error()})
-			return []string{"The workspace could not be snapshotted for file history, so what this command changes cannot be rewound, and protected paths below the top of the workspace are not guarded."}, nil
+			return append(notes, "The workspace could not be snapshotted for file history, so what this command changes cannot be rewound, and protected paths below the top of the workspace are not guarded."), nil
 		}
 		return nil, err
 	}
@@ -172,7 +181,9 @@ func (c *bashChanges) atBoundary(ctx context.Context) {
 	if c.tree == nil || !(c.background || c.running()) {
 		return
 	}
-	if _, err := c.syncLocked(ctx, true, c.backgroundGuard(true)); err != nil {
+	notes, err := c.syncLocked(ctx, true, c.backgroundGuard(true))
+	c.held = append(c.held, notes...)
+	if err != nil {
 		c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "what background tasks changed could not be recorded for rewind: " + err.Error()})
 		return
 	}
