@@ -63,6 +63,8 @@ type legTrace struct {
 	// began is the leg's start; lat receives the model's and the leg's times.
 	began time.Time
 	lat   *latencies
+	// observed is set once the leg's time is in its histogram (observe).
+	observed bool
 }
 
 // A task is one trace, however many legs it takes (its first run, each resume after a
@@ -163,12 +165,23 @@ func (lt *legTrace) event(ev agent.Event) {
 	}
 }
 
+// observe puts the leg's time into its histogram, by how it ended, once: when its
+// result is known, before the task's status says so, so that a scrape after the task
+// ended counts the leg.
+func (lt *legTrace) observe(status string) {
+	if lt.observed {
+		return
+	}
+	lt.observed = true
+	lt.lat.leg.WithLabelValues(status).Observe(time.Since(lt.began).Seconds())
+}
+
 // end closes the leg's spans with its final status.
 func (lt *legTrace) end(status string, err error) {
 	for _, sp := range lt.tools {
 		sp.End()
 	}
-	lt.lat.leg.WithLabelValues(status).Observe(time.Since(lt.began).Seconds())
+	lt.observe(status)
 	lt.leg.SetAttributes(attribute.String("sema.status", status))
 	if err != nil {
 		lt.leg.RecordError(err)

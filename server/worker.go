@@ -219,6 +219,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 		if ev.Type == agent.EventResult {
 			res = ev.Result
 			traceStatus = string(res.Status)
+			lt.observe(traceStatus)
 			continue // written with the task's status, below
 		}
 		if ev.Type == agent.EventToolUse {
