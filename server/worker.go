@@ -181,26 +181,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 	for ev, err := range events {
 		if err != nil {
 			traceErr = err
-			switch {
-			case sema.IsCode(err, session.CodeBusy):
-				// Another leg runs in the session (a task still finishing, or a worker
-				// whose job River rescued too early): try again when it may be done.
-				return river.JobSnooze(max(5*s.cfg.Poll, s.cfg.RescueAfter/4))
-			case answer != nil && sema.IsCode(err, session.CodeAlreadyClaimed):
-				// The decision was claimed by an earlier attempt that then stopped (or by
-				// `sema approve`): the transcript holds what it did; go on from there.
-				if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET decision = '' WHERE id = ?`, t.id); err != nil {
-					return err
-				}
-				return river.JobSnooze(0)
-			case answer != nil && refusedAnswer(err):
-				// The decision's edit was refused before anything was claimed: the question
-				// is open again, and the decision's request answers with the refusal.
-				return s.reopen(ctx, t.id, answer.CheckpointID, err)
-			case legCtx.Err() != nil:
-				return river.JobSnooze(0)
-			}
-			return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+			return s.legFailed(ctx, legCtx, t, answer, err)
 		}
 		if ev.Type == agent.EventInit && t.kind == kindFork && t.sessionID == "" {
 			if err := s.adoptFork(ctx, t, ev.Manifest.SessionID); err != nil {
@@ -241,6 +222,38 @@ func (s *Server) work(ctx context.Context, id string) error {
 			return err
 		}
 	}
+	return s.legEnded(ctx, legCtx, t, res, spend)
+}
+
+// legFailed answers a leg whose run stopped with err before its result: a busy session
+// or a stopping leg is tried again later, a decision an earlier attempt claimed goes on
+// from the transcript, a refused edit reopens the question; anything else ends the task.
+func (s *Server) legFailed(ctx, legCtx context.Context, t *taskRow, answer *agent.Answer, err error) error {
+	switch {
+	case sema.IsCode(err, session.CodeBusy):
+		// Another leg runs in the session (a task still finishing, or a worker
+		// whose job River rescued too early): try again when it may be done.
+		return river.JobSnooze(max(5*s.cfg.Poll, s.cfg.RescueAfter/4))
+	case answer != nil && sema.IsCode(err, session.CodeAlreadyClaimed):
+		// The decision was claimed by an earlier attempt that then stopped (or by
+		// `sema approve`): the transcript holds what it did; go on from there.
+		if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET decision = '' WHERE id = ?`, t.id); err != nil {
+			return err
+		}
+		return river.JobSnooze(0)
+	case answer != nil && refusedAnswer(err):
+		// The decision's edit was refused before anything was claimed: the question
+		// is open again, and the decision's request answers with the refusal.
+		return s.reopen(ctx, t.id, answer.CheckpointID, err)
+	case legCtx.Err() != nil:
+		return river.JobSnooze(0)
+	}
+	return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+}
+
+// legEnded records how a leg that reached its result ended: the task finished, stopped
+// by the tenant's day, or queued again when the process is stopping.
+func (s *Server) legEnded(ctx, legCtx context.Context, t *taskRow, res *agent.TaskResult, spend *legSpend) error {
 	if res == nil {
 		return river.JobSnooze(0)
 	}
