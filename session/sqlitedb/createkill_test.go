@@ -1,6 +1,7 @@
 package sqlitedb_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -32,6 +33,11 @@ func init() {
 			os.Exit(3)
 		}
 		sqlitedb.Close(db)
+		if i == 0 {
+			// The parent times its kill from here, not from the start of the process,
+			// whose start-up alone can outlast a short sleep on a loaded machine.
+			os.Stdout.WriteString("created\n")
+		}
 	}
 }
 
@@ -48,10 +54,20 @@ func TestCreateKilledLeavesNoEmptyFile(t *testing.T) {
 		cmd := exec.Command(os.Args[0], "-test.run", "^$")
 		cmd.Env = append(os.Environ(), "SQLITEDB_CREATE_LOOP="+dir)
 		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(30+rng.IntN(70)) * time.Millisecond)
+		// Wait for the first store, then kill at a random moment in the creations after it.
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "created\n" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the creating process did not report its first store: %q, %v", line, err)
+		}
+		time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 			t.Fatalf("the creating process ended on its own: %v", err)
