@@ -189,132 +189,163 @@ func tops(prot map[string]pent) []Entry {
 // the protected entries after are returned. A change that could not be put back stays
 // in d.Changes, so it is recorded like any other; so does one keep reports.
 func (t *Tree) revert(ctx context.Context, w *walker, next map[string]entry, d *Diff, keep func(string) bool) map[string]pent {
-	old, cur := t.prot, w.prot
-	after := maps.Clone(cur)
-	var reverted, unreverted []string
-	var errs []error
-	fail := func(p string, err error) {
-		unreverted = append(unreverted, p)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-		}
-	}
-	isRoot := func(p string) bool { return slices.Contains(t.roots, p) }
+	r := &reverting{t: t, ctx: ctx, keep: keep, old: t.prot, after: maps.Clone(w.prot), next: next}
+	r.removeCreated(w.prot)
+	r.remakeLost()
+	d.Changes = r.revertFiles(d.Changes)
+	slices.Sort(r.reverted)
+	slices.Sort(r.unreverted)
+	d.Reverted, d.Unreverted = slices.Compact(r.reverted), slices.Compact(r.unreverted)
+	d.RevertErr = errors.Join(r.errs...)
+	return r.after
+}
 
-	// 1. Entries that are new, or another kind (or link) than before: removed whole.
-	// Parents sort before what they hold, so a tree is removed once.
-	var removed []string
+// reverting is one revert: the protected entries before (old) and after, the index to
+// be (next), and what was put back or not.
+type reverting struct {
+	t     *Tree
+	ctx   context.Context
+	keep  func(string) bool
+	old   map[string]pent
+	after map[string]pent
+	next  map[string]entry
+
+	removed    []string // entries removed whole in step 1
+	lost       []string // .git directories that cannot be restored
+	reverted   []string
+	unreverted []string
+	errs       []error
+}
+
+func (r *reverting) fail(p string, err error) {
+	r.unreverted = append(r.unreverted, p)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", p, err))
+	}
+}
+
+func (r *reverting) isRoot(p string) bool { return slices.Contains(r.t.roots, p) }
+
+// removeCreated removes whole the entries that are new, or another kind (or link) than
+// before. Parents sort before what they hold, so a tree is removed once.
+func (r *reverting) removeCreated(cur map[string]pent) {
 	for _, p := range slices.Sorted(maps.Keys(cur)) {
-		if o, had := old[p]; had && o.same(cur[p]) || isRoot(p) || beneathAny(removed, p) || keep(p) {
+		if o, had := r.old[p]; had && o.same(cur[p]) || r.isRoot(p) || beneathAny(r.removed, p) || r.keep(p) {
 			continue
 		}
-		if err := t.removeAll(ctx, p); err != nil {
-			fail(p, err)
+		if err := r.t.removeAll(r.ctx, p); err != nil {
+			r.fail(p, err)
 			continue
 		}
-		removed = append(removed, p)
-		reverted = append(reverted, p)
-		for q := range after {
+		r.removed = append(r.removed, p)
+		r.reverted = append(r.reverted, p)
+		for q := range r.after {
 			if under(p, q) {
-				delete(after, q)
+				delete(r.after, q)
 			}
 		}
 	}
-	if len(removed) > 0 {
+	if len(r.removed) > 0 {
 		// What was created in a removed entry is gone with it.
-		for q := range next {
-			if _, had := t.index[q]; !had && beneathAny(removed, q) {
-				delete(next, q)
+		for q := range r.next {
+			if _, had := r.t.index[q]; !had && beneathAny(r.removed, q) {
+				delete(r.next, q)
 			}
 		}
 	}
-	// 2. Directories and links that were there before and are not now (or were replaced,
-	// and the replacement is gone): made again, parents first. A .git directory's
-	// contents were never walked, so it cannot be restored — nor its config and hooks
-	// alone, which would leave a broken repository.
-	var lost []string
-	for _, p := range slices.Sorted(maps.Keys(old)) {
-		o := old[p]
-		if c, has := after[p]; has && c.same(o) || o.kind == KindFile || isRoot(p) || keep(p) || beneathAny(lost, p) {
+}
+
+// remakeLost makes again, parents first, the directories and links that were there
+// before and are not now (or were replaced, and the replacement is gone). A .git
+// directory's contents were never walked, so it cannot be restored — nor its config and
+// hooks alone, which would leave a broken repository.
+func (r *reverting) remakeLost() {
+	for _, p := range slices.Sorted(maps.Keys(r.old)) {
+		o := r.old[p]
+		if c, has := r.after[p]; has && c.same(o) || o.kind == KindFile || r.isRoot(p) || r.keep(p) || beneathAny(r.lost, p) {
 			continue
 		}
-		if _, has := after[p]; has {
-			fail(p, nil) // the replacement could not be removed
+		if _, has := r.after[p]; has {
+			r.fail(p, nil) // the replacement could not be removed
 			continue
 		}
 		var err error
 		switch o.kind {
 		case KindDir:
 			if o.opaque {
-				fail(p, errors.New("a removed .git directory or credential store cannot be restored: its contents are not kept"))
-				lost = append(lost, p)
+				r.fail(p, errors.New("a removed .git directory or credential store cannot be restored: its contents are not kept"))
+				r.lost = append(r.lost, p)
 				continue
 			}
-			err = t.mkdirs(ctx, p, o.mode)
+			err = r.t.mkdirs(r.ctx, p, o.mode)
 		case KindSymlink:
-			if err = t.mkdirs(ctx, parentOf(p), 0o755); err == nil {
-				err = symlink(ctx, t.cfg.Env, o.target, p)
+			if err = r.t.mkdirs(r.ctx, parentOf(p), 0o755); err == nil {
+				err = symlink(r.ctx, r.t.cfg.Env, o.target, p)
 			}
 		default:
-			fail(p, errors.New("a special file cannot be restored"))
+			r.fail(p, errors.New("a special file cannot be restored"))
 			continue
 		}
 		if err != nil {
-			fail(p, err)
+			r.fail(p, err)
 			continue
 		}
-		after[p] = o
-		reverted = append(reverted, p)
+		r.after[p] = o
+		r.reverted = append(r.reverted, p)
 	}
-	// 3. Files in protected entries: a created one removed, a changed or removed one
-	// written back from the stage with its mode.
-	kept := d.Changes[:0]
-	for _, c := range d.Changes {
-		if !c.Existed && beneathAny(removed, c.Path) {
+}
+
+// revertFiles puts back the files in protected entries — a created one removed, a
+// changed or removed one written back from the stage with its mode — and returns the
+// changes that stand.
+func (r *reverting) revertFiles(changes []Change) []Change {
+	kept := changes[:0]
+	for _, c := range changes {
+		if !c.Existed && beneathAny(r.removed, c.Path) {
 			continue // removed with its entry
 		}
-		if !next[c.Path].prot && !t.index[c.Path].prot || keep(c.Path) {
+		if !r.next[c.Path].prot && !r.t.index[c.Path].prot || r.keep(c.Path) {
 			kept = append(kept, c)
 			continue
 		}
-		if beneathAny(lost, c.Path) {
-			delete(next, c.Path)
+		if beneathAny(r.lost, c.Path) {
+			delete(r.next, c.Path)
 			continue // gone with its repository
 		}
-		if !c.Existed {
-			if err := t.cfg.Env.Remove(ctx, c.Path); err != nil && !isGone(err) {
-				fail(c.Path, err)
-				kept = append(kept, c)
-				continue
-			}
-			delete(next, c.Path)
-			reverted = append(reverted, c.Path)
-			continue
-		}
-		if c.Unrecoverable {
-			fail(c.Path, errors.New("its earlier bytes were over the size cap and not kept"))
+		if !r.revertFile(c) {
 			kept = append(kept, c)
-			continue
-		}
-		if err := t.restoreFile(ctx, c); err != nil {
-			fail(c.Path, err)
-			kept = append(kept, c)
-			continue
-		}
-		e := t.index[c.Path]
-		e.racy = true // its stat is new: read it again next time, and find it as it was
-		next[c.Path] = e
-		reverted = append(reverted, c.Path)
-		if o, ok := old[c.Path]; ok {
-			after[c.Path] = o
 		}
 	}
-	d.Changes = kept
-	slices.Sort(reverted)
-	slices.Sort(unreverted)
-	d.Reverted, d.Unreverted = slices.Compact(reverted), slices.Compact(unreverted)
-	d.RevertErr = errors.Join(errs...)
-	return after
+	return kept
+}
+
+// revertFile puts back one file of a protected entry and reports whether it did.
+func (r *reverting) revertFile(c Change) bool {
+	if !c.Existed {
+		if err := r.t.cfg.Env.Remove(r.ctx, c.Path); err != nil && !isGone(err) {
+			r.fail(c.Path, err)
+			return false
+		}
+		delete(r.next, c.Path)
+		r.reverted = append(r.reverted, c.Path)
+		return true
+	}
+	if c.Unrecoverable {
+		r.fail(c.Path, errors.New("its earlier bytes were over the size cap and not kept"))
+		return false
+	}
+	if err := r.t.restoreFile(r.ctx, c); err != nil {
+		r.fail(c.Path, err)
+		return false
+	}
+	e := r.t.index[c.Path]
+	e.racy = true // its stat is new: read it again next time, and find it as it was
+	r.next[c.Path] = e
+	r.reverted = append(r.reverted, c.Path)
+	if o, ok := r.old[c.Path]; ok {
+		r.after[c.Path] = o
+	}
+	return true
 }
 
 // removeAll removes p and, when it is a directory, everything in it, never following a

@@ -258,38 +258,77 @@ func (t *Tree) SyncGuarded(ctx context.Context, record RecordFunc, keep func(pat
 	return t.sync(ctx, record, keep)
 }
 
-// sync walks; keep, when set, guards: see SyncGuarded.
+// sync walks; keep, when set, guards: see SyncGuarded. It runs in steps: walk the roots,
+// compare what the walk saw with the index (staging new bytes), find what is gone, put
+// back protected changes, hand the changes to record, and move the index on.
 func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bool) (Diff, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := time.Now()
-	w := walker{t: t, ctx: ctx, seen: map[string]entry{}, prot: map[string]pent{}}
-	for _, r := range t.roots {
-		prot := t.cfg.Protected != nil && t.cfg.Protected(r)
-		if prot {
-			w.note(r, fs.ModeDir, true)
-		}
-		if err := w.dir(r, gitignore.Matcher{}, prot); err != nil {
-			return Diff{}, err
-		}
-	}
-	if err := w.spots(); err != nil {
-		return Diff{}, err
-	}
-	if err := w.stat(); err != nil {
+	w, err := t.walk(ctx)
+	if err != nil {
 		return Diff{}, err
 	}
 	d := Diff{Oversize: w.oversize, Beyond: w.beyond, Files: w.count, Linked: w.linked}
 	next := make(map[string]entry, len(w.seen))
-	var staged []string // sums staged by this Sync, dropped again if it fails
-	fail := func(err error) (Diff, error) {
-		for _, s := range staged {
+	staged, err := t.compare(ctx, w, start, next, &d)
+	if err != nil {
+		for _, s := range staged { // sums staged by this Sync are dropped again
 			if t.refs[s] == 0 {
 				t.unstage(s)
 			}
 		}
 		return Diff{}, err
 	}
+	t.findGone(ctx, w, next, &d)
+	slices.Sort(d.Linked)
+	slices.Sort(d.Unreadable)
+	slices.Sort(d.Oversize)
+	slices.Sort(d.Beyond)
+	slices.SortFunc(d.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	if !t.primed {
+		d.Changes = nil
+	}
+	prot := w.prot
+	if keep != nil && t.primed {
+		prot = t.revert(ctx, w, next, &d, keep)
+	}
+	d.Protected = tops(prot)
+	// A repository's config and hooks are watched for the guard, never recorded: file
+	// history keeps no part of a .git directory, whose rest it does not see.
+	d.Changes = slices.DeleteFunc(d.Changes, func(c Change) bool { return strings.Contains(c.Path, "/.git/") })
+	if record != nil {
+		d.RecordErr = t.hand(ctx, record, d.Changes)
+	}
+	t.moveOn(w, next, prot, staged)
+	return d, nil
+}
+
+// walk lists the roots and stats what it listed.
+func (t *Tree) walk(ctx context.Context) (*walker, error) {
+	w := &walker{t: t, ctx: ctx, seen: map[string]entry{}, prot: map[string]pent{}}
+	for _, r := range t.roots {
+		prot := t.cfg.Protected != nil && t.cfg.Protected(r)
+		if prot {
+			w.note(r, fs.ModeDir, true)
+		}
+		if err := w.dir(r, gitignore.Matcher{}, prot); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.spots(); err != nil {
+		return nil, err
+	}
+	if err := w.stat(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// compare fills next with what the walk saw and d.Changes with what is new or changed
+// since the index, reading and staging the bytes of every file whose stat moved. It
+// returns the sums it staged, also on error, so a failed Sync can drop them again.
+func (t *Tree) compare(ctx context.Context, w *walker, start time.Time, next map[string]entry, d *Diff) (staged []string, err error) {
 	for p, cur := range w.seen {
 		old, had := t.index[p]
 		if t.cfg.ProtectedOnly && !cur.prot {
@@ -313,13 +352,13 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bo
 				continue
 			}
 			if err != nil {
-				return fail(fmt.Errorf("treestate: reading %s: %w", p, err))
+				return staged, fmt.Errorf("treestate: reading %s: %w", p, err)
 			}
 			cur.size = int64(len(data))
 			cur.sum = sumOf(data)
 			if t.refs[cur.sum] == 0 && !slices.Contains(staged, cur.sum) {
 				if err := t.stage(cur.sum, data); err != nil {
-					return fail(err)
+					return staged, err
 				}
 				staged = append(staged, cur.sum)
 			}
@@ -335,6 +374,12 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bo
 			d.Changes = append(d.Changes, ch)
 		}
 	}
+	return staged, nil
+}
+
+// findGone adds to d.Changes the indexed files the walk did not meet and that are gone
+// from the disk; one past the walk's file-count cap is kept in next as it was.
+func (t *Tree) findGone(ctx context.Context, w *walker, next map[string]entry, d *Diff) {
 	for p, old := range t.index {
 		if _, ok := next[p]; ok || t.cfg.ProtectedOnly && !old.prot {
 			continue
@@ -358,42 +403,32 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bo
 		ch.Gone = true
 		d.Changes = append(d.Changes, ch)
 	}
-	slices.Sort(d.Linked)
-	slices.Sort(d.Unreadable)
-	slices.Sort(d.Oversize)
-	slices.Sort(d.Beyond)
-	slices.SortFunc(d.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
-	if !t.primed {
-		d.Changes = nil
-	}
-	prot := w.prot
-	if keep != nil && t.primed {
-		prot = t.revert(ctx, &w, next, &d, keep)
-	}
-	d.Protected = tops(prot)
-	// A repository's config and hooks are watched for the guard, never recorded: file
-	// history keeps no part of a .git directory, whose rest it does not see.
-	d.Changes = slices.DeleteFunc(d.Changes, func(c Change) bool { return strings.Contains(c.Path, "/.git/") })
+}
+
+// hand gives each change to record with its pre-image's bytes and joins what failed.
+func (t *Tree) hand(ctx context.Context, record RecordFunc, changes []Change) error {
 	var errs []error
-	if record != nil {
-		for _, c := range d.Changes {
-			var data []byte
-			if c.Existed && c.Sum != "" {
-				b, err := t.staged(c.Sum)
-				if err != nil {
-					// The pre-image is gone: the change is handed over all the same, as one
-					// that cannot be undone, so the record says so instead of nothing.
-					errs = append(errs, fmt.Errorf("%s: %w", c.Path, err))
-					c.Unrecoverable, c.Lost = true, true
-				}
-				data = b
+	for _, c := range changes {
+		var data []byte
+		if c.Existed && c.Sum != "" {
+			b, err := t.staged(c.Sum)
+			if err != nil {
+				// The pre-image is gone: the change is handed over all the same, as one
+				// that cannot be undone, so the record says so instead of nothing.
+				errs = append(errs, fmt.Errorf("%s: %w", c.Path, err))
+				c.Unrecoverable, c.Lost = true, true
 			}
-			if err := record(ctx, c, data); err != nil {
-				errs = append(errs, err)
-			}
+			data = b
+		}
+		if err := record(ctx, c, data); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	// The cache moves on; bytes no entry uses any more leave the stage.
+	return errors.Join(errs...)
+}
+
+// moveOn makes next the index: bytes no entry uses any more leave the stage.
+func (t *Tree) moveOn(w *walker, next map[string]entry, prot map[string]pent, staged []string) {
 	newRefs := make(map[string]int, len(t.refs))
 	for _, e := range next {
 		if e.sum != "" {
@@ -415,8 +450,6 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bo
 	}
 	t.index, t.prot, t.refs, t.primed = next, prot, newRefs, true
 	t.skipped = w.skipped
-	d.RecordErr = errors.Join(errs...)
-	return d, nil
 }
 
 // modeBits are the mode bits a change of which is a change of the file, as file history
