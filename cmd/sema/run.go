@@ -150,28 +150,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if o.outputFormat == "text" {
 		ctx = model.WithRetryObserver(ctx, retryNotice(stderr))
 	}
-	if o.resume != "" && o.continueLast {
-		return usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
-	}
-	if o.forkSession && o.resume == "" && !o.continueLast {
-		return usageErr(sema.Errorf(codeUsage, "--fork-session needs --resume ID or --continue"))
-	}
-	if o.wait && o.resume == "" && !o.continueLast {
-		return usageErr(sema.Errorf(codeUsage, "--wait needs --resume ID or --continue: only a session that exists can be busy"))
-	}
-	lease, err := sessionLease()
+	lease, err := checkRunFlags(o)
 	if err != nil {
-		return usageErr(err)
-	}
-	switch o.onAsk {
-	case "", "deny", "prompt", "park":
-	default:
-		return usageErr(sema.Errorf(agent.CodeOnAskInvalid, "unknown --on-ask value %q; use deny, park or prompt", o.onAsk))
-	}
-	switch agent.FileHistoryCapture(o.fileHistory) {
-	case agent.FileHistoryDefault, agent.FileHistoryOn, agent.FileHistoryOff:
-	default:
-		return usageErr(sema.Errorf(agent.CodeFileHistoryInvalid, "unknown --file-history value %q; use on or off", o.fileHistory))
+		return err
 	}
 	if err := o.checkEnvPassthrough(); err != nil {
 		return err
@@ -234,7 +215,42 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	steer.start(ctx)
 	out := newPrinter(o.outputFormat, steer.writer(stdout), stderr)
 	out.progress = prog
-	runner := agent.New(deps)
+	return printRun(ctx, o, agent.New(deps), spec, steer, out, root)
+}
+
+// checkRunFlags refuses, by name, flags that contradict each other or name no value
+// sema knows, before anything is opened, and returns the session lease the environment
+// sets.
+func checkRunFlags(o *runOptions) (time.Duration, error) {
+	if o.resume != "" && o.continueLast {
+		return 0, usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
+	}
+	if o.forkSession && o.resume == "" && !o.continueLast {
+		return 0, usageErr(sema.Errorf(codeUsage, "--fork-session needs --resume ID or --continue"))
+	}
+	if o.wait && o.resume == "" && !o.continueLast {
+		return 0, usageErr(sema.Errorf(codeUsage, "--wait needs --resume ID or --continue: only a session that exists can be busy"))
+	}
+	lease, err := sessionLease()
+	if err != nil {
+		return 0, usageErr(err)
+	}
+	switch o.onAsk {
+	case "", "deny", "prompt", "park":
+	default:
+		return 0, usageErr(sema.Errorf(agent.CodeOnAskInvalid, "unknown --on-ask value %q; use deny, park or prompt", o.onAsk))
+	}
+	switch agent.FileHistoryCapture(o.fileHistory) {
+	case agent.FileHistoryDefault, agent.FileHistoryOn, agent.FileHistoryOff:
+	default:
+		return 0, usageErr(sema.Errorf(agent.CodeFileHistoryInvalid, "unknown --file-history value %q; use on or off", o.fileHistory))
+	}
+	return lease, nil
+}
+
+// printRun runs (or resumes, with --answer) the leg and prints its events as they
+// come; its error is the process's exit.
+func printRun(ctx context.Context, o *runOptions, runner *agent.Runner, spec agent.TaskSpec, steer *steering, out *printer, root string) error {
 	events := runner.Events(ctx, spec)
 	if o.answer != nil {
 		events = runner.ResumeEvents(ctx, spec, *o.answer)
@@ -253,7 +269,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 			res = ev.Result
 		}
 	}
-	err = exitFor(res)
+	err := exitFor(res)
 	if ee, ok := err.(*exitErr); ok && ee.code == exitError && res.SessionID != "" {
 		ee.hint = continueHint(ctx, res)
 	}
