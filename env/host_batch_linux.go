@@ -111,11 +111,35 @@ func writeBatch(ctx context.Context, files []FileWrite, errs []error) {
 			}
 		}
 	}()
+	state := planBatch(files, errs, dirs)
+	// 1 (and 2 where a file is synced alone): the temporary files.
+	writeTemps(ctx, files, state, errs)
+	// 2: one syncfs per filesystem for the files not synced one by one.
+	syncBatch(files, state, errs)
+	// 3: the renames, in order.
+	if beforeRenames != nil {
+		beforeRenames()
+	}
+	renameBatch(ctx, files, state, errs)
+	// 4: make the renames durable. As in WriteFile, a failure is ignored: the renames
+	// succeeded, and some filesystems cannot sync a directory.
+	for _, d := range dirs {
+		if d.renamed {
+			unix.Fsync(d.fd)
+		}
+	}
+	releaseHeld(state)
+}
+
+// planBatch opens each parent directory once (into dirs) and gives each file its state:
+// its directory, its name and the mode a new file gets. A filesystem that holds one file
+// alone is not synced with syncfs: that file is synced as WriteFile does.
+func planBatch(files []FileWrite, errs []error, dirs map[string]*batchDir) []batchFile {
 	state := make([]batchFile, len(files))
 	for i := range state {
 		state[i].held = -1
 	}
-	perDev := map[uint64]int{} // files per filesystem: one alone is synced as WriteFile does
+	perDev := map[uint64]int{} // files per filesystem
 	first := map[string]int{}  // a path's first entry, whose perm a new file keeps
 	for i, f := range files {
 		perm := f.Perm
@@ -148,8 +172,11 @@ func writeBatch(ctx context.Context, files []FileWrite, errs []error) {
 			d.syncfs = false
 		}
 	}
+	return state
+}
 
-	// 1 (and 2 where a file is synced alone): the temporary files.
+// writeTemps writes every file's temporary file, batchWorkers at a time.
+func writeTemps(ctx context.Context, files []FileWrite, state []batchFile, errs []error) {
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(batchWorkers, len(files)) {
@@ -171,8 +198,10 @@ func writeBatch(ctx context.Context, files []FileWrite, errs []error) {
 	}
 	close(next)
 	wg.Wait()
+}
 
-	// 2: one syncfs per filesystem for the files not synced one by one.
+// syncBatch syncs, with one syncfs per filesystem, the files not synced one by one.
+func syncBatch(files []FileWrite, state []batchFile, errs []error) {
 	synced := map[uint64]error{}
 	for i := range state {
 		s := &state[i]
@@ -188,11 +217,10 @@ func writeBatch(ctx context.Context, files []FileWrite, errs []error) {
 			s.fail(&errs[i], &fs.PathError{Op: "write", Path: files[i].Path, Err: err})
 		}
 	}
+}
 
-	// 3: the renames, in order.
-	if beforeRenames != nil {
-		beforeRenames()
-	}
+// renameBatch renames the written files into place, in order; once ctx has ended none is.
+func renameBatch(ctx context.Context, files []FileWrite, state []batchFile, errs []error) {
 	stop := ctx.Err()
 	for i := range state {
 		s := &state[i]
@@ -209,15 +237,6 @@ func writeBatch(ctx context.Context, files []FileWrite, errs []error) {
 		}
 		s.dir.renamed = true
 	}
-
-	// 4: make the renames durable. As in WriteFile, a failure is ignored: the renames
-	// succeeded, and some filesystems cannot sync a directory.
-	for _, d := range dirs {
-		if d.renamed {
-			unix.Fsync(d.fd)
-		}
-	}
-	releaseHeld(state)
 }
 
 // fail removes the temporary file and records err as the file's answer.
