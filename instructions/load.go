@@ -323,50 +323,8 @@ func (p *pass) loadDir(ctx context.Context, dir string) {
 // load tries one file, then its imports.
 func (p *pass) load(ctx context.Context, c candidate) {
 	l := p.l
-	canon, exists, err := fence.Canonicalize(ctx, l.cfg.Env, c.path)
-	if err != nil {
-		p.skip(c, "it cannot be resolved safely ("+err.Error()+")")
-		return
-	}
-	if !exists {
-		return
-	}
-	if l.seen[canon] {
-		if slices.Contains(c.chain, canon) {
-			p.importNotice(c, CodeImportCycle, canon, "it imports a file that imports it")
-		}
-		return
-	}
-	user := c.source == SourceUser
-	inRoots := l.insideRoots(canon)
-	switch {
-	case c.source == SourceImport && !inRoots && !l.claudeImport(canon):
-		p.importNotice(c, CodeImportOutside, canon, "it is outside the read roots ("+strings.Join(l.cfg.ReadRoots, ", ")+")")
-		return
-	case !user && c.source != SourceImport && !inRoots && !fence.Contains(c.dir, canon):
-		p.skip(c, "it is a link to "+canon+", outside its directory and the read roots")
-		return
-	case !user && l.cfg.Denied != nil && l.cfg.Denied(canon):
-		if c.source == SourceImport {
-			p.importNotice(c, CodeImportDenied, canon, "reads of it are denied")
-		} else {
-			p.skip(c, "reads of it are denied")
-		}
-		return
-	}
-	fi, err := l.cfg.Env.Stat(ctx, canon)
-	switch {
-	case err != nil:
-		p.skip(c, "it cannot be read ("+err.Error()+")")
-		return
-	case !fi.IsRegular():
-		p.skip(c, "it is not a regular file")
-		return
-	case !user && inRoots && fence.HardLinked(canon, fi):
-		p.skip(c, "it has more than one hard link, so it may be a file outside the roots under another name")
-		return
-	case fi.Size > MaxFileBytes:
-		p.skip(c, fmt.Sprintf("it is larger than %d bytes (%d)", MaxFileBytes, fi.Size))
+	canon, ok := p.admit(ctx, c)
+	if !ok {
 		return
 	}
 	l.seen[canon] = true
@@ -400,11 +358,70 @@ func (p *pass) load(ctx context.Context, c candidate) {
 		l.used += n
 	}
 	p.set.Files = append(p.set.Files, f)
-	if c.source == SourceMemory {
-		return
+	if c.source != SourceMemory {
+		p.loadImports(ctx, c, canon, f.Text)
 	}
+}
+
+// admit resolves c and reports whether it may be read: it exists, was not loaded
+// already, lies where its source may be, is not denied, and is a regular file of one
+// name under the size cap. A refusal is told as a notice.
+func (p *pass) admit(ctx context.Context, c candidate) (canon string, ok bool) {
+	l := p.l
+	canon, exists, err := fence.Canonicalize(ctx, l.cfg.Env, c.path)
+	if err != nil {
+		p.skip(c, "it cannot be resolved safely ("+err.Error()+")")
+		return "", false
+	}
+	if !exists {
+		return "", false
+	}
+	if l.seen[canon] {
+		if slices.Contains(c.chain, canon) {
+			p.importNotice(c, CodeImportCycle, canon, "it imports a file that imports it")
+		}
+		return "", false
+	}
+	user := c.source == SourceUser
+	inRoots := l.insideRoots(canon)
+	switch {
+	case c.source == SourceImport && !inRoots && !l.claudeImport(canon):
+		p.importNotice(c, CodeImportOutside, canon, "it is outside the read roots ("+strings.Join(l.cfg.ReadRoots, ", ")+")")
+		return "", false
+	case !user && c.source != SourceImport && !inRoots && !fence.Contains(c.dir, canon):
+		p.skip(c, "it is a link to "+canon+", outside its directory and the read roots")
+		return "", false
+	case !user && l.cfg.Denied != nil && l.cfg.Denied(canon):
+		if c.source == SourceImport {
+			p.importNotice(c, CodeImportDenied, canon, "reads of it are denied")
+		} else {
+			p.skip(c, "reads of it are denied")
+		}
+		return "", false
+	}
+	fi, err := l.cfg.Env.Stat(ctx, canon)
+	switch {
+	case err != nil:
+		p.skip(c, "it cannot be read ("+err.Error()+")")
+		return "", false
+	case !fi.IsRegular():
+		p.skip(c, "it is not a regular file")
+		return "", false
+	case !user && inRoots && fence.HardLinked(canon, fi):
+		p.skip(c, "it has more than one hard link, so it may be a file outside the roots under another name")
+		return "", false
+	case fi.Size > MaxFileBytes:
+		p.skip(c, fmt.Sprintf("it is larger than %d bytes (%d)", MaxFileBytes, fi.Size))
+		return "", false
+	}
+	return canon, true
+}
+
+// loadImports loads the files canon's text imports, one level deeper in its chain.
+func (p *pass) loadImports(ctx context.Context, c candidate, canon, text string) {
+	l := p.l
 	chain := append(append([]string(nil), c.chain...), canon)
-	for _, imp := range Imports(f.Text) {
+	for _, imp := range Imports(text) {
 		next := candidate{source: SourceImport, importedBy: canon, spelled: imp, chain: chain}
 		if len(chain) > MaxImportDepth {
 			p.importNotice(next, CodeImportTooDeep, "", fmt.Sprintf("imports nest at most %d deep", MaxImportDepth))
