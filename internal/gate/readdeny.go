@@ -281,92 +281,118 @@ func (d ReadDenial) gitHistoryProven(ctx context.Context, args []shellscan.Word,
 			return false
 		}
 	}
-	opts, operands, pathspecs, dashdash := splitGitArgs(rest)
+	g := gitCall{d: d, ctx: ctx, seg: seg, place: place}
+	g.opts, g.operands, g.pathspecs, g.dashdash = splitGitArgs(rest)
 	switch sub {
 	case "log", "whatchanged", "reflog":
-		if !gitPatchy(opts) {
-			return true
-		}
-		return dashdash && d.pathspecsProven(ctx, pathspecs, seg, place)
+		return !gitPatchy(g.opts) || g.pathspecsProven()
 	case "show":
-		if gitOpt(opts, "textconv", "ext-diff") {
-			return false
-		}
-		commits := len(operands) == 0
-		for _, o := range operands {
-			switch {
-			case headLikeRev().MatchString(o):
-				commits = true
-			case strings.Contains(o, ":"):
-				if !d.colonProven(ctx, o, seg, place) {
-					return false
-				}
-			default:
-				return false
-			}
-		}
-		return !commits || dashdash && d.pathspecsProven(ctx, pathspecs, seg, place)
+		return g.showProven()
 	case "diff":
-		if gitOpt(opts, "textconv", "ext-diff", "no-index") {
-			return false
-		}
-		blobs := len(operands) > 0
-		for _, o := range operands {
-			a, b, isRange := strings.Cut(strings.Replace(o, "...", "..", 1), "..")
-			switch {
-			case isRange && headLikeRev().MatchString(a) && headLikeRev().MatchString(b), headLikeRev().MatchString(o):
-				blobs = false
-			case strings.Contains(o, ":"):
-				if !d.colonProven(ctx, o, seg, place) {
-					return false
-				}
-			default:
-				return false
-			}
-		}
-		return blobs || dashdash && d.pathspecsProven(ctx, pathspecs, seg, place)
+		return g.diffProven()
 	case "cat-file":
-		for _, o := range opts {
-			if o != "-t" && o != "-s" && o != "-e" && o != "-p" {
-				return false // --batch reads object names from stdin; --textconv, --filters
-			}
-		}
-		if !gitOpt(opts, "p") && len(opts) > 0 {
-			return true // type, size or existence only
-		}
-		objects := operands
-		if len(objects) == 2 && !gitOpt(opts, "p") {
-			objects = objects[1:] // cat-file TYPE OBJECT
-		}
-		for _, o := range objects {
-			if !strings.Contains(o, ":") || !d.colonProven(ctx, o, seg, place) {
-				return false
-			}
-		}
-		return len(objects) > 0
+		return g.catFileProven()
 	case "grep":
-		for _, o := range opts {
+		for _, o := range g.opts {
 			if o == "-f" || o == "-O" || strings.HasPrefix(o, "--open-files-in-pager") || strings.HasPrefix(o, "--textconv") {
 				return false
 			}
 		}
-		return dashdash && d.pathspecsProven(ctx, pathspecs, seg, place)
+		return g.pathspecsProven()
 	case "blame", "annotate":
-		for _, o := range opts {
+		for _, o := range g.opts {
 			if o == "-S" || o == "--contents" || strings.HasPrefix(o, "--contents=") || strings.HasPrefix(o, "--ignore-revs-file") {
 				return false // reads revisions or content from a file
 			}
 		}
-		return d.pathspecsProven(ctx, append(operands, pathspecs...), seg, place)
+		return d.pathspecsProven(ctx, append(g.operands, g.pathspecs...), seg, place)
 	case "stash":
-		for _, o := range operands {
-			if o == "show" {
+		return !slices.Contains(g.operands, "show") && !gitPatchy(g.opts)
+	}
+	return slices.Contains(gitNoContent, sub) && !gitPatchy(g.opts)
+}
+
+// gitCall is one git subcommand's arguments, split, with what judging them needs.
+type gitCall struct {
+	d                         ReadDenial
+	ctx                       context.Context
+	seg                       int
+	place                     shellscan.Placer
+	opts, operands, pathspecs []string
+	dashdash                  bool
+}
+
+// pathspecsProven: the output is limited by pathspecs after "--", none of them denied.
+func (g gitCall) pathspecsProven() bool {
+	return g.dashdash && g.d.pathspecsProven(g.ctx, g.pathspecs, g.seg, g.place)
+}
+
+// showProven judges git show: commits (HEAD-like revisions) show their patches, limited
+// by pathspecs; REV:PATH shows that path's blob.
+func (g gitCall) showProven() bool {
+	if gitOpt(g.opts, "textconv", "ext-diff") {
+		return false
+	}
+	commits := len(g.operands) == 0
+	for _, o := range g.operands {
+		switch {
+		case headLikeRev().MatchString(o):
+			commits = true
+		case strings.Contains(o, ":"):
+			if !g.d.colonProven(g.ctx, o, g.seg, g.place) {
 				return false
 			}
+		default:
+			return false
 		}
-		return !gitPatchy(opts)
 	}
-	return slices.Contains(gitNoContent, sub) && !gitPatchy(opts)
+	return !commits || g.pathspecsProven()
+}
+
+// diffProven judges git diff: between HEAD-like revisions (or against the work tree) it
+// shows patches, limited by pathspecs; REV:PATH operands compare blobs.
+func (g gitCall) diffProven() bool {
+	if gitOpt(g.opts, "textconv", "ext-diff", "no-index") {
+		return false
+	}
+	blobs := len(g.operands) > 0
+	for _, o := range g.operands {
+		a, b, isRange := strings.Cut(strings.Replace(o, "...", "..", 1), "..")
+		switch {
+		case isRange && headLikeRev().MatchString(a) && headLikeRev().MatchString(b), headLikeRev().MatchString(o):
+			blobs = false
+		case strings.Contains(o, ":"):
+			if !g.d.colonProven(g.ctx, o, g.seg, g.place) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return blobs || g.pathspecsProven()
+}
+
+// catFileProven judges git cat-file: a type, size or existence prints no content; -p
+// (or TYPE OBJECT) prints REV:PATH objects only when each path is proven.
+func (g gitCall) catFileProven() bool {
+	for _, o := range g.opts {
+		if o != "-t" && o != "-s" && o != "-e" && o != "-p" {
+			return false // --batch reads object names from stdin; --textconv, --filters
+		}
+	}
+	if !gitOpt(g.opts, "p") && len(g.opts) > 0 {
+		return true // type, size or existence only
+	}
+	objects := g.operands
+	if len(objects) == 2 && !gitOpt(g.opts, "p") {
+		objects = objects[1:] // cat-file TYPE OBJECT
+	}
+	for _, o := range objects {
+		if !strings.Contains(o, ":") || !g.d.colonProven(g.ctx, o, g.seg, g.place) {
+			return false
+		}
+	}
+	return len(objects) > 0
 }
 
 // splitGitArgs splits a subcommand's arguments into options, operands before "--" and
