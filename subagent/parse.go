@@ -65,68 +65,11 @@ func Parse(path string, data []byte) (Definition, error) {
 	d := Definition{Source: path, Prompt: strings.TrimSpace(strings.Join(lines[end+1:], "\n"))}
 	var named, described bool
 	for _, e := range entries {
-		switch e.key {
-		case "name":
-			s, err := p.scalar(e)
-			if err != nil {
-				return Definition{}, err
-			}
-			if msg := checkName(s); msg != "" {
-				return Definition{}, p.fail(e.n, "%s", msg)
-			}
-			d.Name, named = s, true
-		case "description":
-			s, err := p.scalar(e)
-			if err != nil {
-				return Definition{}, err
-			}
-			if msg := checkDescription(s); msg != "" {
-				return Definition{}, p.fail(e.n, "%s", msg)
-			}
-			d.Description, described = s, true
-		case "model":
-			s, err := p.scalar(e)
-			if err != nil {
-				return Definition{}, err
-			}
-			if msg := checkModel(s); msg != "" {
-				return Definition{}, p.fail(e.n, "%s", msg)
-			}
-			d.Model = s
-		case "permissionMode":
-			s, err := p.scalar(e)
-			if err != nil {
-				return Definition{}, err
-			}
-			if s == "" {
-				continue // no value: the parent's mode, as when the key is absent
-			}
-			m, err := permission.ParseMode(s)
-			if err != nil {
-				refusal := p.fail(e.n, "%s", checkMode(s))
-				refusal.Err = err
-				return Definition{}, refusal
-			}
-			d.PermissionMode = m
-		case "tools":
-			tools, err := p.list(e)
-			if err != nil {
-				return Definition{}, err
-			}
-			if tools != nil && len(tools) == 0 {
-				return Definition{}, p.fail(e.n, "tools: [] lists no tool; leave tools out to let the agent use every tool "+
-					"of the parent, or list the tools it may use")
-			}
-			d.Tools = tools
-		case "disallowedTools":
-			tools, err := p.list(e)
-			if err != nil {
-				return Definition{}, err
-			}
-			if len(tools) > 0 {
-				d.DisallowedTools = tools
-			}
+		if err := p.apply(&d, e); err != nil {
+			return Definition{}, err
 		}
+		named = named || e.key == "name"
+		described = described || e.key == "description"
 	}
 	if !named {
 		return Definition{}, p.fail(0, "%s to the front matter", checkName(""))
@@ -135,6 +78,74 @@ func Parse(path string, data []byte) (Definition, error) {
 		return Definition{}, p.fail(0, "%s", checkDescription(""))
 	}
 	return d, nil
+}
+
+// apply checks one front matter entry and sets what it says on d; a key Parse does not
+// read is ignored (the refused ones were refused by entries).
+func (p *parser) apply(d *Definition, e *entry) error {
+	switch e.key {
+	case "name":
+		s, err := p.scalar(e)
+		if err != nil {
+			return err
+		}
+		if msg := checkName(s); msg != "" {
+			return p.fail(e.n, "%s", msg)
+		}
+		d.Name = s
+	case "description":
+		s, err := p.scalar(e)
+		if err != nil {
+			return err
+		}
+		if msg := checkDescription(s); msg != "" {
+			return p.fail(e.n, "%s", msg)
+		}
+		d.Description = s
+	case "model":
+		s, err := p.scalar(e)
+		if err != nil {
+			return err
+		}
+		if msg := checkModel(s); msg != "" {
+			return p.fail(e.n, "%s", msg)
+		}
+		d.Model = s
+	case "permissionMode":
+		s, err := p.scalar(e)
+		if err != nil {
+			return err
+		}
+		if s == "" {
+			return nil // no value: the parent's mode, as when the key is absent
+		}
+		m, err := permission.ParseMode(s)
+		if err != nil {
+			refusal := p.fail(e.n, "%s", checkMode(s))
+			refusal.Err = err
+			return refusal
+		}
+		d.PermissionMode = m
+	case "tools":
+		tools, err := p.list(e)
+		if err != nil {
+			return err
+		}
+		if tools != nil && len(tools) == 0 {
+			return p.fail(e.n, "tools: [] lists no tool; leave tools out to let the agent use every tool "+
+				"of the parent, or list the tools it may use")
+		}
+		d.Tools = tools
+	case "disallowedTools":
+		tools, err := p.list(e)
+		if err != nil {
+			return err
+		}
+		if len(tools) > 0 {
+			d.DisallowedTools = tools
+		}
+	}
+	return nil
 }
 
 // isFence reports whether a line opens or closes the front matter.
