@@ -120,48 +120,11 @@ func (s *Server) work(ctx context.Context, id string) error {
 		return s.finish(ctx, t, cancelledResult(t.sessionID), nil)
 	}
 	legs := &legStream{s: s, taskID: t.id}
-	tenantFiles, err := s.tenantSettings(ctx, t.tenant)
-	if err != nil && sema.CodeOf(err) == "" {
-		return err // the store is down for now; River tries again
-	}
-	if err != nil {
-		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
-	}
-	spec, runner, err := s.prepare(t, legs, tenantFiles)
-	if err != nil {
-		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
-	}
-	var answer *agent.Answer
-	if t.decision != "" {
-		answer = new(agent.Answer)
-		if err := json.Unmarshal([]byte(t.decision), answer); err != nil {
-			return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
-		}
-		s.observeApprovalWait(ctx, answer.CheckpointID)
-	}
-	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
+	p, err := s.planLeg(ctx, t, legs)
+	if p == nil {
 		return err
 	}
-	spend, err := s.applyPolicy(ctx, t, &spec)
-	if err != nil {
-		if sema.CodeOf(err) == "" {
-			return err // the store is down for now; River tries again
-		}
-		return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
-	}
-	if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status IN (?, ?)`,
-		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning); err != nil {
-		return err
-	}
-	if legs.seq, err = s.lastSeq(ctx, t.id); err != nil {
-		return err
-	}
-	announced := map[string]bool{}
-	if legs.seq > 0 {
-		if announced, err = s.announcedCalls(ctx, t.id); err != nil {
-			return err
-		}
-	}
+	spec, runner, answer, spend, announced := p.spec, p.runner, p.answer, p.spend, p.announced
 	legCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.track(t.id, cancel)
@@ -223,6 +186,66 @@ func (s *Server) work(ctx context.Context, id string) error {
 		}
 	}
 	return s.legEnded(ctx, legCtx, t, res, spend)
+}
+
+// legPlan is what a leg runs with: its spec and runner, the answer it resumes with (if
+// any), the tenant's spend it counts against, and the calls already announced on the
+// task's stream by an earlier attempt.
+type legPlan struct {
+	spec      agent.TaskSpec
+	runner    *agent.Runner
+	answer    *agent.Answer
+	spend     *legSpend
+	announced map[string]bool
+}
+
+// planLeg readies t's next leg and marks the task running. A nil plan means the leg does
+// not run: the error is then the job's answer — nil or finish's when the task ended
+// here (a refused spec, policy or decision), the store's when River should try again.
+func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*legPlan, error) {
+	tenantFiles, err := s.tenantSettings(ctx, t.tenant)
+	if err != nil && sema.CodeOf(err) == "" {
+		return nil, err // the store is down for now; River tries again
+	}
+	if err != nil {
+		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	}
+	spec, runner, err := s.prepare(t, legs, tenantFiles)
+	if err != nil {
+		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	}
+	var answer *agent.Answer
+	if t.decision != "" {
+		answer = new(agent.Answer)
+		if err := json.Unmarshal([]byte(t.decision), answer); err != nil {
+			return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+		}
+		s.observeApprovalWait(ctx, answer.CheckpointID)
+	}
+	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
+		return nil, err
+	}
+	spend, err := s.applyPolicy(ctx, t, &spec)
+	if err != nil {
+		if sema.CodeOf(err) == "" {
+			return nil, err // the store is down for now; River tries again
+		}
+		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	}
+	if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status IN (?, ?)`,
+		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning); err != nil {
+		return nil, err
+	}
+	if legs.seq, err = s.lastSeq(ctx, t.id); err != nil {
+		return nil, err
+	}
+	p := &legPlan{spec: spec, runner: runner, answer: answer, spend: spend, announced: map[string]bool{}}
+	if legs.seq > 0 {
+		if p.announced, err = s.announcedCalls(ctx, t.id); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // legFailed answers a leg whose run stopped with err before its result: a busy session
