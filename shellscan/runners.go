@@ -246,35 +246,10 @@ func (r *runReader) runner(s Segment, name string, rs *runnerSpec, depth, k int,
 		r.runs[k].Opaque = true
 		r.hide("`" + name + "` " + why)
 	}
-	// Read the options.
-	var p parsedArgs
-	start := 0
-	switch {
-	case rs.find != nil:
-		i, why := rs.find(args)
-		if why != "" {
-			opaque(why + ", so the command it runs is not known")
-			return
-		}
-		start = i
-	case rs.opts != nil:
-		p = parseOpts(args, rs.opts)
-		if len(p.unknown) > 0 || len(p.risky) > 0 {
-			opaque("has options the model does not read, so the command it runs is not known")
-			return
-		}
-		start = p.rest
-	default:
-		i, why := valueOpts(args)
-		if why != "" {
-			opaque(why + ", so the command it runs is not known")
-			return
-		}
-		for _, w := range args[:i] {
-			opt, _, _ := strings.Cut(strings.TrimLeft(w.Lit, "-"), "=")
-			p.opts = append(p.opts, option{name: opt})
-		}
-		start = i
+	p, start, why := runnerOptions(args, rs)
+	if why != "" {
+		opaque(why)
+		return
 	}
 	if len(rs.hidden) > 0 && p.has(rs.hidden...) {
 		opaque("is given an option that runs a program the text does not show")
@@ -308,31 +283,7 @@ func (r *runReader) runner(s Segment, name string, rs *runnerSpec, depth, k int,
 	}
 	// A script option: its value is the command.
 	if vals := p.values(rs.script...); len(vals) > 0 {
-		if rs.shell != "" {
-			for _, sh := range p.values(rs.shell) {
-				if !sh.Static || !shellPrograms[wrapperName(sh)] {
-					opaque("gives its script to `" + sh.Raw + "`, which is not a shell the model reads")
-					return
-				}
-			}
-		}
-		for _, v := range vals {
-			if !v.Static {
-				opaque("runs the expanded script `" + v.Raw + "`")
-				return
-			}
-			r.script(v.Lit, depth, next)
-		}
-		if rs.at == atUser {
-			// Arguments after the user still reach the shell; only a user may follow.
-			users := operands
-			if len(users) > 0 && users[0].Static && users[0].Lit == "-" {
-				users = users[1:]
-			}
-			if len(users) > 1 {
-				opaque("hands further arguments to the user's shell")
-			}
-		}
+		r.runnerScript(vals, p, rs, operands, depth, next, opaque)
 		return
 	}
 	if rs.at == atScriptOption {
@@ -345,7 +296,69 @@ func (r *runReader) runner(s Segment, name string, rs *runnerSpec, depth, k int,
 		r.userShell(s, name, rs, operands, depth, k, next)
 		return
 	}
-	// The command is among the operands.
+	r.runnerOperands(s, name, rs, p, operands, depth, next, opaque)
+}
+
+// runnerOptions reads a runner's options as its spec says and returns them with the
+// index of its first operand; why, when set, says why the command it runs is not known.
+func runnerOptions(args []Word, rs *runnerSpec) (p parsedArgs, start int, why string) {
+	switch {
+	case rs.find != nil:
+		i, why := rs.find(args)
+		if why != "" {
+			return p, 0, why + ", so the command it runs is not known"
+		}
+		return p, i, ""
+	case rs.opts != nil:
+		p = parseOpts(args, rs.opts)
+		if len(p.unknown) > 0 || len(p.risky) > 0 {
+			return p, 0, "has options the model does not read, so the command it runs is not known"
+		}
+		return p, p.rest, ""
+	}
+	i, why := valueOpts(args)
+	if why != "" {
+		return p, 0, why + ", so the command it runs is not known"
+	}
+	for _, w := range args[:i] {
+		opt, _, _ := strings.Cut(strings.TrimLeft(w.Lit, "-"), "=")
+		p.opts = append(p.opts, option{name: opt})
+	}
+	return p, i, ""
+}
+
+// runnerScript follows the scripts a runner's script option gives (vals), run by the
+// shell its shell option names when it has one.
+func (r *runReader) runnerScript(vals []Word, p parsedArgs, rs *runnerSpec, operands []Word, depth int, next runAt, opaque func(string)) {
+	if rs.shell != "" {
+		for _, sh := range p.values(rs.shell) {
+			if !sh.Static || !shellPrograms[wrapperName(sh)] {
+				opaque("gives its script to `" + sh.Raw + "`, which is not a shell the model reads")
+				return
+			}
+		}
+	}
+	for _, v := range vals {
+		if !v.Static {
+			opaque("runs the expanded script `" + v.Raw + "`")
+			return
+		}
+		r.script(v.Lit, depth, next)
+	}
+	if rs.at == atUser {
+		// Arguments after the user still reach the shell; only a user may follow.
+		users := operands
+		if len(users) > 0 && users[0].Static && users[0].Lit == "-" {
+			users = users[1:]
+		}
+		if len(users) > 1 {
+			opaque("hands further arguments to the user's shell")
+		}
+	}
+}
+
+// runnerOperands follows the command a runner finds among its operands.
+func (r *runReader) runnerOperands(s Segment, name string, rs *runnerSpec, p parsedArgs, operands []Word, depth int, next runAt, opaque func(string)) {
 	if rs.skipNumber && len(operands) > 0 && operands[0].Static && isNumber(operands[0].Lit) {
 		operands = operands[1:]
 	}
