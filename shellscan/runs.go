@@ -153,6 +153,8 @@ func (r *runReader) hide(why string) {
 	}
 }
 
+// segment records s as a Run and follows what it runs in turn — through wrappers,
+// shells, runners and builtins — up to maxRunsDepth scripts deep.
 func (r *runReader) segment(s Segment, depth int, at runAt) {
 	if len(s.Words) == 0 {
 		return
@@ -217,6 +219,12 @@ func (r *runReader) segment(s Segment, depth int, at runAt) {
 		}
 		return
 	}
+	r.command(s, name, args, depth, k, words, opaque)
+}
+
+// command reads the commands and scripts a builtin or a known program runs from its
+// arguments: parallel, awk, sed, busybox, eval, trap, source, alias, hash and find.
+func (r *runReader) command(s Segment, name string, args []Word, depth, k int, words runAt, opaque func(string)) {
 	switch name {
 	case "parallel":
 		r.parallel(s, depth, k, words)
