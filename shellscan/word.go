@@ -30,102 +30,110 @@ func (b *builder) word(w *syntax.Word) Word {
 			return out
 		}
 	}
-	var (
-		lit      strings.Builder
-		shape    []byte // one byte per literal byte: the character when unquoted, 0 when quoted
-		expands  bool   // any expansion other than a leading tilde
-		splits   bool   // an unquoted expansion that undergoes field splitting
-		leadKind = 0    // 0: unknown yet, 1: the word starts with a literal, 2: with an expansion
-	)
+	var r wordReader
 	for i, part := range w.Parts {
-		switch p := part.(type) {
-		case *syntax.Lit:
-			v := p.Value
-			if i == 0 && strings.HasPrefix(v, "~") {
-				out.Tilde = true
-			}
-			for j := 0; j < len(v); j++ {
-				c := v[j]
-				if c == '\\' {
-					out.Quoted = true
-					if j+1 < len(v) {
-						j++
-						c = v[j]
-					}
-					lit.WriteByte(c)
-					shape = append(shape, 0)
-					continue
-				}
-				lit.WriteByte(c)
-				shape = append(shape, c)
-			}
-		case *syntax.SglQuoted:
-			out.Quoted = true
-			val := p.Value
-			if p.Dollar {
-				var ok bool
-				if val, ok = ansiC(val); !ok {
-					expands = true
-				}
-			}
-			lit.WriteString(val)
-			shape = append(shape, make([]byte, len(val))...)
-		case *syntax.DblQuoted:
-			out.Quoted = true
-			if p.Dollar {
-				expands = true // $"…" is translated through the locale's message catalog
-				if leadKind == 0 && lit.Len() == 0 {
-					leadKind = 2
-				}
-			}
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					expands = true
-					if leadKind == 0 && lit.Len() == 0 {
-						leadKind = 2
-					}
-					continue
-				}
-				n := lit.Len()
-				unescapeDouble(&lit, l.Value)
-				shape = append(shape, make([]byte, lit.Len()-n)...)
-			}
-		default:
-			// ParamExp, CmdSubst, ArithmExp, ProcSubst, ExtGlob, BraceExp.
-			expands = true
-			switch part.(type) {
-			case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp:
-				splits = true
-			}
-		}
-		if leadKind == 0 {
-			if lit.Len() > 0 {
-				leadKind = 1
-			} else if expands {
-				leadKind = 2
+		r.part(&out, i, part)
+		if r.leadKind == 0 {
+			if r.lit.Len() > 0 {
+				r.leadKind = 1
+			} else if r.expands {
+				r.leadKind = 2
 			}
 		}
 	}
-	if hasGlob(shape) || hasBraceExpansion(shape) {
-		expands = true
+	if hasGlob(r.shape) || hasBraceExpansion(r.shape) {
+		r.expands = true
 	}
-	laterTilde := hasLaterTilde(shape)
-	out.Static = !expands && !out.Tilde && !laterTilde
-	if !expands && !laterTilde {
-		out.Lit = lit.String()
+	laterTilde := hasLaterTilde(r.shape)
+	out.Static = !r.expands && !out.Tilde && !laterTilde
+	if !r.expands && !laterTilde {
+		out.Lit = r.lit.String()
 	}
 	first := byte(0)
-	if len(shape) > 0 {
-		first = shape[0]
+	if len(r.shape) > 0 {
+		first = r.shape[0]
 	}
 	if out.Static {
 		out.OptionSafe = !strings.HasPrefix(out.Lit, "-")
 		return out
 	}
-	out.OptionSafe = !splits && leadKind == 1 && lit.String()[0] != '-' &&
+	out.OptionSafe = !r.splits && r.leadKind == 1 && r.lit.String()[0] != '-' &&
 		first != '*' && first != '?' && first != '[' && first != '{' && first != '~'
 	return out
+}
+
+// wordReader is word's state while it reads a word part by part.
+type wordReader struct {
+	lit      strings.Builder
+	shape    []byte // one byte per literal byte: the character when unquoted, 0 when quoted
+	expands  bool   // any expansion other than a leading tilde
+	splits   bool   // an unquoted expansion that undergoes field splitting
+	leadKind int    // 0: unknown yet, 1: the word starts with a literal, 2: with an expansion
+}
+
+// part reads the i-th part of a word into r, and what it says of the word into out.
+func (r *wordReader) part(out *Word, i int, part syntax.WordPart) {
+	switch p := part.(type) {
+	case *syntax.Lit:
+		v := p.Value
+		if i == 0 && strings.HasPrefix(v, "~") {
+			out.Tilde = true
+		}
+		for j := 0; j < len(v); j++ {
+			c := v[j]
+			if c == '\\' {
+				out.Quoted = true
+				if j+1 < len(v) {
+					j++
+					c = v[j]
+				}
+				r.lit.WriteByte(c)
+				r.shape = append(r.shape, 0)
+				continue
+			}
+			r.lit.WriteByte(c)
+			r.shape = append(r.shape, c)
+		}
+	case *syntax.SglQuoted:
+		out.Quoted = true
+		val := p.Value
+		if p.Dollar {
+			var ok bool
+			if val, ok = ansiC(val); !ok {
+				r.expands = true
+			}
+		}
+		r.lit.WriteString(val)
+		r.shape = append(r.shape, make([]byte, len(val))...)
+	case *syntax.DblQuoted:
+		out.Quoted = true
+		if p.Dollar {
+			r.expands = true // $"…" is translated through the locale's message catalog
+			if r.leadKind == 0 && r.lit.Len() == 0 {
+				r.leadKind = 2
+			}
+		}
+		for _, q := range p.Parts {
+			l, ok := q.(*syntax.Lit)
+			if !ok {
+				r.expands = true
+				if r.leadKind == 0 && r.lit.Len() == 0 {
+					r.leadKind = 2
+				}
+				continue
+			}
+			n := r.lit.Len()
+			unescapeDouble(&r.lit, l.Value)
+			r.shape = append(r.shape, make([]byte, r.lit.Len()-n)...)
+		}
+	default:
+		// ParamExp, CmdSubst, ArithmExp, ProcSubst, ExtGlob, BraceExp.
+		r.expands = true
+		switch part.(type) {
+		case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp:
+			r.splits = true
+		}
+	}
 }
 
 // unescapeDouble appends the value of a literal inside double quotes.
