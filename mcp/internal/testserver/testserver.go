@@ -143,6 +143,15 @@ func number(args map[string]any, key string) int {
 }
 
 func addTools(s *mcp.Server, cfg *config) {
+	addCallTools(s, cfg)
+	addListTools(s, cfg)
+	addFailureTools(s, cfg)
+	addContentTools(s, cfg)
+	addProcessTools(s, cfg)
+}
+
+// addCallTools adds the tools that answer, write, ask, wait and return images or many bytes.
+func addCallTools(s *mcp.Server, cfg *config) {
 	add(s, "echo", "Answers the text it is given.", &mcp.Tool{Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
 			v, _ := args["text"].(string)
@@ -174,6 +183,10 @@ func addTools(s *mcp.Server, cfg *config) {
 	add(s, "huge", "Returns many bytes of text, written by the stdio transport.", nil, func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
 		return text(strings.Repeat("x", number(args, "bytes"))), nil // reached only over other transports
 	})
+}
+
+// addListTools adds the tools that change the tool list and say what the client asked or holds.
+func addListTools(s *mcp.Server, cfg *config) {
 	add(s, "add_tool", "Adds a tool.", nil, func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
 		name, _ := args["name"].(string)
 		add(s, name, "A tool added at run time.", nil, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
@@ -211,6 +224,10 @@ func addTools(s *mcp.Server, cfg *config) {
 			}
 			return text(strings.Join(uris, "\n")), nil
 		})
+}
+
+// addFailureTools adds the tools that fail as a tool, as the protocol and as a process.
+func addFailureTools(s *mcp.Server, cfg *config) {
 	add(s, "fail", "Fails.", nil, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
 		r := text("it failed on purpose")
 		r.IsError = true
@@ -224,6 +241,10 @@ func addTools(s *mcp.Server, cfg *config) {
 		os.Exit(3)
 		return nil, nil
 	})
+}
+
+// addContentTools adds the tools that return content of every other kind.
+func addContentTools(s *mcp.Server, cfg *config) {
 	add(s, "resources", "Returns resources.", nil, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
 		size := int64(1234)
 		return &mcp.CallToolResult{Content: []mcp.Content{
@@ -236,6 +257,10 @@ func addTools(s *mcp.Server, cfg *config) {
 	add(s, "structured", "Returns structured content only.", nil, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{StructuredContent: map[string]any{"answer": 42}}, nil
 	})
+}
+
+// addProcessTools adds the tools that say what the server process sees, or share a name with an engine tool.
+func addProcessTools(s *mcp.Server, cfg *config) {
 	add(s, "child_pid", "The pid of the child started in spawn-child mode.", nil, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
 		return text(strconv.Itoa(cfg.childPid)), nil
 	})
