@@ -776,19 +776,8 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 	if err := o.claude.apply(o); err != nil {
 		return nil, err
 	}
-	if o.resume != "" && o.continueLast {
-		return nil, usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
-	}
-	if o.forkSession && o.resume == "" && !o.continueLast {
-		return nil, usageErr(sema.Errorf(codeUsage, "--fork-session needs --resume ID or --continue"))
-	}
-	switch o.sdk.permissionPromptTool {
-	case "", "stdio":
-	default:
-		return nil, usageErr(sema.Errorf(codeSDKUnsupported, "--permission-prompt-tool %q: only stdio (the SDK's canUseTool) is supported", o.sdk.permissionPromptTool))
-	}
-	if o.onAsk != "" && o.onAsk != "deny" {
-		return nil, usageErr(sema.Errorf(codeStdinConflict, "in the SDK protocol stdin carries protocol lines; questions go to the SDK's canUseTool (--permission-prompt-tool stdio) or are denied, not --on-ask %s", o.onAsk))
+	if err := checkSDKFlags(o); err != nil {
+		return nil, err
 	}
 	// The SDK protocol owns stdin: the permission setup must not read it.
 	saved := o.inputFormat
@@ -825,19 +814,10 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 		return nil, err
 	}
 	setup.closer = store
-	firstResume := o.resume
-	if o.continueLast {
-		canon, err := canonicalRoot(ctx, root)
-		if err != nil {
-			store.Close()
-			return nil, usageErr(err)
-		}
-		s, err := store.newest(ctx, canon)
-		if err != nil {
-			store.Close()
-			return nil, usageErr(sema.Errorf("session.not_found", "there is no session to continue in %s; start one without --continue", root))
-		}
-		firstResume = s.ID
+	firstResume, err := firstSDKResume(ctx, o, store, root)
+	if err != nil {
+		store.Close()
+		return nil, err
 	}
 	used := false
 	// One provider per model for the whole session: a turn continues the conversation
@@ -870,6 +850,42 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 		return deps, spec, nil
 	}
 	return setup, nil
+}
+
+// firstSDKResume is the session the first turn continues: --resume's, or with
+// --continue the newest of the root.
+func firstSDKResume(ctx context.Context, o *runOptions, store *sdkStores, root string) (string, error) {
+	if !o.continueLast {
+		return o.resume, nil
+	}
+	canon, err := canonicalRoot(ctx, root)
+	if err != nil {
+		return "", usageErr(err)
+	}
+	s, err := store.newest(ctx, canon)
+	if err != nil {
+		return "", usageErr(sema.Errorf("session.not_found", "there is no session to continue in %s; start one without --continue", root))
+	}
+	return s.ID, nil
+}
+
+// checkSDKFlags refuses the flags that contradict each other or the SDK protocol.
+func checkSDKFlags(o *runOptions) error {
+	if o.resume != "" && o.continueLast {
+		return usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
+	}
+	if o.forkSession && o.resume == "" && !o.continueLast {
+		return usageErr(sema.Errorf(codeUsage, "--fork-session needs --resume ID or --continue"))
+	}
+	switch o.sdk.permissionPromptTool {
+	case "", "stdio":
+	default:
+		return usageErr(sema.Errorf(codeSDKUnsupported, "--permission-prompt-tool %q: only stdio (the SDK's canUseTool) is supported", o.sdk.permissionPromptTool))
+	}
+	if o.onAsk != "" && o.onAsk != "deny" {
+		return usageErr(sema.Errorf(codeStdinConflict, "in the SDK protocol stdin carries protocol lines; questions go to the SDK's canUseTool (--permission-prompt-tool stdio) or are denied, not --on-ask %s", o.onAsk))
+	}
+	return nil
 }
 
 // sdkStores are the stores of an SDK session: the state directory's, or, with
