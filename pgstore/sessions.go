@@ -14,14 +14,14 @@ import (
 	"github.com/sema-agent/sema/session"
 )
 
-// Sessions is the session.Store on PostgreSQL (see the package doc for what it
-// guarantees across processes). Get it from DB.Sessions.
+// Sessions is the session store on PostgreSQL, a session.AdminStore (see the package
+// doc for what it guarantees across processes). Get it from DB.Sessions.
 type Sessions struct {
 	db *DB
 }
 
 var (
-	_ session.Store         = (*Sessions)(nil)
+	_ session.AdminStore    = (*Sessions)(nil)
 	_ session.BatchAppender = (*Sessions)(nil)
 )
 
