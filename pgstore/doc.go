@@ -1,7 +1,7 @@
 // Package pgstore keeps sessions (transcripts, legs, leases, parked checkpoints) and file
 // history (boundaries, first-touch records, deduplicated blobs) in PostgreSQL, for a
 // deployment whose runners live in many processes on many machines. [Open] connects and
-// migrates; [DB.Sessions] is a session.Store and session.BatchAppender, [DB.History] a
+// migrates; [DB.Sessions] is a session.AdminStore and session.BatchAppender, [DB.History] a
 // history.Store, both held to the same conformance suites (storetest, historytest) as the
 // SQLite and memory stores, with the same error codes and sentences.
 //

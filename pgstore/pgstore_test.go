@@ -103,7 +103,9 @@ func newDB(t testing.TB, schema string) *pgstore.DB {
 func TestSessionStore(t *testing.T) {
 	t.Parallel()
 	dsn(t)
-	storetest.Run(t, func(t *testing.T) session.Store { return newDB(t, newSchema(t)).Sessions() })
+	newStore := func(t *testing.T) session.AdminStore { return newDB(t, newSchema(t)).Sessions() }
+	storetest.Run(t, newStore)
+	storetest.RunAdmin(t, newStore)
 }
 
 func TestHistoryStore(t *testing.T) {

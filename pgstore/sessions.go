@@ -14,14 +14,14 @@ import (
 	"github.com/sema-agent/sema/session"
 )
 
-// Sessions is the session.Store on PostgreSQL (see the package doc for what it
-// guarantees across processes). Get it from DB.Sessions.
+// Sessions is the session store on PostgreSQL, a session.AdminStore (see the package
+// doc for what it guarantees across processes). Get it from DB.Sessions.
 type Sessions struct {
 	db *DB
 }
 
 var (
-	_ session.Store         = (*Sessions)(nil)
+	_ session.AdminStore    = (*Sessions)(nil)
 	_ session.BatchAppender = (*Sessions)(nil)
 )
 
@@ -124,7 +124,7 @@ func (s *Sessions) Update(ctx context.Context, id string, fn func(*session.Sessi
 }
 
 // List returns the sessions f selects, most recently updated first (see
-// session.Store.List).
+// session.Admin.List).
 func (s *Sessions) List(ctx context.Context, f session.Filter) ([]session.Session, error) {
 	var where []string
 	var args []any
@@ -166,7 +166,7 @@ func (s *Sessions) List(ctx context.Context, f session.Filter) ([]session.Sessio
 }
 
 // Newest returns the most recently updated root session at root (see
-// session.Store.Newest).
+// session.Admin.Newest).
 func (s *Sessions) Newest(ctx context.Context, root string) (session.Session, error) {
 	l, err := s.List(ctx, session.Filter{Root: root, RootsOnly: true, Limit: 1})
 	if err != nil {
@@ -244,7 +244,7 @@ func (s *Sessions) Fork(ctx context.Context, id, atEntry string) (session.Sessio
 }
 
 // Prune deletes the sessions last updated before olderThan, with their legs, entries and
-// checkpoints, and returns their ids sorted (see session.Store.Prune).
+// checkpoints, and returns their ids sorted (see session.Admin.Prune).
 func (s *Sessions) Prune(ctx context.Context, olderThan time.Time) ([]string, error) {
 	cut, ns := splitTime(olderThan)
 	var pruned []string
@@ -662,7 +662,7 @@ func getCheckpoint(ctx context.Context, q querier, id string) (session.Checkpoin
 }
 
 // Checkpoints lists the session's checkpoints, oldest first, claimed ones included (see
-// session.Store.Checkpoints).
+// session.Admin.Checkpoints).
 func (s *Sessions) Checkpoints(ctx context.Context, sessionID string) ([]session.Checkpoint, error) {
 	var out []session.Checkpoint
 	err := s.db.run(ctx, func(q querier) error {

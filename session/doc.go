@@ -2,8 +2,24 @@
 // continue in another call, or another process, lives in a [Store] — the session's
 // metadata and lineage, its legs, its transcript and its parked approvals (checkpoints).
 // [OpenSQLite] is the default store (one file, shared safely by many goroutines and many
-// processes); [NewMemory] is the same contract in memory for tests and embedded use. A
-// new store is done when it passes the conformance suite in package storetest.
+// processes); [NewMemory] is the same contract in memory for tests and embedded use.
+//
+// The contract comes in two parts. [Store] is what the runner (package agent) and a
+// server running its tasks call: sessions, legs, transcript, checkpoints one at a time,
+// leases. [Admin] is what administration calls: listing and finding sessions, listing a
+// session's checkpoints, pruning (the sema sessions commands, sema --continue). A store
+// made only to serve runs implements Store and passes storetest.Run; an [AdminStore]
+// passes storetest.RunAdmin too. Every store in this module is an AdminStore. Code that
+// administers sessions takes an AdminStore; code handed only a Store asks [AsAdmin].
+// Optional capabilities a runner uses when it finds them ([BatchAppender]) are interfaces
+// of their own, so a store that lacks one still serves runs.
+//
+// The methods keep positional parameters rather than one request struct each. What is
+// likely to grow already travels in a struct (Session, Entry, Checkpoint, Decision,
+// Filter), which takes a new field without a new signature; the rest are ids and a ttl,
+// which name what a call acts on. A new capability comes as a new optional interface, as
+// AppendBatch did, so that a store written against today's interfaces keeps compiling and
+// keeps serving runs.
 //
 // Invariants every Store keeps:
 //   - The transcript is append-only. Each entry is committed in its own transaction, so

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sema-agent/sema/session"
 )
@@ -32,6 +33,22 @@ func ExampleNewMemory() {
 	store := session.NewMemory()
 	sessions, _ := store.List(context.Background(), session.Filter{})
 	fmt.Println(len(sessions))
+	// Output:
+	// 0
+}
+
+// Code given only a Store (an embedder's agent.Deps.Store) asks for the administration
+// methods through AsAdmin, whose refusal says what to change when the store is made
+// only to serve runs.
+func ExampleAsAdmin() {
+	var store session.Store = session.NewMemory()
+	admin, err := session.AsAdmin(store)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pruned, _ := admin.Prune(context.Background(), time.Now())
+	fmt.Println(len(pruned))
 	// Output:
 	// 0
 }

@@ -15,10 +15,12 @@ import (
 	"github.com/sema-agent/sema/session/storecode"
 )
 
-// Store keeps sessions, their legs, transcripts and checkpoints. Every method is safe
-// for concurrent use; a method that fails changes nothing. A method given the id of a
-// session the store does not hold fails with CodeNotFound; the other codes below say
-// which call refuses what.
+// Store keeps sessions, their legs, transcripts and checkpoints: what the runner
+// (package agent) and a server running its tasks call, and all a store made only to
+// serve runs implements. Listing, finding and pruning sessions are Admin's. Every method
+// is safe for concurrent use; a method that fails changes nothing. A method given the id
+// of a session the store does not hold fails with CodeNotFound; the other codes below
+// say which call refuses what.
 type Store interface {
 	// Create stores a new session. An empty ID is minted; CreatedAt zero means now.
 	Create(ctx context.Context, s Session) (Session, error)
@@ -28,15 +30,8 @@ type Store interface {
 	// transaction: fn sees the stored session and edits it in place. fn must not call
 	// the store.
 	Update(ctx context.Context, id string, fn func(*Session) error) (Session, error)
-	// List returns sessions, most recently updated first.
-	List(ctx context.Context, f Filter) ([]Session, error)
-	// Newest is the most recently updated root session (no ParentID) at root.
-	Newest(ctx context.Context, root string) (Session, error)
 	// Fork copies the chain ending at atEntry ("" = the head) into a new session.
 	Fork(ctx context.Context, id, atEntry string) (Session, error)
-	// Prune deletes every session last updated before olderThan, with all it owns,
-	// and returns their ids (whose file-history scopes the caller may now forget).
-	Prune(ctx context.Context, olderThan time.Time) ([]string, error)
 
 	// StartLeg opens the session's next leg (numbered from 1), running.
 	StartLeg(ctx context.Context, sessionID string) (Leg, error)
@@ -59,8 +54,6 @@ type Store interface {
 	// Checkpoint returns the checkpoint with the given id, claimed or not;
 	// CodeCheckpointNotFound when there is none.
 	Checkpoint(ctx context.Context, id string) (Checkpoint, error)
-	// Checkpoints lists a session's checkpoints, oldest first, claimed ones included.
-	Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error)
 	// ClaimCheckpoint records the decision once, atomically, and returns the claimed
 	// checkpoint; a second claim fails with CodeAlreadyClaimed.
 	ClaimCheckpoint(ctx context.Context, id string, d Decision) (Checkpoint, error)
@@ -81,8 +74,56 @@ type Store interface {
 
 	// Close releases the store; no call may follow it. A Memory store refuses later
 	// calls with CodeClosed; a SQLiteStore closes its database when it opened it itself
-	// (OpenSQLite, OpenSQLiteWith).
+	// (OpenSQLite, OpenSQLiteWith). The runner never closes the store it is given: its
+	// owner (the host that opened it) does.
 	Close() error
+}
+
+// Admin is what administering sessions needs beyond Store: listing and finding them
+// (sema sessions list and show, sema --continue), reading a session's checkpoints as a
+// list, and pruning (sema sessions prune). The runner calls none of it, so a store made
+// only to serve runs may leave it out; one that offers it is an AdminStore. Its methods
+// keep Store's promises (safe for concurrent use, nothing changed by a failure,
+// CodeNotFound for an unknown session).
+type Admin interface {
+	// List returns sessions, most recently updated first.
+	List(ctx context.Context, f Filter) ([]Session, error)
+	// Newest is the most recently updated root session (no ParentID) at root.
+	Newest(ctx context.Context, root string) (Session, error)
+	// Checkpoints lists a session's checkpoints, oldest first, claimed ones included.
+	Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error)
+	// Prune deletes every session last updated before olderThan, with all it owns,
+	// and returns their ids (whose file-history scopes the caller may now forget).
+	Prune(ctx context.Context, olderThan time.Time) ([]string, error)
+}
+
+// AdminStore is a Store that offers Admin too: every store in this module (Memory,
+// SQLiteStore, pgstore.Sessions) is one. Code that administers sessions takes an
+// AdminStore; code given only a Store gets one through AsAdmin.
+type AdminStore interface {
+	Store
+	Admin
+}
+
+var (
+	_ AdminStore = (*Memory)(nil)
+	_ AdminStore = (*SQLiteStore)(nil)
+)
+
+// AsAdmin returns s as an AdminStore, or, when s does not offer Admin, an error with
+// CodeAdminUnsupported. It is the one place a caller holding only a Store (an embedder's
+// agent.Deps.Store) asks for administration, so the refusal reads the same everywhere.
+// A wrapper around a store passes Admin on by embedding an AdminStore rather than a
+// Store.
+func AsAdmin(s Store) (AdminStore, error) {
+	if a, ok := s.(AdminStore); ok {
+		return a, nil
+	}
+	if s == nil {
+		return nil, sema.Errorf(CodeAdminUnsupported, "no session store was given; open one (statedir.Open, session.OpenSQLite) to list or prune sessions")
+	}
+	return nil, sema.Errorf(CodeAdminUnsupported, "the session store %T serves runs only: it cannot list, find or prune sessions; use a store that implements session.Admin (the SQLite, memory and PostgreSQL stores do)", s).
+		With("store", fmt.Sprintf("%T", s))
 }
 
 // BatchAppender is a Store that can commit several transcript entries at once. A runner
@@ -97,7 +138,7 @@ type BatchAppender interface {
 	AppendBatch(ctx context.Context, es []Entry) ([]string, error)
 }
 
-// Codes of the errors a Store returns.
+// Codes of the errors a Store (and AsAdmin) returns.
 const (
 	CodeNotFound           = "session.not_found"           // no session with that id
 	CodeExists             = "session.exists"              // Create with an id already taken
@@ -114,6 +155,7 @@ const (
 	CodeBusy               = "session.busy"                // AcquireLease while another holder's lease runs
 	CodeLeaseLost          = "session.lease_lost"          // RenewLease by a holder whose lease is gone, or a write whose Claim is not live
 	CodeLeaseInvalid       = "session.lease_invalid"       // a lease call without a holder or with a ttl ≤ 0
+	CodeAdminUnsupported   = "session.admin_unsupported"   // AsAdmin of a store without the Admin methods
 )
 
 // Lease is a session's claim by its one writer: the leg continuing it. It expires, so

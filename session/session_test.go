@@ -31,14 +31,15 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		new  func(t *testing.T) session.Store
+		new  func(t *testing.T) session.AdminStore
 	}{
-		{"Memory", func(t *testing.T) session.Store { return session.NewMemory() }},
-		{"SQLite", func(t *testing.T) session.Store { return openSQLite(t, filepath.Join(t.TempDir(), "sema.db")) }},
+		{"Memory", func(t *testing.T) session.AdminStore { return session.NewMemory() }},
+		{"SQLite", func(t *testing.T) session.AdminStore { return openSQLite(t, filepath.Join(t.TempDir(), "sema.db")) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			storetest.Run(t, tc.new)
+			storetest.RunAdmin(t, tc.new)
 		})
 	}
 }

@@ -1,9 +1,15 @@
-// Package storetest is the conformance suite of session.Store. A store is done when
+// Package storetest is the conformance suite of the session stores. A store that serves
+// runs (a session.Store) is done when
 //
 //	storetest.Run(t, func(t *testing.T) session.Store { return newStore(t) })
 //
-// passes. newStore must return an empty store that lives until t ends (register its
-// Close with t.Cleanup); each subtest gets its own.
+// passes; a store that offers session.Admin too (a session.AdminStore, as every store in
+// this module is) is done when RunAdmin passes as well:
+//
+//	storetest.RunAdmin(t, func(t *testing.T) session.AdminStore { return newStore(t) })
+//
+// newStore must return an empty store that lives until t ends (register its Close with
+// t.Cleanup); each subtest gets its own.
 package storetest
 
 import (
@@ -22,15 +28,13 @@ import (
 	"github.com/sema-agent/sema/session"
 )
 
-// Run runs every conformance test against stores made by newStore.
-func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s session.Store)
-	}{
+// Run runs the conformance tests of session.Store (what the runner calls) against
+// stores made by newStore. It calls no Admin method, so a store made only to serve runs
+// passes it; RunAdmin tests the rest.
+func Run[S session.Store](t *testing.T, newStore func(t *testing.T) S) {
+	run(t, func(t *testing.T) session.Store { return newStore(t) }, []conformance[session.Store]{
 		{"CreateGet", testCreateGet},
 		{"Update", testUpdate},
-		{"ListNewest", testListNewest},
 		{"Legs", testLegs},
 		{"AppendTranscript", testAppendTranscript},
 		{"AppendRefusals", testAppendRefusals},
@@ -42,7 +46,6 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		{"DoubleClaimRace", testDoubleClaimRace},
 		{"Fork", testFork},
 		{"ForkRefusals", testForkRefusals},
-		{"Prune", testPrune},
 		{"CancelledContext", testCancelledContext},
 		{"Lease", testLease},
 		{"LeaseRace", testLeaseRace},
@@ -50,7 +53,17 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		{"ClaimedWrites", testClaimedWrites},
 		{"ClaimExpiry", testClaimExpiry},
 		{"ClaimRace", testClaimRace},
-	}
+	})
+}
+
+// conformance is one named test of a suite whose stores are an S.
+type conformance[S any] struct {
+	name string
+	fn   func(t *testing.T, s S)
+}
+
+// run runs each test in parallel, on its own store.
+func run[S any](t *testing.T, newStore func(t *testing.T) S, tests []conformance[S]) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -209,54 +222,6 @@ func testUpdate(t *testing.T, s session.Store) {
 			}
 		})
 	}
-}
-
-func testListNewest(t *testing.T, s session.Store) {
-	ctx := t.Context()
-	a := create(t, s, "/w")
-	b := create(t, s, "/w")
-	c := create(t, s, "/other")
-	child := must(s.Create(ctx, session.Session{Root: "/w", ParentID: a.ID}))(t)
-	// Appending to a makes it the most recently updated root session at /w.
-	appendN(t, s, a.ID, "", 1)
-
-	list := func(f session.Filter) []string {
-		var out []string
-		for _, x := range must(s.List(ctx, f))(t) {
-			out = append(out, x.ID)
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name string
-		f    session.Filter
-		want []string
-	}{
-		{"all", session.Filter{}, []string{a.ID, child.ID, c.ID, b.ID}},
-		{"root", session.Filter{Root: "/w"}, []string{a.ID, child.ID, b.ID}},
-		{"roots only", session.Filter{Root: "/w", RootsOnly: true}, []string{a.ID, b.ID}},
-		{"limit", session.Filter{Limit: 2}, []string{a.ID, child.ID}},
-		{"unknown root", session.Filter{Root: "/none"}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if d := cmp.Diff(tc.want, list(tc.f)); d != "" {
-				t.Fatalf("List (-want +got):\n%s", d)
-			}
-		})
-	}
-	if got := must(s.Newest(ctx, "/w"))(t); got.ID != a.ID {
-		t.Fatalf("Newest(/w) = %s, want %s", got.ID, a.ID)
-	}
-	appendN(t, s, child.ID, "", 1)
-	if got := must(s.Newest(ctx, "/w"))(t); got.ID != a.ID {
-		t.Fatalf("Newest(/w) = %s, a child session must not be the one to continue", got.ID)
-	}
-	must(s.Update(ctx, b.ID, func(x *session.Session) error { x.Title = "t"; return nil }))(t)
-	if got := must(s.Newest(ctx, "/w"))(t); got.ID != b.ID {
-		t.Fatalf("Newest(/w) after updating b = %s, want %s", got.ID, b.ID)
-	}
-	_, err := s.Newest(ctx, "/none")
-	wantCode(t, err, session.CodeNotFound)
 }
 
 func testLegs(t *testing.T, s session.Store) {
@@ -557,9 +522,8 @@ func testCheckpoint(t *testing.T, s session.Store) {
 		t.Fatalf("a refused second claim changed the decision: %+v", got.Decision)
 	}
 
-	list := must(s.Checkpoints(ctx, a.ID))(t)
-	if len(list) != 2 || list[0].ID != c.ID || list[1].ID != c2.ID || list[1].Gate != session.GatePlanReview {
-		t.Fatalf("Checkpoints = %+v", list)
+	if got := must(s.Checkpoint(ctx, c2.ID))(t); got.Gate != session.GatePlanReview || got.Decision != nil {
+		t.Fatalf("claiming one checkpoint changed another: %+v", got)
 	}
 	denied := must(s.ClaimCheckpoint(ctx, c2.ID, session.Decision{Verdict: session.VerdictDeny, Reason: "no"}))(t)
 	if denied.Decision.Verdict != session.VerdictDeny || denied.Decision.Args != nil {
@@ -572,28 +536,12 @@ func testCheckpointRefusals(t *testing.T, s session.Store) {
 	a := create(t, s, "/w")
 	b := create(t, s, "/w")
 	legB := must(s.StartLeg(ctx, b.ID))(t)
-	ok := session.Checkpoint{SessionID: a.ID, Tool: "Write", Args: json.RawMessage(`{}`), Gate: session.GateToolPermission}
-	with := func(f func(*session.Checkpoint)) session.Checkpoint { c := ok; f(&c); return c }
-	for _, tc := range []struct {
-		name string
-		c    session.Checkpoint
-		code string
-	}{
-		{"no tool", with(func(c *session.Checkpoint) { c.Tool = "" }), session.CodeCheckpointInvalid},
-		{"bad gate", with(func(c *session.Checkpoint) { c.Gate = "whenever" }), session.CodeCheckpointInvalid},
-		{"args not JSON", with(func(c *session.Checkpoint) { c.Args = json.RawMessage(`{"a":1`) }), session.CodeCheckpointInvalid},
-		{"two values", with(func(c *session.Checkpoint) { c.Args = json.RawMessage(`{} {}`) }), session.CodeCheckpointInvalid},
-		{"no args", with(func(c *session.Checkpoint) { c.Args = nil }), session.CodeCheckpointInvalid},
-		{"unknown session", with(func(c *session.Checkpoint) { c.SessionID = "nope" }), session.CodeNotFound},
-		{"leg of another session", with(func(c *session.Checkpoint) { c.LegID = legB.ID }), session.CodeLegNotFound},
-	} {
+	ok, refused := parkRefusals(a.ID, legB.ID)
+	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := s.Park(ctx, tc.c)
 			wantCode(t, err, tc.code)
 		})
-	}
-	if got := must(s.Checkpoints(ctx, a.ID))(t); len(got) != 0 {
-		t.Fatalf("refused parks stored %d checkpoints", len(got))
 	}
 
 	c := must(s.Park(ctx, ok))(t)
@@ -619,8 +567,29 @@ func testCheckpointRefusals(t *testing.T, s session.Store) {
 	}
 	_, err := s.Checkpoint(ctx, "nope")
 	wantCode(t, err, session.CodeCheckpointNotFound)
-	_, err = s.Checkpoints(ctx, "nope")
-	wantCode(t, err, session.CodeNotFound)
+}
+
+// parkRefusal is a checkpoint Park refuses, and the code it refuses it with.
+type parkRefusal struct {
+	name string
+	c    session.Checkpoint
+	code string
+}
+
+// parkRefusals returns a checkpoint of session that Park takes, and the ones it refuses;
+// otherLeg is a leg of another session.
+func parkRefusals(sessionID, otherLeg string) (session.Checkpoint, []parkRefusal) {
+	ok := session.Checkpoint{SessionID: sessionID, Tool: "Write", Args: json.RawMessage(`{}`), Gate: session.GateToolPermission}
+	with := func(f func(*session.Checkpoint)) session.Checkpoint { c := ok; f(&c); return c }
+	return ok, []parkRefusal{
+		{"no tool", with(func(c *session.Checkpoint) { c.Tool = "" }), session.CodeCheckpointInvalid},
+		{"bad gate", with(func(c *session.Checkpoint) { c.Gate = "whenever" }), session.CodeCheckpointInvalid},
+		{"args not JSON", with(func(c *session.Checkpoint) { c.Args = json.RawMessage(`{"a":1`) }), session.CodeCheckpointInvalid},
+		{"two values", with(func(c *session.Checkpoint) { c.Args = json.RawMessage(`{} {}`) }), session.CodeCheckpointInvalid},
+		{"no args", with(func(c *session.Checkpoint) { c.Args = nil }), session.CodeCheckpointInvalid},
+		{"unknown session", with(func(c *session.Checkpoint) { c.SessionID = "nope" }), session.CodeNotFound},
+		{"leg of another session", with(func(c *session.Checkpoint) { c.LegID = otherLeg }), session.CodeLegNotFound},
+	}
 }
 
 func testDoubleClaimRace(t *testing.T, s session.Store) {
@@ -753,49 +722,6 @@ func testForkRefusals(t *testing.T, s session.Store) {
 	wantCode(t, err, session.CodeNotFound)
 	_, err = s.Fork(ctx, a.ID, bIDs[0])
 	wantCode(t, err, session.CodeEntryNotFound)
-	if got := must(s.List(ctx, session.Filter{}))(t); len(got) != 2 {
-		t.Fatalf("refused forks created sessions: %d", len(got))
-	}
-}
-
-func testPrune(t *testing.T, s session.Store) {
-	ctx := t.Context()
-	ago := func(h int) time.Time { return time.Now().Add(-time.Duration(h) * time.Hour) }
-	// Age counts from the last update, not from creation: a session used just now stays.
-	untouched := must(s.Create(ctx, session.Session{Root: "/w", CreatedAt: ago(72)}))(t)
-	usedLeg := must(s.Create(ctx, session.Session{Root: "/w", CreatedAt: ago(48)}))(t)
-	must(s.StartLeg(ctx, usedLeg.ID))(t)
-	usedAppend := must(s.Create(ctx, session.Session{Root: "/w", CreatedAt: ago(30)}))(t)
-	must(s.Append(ctx, session.Entry{SessionID: usedAppend.ID, Kind: "user"}))(t)
-	fresh := create(t, s, "/w")
-	c := must(s.Park(ctx, session.Checkpoint{SessionID: fresh.ID, Tool: "Bash", Args: json.RawMessage(`{}`), Gate: session.GateToolPermission}))(t)
-
-	if got := must(s.Prune(ctx, ago(24)))(t); !slices.Equal(got, []string{untouched.ID}) {
-		t.Fatalf("Prune removed %v, want only the untouched 72-hour-old %s", got, untouched.ID)
-	}
-	_, err := s.Get(ctx, untouched.ID)
-	wantCode(t, err, session.CodeNotFound)
-	for _, id := range []string{usedLeg.ID, usedAppend.ID, fresh.ID} {
-		must(s.Get(ctx, id))(t)
-	}
-	want := []string{usedLeg.ID, usedAppend.ID, fresh.ID}
-	slices.Sort(want)
-	if got := must(s.Prune(ctx, time.Now().Add(time.Hour)))(t); !slices.Equal(got, want) {
-		t.Fatalf("Prune(future) removed %v, want %v", got, want)
-	}
-	// Everything a session owns goes with it.
-	_, err = s.Checkpoint(ctx, c.ID)
-	wantCode(t, err, session.CodeCheckpointNotFound)
-	_, err = s.Legs(ctx, usedLeg.ID)
-	wantCode(t, err, session.CodeNotFound)
-	_, err = s.Transcript(ctx, usedAppend.ID, "")
-	wantCode(t, err, session.CodeNotFound)
-	if got := must(s.List(ctx, session.Filter{}))(t); len(got) != 0 {
-		t.Fatalf("sessions left after pruning everything: %d", len(got))
-	}
-	if got := must(s.Prune(ctx, time.Now().Add(time.Hour)))(t); len(got) != 0 {
-		t.Fatalf("Prune of an empty store removed %v", got)
-	}
 }
 
 func testCancelledContext(t *testing.T, s session.Store) {
@@ -810,289 +736,5 @@ func testCancelledContext(t *testing.T, s session.Store) {
 	}
 	if got := must(s.Transcript(t.Context(), a.ID, ""))(t); len(got) != 0 {
 		t.Fatalf("a cancelled Append wrote %d entries", len(got))
-	}
-}
-
-func testLease(t *testing.T, s session.Store) {
-	ctx := t.Context()
-	a := create(t, s, "/w")
-	l := must(s.AcquireLease(ctx, a.ID, "one", time.Minute))(t)
-	if l.SessionID != a.ID || l.Holder != "one" || time.Until(l.ExpiresAt) < 50*time.Second || l.ExpiresAt.Location() != time.UTC {
-		t.Fatalf("lease %+v", l)
-	}
-	_, err := s.AcquireLease(ctx, a.ID, "two", time.Minute)
-	wantCode(t, err, session.CodeBusy)
-	// The holder takes it again (its expiry moves on) and renews it; nobody else renews.
-	must(s.AcquireLease(ctx, a.ID, "one", time.Minute))(t)
-	if r := must(s.RenewLease(ctx, a.ID, "one", 2*time.Minute))(t); !r.ExpiresAt.After(l.ExpiresAt) {
-		t.Fatalf("renewal did not move the expiry: %v → %v", l.ExpiresAt, r.ExpiresAt)
-	}
-	_, err = s.RenewLease(ctx, a.ID, "two", time.Minute)
-	wantCode(t, err, session.CodeLeaseLost)
-	// A release by a non-holder changes nothing; the holder's frees the session.
-	if err := s.ReleaseLease(ctx, a.ID, "two"); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.AcquireLease(ctx, a.ID, "two", time.Minute)
-	wantCode(t, err, session.CodeBusy)
-	if err := s.ReleaseLease(ctx, a.ID, "one"); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.RenewLease(ctx, a.ID, "one", time.Minute)
-	wantCode(t, err, session.CodeLeaseLost)
-	must(s.AcquireLease(ctx, a.ID, "two", time.Minute))(t)
-	// Leases are per session, and do not count as activity.
-	b := create(t, s, "/w")
-	must(s.AcquireLease(ctx, b.ID, "one", time.Minute))(t)
-	if got := must(s.Get(ctx, a.ID))(t); !got.UpdatedAt.Equal(a.UpdatedAt) {
-		t.Fatalf("a lease moved UpdatedAt: %v → %v", a.UpdatedAt, got.UpdatedAt)
-	}
-	// A fork is a new session: its source's lease does not come with it.
-	f := must(s.Fork(ctx, a.ID, ""))(t)
-	must(s.AcquireLease(ctx, f.ID, "three", time.Minute))(t)
-
-	for _, tc := range []struct {
-		name string
-		err  error
-		code string
-	}{
-		{"acquire unknown session", second(s.AcquireLease(ctx, "nope", "one", time.Minute)), session.CodeNotFound},
-		{"renew unknown session", second(s.RenewLease(ctx, "nope", "one", time.Minute)), session.CodeNotFound},
-		{"release unknown session", s.ReleaseLease(ctx, "nope", "one"), session.CodeNotFound},
-		{"no holder", second(s.AcquireLease(ctx, a.ID, "", time.Minute)), session.CodeLeaseInvalid},
-		{"zero ttl", second(s.AcquireLease(ctx, a.ID, "two", 0)), session.CodeLeaseInvalid},
-		{"negative renewal", second(s.RenewLease(ctx, a.ID, "two", -time.Second)), session.CodeLeaseInvalid},
-		{"release without holder", s.ReleaseLease(ctx, a.ID, ""), session.CodeLeaseInvalid},
-	} {
-		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.err, tc.code) })
-	}
-}
-
-// testLeaseRace: of many acquirers of one free session, exactly one wins.
-func testLeaseRace(t *testing.T, s session.Store) {
-	ctx := t.Context()
-	for round := range 5 {
-		a := create(t, s, "/w")
-		const racers = 8
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		results := make([]error, racers)
-		for i := range racers {
-			wg.Go(func() {
-				<-start
-				_, results[i] = s.AcquireLease(ctx, a.ID, fmt.Sprint("racer-", i), time.Minute)
-			})
-		}
-		close(start)
-		wg.Wait()
-		winners := 0
-		for i, err := range results {
-			switch {
-			case err == nil:
-				winners++
-			case !sema.IsCode(err, session.CodeBusy):
-				t.Fatalf("round %d: racer %d: %v", round, i, err)
-			}
-		}
-		if winners != 1 {
-			t.Fatalf("round %d: %d racers hold the lease, want exactly 1", round, winners)
-		}
-	}
-}
-
-// testLeaseExpiry: a lease its holder stopped renewing is taken over, and the old
-// holder can then neither renew nor release it.
-func testLeaseExpiry(t *testing.T, s session.Store) {
-	ctx := t.Context()
-	a := create(t, s, "/w")
-	must(s.AcquireLease(ctx, a.ID, "dead", 30*time.Millisecond))(t)
-	_, err := s.AcquireLease(ctx, a.ID, "next", time.Minute)
-	wantCode(t, err, session.CodeBusy)
-	time.Sleep(60 * time.Millisecond)
-	must(s.AcquireLease(ctx, a.ID, "next", time.Minute))(t)
-	_, err = s.RenewLease(ctx, a.ID, "dead", time.Minute)
-	wantCode(t, err, session.CodeLeaseLost)
-	if err := s.ReleaseLease(ctx, a.ID, "dead"); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.AcquireLease(ctx, a.ID, "third", time.Minute)
-	wantCode(t, err, session.CodeBusy)
-	// An expired lease nobody took is still its holder's to renew.
-	b := create(t, s, "/w")
-	must(s.AcquireLease(ctx, b.ID, "slow", 20*time.Millisecond))(t)
-	time.Sleep(40 * time.Millisecond)
-	must(s.RenewLease(ctx, b.ID, "slow", time.Minute))(t)
-	_, err = s.AcquireLease(ctx, b.ID, "other", time.Minute)
-	wantCode(t, err, session.CodeBusy)
-}
-
-// entryOf is a one-entry append to sess under claim c (nil: none).
-func entryOf(sess, kind string, c *session.Claim) session.Entry {
-	return session.Entry{SessionID: sess, Kind: kind, Payload: json.RawMessage(`{}`), Claim: c}
-}
-
-func kinds(t *testing.T, s session.Store, sess string) []string {
-	t.Helper()
-	var out []string
-	for _, e := range must(s.Transcript(t.Context(), sess, ""))(t) {
-		out = append(out, e.Kind)
-	}
-	return out
-}
-
-// testClaimedWrites: a claimed Append, AppendBatch or Park commits only while its holder
-// holds the claimed session's lease, a delegated child's writes are judged by its root
-// session's lease, and a refused write stores nothing.
-func testClaimedWrites(t *testing.T, s session.Store) {
-	ctx := t.Context()
-	a := create(t, s, "/w")
-	must(s.AcquireLease(ctx, a.ID, "one", time.Minute))(t)
-	mine, theirs := &session.Claim{SessionID: a.ID, Holder: "one"}, &session.Claim{SessionID: a.ID, Holder: "two"}
-	must(s.Append(ctx, entryOf(a.ID, "user", mine)))(t)
-	_, err := s.Append(ctx, entryOf(a.ID, "stale", theirs))
-	wantCode(t, err, session.CodeLeaseLost)
-	if b, ok := s.(session.BatchAppender); ok {
-		must(b.AppendBatch(ctx, []session.Entry{entryOf(a.ID, "assistant", mine), entryOf(a.ID, "call_started", mine)}))(t)
-		_, err := b.AppendBatch(ctx, []session.Entry{entryOf(a.ID, "stale", theirs), entryOf(a.ID, "stale", theirs)})
-		wantCode(t, err, session.CodeLeaseLost)
-		_, err = b.AppendBatch(ctx, []session.Entry{entryOf(a.ID, "stale", mine), entryOf(a.ID, "stale", theirs)})
-		wantCode(t, err, session.CodeEntryInvalid)
-	}
-	leg := must(s.StartLeg(ctx, a.ID))(t)
-	park := session.Checkpoint{SessionID: a.ID, LegID: leg.ID, Tool: "Bash", Args: json.RawMessage(`{}`), Gate: session.GateToolPermission}
-	park.Claim = theirs
-	_, err = s.Park(ctx, park)
-	wantCode(t, err, session.CodeLeaseLost)
-	if cps := must(s.Checkpoints(ctx, a.ID))(t); len(cps) != 0 {
-		t.Fatalf("a refused Park stored %d checkpoints", len(cps))
-	}
-	park.Claim = mine
-	c := must(s.Park(ctx, park))(t)
-	if c.Claim != nil {
-		t.Fatalf("Park returned the claim it was given: %+v", c.Claim)
-	}
-	if got := must(s.Checkpoint(ctx, c.ID))(t); got.Claim != nil || got.ArgsSHA256 != c.ArgsSHA256 {
-		t.Fatalf("stored checkpoint %+v", got)
-	}
-
-	// A delegated child's session has no lease of its own: its writes ride on its root's.
-	child := must(s.Create(ctx, session.Session{Root: "/w", ParentID: a.ID}))(t)
-	must(s.Append(ctx, entryOf(child.ID, "delegation", mine)))(t)
-	_, err = s.Append(ctx, entryOf(child.ID, "stale", &session.Claim{SessionID: child.ID, Holder: "one"}))
-	wantCode(t, err, session.CodeLeaseLost)
-	_, err = s.Append(ctx, entryOf(child.ID, "stale", theirs))
-	wantCode(t, err, session.CodeLeaseLost)
-
-	// A released lease claims nothing; the next holder's claim does.
-	if err := s.ReleaseLease(ctx, a.ID, "one"); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Append(ctx, entryOf(a.ID, "stale", mine))
-	wantCode(t, err, session.CodeLeaseLost)
-	_, err = s.Append(ctx, entryOf(child.ID, "stale", mine))
-	wantCode(t, err, session.CodeLeaseLost)
-	must(s.AcquireLease(ctx, a.ID, "two", time.Minute))(t)
-	must(s.Append(ctx, entryOf(a.ID, "next", theirs)))(t)
-	// A write without a claim is not judged by the lease.
-	must(s.Append(ctx, entryOf(a.ID, "unclaimed", nil)))(t)
-
-	want := []string{"user", "next", "unclaimed"}
-	if _, ok := s.(session.BatchAppender); ok {
-		want = []string{"user", "assistant", "call_started", "next", "unclaimed"}
-	}
-	if d := cmp.Diff(want, kinds(t, s, a.ID)); d != "" {
-		t.Fatalf("transcript kinds (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff([]string{"delegation"}, kinds(t, s, child.ID)); d != "" {
-		t.Fatalf("child transcript kinds (-want +got):\n%s", d)
-	}
-
-	for _, tc := range []struct {
-		name string
-		err  error
-		code string
-	}{
-		{"claim without holder", second(s.Append(ctx, entryOf(a.ID, "x", &session.Claim{SessionID: a.ID}))), session.CodeLeaseInvalid},
-		{"claim without session", second(s.Append(ctx, entryOf(a.ID, "x", &session.Claim{Holder: "two"}))), session.CodeLeaseInvalid},
-		{"park claim without holder", second(s.Park(ctx, session.Checkpoint{SessionID: a.ID, Tool: "Bash", Args: json.RawMessage(`{}`),
-			Gate: session.GateToolPermission, Claim: &session.Claim{SessionID: a.ID}})), session.CodeLeaseInvalid},
-		{"claimed append to unknown session", second(s.Append(ctx, entryOf("nope", "x", theirs))), session.CodeNotFound},
-		{"claim of unknown session", second(s.Append(ctx, entryOf(a.ID, "x", &session.Claim{SessionID: "nope", Holder: "two"}))), session.CodeLeaseLost},
-	} {
-		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.err, tc.code) })
-	}
-}
-
-// testClaimExpiry: a claim is live only until its lease expires, even when nobody took
-// the session since; the holder renews it and writes again. Once another holder took
-// the expired lease, the old holder can neither renew nor write.
-func testClaimExpiry(t *testing.T, s session.Store) {
-	ctx := t.Context()
-	a := create(t, s, "/w")
-	slow := &session.Claim{SessionID: a.ID, Holder: "slow"}
-	must(s.AcquireLease(ctx, a.ID, "slow", 30*time.Millisecond))(t)
-	must(s.Append(ctx, entryOf(a.ID, "first", slow)))(t)
-	time.Sleep(60 * time.Millisecond)
-	_, err := s.Append(ctx, entryOf(a.ID, "expired", slow))
-	wantCode(t, err, session.CodeLeaseLost)
-	must(s.RenewLease(ctx, a.ID, "slow", 30*time.Millisecond))(t)
-	must(s.Append(ctx, entryOf(a.ID, "renewed", slow)))(t)
-
-	time.Sleep(60 * time.Millisecond)
-	must(s.AcquireLease(ctx, a.ID, "next", time.Minute))(t)
-	_, err = s.Append(ctx, entryOf(a.ID, "stalled", slow))
-	wantCode(t, err, session.CodeLeaseLost)
-	_, err = s.RenewLease(ctx, a.ID, "slow", time.Minute)
-	wantCode(t, err, session.CodeLeaseLost)
-	_, err = s.Park(ctx, session.Checkpoint{SessionID: a.ID, Tool: "Bash", Args: json.RawMessage(`{}`), Gate: session.GateToolPermission, Claim: slow})
-	wantCode(t, err, session.CodeLeaseLost)
-	must(s.Append(ctx, entryOf(a.ID, "taken", &session.Claim{SessionID: a.ID, Holder: "next"})))(t)
-	if d := cmp.Diff([]string{"first", "renewed", "taken"}, kinds(t, s, a.ID)); d != "" {
-		t.Fatalf("transcript kinds (-want +got):\n%s", d)
-	}
-}
-
-// testClaimRace: appends under a claim race a takeover of the lease. Every append the
-// store accepted committed before the takeover (it precedes every entry of the new
-// holder), and every one after it was refused.
-func testClaimRace(t *testing.T, s session.Store) {
-	ctx := t.Context()
-	for round := range 3 {
-		a := create(t, s, "/w")
-		old, next := &session.Claim{SessionID: a.ID, Holder: "old"}, &session.Claim{SessionID: a.ID, Holder: "next"}
-		must(s.AcquireLease(ctx, a.ID, "old", 40*time.Millisecond))(t)
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
-				if _, err := s.Append(ctx, entryOf(a.ID, "old", old)); err != nil {
-					if !sema.IsCode(err, session.CodeLeaseLost) {
-						t.Errorf("round %d: %v", round, err)
-					}
-					return
-				}
-			}
-			t.Errorf("round %d: the old holder's appends were never refused", round)
-		})
-		wg.Go(func() {
-			for {
-				if _, err := s.AcquireLease(ctx, a.ID, "next", time.Minute); err == nil {
-					break
-				} else if !sema.IsCode(err, session.CodeBusy) {
-					t.Errorf("round %d: %v", round, err)
-					return
-				}
-				time.Sleep(time.Millisecond)
-			}
-			must(s.Append(ctx, entryOf(a.ID, "next", next)))(t)
-		})
-		wg.Wait()
-		ks := kinds(t, s, a.ID)
-		i := slices.Index(ks, "next")
-		if i < 0 {
-			t.Fatalf("round %d: the new holder's entry is missing", round)
-		}
-		if j := slices.Index(ks[i:], "old"); j >= 0 {
-			t.Fatalf("round %d: an append of the old holder landed after the takeover (entry %d, the takeover's is %d, of %d)", round, i+j+1, i+1, len(ks))
-		}
 	}
 }
