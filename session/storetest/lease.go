@@ -235,10 +235,12 @@ func testClaimExpiry(t *testing.T, s session.Store) {
 	time.Sleep(60 * time.Millisecond)
 	_, err := s.Append(ctx, entryOf(a.ID, "expired", slow))
 	wantCode(t, err, session.CodeLeaseLost)
-	must(s.RenewLease(ctx, a.ID, "slow", 30*time.Millisecond))(t)
+	// The renewed lease must outlive the append after it on a loaded machine (a
+	// database round trip or two), and then expire.
+	must(s.RenewLease(ctx, a.ID, "slow", 500*time.Millisecond))(t)
 	must(s.Append(ctx, entryOf(a.ID, "renewed", slow)))(t)
 
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	must(s.AcquireLease(ctx, a.ID, "next", time.Minute))(t)
 	_, err = s.Append(ctx, entryOf(a.ID, "stalled", slow))
 	wantCode(t, err, session.CodeLeaseLost)
