@@ -230,17 +230,18 @@ func testClaimExpiry(t *testing.T, s session.Store) {
 	ctx := t.Context()
 	a := create(t, s, "/w")
 	slow := &session.Claim{SessionID: a.ID, Holder: "slow"}
-	must(s.AcquireLease(ctx, a.ID, "slow", 30*time.Millisecond))(t)
+	// Each lease must outlive the append after it on a loaded machine (a database round
+	// trip or two, the first on a new connection), and then expire.
+	const ttl = 400 * time.Millisecond
+	must(s.AcquireLease(ctx, a.ID, "slow", ttl))(t)
 	must(s.Append(ctx, entryOf(a.ID, "first", slow)))(t)
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(ttl + 100*time.Millisecond)
 	_, err := s.Append(ctx, entryOf(a.ID, "expired", slow))
 	wantCode(t, err, session.CodeLeaseLost)
-	// The renewed lease must outlive the append after it on a loaded machine (a
-	// database round trip or two), and then expire.
-	must(s.RenewLease(ctx, a.ID, "slow", 500*time.Millisecond))(t)
+	must(s.RenewLease(ctx, a.ID, "slow", ttl))(t)
 	must(s.Append(ctx, entryOf(a.ID, "renewed", slow)))(t)
 
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(ttl + 100*time.Millisecond)
 	must(s.AcquireLease(ctx, a.ID, "next", time.Minute))(t)
 	_, err = s.Append(ctx, entryOf(a.ID, "stalled", slow))
 	wantCode(t, err, session.CodeLeaseLost)
