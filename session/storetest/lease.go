@@ -108,10 +108,11 @@ func testLeaseRace(t *testing.T, s session.Store) {
 func testLeaseExpiry(t *testing.T, s session.Store) {
 	ctx := t.Context()
 	a := create(t, s, "/w")
-	must(s.AcquireLease(ctx, a.ID, "dead", 30*time.Millisecond))(t)
+	// The lease must outlive the refused acquire after it on a loaded machine.
+	must(s.AcquireLease(ctx, a.ID, "dead", 400*time.Millisecond))(t)
 	_, err := s.AcquireLease(ctx, a.ID, "next", time.Minute)
 	wantCode(t, err, session.CodeBusy)
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 	must(s.AcquireLease(ctx, a.ID, "next", time.Minute))(t)
 	_, err = s.RenewLease(ctx, a.ID, "dead", time.Minute)
 	wantCode(t, err, session.CodeLeaseLost)
