@@ -16,6 +16,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/internal/sandboxplan"
 	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/sandbox"
@@ -210,39 +211,11 @@ func (l *leg) mountServers(ctx context.Context, servers []mcp.Server) error {
 	return nil
 }
 
-// mcpWrap confines a stdio server's process as the leg's shell commands are confined:
-// it writes only inside the write roots, its private temp directory and the toolchain
-// caches, reads no credential store and never the state directory. Unlike a command, a
-// server keeps the network unless a seat turned it off by name: talking to its service
-// is most servers' whole job.
+// mcpWrap confines a stdio server's process as the leg's shell commands are confined
+// (sandboxplan.MCPWrap); a server keeps the network unless a seat turned it off by name.
 func (l *leg) mcpWrap() func(req env.ExecRequest) (env.ExecRequest, error) {
-	var once sync.Once
-	var tmp string
-	var tmpErr error
-	return func(req env.ExecRequest) (env.ExecRequest, error) {
-		once.Do(func() {
-			tmp, tmpErr = sandbox.TempDir("sema-mcp-")
-			l.mcpTemp = tmp
-		})
-		if tmpErr != nil {
-			return req, tmpErr
-		}
-		o := l.sandbox.Options
-		o.TempDir = tmp
-		if l.sandbox.Kernel.Overlay {
-			// The toolchain caches' private layer lives in the servers' temp dir;
-			// without overlays they are read-only to servers.
-			o.CacheLayer = filepath.Join(tmp, "cache")
-		}
-		o.Readable = append(append([]string(nil), o.Readable...), sandbox.ProgramReadable(req.Argv)...)
-		o.Network = l.spec.SandboxNetwork != "off" && l.deps.shell().SandboxNetwork != "off" && l.layered.Sandbox.Network != "off"
-		p := sandbox.ForFence(l.fence, o).WithProtected(l.fence, false)
-		// The servers start at once: each mounts the caches' layers with work
-		// directories of its own (they go with the temp dir).
-		p.CacheWork = sandbox.NewCacheWork()
-		req.Env = append(append([]string(nil), req.Env...), "TMPDIR="+tmp)
-		return l.sandbox.Kernel.Wrap(req, p)
-	}
+	network := l.spec.SandboxNetwork != "off" && l.deps.shell().SandboxNetwork != "off" && l.layered.Sandbox.Network != "off"
+	return sandboxplan.MCPWrap(l.sandbox, l.fence, network, func(dir string) { l.mcpTemp = dir })
 }
 
 // MCPStatus starts the MCP servers a run of spec would mount — the workspace's, the

@@ -30,6 +30,7 @@ var forbidden = []struct {
 	{"statedir", "agent", true, "the runner fills its Deps from the state directory (Deps.WithStateDir), not the other way"},
 	{"internal/envscrub", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
 	{"internal/settingsload", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
+	{"internal/sandboxplan", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
 }
 
 // onlyFiles names, for a package that holds a store on SQLite beside store-neutral code,
