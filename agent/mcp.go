@@ -1,13 +1,8 @@
 package agent
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +11,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/internal/mcpservers"
 	"github.com/sema-agent/sema/internal/sandboxplan"
 	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
@@ -62,112 +58,23 @@ type mcpMount struct {
 	gen atomic.Uint64
 }
 
-// projectMCPFile is where a workspace declares its MCP servers, as Claude Code reads it.
-const projectMCPFile = ".mcp.json"
-
-// mcpServers collects the servers the leg may start, later sources replacing earlier
-// ones of the same name: the workspace's (.mcp.json, then its settings files), the
-// deployment's settings files', the deployment's (Deps.MCPServers), the task's (TaskSpec.MCPServers). StrictMCPConfig keeps
-// the task's only. The workspace's servers are dropped, with a notice, unless the
-// deployment trusts them.
-// The untrusted servers are returned too, for a status listing.
+// mcpServers collects the servers the leg may start (mcpservers.Collect), and the
+// workspace's that were held back for want of trust, for a status listing. The notice
+// of the held-back ones names them and the switch that trusts them.
 func (l *leg) mcpServers(ctx context.Context) (servers, untrusted []mcp.Server, err error) {
-	var layers [][]mcp.Server
-	if !l.spec.StrictMCPConfig {
-		project, err := l.projectMCPServers(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(project) > 0 && !l.deps.mcpOptions().TrustProject {
-			untrusted = project
+	return mcpservers.Collect(ctx, mcpservers.Input{
+		Strict: l.spec.StrictMCPConfig, Trust: l.deps.mcpOptions().TrustProject,
+		Root: l.fence.Root(), Read: l.deps.Env.ReadFile, Files: l.settingsFiles,
+		Deployment: l.deps.MCPServers, Task: l.spec.MCPServers, LookupEnv: os.LookupEnv,
+		OnUntrusted: func(project []mcp.Server) {
 			var names []string
 			for _, s := range project {
 				names = append(names, s.Name+" ("+s.Source+")")
 			}
 			l.notice(sema.Notice{Code: CodeMCPProjectUntrusted, Message: "the workspace declares MCP servers that were not started, because a workspace may not start programs by itself: " +
 				strings.Join(names, ", ") + "; trust them with --trust-project-mcp (Deps.MCP.TrustProject)", Detail: map[string]any{"servers": names}})
-			project = nil
-		}
-		operator, err := l.settingsMCPServers()
-		if err != nil {
-			return nil, nil, err
-		}
-		layers = append(layers, project, operator, l.deps.MCPServers)
-	}
-	layers = append(layers, l.spec.MCPServers)
-	var out []mcp.Server
-	for _, layer := range layers {
-		for _, s := range layer {
-			out = slices.DeleteFunc(out, func(x mcp.Server) bool { return x.Name == s.Name })
-			out = append(out, s)
-		}
-	}
-	for i, s := range out {
-		x, err := s.Expand(os.LookupEnv)
-		if err != nil {
-			return nil, nil, err
-		}
-		out[i] = x
-	}
-	return out, untrusted, nil
-}
-
-// settingsMCPServers reads the servers of the deployment's settings files (the user's,
-// the command line's, the managed policy), a higher layer's replacing a lower's.
-func (l *leg) settingsMCPServers() ([]mcp.Server, error) {
-	var out []mcp.Server
-	for _, f := range l.settingsFiles {
-		if f.Layer.Workspace() || len(f.MCPServers) == 0 {
-			continue
-		}
-		doc, _ := json.Marshal(map[string]json.RawMessage{"mcpServers": f.MCPServers})
-		servers, err := mcp.ParseConfig(doc, cmp.Or(f.Path, string(f.Layer)+" settings"))
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range servers {
-			out = slices.DeleteFunc(out, func(x mcp.Server) bool { return x.Name == s.Name })
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
-// projectMCPServers reads the servers the workspace declares: the root's .mcp.json and
-// the mcpServers member of its .sema/settings.json, marked Project.
-func (l *leg) projectMCPServers(ctx context.Context) ([]mcp.Server, error) {
-	var out []mcp.Server
-	path := filepath.Join(l.fence.Root(), projectMCPFile)
-	data, err := l.deps.Env.ReadFile(ctx, path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		if hf := sema.HostFault(err, "read "+path); hf != nil {
-			return nil, hf
-		}
-		return nil, sema.Errorf(mcp.CodeConfigInvalid, "cannot read %s: %v", path, err)
-	default:
-		servers, err := mcp.ParseConfig(data, path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, servers...)
-	}
-	for _, f := range l.settingsFiles {
-		if !f.Layer.Workspace() || len(f.MCPServers) == 0 {
-			continue
-		}
-		doc, _ := json.Marshal(map[string]json.RawMessage{"mcpServers": f.MCPServers})
-		servers, err := mcp.ParseConfig(doc, f.Path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, servers...)
-	}
-	for i := range out {
-		out[i].Project = true
-	}
-	return out, nil
+		},
+	})
 }
 
 // startMCP starts the leg's MCP servers; a child uses its parent's. A required server

@@ -31,6 +31,7 @@ var forbidden = []struct {
 	{"internal/envscrub", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
 	{"internal/settingsload", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
 	{"internal/sandboxplan", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
+	{"internal/mcpservers", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
 }
 
 // onlyFiles names, for a package that holds a store on SQLite beside store-neutral code,
