@@ -12,6 +12,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/internal/mcpservers"
+	"github.com/sema-agent/sema/internal/roster"
 	"github.com/sema-agent/sema/internal/sandboxplan"
 	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
@@ -199,94 +200,52 @@ func (l *leg) mcpStatus() []mcp.ServerStatus {
 	return l.mcp.m.Status()
 }
 
-// liveRoster is the leg's roster as a call finds it: the tools built when the leg was
-// prepared, then the MCP servers' tools as they are now. A name mounted twice dispatches
-// to its last instance (an MCP server's tools come after the engine's and the
-// deployment's, and a later server's after an earlier one's), and the model is offered
-// each name once.
-type liveRoster struct {
-	mu    sync.Mutex
-	gen   uint64
-	ready bool
-	cur   tools.Roster
-	specs []model.ToolSpec
-}
-
 // tools returns the leg's roster as it is now.
 func (l *leg) tools() tools.Roster {
 	r, _ := l.toolsAndSpecs()
 	return r
 }
 
-// toolsAndSpecs returns the roster as it is now and the specs the model is offered.
+// toolsAndSpecs returns the roster as it is now and the specs the model is offered
+// (roster.Live): the tools built when the leg was prepared, then its MCP servers' tools
+// as they are now.
 func (l *leg) toolsAndSpecs() (tools.Roster, []model.ToolSpec) {
 	var gen uint64
 	if l.mcp != nil {
 		gen = l.mcp.gen.Load()
 	}
-	lr := &l.live
-	lr.mu.Lock()
-	defer lr.mu.Unlock()
-	if lr.ready && lr.gen == gen {
-		return lr.cur, lr.specs
-	}
+	return l.live.At(gen, l.mountedTools)
+}
+
+// mountedTools is every tool the leg mounts, in mounting order: its roster, then the MCP
+// servers' tools its agent type allows.
+func (l *leg) mountedTools() tools.Roster {
 	all := append(tools.Roster(nil), l.roster...)
-	if l.mcp != nil {
-		for _, t := range l.mcp.m.Tools() {
-			if l.link != nil && !l.link.def.Allows(t.Spec().Name) {
-				continue
-			}
-			if l.spec.ReadOnly && l.effectOf(t) != tools.EffectRead {
-				// A read-only leg mounts what is declared to only read; a server's hint is a
-				// claim, not a declaration.
-				continue
-			}
-			all = append(all, t)
-		}
+	if l.mcp == nil {
+		return all
 	}
-	cur := make(tools.Roster, 0, len(all))
-	for i, t := range all {
-		name := t.Spec().Name
-		later := false
-		for _, u := range all[i+1:] {
-			if u.Spec().Name == name {
-				later = true
-				break
-			}
+	for _, t := range l.mcp.m.Tools() {
+		if l.link != nil && !l.link.def.Allows(t.Spec().Name) {
+			continue
 		}
-		if !later {
-			cur = append(cur, t)
+		if l.spec.ReadOnly && l.effectOf(t) != tools.EffectRead {
+			// A read-only leg mounts what is declared to only read; a server's hint is a
+			// claim, not a declaration.
+			continue
 		}
+		all = append(all, t)
 	}
-	specs := make([]model.ToolSpec, 0, len(cur))
-	for _, t := range cur {
-		specs = append(specs, t.Spec().ModelSpec())
-	}
-	lr.cur, lr.specs, lr.gen, lr.ready = cur, specs, gen, true
-	return cur, specs
+	return all
 }
 
 // effectOf is a tool's effect as the runner reads it for concurrency: the deployment's
-// declaration, else the tool's own.
+// declaration (MCPOptions.ToolEffects), else the tool's own.
 func (l *leg) effectOf(t tools.Tool) tools.Effect {
-	if e, ok := l.declaredEffect(t.Spec().Name); ok {
-		return e
-	}
-	return t.Spec().Effect
+	return roster.Effects(l.deps.mcpOptions().ToolEffects).Of(t)
 }
 
 // declaredEffect is the effect the deployment declares for a tool (MCPOptions.ToolEffects),
 // by its name or its MCP server's.
 func (l *leg) declaredEffect(name string) (tools.Effect, bool) {
-	effects := l.deps.mcpOptions().ToolEffects
-	if e, ok := effects[name]; ok {
-		return e, true
-	}
-	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
-		if server, _, ok := strings.Cut(rest, "__"); ok {
-			e, ok := effects["mcp__"+server]
-			return e, ok
-		}
-	}
-	return "", false
+	return roster.Effects(l.deps.mcpOptions().ToolEffects).Declared(name)
 }

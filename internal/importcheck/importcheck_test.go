@@ -32,6 +32,7 @@ var forbidden = []struct {
 	{"internal/settingsload", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
 	{"internal/sandboxplan", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
 	{"internal/mcpservers", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
+	{"internal/roster", "agent", true, "the runner's engine sits below its API: agent passes it plain values"},
 }
 
 // onlyFiles names, for a package that holds a store on SQLite beside store-neutral code,
