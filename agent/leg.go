@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/gate"
+	"github.com/sema-agent/sema/internal/roster"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -117,7 +118,7 @@ type leg struct {
 	laneTools map[string]bool
 	// live is the roster as calls find it: roster, then the MCP servers' tools as they
 	// are now (see toolsAndSpecs).
-	live liveRoster
+	live roster.Live
 	// mcp is the MCP servers the leg's tools include (its root's, for a child); mcpTemp
 	// is the private temp directory of the servers a root leg confined.
 	mcp     *mcpMount

@@ -1,13 +1,8 @@
 package agent
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +11,9 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/internal/mcpservers"
+	"github.com/sema-agent/sema/internal/roster"
+	"github.com/sema-agent/sema/internal/sandboxplan"
 	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/sandbox"
@@ -61,112 +59,23 @@ type mcpMount struct {
 	gen atomic.Uint64
 }
 
-// projectMCPFile is where a workspace declares its MCP servers, as Claude Code reads it.
-const projectMCPFile = ".mcp.json"
-
-// mcpServers collects the servers the leg may start, later sources replacing earlier
-// ones of the same name: the workspace's (.mcp.json, then its settings files), the
-// deployment's settings files', the deployment's (Deps.MCPServers), the task's (TaskSpec.MCPServers). StrictMCPConfig keeps
-// the task's only. The workspace's servers are dropped, with a notice, unless the
-// deployment trusts them.
-// The untrusted servers are returned too, for a status listing.
+// mcpServers collects the servers the leg may start (mcpservers.Collect), and the
+// workspace's that were held back for want of trust, for a status listing. The notice
+// of the held-back ones names them and the switch that trusts them.
 func (l *leg) mcpServers(ctx context.Context) (servers, untrusted []mcp.Server, err error) {
-	var layers [][]mcp.Server
-	if !l.spec.StrictMCPConfig {
-		project, err := l.projectMCPServers(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(project) > 0 && !l.deps.mcpOptions().TrustProject {
-			untrusted = project
+	return mcpservers.Collect(ctx, mcpservers.Input{
+		Strict: l.spec.StrictMCPConfig, Trust: l.deps.mcpOptions().TrustProject,
+		Root: l.fence.Root(), Read: l.deps.Env.ReadFile, Files: l.settingsFiles,
+		Deployment: l.deps.MCPServers, Task: l.spec.MCPServers, LookupEnv: os.LookupEnv,
+		OnUntrusted: func(project []mcp.Server) {
 			var names []string
 			for _, s := range project {
 				names = append(names, s.Name+" ("+s.Source+")")
 			}
 			l.notice(sema.Notice{Code: CodeMCPProjectUntrusted, Message: "the workspace declares MCP servers that were not started, because a workspace may not start programs by itself: " +
 				strings.Join(names, ", ") + "; trust them with --trust-project-mcp (Deps.MCP.TrustProject)", Detail: map[string]any{"servers": names}})
-			project = nil
-		}
-		operator, err := l.settingsMCPServers()
-		if err != nil {
-			return nil, nil, err
-		}
-		layers = append(layers, project, operator, l.deps.MCPServers)
-	}
-	layers = append(layers, l.spec.MCPServers)
-	var out []mcp.Server
-	for _, layer := range layers {
-		for _, s := range layer {
-			out = slices.DeleteFunc(out, func(x mcp.Server) bool { return x.Name == s.Name })
-			out = append(out, s)
-		}
-	}
-	for i, s := range out {
-		x, err := s.Expand(os.LookupEnv)
-		if err != nil {
-			return nil, nil, err
-		}
-		out[i] = x
-	}
-	return out, untrusted, nil
-}
-
-// settingsMCPServers reads the servers of the deployment's settings files (the user's,
-// the command line's, the managed policy), a higher layer's replacing a lower's.
-func (l *leg) settingsMCPServers() ([]mcp.Server, error) {
-	var out []mcp.Server
-	for _, f := range l.settingsFiles {
-		if f.Layer.Workspace() || len(f.MCPServers) == 0 {
-			continue
-		}
-		doc, _ := json.Marshal(map[string]json.RawMessage{"mcpServers": f.MCPServers})
-		servers, err := mcp.ParseConfig(doc, cmp.Or(f.Path, string(f.Layer)+" settings"))
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range servers {
-			out = slices.DeleteFunc(out, func(x mcp.Server) bool { return x.Name == s.Name })
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
-// projectMCPServers reads the servers the workspace declares: the root's .mcp.json and
-// the mcpServers member of its .sema/settings.json, marked Project.
-func (l *leg) projectMCPServers(ctx context.Context) ([]mcp.Server, error) {
-	var out []mcp.Server
-	path := filepath.Join(l.fence.Root(), projectMCPFile)
-	data, err := l.deps.Env.ReadFile(ctx, path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		if hf := sema.HostFault(err, "read "+path); hf != nil {
-			return nil, hf
-		}
-		return nil, sema.Errorf(mcp.CodeConfigInvalid, "cannot read %s: %v", path, err)
-	default:
-		servers, err := mcp.ParseConfig(data, path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, servers...)
-	}
-	for _, f := range l.settingsFiles {
-		if !f.Layer.Workspace() || len(f.MCPServers) == 0 {
-			continue
-		}
-		doc, _ := json.Marshal(map[string]json.RawMessage{"mcpServers": f.MCPServers})
-		servers, err := mcp.ParseConfig(doc, f.Path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, servers...)
-	}
-	for i := range out {
-		out[i].Project = true
-	}
-	return out, nil
+		},
+	})
 }
 
 // startMCP starts the leg's MCP servers; a child uses its parent's. A required server
@@ -210,39 +119,11 @@ func (l *leg) mountServers(ctx context.Context, servers []mcp.Server) error {
 	return nil
 }
 
-// mcpWrap confines a stdio server's process as the leg's shell commands are confined:
-// it writes only inside the write roots, its private temp directory and the toolchain
-// caches, reads no credential store and never the state directory. Unlike a command, a
-// server keeps the network unless a seat turned it off by name: talking to its service
-// is most servers' whole job.
+// mcpWrap confines a stdio server's process as the leg's shell commands are confined
+// (sandboxplan.MCPWrap); a server keeps the network unless a seat turned it off by name.
 func (l *leg) mcpWrap() func(req env.ExecRequest) (env.ExecRequest, error) {
-	var once sync.Once
-	var tmp string
-	var tmpErr error
-	return func(req env.ExecRequest) (env.ExecRequest, error) {
-		once.Do(func() {
-			tmp, tmpErr = sandbox.TempDir("sema-mcp-")
-			l.mcpTemp = tmp
-		})
-		if tmpErr != nil {
-			return req, tmpErr
-		}
-		o := l.sandbox.Options
-		o.TempDir = tmp
-		if l.sandbox.Kernel.Overlay {
-			// The toolchain caches' private layer lives in the servers' temp dir;
-			// without overlays they are read-only to servers.
-			o.CacheLayer = filepath.Join(tmp, "cache")
-		}
-		o.Readable = append(append([]string(nil), o.Readable...), sandbox.ProgramReadable(req.Argv)...)
-		o.Network = l.spec.SandboxNetwork != "off" && l.deps.shell().SandboxNetwork != "off" && l.layered.Sandbox.Network != "off"
-		p := sandbox.ForFence(l.fence, o).WithProtected(l.fence, false)
-		// The servers start at once: each mounts the caches' layers with work
-		// directories of its own (they go with the temp dir).
-		p.CacheWork = sandbox.NewCacheWork()
-		req.Env = append(append([]string(nil), req.Env...), "TMPDIR="+tmp)
-		return l.sandbox.Kernel.Wrap(req, p)
-	}
+	network := l.spec.SandboxNetwork != "off" && l.deps.shell().SandboxNetwork != "off" && l.layered.Sandbox.Network != "off"
+	return sandboxplan.MCPWrap(l.sandbox, l.fence, network, func(dir string) { l.mcpTemp = dir })
 }
 
 // MCPStatus starts the MCP servers a run of spec would mount — the workspace's, the
@@ -319,94 +200,52 @@ func (l *leg) mcpStatus() []mcp.ServerStatus {
 	return l.mcp.m.Status()
 }
 
-// liveRoster is the leg's roster as a call finds it: the tools built when the leg was
-// prepared, then the MCP servers' tools as they are now. A name mounted twice dispatches
-// to its last instance (an MCP server's tools come after the engine's and the
-// deployment's, and a later server's after an earlier one's), and the model is offered
-// each name once.
-type liveRoster struct {
-	mu    sync.Mutex
-	gen   uint64
-	ready bool
-	cur   tools.Roster
-	specs []model.ToolSpec
-}
-
 // tools returns the leg's roster as it is now.
 func (l *leg) tools() tools.Roster {
 	r, _ := l.toolsAndSpecs()
 	return r
 }
 
-// toolsAndSpecs returns the roster as it is now and the specs the model is offered.
+// toolsAndSpecs returns the roster as it is now and the specs the model is offered
+// (roster.Live): the tools built when the leg was prepared, then its MCP servers' tools
+// as they are now.
 func (l *leg) toolsAndSpecs() (tools.Roster, []model.ToolSpec) {
 	var gen uint64
 	if l.mcp != nil {
 		gen = l.mcp.gen.Load()
 	}
-	lr := &l.live
-	lr.mu.Lock()
-	defer lr.mu.Unlock()
-	if lr.ready && lr.gen == gen {
-		return lr.cur, lr.specs
-	}
+	return l.live.At(gen, l.mountedTools)
+}
+
+// mountedTools is every tool the leg mounts, in mounting order: its roster, then the MCP
+// servers' tools its agent type allows.
+func (l *leg) mountedTools() tools.Roster {
 	all := append(tools.Roster(nil), l.roster...)
-	if l.mcp != nil {
-		for _, t := range l.mcp.m.Tools() {
-			if l.link != nil && !l.link.def.Allows(t.Spec().Name) {
-				continue
-			}
-			if l.spec.ReadOnly && l.effectOf(t) != tools.EffectRead {
-				// A read-only leg mounts what is declared to only read; a server's hint is a
-				// claim, not a declaration.
-				continue
-			}
-			all = append(all, t)
-		}
+	if l.mcp == nil {
+		return all
 	}
-	cur := make(tools.Roster, 0, len(all))
-	for i, t := range all {
-		name := t.Spec().Name
-		later := false
-		for _, u := range all[i+1:] {
-			if u.Spec().Name == name {
-				later = true
-				break
-			}
+	for _, t := range l.mcp.m.Tools() {
+		if l.link != nil && !l.link.def.Allows(t.Spec().Name) {
+			continue
 		}
-		if !later {
-			cur = append(cur, t)
+		if l.spec.ReadOnly && l.effectOf(t) != tools.EffectRead {
+			// A read-only leg mounts what is declared to only read; a server's hint is a
+			// claim, not a declaration.
+			continue
 		}
+		all = append(all, t)
 	}
-	specs := make([]model.ToolSpec, 0, len(cur))
-	for _, t := range cur {
-		specs = append(specs, t.Spec().ModelSpec())
-	}
-	lr.cur, lr.specs, lr.gen, lr.ready = cur, specs, gen, true
-	return cur, specs
+	return all
 }
 
 // effectOf is a tool's effect as the runner reads it for concurrency: the deployment's
-// declaration, else the tool's own.
+// declaration (MCPOptions.ToolEffects), else the tool's own.
 func (l *leg) effectOf(t tools.Tool) tools.Effect {
-	if e, ok := l.declaredEffect(t.Spec().Name); ok {
-		return e
-	}
-	return t.Spec().Effect
+	return roster.Effects(l.deps.mcpOptions().ToolEffects).Of(t)
 }
 
 // declaredEffect is the effect the deployment declares for a tool (MCPOptions.ToolEffects),
 // by its name or its MCP server's.
 func (l *leg) declaredEffect(name string) (tools.Effect, bool) {
-	effects := l.deps.mcpOptions().ToolEffects
-	if e, ok := effects[name]; ok {
-		return e, true
-	}
-	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
-		if server, _, ok := strings.Cut(rest, "__"); ok {
-			e, ok := effects["mcp__"+server]
-			return e, ok
-		}
-	}
-	return "", false
+	return roster.Effects(l.deps.mcpOptions().ToolEffects).Declared(name)
 }

@@ -1,14 +1,13 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"io/fs"
-	"slices"
 	"strings"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/settingsload"
 	"github.com/sema-agent/sema/settings"
 )
 
@@ -42,52 +41,24 @@ func (d *Deps) settingsOptions() SettingsOptions {
 	return *d.Settings
 }
 
-// rank orders the layers, lowest precedence first.
-var rank = map[settings.Layer]int{settings.User: 0, settings.Project: 1, settings.Local: 2, settings.Flag: 3, settings.Managed: 4}
-
 // readSettings reads the workspace's settings files through the env and folds every
-// layer — the deployment's files, the workspace's, the managed policy — into
-// l.layered. A child leg takes its parent's.
+// layer — the deployment's files, the workspace's, the managed policy — into l.layered
+// (settingsload.Load). A child leg takes its parent's.
 func (l *leg) readSettings(ctx context.Context) error {
 	if l.link != nil {
 		l.layered = l.link.parent.layered
 		return nil
 	}
 	opts := l.deps.settingsOptions()
-	var files []settings.File
-	for _, f := range opts.Files {
-		if f.Layer != settings.User && f.Layer != settings.Flag {
-			return configError(settings.CodeSettingsInvalid, "Deps.Settings.Files holds %s as a %s layer; give the user's and the command line's files there (the runner reads the workspace's, and the managed policy is Deps.ManagedSettings)", cmp.Or(f.Path, "a file"), f.Layer)
-		}
-		files = append(files, f)
-	}
-	if m := l.deps.ManagedSettings; m != nil {
-		mf := *m
-		mf.Layer = settings.Managed
-		files = append(files, mf)
-	}
-	for _, tf := range l.deps.TenantSettings {
-		tf.Layer = settings.Managed
-		files = append(files, tf)
-	}
-	compat := opts.ClaudeCompat || slices.ContainsFunc(files, func(f settings.File) bool { return settings.IsOn(f.ClaudeCompat) })
-	trust := l.deps.policy().TrustProjectSettings
-	work, err := l.readWorkspaceSettings(ctx, opts.Sources, compat)
+	merged, files, err := settingsload.Load(ctx, settingsload.Input{
+		Files: opts.Files, Managed: l.deps.ManagedSettings, Tenant: l.deps.TenantSettings,
+		Sources: opts.Sources, ClaudeCompat: opts.ClaudeCompat, Trust: l.deps.policy().TrustProjectSettings,
+		Root: l.spec.Root, Home: l.home(), Read: l.readSettingsFile,
+	})
 	if err != nil {
 		return err
 	}
-	if !compat && trust && slices.ContainsFunc(work, func(f settings.File) bool { return settings.IsOn(f.ClaudeCompat) }) {
-		// A trusted workspace's own file asked for Claude Code's files too.
-		if work, err = l.readWorkspaceSettings(ctx, opts.Sources, true); err != nil {
-			return err
-		}
-	}
-	files = append(files, work...)
-	slices.SortStableFunc(files, func(a, b settings.File) int { return rank[a.Layer] - rank[b.Layer] })
-	l.layered = settings.Merge(files, settings.MergeOptions{Root: l.spec.Root, Home: l.home(), TrustWorkspace: trust})
-	// The user's Claude Code files (CLAUDE.md, agents) follow the same switch.
-	l.layered.ClaudeCompat = l.layered.ClaudeCompat || compat
-	l.settingsFiles = files
+	l.layered, l.settingsFiles = merged, files
 	for _, a := range l.layered.Applied {
 		if len(a.Dropped) > 0 {
 			l.notice(sema.Notice{Code: CodeProjectSettingsUntrusted, Message: a.Path + " is the workspace's own and the workspace is not trusted, so " +
@@ -102,25 +73,15 @@ func (l *leg) readSettings(ctx context.Context) error {
 	return nil
 }
 
-// readWorkspaceSettings reads the task root's settings files of the sources' layers.
-func (l *leg) readWorkspaceSettings(ctx context.Context, sources []settings.Layer, compat bool) ([]settings.File, error) {
-	var out []settings.File
-	for _, src := range settings.WorkspaceSources(l.spec.Root, sources, compat) {
-		data, err := l.deps.Env.ReadFile(ctx, src.Path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			if hf := sema.HostFault(err, "read "+src.Path); hf != nil {
-				return nil, hf
-			}
-			return nil, configError(CodeSettingsUnreadable, "cannot read %s: %v", src.Path, err)
-		}
-		f, err := settings.Parse(data, src.Path, src.Layer)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
+// readSettingsFile reads a workspace settings file through the env; a file that is there
+// but cannot be read refuses the run by name.
+func (l *leg) readSettingsFile(ctx context.Context, path string) ([]byte, error) {
+	data, err := l.deps.Env.ReadFile(ctx, path)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return data, err
 	}
-	return out, nil
+	if hf := sema.HostFault(err, "read "+path); hf != nil {
+		return nil, hf
+	}
+	return nil, configError(CodeSettingsUnreadable, "cannot read %s: %v", path, err)
 }

@@ -2,7 +2,8 @@
 // files the current platform builds, tests left out), so a test can hold the packages to
 // the floors they sit on: reading a command line (shellscan) below judging it (the
 // permission gate) below running it (the tool sets), and the stores, the file-history
-// snapshot and the state directory below the runner and the tools.
+// snapshot and the state directory below the runner and the tools, and the runner's engine
+// packages (internal/…) below its API, package agent.
 package importcheck
 
 import (

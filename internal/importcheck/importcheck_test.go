@@ -1,6 +1,9 @@
 package importcheck
 
 import (
+	"errors"
+	"go/build"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,6 +136,45 @@ func TestSQLiteStaysInTheSQLiteStore(t *testing.T) {
 			if !slices.Contains(o.files, f) {
 				t.Errorf("%s/%s imports %s; only %v may (the store-neutral codes are in session/storecode)", o.pkg, f, o.to, o.files)
 			}
+		}
+	}
+}
+
+// TestEngineBelowAPI fails when a package under internal/ depends on agent at any depth:
+// the runner's engine sits below its API, and agent hands it plain values.
+func TestEngineBelowAPI(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	var pkgs []string
+	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if _, err := build.ImportDir(path, 0); err != nil {
+			var none *build.NoGoError
+			if errors.As(err, &none) {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		pkgs = append(pkgs, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Load(module, root, append(pkgs, "agent")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Calibration: the walk found the engine agent drives.
+	if !slices.Contains(pkgs, "internal/gate") || !g.Imports("agent", "internal/gate") {
+		t.Fatalf("the walk of internal/ missed internal/gate: %v", pkgs)
+	}
+	for _, p := range pkgs {
+		if chain := g.Path(p, "agent"); chain != nil {
+			t.Errorf("%s depends on agent (%s): the runner's engine sits below its API; pass it plain values", p, strings.Join(chain, " -> "))
 		}
 	}
 }
