@@ -1,0 +1,92 @@
+package sqlstore
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSQLiteSpelling(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{`SELECT a FROM sema_t WHERE x = $1 AND y = $12`, `SELECT a FROM t WHERE x = ?1 AND y = ?12`},
+		// Literals are kept as written, '' included.
+		{`SELECT '$1', 'it''s sema_x', sema_t.a FROM sema_t WHERE b = $2`, `SELECT '$1', 'it''s sema_x', t.a FROM t WHERE b = ?2`},
+		// Only a name that starts with sema_ loses it; a $ without a digit is no parameter.
+		{`SELECT x_sema_y, a$b, $ FROM sema_t`, `SELECT x_sema_y, a$b, $ FROM t`},
+		{`sema_t`, `t`},
+	} {
+		if got := SQLite.SQL(tc.in); got != tc.want {
+			t.Errorf("SQLite.SQL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got := Postgres.SQL(tc.in); got != tc.in {
+			t.Errorf("Postgres.SQL(%q) = %q, want it unchanged", tc.in, got)
+		}
+	}
+}
+
+// Every shared statement, spelled for SQLite, names the SQLite schemas' tables and
+// SQLite's parameters; spelled for PostgreSQL, it is as written.
+func TestSharedStatementsSpelled(t *testing.T) {
+	t.Parallel()
+	for _, set := range []struct {
+		name           string
+		sqlite, postgr any
+	}{
+		{"Session", SQLite.Session(), Postgres.Session()},
+		{"History", SQLite.History(), Postgres.History()},
+	} {
+		sv, pv := reflect.ValueOf(set.sqlite), reflect.ValueOf(set.postgr)
+		for i := range sv.NumField() {
+			name := set.name + "." + sv.Type().Field(i).Name
+			s, p := sv.Field(i).String(), pv.Field(i).String()
+			if s == "" || !strings.Contains(p, "$1") || !strings.Contains(p, "sema_") {
+				t.Errorf("%s: PostgreSQL spelling %q lacks $1 or a sema_ table", name, p)
+			}
+			if strings.Contains(s, "$") || strings.Contains(s, "sema_") || !strings.Contains(s, "?1") {
+				t.Errorf("%s: SQLite spelling %q keeps a $ or a sema_, or lacks ?1", name, s)
+			}
+		}
+	}
+}
+
+type fakeRows struct {
+	vals []int
+	i    int
+	err  error
+}
+
+func (r *fakeRows) Next() bool { r.i++; return r.i <= len(r.vals) }
+func (r *fakeRows) Err() error { return r.err }
+func (r *fakeRows) Scan(dest ...any) error {
+	*dest[0].(*int) = r.vals[r.i-1]
+	return nil
+}
+
+func scanInt(r Scanner) (int, error) {
+	var v int
+	err := r.Scan(&v)
+	if v < 0 {
+		return 0, errors.New("negative")
+	}
+	return v, err
+}
+
+func TestCollect(t *testing.T) {
+	t.Parallel()
+	got, err := Collect(&fakeRows{vals: []int{3, 1, 2}}, scanInt)
+	if err != nil || !reflect.DeepEqual(got, []int{3, 1, 2}) {
+		t.Fatalf("Collect = %v, %v; want [3 1 2] in order", got, err)
+	}
+	if got, err := Collect(&fakeRows{}, scanInt); err != nil || got != nil {
+		t.Fatalf("Collect of no rows = %#v, %v; want a nil slice", got, err)
+	}
+	if got, err := Collect(&fakeRows{vals: []int{1, -1, 2}}, scanInt); err == nil || got != nil {
+		t.Fatalf("Collect with a failing scan = %v, %v; want no rows and the error", got, err)
+	}
+	bad := errors.New("connection lost")
+	if got, err := Collect(&fakeRows{vals: []int{1}, err: bad}, scanInt); !errors.Is(err, bad) || got != nil {
+		t.Fatalf("Collect after a failed read = %v, %v; want no rows and %v", got, err, bad)
+	}
+}
