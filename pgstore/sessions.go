@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/sqlstore"
 	"github.com/sema-agent/sema/session"
 )
 
@@ -36,7 +37,10 @@ const sessionCols = `id, root, fs_id, scope, created_at, created_ns, updated_at,
 // value, so two writes in one microsecond still order (see touch in session/memory.go).
 const touch = `updated_at = GREATEST(updated_at + interval '1 microsecond', clock_timestamp()), updated_ns = 0`
 
-func scanSession(r pgx.Row) (session.Session, error) {
+// sq is the statements this store shares with the SQLite one (see package sqlstore).
+var sq = sqlstore.Postgres.Session()
+
+func scanSession(r sqlstore.Scanner) (session.Session, error) {
 	var s session.Session
 	var created, updated time.Time
 	var cns, uns int16
@@ -147,20 +151,13 @@ func (s *Sessions) List(ctx context.Context, f session.Filter) ([]session.Sessio
 	}
 	var out []session.Session
 	err := s.db.run(ctx, func(q querier) error {
-		out = nil
 		rows, err := q.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			ss, err := scanSession(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, ss)
-		}
-		return rows.Err()
+		out, err = sqlstore.Collect(rows, scanSession)
+		return err
 	})
 	return out, err
 }
@@ -249,28 +246,19 @@ func (s *Sessions) Prune(ctx context.Context, olderThan time.Time) ([]string, er
 	cut, ns := splitTime(olderThan)
 	var pruned []string
 	err := s.db.run(ctx, func(q querier) error {
-		pruned = nil
 		rows, err := q.Query(ctx, `DELETE FROM sema_sessions WHERE (updated_at, updated_ns) < ($1, $2) RETURNING id`, cut, ns)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			pruned = append(pruned, id)
-		}
-		return rows.Err()
+		pruned, err = sqlstore.Collect(rows, sqlstore.ScanString)
+		return err
 	})
 	slices.Sort(pruned)
 	return pruned, err
 }
 
-const legCols = `id, session_id, number, started_at, ended_at, status`
-
-func scanLeg(r pgx.Row) (session.Leg, error) {
+func scanLeg(r sqlstore.Scanner) (session.Leg, error) {
 	var l session.Leg
 	var started time.Time
 	var ended *time.Time
@@ -292,8 +280,8 @@ func (s *Sessions) StartLeg(ctx context.Context, sessionID string) (session.Leg,
 				UPDATE sema_sessions SET last_leg = last_leg + 1, `+touch+` WHERE id = $1
 				RETURNING last_leg, clock_timestamp() AS at
 			)
-			INSERT INTO sema_legs (`+legCols+`) SELECT $2, $1, s.last_leg, s.at, NULL, $3 FROM s
-			RETURNING `+legCols,
+			INSERT INTO sema_legs (`+sqlstore.LegCols+`) SELECT $2, $1, s.last_leg, s.at, NULL, $3 FROM s
+			RETURNING `+sqlstore.LegCols,
 			sessionID, id, string(sema.StatusRunning)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return session.NotFound(sessionID)
@@ -313,7 +301,7 @@ func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status)
 	err := s.db.run(ctx, func(q querier) error {
 		if bad := session.CheckEndStatus(status); bad != nil {
 			// As the SQLite store: an unknown leg is reported before a bad status.
-			if _, err := scanLeg(q.QueryRow(ctx, `SELECT `+legCols+` FROM sema_legs WHERE id = $1`, legID)); errors.Is(err, pgx.ErrNoRows) {
+			if _, err := scanLeg(q.QueryRow(ctx, sq.LegByID, legID)); errors.Is(err, pgx.ErrNoRows) {
 				return session.LegNotFound("", legID)
 			} else if err != nil {
 				return err
@@ -323,15 +311,15 @@ func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status)
 		var err error
 		out, err = scanLeg(q.QueryRow(ctx, `WITH l AS (
 				UPDATE sema_legs SET ended_at = clock_timestamp(), status = $2 WHERE id = $1 AND ended_at IS NULL
-				RETURNING `+legCols+`
+				RETURNING `+sqlstore.LegCols+`
 			), t AS (
 				UPDATE sema_sessions SET `+touch+` WHERE id = (SELECT session_id FROM l)
 			)
-			SELECT `+legCols+` FROM l`, legID, string(status)))
+			SELECT `+sqlstore.LegCols+` FROM l`, legID, string(status)))
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		l, err := scanLeg(q.QueryRow(ctx, `SELECT `+legCols+` FROM sema_legs WHERE id = $1`, legID))
+		l, err := scanLeg(q.QueryRow(ctx, sq.LegByID, legID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return session.LegNotFound("", legID)
 		}
@@ -350,23 +338,16 @@ func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status)
 func (s *Sessions) Legs(ctx context.Context, sessionID string) ([]session.Leg, error) {
 	var out []session.Leg
 	err := s.db.run(ctx, func(q querier) error {
-		out = nil
 		if _, err := getSession(ctx, q, sessionID, ""); err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, `SELECT `+legCols+` FROM sema_legs WHERE session_id = $1 ORDER BY number`, sessionID)
+		rows, err := q.Query(ctx, sq.LegsOf, sessionID)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			l, err := scanLeg(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, l)
-		}
-		return rows.Err()
+		out, err = sqlstore.Collect(rows, scanLeg)
+		return err
 	})
 	return out, err
 }
@@ -578,10 +559,7 @@ func transcript(ctx context.Context, q querier, ss session.Session, head string)
 	return out, nil
 }
 
-const checkpointCols = `id, session_id, COALESCE(leg_id, '') AS leg_id, tool, args, args_sha256, gate, mode, pre_plan_mode,
-	created_at, claimed_at, decision`
-
-func scanCheckpoint(r pgx.Row) (session.Checkpoint, error) {
+func scanCheckpoint(r sqlstore.Scanner) (session.Checkpoint, error) {
 	var c session.Checkpoint
 	var args, decision []byte
 	var gate string
@@ -654,7 +632,7 @@ func (s *Sessions) Checkpoint(ctx context.Context, id string) (session.Checkpoin
 }
 
 func getCheckpoint(ctx context.Context, q querier, id string) (session.Checkpoint, error) {
-	c, err := scanCheckpoint(q.QueryRow(ctx, `SELECT `+checkpointCols+` FROM sema_checkpoints WHERE id = $1`, id))
+	c, err := scanCheckpoint(q.QueryRow(ctx, sq.CheckpointByID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Checkpoint{}, session.CheckpointNotFound(id)
 	}
@@ -666,23 +644,16 @@ func getCheckpoint(ctx context.Context, q querier, id string) (session.Checkpoin
 func (s *Sessions) Checkpoints(ctx context.Context, sessionID string) ([]session.Checkpoint, error) {
 	var out []session.Checkpoint
 	err := s.db.run(ctx, func(q querier) error {
-		out = nil
 		if _, err := getSession(ctx, q, sessionID, ""); err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, `SELECT `+checkpointCols+` FROM sema_checkpoints WHERE session_id = $1 ORDER BY created_at, n`, sessionID)
+		rows, err := q.Query(ctx, `SELECT `+sqlstore.CheckpointCols+` FROM sema_checkpoints WHERE session_id = $1 ORDER BY created_at, n`, sessionID)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			c, err := scanCheckpoint(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		return rows.Err()
+		out, err = sqlstore.Collect(rows, scanCheckpoint)
+		return err
 	})
 	return out, err
 }
@@ -705,7 +676,7 @@ func (s *Sessions) ClaimCheckpoint(ctx context.Context, id string, d session.Dec
 		var err error
 		out, err = scanCheckpoint(q.QueryRow(ctx, `WITH c AS (
 				UPDATE sema_checkpoints SET claimed_at = clock_timestamp(), decision = $2 WHERE id = $1 AND claimed_at IS NULL
-				RETURNING `+checkpointCols+`
+				RETURNING `+sqlstore.CheckpointCols+`
 			), t AS (
 				UPDATE sema_sessions SET `+touch+` WHERE id = (SELECT session_id FROM c)
 			)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/sqlstore"
 	"github.com/sema-agent/sema/session/sqlitedb"
 )
 
@@ -115,9 +116,10 @@ var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, qChain, qC
 // sqliteSchema is the session store's share of a database file.
 var sqliteSchema = sqlitedb.Schema{Component: "session", Steps: schema, Queries: hotQueries}
 
-type scanner interface{ Scan(dest ...any) error }
+// sq is the statements this store shares with pgstore's (see package sqlstore).
+var sq = sqlstore.SQLite.Session()
 
-func scanSession(r scanner) (Session, error) {
+func scanSession(r sqlstore.Scanner) (Session, error) {
 	var s Session
 	var created, updated int64
 	err := r.Scan(&s.ID, &s.Root, &s.FSID, &s.Scope, &created, &s.ParentID, &s.ForkOf, &s.ForkAt,
@@ -216,15 +218,7 @@ func (s *SQLiteStore) List(ctx context.Context, f Filter) ([]Session, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		ss, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ss)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, scanSession)
 }
 
 // Newest returns the most recently updated root session at root (see [Store.Newest]).
@@ -308,22 +302,14 @@ func (s *SQLiteStore) Prune(ctx context.Context, olderThan time.Time) ([]string,
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			pruned = append(pruned, id)
-		}
-		return rows.Err()
+		pruned, err = sqlstore.Collect(rows, sqlstore.ScanString)
+		return err
 	})
 	slices.Sort(pruned)
 	return pruned, err
 }
 
-const legCols = `id, session_id, number, started_at, ended_at, status`
-
-func scanLeg(r scanner) (Leg, error) {
+func scanLeg(r sqlstore.Scanner) (Leg, error) {
 	var l Leg
 	var started, ended int64
 	err := r.Scan(&l.ID, &l.SessionID, &l.Number, &started, &ended, &l.Status)
@@ -347,7 +333,7 @@ func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, erro
 			return err
 		}
 		out = Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: time.Now().UTC(), Status: sema.StatusRunning}
-		_, err = q.ExecContext(ctx, `INSERT INTO legs (`+legCols+`) VALUES (?, ?, ?, ?, 0, ?)`,
+		_, err = q.ExecContext(ctx, `INSERT INTO legs (`+sqlstore.LegCols+`) VALUES (?, ?, ?, ?, 0, ?)`,
 			out.ID, sessionID, n, nanos(out.StartedAt), out.Status)
 		return err
 	})
@@ -362,7 +348,7 @@ func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, erro
 func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error) {
 	var out Leg
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
-		l, err := scanLeg(q.QueryRowContext(ctx, `SELECT `+legCols+` FROM legs WHERE id = ?`, legID))
+		l, err := scanLeg(q.QueryRowContext(ctx, sq.LegByID, legID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return LegNotFound("", legID)
 		}
@@ -391,20 +377,12 @@ func (s *SQLiteStore) Legs(ctx context.Context, sessionID string) ([]Leg, error)
 	if _, err := s.Get(ctx, sessionID); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+legCols+` FROM legs WHERE session_id = ? ORDER BY number`, sessionID)
+	rows, err := s.r.QueryContext(ctx, sq.LegsOf, sessionID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Leg
-	for rows.Next() {
-		l, err := scanLeg(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, scanLeg)
 }
 
 // Append commits one transcript entry and returns its id (see [Store.Append]).
@@ -553,10 +531,7 @@ func transcript(ctx context.Context, q sqlitedb.Querier, ss Session, head string
 	return out, nil
 }
 
-const checkpointCols = `id, session_id, COALESCE(leg_id, ''), tool, args, args_sha256, gate, mode, pre_plan_mode,
-	created_at, claimed_at, decision`
-
-func scanCheckpoint(r scanner) (Checkpoint, error) {
+func scanCheckpoint(r sqlstore.Scanner) (Checkpoint, error) {
 	var c Checkpoint
 	var args, decision []byte
 	var created, claimed int64
@@ -613,7 +588,7 @@ func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, erro
 
 // Checkpoint returns the checkpoint with the given id (see [Store.Checkpoint]).
 func (s *SQLiteStore) Checkpoint(ctx context.Context, id string) (Checkpoint, error) {
-	c, err := scanCheckpoint(s.r.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = ?`, id))
+	c, err := scanCheckpoint(s.r.QueryRowContext(ctx, sq.CheckpointByID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Checkpoint{}, CheckpointNotFound(id)
 	}
@@ -626,21 +601,13 @@ func (s *SQLiteStore) Checkpoints(ctx context.Context, sessionID string) ([]Chec
 	if _, err := s.Get(ctx, sessionID); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ?
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlstore.CheckpointCols+` FROM checkpoints WHERE session_id = ?
 		ORDER BY created_at, rowid`, sessionID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Checkpoint
-	for rows.Next() {
-		c, err := scanCheckpoint(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, scanCheckpoint)
 }
 
 // ClaimCheckpoint records d as the checkpoint's answer, at most once (see
@@ -667,7 +634,7 @@ func (s *SQLiteStore) ClaimCheckpoint(ctx context.Context, id string, d Decision
 		if err != nil {
 			return err
 		}
-		c, err := scanCheckpoint(q.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = ?`, id))
+		c, err := scanCheckpoint(q.QueryRowContext(ctx, sq.CheckpointByID, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return CheckpointNotFound(id)
 		}

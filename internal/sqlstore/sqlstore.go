@@ -104,3 +104,10 @@ func Collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
 	}
 	return out, nil
 }
+
+// ScanString reads a row of one text column, for Collect.
+func ScanString(r Scanner) (string, error) {
+	var s string
+	err := r.Scan(&s)
+	return s, err
+}
