@@ -516,15 +516,14 @@ func (s *Sessions) Transcript(ctx context.Context, sessionID, head string) ([]se
 	return out, err
 }
 
-// qChain walks parent links from a head to the root; a parent always has a smaller seq
-// than its child, so seq order is chain order.
-const qChain = `WITH RECURSIVE chain (id, parent_id) AS (
-		SELECT id, parent_id FROM sema_entries WHERE id = $1 AND session_id = $2
-		UNION ALL
-		SELECT e.id, e.parent_id FROM sema_entries e JOIN chain c ON e.id = c.parent_id
-	)
-	SELECT e.id, e.session_id, COALESCE(e.leg_id, ''), e.seq, COALESCE(e.parent_id, ''), e.kind, e.payload, e.created_at
-	FROM sema_entries e JOIN chain c ON e.id = c.id ORDER BY e.seq`
+func scanEntry(r sqlstore.Scanner) (session.Entry, error) {
+	var e session.Entry
+	var payload []byte
+	var created time.Time
+	err := r.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created)
+	e.Payload, e.CreatedAt = json.RawMessage(payload), created.UTC()
+	return e, err
+}
 
 // transcript returns the chain from the root to head in one recursive query.
 func transcript(ctx context.Context, q querier, ss session.Session, head string) ([]session.Entry, error) {
@@ -534,23 +533,13 @@ func transcript(ctx context.Context, q querier, ss session.Session, head string)
 			return nil, nil
 		}
 	}
-	rows, err := q.Query(ctx, qChain, head, ss.ID)
+	rows, err := q.Query(ctx, sq.Chain, head, ss.ID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []session.Entry
-	for rows.Next() {
-		var e session.Entry
-		var payload []byte
-		var created time.Time
-		if err := rows.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created); err != nil {
-			return nil, err
-		}
-		e.Payload, e.CreatedAt = json.RawMessage(payload), created.UTC()
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, scanEntry)
+	if err != nil {
 		return nil, err
 	}
 	if len(out) == 0 {

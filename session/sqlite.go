@@ -100,18 +100,9 @@ const (
 	qLegOf  = `SELECT 1 FROM legs WHERE id = ? AND session_id = ?`
 	qInsert = `INSERT INTO entries (session_id, seq, id, leg_id, parent_id, kind, payload, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	// qChain walks parent links from a head to the root; a parent always has a smaller
-	// seq than its child, so seq order is chain order.
-	qChain = `WITH RECURSIVE chain (id) AS (
-			SELECT id FROM entries WHERE id = ? AND session_id = ?
-			UNION ALL
-			SELECT e.parent_id FROM entries e JOIN chain c ON e.id = c.id WHERE e.parent_id IS NOT NULL
-		)
-		SELECT e.id, e.session_id, COALESCE(e.leg_id, ''), e.seq, COALESCE(e.parent_id, ''), e.kind, e.payload, e.created_at
-		FROM entries e JOIN chain c ON e.id = c.id ORDER BY e.seq`
 )
 
-var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, qChain, qClaim}
+var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, sq.Chain, qClaim}
 
 // sqliteSchema is the session store's share of a database file.
 var sqliteSchema = sqlitedb.Schema{Component: "session", Steps: schema, Queries: hotQueries}
@@ -498,6 +489,15 @@ func (s *SQLiteStore) Transcript(ctx context.Context, sessionID, head string) ([
 	return transcript(ctx, s.r, ss, head)
 }
 
+func scanEntry(r sqlstore.Scanner) (Entry, error) {
+	var e Entry
+	var payload []byte
+	var created int64
+	err := r.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created)
+	e.Payload, e.CreatedAt = json.RawMessage(payload), fromNanos(created)
+	return e, err
+}
+
 // transcript returns the chain from the root to head in one recursive query.
 func transcript(ctx context.Context, q sqlitedb.Querier, ss Session, head string) ([]Entry, error) {
 	if head == "" {
@@ -506,23 +506,13 @@ func transcript(ctx context.Context, q sqlitedb.Querier, ss Session, head string
 			return nil, nil
 		}
 	}
-	rows, err := q.QueryContext(ctx, qChain, head, ss.ID)
+	rows, err := q.QueryContext(ctx, sq.Chain, head, ss.ID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Entry
-	for rows.Next() {
-		var e Entry
-		var payload []byte
-		var created int64
-		if err := rows.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created); err != nil {
-			return nil, err
-		}
-		e.Payload, e.CreatedAt = json.RawMessage(payload), fromNanos(created)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, scanEntry)
+	if err != nil {
 		return nil, err
 	}
 	if len(out) == 0 {

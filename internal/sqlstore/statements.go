@@ -18,6 +18,10 @@ type SessionSQL struct {
 	LegByID        string // $1 leg
 	LegsOf         string // $1 session; in number order
 	CheckpointByID string // $1 checkpoint
+	// Chain reads the transcript from the root to entry $1 of session $2 by walking
+	// parent links; a parent always has a smaller seq than its child, so seq order is
+	// chain order. No row means no such entry in the session.
+	Chain string
 }
 
 // Session returns the session stores' shared statements spelled for d.
@@ -26,6 +30,13 @@ func (d Dialect) Session() SessionSQL {
 		LegByID:        d.SQL(`SELECT ` + LegCols + ` FROM sema_legs WHERE id = $1`),
 		LegsOf:         d.SQL(`SELECT ` + LegCols + ` FROM sema_legs WHERE session_id = $1 ORDER BY number`),
 		CheckpointByID: d.SQL(`SELECT ` + CheckpointCols + ` FROM sema_checkpoints WHERE id = $1`),
+		Chain: d.SQL(`WITH RECURSIVE chain (id, parent_id) AS (
+		SELECT id, parent_id FROM sema_entries WHERE id = $1 AND session_id = $2
+		UNION ALL
+		SELECT e.id, e.parent_id FROM sema_entries e JOIN chain c ON e.id = c.parent_id
+	)
+	SELECT e.id, e.session_id, COALESCE(e.leg_id, ''), e.seq, COALESCE(e.parent_id, ''), e.kind, e.payload, e.created_at
+	FROM sema_entries e JOIN chain c ON e.id = c.id ORDER BY e.seq`),
 	}
 }
 
