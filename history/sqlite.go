@@ -118,14 +118,13 @@ func fsMode(m uint32) fs.FileMode { return fs.FileMode(m) & ModeBits }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
-func scanRecord(r sqlstore.Scanner) (Record, error) {
-	var rec Record
+func scanRecord(r sqlstore.Scanner, rec *Record) error {
 	var created int64
 	var mode uint32
 	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &rec.Pending, &created)
 	rec.Mode, rec.CreatedAt = fsMode(mode), fromNanos(created)
 	rec.Lost = rec.Existed && rec.Sum == ""
-	return rec, err
+	return err
 }
 
 // tx runs fn in one transaction (see sqlitedb.Tx) and reports a transaction that ctx's
@@ -166,12 +165,11 @@ func (s *SQLite) Boundaries(ctx context.Context, scope string) ([]Boundary, erro
 		return nil, err
 	}
 	defer rows.Close()
-	return sqlstore.Collect(rows, func(r sqlstore.Scanner) (Boundary, error) {
-		var b Boundary
+	return sqlstore.Collect(rows, func(r sqlstore.Scanner, b *Boundary) error {
 		var created int64
 		err := r.Scan(&b.ID, &b.Scope, &b.Turn, &b.Kind, &created)
 		b.CreatedAt = fromNanos(created)
-		return b, err
+		return err
 	})
 }
 
@@ -182,7 +180,7 @@ func (s *SQLite) Lookup(ctx context.Context, scope, key string) (Record, bool, e
 }
 
 func lookup(ctx context.Context, q sqlitedb.Querier, scope, key string) (Record, bool, error) {
-	rec, err := scanRecord(q.QueryRowContext(ctx, hq.Lookup, scope, key))
+	rec, err := sqlstore.One(q.QueryRowContext(ctx, hq.Lookup, scope, key), scanRecord)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, false, nil
 	}
@@ -359,10 +357,8 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 			turn        int
 			kind        string
 		}
-		olds, err := sqlstore.Collect(bs, func(r sqlstore.Scanner) (old, error) {
-			var o old
-			err := r.Scan(&o.id, &o.turn, &o.kind, &o.created)
-			return o, err
+		olds, err := sqlstore.Collect(bs, func(r sqlstore.Scanner, o *old) error {
+			return r.Scan(&o.id, &o.turn, &o.kind, &o.created)
 		})
 		bs.Close()
 		if err != nil {

@@ -37,14 +37,13 @@ const (
 		AND NOT EXISTS (SELECT 1 FROM sema_history_records r WHERE r.sum = b.sum)`
 )
 
-func scanRecord(r sqlstore.Scanner) (history.Record, error) {
-	var rec history.Record
+func scanRecord(r sqlstore.Scanner, rec *history.Record) error {
 	var mode int64
 	var created time.Time
 	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &rec.Pending, &created)
 	rec.Mode, rec.CreatedAt = fs.FileMode(mode)&history.ModeBits, created.UTC()
 	rec.Lost = rec.Existed && rec.Sum == ""
-	return rec, err
+	return err
 }
 
 // MintBoundary adds a boundary for turn (≥ 1) to scope and returns it with its ID (see
@@ -80,13 +79,12 @@ func (h *History) Boundaries(ctx context.Context, scope string) ([]history.Bound
 			return err
 		}
 		defer rows.Close()
-		out, err = sqlstore.Collect(rows, func(r sqlstore.Scanner) (history.Boundary, error) {
-			var b history.Boundary
+		out, err = sqlstore.Collect(rows, func(r sqlstore.Scanner, b *history.Boundary) error {
 			var kind string
 			var created time.Time
 			err := r.Scan(&b.ID, &b.Scope, &b.Turn, &kind, &created)
 			b.Kind, b.CreatedAt = history.BoundaryKind(kind), created.UTC()
-			return b, err
+			return err
 		})
 		return err
 	})
@@ -100,7 +98,7 @@ func (h *History) Lookup(ctx context.Context, scope, key string) (history.Record
 	var found bool
 	err := h.db.run(ctx, func(q querier) error {
 		var err error
-		out, err = scanRecord(q.QueryRow(ctx, hq.Lookup, scope, key))
+		out, err = sqlstore.One(q.QueryRow(ctx, hq.Lookup, scope, key), scanRecord)
 		found = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil

@@ -40,18 +40,17 @@ const touch = `updated_at = GREATEST(updated_at + interval '1 microsecond', cloc
 // sq is the statements this store shares with the SQLite one (see package sqlstore).
 var sq = sqlstore.Postgres.Session()
 
-func scanSession(r sqlstore.Scanner) (session.Session, error) {
-	var s session.Session
+func scanSession(r sqlstore.Scanner, s *session.Session) error {
 	var created, updated time.Time
 	var cns, uns int16
 	err := r.Scan(&s.ID, &s.Root, &s.FSID, &s.Scope, &created, &cns, &updated, &uns, &s.ParentID, &s.ForkOf, &s.ForkAt,
 		&s.Model, &s.Mode, &s.EffectiveMode, &s.PrePlanMode, &s.Title, &s.Head)
 	s.CreatedAt, s.UpdatedAt = joinTime(created, cns), joinTime(updated, uns)
-	return s, err
+	return err
 }
 
 func getSession(ctx context.Context, q querier, id string, lock string) (session.Session, error) {
-	s, err := scanSession(q.QueryRow(ctx, `SELECT `+sessionCols+` FROM sema_sessions WHERE id = $1`+lock, id))
+	s, err := sqlstore.One(q.QueryRow(ctx, `SELECT `+sessionCols+` FROM sema_sessions WHERE id = $1`+lock, id), scanSession)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Session{}, session.NotFound(id)
 	}
@@ -73,13 +72,13 @@ func (s *Sessions) Create(ctx context.Context, in session.Session) (session.Sess
 	var out session.Session
 	err = s.db.run(ctx, func(q querier) error {
 		var err error
-		out, err = scanSession(q.QueryRow(ctx, `INSERT INTO sema_sessions (id, root, fs_id, scope, created_at, created_ns, updated_at, updated_ns,
+		out, err = sqlstore.One(q.QueryRow(ctx, `INSERT INTO sema_sessions (id, root, fs_id, scope, created_at, created_ns, updated_at, updated_ns,
 				parent_id, fork_of, fork_at, model, mode, effective_mode, pre_plan_mode, title)
 			SELECT $1, $2, $3, $4, t.at, $6, t.at, $6, $7, $8, $9, $10, $11, $12, $13, $14
 			FROM (SELECT COALESCE($5::timestamptz, clock_timestamp()) AS at) t
 			RETURNING `+sessionCols,
 			in.ID, in.Root, in.FSID, in.Scope, created, ns, in.ParentID, in.ForkOf, in.ForkAt,
-			in.Model, in.Mode, in.EffectiveMode, in.PrePlanMode, in.Title))
+			in.Model, in.Mode, in.EffectiveMode, in.PrePlanMode, in.Title), scanSession)
 		if isUnique(err) {
 			return session.Exists(in.ID)
 		}
@@ -116,9 +115,9 @@ func (s *Sessions) Update(ctx context.Context, id string, fn func(*session.Sessi
 		if err != nil {
 			return err
 		}
-		out, err = scanSession(tx.QueryRow(ctx, `UPDATE sema_sessions SET model = $2, mode = $3, effective_mode = $4, pre_plan_mode = $5,
+		out, err = sqlstore.One(tx.QueryRow(ctx, `UPDATE sema_sessions SET model = $2, mode = $3, effective_mode = $4, pre_plan_mode = $5,
 			title = $6, `+touch+` WHERE id = $1 RETURNING `+sessionCols,
-			id, next.Model, next.Mode, next.EffectiveMode, next.PrePlanMode, next.Title))
+			id, next.Model, next.Mode, next.EffectiveMode, next.PrePlanMode, next.Title), scanSession)
 		return err
 	})
 	if err != nil {
@@ -258,14 +257,13 @@ func (s *Sessions) Prune(ctx context.Context, olderThan time.Time) ([]string, er
 	return pruned, err
 }
 
-func scanLeg(r sqlstore.Scanner) (session.Leg, error) {
-	var l session.Leg
+func scanLeg(r sqlstore.Scanner, l *session.Leg) error {
 	var started time.Time
 	var ended *time.Time
 	var status string
 	err := r.Scan(&l.ID, &l.SessionID, &l.Number, &started, &ended, &status)
 	l.StartedAt, l.EndedAt, l.Status = started.UTC(), utc(ended), sema.Status(status)
-	return l, err
+	return err
 }
 
 // StartLeg opens the session's next leg, running (see session.Store.StartLeg). The number
@@ -276,13 +274,13 @@ func (s *Sessions) StartLeg(ctx context.Context, sessionID string) (session.Leg,
 	var out session.Leg
 	err := s.db.run(ctx, func(q querier) error {
 		var err error
-		out, err = scanLeg(q.QueryRow(ctx, `WITH s AS (
+		out, err = sqlstore.One(q.QueryRow(ctx, `WITH s AS (
 				UPDATE sema_sessions SET last_leg = last_leg + 1, `+touch+` WHERE id = $1
 				RETURNING last_leg, clock_timestamp() AS at
 			)
 			INSERT INTO sema_legs (`+sqlstore.LegCols+`) SELECT $2, $1, s.last_leg, s.at, NULL, $3 FROM s
 			RETURNING `+sqlstore.LegCols,
-			sessionID, id, string(sema.StatusRunning)))
+			sessionID, id, string(sema.StatusRunning)), scanLeg)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return session.NotFound(sessionID)
 		}
@@ -301,7 +299,7 @@ func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status)
 	err := s.db.run(ctx, func(q querier) error {
 		if bad := session.CheckEndStatus(status); bad != nil {
 			// As the SQLite store: an unknown leg is reported before a bad status.
-			if _, err := scanLeg(q.QueryRow(ctx, sq.LegByID, legID)); errors.Is(err, pgx.ErrNoRows) {
+			if _, err := sqlstore.One(q.QueryRow(ctx, sq.LegByID, legID), scanLeg); errors.Is(err, pgx.ErrNoRows) {
 				return session.LegNotFound("", legID)
 			} else if err != nil {
 				return err
@@ -309,17 +307,17 @@ func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status)
 			return bad
 		}
 		var err error
-		out, err = scanLeg(q.QueryRow(ctx, `WITH l AS (
+		out, err = sqlstore.One(q.QueryRow(ctx, `WITH l AS (
 				UPDATE sema_legs SET ended_at = clock_timestamp(), status = $2 WHERE id = $1 AND ended_at IS NULL
 				RETURNING `+sqlstore.LegCols+`
 			), t AS (
 				UPDATE sema_sessions SET `+touch+` WHERE id = (SELECT session_id FROM l)
 			)
-			SELECT `+sqlstore.LegCols+` FROM l`, legID, string(status)))
+			SELECT `+sqlstore.LegCols+` FROM l`, legID, string(status)), scanLeg)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		l, err := scanLeg(q.QueryRow(ctx, sq.LegByID, legID))
+		l, err := sqlstore.One(q.QueryRow(ctx, sq.LegByID, legID), scanLeg)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return session.LegNotFound("", legID)
 		}
@@ -516,13 +514,12 @@ func (s *Sessions) Transcript(ctx context.Context, sessionID, head string) ([]se
 	return out, err
 }
 
-func scanEntry(r sqlstore.Scanner) (session.Entry, error) {
-	var e session.Entry
+func scanEntry(r sqlstore.Scanner, e *session.Entry) error {
 	var payload []byte
 	var created time.Time
 	err := r.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created)
 	e.Payload, e.CreatedAt = json.RawMessage(payload), created.UTC()
-	return e, err
+	return err
 }
 
 // transcript returns the chain from the root to head in one recursive query.
@@ -548,8 +545,7 @@ func transcript(ctx context.Context, q querier, ss session.Session, head string)
 	return out, nil
 }
 
-func scanCheckpoint(r sqlstore.Scanner) (session.Checkpoint, error) {
-	var c session.Checkpoint
+func scanCheckpoint(r sqlstore.Scanner, c *session.Checkpoint) error {
 	var args, decision []byte
 	var gate string
 	var created time.Time
@@ -557,17 +553,17 @@ func scanCheckpoint(r sqlstore.Scanner) (session.Checkpoint, error) {
 	err := r.Scan(&c.ID, &c.SessionID, &c.LegID, &c.Tool, &args, &c.ArgsSHA256, &gate, &c.Mode, &c.PrePlanMode,
 		&created, &claimed, &decision)
 	if err != nil {
-		return c, err
+		return err
 	}
 	c.Args, c.Gate, c.CreatedAt, c.ClaimedAt = json.RawMessage(args), session.Gate(gate), created.UTC(), utc(claimed)
 	if decision != nil {
 		var d session.Decision
 		if err := json.Unmarshal(decision, &d); err != nil {
-			return c, err
+			return err
 		}
 		c.Decision = &d
 	}
-	return c, nil
+	return nil
 }
 
 // Park stores a pending tool call with its canonical arguments and their sha256, in one
@@ -621,7 +617,7 @@ func (s *Sessions) Checkpoint(ctx context.Context, id string) (session.Checkpoin
 }
 
 func getCheckpoint(ctx context.Context, q querier, id string) (session.Checkpoint, error) {
-	c, err := scanCheckpoint(q.QueryRow(ctx, sq.CheckpointByID, id))
+	c, err := sqlstore.One(q.QueryRow(ctx, sq.CheckpointByID, id), scanCheckpoint)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Checkpoint{}, session.CheckpointNotFound(id)
 	}
@@ -663,13 +659,13 @@ func (s *Sessions) ClaimCheckpoint(ctx context.Context, id string, d session.Dec
 	var out session.Checkpoint
 	err = s.db.run(ctx, func(q querier) error {
 		var err error
-		out, err = scanCheckpoint(q.QueryRow(ctx, `WITH c AS (
+		out, err = sqlstore.One(q.QueryRow(ctx, `WITH c AS (
 				UPDATE sema_checkpoints SET claimed_at = clock_timestamp(), decision = $2 WHERE id = $1 AND claimed_at IS NULL
 				RETURNING `+sqlstore.CheckpointCols+`
 			), t AS (
 				UPDATE sema_sessions SET `+touch+` WHERE id = (SELECT session_id FROM c)
 			)
-			SELECT * FROM c`, id, blob))
+			SELECT * FROM c`, id, blob), scanCheckpoint)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}

@@ -110,17 +110,16 @@ var sqliteSchema = sqlitedb.Schema{Component: "session", Steps: schema, Queries:
 // sq is the statements this store shares with pgstore's (see package sqlstore).
 var sq = sqlstore.SQLite.Session()
 
-func scanSession(r sqlstore.Scanner) (Session, error) {
-	var s Session
+func scanSession(r sqlstore.Scanner, s *Session) error {
 	var created, updated int64
 	err := r.Scan(&s.ID, &s.Root, &s.FSID, &s.Scope, &created, &s.ParentID, &s.ForkOf, &s.ForkAt,
 		&s.Model, &s.Mode, &s.EffectiveMode, &s.PrePlanMode, &s.Title, &s.Head, &updated)
 	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
-	return s, err
+	return err
 }
 
 func getSession(ctx context.Context, q sqlitedb.Querier, id string) (Session, error) {
-	s, err := scanSession(q.QueryRowContext(ctx, qGetSession, id))
+	s, err := sqlstore.One(q.QueryRowContext(ctx, qGetSession, id), scanSession)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, NotFound(id)
 	}
@@ -300,12 +299,11 @@ func (s *SQLiteStore) Prune(ctx context.Context, olderThan time.Time) ([]string,
 	return pruned, err
 }
 
-func scanLeg(r sqlstore.Scanner) (Leg, error) {
-	var l Leg
+func scanLeg(r sqlstore.Scanner, l *Leg) error {
 	var started, ended int64
 	err := r.Scan(&l.ID, &l.SessionID, &l.Number, &started, &ended, &l.Status)
 	l.StartedAt, l.EndedAt = fromNanos(started), fromNanos(ended)
-	return l, err
+	return err
 }
 
 // StartLeg opens the session's next leg, running (see [Store.StartLeg]).
@@ -339,7 +337,7 @@ func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, erro
 func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error) {
 	var out Leg
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
-		l, err := scanLeg(q.QueryRowContext(ctx, sq.LegByID, legID))
+		l, err := sqlstore.One(q.QueryRowContext(ctx, sq.LegByID, legID), scanLeg)
 		if errors.Is(err, sql.ErrNoRows) {
 			return LegNotFound("", legID)
 		}
@@ -489,13 +487,12 @@ func (s *SQLiteStore) Transcript(ctx context.Context, sessionID, head string) ([
 	return transcript(ctx, s.r, ss, head)
 }
 
-func scanEntry(r sqlstore.Scanner) (Entry, error) {
-	var e Entry
+func scanEntry(r sqlstore.Scanner, e *Entry) error {
 	var payload []byte
 	var created int64
 	err := r.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created)
 	e.Payload, e.CreatedAt = json.RawMessage(payload), fromNanos(created)
-	return e, err
+	return err
 }
 
 // transcript returns the chain from the root to head in one recursive query.
@@ -521,24 +518,23 @@ func transcript(ctx context.Context, q sqlitedb.Querier, ss Session, head string
 	return out, nil
 }
 
-func scanCheckpoint(r sqlstore.Scanner) (Checkpoint, error) {
-	var c Checkpoint
+func scanCheckpoint(r sqlstore.Scanner, c *Checkpoint) error {
 	var args, decision []byte
 	var created, claimed int64
 	err := r.Scan(&c.ID, &c.SessionID, &c.LegID, &c.Tool, &args, &c.ArgsSHA256, &c.Gate, &c.Mode, &c.PrePlanMode,
 		&created, &claimed, &decision)
 	if err != nil {
-		return c, err
+		return err
 	}
 	c.Args, c.CreatedAt, c.ClaimedAt = json.RawMessage(args), fromNanos(created), fromNanos(claimed)
 	if decision != nil {
 		var d Decision
 		if err := json.Unmarshal(decision, &d); err != nil {
-			return c, err
+			return err
 		}
 		c.Decision = &d
 	}
-	return c, nil
+	return nil
 }
 
 // Park stores a pending tool call with its canonical arguments and their sha256 (see
@@ -578,7 +574,7 @@ func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, erro
 
 // Checkpoint returns the checkpoint with the given id (see [Store.Checkpoint]).
 func (s *SQLiteStore) Checkpoint(ctx context.Context, id string) (Checkpoint, error) {
-	c, err := scanCheckpoint(s.r.QueryRowContext(ctx, sq.CheckpointByID, id))
+	c, err := sqlstore.One(s.r.QueryRowContext(ctx, sq.CheckpointByID, id), scanCheckpoint)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Checkpoint{}, CheckpointNotFound(id)
 	}
@@ -624,7 +620,7 @@ func (s *SQLiteStore) ClaimCheckpoint(ctx context.Context, id string, d Decision
 		if err != nil {
 			return err
 		}
-		c, err := scanCheckpoint(q.QueryRowContext(ctx, sq.CheckpointByID, id))
+		c, err := sqlstore.One(q.QueryRowContext(ctx, sq.CheckpointByID, id), scanCheckpoint)
 		if errors.Is(err, sql.ErrNoRows) {
 			return CheckpointNotFound(id)
 		}

@@ -88,16 +88,18 @@ type Rows interface {
 	Err() error
 }
 
-// Collect reads every row of rows with scan, in order. No rows is a nil slice, as a
-// loop that appends returns; an error returns no rows.
-func Collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
+// Collect reads every row of rows with scan, in order, each straight into its element
+// of the slice it returns (a row scanned into a variable of its own would cost that
+// variable's allocation per row: Scan's destinations escape). No rows is a nil slice, as
+// a loop that appends returns; an error returns no rows.
+func Collect[T any](rows Rows, scan func(Scanner, *T) error) ([]T, error) {
 	var out []T
 	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
+		var zero T
+		out = append(out, zero)
+		if err := scan(rows, &out[len(out)-1]); err != nil {
 			return nil, err
 		}
-		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -105,9 +107,14 @@ func Collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
 	return out, nil
 }
 
-// ScanString reads a row of one text column, for Collect.
-func ScanString(r Scanner) (string, error) {
-	var s string
-	err := r.Scan(&s)
-	return s, err
+// One reads the row r holds with scan; the driver's no-rows error comes back as it is.
+func One[T any](r Scanner, scan func(Scanner, *T) error) (T, error) {
+	var v T
+	err := scan(r, &v)
+	return v, err
+}
+
+// ScanString reads a row of one text column.
+func ScanString(r Scanner, s *string) error {
+	return r.Scan(s)
 }

@@ -64,13 +64,14 @@ func (r *fakeRows) Scan(dest ...any) error {
 	return nil
 }
 
-func scanInt(r Scanner) (int, error) {
-	var v int
-	err := r.Scan(&v)
-	if v < 0 {
-		return 0, errors.New("negative")
+func scanInt(r Scanner, v *int) error {
+	if err := r.Scan(v); err != nil {
+		return err
 	}
-	return v, err
+	if *v < 0 {
+		return errors.New("negative")
+	}
+	return nil
 }
 
 func TestCollect(t *testing.T) {
@@ -89,4 +90,27 @@ func TestCollect(t *testing.T) {
 	if got, err := Collect(&fakeRows{vals: []int{1}, err: bad}, scanInt); !errors.Is(err, bad) || got != nil {
 		t.Fatalf("Collect after a failed read = %v, %v; want no rows and %v", got, err, bad)
 	}
+}
+
+func TestOne(t *testing.T) {
+	t.Parallel()
+	r := &fakeRows{vals: []int{7}, i: 1}
+	if v, err := One(r, scanInt); err != nil || v != 7 {
+		t.Fatalf("One = %v, %v; want 7", v, err)
+	}
+	r = &fakeRows{vals: []int{-1}, i: 1}
+	if _, err := One(r, scanInt); err == nil {
+		t.Fatal("One with a failing scan returned no error")
+	}
+	var s string
+	if err := ScanString(stringRow("abc"), &s); err != nil || s != "abc" {
+		t.Fatalf("ScanString = %q, %v; want abc", s, err)
+	}
+}
+
+type stringRow string
+
+func (r stringRow) Scan(dest ...any) error {
+	*dest[0].(*string) = string(r)
+	return nil
 }
