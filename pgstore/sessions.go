@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,25 +128,8 @@ func (s *Sessions) Update(ctx context.Context, id string, fn func(*session.Sessi
 // List returns the sessions f selects, most recently updated first (see
 // session.Store.List).
 func (s *Sessions) List(ctx context.Context, f session.Filter) ([]session.Session, error) {
-	var where []string
-	var args []any
-	if f.Root != "" {
-		args = append(args, f.Root)
-		where = append(where, fmt.Sprintf("root = $%d", len(args)))
-	}
-	if f.RootsOnly {
-		where = append(where, "parent_id = ''")
-	}
-	query := `SELECT ` + sessionCols + ` FROM sema_sessions`
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
 	// n breaks ties in creation order, as SQLite's rowid does.
-	query += " ORDER BY updated_at DESC, updated_ns DESC, n DESC"
-	if f.Limit > 0 {
-		args = append(args, f.Limit)
-		query += fmt.Sprintf(" LIMIT $%d", len(args))
-	}
+	query, args := sqlstore.Postgres.ListSessions(sessionCols, "updated_at DESC, updated_ns DESC, n DESC", f.Root, f.RootsOnly, f.Limit)
 	var out []session.Session
 	err := s.db.run(ctx, func(q querier) error {
 		rows, err := q.Query(ctx, query, args...)

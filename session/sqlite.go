@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sema-agent/sema"
@@ -186,23 +185,7 @@ func (s *SQLiteStore) Update(ctx context.Context, id string, fn func(*Session) e
 
 // List returns the sessions f selects, most recently updated first (see [Store.List]).
 func (s *SQLiteStore) List(ctx context.Context, f Filter) ([]Session, error) {
-	var where []string
-	var args []any
-	if f.Root != "" {
-		where, args = append(where, "root = ?"), append(args, f.Root)
-	}
-	if f.RootsOnly {
-		where = append(where, "parent_id = ''")
-	}
-	query := `SELECT ` + sessionCols + ` FROM sessions`
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
-	query += " ORDER BY " + lastActivity + " DESC, rowid DESC"
-	if f.Limit > 0 {
-		query += " LIMIT ?"
-		args = append(args, f.Limit)
-	}
+	query, args := sqlstore.SQLite.ListSessions(sessionCols, lastActivity+" DESC, rowid DESC", f.Root, f.RootsOnly, f.Limit)
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err

@@ -20,12 +20,15 @@
 // reading of a driver's errors (no rows, unique violations, busy).
 package sqlstore
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Dialect spells a statement for one engine (see the package doc).
 type Dialect struct {
-	// param starts a numbered parameter: '$' for PostgreSQL, '?' for SQLite.
-	param byte
+	// mark starts a numbered parameter: '$' for PostgreSQL, '?' for SQLite.
+	mark byte
 	// prefixed keeps the sema_ of table names; the SQLite schemas name their tables
 	// without it.
 	prefixed bool
@@ -33,10 +36,10 @@ type Dialect struct {
 
 var (
 	// Postgres is PostgreSQL's dialect: statements are used as written.
-	Postgres = Dialect{param: '$', prefixed: true}
+	Postgres = Dialect{mark: '$', prefixed: true}
 	// SQLite is SQLite's dialect: $n becomes ?n (SQLite's numbered parameter, which may
 	// stand more than once, as $n may) and sema_name becomes name.
-	SQLite = Dialect{param: '?'}
+	SQLite = Dialect{mark: '?'}
 )
 
 // tablePrefix is what the PostgreSQL store's table names start with.
@@ -58,7 +61,7 @@ func (d Dialect) SQL(stmt string) string {
 			quoted = !quoted // '' inside a literal closes and reopens it: still inside
 		case quoted:
 		case c == '$' && i+1 < len(stmt) && isDigit(stmt[i+1]):
-			c = d.param
+			c = d.mark
 		case !d.prefixed && strings.HasPrefix(stmt[i:], tablePrefix) && (i == 0 || !isWord(stmt[i-1])):
 			i += len(tablePrefix) - 1
 			continue
@@ -66,6 +69,11 @@ func (d Dialect) SQL(stmt string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// param is d's spelling of the nth parameter.
+func (d Dialect) param(n int) string {
+	return string(d.mark) + strconv.Itoa(n)
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

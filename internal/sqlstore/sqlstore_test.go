@@ -114,3 +114,25 @@ func (r stringRow) Scan(dest ...any) error {
 	*dest[0].(*string) = string(r)
 	return nil
 }
+
+func TestListSessions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		d         Dialect
+		root      string
+		rootsOnly bool
+		limit     int
+		want      string
+		args      []any
+	}{
+		{SQLite, "", false, 0, `SELECT c FROM sessions ORDER BY o`, nil},
+		{SQLite, "/w", true, 5, `SELECT c FROM sessions WHERE root = ?1 AND parent_id = '' ORDER BY o LIMIT ?2`, []any{"/w", 5}},
+		{Postgres, "", true, 1, `SELECT c FROM sema_sessions WHERE parent_id = '' ORDER BY o LIMIT $1`, []any{1}},
+		{Postgres, "/w", false, 0, `SELECT c FROM sema_sessions WHERE root = $1 ORDER BY o`, []any{"/w"}},
+	} {
+		got, args := tc.d.ListSessions("c", "o", tc.root, tc.rootsOnly, tc.limit)
+		if got != tc.want || !reflect.DeepEqual(args, tc.args) {
+			t.Errorf("ListSessions(%q, %v, %d) = %q %v, want %q %v", tc.root, tc.rootsOnly, tc.limit, got, args, tc.want, tc.args)
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package sqlstore
 
+import "strings"
+
 // Columns a store's own statements name as well as the shared ones. They hold neither
 // a table's name nor a parameter, so they read the same in both dialects.
 const (
@@ -90,4 +92,30 @@ func (d Dialect) History() HistorySQL {
 		ForgetBoundaries: d.SQL(`DELETE FROM sema_history_boundaries WHERE scope = $1`),
 		ForgetCarries:    d.SQL(`DELETE FROM sema_history_carries WHERE to_scope = $1`),
 	}
+}
+
+// ListSessions returns the statement that lists sessions, and its arguments: cols of
+// the sessions at root (every root when empty), only those without a parent when
+// rootsOnly, in order, at most limit of them when limit > 0. cols and order are the
+// store's own (its schema keeps last activity its own way), spelled for d.
+func (d Dialect) ListSessions(cols, order, root string, rootsOnly bool, limit int) (string, []any) {
+	var where []string
+	var args []any
+	if root != "" {
+		args = append(args, root)
+		where = append(where, "root = "+d.param(len(args)))
+	}
+	if rootsOnly {
+		where = append(where, "parent_id = ''")
+	}
+	query := `SELECT ` + cols + ` FROM ` + d.SQL(`sema_sessions`)
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY " + order
+	if limit > 0 {
+		args = append(args, limit)
+		query += " LIMIT " + d.param(len(args))
+	}
+	return query, args
 }
