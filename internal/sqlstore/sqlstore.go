@@ -1,8 +1,9 @@
 // Package sqlstore holds what the SQLite stores (package session's SQLiteStore, package
 // history's SQLite) and the PostgreSQL stores (package pgstore) say the same way: the
-// statements whose text and meaning agree on both engines, each written once, the
-// [Dialect] that spells a statement for one engine, and [Collect], the loop that reads
-// a statement's rows.
+// statements whose text and meaning agree on both engines, each written once (with the
+// session listing's filter, [Dialect.ListSessions]), the [Dialect] that spells a
+// statement for one engine, and [Collect] and [One], which read a statement's rows into
+// a store's own types through the store's scanner.
 //
 // A statement here is written as PostgreSQL reads it: numbered parameters ($1, $2, …)
 // and the PostgreSQL store's table names (sema_…). The SQLite dialect turns $n into ?n
