@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sema-agent/sema/internal/sqlstore"
 	"github.com/sema-agent/sema/session/sqlitedb"
 )
 
@@ -96,44 +97,34 @@ func (s *SQLite) Close() error {
 	return nil
 }
 
+// hq is the statements this store shares with pgstore's (see package sqlstore).
+var hq = sqlstore.SQLite.History()
+
 const (
-	recordCols = `id, scope, boundary, turn, key, existed, COALESCE(sum, ''), mode, size, COALESCE(after, ''), COALESCE(pending, ''), created_at`
-	// newestBoundary is the scope's newest boundary id, 0 before the first.
-	newestBoundary = `COALESCE((SELECT id FROM history_boundaries WHERE scope = ?1 ORDER BY id DESC LIMIT 1), 0)`
-	qNewest        = `SELECT id, turn FROM history_boundaries WHERE scope = ? ORDER BY id DESC LIMIT 1`
-	qLookup        = `SELECT ` + recordCols + ` FROM history_records WHERE scope = ?1 AND key = ?2 AND boundary = ` + newestBoundary
-	qPutBlob       = `INSERT INTO history_blobs (sum, size, data) VALUES (?, ?, ?) ON CONFLICT (sum) DO NOTHING`
-	qPutRecord     = `INSERT INTO history_records (scope, boundary, turn, key, existed, sum, mode, size, after, pending, created_at)
+	qNewest    = `SELECT id, turn FROM history_boundaries WHERE scope = ? ORDER BY id DESC LIMIT 1`
+	qPutRecord = `INSERT INTO history_records (scope, boundary, turn, key, existed, sum, mode, size, after, pending, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?) RETURNING id`
-	qMint        = `INSERT INTO history_boundaries (scope, turn, kind, created_at) VALUES (?, ?, ?, ?) RETURNING id`
-	qSetAfter    = `UPDATE history_records SET after = ?, pending = NULL WHERE id = ?`
-	qSetPending  = `UPDATE history_records SET pending = ? WHERE id = ?`
-	qRecordsFrom = `SELECT ` + recordCols + ` FROM history_records WHERE scope = ? AND boundary >= ? ORDER BY boundary, id`
-	qBlob        = `SELECT data FROM history_blobs WHERE sum = ?`
 	// qDropOrphan deletes a blob no record uses any more.
 	qDropOrphan = `DELETE FROM history_blobs WHERE sum = ?1 AND NOT EXISTS (SELECT 1 FROM history_records WHERE sum = ?1)`
 )
 
-var hotQueries = []string{qNewest, qLookup, qPutBlob, qPutRecord, qRecordsFrom, qBlob, qDropOrphan, qMint, qSetAfter, qSetPending}
+var hotQueries = []string{qNewest, hq.Lookup, hq.PutBlob, qPutRecord, hq.RecordsFrom, hq.Blob, qDropOrphan, hq.InsertBoundary, hq.SetAfter, hq.SetPending}
 
 // sqliteSchema is the history store's share of a database file, beside the session
 // store's.
 var sqliteSchema = sqlitedb.Schema{Component: "history", Steps: schema, Queries: hotQueries}
 
-type scanner interface{ Scan(dest ...any) error }
-
 func fsMode(m uint32) fs.FileMode { return fs.FileMode(m) & ModeBits }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
-func scanRecord(r scanner) (Record, error) {
-	var rec Record
+func scanRecord(r sqlstore.Scanner, rec *Record) error {
 	var created int64
 	var mode uint32
 	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &rec.Pending, &created)
 	rec.Mode, rec.CreatedAt = fsMode(mode), fromNanos(created)
 	rec.Lost = rec.Existed && rec.Sum == ""
-	return rec, err
+	return err
 }
 
 // tx runs fn in one transaction (see sqlitedb.Tx) and reports a transaction that ctx's
@@ -161,7 +152,7 @@ func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boun
 	}
 	b := Boundary{Scope: scope, Turn: turn, Kind: KindTurn, CreatedAt: now()}
 	err := s.tx(ctx, func(q sqlitedb.Querier) error {
-		return q.QueryRowContext(ctx, qMint, scope, turn, string(b.Kind), b.CreatedAt.UnixNano()).Scan(&b.ID)
+		return q.QueryRowContext(ctx, hq.InsertBoundary, scope, turn, string(b.Kind), b.CreatedAt.UnixNano()).Scan(&b.ID)
 	})
 	return b, err
 }
@@ -169,22 +160,17 @@ func (s *SQLite) MintBoundary(ctx context.Context, scope string, turn int) (Boun
 // Boundaries implements Store.Boundaries, returning the scope's boundaries in mint
 // order; none is not an error.
 func (s *SQLite) Boundaries(ctx context.Context, scope string) ([]Boundary, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, scope, turn, kind, created_at FROM history_boundaries WHERE scope = ? ORDER BY id`, scope)
+	rows, err := s.r.QueryContext(ctx, hq.Boundaries, scope)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Boundary
-	for rows.Next() {
-		var b Boundary
+	return sqlstore.Collect(rows, func(r sqlstore.Scanner, b *Boundary) error {
 		var created int64
-		if err := rows.Scan(&b.ID, &b.Scope, &b.Turn, &b.Kind, &created); err != nil {
-			return nil, err
-		}
+		err := r.Scan(&b.ID, &b.Scope, &b.Turn, &b.Kind, &created)
 		b.CreatedAt = fromNanos(created)
-		out = append(out, b)
-	}
-	return out, rows.Err()
+		return err
+	})
 }
 
 // Lookup implements Store.Lookup: the record of key at the scope's newest boundary,
@@ -194,7 +180,7 @@ func (s *SQLite) Lookup(ctx context.Context, scope, key string) (Record, bool, e
 }
 
 func lookup(ctx context.Context, q sqlitedb.Querier, scope, key string) (Record, bool, error) {
-	rec, err := scanRecord(q.QueryRowContext(ctx, qLookup, scope, key))
+	rec, err := sqlstore.One(q.QueryRowContext(ctx, hq.Lookup, scope, key), scanRecord)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, false, nil
 	}
@@ -224,7 +210,7 @@ func (s *SQLite) Insert(ctx context.Context, rec Record, content []byte) (Record
 			if content == nil {
 				content = []byte{} // an empty file has an empty blob, not NULL
 			}
-			if _, err := q.ExecContext(ctx, qPutBlob, r.Sum, r.Size, content); err != nil {
+			if _, err := q.ExecContext(ctx, hq.PutBlob, r.Sum, r.Size, content); err != nil {
 				return err
 			}
 			sumArg = r.Sum
@@ -250,27 +236,19 @@ func (s *SQLite) Records(ctx context.Context, scope string, from int64) ([]Recor
 }
 
 func records(ctx context.Context, q sqlitedb.Querier, scope string, from int64) ([]Record, error) {
-	rows, err := q.QueryContext(ctx, qRecordsFrom, scope, from)
+	rows, err := q.QueryContext(ctx, hq.RecordsFrom, scope, from)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Record
-	for rows.Next() {
-		rec, err := scanRecord(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, scanRecord)
 }
 
 // Blob implements Store.Blob; it errs with CodeBlobMissing when the store holds no
 // blob under that sum.
 func (s *SQLite) Blob(ctx context.Context, sum string) ([]byte, error) {
 	var data []byte
-	err := s.r.QueryRowContext(ctx, qBlob, sum).Scan(&data)
+	err := s.r.QueryRowContext(ctx, hq.Blob, sum).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, BlobMissing(sum)
 	}
@@ -324,7 +302,7 @@ func (s *SQLite) blobsOf(ctx context.Context, sums []string) (map[string][]byte,
 func (s *SQLite) Delete(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(q sqlitedb.Querier) error {
 		var sum sql.NullString
-		err := q.QueryRowContext(ctx, `DELETE FROM history_records WHERE id = ? RETURNING sum`, id).Scan(&sum)
+		err := q.QueryRowContext(ctx, hq.DeleteRecord, id).Scan(&sum)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -359,19 +337,18 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		err = q.QueryRowContext(ctx, `SELECT 1 WHERE EXISTS (SELECT 1 FROM history_boundaries WHERE scope = ?1)
-			OR EXISTS (SELECT 1 FROM history_records WHERE scope = ?1)`, to).Scan(&one)
-		if err == nil {
-			return CarryConflict(from, to)
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		var taken bool
+		if err := q.QueryRowContext(ctx, hq.ScopeTaken, to).Scan(&taken); err != nil {
 			return err
+		}
+		if taken {
+			return CarryConflict(from, to)
 		}
 		if _, err := q.ExecContext(ctx, `INSERT INTO history_carries (to_scope, from_scope, created_at) VALUES (?, ?, ?)`,
 			to, from, now().UnixNano()); err != nil {
 			return err
 		}
-		bs, err := q.QueryContext(ctx, `SELECT id, turn, kind, created_at FROM history_boundaries WHERE scope = ? ORDER BY id`, from)
+		bs, err := q.QueryContext(ctx, hq.BoundariesToCopy, from)
 		if err != nil {
 			return err
 		}
@@ -380,23 +357,17 @@ func (s *SQLite) CarryFork(ctx context.Context, from, to string) (int, error) {
 			turn        int
 			kind        string
 		}
-		var olds []old
-		for bs.Next() {
-			var o old
-			if err := bs.Scan(&o.id, &o.turn, &o.kind, &o.created); err != nil {
-				bs.Close()
-				return err
-			}
-			olds = append(olds, o)
-		}
+		olds, err := sqlstore.Collect(bs, func(r sqlstore.Scanner, o *old) error {
+			return r.Scan(&o.id, &o.turn, &o.kind, &o.created)
+		})
 		bs.Close()
-		if err := bs.Err(); err != nil {
+		if err != nil {
 			return err
 		}
 		ids := map[int64]int64{0: 0}
 		for _, o := range olds {
 			var nid int64
-			if err := q.QueryRowContext(ctx, qMint, to, o.turn, o.kind, o.created).Scan(&nid); err != nil {
+			if err := q.QueryRowContext(ctx, hq.InsertBoundary, to, o.turn, o.kind, o.created).Scan(&nid); err != nil {
 				return err
 			}
 			ids[o.id] = nid
@@ -429,7 +400,7 @@ func (s *SQLite) SetAfter(ctx context.Context, id int64, after string) error {
 		return err
 	}
 	return s.tx(ctx, func(q sqlitedb.Querier) error {
-		_, err := q.ExecContext(ctx, qSetAfter, after, id)
+		_, err := q.ExecContext(ctx, hq.SetAfter, id, after)
 		return err
 	})
 }
@@ -441,7 +412,7 @@ func (s *SQLite) SetPending(ctx context.Context, id int64, after string) error {
 		return err
 	}
 	return s.tx(ctx, func(q sqlitedb.Querier) error {
-		_, err := q.ExecContext(ctx, qSetPending, after, id)
+		_, err := q.ExecContext(ctx, hq.SetPending, id, after)
 		return err
 	})
 }
@@ -457,7 +428,7 @@ func (s *SQLite) MintRewind(ctx context.Context, scope string, turn int, saved [
 	var out []Record
 	err = s.tx(ctx, func(q sqlitedb.Querier) error {
 		b = Boundary{Scope: scope, Turn: turn, Kind: KindRewind, CreatedAt: now()}
-		if err := q.QueryRowContext(ctx, qMint, scope, turn, string(b.Kind), b.CreatedAt.UnixNano()).Scan(&b.ID); err != nil {
+		if err := q.QueryRowContext(ctx, hq.InsertBoundary, scope, turn, string(b.Kind), b.CreatedAt.UnixNano()).Scan(&b.ID); err != nil {
 			return err
 		}
 		out = make([]Record, len(saved))
@@ -550,8 +521,8 @@ func (s *SQLite) Forget(ctx context.Context, scope string) error {
 	return s.tx(ctx, func(q sqlitedb.Querier) error {
 		for _, stmt := range []string{
 			`DELETE FROM history_records WHERE scope = ?`,
-			`DELETE FROM history_boundaries WHERE scope = ?`,
-			`DELETE FROM history_carries WHERE to_scope = ?`,
+			hq.ForgetBoundaries,
+			hq.ForgetCarries,
 		} {
 			if _, err := q.ExecContext(ctx, stmt, scope); err != nil {
 				return err

@@ -23,7 +23,7 @@ func TestSQLiteTxCutOffByCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	err = s.tx(ctx, func(q sqlitedb.Querier) error {
-		if _, err := q.ExecContext(ctx, qMint, "S", 1, string(KindTurn), 1); err != nil {
+		if _, err := q.ExecContext(ctx, hq.InsertBoundary, "S", 1, string(KindTurn), 1); err != nil {
 			return err
 		}
 		cancel()

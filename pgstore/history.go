@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/sqlstore"
 )
 
 // History is the history.Store on PostgreSQL. Get it from DB.History.
@@ -24,12 +25,11 @@ var _ history.Store = (*History)(nil)
 // both. It is there because history.Store has it.
 func (h *History) Close() error { return nil }
 
+// hq is the statements this store shares with the SQLite one (see package sqlstore).
+var hq = sqlstore.Postgres.History()
+
 const (
-	recordCols = `id, scope, boundary, turn, key, existed, COALESCE(sum, ''), mode, size, COALESCE(after, ''), COALESCE(pending, ''), created_at`
-	// newestBoundary is the scope's newest boundary id, 0 before the first.
-	newestBoundary = `COALESCE((SELECT id FROM sema_history_boundaries WHERE scope = $1 ORDER BY id DESC LIMIT 1), 0)`
-	qLookup        = `SELECT ` + recordCols + ` FROM sema_history_records WHERE scope = $1 AND key = $2 AND boundary = ` + newestBoundary
-	qMint          = `INSERT INTO sema_history_boundaries (scope, turn, kind, created_at) VALUES ($1, $2, $3, clock_timestamp())
+	qMint = `INSERT INTO sema_history_boundaries (scope, turn, kind, created_at) VALUES ($1, $2, $3, clock_timestamp())
 		RETURNING id, created_at`
 	// qDropOrphan deletes a blob no record uses any more. It runs as a statement of its
 	// own after the record's delete, which only a later statement of the transaction sees.
@@ -37,14 +37,13 @@ const (
 		AND NOT EXISTS (SELECT 1 FROM sema_history_records r WHERE r.sum = b.sum)`
 )
 
-func scanRecord(r pgx.Row) (history.Record, error) {
-	var rec history.Record
+func scanRecord(r sqlstore.Scanner, rec *history.Record) error {
 	var mode int64
 	var created time.Time
 	err := r.Scan(&rec.ID, &rec.Scope, &rec.Boundary, &rec.Turn, &rec.Key, &rec.Existed, &rec.Sum, &mode, &rec.Size, &rec.After, &rec.Pending, &created)
 	rec.Mode, rec.CreatedAt = fs.FileMode(mode)&history.ModeBits, created.UTC()
 	rec.Lost = rec.Existed && rec.Sum == ""
-	return rec, err
+	return err
 }
 
 // MintBoundary adds a boundary for turn (≥ 1) to scope and returns it with its ID (see
@@ -75,23 +74,19 @@ func (h *History) MintBoundary(ctx context.Context, scope string, turn int) (his
 func (h *History) Boundaries(ctx context.Context, scope string) ([]history.Boundary, error) {
 	var out []history.Boundary
 	err := h.db.run(ctx, func(q querier) error {
-		out = nil
-		rows, err := q.Query(ctx, `SELECT id, scope, turn, kind, created_at FROM sema_history_boundaries WHERE scope = $1 ORDER BY id`, scope)
+		rows, err := q.Query(ctx, hq.Boundaries, scope)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var b history.Boundary
+		out, err = sqlstore.Collect(rows, func(r sqlstore.Scanner, b *history.Boundary) error {
 			var kind string
 			var created time.Time
-			if err := rows.Scan(&b.ID, &b.Scope, &b.Turn, &kind, &created); err != nil {
-				return err
-			}
+			err := r.Scan(&b.ID, &b.Scope, &b.Turn, &kind, &created)
 			b.Kind, b.CreatedAt = history.BoundaryKind(kind), created.UTC()
-			out = append(out, b)
-		}
-		return rows.Err()
+			return err
+		})
+		return err
 	})
 	return out, err
 }
@@ -103,7 +98,7 @@ func (h *History) Lookup(ctx context.Context, scope, key string) (history.Record
 	var found bool
 	err := h.db.run(ctx, func(q querier) error {
 		var err error
-		out, err = scanRecord(q.QueryRow(ctx, qLookup, scope, key))
+		out, err = sqlstore.One(q.QueryRow(ctx, hq.Lookup, scope, key), scanRecord)
 		found = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -142,8 +137,7 @@ func (h *History) Insert(ctx context.Context, rec history.Record, content []byte
 		out := rec
 		err := h.db.tx(ctx, func(tx pgx.Tx) error {
 			if rec.Existed && !rec.Lost {
-				if _, err := tx.Exec(ctx, `INSERT INTO sema_history_blobs (sum, size, data) VALUES ($1, $2, $3) ON CONFLICT (sum) DO NOTHING`,
-					rec.Sum, rec.Size, content); err != nil {
+				if _, err := tx.Exec(ctx, hq.PutBlob, rec.Sum, rec.Size, content); err != nil {
 					return err
 				}
 			}
@@ -178,20 +172,13 @@ func (h *History) Insert(ctx context.Context, rec history.Record, content []byte
 func (h *History) Records(ctx context.Context, scope string, from int64) ([]history.Record, error) {
 	var out []history.Record
 	err := h.db.run(ctx, func(q querier) error {
-		out = nil
-		rows, err := q.Query(ctx, `SELECT `+recordCols+` FROM sema_history_records WHERE scope = $1 AND boundary >= $2 ORDER BY boundary, id`, scope, from)
+		rows, err := q.Query(ctx, hq.RecordsFrom, scope, from)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			rec, err := scanRecord(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, rec)
-		}
-		return rows.Err()
+		out, err = sqlstore.Collect(rows, scanRecord)
+		return err
 	})
 	return out, err
 }
@@ -201,7 +188,7 @@ func (h *History) Records(ctx context.Context, scope string, from int64) ([]hist
 func (h *History) Blob(ctx context.Context, sum string) ([]byte, error) {
 	var data []byte
 	err := h.db.run(ctx, func(q querier) error {
-		err := q.QueryRow(ctx, `SELECT data FROM sema_history_blobs WHERE sum = $1`, sum).Scan(&data)
+		err := q.QueryRow(ctx, hq.Blob, sum).Scan(&data)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return history.BlobMissing(sum)
 		}
@@ -221,7 +208,7 @@ func (h *History) Blob(ctx context.Context, sum string) ([]byte, error) {
 func (h *History) Delete(ctx context.Context, id int64) error {
 	return h.db.tx(ctx, func(tx pgx.Tx) error {
 		var sum *string
-		err := tx.QueryRow(ctx, `DELETE FROM sema_history_records WHERE id = $1 RETURNING sum`, id).Scan(&sum)
+		err := tx.QueryRow(ctx, hq.DeleteRecord, id).Scan(&sum)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && sum == nil) {
 			return nil
 		}
@@ -240,7 +227,7 @@ func (h *History) SetAfter(ctx context.Context, id int64, after string) error {
 		return err
 	}
 	return h.db.run(ctx, func(q querier) error {
-		_, err := q.Exec(ctx, `UPDATE sema_history_records SET after = $2, pending = NULL WHERE id = $1`, id, after)
+		_, err := q.Exec(ctx, hq.SetAfter, id, after)
 		return err
 	})
 }
@@ -252,7 +239,7 @@ func (h *History) SetPending(ctx context.Context, id int64, after string) error 
 		return err
 	}
 	return h.db.run(ctx, func(q querier) error {
-		_, err := q.Exec(ctx, `UPDATE sema_history_records SET pending = $2 WHERE id = $1`, id, after)
+		_, err := q.Exec(ctx, hq.SetPending, id, after)
 		return err
 	})
 }
@@ -387,14 +374,13 @@ func (h *History) CarryFork(ctx context.Context, from, to string) (int, error) {
 			return err // carried before
 		}
 		var taken bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sema_history_boundaries WHERE scope = $1)
-			OR EXISTS (SELECT 1 FROM sema_history_records WHERE scope = $1)`, to).Scan(&taken); err != nil {
+		if err := tx.QueryRow(ctx, hq.ScopeTaken, to).Scan(&taken); err != nil {
 			return err
 		}
 		if taken {
 			return history.CarryConflict(from, to)
 		}
-		rows, err := tx.Query(ctx, `SELECT id, turn, kind, created_at FROM sema_history_boundaries WHERE scope = $1 ORDER BY id`, from)
+		rows, err := tx.Query(ctx, hq.BoundariesToCopy, from)
 		if err != nil {
 			return err
 		}
@@ -416,8 +402,7 @@ func (h *History) CarryFork(ctx context.Context, from, to string) (int, error) {
 		// original by the order of the results.
 		b := &pgx.Batch{}
 		for _, o := range olds {
-			b.Queue(`INSERT INTO sema_history_boundaries (scope, turn, kind, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
-				to, o.turn, o.kind, o.created)
+			b.Queue(hq.InsertBoundary, to, o.turn, o.kind, o.created)
 		}
 		oldIDs, newIDs := []int64{0}, []int64{0}
 		br := tx.SendBatch(ctx, b)
@@ -456,8 +441,8 @@ func (h *History) Forget(ctx context.Context, scope string) error {
 			return err
 		}
 		for _, stmt := range []string{
-			`DELETE FROM sema_history_boundaries WHERE scope = $1`,
-			`DELETE FROM sema_history_carries WHERE to_scope = $1`,
+			hq.ForgetBoundaries,
+			hq.ForgetCarries,
 		} {
 			if _, err := tx.Exec(ctx, stmt, scope); err != nil {
 				return err

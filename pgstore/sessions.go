@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/sqlstore"
 	"github.com/sema-agent/sema/session"
 )
 
@@ -36,18 +36,20 @@ const sessionCols = `id, root, fs_id, scope, created_at, created_ns, updated_at,
 // value, so two writes in one microsecond still order (see touch in session/memory.go).
 const touch = `updated_at = GREATEST(updated_at + interval '1 microsecond', clock_timestamp()), updated_ns = 0`
 
-func scanSession(r pgx.Row) (session.Session, error) {
-	var s session.Session
+// sq is the statements this store shares with the SQLite one (see package sqlstore).
+var sq = sqlstore.Postgres.Session()
+
+func scanSession(r sqlstore.Scanner, s *session.Session) error {
 	var created, updated time.Time
 	var cns, uns int16
 	err := r.Scan(&s.ID, &s.Root, &s.FSID, &s.Scope, &created, &cns, &updated, &uns, &s.ParentID, &s.ForkOf, &s.ForkAt,
 		&s.Model, &s.Mode, &s.EffectiveMode, &s.PrePlanMode, &s.Title, &s.Head)
 	s.CreatedAt, s.UpdatedAt = joinTime(created, cns), joinTime(updated, uns)
-	return s, err
+	return err
 }
 
 func getSession(ctx context.Context, q querier, id string, lock string) (session.Session, error) {
-	s, err := scanSession(q.QueryRow(ctx, `SELECT `+sessionCols+` FROM sema_sessions WHERE id = $1`+lock, id))
+	s, err := sqlstore.One(q.QueryRow(ctx, `SELECT `+sessionCols+` FROM sema_sessions WHERE id = $1`+lock, id), scanSession)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Session{}, session.NotFound(id)
 	}
@@ -69,13 +71,13 @@ func (s *Sessions) Create(ctx context.Context, in session.Session) (session.Sess
 	var out session.Session
 	err = s.db.run(ctx, func(q querier) error {
 		var err error
-		out, err = scanSession(q.QueryRow(ctx, `INSERT INTO sema_sessions (id, root, fs_id, scope, created_at, created_ns, updated_at, updated_ns,
+		out, err = sqlstore.One(q.QueryRow(ctx, `INSERT INTO sema_sessions (id, root, fs_id, scope, created_at, created_ns, updated_at, updated_ns,
 				parent_id, fork_of, fork_at, model, mode, effective_mode, pre_plan_mode, title)
 			SELECT $1, $2, $3, $4, t.at, $6, t.at, $6, $7, $8, $9, $10, $11, $12, $13, $14
 			FROM (SELECT COALESCE($5::timestamptz, clock_timestamp()) AS at) t
 			RETURNING `+sessionCols,
 			in.ID, in.Root, in.FSID, in.Scope, created, ns, in.ParentID, in.ForkOf, in.ForkAt,
-			in.Model, in.Mode, in.EffectiveMode, in.PrePlanMode, in.Title))
+			in.Model, in.Mode, in.EffectiveMode, in.PrePlanMode, in.Title), scanSession)
 		if isUnique(err) {
 			return session.Exists(in.ID)
 		}
@@ -112,9 +114,9 @@ func (s *Sessions) Update(ctx context.Context, id string, fn func(*session.Sessi
 		if err != nil {
 			return err
 		}
-		out, err = scanSession(tx.QueryRow(ctx, `UPDATE sema_sessions SET model = $2, mode = $3, effective_mode = $4, pre_plan_mode = $5,
+		out, err = sqlstore.One(tx.QueryRow(ctx, `UPDATE sema_sessions SET model = $2, mode = $3, effective_mode = $4, pre_plan_mode = $5,
 			title = $6, `+touch+` WHERE id = $1 RETURNING `+sessionCols,
-			id, next.Model, next.Mode, next.EffectiveMode, next.PrePlanMode, next.Title))
+			id, next.Model, next.Mode, next.EffectiveMode, next.PrePlanMode, next.Title), scanSession)
 		return err
 	})
 	if err != nil {
@@ -126,41 +128,17 @@ func (s *Sessions) Update(ctx context.Context, id string, fn func(*session.Sessi
 // List returns the sessions f selects, most recently updated first (see
 // session.Admin.List).
 func (s *Sessions) List(ctx context.Context, f session.Filter) ([]session.Session, error) {
-	var where []string
-	var args []any
-	if f.Root != "" {
-		args = append(args, f.Root)
-		where = append(where, fmt.Sprintf("root = $%d", len(args)))
-	}
-	if f.RootsOnly {
-		where = append(where, "parent_id = ''")
-	}
-	query := `SELECT ` + sessionCols + ` FROM sema_sessions`
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
 	// n breaks ties in creation order, as SQLite's rowid does.
-	query += " ORDER BY updated_at DESC, updated_ns DESC, n DESC"
-	if f.Limit > 0 {
-		args = append(args, f.Limit)
-		query += fmt.Sprintf(" LIMIT $%d", len(args))
-	}
+	query, args := sqlstore.Postgres.ListSessions(sessionCols, "updated_at DESC, updated_ns DESC, n DESC", f.Root, f.RootsOnly, f.Limit)
 	var out []session.Session
 	err := s.db.run(ctx, func(q querier) error {
-		out = nil
 		rows, err := q.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			ss, err := scanSession(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, ss)
-		}
-		return rows.Err()
+		out, err = sqlstore.Collect(rows, scanSession)
+		return err
 	})
 	return out, err
 }
@@ -249,35 +227,25 @@ func (s *Sessions) Prune(ctx context.Context, olderThan time.Time) ([]string, er
 	cut, ns := splitTime(olderThan)
 	var pruned []string
 	err := s.db.run(ctx, func(q querier) error {
-		pruned = nil
 		rows, err := q.Query(ctx, `DELETE FROM sema_sessions WHERE (updated_at, updated_ns) < ($1, $2) RETURNING id`, cut, ns)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			pruned = append(pruned, id)
-		}
-		return rows.Err()
+		pruned, err = sqlstore.Collect(rows, sqlstore.ScanString)
+		return err
 	})
 	slices.Sort(pruned)
 	return pruned, err
 }
 
-const legCols = `id, session_id, number, started_at, ended_at, status`
-
-func scanLeg(r pgx.Row) (session.Leg, error) {
-	var l session.Leg
+func scanLeg(r sqlstore.Scanner, l *session.Leg) error {
 	var started time.Time
 	var ended *time.Time
 	var status string
 	err := r.Scan(&l.ID, &l.SessionID, &l.Number, &started, &ended, &status)
 	l.StartedAt, l.EndedAt, l.Status = started.UTC(), utc(ended), sema.Status(status)
-	return l, err
+	return err
 }
 
 // StartLeg opens the session's next leg, running (see session.Store.StartLeg). The number
@@ -288,13 +256,13 @@ func (s *Sessions) StartLeg(ctx context.Context, sessionID string) (session.Leg,
 	var out session.Leg
 	err := s.db.run(ctx, func(q querier) error {
 		var err error
-		out, err = scanLeg(q.QueryRow(ctx, `WITH s AS (
+		out, err = sqlstore.One(q.QueryRow(ctx, `WITH s AS (
 				UPDATE sema_sessions SET last_leg = last_leg + 1, `+touch+` WHERE id = $1
 				RETURNING last_leg, clock_timestamp() AS at
 			)
-			INSERT INTO sema_legs (`+legCols+`) SELECT $2, $1, s.last_leg, s.at, NULL, $3 FROM s
-			RETURNING `+legCols,
-			sessionID, id, string(sema.StatusRunning)))
+			INSERT INTO sema_legs (`+sqlstore.LegCols+`) SELECT $2, $1, s.last_leg, s.at, NULL, $3 FROM s
+			RETURNING `+sqlstore.LegCols,
+			sessionID, id, string(sema.StatusRunning)), scanLeg)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return session.NotFound(sessionID)
 		}
@@ -313,7 +281,7 @@ func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status)
 	err := s.db.run(ctx, func(q querier) error {
 		if bad := session.CheckEndStatus(status); bad != nil {
 			// As the SQLite store: an unknown leg is reported before a bad status.
-			if _, err := scanLeg(q.QueryRow(ctx, `SELECT `+legCols+` FROM sema_legs WHERE id = $1`, legID)); errors.Is(err, pgx.ErrNoRows) {
+			if _, err := sqlstore.One(q.QueryRow(ctx, sq.LegByID, legID), scanLeg); errors.Is(err, pgx.ErrNoRows) {
 				return session.LegNotFound("", legID)
 			} else if err != nil {
 				return err
@@ -321,17 +289,17 @@ func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status)
 			return bad
 		}
 		var err error
-		out, err = scanLeg(q.QueryRow(ctx, `WITH l AS (
+		out, err = sqlstore.One(q.QueryRow(ctx, `WITH l AS (
 				UPDATE sema_legs SET ended_at = clock_timestamp(), status = $2 WHERE id = $1 AND ended_at IS NULL
-				RETURNING `+legCols+`
+				RETURNING `+sqlstore.LegCols+`
 			), t AS (
 				UPDATE sema_sessions SET `+touch+` WHERE id = (SELECT session_id FROM l)
 			)
-			SELECT `+legCols+` FROM l`, legID, string(status)))
+			SELECT `+sqlstore.LegCols+` FROM l`, legID, string(status)), scanLeg)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		l, err := scanLeg(q.QueryRow(ctx, `SELECT `+legCols+` FROM sema_legs WHERE id = $1`, legID))
+		l, err := sqlstore.One(q.QueryRow(ctx, sq.LegByID, legID), scanLeg)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return session.LegNotFound("", legID)
 		}
@@ -350,23 +318,16 @@ func (s *Sessions) EndLeg(ctx context.Context, legID string, status sema.Status)
 func (s *Sessions) Legs(ctx context.Context, sessionID string) ([]session.Leg, error) {
 	var out []session.Leg
 	err := s.db.run(ctx, func(q querier) error {
-		out = nil
 		if _, err := getSession(ctx, q, sessionID, ""); err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, `SELECT `+legCols+` FROM sema_legs WHERE session_id = $1 ORDER BY number`, sessionID)
+		rows, err := q.Query(ctx, sq.LegsOf, sessionID)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			l, err := scanLeg(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, l)
-		}
-		return rows.Err()
+		out, err = sqlstore.Collect(rows, scanLeg)
+		return err
 	})
 	return out, err
 }
@@ -535,15 +496,13 @@ func (s *Sessions) Transcript(ctx context.Context, sessionID, head string) ([]se
 	return out, err
 }
 
-// qChain walks parent links from a head to the root; a parent always has a smaller seq
-// than its child, so seq order is chain order.
-const qChain = `WITH RECURSIVE chain (id, parent_id) AS (
-		SELECT id, parent_id FROM sema_entries WHERE id = $1 AND session_id = $2
-		UNION ALL
-		SELECT e.id, e.parent_id FROM sema_entries e JOIN chain c ON e.id = c.parent_id
-	)
-	SELECT e.id, e.session_id, COALESCE(e.leg_id, ''), e.seq, COALESCE(e.parent_id, ''), e.kind, e.payload, e.created_at
-	FROM sema_entries e JOIN chain c ON e.id = c.id ORDER BY e.seq`
+func scanEntry(r sqlstore.Scanner, e *session.Entry) error {
+	var payload []byte
+	var created time.Time
+	err := r.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created)
+	e.Payload, e.CreatedAt = json.RawMessage(payload), created.UTC()
+	return err
+}
 
 // transcript returns the chain from the root to head in one recursive query.
 func transcript(ctx context.Context, q querier, ss session.Session, head string) ([]session.Entry, error) {
@@ -553,23 +512,13 @@ func transcript(ctx context.Context, q querier, ss session.Session, head string)
 			return nil, nil
 		}
 	}
-	rows, err := q.Query(ctx, qChain, head, ss.ID)
+	rows, err := q.Query(ctx, sq.Chain, head, ss.ID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []session.Entry
-	for rows.Next() {
-		var e session.Entry
-		var payload []byte
-		var created time.Time
-		if err := rows.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created); err != nil {
-			return nil, err
-		}
-		e.Payload, e.CreatedAt = json.RawMessage(payload), created.UTC()
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, scanEntry)
+	if err != nil {
 		return nil, err
 	}
 	if len(out) == 0 {
@@ -578,11 +527,7 @@ func transcript(ctx context.Context, q querier, ss session.Session, head string)
 	return out, nil
 }
 
-const checkpointCols = `id, session_id, COALESCE(leg_id, '') AS leg_id, tool, args, args_sha256, gate, mode, pre_plan_mode,
-	created_at, claimed_at, decision`
-
-func scanCheckpoint(r pgx.Row) (session.Checkpoint, error) {
-	var c session.Checkpoint
+func scanCheckpoint(r sqlstore.Scanner, c *session.Checkpoint) error {
 	var args, decision []byte
 	var gate string
 	var created time.Time
@@ -590,17 +535,17 @@ func scanCheckpoint(r pgx.Row) (session.Checkpoint, error) {
 	err := r.Scan(&c.ID, &c.SessionID, &c.LegID, &c.Tool, &args, &c.ArgsSHA256, &gate, &c.Mode, &c.PrePlanMode,
 		&created, &claimed, &decision)
 	if err != nil {
-		return c, err
+		return err
 	}
 	c.Args, c.Gate, c.CreatedAt, c.ClaimedAt = json.RawMessage(args), session.Gate(gate), created.UTC(), utc(claimed)
 	if decision != nil {
 		var d session.Decision
 		if err := json.Unmarshal(decision, &d); err != nil {
-			return c, err
+			return err
 		}
 		c.Decision = &d
 	}
-	return c, nil
+	return nil
 }
 
 // Park stores a pending tool call with its canonical arguments and their sha256, in one
@@ -654,7 +599,7 @@ func (s *Sessions) Checkpoint(ctx context.Context, id string) (session.Checkpoin
 }
 
 func getCheckpoint(ctx context.Context, q querier, id string) (session.Checkpoint, error) {
-	c, err := scanCheckpoint(q.QueryRow(ctx, `SELECT `+checkpointCols+` FROM sema_checkpoints WHERE id = $1`, id))
+	c, err := sqlstore.One(q.QueryRow(ctx, sq.CheckpointByID, id), scanCheckpoint)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Checkpoint{}, session.CheckpointNotFound(id)
 	}
@@ -666,23 +611,16 @@ func getCheckpoint(ctx context.Context, q querier, id string) (session.Checkpoin
 func (s *Sessions) Checkpoints(ctx context.Context, sessionID string) ([]session.Checkpoint, error) {
 	var out []session.Checkpoint
 	err := s.db.run(ctx, func(q querier) error {
-		out = nil
 		if _, err := getSession(ctx, q, sessionID, ""); err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, `SELECT `+checkpointCols+` FROM sema_checkpoints WHERE session_id = $1 ORDER BY created_at, n`, sessionID)
+		rows, err := q.Query(ctx, `SELECT `+sqlstore.CheckpointCols+` FROM sema_checkpoints WHERE session_id = $1 ORDER BY created_at, n`, sessionID)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			c, err := scanCheckpoint(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		return rows.Err()
+		out, err = sqlstore.Collect(rows, scanCheckpoint)
+		return err
 	})
 	return out, err
 }
@@ -703,13 +641,13 @@ func (s *Sessions) ClaimCheckpoint(ctx context.Context, id string, d session.Dec
 	var out session.Checkpoint
 	err = s.db.run(ctx, func(q querier) error {
 		var err error
-		out, err = scanCheckpoint(q.QueryRow(ctx, `WITH c AS (
+		out, err = sqlstore.One(q.QueryRow(ctx, `WITH c AS (
 				UPDATE sema_checkpoints SET claimed_at = clock_timestamp(), decision = $2 WHERE id = $1 AND claimed_at IS NULL
-				RETURNING `+checkpointCols+`
+				RETURNING `+sqlstore.CheckpointCols+`
 			), t AS (
 				UPDATE sema_sessions SET `+touch+` WHERE id = (SELECT session_id FROM c)
 			)
-			SELECT * FROM c`, id, blob))
+			SELECT * FROM c`, id, blob), scanCheckpoint)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}

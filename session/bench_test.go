@@ -46,3 +46,35 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTranscript measures reading a 300-entry transcript (appended in batches of
+// ten), root to head, per op: the recursive walk of parent links and the rows it returns.
+func BenchmarkTranscript(b *testing.B) {
+	s, err := session.OpenSQLite(filepath.Join(b.TempDir(), "sema.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	ctx := b.Context()
+	a, err := s.Create(ctx, session.Session{Root: "/w"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := json.RawMessage(`{"role":"assistant","content":[{"type":"text","text":"I will run the tests now and report what fails."}]}`)
+	batch := make([]session.Entry, 10)
+	for i := range batch {
+		batch[i] = session.Entry{SessionID: a.ID, Kind: "assistant", Payload: payload}
+	}
+	for range 30 {
+		if _, err := s.AppendBatch(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		es, err := s.Transcript(ctx, a.ID, "")
+		if err != nil || len(es) != 300 {
+			b.Fatalf("Transcript = %d entries, %v; want 300", len(es), err)
+		}
+	}
+}

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/sqlstore"
 	"github.com/sema-agent/sema/session/sqlitedb"
 )
 
@@ -99,35 +99,26 @@ const (
 	qLegOf  = `SELECT 1 FROM legs WHERE id = ? AND session_id = ?`
 	qInsert = `INSERT INTO entries (session_id, seq, id, leg_id, parent_id, kind, payload, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	// qChain walks parent links from a head to the root; a parent always has a smaller
-	// seq than its child, so seq order is chain order.
-	qChain = `WITH RECURSIVE chain (id) AS (
-			SELECT id FROM entries WHERE id = ? AND session_id = ?
-			UNION ALL
-			SELECT e.parent_id FROM entries e JOIN chain c ON e.id = c.id WHERE e.parent_id IS NOT NULL
-		)
-		SELECT e.id, e.session_id, COALESCE(e.leg_id, ''), e.seq, COALESCE(e.parent_id, ''), e.kind, e.payload, e.created_at
-		FROM entries e JOIN chain c ON e.id = c.id ORDER BY e.seq`
 )
 
-var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, qChain, qClaim}
+var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, sq.Chain, qClaim}
 
 // sqliteSchema is the session store's share of a database file.
 var sqliteSchema = sqlitedb.Schema{Component: "session", Steps: schema, Queries: hotQueries}
 
-type scanner interface{ Scan(dest ...any) error }
+// sq is the statements this store shares with pgstore's (see package sqlstore).
+var sq = sqlstore.SQLite.Session()
 
-func scanSession(r scanner) (Session, error) {
-	var s Session
+func scanSession(r sqlstore.Scanner, s *Session) error {
 	var created, updated int64
 	err := r.Scan(&s.ID, &s.Root, &s.FSID, &s.Scope, &created, &s.ParentID, &s.ForkOf, &s.ForkAt,
 		&s.Model, &s.Mode, &s.EffectiveMode, &s.PrePlanMode, &s.Title, &s.Head, &updated)
 	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
-	return s, err
+	return err
 }
 
 func getSession(ctx context.Context, q sqlitedb.Querier, id string) (Session, error) {
-	s, err := scanSession(q.QueryRowContext(ctx, qGetSession, id))
+	s, err := sqlstore.One(q.QueryRowContext(ctx, qGetSession, id), scanSession)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, NotFound(id)
 	}
@@ -194,37 +185,13 @@ func (s *SQLiteStore) Update(ctx context.Context, id string, fn func(*Session) e
 
 // List returns the sessions f selects, most recently updated first (see [Store.List]).
 func (s *SQLiteStore) List(ctx context.Context, f Filter) ([]Session, error) {
-	var where []string
-	var args []any
-	if f.Root != "" {
-		where, args = append(where, "root = ?"), append(args, f.Root)
-	}
-	if f.RootsOnly {
-		where = append(where, "parent_id = ''")
-	}
-	query := `SELECT ` + sessionCols + ` FROM sessions`
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
-	query += " ORDER BY " + lastActivity + " DESC, rowid DESC"
-	if f.Limit > 0 {
-		query += " LIMIT ?"
-		args = append(args, f.Limit)
-	}
+	query, args := sqlstore.SQLite.ListSessions(sessionCols, lastActivity+" DESC, rowid DESC", f.Root, f.RootsOnly, f.Limit)
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		ss, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ss)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, scanSession)
 }
 
 // Newest returns the most recently updated root session at root (see [Store.Newest]).
@@ -308,27 +275,18 @@ func (s *SQLiteStore) Prune(ctx context.Context, olderThan time.Time) ([]string,
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			pruned = append(pruned, id)
-		}
-		return rows.Err()
+		pruned, err = sqlstore.Collect(rows, sqlstore.ScanString)
+		return err
 	})
 	slices.Sort(pruned)
 	return pruned, err
 }
 
-const legCols = `id, session_id, number, started_at, ended_at, status`
-
-func scanLeg(r scanner) (Leg, error) {
-	var l Leg
+func scanLeg(r sqlstore.Scanner, l *Leg) error {
 	var started, ended int64
 	err := r.Scan(&l.ID, &l.SessionID, &l.Number, &started, &ended, &l.Status)
 	l.StartedAt, l.EndedAt = fromNanos(started), fromNanos(ended)
-	return l, err
+	return err
 }
 
 // StartLeg opens the session's next leg, running (see [Store.StartLeg]).
@@ -347,7 +305,7 @@ func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, erro
 			return err
 		}
 		out = Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: time.Now().UTC(), Status: sema.StatusRunning}
-		_, err = q.ExecContext(ctx, `INSERT INTO legs (`+legCols+`) VALUES (?, ?, ?, ?, 0, ?)`,
+		_, err = q.ExecContext(ctx, `INSERT INTO legs (`+sqlstore.LegCols+`) VALUES (?, ?, ?, ?, 0, ?)`,
 			out.ID, sessionID, n, nanos(out.StartedAt), out.Status)
 		return err
 	})
@@ -362,7 +320,7 @@ func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, erro
 func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error) {
 	var out Leg
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
-		l, err := scanLeg(q.QueryRowContext(ctx, `SELECT `+legCols+` FROM legs WHERE id = ?`, legID))
+		l, err := sqlstore.One(q.QueryRowContext(ctx, sq.LegByID, legID), scanLeg)
 		if errors.Is(err, sql.ErrNoRows) {
 			return LegNotFound("", legID)
 		}
@@ -391,20 +349,12 @@ func (s *SQLiteStore) Legs(ctx context.Context, sessionID string) ([]Leg, error)
 	if _, err := s.Get(ctx, sessionID); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+legCols+` FROM legs WHERE session_id = ? ORDER BY number`, sessionID)
+	rows, err := s.r.QueryContext(ctx, sq.LegsOf, sessionID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Leg
-	for rows.Next() {
-		l, err := scanLeg(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, scanLeg)
 }
 
 // Append commits one transcript entry and returns its id (see [Store.Append]).
@@ -520,6 +470,14 @@ func (s *SQLiteStore) Transcript(ctx context.Context, sessionID, head string) ([
 	return transcript(ctx, s.r, ss, head)
 }
 
+func scanEntry(r sqlstore.Scanner, e *Entry) error {
+	var payload []byte
+	var created int64
+	err := r.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created)
+	e.Payload, e.CreatedAt = json.RawMessage(payload), fromNanos(created)
+	return err
+}
+
 // transcript returns the chain from the root to head in one recursive query.
 func transcript(ctx context.Context, q sqlitedb.Querier, ss Session, head string) ([]Entry, error) {
 	if head == "" {
@@ -528,23 +486,13 @@ func transcript(ctx context.Context, q sqlitedb.Querier, ss Session, head string
 			return nil, nil
 		}
 	}
-	rows, err := q.QueryContext(ctx, qChain, head, ss.ID)
+	rows, err := q.QueryContext(ctx, sq.Chain, head, ss.ID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Entry
-	for rows.Next() {
-		var e Entry
-		var payload []byte
-		var created int64
-		if err := rows.Scan(&e.ID, &e.SessionID, &e.LegID, &e.Seq, &e.ParentID, &e.Kind, &payload, &created); err != nil {
-			return nil, err
-		}
-		e.Payload, e.CreatedAt = json.RawMessage(payload), fromNanos(created)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, scanEntry)
+	if err != nil {
 		return nil, err
 	}
 	if len(out) == 0 {
@@ -553,27 +501,23 @@ func transcript(ctx context.Context, q sqlitedb.Querier, ss Session, head string
 	return out, nil
 }
 
-const checkpointCols = `id, session_id, COALESCE(leg_id, ''), tool, args, args_sha256, gate, mode, pre_plan_mode,
-	created_at, claimed_at, decision`
-
-func scanCheckpoint(r scanner) (Checkpoint, error) {
-	var c Checkpoint
+func scanCheckpoint(r sqlstore.Scanner, c *Checkpoint) error {
 	var args, decision []byte
 	var created, claimed int64
 	err := r.Scan(&c.ID, &c.SessionID, &c.LegID, &c.Tool, &args, &c.ArgsSHA256, &c.Gate, &c.Mode, &c.PrePlanMode,
 		&created, &claimed, &decision)
 	if err != nil {
-		return c, err
+		return err
 	}
 	c.Args, c.CreatedAt, c.ClaimedAt = json.RawMessage(args), fromNanos(created), fromNanos(claimed)
 	if decision != nil {
 		var d Decision
 		if err := json.Unmarshal(decision, &d); err != nil {
-			return c, err
+			return err
 		}
 		c.Decision = &d
 	}
-	return c, nil
+	return nil
 }
 
 // Park stores a pending tool call with its canonical arguments and their sha256 (see
@@ -613,7 +557,7 @@ func (s *SQLiteStore) Park(ctx context.Context, in Checkpoint) (Checkpoint, erro
 
 // Checkpoint returns the checkpoint with the given id (see [Store.Checkpoint]).
 func (s *SQLiteStore) Checkpoint(ctx context.Context, id string) (Checkpoint, error) {
-	c, err := scanCheckpoint(s.r.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = ?`, id))
+	c, err := sqlstore.One(s.r.QueryRowContext(ctx, sq.CheckpointByID, id), scanCheckpoint)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Checkpoint{}, CheckpointNotFound(id)
 	}
@@ -626,21 +570,13 @@ func (s *SQLiteStore) Checkpoints(ctx context.Context, sessionID string) ([]Chec
 	if _, err := s.Get(ctx, sessionID); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ?
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlstore.CheckpointCols+` FROM checkpoints WHERE session_id = ?
 		ORDER BY created_at, rowid`, sessionID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Checkpoint
-	for rows.Next() {
-		c, err := scanCheckpoint(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, scanCheckpoint)
 }
 
 // ClaimCheckpoint records d as the checkpoint's answer, at most once (see
@@ -667,7 +603,7 @@ func (s *SQLiteStore) ClaimCheckpoint(ctx context.Context, id string, d Decision
 		if err != nil {
 			return err
 		}
-		c, err := scanCheckpoint(q.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = ?`, id))
+		c, err := sqlstore.One(q.QueryRowContext(ctx, sq.CheckpointByID, id), scanCheckpoint)
 		if errors.Is(err, sql.ErrNoRows) {
 			return CheckpointNotFound(id)
 		}
