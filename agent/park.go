@@ -582,6 +582,7 @@ var refusedField = map[string]string{
 	CodeRewindInvalid:              "TaskSpec.Resume.Files",
 	CodeHistoryMissing:             "Deps.History",
 	CodeFileHistoryInvalid:         "TaskSpec.FileHistory / Deps.FileHistoryCapture",
+	CodeFileHistoryPolicyInvalid:   "Deps.Policy.FileHistoryPolicy",
 	history.CodeFilesystemMismatch: "TaskSpec.Resume.Files / Deps.Env",
 	CodeStoreMissing:               "Deps.Store",
 	CodeProviderMissing:            "Deps.Provider",
