@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sema-agent/sema"
@@ -74,5 +76,67 @@ func TestDeploymentFaceClampNoticeWithoutASink(t *testing.T) {
 	}
 	if seen[fence.CodeReadFaceClamped] != 1 || seen[fence.CodeWriteFaceClamped] != 1 {
 		t.Fatalf("clamp notice events %v, want one per face", seen)
+	}
+}
+
+// recordingClassifier allows every call and keeps what it was asked.
+type recordingClassifier struct {
+	mu   sync.Mutex
+	seen []permission.ClassifyRequest
+}
+
+func (c *recordingClassifier) Classify(_ context.Context, req permission.ClassifyRequest) (permission.Behavior, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = append(c.seen, req)
+	return permission.Allow, "part of the task", nil
+}
+
+// A delegated child of an auto leg inherits auto and arms its classifier from its
+// ancestor's face (core-mode-policy autoModeFaceOf): the child's write question is
+// answered by that classifier, on the child's own transcript, and the child's mode is
+// auto, not folded to default for want of a face. With nobody else to ask, a child that
+// did not inherit the face would have its write refused.
+func TestChildInAutoInheritsTheAncestorsClassifier(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	p := scripted.New(scripted.Script{
+		Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{taskCall("t1", "general-purpose", "write it", "CHILD write x")}}, {Text: "done"}},
+		Threads: []scripted.Thread{{Match: "CHILD", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{write("x.txt", "from the child")}}, {Text: "written"}}}},
+	})
+	cl := &recordingClassifier{}
+	evs, res := collect(t, agent.New(agent.Deps{Provider: p, Classifier: cl}).Events(context.Background(),
+		agent.TaskSpec{Prompt: "PARENT delegate", Root: root, PermissionMode: permission.ModeAuto}))
+	if res.Status != sema.StatusCompleted {
+		t.Fatalf("%s %v", res.Status, res.Error)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "x.txt")); err != nil || string(b) != "from the child" {
+		t.Fatalf("the child's write did not land: %q %v (denials %+v)", b, err, res.PermissionDenials)
+	}
+	for _, ev := range evs {
+		if ev.Type == agent.EventNotice && ev.Notice.Code == permission.CodeModeFolded {
+			t.Fatalf("a leg folded its mode: %+v", ev.Notice)
+		}
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	var child *permission.ClassifyRequest
+	for i, req := range cl.seen {
+		if req.Tool == "Write" {
+			child = &cl.seen[i]
+		}
+	}
+	if child == nil {
+		t.Fatalf("the classifier never judged the child's write: %+v", cl.seen)
+	}
+	var text strings.Builder
+	for _, m := range child.Transcript {
+		for _, b := range m.Content {
+			text.WriteString(b.Text)
+		}
+	}
+	if !strings.Contains(text.String(), "CHILD write x") || strings.Contains(text.String(), "PARENT delegate") {
+		t.Fatalf("the child's question was classified on another transcript: %q", text.String())
 	}
 }
