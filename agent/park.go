@@ -140,7 +140,10 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 			Tool:        call.Name,
 			Args:        input,
 			Gate:        session.Gate(gateOf(tp.own.req.Ask)),
-			Mode:        string(l.modes.Requested()),
+			// The declared word (the request after the ceiling clamp) is what the row
+			// records: a resume requests it, so a child's clamped request never comes
+			// back wider than the leg that parked ran.
+			Mode:        string(l.modes.Declared()),
 			PrePlanMode: string(l.modes.PrePlanMode()),
 			Claim:       l.writeClaim(),
 		}

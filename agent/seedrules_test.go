@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
 )
 
 // An out-of-range first-touch failure policy is refused at the door by name, never read
@@ -138,5 +139,36 @@ func TestChildInAutoInheritsTheAncestorsClassifier(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "CHILD write x") || strings.Contains(text.String(), "PARENT delegate") {
 		t.Fatalf("the child's question was classified on another transcript: %q", text.String())
+	}
+}
+
+// A checkpoint records the leg's declared word — its request after the ceiling clamp —
+// not the request itself (core-mode-policy PermissionModeController.declared): a child
+// whose agent asks for bypassPermissions under a default parent parks its question in a
+// row that says default, so the resumed child requests no more than it ran with.
+func TestCheckpointRecordsTheDeclaredMode(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, ".sema", "agents")
+	must(t, os.MkdirAll(dir, 0o755))
+	def := "---\nname: yolo\ndescription: does anything\npermissionMode: bypassPermissions\n---\nYou may do anything.\n"
+	must(t, os.WriteFile(filepath.Join(dir, "yolo.md"), []byte(def), 0o644))
+	p := scripted.New(scripted.Script{
+		Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{taskCall("t1", "yolo", "try", "CHILD write")}}, {Text: "done"}},
+		Threads: []scripted.Thread{{Match: "CHILD", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{write("x.txt", "x")}}, {Text: "tried"}}}},
+	})
+	store := session.NewMemory()
+	t.Cleanup(func() { store.Close() })
+	res, err := agent.New(agent.Deps{Provider: p, Store: store}).Run(context.Background(),
+		agent.TaskSpec{Prompt: "go", Root: root, OnAsk: agent.OnAskPark})
+	must(t, err)
+	if res.Status != sema.StatusAwaitingApproval || res.Checkpoint == nil || res.Checkpoint.Subagent == nil {
+		t.Fatalf("status %s, checkpoint %+v: the child's write should park", res.Status, res.Checkpoint)
+	}
+	cp, err := store.Checkpoint(context.Background(), res.Checkpoint.ID)
+	must(t, err)
+	if cp.Mode != string(permission.ModeDefault) {
+		t.Fatalf("the child's checkpoint records mode %q, want the declared default", cp.Mode)
 	}
 }
