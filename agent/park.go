@@ -135,11 +135,11 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 			input = tp.own.req.Input
 		}
 		park := session.Checkpoint{
-			SessionID:   l.sessionID,
-			LegID:       l.legID,
-			Tool:        call.Name,
-			Args:        input,
-			Gate:        session.Gate(gateOf(tp.own.req.Ask)),
+			SessionID: l.sessionID,
+			LegID:     l.legID,
+			Tool:      call.Name,
+			Args:      input,
+			Gate:      session.Gate(gateOf(tp.own.req.Ask)),
 			// The declared word (the request after the ceiling clamp) is what the row
 			// records: a resume requests it, so a child's clamped request never comes
 			// back wider than the leg that parked ran.
