@@ -40,7 +40,9 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		// so a person never sees two prompts at once.
 		l.askMu.Lock()
 		approver, seat, asked := l.approverSeat()
-		d = l.gate.Answer(ctx, call, ask, approver, l.classifier, l.snapshot())
+		// The classifier the mode controller armed: none while the leg is not in auto,
+		// and none after a failed arming, so the question then goes to the approver.
+		d = l.gate.Answer(ctx, call, ask, approver, l.modes.Classifier(), l.snapshot())
 		l.askMu.Unlock()
 		parked := l.parkPending(ctx)
 		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Reason,
@@ -227,4 +229,22 @@ func jsonEqual(a, b json.RawMessage) bool {
 	ea, _ := json.Marshal(x)
 	eb, _ := json.Marshal(y)
 	return string(ea) == string(eb)
+}
+
+// armAuto is the leg's arming of its auto classifier, as the mode controller calls it:
+// nil when no face is wired (Deps.Classifier is permission.NoClassifier, here or in an
+// ancestor), so auto folds to default (face_absent); else the face's own Arm, when it
+// has one, before the leg's denial-counting classifier is handed over.
+func (l *leg) armAuto() func(context.Context) (permission.AutoClassifier, error) {
+	if l.face == permission.NoClassifier {
+		return nil
+	}
+	return func(ctx context.Context) (permission.AutoClassifier, error) {
+		if a, ok := l.face.(permission.ClassifierArmer); ok {
+			if err := a.Arm(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return l.classifier, nil
+	}
 }
