@@ -6,11 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/tools"
@@ -129,5 +132,46 @@ func TestAutoLegWhoseArmingFailsAsksTheApprover(t *testing.T) {
 	}
 	if cl.classified.Load() != 0 || asked.Load() != 1 || len(res.EditedFiles) != 1 {
 		t.Fatalf("classified %d, approver asked %d, edited %v", cl.classified.Load(), asked.Load(), res.EditedFiles)
+	}
+}
+
+// Hook input reports the leg's mode without deciding with it (Observed): a parent
+// steered to auto reaches its running child through the child's ceiling, and the
+// child's hooks then report auto — yet reading it for them arms no classifier. Only a
+// decision of the child's own would.
+func TestHookInputReportsTheModeWithoutArming(t *testing.T) {
+	t.Parallel()
+	cl := &armingClassifier{}
+	ctl := &agent.Control{}
+	var mu sync.Mutex
+	var seen []string
+	observe := func(_ context.Context, in hooks.Input) (hooks.Output, error) {
+		mu.Lock()
+		seen = append(seen, string(in.HookEventName)+":"+in.PermissionMode)
+		mu.Unlock()
+		return hooks.Output{}, nil
+	}
+	p := scripted.New(scripted.Script{
+		Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{taskCall("t1", "general-purpose", "steer", "CHILD steer")}}, {Text: "done"}},
+		Threads: []scripted.Thread{{Match: "CHILD", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{{Name: "steer_parent"}}}, {Text: "steered"}}}},
+	})
+	deps := agent.Deps{Provider: p, Classifier: cl, Tools: []tools.Tool{steerTool{ctl: ctl, mode: permission.ModeAuto}},
+		Hooks: &agent.Hooks{Events: []hooks.Hook{
+			{Event: hooks.PostToolUse, Matcher: "steer_parent", Func: observe},
+			{Event: hooks.SubagentStop, Func: observe},
+		}}}
+	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: t.TempDir(), PermissionMode: permission.ModeAcceptEdits, Control: ctl})
+	must(t, err)
+	if res.Status != sema.StatusCompleted {
+		t.Fatalf("%s %v", res.Status, res.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"PostToolUse:auto", "SubagentStop:auto"}; !slices.Equal(seen, want) {
+		t.Fatalf("hooks saw %v, want %v", seen, want)
+	}
+	if n := cl.arms.Load(); n != 1 {
+		t.Fatalf("the classifier was armed %d times, want once (the parent's steer)", n)
 	}
 }
