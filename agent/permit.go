@@ -111,6 +111,9 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 	}
 	pc := seatedCall(spec)
 	pc.Input, pc.Scope = call.Input, l.scope
+	if r, ok := t.(permission.SeatReader); ok {
+		pc.SeatOf = r.PermissionSeatOf
+	}
 	switch _, isMCP := mcp.ServerOf(t); {
 	case isMCP:
 		pc.DeclaredBy = permission.DeclaredByMCP

@@ -1,0 +1,99 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/tools"
+)
+
+// skillTool is a deployment's skill tool whose permission seat depends on the skill
+// named: "deploy" declares what it may run, so its calls are the mode's unstated
+// question ("Execute skill: deploy"); any other skill answers for itself (read).
+type skillTool struct {
+	mu  sync.Mutex
+	ran []string
+}
+
+func (s *skillTool) Spec() tools.Spec {
+	return tools.Spec{Name: "Skill", Description: "runs a skill", InputSchema: json.RawMessage(`{"type":"object"}`), Effect: tools.EffectRead}
+}
+
+func (s *skillTool) Run(_ context.Context, in json.RawMessage) tools.Result {
+	var v struct{ Skill string }
+	_ = json.Unmarshal(in, &v)
+	s.mu.Lock()
+	s.ran = append(s.ran, v.Skill)
+	s.mu.Unlock()
+	return tools.Text("ran " + v.Skill)
+}
+
+func (s *skillTool) PermissionSeatOf(in json.RawMessage) (bool, string) {
+	var v struct{ Skill string }
+	if json.Unmarshal(in, &v) != nil || v.Skill == "deploy" {
+		return true, "Execute skill: " + v.Skill
+	}
+	return false, ""
+}
+
+// The per-call permission seat (the seeds' permissionSeatOf) is read off the input the
+// gate judges: the model's ("lint" runs unasked as the read-only tool it is, "deploy"
+// is put as "Execute skill: deploy"), and a PreToolUse hook's rewrite of "lint" into
+// "deploy", which is asked about as deploy, not waved through as lint.
+func TestPermissionSeatDependsOnTheCallsArguments(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		skill     string
+		rewriteTo string
+		wantAsk   string // the question put; "" for none
+		wantRan   string
+	}{
+		{"own seat", "lint", "", "", "lint"},
+		{"passthrough seat", "deploy", "", "Execute skill: deploy", "deploy"},
+		{"a hook's rewrite is read", "lint", "deploy", "Execute skill: deploy", "deploy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			skill := &skillTool{}
+			var mu sync.Mutex
+			var asked []string
+			approver := permission.ApproverFunc(func(_ context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
+				mu.Lock()
+				asked = append(asked, req.Ask.Reason)
+				mu.Unlock()
+				return permission.ApprovalDecision{Behavior: permission.Allow}, nil
+			})
+			var hooks []permission.Hook
+			if tt.rewriteTo != "" {
+				hooks = append(hooks, func(context.Context, permission.Call) (permission.HookDecision, error) {
+					return permission.HookDecision{UpdatedInput: json.RawMessage(`{"skill":"` + tt.rewriteTo + `"}`)}, nil
+				})
+			}
+			p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{call("Skill", `{"skill":"`+tt.skill+`"}`)}},
+				{Text: "done"},
+			}})
+			deps := agent.Deps{Provider: p, Tools: []tools.Tool{skill}, Approver: approver, Hooks: &agent.Hooks{PreToolUse: hooks}}
+			res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "skill", Root: t.TempDir()})
+			must(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case tt.wantAsk == "" && len(asked) != 0:
+				t.Fatalf("asked %q for an own-seat call", asked)
+			case tt.wantAsk != "" && (len(asked) != 1 || asked[0] != tt.wantAsk):
+				t.Fatalf("asked %q, want %q", asked, tt.wantAsk)
+			}
+			if len(skill.ran) != 1 || skill.ran[0] != tt.wantRan || len(res.PermissionDenials) != 0 {
+				t.Fatalf("ran %v, denials %+v", skill.ran, res.PermissionDenials)
+			}
+		})
+	}
+}
