@@ -19,19 +19,37 @@ type callKey struct{}
 type runningCall struct {
 	name  string
 	input json.RawMessage
+	// edited: the input is an approver's edit of the parked call, a new call the whole
+	// fold judges again (gate.JudgeEdit).
+	edited bool
 }
 
 // decide runs the fold for one call and answers its question, if it asks one. The
 // returned decision is allow or deny; a deny has been recorded.
 func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decision {
 	ref, _ := ctx.Value(callRefKey{}).(callRef)
-	if l.isApproved(call.Tool, call.Input) {
-		// A person approved exactly this call; only the deny rules still stand.
-		if d, denied := l.gate.RecheckDeny(ctx, call, call.Input); denied {
+	if approved, edited := l.isApproved(call.Tool, call.Input); approved {
+		// A person approved exactly this call: only the deny rules still stand — unless
+		// they edited it, which makes it a new call the whole fold judges again.
+		var d permission.Decision
+		var denied bool
+		if edited {
+			d = l.gate.JudgeEdit(ctx, call, call.Input)
+			denied = d.Behavior != permission.Allow
+		} else {
+			d, denied = l.gate.RecheckDeny(ctx, call, call.Input)
+		}
+		if denied {
 			l.deny(PermissionDenial{Tool: call.Tool, ToolUseID: ref.id, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Reason, Code: permission.CodeDenied})
 			return d
 		}
-		return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerUser}
+		if !edited {
+			d = permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerUser}
+		}
+		if jsonEqual(d.UpdatedInput, call.Input) {
+			d.UpdatedInput = nil
+		}
+		return d
 	}
 	d := l.gate.Decide(ctx, call)
 	if d.Behavior == permission.Ask {

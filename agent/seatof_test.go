@@ -3,9 +3,12 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
@@ -95,5 +98,74 @@ func TestPermissionSeatDependsOnTheCallsArguments(t *testing.T) {
 				t.Fatalf("ran %v, denials %+v", skill.ran, res.PermissionDenials)
 			}
 		})
+	}
+}
+
+// An approver's edit is a new call, judged by the whole fold again — not only by the
+// deny rules: a PreToolUse hook that refuses the edited bytes refuses the call, live and
+// on a parked call's resume, and nothing runs. A question the fold asks about the edit
+// (an ask rule) is the one the approver's yes answered: the edit runs.
+func TestApproversEditIsJudgedByTheWholeFold(t *testing.T) {
+	t.Parallel()
+	refuseForbidden := func(_ context.Context, c permission.Call) (permission.HookDecision, error) {
+		if strings.Contains(string(c.Input), "forbidden") {
+			return permission.HookDecision{Behavior: permission.Deny, Reason: "no forbidden skills"}, nil
+		}
+		return permission.HookDecision{}, nil
+	}
+	editTo := func(input string, asked *int) permission.Approver {
+		return permission.ApproverFunc(func(context.Context, permission.ApprovalRequest) (permission.ApprovalDecision, error) {
+			*asked++
+			return permission.ApprovalDecision{Behavior: permission.Allow, UpdatedInput: json.RawMessage(input)}, nil
+		})
+	}
+	model := func() *scripted.Provider {
+		return scripted.New(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{call("Skill", `{"skill":"deploy"}`)}},
+			{Text: "done"},
+		}})
+	}
+	askSkill, err := permission.ParseRules(nil, nil, []string{"Skill"})
+	must(t, err)
+	for _, tt := range []struct {
+		name    string
+		edit    string
+		policy  *agent.Policy
+		wantRan []string
+		denied  bool
+	}{
+		{"a hook refuses the edit", `{"skill":"forbidden"}`, nil, nil, true},
+		{"an ask about the edit is the approver's", `{"skill":"lint"}`, &agent.Policy{Rules: askSkill}, []string{"lint"}, false},
+	} {
+		skill := &skillTool{}
+		asked := 0
+		deps := agent.Deps{Provider: model(), Tools: []tools.Tool{skill}, Approver: editTo(tt.edit, &asked), Policy: tt.policy,
+			Hooks: &agent.Hooks{PreToolUse: []permission.Hook{refuseForbidden}}}
+		res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "skill", Root: t.TempDir()})
+		must(t, err)
+		if asked != 1 || !slices.Equal(skill.ran, tt.wantRan) || (len(res.PermissionDenials) == 1) != tt.denied {
+			t.Fatalf("%s: asked %d, ran %v, denials %+v", tt.name, asked, skill.ran, res.PermissionDenials)
+		}
+		if tt.denied && !strings.Contains(res.PermissionDenials[0].Reason, "no forbidden skills") {
+			t.Fatalf("%s: denial %+v does not name the hook's reason", tt.name, res.PermissionDenials[0])
+		}
+	}
+
+	// The same edit, given as the answer to a parked question.
+	st := newStores(t)
+	skill := &skillTool{}
+	r := agent.New(agent.Deps{Provider: model(), Store: st.sessions, Tools: []tools.Tool{skill},
+		Hooks: &agent.Hooks{PreToolUse: []permission.Hook{refuseForbidden}}})
+	root := t.TempDir()
+	parked, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "skill", Root: root, OnAsk: agent.OnAskPark})
+	must(t, err)
+	if parked.Status != sema.StatusAwaitingApproval {
+		t.Fatalf("status %s, want a parked deploy", parked.Status)
+	}
+	res, err := r.Resume(context.Background(), agent.TaskSpec{Root: root, Resume: &agent.Resume{SessionID: parked.SessionID}},
+		agent.Answer{CheckpointID: parked.Checkpoint.ID, Allow: true, UpdatedInput: json.RawMessage(`{"skill":"forbidden"}`)})
+	must(t, err)
+	if len(skill.ran) != 0 || len(res.PermissionDenials) != 1 || !strings.Contains(res.PermissionDenials[0].Reason, "no forbidden skills") {
+		t.Fatalf("resumed edit: ran %v, denials %+v (%s %v)", skill.ran, res.PermissionDenials, res.Status, res.Error)
 	}
 }
