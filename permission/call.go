@@ -180,5 +180,7 @@ type Call struct {
 // stated meets the mode's unstated question, put as question ("" for the standard
 // sentence); false: the tool answers for itself.
 type SeatReader interface {
+	// PermissionSeatOf reads the seat off one call's input. It must not block or
+	// change anything; a panic reads as passthrough.
 	PermissionSeatOf(input json.RawMessage) (passthrough bool, question string)
 }

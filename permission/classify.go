@@ -41,6 +41,7 @@ type AutoClassifier interface {
 // and the leg's questions go to the approver, as under default. Arm may be called once
 // per leg, so a delegated child arms again.
 type ClassifierArmer interface {
+	// Arm makes the classifier ready for a leg; an error leaves the leg without it.
 	Arm(ctx context.Context) error
 }
 
