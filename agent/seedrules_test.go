@@ -172,3 +172,33 @@ func TestCheckpointRecordsTheDeclaredMode(t *testing.T) {
 		t.Fatalf("the child's checkpoint records mode %q, want the declared default", cp.Mode)
 	}
 }
+
+// A read-only child (Explore) under a deployment whose write face is open narrows it
+// to roots: a clamp whose notice is its only trace. A run read through its result alone,
+// with no Deps.OnNotice, still has it — once, though two children clamped.
+func TestChildFaceClampNoticeReachesTheResult(t *testing.T) {
+	t.Parallel()
+	p := scripted.New(scripted.Script{
+		Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{
+			taskCall("t1", "Explore", "look", "CHILD look"), taskCall("t2", "Explore", "look again", "CHILD look")}}, {Text: "done"}},
+		Threads: []scripted.Thread{{Match: "CHILD", Turns: []scripted.Turn{{Text: "looked"}}}},
+	})
+	res, err := agent.New(agent.Deps{Provider: p, Policy: &agent.Policy{WriteFace: fence.FaceOpen}}).
+		Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: t.TempDir()})
+	must(t, err)
+	if res.Status != sema.StatusCompleted || len(res.Subagents) != 2 {
+		t.Fatalf("%s, %d children", res.Status, len(res.Subagents))
+	}
+	if res.Manifest.WriteFace != "open" {
+		t.Fatalf("the parent's write face %q, want the deployment's open", res.Manifest.WriteFace)
+	}
+	n := 0
+	for _, x := range res.Notices {
+		if x.Code == fence.CodeWriteFaceClamped {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d %s notices in the result, want 1: %+v", n, fence.CodeWriteFaceClamped, res.Notices)
+	}
+}
