@@ -169,3 +169,34 @@ func TestApproversEditIsJudgedByTheWholeFold(t *testing.T) {
 		t.Fatalf("resumed edit: ran %v, denials %+v (%s %v)", skill.ran, res.PermissionDenials, res.Status, res.Error)
 	}
 }
+
+// An approver that hands back the very input it was asked about (differently spelled,
+// as an SDK client's canUseTool may) edited nothing: the call is not judged again, so
+// the PreToolUse hooks run once.
+func TestApproverEchoingTheInputIsNoEdit(t *testing.T) {
+	t.Parallel()
+	hookRuns := 0
+	var mu sync.Mutex
+	count := func(context.Context, permission.Call) (permission.HookDecision, error) {
+		mu.Lock()
+		hookRuns++
+		mu.Unlock()
+		return permission.HookDecision{}, nil
+	}
+	echo := permission.ApproverFunc(func(context.Context, permission.ApprovalRequest) (permission.ApprovalDecision, error) {
+		return permission.ApprovalDecision{Behavior: permission.Allow, UpdatedInput: json.RawMessage(`{ "skill" : "deploy" }`)}, nil
+	})
+	skill := &skillTool{}
+	p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("Skill", `{"skill":"deploy"}`)}},
+		{Text: "done"},
+	}})
+	deps := agent.Deps{Provider: p, Tools: []tools.Tool{skill}, Approver: echo, Hooks: &agent.Hooks{PreToolUse: []permission.Hook{count}}}
+	_, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "skill", Root: t.TempDir()})
+	must(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	if hookRuns != 1 || !slices.Equal(skill.ran, []string{"deploy"}) {
+		t.Fatalf("hook ran %d times, skill ran %v", hookRuns, skill.ran)
+	}
+}

@@ -1,9 +1,11 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/sema-agent/sema/internal/rulematch"
@@ -140,7 +142,9 @@ func (g *Gate) Answer(ctx context.Context, call permission.Call, ask permission.
 	}
 	req := permission.ApprovalRequest{Tool: call.Tool, Input: input, Ask: ask, Mode: g.modes.Current(), Transcript: transcript}
 	d := AnswerAsk(ctx, req.Mode, req, approver, classifier)
-	if d.Behavior == permission.Allow && len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, ask.UpdatedInput) {
+	// An approver that hands back the input it was asked about (as an SDK client's
+	// canUseTool often does) edited nothing: that call was judged already.
+	if d.Behavior == permission.Allow && len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, input) {
 		e := g.JudgeEdit(ctx, call, d.UpdatedInput)
 		if e.Behavior != permission.Allow {
 			return e
@@ -199,4 +203,25 @@ func (g *Gate) RecheckDeny(ctx context.Context, call permission.Call, input json
 	return permission.Decision{}, false
 }
 
-func jsonEqual(a, b json.RawMessage) bool { return string(a) == string(b) }
+// jsonEqual reports whether a and b are the same JSON value, whatever their spelling
+// (key order, blanks).
+func jsonEqual(a, b json.RawMessage) bool {
+	if string(a) == string(b) {
+		return true
+	}
+	x, okA := decodeExact(a)
+	y, okB := decodeExact(b)
+	return okA && okB && reflect.DeepEqual(x, y)
+}
+
+// decodeExact decodes one JSON value keeping numbers as written, so two inputs that
+// differ only past a float's precision are not taken for the same.
+func decodeExact(b json.RawMessage) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, false
+	}
+	return v, true
+}
