@@ -45,6 +45,9 @@ const (
 	// CodeFileHistoryInvalid: Deps.FileHistoryCapture or TaskSpec.FileHistory is not one
 	// of the FileHistoryCapture words.
 	CodeFileHistoryInvalid = "config.file_history_invalid"
+	// CodeFileHistoryPolicyInvalid: Deps.Policy.FileHistoryPolicy is not one of the
+	// FileHistoryPolicy values (RefuseUnprotected, ProceedUnprotected).
+	CodeFileHistoryPolicyInvalid = "config.file_history_policy_invalid"
 	// CodeWebFetchInvalid: Deps.WebFetch holds a negative MaxBytes or Timeout.
 	CodeWebFetchInvalid = "config.webfetch_invalid"
 )

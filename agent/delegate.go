@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
@@ -290,6 +292,7 @@ func (l *leg) childOutcome(ctx context.Context, call callRef, lk *link, r *TaskR
 		d.Subagent = &SubagentRef{SessionID: r.SessionID, ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, Nested: d.Subagent}
 		l.denials = append(l.denials, d)
 	}
+	l.keepChildClamps(r.Notices)
 	l.mu.Unlock()
 	l.addChildCosts(r.ModelUsage)
 	for _, p := range r.EditedFiles {
@@ -526,4 +529,20 @@ func (l *leg) approvalAgent(req permission.ApprovalRequest) permission.ApprovalR
 		req.Agent = l.link.def.Name
 	}
 	return req
+}
+
+// keepChildClamps adds a child's face clamp notices to this leg's, once per code. The
+// clamp (a read-only child narrowing the deployment's open face) is the one silent
+// branch of the face order, and its notice is its only trace: a run with no notice sink
+// (Deps.OnNotice) that reads only its result must still see it. The event already
+// reached this leg's stream through childEmitter. The caller holds l.mu.
+func (l *leg) keepChildClamps(notices []sema.Notice) {
+	for _, n := range notices {
+		if n.Code != fence.CodeReadFaceClamped && n.Code != fence.CodeWriteFaceClamped {
+			continue
+		}
+		if !slices.ContainsFunc(l.notices, func(m sema.Notice) bool { return m.Code == n.Code }) {
+			l.notices = append(l.notices, n)
+		}
+	}
 }

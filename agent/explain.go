@@ -114,7 +114,7 @@ func (r *Runner) Permissions(ctx context.Context, spec TaskSpec, call *CheckedCa
 	if err := l.prepareFence(ctx); err != nil {
 		return nil, err
 	}
-	rep := &PermissionReport{Mode: l.modes.Current(), Rules: l.ruleSources(), Settings: l.layered.Applied, Notices: l.notices}
+	rep := &PermissionReport{Mode: l.modes.Observed(), Rules: l.ruleSources(), Settings: l.layered.Applied, Notices: l.notices}
 	for _, h := range l.layered.Hooks {
 		if h.Event == hooks.PreToolUse {
 			rep.PreToolUseHooks++

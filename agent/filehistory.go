@@ -51,9 +51,14 @@ type fileCapture struct {
 // own reports whether the runner's own history may record the leg.
 func (c fileCapture) own() bool { return c.offBy == "" && !c.otherTree }
 
-// validateFileHistory is the door of the two capture seats: a word outside the set is
-// refused, and so is a deployment's on with no history seat to honour it.
+// validateFileHistory is the door of the two capture seats and of the deployment's
+// first-touch failure policy: a word or a policy outside its set is refused (an unknown
+// policy read as either answer would run an edit its author meant otherwise), and so
+// is a deployment's on with no history seat to honour it.
 func validateFileHistory(deps *Deps, spec *TaskSpec) error {
+	if p := deps.policy().FileHistoryPolicy; p != RefuseUnprotected && p != ProceedUnprotected {
+		return configError(CodeFileHistoryPolicyInvalid, "unknown Deps.Policy.FileHistoryPolicy %d; use agent.RefuseUnprotected or agent.ProceedUnprotected", int(p))
+	}
 	if !deps.FileHistoryCapture.valid() {
 		return configError(CodeFileHistoryInvalid, "unknown Deps.FileHistoryCapture %q; use on or off (or leave it empty)", deps.FileHistoryCapture)
 	}

@@ -136,11 +136,13 @@ func (l *leg) hasHooks(event hooks.Event) bool {
 	return l.hooks != nil && l.hooks.set.Has(event)
 }
 
-// hookInput is the facts every event's input carries.
+// hookInput is the facts every event's input carries. The mode is read to report it
+// (Observed): a hook's input must not start the leg's classifier arming, which only the
+// leg's own decision read may start.
 func (l *leg) hookInput() hooks.Input {
 	in := hooks.Input{SessionID: l.sessionID, Cwd: l.spec.Root}
 	if l.modes != nil {
-		in.PermissionMode = string(l.modes.Current())
+		in.PermissionMode = string(l.modes.Observed())
 	}
 	return in
 }

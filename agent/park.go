@@ -31,7 +31,9 @@ type Answer struct {
 	Allow bool `json:"allow"`
 	// UpdatedInput, with Allow, replaces the call's arguments. The deny rules judge it
 	// again before anything is claimed; a denied edit is refused
-	// (checkpoint.edit_denied).
+	// (checkpoint.edit_denied). When it runs, the edit is a new call the whole fold
+	// judges again (the PreToolUse hooks included): a refusal there refuses the call,
+	// and a question the fold asks about it is the one this answer said yes to.
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
 	// Reason is the person's sentence; on a refusal the model sees it. Optional.
 	Reason string `json:"reason,omitempty"`
@@ -135,12 +137,15 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 			input = tp.own.req.Input
 		}
 		park := session.Checkpoint{
-			SessionID:   l.sessionID,
-			LegID:       l.legID,
-			Tool:        call.Name,
-			Args:        input,
-			Gate:        session.Gate(gateOf(tp.own.req.Ask)),
-			Mode:        string(l.modes.Requested()),
+			SessionID: l.sessionID,
+			LegID:     l.legID,
+			Tool:      call.Name,
+			Args:      input,
+			Gate:      session.Gate(gateOf(tp.own.req.Ask)),
+			// The declared word (the request after the ceiling clamp) is what the row
+			// records: a resume requests it, so a child's clamped request never comes
+			// back wider than the leg that parked ran.
+			Mode:        string(l.modes.Declared()),
 			PrePlanMode: string(l.modes.PrePlanMode()),
 			Claim:       l.writeClaim(),
 		}
@@ -431,7 +436,7 @@ func (l *leg) answerPending(ctx context.Context, call model.Block) (res tools.Re
 	}
 	call.Input = a.input
 	l.mu.Lock()
-	l.approved = &runningCall{name: call.Name, input: a.input}
+	l.approved = &runningCall{name: call.Name, input: a.input, edited: a.edited}
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()
@@ -441,11 +446,15 @@ func (l *leg) answerPending(ctx context.Context, call model.Block) (res tools.Re
 	return l.runTool(ctx, call)
 }
 
-// isApproved reports whether this exact call is the one a person approved.
-func (l *leg) isApproved(name string, input json.RawMessage) bool {
+// isApproved reports whether this exact call is the one a person approved, and whether
+// its input is their edit.
+func (l *leg) isApproved(name string, input json.RawMessage) (approved, edited bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.approved != nil && l.approved.name == name && jsonEqual(l.approved.input, input)
+	if l.approved != nil && l.approved.name == name && jsonEqual(l.approved.input, input) {
+		return true, l.approved.edited
+	}
+	return false, false
 }
 
 // abandoned answers the calls of a parked turn that a plain resume moved past: the
@@ -582,6 +591,7 @@ var refusedField = map[string]string{
 	CodeRewindInvalid:              "TaskSpec.Resume.Files",
 	CodeHistoryMissing:             "Deps.History",
 	CodeFileHistoryInvalid:         "TaskSpec.FileHistory / Deps.FileHistoryCapture",
+	CodeFileHistoryPolicyInvalid:   "Deps.Policy.FileHistoryPolicy",
 	history.CodeFilesystemMismatch: "TaskSpec.Resume.Files / Deps.Env",
 	CodeStoreMissing:               "Deps.Store",
 	CodeProviderMissing:            "Deps.Provider",

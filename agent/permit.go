@@ -19,19 +19,37 @@ type callKey struct{}
 type runningCall struct {
 	name  string
 	input json.RawMessage
+	// edited: the input is an approver's edit of the parked call, a new call the whole
+	// fold judges again (gate.JudgeEdit).
+	edited bool
 }
 
 // decide runs the fold for one call and answers its question, if it asks one. The
 // returned decision is allow or deny; a deny has been recorded.
 func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decision {
 	ref, _ := ctx.Value(callRefKey{}).(callRef)
-	if l.isApproved(call.Tool, call.Input) {
-		// A person approved exactly this call; only the deny rules still stand.
-		if d, denied := l.gate.RecheckDeny(ctx, call, call.Input); denied {
+	if approved, edited := l.isApproved(call.Tool, call.Input); approved {
+		// A person approved exactly this call: only the deny rules still stand — unless
+		// they edited it, which makes it a new call the whole fold judges again.
+		var d permission.Decision
+		var denied bool
+		if edited {
+			d = l.gate.JudgeEdit(ctx, call, call.Input)
+			denied = d.Behavior != permission.Allow
+		} else {
+			d, denied = l.gate.RecheckDeny(ctx, call, call.Input)
+		}
+		if denied {
 			l.deny(PermissionDenial{Tool: call.Tool, ToolUseID: ref.id, Input: json.RawMessage(orEmpty(call.Input)), Reason: d.Reason, Code: permission.CodeDenied})
 			return d
 		}
-		return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerUser}
+		if !edited {
+			d = permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerUser}
+		}
+		if jsonEqual(d.UpdatedInput, call.Input) {
+			d.UpdatedInput = nil
+		}
+		return d
 	}
 	d := l.gate.Decide(ctx, call)
 	if d.Behavior == permission.Ask {
@@ -40,7 +58,9 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		// so a person never sees two prompts at once.
 		l.askMu.Lock()
 		approver, seat, asked := l.approverSeat()
-		d = l.gate.Answer(ctx, call, ask, approver, l.classifier, l.snapshot())
+		// The classifier the mode controller armed: none while the leg is not in auto,
+		// and none after a failed arming, so the question then goes to the approver.
+		d = l.gate.Answer(ctx, call, ask, approver, l.modes.Classifier(), l.snapshot())
 		l.askMu.Unlock()
 		parked := l.parkPending(ctx)
 		q := PermissionQuestion{Tool: call.Tool, Input: json.RawMessage(orEmpty(call.Input)), Message: ask.Reason,
@@ -109,6 +129,9 @@ func (l *leg) judge(ctx context.Context, t tools.Tool, call model.Block) (json.R
 	}
 	pc := seatedCall(spec)
 	pc.Input, pc.Scope = call.Input, l.scope
+	if r, ok := t.(permission.SeatReader); ok {
+		pc.SeatOf = r.PermissionSeatOf
+	}
 	switch _, isMCP := mcp.ServerOf(t); {
 	case isMCP:
 		pc.DeclaredBy = permission.DeclaredByMCP
@@ -227,4 +250,22 @@ func jsonEqual(a, b json.RawMessage) bool {
 	ea, _ := json.Marshal(x)
 	eb, _ := json.Marshal(y)
 	return string(ea) == string(eb)
+}
+
+// armAuto is the leg's arming of its auto classifier, as the mode controller calls it:
+// nil when no face is wired (Deps.Classifier is permission.NoClassifier, here or in an
+// ancestor), so auto folds to default (face_absent); else the face's own Arm, when it
+// has one, before the leg's denial-counting classifier is handed over.
+func (l *leg) armAuto() func(context.Context) (permission.AutoClassifier, error) {
+	if l.face == permission.NoClassifier {
+		return nil
+	}
+	return func(ctx context.Context) (permission.AutoClassifier, error) {
+		if a, ok := l.face.(permission.ClassifierArmer); ok {
+			if err := a.Arm(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return l.classifier, nil
+	}
 }

@@ -97,7 +97,7 @@ Paths may be absolute or relative to the working directory. Tools refuse paths o
 // modePrompt is what the leg's permission mode and band mean for the model.
 func modePrompt(l *leg) string {
 	var b strings.Builder
-	switch l.modes.Current() {
+	switch l.modes.Observed() {
 	case permission.ModePlan:
 		b.WriteString("- You are in plan mode: research and plan, but change nothing — no file writes, no commands that change anything. When the plan is ready, call ExitPlanMode with it; a person reviews it before any change is made.\n")
 	case permission.ModeAcceptEdits:
@@ -152,7 +152,7 @@ func environmentPrompt(l *leg) string {
 	}
 	b.WriteString("- Platform: " + l.manifest.Platform + "\n")
 	b.WriteString("- Today's date: " + l.deps.Now().Format("2006-01-02") + "\n")
-	b.WriteString("- Permission mode: " + string(l.modes.Current()) + "\n")
+	b.WriteString("- Permission mode: " + string(l.modes.Observed()) + "\n")
 	if r := l.tools(); len(r) > 0 {
 		b.WriteString("- Tools: " + strings.Join(r.Names(), ", ") + "\n")
 	}

@@ -84,9 +84,7 @@ func (l *leg) prepareModes(req modeRequest, ceiling gate.Ceiling) error {
 	ctrl.BindArming(gate.Arming{
 		DenyBypass: l.deps.policy().DenyBypassPermissions || l.layered.DenyBypassPermissions,
 		DenyAuto:   l.deps.policy().DenyAutoMode,
-		ArmAuto: func(context.Context) (permission.AutoClassifier, error) {
-			return l.classifier, nil
-		},
+		ArmAuto:    l.armAuto(),
 		OnArmFault: func(err error) {
 			l.notice(sema.Notice{Code: CodeArmingFailed, Message: "the auto-mode classifier could not be armed: " + err.Error()})
 		},

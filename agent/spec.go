@@ -286,7 +286,10 @@ type Deps struct {
 	// would allow it.
 	Approver permission.Approver
 	// Classifier answers questions in auto mode. Nil (the default): the built-in
-	// classifier, which asks Provider with a short classification prompt.
+	// classifier, which asks Provider with a short classification prompt. One that
+	// implements permission.ClassifierArmer is armed before its first question, and a
+	// failed arming leaves the leg without it; permission.NoClassifier wires none, so
+	// auto runs as default (face_absent).
 	Classifier permission.AutoClassifier
 	// Tools are the deployment's own tools, mounted after the engine's on every leg
 	// (tools.Func makes one of a function). The permission gate reads the seats each

@@ -147,6 +147,11 @@ type Call struct {
 	// PassthroughQuestion is the question put for an unstated call; "" puts the
 	// standard sentence.
 	PassthroughQuestion string
+	// SeatOf, when set, is the seat of a tool whose seat depends on its arguments (see
+	// SeatReader): the gate reads it off the input it is judging — the model's, a
+	// hook's rewrite, an approver's edit — and its answer replaces Passthrough and
+	// PassthroughQuestion. Nil: those two are the seat.
+	SeatOf func(input json.RawMessage) (passthrough bool, question string) `json:"-"`
 	// RequiresUserInteraction marks a tool every call of which only a person may
 	// approve (tools.Spec.RequiresUserInteraction): the gate turns every answer but a
 	// deny into a PersonOnly question, in every mode, bypassPermissions included.
@@ -165,4 +170,17 @@ type Call struct {
 	URL string
 
 	Scope
+}
+
+// SeatReader is implemented by a tool whose permission seat depends on its arguments:
+// a skill tool whose skill declares what it may run asks "Execute skill: NAME" for that
+// skill and answers for itself for another. The runner reads it for a deployment's
+// tool (Call.SeatOf), so the seat follows the input being judged, a hook's rewrite and
+// an approver's edit included. passthrough true makes the call one whose allow nobody
+// stated meets the mode's unstated question, put as question ("" for the standard
+// sentence); false: the tool answers for itself.
+type SeatReader interface {
+	// PermissionSeatOf reads the seat off one call's input. It must not block or
+	// change anything; a panic reads as passthrough.
+	PermissionSeatOf(input json.RawMessage) (passthrough bool, question string)
 }

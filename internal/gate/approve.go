@@ -1,9 +1,11 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/sema-agent/sema/internal/rulematch"
@@ -131,8 +133,8 @@ func SuggestRule(tool string, input json.RawMessage) string {
 }
 
 // Answer puts an ask to the leg's answerers (AnswerAsk with the gate's live mode) and
-// judges an approver's edited input again by the deny rules (RecheckDeny): an edit a
-// deny rule names is refused.
+// judges an approver's edited input again by the whole fold (JudgeEdit): an edit the
+// fold refuses is refused.
 func (g *Gate) Answer(ctx context.Context, call permission.Call, ask permission.Decision, approver permission.Approver, classifier permission.AutoClassifier, transcript []model.Message) permission.Decision {
 	input := call.Input
 	if len(ask.UpdatedInput) > 0 {
@@ -140,15 +142,46 @@ func (g *Gate) Answer(ctx context.Context, call permission.Call, ask permission.
 	}
 	req := permission.ApprovalRequest{Tool: call.Tool, Input: input, Ask: ask, Mode: g.modes.Current(), Transcript: transcript}
 	d := AnswerAsk(ctx, req.Mode, req, approver, classifier)
-	if d.Behavior == permission.Allow && len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, ask.UpdatedInput) {
-		if deny, denied := g.RecheckDeny(ctx, call, d.UpdatedInput); denied {
-			return deny
+	// An approver that hands back the input it was asked about (as an SDK client's
+	// canUseTool often does) edited nothing: that call was judged already.
+	if d.Behavior == permission.Allow && len(d.UpdatedInput) > 0 && !jsonEqual(d.UpdatedInput, input) {
+		e := g.JudgeEdit(ctx, call, d.UpdatedInput)
+		if e.Behavior != permission.Allow {
+			return e
 		}
+		d.UpdatedInput = e.UpdatedInput
 	}
 	if d.Behavior == permission.Ask {
 		d.Gate = ask.Gate
 	}
 	return d
+}
+
+// JudgeEdit is the approved-edit round: an approver's edit is a new call, judged by the
+// whole fold again on its own bytes — the deny rules, the PreToolUse hooks (which may
+// deny it or rewrite it again), the ask rules, the mode's stations and the tool's seat
+// read off the edit. A deny refuses the call. Any other answer leaves it the
+// approver's: the approver put these very bytes, so a question the fold asks about
+// them is the one its yes answered. The decision allows with the input that runs (the
+// edit, or a hook's rewrite of it), decided by the user.
+func (g *Gate) JudgeEdit(ctx context.Context, call permission.Call, input json.RawMessage) permission.Decision {
+	if !json.Valid(input) {
+		return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerRule, Reason: "The edited input is not valid JSON, so the call was refused."}
+	}
+	next, err := g.rederive(ctx, call, input)
+	if err != nil {
+		return permission.Decision{Behavior: permission.Deny, DecidedBy: permission.LayerRule, Reason: "The edited input cannot be judged (" + err.Error() + "), so the call was refused."}
+	}
+	d := g.Decide(ctx, next)
+	if d.Behavior == permission.Deny {
+		d.Reason = "The edited call was refused: " + d.Reason
+		return d
+	}
+	run := input
+	if len(d.UpdatedInput) > 0 {
+		run = d.UpdatedInput
+	}
+	return permission.Decision{Behavior: permission.Allow, DecidedBy: permission.LayerUser, UpdatedInput: run}
 }
 
 // RecheckDeny judges edited input by the deny rules (station 1): the call is rebuilt
@@ -170,4 +203,25 @@ func (g *Gate) RecheckDeny(ctx context.Context, call permission.Call, input json
 	return permission.Decision{}, false
 }
 
-func jsonEqual(a, b json.RawMessage) bool { return string(a) == string(b) }
+// jsonEqual reports whether a and b are the same JSON value, whatever their spelling
+// (key order, blanks).
+func jsonEqual(a, b json.RawMessage) bool {
+	if string(a) == string(b) {
+		return true
+	}
+	x, okA := decodeExact(a)
+	y, okB := decodeExact(b)
+	return okA && okB && reflect.DeepEqual(x, y)
+}
+
+// decodeExact decodes one JSON value keeping numbers as written, so two inputs that
+// differ only past a float's precision are not taken for the same.
+func decodeExact(b json.RawMessage) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, false
+	}
+	return v, true
+}

@@ -453,7 +453,23 @@ func (g *Gate) modeStation(ctx context.Context, f *fold) (permission.Decision, b
 }
 
 func isPassthrough(c *permission.Call) bool {
-	return c.Passthrough || c.DeclaredBy == permission.DeclaredByMCP
+	p, _ := seatOf(c)
+	return p || c.DeclaredBy == permission.DeclaredByMCP
+}
+
+// seatOf is the one reading of a call's permission seat, taken on the input being
+// judged: the per-call reader where the tool's seat depends on its arguments, else the
+// tool's static seat. A reader that panics reads as passthrough, the stricter seat.
+func seatOf(c *permission.Call) (passthrough bool, question string) {
+	if c.SeatOf == nil {
+		return c.Passthrough, c.PassthroughQuestion
+	}
+	defer func() {
+		if recover() != nil {
+			passthrough, question = true, ""
+		}
+	}()
+	return c.SeatOf(c.Input)
 }
 
 // ordinaryQuestion is station 8.
@@ -470,7 +486,7 @@ func (g *Gate) ordinaryQuestion(f *fold) permission.Decision {
 		return permission.Decision{Behavior: permission.Ask, DecidedBy: permission.LayerTool,
 			Reason: fmt.Sprintf("The command %s is not proven read-only; approve it to run it.", quoteCommand(c.Command))}
 	case isPassthrough(c) && f.policy.Unstated == UnstatedAsk:
-		msg := c.PassthroughQuestion
+		_, msg := seatOf(c)
 		if msg == "" {
 			msg = UnstatedAskMessage(c.Tool)
 		}
