@@ -174,7 +174,7 @@ const (
 // Codes of delegation: the Task tool and the child legs it runs.
 const (
 	// CodeDelegationInvalid: Deps.Delegation holds a negative bound, or a definition in
-	// Deps.Agents is refused (its own code, subagent.definition_invalid, is in the detail).
+	// Deps.Delegation.Agents is refused (its own code, subagent.definition_invalid, is in the detail).
 	CodeDelegationInvalid = "config.delegation_invalid"
 	// CodeSubagentFailed: a Task call's child leg could not start, or ended in error, was
 	// cancelled or reached its turn limit before finishing (a tool result).

@@ -21,6 +21,12 @@ import (
 // Delegation configures the Task tool and the child legs it runs. The zero value (and
 // a nil Deps.Delegation) is the default of every field.
 type Delegation struct {
+	// Agents are the deployment's agent types for the Task tool. They join the built-in
+	// ones (general-purpose, Explore, Plan) and the task root's .claude/agents/*.md and
+	// .sema/agents/*.md files, and replace any of those with the same name. A definition
+	// subagent.Validate refuses refuses the run (config.delegation_invalid). Default:
+	// none.
+	Agents []subagent.Definition
 	// Off unmounts the Task tool: no leg delegates. Default false.
 	Off bool
 	// MaxConcurrent bounds the Task calls of one turn that run at once; the others wait
@@ -63,16 +69,16 @@ func (d Delegation) maxDepth() int {
 	return d.MaxDepth
 }
 
-// validateDelegation is the door's part for Deps.Delegation and Deps.Agents.
+// validateDelegation is the door's part for Deps.Delegation.
 func validateDelegation(deps *Deps) error {
 	dg := deps.delegation()
 	if dg.MaxConcurrent < 0 || dg.MaxDepth < 0 {
 		return configError(CodeDelegationInvalid, "Deps.Delegation bounds must not be negative (MaxConcurrent %d, MaxDepth %d); use 0 for the defaults, or Off to turn delegation off",
 			dg.MaxConcurrent, dg.MaxDepth)
 	}
-	for i, d := range deps.Agents {
+	for i, d := range dg.Agents {
 		if err := subagent.Validate(d); err != nil {
-			return (&sema.Error{Code: CodeDelegationInvalid, Message: fmt.Sprintf("Deps.Agents[%d] is refused: %s", i, sema.MessageOf(err)), Err: err}).
+			return (&sema.Error{Code: CodeDelegationInvalid, Message: fmt.Sprintf("Deps.Delegation.Agents[%d] is refused: %s", i, sema.MessageOf(err)), Err: err}).
 				With("code", sema.CodeOf(err)).With("index", i)
 		}
 	}
@@ -108,7 +114,7 @@ func (l *leg) mayDelegate() bool {
 
 // prepareAgents builds the catalog of agent types: the built-ins, the person's
 // ~/.claude/agents files (with Claude Code's files on), the root's .claude/agents and
-// .sema/agents files, then the deployment's (Deps.Agents), a later definition of a name
+// .sema/agents files, then the deployment's (Deps.Delegation.Agents), a later definition of a name
 // replacing an earlier one. A child uses its parent's catalog.
 func (l *leg) prepareAgents(ctx context.Context) {
 	if l.link != nil {
@@ -128,7 +134,7 @@ func (l *leg) prepareAgents(ctx context.Context) {
 		l.notice(sema.Notice{Code: CodeSubagentProblem, Message: "an agent definition was not loaded: " + sema.MessageOf(p),
 			Detail: map[string]any{"cause": sema.CodeOf(p)}})
 	}
-	l.agents = subagent.NewCatalog(subagent.BuiltIns(), user, project, l.deps.Agents)
+	l.agents = subagent.NewCatalog(subagent.BuiltIns(), user, project, l.deps.delegation().Agents)
 }
 
 // taskTool is the Task tool: it runs a child leg to completion and answers with the

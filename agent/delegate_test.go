@@ -410,7 +410,7 @@ func TestTaskRefusals(t *testing.T) {
 		for _, deps := range []agent.Deps{
 			{Provider: p, Delegation: &agent.Delegation{MaxConcurrent: -1}},
 			{Provider: p, Delegation: &agent.Delegation{MaxDepth: -2}},
-			{Provider: p, Agents: []subagent.Definition{{Name: "bad name!", Description: "x"}}},
+			{Provider: p, Delegation: &agent.Delegation{Agents: []subagent.Definition{{Name: "bad name!", Description: "x"}}}},
 		} {
 			_, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir()})
 			if sema.CodeOf(err) != agent.CodeDelegationInvalid {

@@ -49,7 +49,7 @@ func TestManagedDenyHolds(t *testing.T) {
 	t.Parallel()
 	root := managedRoot(t, `{"permissions": {"allow": ["Write"], "defaultMode": "bypassPermissions"}}`)
 	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("locked.txt", "x"), write("free.txt", "y")}}, {Text: "done"}}})
-	r := agent.New(agent.Deps{Provider: p, ManagedSettings: managed(t, `{"permissions": {"deny": ["Write(locked.txt)"]}}`),
+	r := agent.New(agent.Deps{Provider: p, Settings: &agent.SettingsOptions{Managed: managed(t, `{"permissions": {"deny": ["Write(locked.txt)"]}}`)},
 		Policy: &agent.Policy{TrustProjectSettings: true}})
 	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root, PermissionMode: permission.ModeBypassPermissions, AllowedTools: []string{"Write(locked.txt)"}})
 	if err != nil {
@@ -71,7 +71,7 @@ func TestManagedDisablesBypass(t *testing.T) {
 	t.Parallel()
 	root := managedRoot(t, "")
 	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "x")}}, {Text: "done"}}})
-	r := agent.New(agent.Deps{Provider: p, ManagedSettings: managed(t, `{"permissions": {"disableBypassPermissionsMode": "disable"}}`)})
+	r := agent.New(agent.Deps{Provider: p, Settings: &agent.SettingsOptions{Managed: managed(t, `{"permissions": {"disableBypassPermissionsMode": "disable"}}`)}})
 	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root, PermissionMode: permission.ModeBypassPermissions, OnAsk: agent.OnAskDeny})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestManagedDisablesBypass(t *testing.T) {
 func TestManagedSandboxCannotBeLoosened(t *testing.T) {
 	t.Parallel()
 	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "never"}}})
-	r := agent.New(agent.Deps{Provider: p, ManagedSettings: managed(t, `{"sandbox": {"enabled": true}}`)})
+	r := agent.New(agent.Deps{Provider: p, Settings: &agent.SettingsOptions{Managed: managed(t, `{"sandbox": {"enabled": true}}`)}})
 	_, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: managedRoot(t, ""), Sandbox: "off"})
 	var e *sema.Error
 	if !errors.As(err, &e) || e.Code != sandbox.CodeLoosened {
@@ -102,7 +102,7 @@ func TestManagedHooksOnly(t *testing.T) {
 	root := managedRoot(t, `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "touch project-hook-ran"}]}]}}`)
 	policy := `{"allowManagedHooksOnly": true, "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "touch managed-hook-ran"}]}]}}`
 	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "done"}}})
-	r := agent.New(agent.Deps{Provider: p, ManagedSettings: managed(t, policy), Policy: &agent.Policy{TrustProjectSettings: true}})
+	r := agent.New(agent.Deps{Provider: p, Settings: &agent.SettingsOptions{Managed: managed(t, policy)}, Policy: &agent.Policy{TrustProjectSettings: true}})
 	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root})
 	if err != nil {
 		t.Fatal(err)

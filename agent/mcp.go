@@ -23,6 +23,10 @@ import (
 // MCPOptions tune the MCP servers a leg mounts. The zero value (and a nil Deps.MCP) is
 // the default of every field.
 type MCPOptions struct {
+	// Servers are the deployment's MCP servers (mcp.ParseConfig reads Claude Code's
+	// mcpServers format). They join the workspace's (started only when TrustProject) and
+	// are replaced by the task's of the same name. Default: none.
+	Servers []mcp.Server
 	// StartTimeout bounds a server's start (connection and first tool list); a server's
 	// own startTimeoutMs wins. Zero: mcp.DefaultStartTimeout (30 s).
 	StartTimeout time.Duration
@@ -66,7 +70,7 @@ func (l *leg) mcpServers(ctx context.Context) (servers, untrusted []mcp.Server, 
 	return mcpservers.Collect(ctx, mcpservers.Input{
 		Strict: l.spec.StrictMCPConfig, Trust: l.deps.mcpOptions().TrustProject,
 		Root: l.fence.Root(), Read: l.deps.Env.ReadFile, Files: l.settingsFiles,
-		Deployment: l.deps.MCPServers, Task: l.spec.MCPServers, LookupEnv: os.LookupEnv,
+		Deployment: l.deps.mcpOptions().Servers, Task: l.spec.MCPServers, LookupEnv: os.LookupEnv,
 		OnUntrusted: func(project []mcp.Server) {
 			var names []string
 			for _, s := range project {

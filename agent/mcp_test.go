@@ -119,7 +119,7 @@ func TestMCPToolsMeetTheGate(t *testing.T) {
 	t.Parallel()
 	srv := newMCPServer(t)
 	root := t.TempDir()
-	deps := agent.Deps{MCPServers: srv.config("srv")}
+	deps := agent.Deps{MCP: &agent.MCPOptions{Servers: srv.config("srv")}}
 	_, texts, errs := mcpRun(t, deps, agent.TaskSpec{Prompt: "x", Root: root, OnAsk: agent.OnAskDeny}, mcpCall("a", "mcp__srv__lookup"))
 	if !errs["a"] || len(srv.called()) != 0 {
 		t.Fatalf("without a rule: %q, server saw %v", texts["a"], srv.called())
@@ -151,11 +151,11 @@ func TestMCPToolsInPlanMode(t *testing.T) {
 	srv := newMCPServer(t)
 	root := t.TempDir()
 	spec := agent.TaskSpec{Prompt: "x", Root: root, PermissionMode: permission.ModePlan, OnAsk: agent.OnAskDeny, AllowedTools: []string{"mcp__srv"}}
-	_, texts, errs := mcpRun(t, agent.Deps{MCPServers: srv.config("srv")}, spec, mcpCall("r", "mcp__srv__lookup"), mcpCall("w", "mcp__srv__store"))
+	_, texts, errs := mcpRun(t, agent.Deps{MCP: &agent.MCPOptions{Servers: srv.config("srv")}}, spec, mcpCall("r", "mcp__srv__lookup"), mcpCall("w", "mcp__srv__store"))
 	if errs["r"] || !errs["w"] {
 		t.Fatalf("plan: %v %v", texts, errs)
 	}
-	declared := agent.Deps{MCPServers: srv.config("srv"), MCP: &agent.MCPOptions{ToolEffects: map[string]tools.Effect{"mcp__srv__lookup": tools.EffectWrite}}}
+	declared := agent.Deps{MCP: &agent.MCPOptions{Servers: srv.config("srv"), ToolEffects: map[string]tools.Effect{"mcp__srv__lookup": tools.EffectWrite}}}
 	_, _, errs = mcpRun(t, declared, spec, mcpCall("r", "mcp__srv__lookup"))
 	if !errs["r"] {
 		t.Fatal("a declared write effect did not outrank the server's readOnlyHint")
@@ -173,7 +173,7 @@ func TestMCPRequiresUserInteraction(t *testing.T) {
 		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: "no"}, nil
 	})
 	spec := agent.TaskSpec{Prompt: "x", Root: t.TempDir(), PermissionMode: permission.ModeBypassPermissions, AllowedTools: []string{"mcp__srv"}}
-	_, _, errs := mcpRun(t, agent.Deps{MCPServers: srv.config("srv"), Approver: approver}, spec, mcpCall("c", "mcp__srv__confirm"))
+	_, _, errs := mcpRun(t, agent.Deps{MCP: &agent.MCPOptions{Servers: srv.config("srv")}, Approver: approver}, spec, mcpCall("c", "mcp__srv__confirm"))
 	if !errs["c"] || len(asked) != 1 || asked[0] != "mcp__srv__confirm" {
 		t.Fatalf("asked %v, refused %v", asked, errs["c"])
 	}
@@ -184,7 +184,7 @@ func TestMCPRequiresUserInteraction(t *testing.T) {
 func TestMCPServerThatFailsToStart(t *testing.T) {
 	t.Parallel()
 	gone := []mcp.Server{{Name: "gone", Type: "http", URL: "http://127.0.0.1:1/mcp", Source: "test"}}
-	res, _, _ := mcpRun(t, agent.Deps{MCPServers: gone}, agent.TaskSpec{Prompt: "x", Root: t.TempDir()})
+	res, _, _ := mcpRun(t, agent.Deps{MCP: &agent.MCPOptions{Servers: gone}}, agent.TaskSpec{Prompt: "x", Root: t.TempDir()})
 	found := false
 	for _, n := range res.Notices {
 		found = found || n.Code == mcp.CodeServerFailed
@@ -194,7 +194,7 @@ func TestMCPServerThatFailsToStart(t *testing.T) {
 	}
 	gone[0].Required = true
 	p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "never"}}})
-	_, err := agent.New(agent.Deps{Provider: p, MCPServers: gone}).Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir()})
+	_, err := agent.New(agent.Deps{Provider: p, MCP: &agent.MCPOptions{Servers: gone}}).Run(context.Background(), agent.TaskSpec{Prompt: "x", Root: t.TempDir()})
 	if sema.CodeOf(err) != mcp.CodeServerRequired {
 		t.Fatalf("a required server that failed: %v", err)
 	}
@@ -238,7 +238,7 @@ func TestMCPListChangedRefreshesTheRoster(t *testing.T) {
 	// The notification and the re-listing travel while the model "thinks" about its
 	// second turn; the third request is built after they arrived.
 	slow := &slowSecond{Provider: p, ready: func() bool { return srv.listings.Load() >= 2 }}
-	res, err := agent.New(agent.Deps{Provider: slow, MCPServers: srv.config("srv")}).Run(context.Background(),
+	res, err := agent.New(agent.Deps{Provider: slow, MCP: &agent.MCPOptions{Servers: srv.config("srv")}}).Run(context.Background(),
 		agent.TaskSpec{Prompt: "x", Root: t.TempDir(), PermissionMode: permission.ModeBypassPermissions})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestChildUsesTheParentsMCPServers(t *testing.T) {
 		Turns:   []scripted.Turn{{ToolCalls: []scripted.ToolCall{{ID: "t", Name: "Task", Input: in}}}, {Text: "done"}},
 		Threads: []scripted.Thread{{Match: "CHILD", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{mcpCall("c", "mcp__srv__lookup")}}, {Text: "child looked"}}}},
 	})
-	res, err := agent.New(agent.Deps{Provider: p, MCPServers: srv.config("srv")}).Run(context.Background(),
+	res, err := agent.New(agent.Deps{Provider: p, MCP: &agent.MCPOptions{Servers: srv.config("srv")}}).Run(context.Background(),
 		agent.TaskSpec{Prompt: "x", Root: t.TempDir(), PermissionMode: permission.ModeBypassPermissions})
 	if err != nil {
 		t.Fatal(err)

@@ -59,12 +59,12 @@ func TestRewindRestoresWhatAnMCPToolChanged(t *testing.T) {
 		}})
 		rules, err := permission.ParseRules([]string{"mcp__fs"}, nil, nil)
 		must(t, err)
-		opts := &agent.MCPOptions{}
+		opts := &agent.MCPOptions{Servers: fsServer(t, root)}
 		if declared {
 			opts.ToolEffects = map[string]tools.Effect{"mcp__fs": tools.EffectRead}
 		}
 		runner := agent.New(agent.Deps{Provider: model, Store: session.NewMemory(), History: history.NewMemory(), Policy: &agent.Policy{Rules: rules},
-			Shell: &agent.ShellOptions{Sandbox: "off"}, MCP: opts, MCPServers: fsServer(t, root)})
+			Shell: &agent.ShellOptions{Sandbox: "off"}, MCP: opts})
 		res, err := runner.Run(context.Background(), agent.TaskSpec{Prompt: "use the server", Root: root})
 		must(t, err)
 		if b, _ := os.ReadFile(filepath.Join(root, "made.txt")); string(b) != "made by the server\n" {

@@ -18,8 +18,18 @@ type SettingsOptions struct {
 	// (settings.User) and the command line's (settings.Flag) — parsed with
 	// settings.Load. They take their place in the hierarchy by their Layer; a file of a
 	// workspace or managed layer here is refused (config.settings_invalid): the runner
-	// reads the workspace's own files, and the managed policy is Deps.ManagedSettings.
+	// reads the workspace's own files, and the managed policy is Managed.
 	Files []settings.File
+	// Managed is the deployment's managed policy (settings.Load with settings.Managed;
+	// the command line reads /etc/sema/managed-settings.json): the highest layer, which
+	// nothing below may loosen — its sandbox cannot be turned off nor its network on,
+	// its hooks cannot be disabled, and allowManagedHooksOnly runs its hooks alone. Nil
+	// (the default): none.
+	Managed *settings.File
+	// Tenant are more managed-policy files, each applied as Managed is and after it: a
+	// service's policy for the tenant whose task this is, on top of the machine's. The
+	// deny and ask rules of every one bind. Nil (the default): none.
+	Tenant []settings.File
 	// Sources are the workspace layers read from the task root (settings.Project:
 	// .sema/settings.json, settings.Local: .sema/settings.local.json). Nil (the default):
 	// both; empty: none.
@@ -51,7 +61,7 @@ func (l *leg) readSettings(ctx context.Context) error {
 	}
 	opts := l.deps.settingsOptions()
 	merged, files, err := settingsload.Load(ctx, settingsload.Input{
-		Files: opts.Files, Managed: l.deps.ManagedSettings, Tenant: l.deps.TenantSettings,
+		Files: opts.Files, Managed: opts.Managed, Tenant: opts.Tenant,
 		Sources: opts.Sources, ClaudeCompat: opts.ClaudeCompat, Trust: l.deps.policy().TrustProjectSettings,
 		Root: l.spec.Root, Home: l.home(), Read: l.readSettingsFile,
 	})

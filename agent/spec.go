@@ -15,8 +15,6 @@ import (
 	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
-	"github.com/sema-agent/sema/settings"
-	"github.com/sema-agent/sema/subagent"
 	"github.com/sema-agent/sema/tools"
 	"github.com/sema-agent/sema/tools/files"
 )
@@ -336,33 +334,14 @@ type Deps struct {
 	Shell *ShellOptions
 
 	// Settings say which settings files a run reads besides the deployment's own: the
-	// user's and the command line's files the deployment parsed, the workspace's layers,
-	// Claude Code's files (see SettingsOptions). Nil (the default): the task root's
-	// .sema/settings.json and .sema/settings.local.json only.
+	// user's and the command line's files the deployment parsed, the managed policy, the
+	// workspace's layers, Claude Code's files (see SettingsOptions). Nil (the default):
+	// the task root's .sema/settings.json and .sema/settings.local.json only.
 	Settings *SettingsOptions
-	// ManagedSettings is the deployment's managed policy (settings.Load with
-	// settings.Managed; the command line reads /etc/sema/managed-settings.json): the
-	// highest layer, which nothing below may loosen — its sandbox cannot be turned off
-	// nor its network on, its hooks cannot be disabled, and allowManagedHooksOnly runs
-	// its hooks alone. Nil (the default): none.
-	ManagedSettings *settings.File
-	// TenantSettings are more managed-policy files, each applied as ManagedSettings is
-	// and after it: a service's policy for the tenant whose task this is, on top of the
-	// machine's. The deny and ask rules of every one bind. Nil (the default): none.
-	TenantSettings []settings.File
-
-	// Agents are the deployment's agent types for the Task tool. They join the built-in
-	// ones (general-purpose, Explore, Plan) and the task root's .claude/agents/*.md and
-	// .sema/agents/*.md files, and replace any of those with the same name. A definition
-	// subagent.Validate refuses refuses the run (config.delegation_invalid). Default: none.
-	Agents []subagent.Definition
-	// MCPServers are the deployment's MCP servers (mcp.ParseConfig reads Claude Code's
-	// mcpServers format). They join the workspace's (started only when MCP.TrustProject)
-	// and are replaced by the task's of the same name. Default: none.
-	MCPServers []mcp.Server
-	// MCP tunes the MCP servers: timeouts, the output cap, trust of the workspace's
-	// servers, declared effects. Nil (the default): 30 s to start, 120 s a call, 25,000
-	// tokens of output, the workspace's servers not started, no declared effects.
+	// MCP names the deployment's MCP servers and tunes them all: timeouts, the output
+	// cap, trust of the workspace's servers, declared effects. Nil (the default): no
+	// servers of the deployment's, 30 s to start, 120 s a call, 25,000 tokens of output,
+	// the workspace's servers not started, no declared effects.
 	MCP *MCPOptions
 	// SystemPrompt replaces the built-in instructions for every task, as
 	// TaskSpec.SystemPrompt does for one (which wins). Empty (the default): the built-in
@@ -379,8 +358,9 @@ type Deps struct {
 	// built-in table does not know. A negative, NaN or infinite price, or an empty name,
 	// is refused (config.prices_invalid). Nil (the default): the built-in table only.
 	Prices map[string]pricing.Price
-	// Delegation configures the Task tool: whether it is mounted, how many of a turn's
-	// calls run at once, how deep delegation nests. Nil (the default): mounted, 4 at once,
+	// Delegation configures the Task tool: the deployment's agent types, whether it is
+	// mounted, how many of a turn's calls run at once, how deep delegation nests. Nil
+	// (the default): the built-in and the workspace's agent types, mounted, 4 at once,
 	// children do not delegate.
 	Delegation *Delegation
 	// WebFetch configures the WebFetch tool. Nil (the default): mounted on every leg,

@@ -331,7 +331,8 @@ func (s *Server) prepare(t *taskRow, legs *legStream, tenantFiles []settings.Fil
 	}
 	deps := agent.Deps{
 		Provider: s.patient(provider, legs), Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
-		SessionLease: s.cfg.SessionLease, ManagedSettings: s.cfg.ManagedSettings, TenantSettings: tenantFiles,
+		SessionLease: s.cfg.SessionLease,
+		Settings:     &agent.SettingsOptions{Managed: s.cfg.ManagedSettings, Tenant: tenantFiles},
 	}
 	if d, ok := s.b.(interface{ stateDir() string }); ok {
 		deps.StateDir = d.stateDir()

@@ -119,9 +119,9 @@ func TestMessagesInCLIWords(t *testing.T) {
 // reach: the CLI always wires a store, a history, a provider and the tools, so these
 // refusals would be a bug of sema's own wiring, reported as the library words it.
 var libraryOnly = []string{
-	"Deps.Store", "Deps.History", "Deps.Provider", "Deps.Approver", "Deps.Tools", "Deps.Agents", "Deps.Delegation",
+	"Deps.Store", "Deps.History", "Deps.Provider", "Deps.Approver", "Deps.Tools", "Deps.Delegation",
 	"Deps.Instructions.MaxChars", "Deps.WebFetch.MaxBytes", "Deps.WebFetch.Timeout", "Deps.Context.Window", "Deps.Context.Threshold",
-	"Deps.Settings.Files", "Deps.ManagedSettings", "Deps.FileHistoryCapture", "Deps.Hooks", "Deps.Shell", "Deps.Env", "Deps.Policy.",
+	"Deps.Settings.Files", "Deps.Settings.Managed", "Deps.FileHistoryCapture", "Deps.Hooks", "Deps.Shell", "Deps.Env", "Deps.Policy.",
 	"Resume.SessionID", "Resume.At", "Hooks.TrackFileEdit", "TaskSpec.MaxTokens", "Config.Env", "Config.Fence", "Config.ScratchDir",
 	"Config.EnvPassthrough", "Config.CommitCoAuthor", "Config.Durable", "Config.Modes", "Spec.Name",
 }

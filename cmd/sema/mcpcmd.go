@@ -95,8 +95,8 @@ func mcpList(ctx context.Context, o *mcpOptions, only string, stdout io.Writer) 
 		return usageErr(err)
 	}
 	// No model is asked anything: the runner needs a provider only by contract.
-	deps := agent.Deps{Provider: scripted.New(scripted.Script{}), Settings: &agent.SettingsOptions{Files: perms.files},
-		ManagedSettings: perms.managed, Shell: &agent.ShellOptions{Sandbox: sandbox.Mode(o.sandbox)}}
+	deps := agent.Deps{Provider: scripted.New(scripted.Script{}), Settings: &agent.SettingsOptions{Files: perms.files, Managed: perms.managed},
+		Shell: &agent.ShellOptions{Sandbox: sandbox.Mode(o.sandbox)}}
 	trustDeps(&deps, trusted, o.trust)
 	spec := agent.TaskSpec{Root: root, MCPServers: task, StrictMCPConfig: o.strict}
 	status, err := agent.New(deps).MCPStatus(ctx, spec, only)

@@ -131,8 +131,7 @@ func (s *permissionSetup) apply(deps *agent.Deps, spec *agent.TaskSpec) {
 	spec.DisallowedTools = s.disallowed
 	spec.Sandbox = s.sandbox
 	spec.SandboxNetwork = s.network
-	deps.Settings = &agent.SettingsOptions{Files: s.files, Sources: s.sources, ClaudeCompat: s.compat}
-	deps.ManagedSettings = s.managed
+	deps.Settings = &agent.SettingsOptions{Files: s.files, Managed: s.managed, Sources: s.sources, ClaudeCompat: s.compat}
 	if s.home != "" {
 		deps.Home = s.home
 	}

@@ -46,7 +46,7 @@ func Load(ctx context.Context, in Input) (settings.Merged, []settings.File, erro
 	var files []settings.File
 	for _, f := range in.Files {
 		if f.Layer != settings.User && f.Layer != settings.Flag {
-			return settings.Merged{}, nil, sema.Errorf(settings.CodeSettingsInvalid, "Deps.Settings.Files holds %s as a %s layer; give the user's and the command line's files there (the runner reads the workspace's, and the managed policy is Deps.ManagedSettings)", cmp.Or(f.Path, "a file"), f.Layer)
+			return settings.Merged{}, nil, sema.Errorf(settings.CodeSettingsInvalid, "Deps.Settings.Files holds %s as a %s layer; give the user's and the command line's files there (the runner reads the workspace's, and the managed policy is Deps.Settings.Managed)", cmp.Or(f.Path, "a file"), f.Layer)
 		}
 		files = append(files, f)
 	}
