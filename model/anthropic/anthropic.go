@@ -194,6 +194,11 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 	for n := 0; ; n++ {
 		resp, err := c.attempt(body)
 		if err == nil {
+			if cerr := ctx.Err(); cerr != nil {
+				// Cancelled while the response streamed, and the rest of it was
+				// already buffered: the caller asked for no more, so none is returned.
+				return nil, cancelled(cerr)
+			}
 			return resp, nil
 		}
 		// The SDK has already retried what failed before a response started; what is
