@@ -77,8 +77,8 @@ func set(a *txtar.Archive, name, data string) {
 
 // Diff renders the line diff from want to got (-want +got, three lines of context), and
 // under it the fields of the first changed line that differ, when that line holds a JSON
-// object on both sides (after a transcript's "< " or "> " mark): a protocol line is long,
-// and the field is what a reader looks for.
+// object on both sides (after a transcript's "< " or "> " mark, or an event's "data: "):
+// a protocol line is long, and the field is what a reader looks for.
 func Diff(want, got string) string {
 	a, b := linediff.Lines(want), linediff.Lines(got)
 	ops := linediff.Script(a, b, 10000)
@@ -124,10 +124,11 @@ func jsonDiff(a, b string) string {
 	return cmp.Diff(x, y)
 }
 
-// unmark drops a transcript line's direction mark and its newline.
+// unmark drops a transcript line's direction mark (or an event's data field name) and
+// its newline.
 func unmark(line string) string {
 	line = strings.TrimSuffix(line, "\n")
-	for _, m := range []string{"< ", "> "} {
+	for _, m := range []string{"< ", "> ", "data: "} {
 		if s, ok := strings.CutPrefix(line, m); ok {
 			return s
 		}
