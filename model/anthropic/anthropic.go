@@ -40,7 +40,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -53,6 +52,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/model/internal/retry"
 )
 
 // Defaults of Config and Request fields left zero.
@@ -127,7 +127,7 @@ func New(cfg Config) (*Provider, error) {
 	if strings.TrimSpace(cfg.APIKey) == "" {
 		return nil, sema.Errorf(model.CodeConfig, "no Anthropic API key is configured; set ANTHROPIC_API_KEY to a key from the Anthropic console")
 	}
-	p := &Provider{maxRetries: cfg.MaxRetries, idleTimeout: cfg.IdleTimeout, backoff: backoff, bodies: newBodyCache()}
+	p := &Provider{maxRetries: cfg.MaxRetries, idleTimeout: cfg.IdleTimeout, backoff: retry.Backoff, bodies: newBodyCache()}
 	switch {
 	case p.maxRetries == 0:
 		p.maxRetries = DefaultMaxRetries
@@ -194,6 +194,11 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 	for n := 0; ; n++ {
 		resp, err := c.attempt(body)
 		if err == nil {
+			if cerr := ctx.Err(); cerr != nil {
+				// Cancelled while the response streamed, and the rest of it was
+				// already buffered: the caller asked for no more, so none is returned.
+				return nil, cancelled(cerr)
+			}
 			return resp, nil
 		}
 		// The SDK has already retried what failed before a response started; what is
@@ -205,18 +210,12 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 		// The caller has seen part of the broken stream; the next attempt may answer
 		// differently, so its deltas would not continue what was shown.
 		c.muted = c.emitted
-		wait := p.backoff(n)
 		reason := "the response broke off"
 		if !c.streamed {
 			reason = "the server sent nothing"
 		}
-		model.ObserveRetry(ctx, model.Retry{Attempt: c.attempts, Wait: wait, Reason: reason})
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, cancelled(ctx.Err())
-		case <-t.C:
+		if err := retry.Wait(ctx, model.Retry{Attempt: c.attempts, Wait: p.backoff(n), Reason: reason}); err != nil {
+			return nil, cancelled(err)
 		}
 	}
 }
@@ -356,11 +355,12 @@ func (c *call) fail(err error, w *watch) error {
 // SDK picks a jittered wait itself, and the announced one is its longest.
 func (c *call) announceRetry(res *http.Response, err error, n int) {
 	if err != nil {
-		wait := min(500*time.Millisecond<<min(n, 4), 8*time.Second)
+		wait := retry.Ceiling(n)
 		model.ObserveRetry(c.ctx, model.Retry{Attempt: c.attempts, Wait: wait, Reason: "the connection failed"})
 		return
 	}
-	if !sdkRetries(res) {
+	// The SDK sends again what retry.Transient calls transient: its rule is the same.
+	if !retry.Transient(res) {
 		return
 	}
 	wait, ok := retryAfter(res.Header)
@@ -369,19 +369,6 @@ func (c *call) announceRetry(res *http.Response, err error, n int) {
 	}
 	res.Header.Set("retry-after-ms", strconv.FormatInt(wait.Milliseconds(), 10))
 	model.ObserveRetry(c.ctx, model.Retry{Attempt: c.attempts, Wait: wait, Status: res.StatusCode})
-}
-
-// sdkRetries reports whether the SDK sends a request again after the error response
-// res: what its x-should-retry header says, else 408, 409, 429 and 5xx.
-func sdkRetries(res *http.Response) bool {
-	switch res.Header.Get("x-should-retry") {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	s := res.StatusCode
-	return s == http.StatusRequestTimeout || s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500
 }
 
 // boundWait keeps the SDK from waiting out a retry-after longer than maxWait: such a
@@ -415,13 +402,6 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 		return time.Until(t), true
 	}
 	return 0, false
-}
-
-// backoff is the wait before stream-level retry n: 0.5s doubling per retry up to 8s,
-// less up to a quarter of jitter, as the SDK waits between its own retries.
-func backoff(n int) time.Duration {
-	d := min(500*time.Millisecond<<min(n, 4), 8*time.Second)
-	return d - time.Duration(rand.Int64N(int64(d/4)))
 }
 
 func defaultHTTPClient() *http.Client {

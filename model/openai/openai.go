@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/model/internal/retry"
 )
 
 // DefaultBaseURL is the official API endpoint, used when Config.BaseURL is empty.
@@ -206,7 +206,7 @@ func New(cfg Config) (*Provider, error) {
 		firstByte: firstByte,
 		maxWait:   maxWait,
 		retries:   retries,
-		backoff:   backoff,
+		backoff:   retry.Backoff,
 	}, nil
 }
 
@@ -256,14 +256,8 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 		// The caller has seen part of the broken stream; the next attempt may answer
 		// differently, so its deltas would not continue what was shown.
 		out.muted = out.emitted
-		wait := p.backoff(n)
-		model.ObserveRetry(ctx, model.Retry{Attempt: c.attempts, Wait: wait, Reason: "the response broke off"})
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, cancelled(ctx.Err())
-		case <-t.C:
+		if err := retry.Wait(ctx, model.Retry{Attempt: c.attempts, Wait: p.backoff(n), Reason: "the response broke off"}); err != nil {
+			return nil, cancelled(err)
 		}
 	}
 }
@@ -327,7 +321,7 @@ func (p *Provider) send(ctx context.Context, body []byte, c *capture, wd *watchd
 			b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 			res.Body.Close()
 			ae := parseAPIError(res.StatusCode, b)
-			if !transient(res) {
+			if !retry.Transient(res) {
 				return nil, &statusError{ae}
 			}
 			d, ok := retryAfter(res.Header)
@@ -347,32 +341,14 @@ func (p *Provider) send(ctx context.Context, body []byte, c *capture, wd *watchd
 			res.Body = &touchReader{ReadCloser: res.Body, wd: wd}
 			return res, nil
 		}
-		retry := model.Retry{Attempt: c.attempts, Wait: wait, Reason: "the connection failed"}
+		r := model.Retry{Attempt: c.attempts, Wait: wait, Reason: "the connection failed"}
 		if res != nil {
-			retry.Status, retry.Reason = res.StatusCode, ""
+			r.Status, r.Reason = res.StatusCode, ""
 		}
-		model.ObserveRetry(ctx, retry)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := retry.Wait(ctx, r); err != nil {
+			return nil, err
 		}
 	}
-}
-
-// transient reports whether an error response may pass if the request is sent again:
-// the server's x-should-retry when it says, else the status.
-func transient(res *http.Response) bool {
-	switch res.Header.Get("x-should-retry") {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	s := res.StatusCode
-	return s == http.StatusRequestTimeout || s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500
 }
 
 // errOtherOrigin refuses a redirect away from the configured server: the request
@@ -447,16 +423,6 @@ func (d *deltas) emit(x model.Delta) {
 	}
 	d.emitted = true
 	d.onDelta(x)
-}
-
-// backoff is the wait before retry n of a call: 0.5 s doubling per retry up to 8 s,
-// less up to a quarter of jitter (the official SDKs' schedule).
-func backoff(n int) time.Duration {
-	d := 8 * time.Second
-	if n < 4 {
-		d = 500 * time.Millisecond << n
-	}
-	return d - rand.N(d/4)
 }
 
 // endpoint is the URL calls go to, for messages.

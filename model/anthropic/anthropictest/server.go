@@ -320,12 +320,10 @@ func (t Turn) stopReason() string {
 	}
 }
 
-// sse writes server-sent events and flushes each one.
-type sse struct {
-	w http.ResponseWriter
-	f http.Flusher
-}
+// sse writes the Messages API's named events, each flushed.
+type sse struct{ fakeserver.SSE }
 
+// send writes one event; data is JSON already ([]byte) or marshalled.
 func (e sse) send(event string, data any) {
 	var b []byte
 	if raw, ok := data.([]byte); ok {
@@ -333,20 +331,13 @@ func (e sse) send(event string, data any) {
 	} else {
 		b, _ = json.Marshal(data)
 	}
-	fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", event, b)
-	if e.f != nil {
-		e.f.Flush()
-	}
+	e.Event(event, string(b))
 }
 
 type obj = map[string]any
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, model string, id int) {
-	w.Header().Set("content-type", "text/event-stream; charset=utf-8")
-	w.Header().Set("cache-control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	e := sse{w: w, f: flusher}
+	e := sse{fakeserver.StartSSE(w)}
 
 	u := turn.Usage
 	startOutput := min(u.OutputTokens, 1)

@@ -25,7 +25,6 @@ package openaitest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -397,11 +396,7 @@ func split(s string, n int) []string {
 
 // stream writes the turn as an event stream.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, model string, id int, includeUsage bool) {
-	w.Header().Set("content-type", "text/event-stream; charset=utf-8")
-	w.Header().Set("cache-control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	c := chunker{w: w, f: flusher, id: fmt.Sprintf("chatcmpl-openaitest%03d", id), model: model, usage: includeUsage}
+	c := chunker{sse: fakeserver.StartSSE(w), id: fmt.Sprintf("chatcmpl-openaitest%03d", id), model: model, usage: includeUsage}
 
 	callIDs := make([]string, len(turn.ToolCalls))
 	for i, tc := range turn.ToolCalls {
@@ -515,8 +510,7 @@ func callStart(turn Turn, i int, id string) ordered {
 
 // chunker writes chat.completion.chunk events.
 type chunker struct {
-	w     io.Writer
-	f     http.Flusher
+	sse   fakeserver.SSE
 	id    string
 	model string
 	usage bool
@@ -574,10 +568,7 @@ func (c chunker) fault(f Fault) bool {
 func (c chunker) data(b []byte) { c.raw(string(b)) }
 
 func (c chunker) raw(s string) {
-	fmt.Fprintf(c.w, "data: %s\n\n", s)
-	if c.f != nil {
-		c.f.Flush()
-	}
+	c.sse.Event("", s)
 }
 
 // kv is one member of an ordered JSON object.
