@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/gate"
+	"github.com/sema-agent/sema/internal/lease"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -35,7 +36,7 @@ type leg struct {
 	legID string
 	// lease is the leg's claim on its session (nil without a store); stop ends the leg's
 	// context with a cause, which is how a lost lease stops the leg.
-	lease *sessionLease
+	lease *lease.Held
 	stop  context.CancelCauseFunc
 
 	recMu sync.Mutex // serializes transcript writes, which parallel read calls make
