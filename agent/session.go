@@ -624,12 +624,7 @@ func (l *leg) mintLocked(ctx context.Context) {
 // unsynced reports whether background Bash tasks may have changed files since the last
 // snapshot (see atBoundary).
 func (c *bashChanges) unsynced() bool {
-	if c == nil {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.tree != nil && (c.background || c.running())
+	return c != nil && c.Unsynced()
 }
 
 // rewindFrom rewinds the scope's files to the start of turn (with end, to the end of the
