@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/compact"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/tools"
@@ -228,7 +229,7 @@ func (l *leg) costReport() (map[string]ModelUsage, *float64) {
 // it is the same for every model; it is not exact, which is why a budget is checked
 // against it only to decide whether to send the request at all.
 func (l *leg) requestEstimate(msgs []model.Message) int64 {
-	return int64(len(l.system)/4) + l.specTokens + estimateTokens(msgs)
+	return int64(len(l.system)/4) + l.specTokens + compact.EstimateTokens(msgs)
 }
 
 // overBudget reports whether the leg's next request, estimated from msgs, would pass a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/compact"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools/files"
@@ -31,7 +32,7 @@ const (
 	// entryDelegation opens a delegated child's transcript. payload: delegationEntry.
 	entryDelegation = "delegation"
 	// entryCompaction marks a compaction; replay applies it to the conversation rebuilt
-	// so far. payload: compactionEntry.
+	// so far. payload: compact.Entry.
 	entryCompaction = "compaction"
 )
 
@@ -162,11 +163,11 @@ func replay(entries []session.Entry) (resumeState, error) {
 			}
 			applyReads(st.reads, r.Records, r.Forget)
 		case entryCompaction:
-			var c compactionEntry
+			var c compact.Entry
 			if err := json.Unmarshal(e.Payload, &c); err != nil {
 				return st, corrupt(e, err)
 			}
-			st.messages = applyCompaction(st.messages, c)
+			st.messages = compact.Apply(st.messages, c)
 		case entryTodos:
 			var t todosEntry
 			if err := json.Unmarshal(e.Payload, &t); err != nil {
