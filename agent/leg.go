@@ -9,6 +9,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/budget"
 	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/internal/lease"
 	"github.com/sema-agent/sema/model"
@@ -166,13 +167,13 @@ type leg struct {
 	// subagents are the child legs this leg's Task calls ran; childUsage is their usage.
 	subagents  []SubagentRun
 	childUsage model.Usage
-	// tallies are the leg's usage and cost by model, its children's included; todoList
-	// is the session's todo list (see todos).
-	tallies  map[string]*tally
+	// tallies are the leg's usage and cost by model, its children's included (under
+	// their own lock); todoList is the session's todo list (see todos).
+	tallies  budget.Tallies
 	todoList []Todo
 
 	// budget is what the leg may spend and has spent, its children's included.
-	budget *budget
+	budget *budget.Pool
 
 	// instr is the leg's instruction files; nil when they are off.
 	instr *instructionState
