@@ -11,6 +11,7 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/budget"
 	"github.com/sema-agent/sema/internal/gate"
+	"github.com/sema-agent/sema/internal/instrfiles"
 	"github.com/sema-agent/sema/internal/lease"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
@@ -176,7 +177,7 @@ type leg struct {
 	budget *budget.Pool
 
 	// instr is the leg's instruction files; nil when they are off.
-	instr *instructionState
+	instr *instrfiles.State
 }
 
 // notice records a notice, delivers it to the deployment's sink, and queues it for the
