@@ -125,38 +125,15 @@ func (l *leg) compact(ctx context.Context, msgs []model.Message, reason, instruc
 		trigger = "auto"
 	}
 	l.preCompactHooks(ctx, trigger, instructions)
-	before := l.nextRequestTokens(msgs)
-	w := int64(l.window())
-	if w == 0 && reason == "overflow" {
-		// No window is known, but the provider refused this much: work to less.
-		w = before * 9 / 10
-	}
-	clear := compact.Entry{Kind: compact.Clear, Keep: compact.KeepTurns, Reason: reason, TokensBefore: before}
-	cleared := compact.Apply(msgs, clear)
-	clear.TokensAfter = int64(len(l.system)/4) + l.specTokens + compact.EstimateTokens(cleared)
-	if reason == "auto" && w > 0 && float64(clear.TokensAfter) < 0.6*float64(w) {
-		return l.commitCompaction(ctx, cleared, clear, turn)
-	}
-	summary, err := l.summarize(ctx, cleared, instructions, w)
-	if err != nil {
-		return msgs, err
-	}
-	if clear.TokensAfter < before {
-		if _, err := l.commitCompaction(ctx, cleared, clear, turn); err != nil {
-			return msgs, err
-		}
-	}
-	keep := compact.KeepTurns
-	if w > 0 {
-		// The kept turns must leave room: fewer of them when they alone are large.
-		for keep > 1 && float64(compact.EstimateTokens(cleared[compact.KeptFrom(cleared, keep):])) > 0.3*float64(w) {
-			keep--
-		}
-	}
-	sum := compact.Entry{Kind: compact.Summary, Keep: keep, Summary: summary, Reason: reason, TokensBefore: clear.TokensAfter}
-	out := compact.Apply(cleared, sum)
-	sum.TokensAfter = int64(len(l.system)/4) + l.specTokens + compact.EstimateTokens(out)
-	return l.commitCompaction(ctx, out, sum, turn)
+	return compact.Run(ctx, msgs, l.nextRequestTokens(msgs), l.window(), reason, compact.Leg{
+		Fixed: int64(len(l.system)/4) + l.specTokens,
+		Summarize: func(ctx context.Context, msgs []model.Message, w int64) (string, error) {
+			return l.summarize(ctx, msgs, instructions, w)
+		},
+		Commit: func(ctx context.Context, out []model.Message, c compact.Entry) ([]model.Message, error) {
+			return l.commitCompaction(ctx, out, c, turn)
+		},
+	})
 }
 
 // commitCompaction records a compaction and reports it; the leg continues from out.
