@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/compact"
 	"github.com/sema-agent/sema/model"
 )
 
@@ -30,13 +31,6 @@ type ContextOptions struct {
 // the conversation is compacted.
 const DefaultCompactThreshold = 0.85
 
-// compactKeepTurns is how many of the latest turns a compaction keeps as they are.
-const compactKeepTurns = 3
-
-// clearStub is the size, in bytes, above which an old tool result's body is cleared: a
-// short answer costs less than the sentence that would replace it.
-const clearStub = 256
-
 func (d *Deps) contextOptions() ContextOptions {
 	if d.Context == nil {
 		return ContextOptions{}
@@ -56,32 +50,6 @@ func validateContext(deps *Deps) error {
 	return nil
 }
 
-// compactionEntry records a compaction in the transcript. The entries before it stay
-// stored, so the session can still be read, branched and rewound across it; replay
-// applies it to the conversation it rebuilt, which gives the conversation the model
-// continued with.
-type compactionEntry struct {
-	// Kind is "clear" (old tool results' bodies replaced by a stub) or "summary" (the
-	// conversation before the kept turns replaced by a summary).
-	Kind string `json:"kind"`
-	// Keep is how many of the latest turns (assistant messages and what follows each) are
-	// kept as they are.
-	Keep int `json:"keep"`
-	// Summary is the summary that replaces the earlier conversation (kind summary).
-	Summary string `json:"summary,omitempty"`
-	// Reason says what asked for it: auto (the window's threshold), overflow (the
-	// provider refused a request as too long) or manual (Runner.Compact, the control).
-	Reason string `json:"reason"`
-	// TokensBefore and TokensAfter are the conversation's size, estimated, around it.
-	TokensBefore int64 `json:"tokens_before"`
-	TokensAfter  int64 `json:"tokens_after"`
-}
-
-const (
-	compactionClear   = "clear"
-	compactionSummary = "summary"
-)
-
 // CompactionInfo describes one compaction (EventCompaction, TaskResult.Compactions).
 type CompactionInfo struct {
 	// Kind is "clear" or "summary" (see ContextOptions).
@@ -92,117 +60,6 @@ type CompactionInfo struct {
 	TokensBefore int64 `json:"tokens_before"`
 	// TokensAfter is the conversation's estimated size after it, in tokens.
 	TokensAfter int64 `json:"tokens_after"`
-}
-
-// applyCompaction returns the conversation c leaves of msgs. It is a pure function of
-// its inputs, so that replay rebuilds exactly the conversation the leg continued with.
-func applyCompaction(msgs []model.Message, c compactionEntry) []model.Message {
-	cut := keptFrom(msgs, c.Keep)
-	switch c.Kind {
-	case compactionClear:
-		out := make([]model.Message, len(msgs))
-		copy(out, msgs)
-		for i := range out[:cut] {
-			out[i] = clearResults(out[i])
-		}
-		return out
-	case compactionSummary:
-		out := []model.Message{summaryMessage(c.Summary)}
-		for _, m := range msgs[cut:] {
-			if m.Role == model.RoleUser {
-				out = appendUser(out, m)
-			} else {
-				out = append(out, m)
-			}
-		}
-		return out
-	}
-	return msgs
-}
-
-// keptFrom is the index of the first message of the keep latest turns: the keep-th
-// assistant message from the end; 0 when there are fewer.
-func keptFrom(msgs []model.Message, keep int) int {
-	seen := 0
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == model.RoleAssistant {
-			seen++
-			if seen == keep {
-				return i
-			}
-		}
-	}
-	return 0
-}
-
-// clearResults replaces the bodies of m's large tool results with a stub that says what
-// was there; the call and its id stay, so the conversation stays whole.
-func clearResults(m model.Message) model.Message {
-	changed := false
-	content := make([]model.Block, len(m.Content))
-	for i, b := range m.Content {
-		content[i] = b
-		if b.Kind != model.KindToolResult {
-			continue
-		}
-		n := blocksSize(b.Content)
-		if n <= clearStub {
-			continue
-		}
-		b.Content = []model.Block{model.TextBlock(fmt.Sprintf("[This result was cleared to save context (%d bytes). Run the call again if you need it.]", n))}
-		content[i], changed = b, true
-	}
-	if !changed {
-		return m
-	}
-	return model.Message{Role: m.Role, Content: content}
-}
-
-// blocksSize is the size of blocks in bytes as the estimate counts them: text and input
-// as they are, an image as what providers charge for one of the largest they accept
-// (about 1,600 tokens), not its bytes.
-func blocksSize(bs []model.Block) int {
-	n := 0
-	for _, b := range bs {
-		n += len(b.Text) + len(b.Input) + blocksSize(b.Content)
-		if b.Kind == model.KindImage {
-			n += imageEstimate
-		}
-	}
-	return n
-}
-
-// imageEstimate is an image's weight in the estimate, in bytes (four a token).
-const imageEstimate = 6400
-
-// summaryMessage opens a compacted conversation.
-func summaryMessage(summary string) model.Message {
-	return model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(
-		"This session continues an earlier conversation that was compacted to fit the context window. " +
-			"The summary below replaces the earlier turns; the latest turns follow as they were.\n\n<summary>\n" +
-			strings.TrimSpace(summary) + "\n</summary>")}}
-}
-
-// compactionPrompt is the summary request's system prompt.
-const compactionPrompt = `You are summarising a conversation between a user and a coding agent so that the agent can continue the same task with the summary in place of the conversation. The agent will see nothing of the earlier turns but your summary, followed by its latest turns.
-
-Write a summary that keeps everything needed to continue, in this order:
-1. The task: the user's requests, in their own words where they matter, and every constraint they gave.
-2. Decisions made and why, and approaches tried that failed.
-3. Files: every file read, created, changed or deleted, with its path and its current state (what was changed in it, what is still to change).
-4. Commands run that matter (tests, builds) and their outcome.
-5. Open problems, errors not yet solved, and the next steps the agent was about to take.
-6. The todo list, if there is one, with each item's status.
-
-Be specific: paths, names, numbers and error messages exactly. Omit pleasantries. Do not call tools. Answer with the summary only.`
-
-// estimateTokens is the local estimate of a conversation's size: four bytes a token.
-func estimateTokens(msgs []model.Message) int64 {
-	n := 0
-	for _, m := range msgs {
-		n += 8 + blocksSize(m.Content)
-	}
-	return int64(n/4 + 1)
 }
 
 // window is the leg's context window in tokens; 0 when unknown.
@@ -228,9 +85,9 @@ func (l *leg) threshold() float64 {
 func (l *leg) nextRequestTokens(msgs []model.Message) int64 {
 	fixed := int64(len(l.system)/4) + l.specTokens
 	if l.ctx.reported > 0 && l.ctx.msgs <= len(msgs) {
-		return l.ctx.reported + estimateTokens(msgs[l.ctx.msgs:])
+		return l.ctx.reported + compact.EstimateTokens(msgs[l.ctx.msgs:])
 	}
-	return fixed + estimateTokens(msgs)
+	return fixed + compact.EstimateTokens(msgs)
 }
 
 // noteContext records the provider's report of a request's size, for the next estimate.
@@ -268,42 +125,19 @@ func (l *leg) compact(ctx context.Context, msgs []model.Message, reason, instruc
 		trigger = "auto"
 	}
 	l.preCompactHooks(ctx, trigger, instructions)
-	before := l.nextRequestTokens(msgs)
-	w := int64(l.window())
-	if w == 0 && reason == "overflow" {
-		// No window is known, but the provider refused this much: work to less.
-		w = before * 9 / 10
-	}
-	clear := compactionEntry{Kind: compactionClear, Keep: compactKeepTurns, Reason: reason, TokensBefore: before}
-	cleared := applyCompaction(msgs, clear)
-	clear.TokensAfter = int64(len(l.system)/4) + l.specTokens + estimateTokens(cleared)
-	if reason == "auto" && w > 0 && float64(clear.TokensAfter) < 0.6*float64(w) {
-		return l.commitCompaction(ctx, cleared, clear, turn)
-	}
-	summary, err := l.summarize(ctx, cleared, instructions, w)
-	if err != nil {
-		return msgs, err
-	}
-	if clear.TokensAfter < before {
-		if _, err := l.commitCompaction(ctx, cleared, clear, turn); err != nil {
-			return msgs, err
-		}
-	}
-	keep := compactKeepTurns
-	if w > 0 {
-		// The kept turns must leave room: fewer of them when they alone are large.
-		for keep > 1 && float64(estimateTokens(cleared[keptFrom(cleared, keep):])) > 0.3*float64(w) {
-			keep--
-		}
-	}
-	sum := compactionEntry{Kind: compactionSummary, Keep: keep, Summary: summary, Reason: reason, TokensBefore: clear.TokensAfter}
-	out := applyCompaction(cleared, sum)
-	sum.TokensAfter = int64(len(l.system)/4) + l.specTokens + estimateTokens(out)
-	return l.commitCompaction(ctx, out, sum, turn)
+	return compact.Run(ctx, msgs, l.nextRequestTokens(msgs), l.window(), reason, compact.Leg{
+		Fixed: int64(len(l.system)/4) + l.specTokens,
+		Summarize: func(ctx context.Context, msgs []model.Message, w int64) (string, error) {
+			return l.summarize(ctx, msgs, instructions, w)
+		},
+		Commit: func(ctx context.Context, out []model.Message, c compact.Entry) ([]model.Message, error) {
+			return l.commitCompaction(ctx, out, c, turn)
+		},
+	})
 }
 
 // commitCompaction records a compaction and reports it; the leg continues from out.
-func (l *leg) commitCompaction(ctx context.Context, out []model.Message, c compactionEntry, turn int) ([]model.Message, error) {
+func (l *leg) commitCompaction(ctx context.Context, out []model.Message, c compact.Entry, turn int) ([]model.Message, error) {
 	if _, ok := l.record(ctx, entryCompaction, c); !ok {
 		return nil, l.recordFailed()
 	}
@@ -324,22 +158,8 @@ func (l *leg) commitCompaction(ctx context.Context, out []model.Message, c compa
 // definitions and fits where the conversation itself did not: w (the window, 0 when
 // unknown) bounds it, its oldest part cut first.
 func (l *leg) summarize(ctx context.Context, msgs []model.Message, instructions string, w int64) (string, error) {
-	text := renderConversation(msgs)
-	if w > 0 {
-		budget := int(0.7*float64(w))*4 - len(compactionPrompt)
-		if budget < 4096 {
-			budget = 4096
-		}
-		if len(text) > budget {
-			cut := len(text) - budget
-			text = fmt.Sprintf("[the first %d bytes of the conversation did not fit and are not shown]\n", cut) + text[cut:]
-		}
-	}
-	ask := "Here is the conversation to summarise:\n\n<conversation>\n" + text + "\n</conversation>\n\nSummarise it as the system prompt says."
-	if s := strings.TrimSpace(instructions); s != "" {
-		ask += " In particular: " + s
-	}
-	req := &model.Request{Model: l.spec.Model, System: compactionPrompt, MaxTokens: l.spec.MaxTokens,
+	ask := compact.Ask(msgs, instructions, w)
+	req := &model.Request{Model: l.spec.Model, System: compact.Prompt, MaxTokens: l.spec.MaxTokens,
 		Messages: []model.Message{{Role: model.RoleUser, Content: []model.Block{model.TextBlock(ask)}}}}
 	resp, err := l.deps.Provider.Stream(ctx, req, nil)
 	if err != nil {
@@ -350,35 +170,11 @@ func (l *leg) summarize(ctx context.Context, msgs []model.Message, instructions 
 	l.sideUsage = l.sideUsage.Add(resp.Usage)
 	l.mu.Unlock()
 	l.charge(resp)
-	text = strings.TrimSpace(resp.Text())
+	text := strings.TrimSpace(resp.Text())
 	if text == "" {
 		return "", sema.Errorf(CodeCompactionFailed, "the conversation could not be compacted: the model answered the summary request with no text")
 	}
 	return text, nil
-}
-
-// renderConversation spells a conversation out as text for the summary request.
-func renderConversation(msgs []model.Message) string {
-	var b strings.Builder
-	for _, m := range msgs {
-		for _, bl := range m.Content {
-			switch bl.Kind {
-			case model.KindText:
-				fmt.Fprintf(&b, "%s: %s\n", m.Role, bl.Text)
-			case model.KindToolUse:
-				fmt.Fprintf(&b, "%s called %s %s\n", m.Role, bl.Name, bl.Input)
-			case model.KindToolResult:
-				status := "result"
-				if bl.IsError {
-					status = "error"
-				}
-				fmt.Fprintf(&b, "tool %s: %s\n", status, blocksText(bl.Content))
-			case model.KindImage:
-				b.WriteString("[an image]\n")
-			}
-		}
-	}
-	return b.String()
 }
 
 // contextState is what the leg knows of its conversation's size.

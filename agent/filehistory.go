@@ -135,6 +135,6 @@ type lazyBoundary struct{ *bashChanges }
 // Before mints the turn's boundary, then snapshots the write roots.
 func (c lazyBoundary) Before(ctx context.Context, background bool) ([]string, error) {
 	c.l.ensureBoundary(ctx)
-	c.turn.Store(int64(c.l.boundTurn()))
+	c.SetTurn(c.l.boundTurn())
 	return c.bashChanges.Before(ctx, background)
 }

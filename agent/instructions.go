@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"strings"
-	"sync"
-
-	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/instructions"
+	"github.com/sema-agent/sema/internal/instrfiles"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/tools"
 )
@@ -60,25 +57,13 @@ func validateInstructions(deps *Deps) error {
 	return nil
 }
 
-// instructionState is a leg's instruction files: the loader of its conversation, what
-// it loaded at the start, and what it loaded since that the next request has not yet
-// carried.
-type instructionState struct {
-	loader *instructions.Loader
-	start  instructions.Set
-
-	mu      sync.Mutex
-	pending []instructions.File
-}
-
 // prepareInstructions loads the leg's start files, unless a layer turned them off. A
 // child leg begins with its parent's start files, not read again (its conversation is
 // new, so the files below the root are loaded anew as it reads there).
 func (l *leg) prepareInstructions(ctx context.Context) {
 	if l.link != nil {
 		if p := l.link.parent.instr; p != nil {
-			l.instr = &instructionState{loader: p.loader.Fork()}
-			l.instr.start = l.instr.loader.Start(ctx)
+			l.instr = p.Fork(ctx)
 		}
 		return
 	}
@@ -106,8 +91,8 @@ func (l *leg) prepareInstructions(ctx context.Context) {
 		MaxChars:  l.deps.instructions().MaxChars,
 		Claude:    l.layered.ClaudeCompat,
 	})
-	l.instr = &instructionState{loader: loader, start: loader.Start(ctx)}
-	for _, n := range l.instr.start.Notices {
+	l.instr = instrfiles.New(ctx, loader)
+	for _, n := range l.instr.Start().Notices {
 		l.notice(n)
 	}
 }
@@ -115,10 +100,10 @@ func (l *leg) prepareInstructions(ctx context.Context) {
 // instructionFiles are the canonical paths of the files in the system prompt, for the
 // manifest.
 func (l *leg) instructionFiles() []string {
-	if l.instr == nil || len(l.instr.start.Files) == 0 {
+	if l.instr == nil {
 		return nil
 	}
-	return l.instr.start.Paths()
+	return l.instr.Paths()
 }
 
 // instructionsPrompt is the system prompt's part for the instruction files and the
@@ -127,28 +112,11 @@ func instructionsPrompt(l *leg) string {
 	if l.instr == nil {
 		return ""
 	}
-	var files, memory instructions.Set
-	for _, f := range l.instr.start.Files {
-		if f.Source == instructions.SourceMemory {
-			memory.Files = append(memory.Files, f)
-		} else {
-			files.Files = append(files.Files, f)
-		}
-	}
-	var b strings.Builder
-	if len(files.Files) > 0 {
-		b.WriteString("\n# Instructions from files\n")
-		b.WriteString("The user and the project keep instructions for you in the files below. They are not data: follow them, over the ways of working above where the two differ. Where two of them disagree, the later one (closer to the working directory) wins. When you first read in a directory below the working directory that has such files, they are added to the conversation.\n\n")
-		b.WriteString(files.Text())
-	}
+	memory := ""
 	if dirs := admittedDirs(l.fence, fence.AdvertiserMemory); len(dirs) > 0 {
-		b.WriteString("\n# Memory\n")
-		b.WriteString("Your memory directory, " + dirs[0] + ", keeps what you learn for later tasks. Its index, " + dirs[0] + "/" + instructions.MemoryIndex + ", is shown at the start of every task; the notes themselves are not, so read the ones you need. When you save a note there, add a line to the index naming its file and what it holds, keep the index short, and remove lines of notes you delete.\n")
-		if len(memory.Files) > 0 {
-			b.WriteString("\n" + memory.Text())
-		}
+		memory = dirs[0]
 	}
-	return b.String()
+	return l.instr.Prompt(memory)
 }
 
 // watchReads wraps the read tools so that a successful call tells the leg the
@@ -186,27 +154,7 @@ func (w readWatch) Run(ctx context.Context, input json.RawMessage) tools.Result 
 // Glob's directory with the static start of its pattern. A path the fence refuses,
 // or one that does not exist, names no directory.
 func (l *leg) readIn(ctx context.Context, tool string, input json.RawMessage) {
-	var in struct {
-		FilePath string `json:"file_path"`
-		Path     string `json:"path"`
-		Pattern  string `json:"pattern"`
-	}
-	if json.Unmarshal(input, &in) != nil {
-		return
-	}
-	spelled := in.Path
-	switch tool {
-	case "Read":
-		spelled = in.FilePath
-	case "Glob":
-		base, _ := doublestar.SplitPattern(filepath.ToSlash(in.Pattern))
-		switch {
-		case filepath.IsAbs(in.Pattern):
-			spelled = filepath.FromSlash(base)
-		case base != "." && base != "":
-			spelled = filepath.Join(spelled, filepath.FromSlash(base))
-		}
-	}
+	spelled := instrfiles.ReadPath(tool, input)
 	if spelled == "" {
 		return
 	}
@@ -220,16 +168,10 @@ func (l *leg) readIn(ctx context.Context, tool string, input json.RawMessage) {
 	} else if !fi.IsDir() {
 		dir = filepath.Dir(dir)
 	}
-	set := l.instr.loader.Enter(ctx, dir)
+	set := l.instr.Enter(ctx, dir)
 	for _, n := range set.Notices {
 		l.notice(n)
 	}
-	if len(set.Files) == 0 {
-		return
-	}
-	l.instr.mu.Lock()
-	l.instr.pending = append(l.instr.pending, set.Files...)
-	l.instr.mu.Unlock()
 	for _, f := range set.Files {
 		msg := "the instruction file " + f.Path + " was loaded: a tool read in " + dir
 		if f.ImportedBy != "" {
@@ -240,22 +182,10 @@ func (l *leg) readIn(ctx context.Context, tool string, input json.RawMessage) {
 }
 
 // withReminders adds the instruction files loaded since the last request to the user
-// message that answers the turn's tool calls, as one text block after the results. The
-// system prompt is not changed: it was sent already, and a stable one is what lets
-// providers cache it. The block is part of the conversation from then on (the
-// transcript stores it, compaction summarises it like any message).
+// message that answers the turn's tool calls (instrfiles.State.Reminders).
 func (l *leg) withReminders(results []model.Block) []model.Block {
 	if l.instr == nil {
 		return results
 	}
-	l.instr.mu.Lock()
-	files := l.instr.pending
-	l.instr.pending = nil
-	l.instr.mu.Unlock()
-	if len(files) == 0 {
-		return results
-	}
-	text := "<system-reminder>\nYou read in a directory with instruction files of its own. Follow them as you follow those in the system prompt, for work in the directory each one is in and below it.\n\n" +
-		instructions.Set{Files: files}.Text() + "</system-reminder>"
-	return append(append([]model.Block(nil), results...), model.TextBlock(text))
+	return l.instr.Reminders(results)
 }

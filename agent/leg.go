@@ -9,7 +9,10 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/budget"
 	"github.com/sema-agent/sema/internal/gate"
+	"github.com/sema-agent/sema/internal/instrfiles"
+	"github.com/sema-agent/sema/internal/lease"
 	"github.com/sema-agent/sema/internal/roster"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
@@ -36,7 +39,7 @@ type leg struct {
 	legID string
 	// lease is the leg's claim on its session (nil without a store); stop ends the leg's
 	// context with a cause, which is how a lost lease stops the leg.
-	lease *sessionLease
+	lease *lease.Held
 	stop  context.CancelCauseFunc
 
 	recMu sync.Mutex // serializes transcript writes, which parallel read calls make
@@ -166,16 +169,16 @@ type leg struct {
 	// subagents are the child legs this leg's Task calls ran; childUsage is their usage.
 	subagents  []SubagentRun
 	childUsage model.Usage
-	// tallies are the leg's usage and cost by model, its children's included; todoList
-	// is the session's todo list (see todos).
-	tallies  map[string]*tally
+	// tallies are the leg's usage and cost by model, its children's included (under
+	// their own lock); todoList is the session's todo list (see todos).
+	tallies  budget.Tallies
 	todoList []Todo
 
 	// budget is what the leg may spend and has spent, its children's included.
-	budget *budget
+	budget *budget.Pool
 
 	// instr is the leg's instruction files; nil when they are off.
-	instr *instructionState
+	instr *instrfiles.State
 }
 
 // notice records a notice, delivers it to the deployment's sink, and queues it for the

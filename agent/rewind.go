@@ -9,7 +9,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/history"
-	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/internal/lease"
 )
 
 // RewindSpec asks to return a session to the start of one of its turns.
@@ -95,12 +95,12 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	// A rewind writes the session's files and head: it is the session's one writer while
 	// it runs, like a leg (a running leg makes it session.busy, or is waited for), and
 	// renews its lease as a leg does. Its entries are written under the lease's claim.
-	lease, err := holdLease(ctx, r.deps.Store, s.ID, leaseTTL(&r.deps), spec.Wait, func(error) {})
+	held, err := lease.Hold(ctx, r.deps.Store, s.ID, leaseTTL(&r.deps), spec.Wait, func(error) {})
 	if err != nil {
 		return nil, err
 	}
-	defer lease.release(ctx)
-	claim := &session.Claim{SessionID: s.ID, Holder: lease.holder}
+	defer held.Release(ctx)
+	claim := held.Claim()
 	if _, host := r.deps.Env.(*env.Host); host && spec.Files && !spec.DryRun && s.Root != "" {
 		// What an interrupted atomic write left behind goes with the rewind that cleans up.
 		env.CleanStaleTemps(ctx, s.Root)

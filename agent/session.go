@@ -9,6 +9,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/compact"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools/files"
@@ -31,7 +32,7 @@ const (
 	// entryDelegation opens a delegated child's transcript. payload: delegationEntry.
 	entryDelegation = "delegation"
 	// entryCompaction marks a compaction; replay applies it to the conversation rebuilt
-	// so far. payload: compactionEntry.
+	// so far. payload: compact.Entry.
 	entryCompaction = "compaction"
 )
 
@@ -162,11 +163,11 @@ func replay(entries []session.Entry) (resumeState, error) {
 			}
 			applyReads(st.reads, r.Records, r.Forget)
 		case entryCompaction:
-			var c compactionEntry
+			var c compact.Entry
 			if err := json.Unmarshal(e.Payload, &c); err != nil {
 				return st, corrupt(e, err)
 			}
-			st.messages = applyCompaction(st.messages, c)
+			st.messages = compact.Apply(st.messages, c)
 		case entryTodos:
 			var t todosEntry
 			if err := json.Unmarshal(e.Payload, &t); err != nil {
@@ -624,12 +625,7 @@ func (l *leg) mintLocked(ctx context.Context) {
 // unsynced reports whether background Bash tasks may have changed files since the last
 // snapshot (see atBoundary).
 func (c *bashChanges) unsynced() bool {
-	if c == nil {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.tree != nil && (c.background || c.running())
+	return c != nil && c.Unsynced()
 }
 
 // rewindFrom rewinds the scope's files to the start of turn (with end, to the end of the

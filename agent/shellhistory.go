@@ -2,62 +2,19 @@ package agent
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"sync"
-	"sync/atomic"
+	"encoding/json"
 
 	"github.com/sema-agent/sema"
-	"github.com/sema-agent/sema/fence"
-	"github.com/sema-agent/sema/history"
-	"github.com/sema-agent/sema/history/treestate"
-	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/internal/shellchange"
 	"github.com/sema-agent/sema/tools/shell"
 )
 
-// bashChanges records what Bash commands change in the write roots into the leg's file
-// history: a stat-cache snapshot (treestate) before a command, a walk after it, and a
-// first-touch record for every file created, changed or deleted, at the current turn's
-// boundary — so a rewind restores them like write-tool edits.
-//
-// The snapshot lives for the leg: its stat cache in memory, the staged pre-image bytes in
-// the shell's scratch directory (removed with it). A new leg primes its own on its first
-// Bash call; the records themselves are in the history store and outlive both.
-//
-// The same walk guards the protected paths (shellprotect.go): it finds the
-// protected entries at every depth before a command, for the sandbox to keep read-only,
-// and puts back after it what the command created or changed in them without a person's
-// approval of that call.
+// bashChanges is the leg's recorder of what Bash commands (and MCP tools) change in the
+// write roots (package shellchange): file history's records, the guard of the
+// protected paths, and the durable stage.
 type bashChanges struct {
+	*shellchange.Recorder
 	l *leg
-	// history: the changes go into file history. Without it (file history off) the walk
-	// serves the protection alone and keeps the bytes of protected files only.
-	history bool
-
-	mu   sync.Mutex
-	tree *treestate.Tree
-	// background: a background task ran since the last snapshot, so what changed since is
-	// its doing and is recorded at the next snapshot. Without one, a change found before a
-	// command is someone else's (a write tool's, already recorded; the person's own) and
-	// is only absorbed.
-	background bool
-	// bgUnapproved: a background task no person approved may have run since the last
-	// snapshot, so what it did to protected paths is put back there.
-	bgUnapproved bool
-	named        map[string]bool // uncovered files a notice already named
-	// walked is what the latest walk found for the sandbox (Confinement).
-	walked walkedPlaces
-	// linkedNamed are the multi-link files a note already named.
-	linkedNamed map[string]bool
-	// stage is the durable stage's directory (bashstage.go); empty when the stage is the
-	// scratch directory's, which lives for the process only.
-	stage string
-	// turn is the turn the next command runs in, for the stage's in-flight mark.
-	turn atomic.Int64
-	// held are the notes of a walk between calls (at a turn's boundary) that no answer
-	// carried: what a background task did to protected paths, put back there. The next
-	// command's answer carries them.
-	held []string
 }
 
 // bashRecorder is the shell's change recorder: on when file history is (the runner's own
@@ -66,7 +23,7 @@ func (l *leg) bashRecorder() *bashChanges {
 	if l.files == nil || l.spec.ReadOnly {
 		return nil
 	}
-	return &bashChanges{l: l, history: true, named: map[string]bool{}, linkedNamed: map[string]bool{}}
+	return l.changeRecorder(true)
 }
 
 // protectRecorder is the shell's change recorder when file history is off: the walk
@@ -75,209 +32,83 @@ func (l *leg) protectRecorder() *bashChanges {
 	if l.spec.ReadOnly {
 		return nil
 	}
-	return &bashChanges{l: l, named: map[string]bool{}, linkedNamed: map[string]bool{}}
+	return l.changeRecorder(false)
 }
 
-// treeLocked builds the snapshot on first use: the shell's scratch directory exists only
-// once the shell does.
-func (c *bashChanges) treeLocked() *treestate.Tree {
-	if c.tree == nil {
-		l := c.l
-		scratch := l.shell.ScratchDir()
-		stage := l.shell.StageDir()
-		if d := c.durableStage(); d != "" {
-			stage, c.stage = d, d
-		}
-		c.tree = treestate.New(treestate.Config{
-			Env:      l.deps.Env,
-			Roots:    l.fence.WriteRoots(),
-			StageDir: stage,
-			Durable:  c.stage != "",
-			Skip: func(p string) bool {
-				// A credential store is denied to the file tools, yet one that is also
-				// protected (~/.ssh under a home write root) is still guarded.
-				if fence.Contains(scratch, p) {
-					return true
-				}
-				if !l.fence.Denied(p) {
-					return false
-				}
-				prot, _ := l.fence.IsProtected(p)
-				return !prot || l.fence.InDenySet(p)
-			},
-			Protected:     l.protectedEntry,
-			Spots:         fence.ProtectedSpots(),
-			ProtectedOnly: !c.history,
-		})
-	}
-	return c.tree
+func (l *leg) changeRecorder(record bool) *bashChanges {
+	return &bashChanges{l: l, Recorder: shellchange.New(shellchange.Config{
+		Env:                l.deps.Env,
+		Fence:              l.fence,
+		History:            l.deps.History,
+		Record:             record,
+		StateDir:           l.deps.StateDir,
+		ProceedUnprotected: l.deps.policy().FileHistoryPolicy == ProceedUnprotected,
+		Sandboxed:          l.sandbox != nil,
+		Leg:                recordedLeg{l},
+	})}
 }
 
-// Before implements shell.ChangeRecorder.
-func (c *bashChanges) Before(ctx context.Context, background bool) ([]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	bg := c.background || c.running()
-	notes, err := c.syncLocked(ctx, bg, c.backgroundGuard(bg))
-	if err == nil || c.l.deps.policy().FileHistoryPolicy == ProceedUnprotected {
-		// This command's answer carries what earlier walks held (a refused command's
-		// does not: they wait for the next).
-		notes, c.held = append(c.held, notes...), nil
-	}
-	if err != nil {
-		if c.l.deps.policy().FileHistoryPolicy == ProceedUnprotected {
-			c.walked = walkedPlaces{}
-			c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "a Bash command runs without a file-history snapshot: " + err.Error()})
-			return append(notes, "The workspace could not be snapshotted for file history, so what this command changes cannot be rewound, and protected paths below the top of the workspace are not guarded."), nil
-		}
-		return nil, err
-	}
-	c.settleBackground(background, sandbox.Approved(ctx))
-	// The command may change files from here on: every pre-image it could need is on
-	// disk, and the stage says a command is in flight, before it starts.
-	if err := c.armLocked(); err != nil {
-		if c.l.deps.policy().FileHistoryPolicy == ProceedUnprotected {
-			c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "a Bash command runs without a durable file-history snapshot; if the process dies before it ends, what it changes cannot be rewound: " + err.Error()})
-			return notes, nil
-		}
-		return nil, err
-	}
-	return notes, nil
-}
-
-// After implements shell.ChangeRecorder.
-func (c *bashChanges) After(ctx context.Context) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	notes, err := c.syncLocked(ctx, true, c.callGuard(ctx))
-	if err != nil {
-		c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "what a Bash command changed could not be recorded for rewind, nor its protected paths checked: " + err.Error()})
-		// The next walk takes what this command changed as a background task's: it is
-		// recorded then, and — unless a person approved the call — guarded, so a
-		// protected write this walk missed is still put back rather than absorbed.
-		c.background = true
-		if !sandbox.Approved(ctx) {
-			c.bgUnapproved = true
-		}
-		return []string{"What this command changed could not be recorded for rewind, nor checked for protected paths yet (" + err.Error() + "); the next walk will."}
-	}
-	// A command moved to the background at its timeout runs on as a task of this call.
-	// Which running task is this call's is not known here, so any task running after a
-	// call no person approved may be it: guarding an approved task's protected writes
-	// too is the side to err on.
-	c.settleBackground(c.running(), sandbox.Approved(ctx))
-	c.settleLocked()
-	return notes
-}
-
-// atBoundary attributes to the turn that ends what background tasks changed since the
-// last snapshot, before the next turn's boundary is minted.
+// atBoundary: see shellchange.Recorder.AtBoundary; nothing without a recorder.
 func (c *bashChanges) atBoundary(ctx context.Context) {
-	if c == nil {
-		return
+	if c != nil {
+		c.AtBoundary(ctx)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tree == nil || !(c.background || c.running()) {
-		return
+}
+
+// closeStage: see shellchange.Recorder.CloseStage; nothing without a recorder.
+func (c *bashChanges) closeStage(ctx context.Context, kept bool) {
+	if c != nil {
+		c.CloseStage(ctx, kept)
 	}
-	notes, err := c.syncLocked(ctx, true, c.backgroundGuard(true))
-	c.held = append(c.held, notes...)
+}
+
+// recordedLeg is what a recorder reads of its leg (shellchange.Leg).
+type recordedLeg struct{ l *leg }
+
+func (r recordedLeg) Shell() *shell.Set    { return r.l.shell }
+func (r recordedLeg) Notice(n sema.Notice) { r.l.notice(n) }
+func (r recordedLeg) SessionID() string    { return r.l.sessionID }
+func (r recordedLeg) LegID() string        { return r.l.legID }
+func (r recordedLeg) Scope() string        { return r.l.historyScope }
+func (r recordedLeg) CallID(ctx context.Context) string {
+	ref, _ := ctx.Value(callRefKey{}).(callRef)
+	return ref.id
+}
+
+func (r recordedLeg) Call(ctx context.Context) (json.RawMessage, bool) {
+	rc, ok := ctx.Value(callKey{}).(runningCall)
+	return rc.input, ok
+}
+
+func (r recordedLeg) Edited() []string {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	return append([]string(nil), r.l.edited...)
+}
+
+func (r recordedLeg) Deny(toolUseID string, input json.RawMessage, reason string) {
+	r.l.deny(PermissionDenial{Tool: shell.NameBash, ToolUseID: toolUseID, Input: input, Reason: reason, Code: shell.CodeProtectedReverted})
+}
+
+// recoverBashStages is the leg's recovery, before its first turn: what a killed
+// process's command changed is recorded in the turn it ran in (the scope's newest
+// boundary), with a notice.
+func (l *leg) recoverBashStages(ctx context.Context) error {
+	if l.files == nil || l.link != nil {
+		return nil
+	}
+	rec, err := recoverStages(ctx, l.deps, l.historyScope)
 	if err != nil {
-		c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "what background tasks changed could not be recorded for rewind: " + err.Error()})
-		return
+		return err
 	}
-	c.settleBackground(false, true)
-	c.settleLocked()
+	for _, n := range rec.Notices() {
+		l.notice(n)
+	}
+	return nil
 }
 
-func (c *bashChanges) running() bool { return c.l.shell != nil && len(c.l.shell.Running()) > 0 }
-
-// syncLocked walks the roots; with record, every change since the last snapshot gets its
-// first-touch record; with a guard, what changed in protected paths is put back instead
-// (see guard). It returns the notes for the call's answer.
-func (c *bashChanges) syncLocked(ctx context.Context, record bool, g *guard) ([]string, error) {
-	l := c.l
-	var unrecoverable []string
-	var rec treestate.RecordFunc
-	if record && c.history {
-		rec = func(ctx context.Context, ch treestate.Change, pre []byte) error {
-			if ch.Unrecoverable {
-				unrecoverable = append(unrecoverable, ch.Path)
-				// Recorded as lost, so a rewind names the file as one it cannot restore
-				// instead of leaving it out.
-				r := history.Record{Scope: l.historyScope, Key: ch.Path, Existed: true, Mode: ch.Mode, Size: ch.Size, Lost: true}
-				if _, _, err := l.deps.History.Insert(context.WithoutCancel(ctx), r, nil); err != nil {
-					return fmt.Errorf("%s: %w", ch.Path, err)
-				}
-				return nil
-			}
-			r := history.Record{Scope: l.historyScope, Key: ch.Path, Existed: ch.Existed, Mode: ch.Mode, Size: ch.Size}
-			stored, _, err := l.deps.History.Insert(context.WithoutCancel(ctx), r, pre)
-			if err != nil {
-				unrecoverable = append(unrecoverable, ch.Path)
-				return fmt.Errorf("%s: %w", ch.Path, err)
-			}
-			// What the command left is the file's after-image: a rewind restores it only
-			// while it still holds exactly that (anything else is a person's edit).
-			after := ch.After
-			if ch.Gone {
-				after = history.AfterAbsent
-			}
-			if after != "" {
-				if err := l.deps.History.SetAfter(context.WithoutCancel(ctx), stored.ID, after); err != nil {
-					l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a Bash command left in " + ch.Path + " could not be recorded; rewinding it will ask for --force: " + err.Error()})
-				}
-			}
-			return nil
-		}
-	}
-	var d treestate.Diff
-	var err error
-	if g != nil {
-		d, err = c.treeLocked().SyncGuarded(ctx, rec, g.keep)
-	} else {
-		d, err = c.treeLocked().Sync(ctx, rec)
-	}
-	if err != nil {
-		return nil, err
-	}
-	notes := c.guarded(ctx, g, d)
-	c.walked = c.placesOf(ctx, d)
-	notes = append(notes, c.linkedNotes(d.Linked)...)
-	if len(unrecoverable) > 0 {
-		msg := "these files were changed by a Bash command but their earlier contents were not kept, so a rewind cannot restore them: " + strings.Join(unrecoverable, ", ")
-		if d.RecordErr != nil {
-			msg += " (" + d.RecordErr.Error() + ")"
-		}
-		l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: msg, Detail: map[string]any{"paths": unrecoverable}})
-		notes = append(notes, fmt.Sprintf("%d file(s) this command changed cannot be rewound (over the %d MiB history cap, unreadable, or not recorded): %s.",
-			len(unrecoverable), treestate.DefaultMaxFileSize>>20, brief(unrecoverable)))
-	}
-	var fresh []string
-	for _, p := range append(append(append([]string(nil), d.Oversize...), d.Unreadable...), d.Beyond...) {
-		if !c.history {
-			break // nothing is recorded: there is no coverage to speak of
-		}
-		if !c.named[p] {
-			c.named[p] = true
-			fresh = append(fresh, p)
-		}
-	}
-	if len(fresh) > 0 {
-		l.notice(sema.Notice{Code: CodeBashUncovered, Message: fmt.Sprintf("file history cannot cover %d file(s) of the write roots (over the %d MiB size cap, unreadable, or past the %d-file walk cap): a Bash change to them cannot be rewound",
-			len(fresh), treestate.DefaultMaxFileSize>>20, treestate.DefaultMaxFiles), Detail: map[string]any{"paths": fresh}})
-		notes = append(notes, fmt.Sprintf("File history does not cover %d file(s) of the workspace (too large, unreadable, or past the walk cap), so Bash changes to them cannot be rewound: %s.", len(fresh), brief(fresh)))
-	}
-	return notes, nil
+// recoverStages records what the commands that dead processes of scope left in flight
+// changed (shellchange.Recover).
+func recoverStages(ctx context.Context, deps *Deps, scope string) (shellchange.Recovery, error) {
+	return shellchange.Recover(ctx, shellchange.Stores{Env: deps.Env, History: deps.History, StateDir: deps.StateDir}, scope)
 }
-
-// brief names up to five paths, and counts the rest.
-func brief(paths []string) string {
-	if len(paths) <= 5 {
-		return strings.Join(paths, ", ")
-	}
-	return strings.Join(paths[:5], ", ") + fmt.Sprintf(" and %d more", len(paths)-5)
-}
-
-var _ shell.ChangeRecorder = (*bashChanges)(nil)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/sema-agent/sema"
-	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/internal/lease"
 	"github.com/sema-agent/sema/session"
 )
 
@@ -31,7 +31,7 @@ const (
 func init() { schema = append(schema, recoverySchema...) }
 
 // recoverySchema: a row per working process, its heartbeat by the database's clock
-// (process is its name as its legs' lease holders carry it: agent.LeaseProcess), and
+// (process is its name as its legs' lease holders carry it: lease.Process), and
 // the leg each one runs, with the River job and attempt it runs it in.
 var recoverySchema = []string{
 	`CREATE TABLE IF NOT EXISTS sema_serve_workers (
@@ -64,7 +64,7 @@ type recovery struct {
 
 func newRecovery(s *Server) *recovery {
 	host, _ := os.Hostname()
-	r := &recovery{s: s, id: newID(), host: host, process: agent.LeaseProcess(),
+	r := &recovery{s: s, id: newID(), host: host, process: lease.Process(),
 		now: `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`}
 	if _, ok := s.b.(*pgBackend); ok {
 		r.now = `CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)`
@@ -147,7 +147,7 @@ func (r *recovery) rescueDead(ctx context.Context) error {
 		return err
 	}
 	for _, w := range workers {
-		if !w.stale && !(w.host == r.host && agent.ProcessGone(w.process)) {
+		if !w.stale && !(w.host == r.host && lease.ProcessGone(w.process)) {
 			continue
 		}
 		if err := r.rescue(ctx, w.deadWorker); err != nil {
@@ -221,7 +221,7 @@ func (r *recovery) freeLease(ctx context.Context, sessionID, process string) err
 		return err
 	}
 	holder, _ := se.Detail["holder"].(string)
-	if holder == "" || agent.HolderProcess(holder) != process {
+	if holder == "" || lease.HolderProcess(holder) != process {
 		return nil
 	}
 	return r.s.b.sessions().ReleaseLease(ctx, sessionID, holder)

@@ -23,6 +23,7 @@ import (
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/shellchange"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/session/sqlitedb"
@@ -335,7 +336,7 @@ without asking, as the command has always done.`,
 				if err := st.History().Forget(cmd.Context(), id); err != nil {
 					return failed(wayOut(err, ""))
 				}
-				if err := agent.ForgetStages(st.Path(), id); err != nil {
+				if err := shellchange.ForgetStages(st.Path(), id); err != nil {
 					return failed(wayOut(err, ""))
 				}
 			}

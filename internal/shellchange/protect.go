@@ -1,4 +1,4 @@
-package agent
+package shellchange
 
 import (
 	"context"
@@ -39,24 +39,22 @@ import (
 // what keep names.
 type guard struct {
 	keep func(path string) bool
-	// call is the Bash call the walk follows (nil for a background task's).
-	call *runningCall
-	id   string
+	// call says the walk follows a Bash call (not a background task's), whose input and
+	// tool-use id are input and id.
+	call  bool
+	input json.RawMessage
+	id    string
 }
 
 // callGuard guards the walk after a call: unless a person approved exactly it, or the
 // write face is open.
-func (c *bashChanges) callGuard(ctx context.Context) *guard {
-	if sandbox.Approved(ctx) || c.l.fence.WriteFace() == fence.FaceOpen {
+func (c *Recorder) callGuard(ctx context.Context) *guard {
+	if sandbox.Approved(ctx) || c.cfg.Fence.WriteFace() == fence.FaceOpen {
 		return nil
 	}
 	g := &guard{keep: func(string) bool { return false }}
-	if rc, ok := ctx.Value(callKey{}).(runningCall); ok {
-		g.call = &rc
-	}
-	if ref, ok := ctx.Value(callRefKey{}).(callRef); ok {
-		g.id = ref.id
-	}
+	g.input, g.call = c.cfg.Leg.Call(ctx)
+	g.id = c.cfg.Leg.CallID(ctx)
 	return g
 }
 
@@ -64,13 +62,11 @@ func (c *bashChanges) callGuard(ctx context.Context) *guard {
 // one no person approved may have run. A protected file a write tool wrote in this leg —
 // after a person's yes, or under the open face — keeps its change: the write tool's and a
 // task's changes cannot be told apart.
-func (c *bashChanges) backgroundGuard(bg bool) *guard {
-	if !bg || !c.bgUnapproved || c.l.fence.WriteFace() == fence.FaceOpen {
+func (c *Recorder) backgroundGuard(bg bool) *guard {
+	if !bg || !c.bgUnapproved || c.cfg.Fence.WriteFace() == fence.FaceOpen {
 		return nil
 	}
-	c.l.mu.Lock()
-	edited := append([]string(nil), c.l.edited...)
-	c.l.mu.Unlock()
+	edited := c.cfg.Leg.Edited()
 	return &guard{keep: func(p string) bool {
 		for _, e := range edited {
 			if fence.Contains(p, e) {
@@ -84,7 +80,7 @@ func (c *bashChanges) backgroundGuard(bg bool) *guard {
 // settleBackground notes, after a walk, whether background tasks run on, and whether
 // one no person approved may: started says this call put one in the background (at its
 // start, or at its timeout), approved that a person approved the call.
-func (c *bashChanges) settleBackground(started, approved bool) {
+func (c *Recorder) settleBackground(started, approved bool) {
 	c.background = started || c.running()
 	switch {
 	case !c.background:
@@ -96,34 +92,34 @@ func (c *bashChanges) settleBackground(started, approved bool) {
 
 // protectedEntry is the walk's test of an entry: the fence's protected rule, behind a
 // filter on the entry's name (the walk asks it of every entry).
-func (l *leg) protectedEntry(p string) bool {
+func (c *Recorder) protectedEntry(p string) bool {
 	if !fence.ProtectedCandidate(p[strings.LastIndexByte(p, '/')+1:]) {
 		return false
 	}
-	prot, _ := l.fence.IsProtected(p)
+	prot, _ := c.cfg.Fence.IsProtected(p)
 	return prot
 }
 
 // guarded reports what a guarded walk put back, and what it could not: in the answer, a
 // notice, and, for what was put back, the leg's permission denials.
-func (c *bashChanges) guarded(ctx context.Context, g *guard, d treestate.Diff) []string {
+func (c *Recorder) guarded(ctx context.Context, g *guard, d treestate.Diff) []string {
 	if g == nil {
 		return nil
 	}
-	l := c.l
+	l := c.cfg.Leg
 	var notes []string
 	who := "This command"
-	if g.call == nil {
+	if !g.call {
 		who = "A background task"
 	}
 	if len(d.Reverted) > 0 {
 		msg := fmt.Sprintf("%s created or changed protected paths without a person's approval of that exact call, and they were put back (%s): %s", who, shell.CodeProtectedReverted, brief(d.Reverted))
-		l.notice(sema.Notice{Code: shell.CodeProtectedReverted, Message: msg, Detail: map[string]any{"paths": d.Reverted}})
+		l.Notice(sema.Notice{Code: shell.CodeProtectedReverted, Message: msg, Detail: map[string]any{"paths": d.Reverted}})
 		input := json.RawMessage("{}")
-		if g.call != nil && len(g.call.input) > 0 {
-			input = g.call.input
+		if g.call && len(g.input) > 0 {
+			input = g.input
 		}
-		l.deny(PermissionDenial{Tool: shell.NameBash, ToolUseID: g.id, Input: input, Reason: msg, Code: shell.CodeProtectedReverted})
+		l.Deny(g.id, input, msg)
 		notes = append(notes, fmt.Sprintf("[%s] %s wrote protected paths (.git, .vscode, .envrc, shell startup files and the like, at any depth), which needs a person's yes; what it created there was removed and what it changed was restored: %s. Ask the user to approve this exact command if the change is wanted.",
 			shell.CodeProtectedReverted, who, brief(d.Reverted)))
 	}
@@ -132,7 +128,7 @@ func (c *bashChanges) guarded(ctx context.Context, g *guard, d treestate.Diff) [
 		if d.RevertErr != nil {
 			msg += " (" + d.RevertErr.Error() + ")"
 		}
-		l.notice(sema.Notice{Code: shell.CodeProtectedUnreverted, Message: msg, Detail: map[string]any{"paths": d.Unreverted}})
+		l.Notice(sema.Notice{Code: shell.CodeProtectedUnreverted, Message: msg, Detail: map[string]any{"paths": d.Unreverted}})
 		notes = append(notes, fmt.Sprintf("[%s] %s changed protected paths that could not be put back: %s. Tell the user.", shell.CodeProtectedUnreverted, who, brief(d.Unreverted)))
 	}
 	return notes
@@ -148,13 +144,13 @@ type walkedPlaces struct {
 // that the sandbox knows the multi-link files and protected entries from the start.
 // Later ones take the latest walk's word: what a read-only command could meet that is
 // newer is what a person or an approved call made since.
-func (c *bashChanges) Confinement(ctx context.Context) (readOnly, hidden []string) {
+func (c *Recorder) Confinement(ctx context.Context) (readOnly, hidden []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if tr := c.treeLocked(); !tr.Primed() {
 		d, err := tr.Sync(ctx, nil)
 		if err != nil {
-			c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "the workspace could not be walked before a command, so protected entries below the top of the workspace and multi-link files are not kept from it: " + err.Error()})
+			c.cfg.Leg.Notice(sema.Notice{Code: CodeUnrecorded, Message: "the workspace could not be walked before a command, so protected entries below the top of the workspace and multi-link files are not kept from it: " + err.Error()})
 			return nil, nil
 		}
 		c.walked = c.placesOf(ctx, d)
@@ -166,9 +162,9 @@ func (c *bashChanges) Confinement(ctx context.Context) (readOnly, hidden []strin
 // each one itself, and, for a link or a .git file, the place it leads to when that lies
 // in a write root (a nested repository's .git linking to a store elsewhere in the
 // workspace, git init --separate-git-dir) — and the multi-link files hidden.
-func (c *bashChanges) placesOf(ctx context.Context, d treestate.Diff) walkedPlaces {
+func (c *Recorder) placesOf(ctx context.Context, d treestate.Diff) walkedPlaces {
 	var w walkedPlaces
-	roots := c.l.fence.WriteRoots()
+	roots := c.cfg.Fence.WriteRoots()
 	inRoots := func(p string) bool {
 		for _, r := range roots {
 			if fence.Contains(r, p) {
@@ -186,7 +182,7 @@ func (c *bashChanges) placesOf(ctx context.Context, d treestate.Diff) walkedPlac
 			continue
 		case treestate.KindFile:
 			if filepath.Base(e.Path) == ".git" {
-				if t := gitdirOf(ctx, c.l.deps.Env, e.Path); t != "" && inRoots(t) {
+				if t := gitdirOf(ctx, c.cfg.Env, e.Path); t != "" && inRoots(t) {
 					w.readOnly = append(w.readOnly, t)
 				}
 			}
@@ -233,8 +229,8 @@ func gitdirOf(ctx context.Context, e env.ExecutionEnv, p string) string {
 }
 
 // linkedNotes names, once each, the multi-link files commands cannot read.
-func (c *bashChanges) linkedNotes(linked []string) []string {
-	if c.l.sandbox == nil {
+func (c *Recorder) linkedNotes(linked []string) []string {
+	if !c.cfg.Sandboxed {
 		return nil
 	}
 	var fresh []string
@@ -251,4 +247,4 @@ func (c *bashChanges) linkedNotes(linked []string) []string {
 		fence.CodeHardLink, len(fresh), brief(fresh))}
 }
 
-var _ shell.Confiner = (*bashChanges)(nil)
+var _ shell.Confiner = (*Recorder)(nil)

@@ -1,4 +1,4 @@
-package agent
+package lease
 
 import (
 	"fmt"
@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// A holder's process is the process LeaseProcess names; another process's, or text no
+// A holder's process is the process Process names; another process's, or text no
 // leg wrote, is not.
 func TestHolderProcess(t *testing.T) {
-	if got := HolderProcess(leaseHolder()); got != LeaseProcess() {
-		t.Fatalf("HolderProcess(%q) = %q, want %q", leaseHolder(), got, LeaseProcess())
+	if got := HolderProcess(Holder()); got != Process() {
+		t.Fatalf("HolderProcess(%q) = %q, want %q", Holder(), got, Process())
 	}
 	if got := HolderProcess("pid 12 on h, leg 0a1b2c3d"); got != "pid 12 on h" {
 		t.Fatalf("a holder without the identity: %q", got)
@@ -33,7 +33,7 @@ func TestProcessGone(t *testing.T) {
 	if !ok {
 		t.Skip("/proc does not tell this process's identity here")
 	}
-	if ProcessGone(LeaseProcess()) {
+	if ProcessGone(Process()) {
 		t.Fatal("this process was judged gone")
 	}
 	cmd := exec.Command("sleep", "60")

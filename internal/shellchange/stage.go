@@ -1,7 +1,8 @@
-package agent
+package shellchange
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -33,6 +34,13 @@ import (
 // stageRoot is the directory, under the state directory, that holds every scope's stages.
 const stageRoot = "stage"
 
+// Stores are where Recover finds a scope's stages and records what they hold.
+type Stores struct {
+	Env      env.ExecutionEnv
+	History  history.Store
+	StateDir string
+}
+
 // stageMeta is what a leg stores with its in-flight mark.
 type stageMeta struct {
 	SessionID string `json:"session_id"`
@@ -60,31 +68,31 @@ func scopeDirName(scope string) string {
 // outlive the process: one directory per leg (a delegated child's shell snapshots the
 // same scope with a Tree of its own), under the scope's. Empty: no state directory, or
 // a recorder that records nothing.
-func (c *bashChanges) durableStage() string {
-	l := c.l
-	if !c.history || l.deps.StateDir == "" || l.historyScope == "" {
+func (c *Recorder) durableStage() string {
+	l := c.cfg.Leg
+	if !c.cfg.Record || c.cfg.StateDir == "" || l.Scope() == "" {
 		return ""
 	}
-	leg := l.legID
+	leg := l.LegID()
 	if leg == "" || !plainScope.MatchString(leg) {
-		leg = newSessionID()
+		leg = randomName()
 	}
-	return filepath.Join(scopeDir(l.deps.StateDir, l.historyScope), leg)
+	return filepath.Join(scopeDir(c.cfg.StateDir, l.Scope()), leg)
 }
 
 // armLocked marks a command in flight in the durable stage: every pre-image it may
 // need is on disk first. Without a durable stage it does nothing.
-func (c *bashChanges) armLocked() error {
+func (c *Recorder) armLocked() error {
 	if c.tree == nil || c.stage == "" {
 		return nil
 	}
-	meta, _ := json.Marshal(stageMeta{SessionID: c.l.sessionID, Scope: c.l.historyScope, Turn: int(c.turn.Load())})
+	meta, _ := json.Marshal(stageMeta{SessionID: c.cfg.Leg.SessionID(), Scope: c.cfg.Leg.Scope(), Turn: int(c.turn.Load())})
 	return c.tree.Arm(meta)
 }
 
 // settleLocked arms the stage while a background task may still change files, and
 // disarms it once nothing runs: what ran is recorded.
-func (c *bashChanges) settleLocked() {
+func (c *Recorder) settleLocked() {
 	if c.tree == nil || c.stage == "" {
 		return
 	}
@@ -95,15 +103,15 @@ func (c *bashChanges) settleLocked() {
 		err = c.tree.Disarm()
 	}
 	if err != nil {
-		c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "the snapshot of Bash changes could not be kept on disk; a crash now would lose what the running commands change: " + err.Error()})
+		c.cfg.Leg.Notice(sema.Notice{Code: CodeUnrecorded, Message: "the snapshot of Bash changes could not be kept on disk; a crash now would lose what the running commands change: " + err.Error()})
 	}
 }
 
-// closeStage ends the leg's snapshot: background tasks were stopped, so what they
+// CloseStage ends the leg's snapshot: background tasks were stopped, so what they
 // changed since the last walk is recorded, and the stage goes — unless that record
 // failed, or tasks are kept running (Deps.Shell.KeepBackgroundTasks): then it stays
 // armed, for the next leg to recover.
-func (c *bashChanges) closeStage(ctx context.Context, kept bool) {
+func (c *Recorder) CloseStage(ctx context.Context, kept bool) {
 	if c == nil {
 		return
 	}
@@ -114,7 +122,7 @@ func (c *bashChanges) closeStage(ctx context.Context, kept bool) {
 	}
 	if !kept && (c.background || c.bgUnapproved) {
 		if _, err := c.syncLocked(ctx, true, c.backgroundGuard(true)); err != nil {
-			c.l.notice(sema.Notice{Code: CodeBashUnrecorded, Message: "what background tasks changed before the run ended could not be recorded for rewind: " + err.Error()})
+			c.cfg.Leg.Notice(sema.Notice{Code: CodeUnrecorded, Message: "what background tasks changed before the run ended could not be recorded for rewind: " + err.Error()})
 			return
 		}
 		c.background, c.bgUnapproved = false, false
@@ -134,8 +142,8 @@ func (c *bashChanges) closeStage(ctx context.Context, kept bool) {
 	}
 }
 
-// stageRecovery is what recoverStages found.
-type stageRecovery struct {
+// Recovery is what Recover found.
+type Recovery struct {
 	// Recorded are the files a dead process's command changed, now recorded.
 	Recorded []string
 	// Lost are those of them whose pre-image was not kept: recorded as lost.
@@ -144,12 +152,12 @@ type stageRecovery struct {
 	Turns []int
 }
 
-// recoverStages records what the commands that dead processes of scope left in flight
+// Recover records what the commands that dead processes of scope left in flight
 // changed, from their durable stages, at the scope's newest boundary, and removes the
 // stages. The caller holds the session's lease, so no live leg of the scope owns any of
 // them. A stage whose record could not be completed stays, and the error says why.
-func recoverStages(ctx context.Context, deps *Deps, scope string) (stageRecovery, error) {
-	var out stageRecovery
+func Recover(ctx context.Context, deps Stores, scope string) (Recovery, error) {
+	var out Recovery
 	if deps.StateDir == "" || deps.History == nil || scope == "" {
 		return out, nil
 	}
@@ -187,7 +195,7 @@ func recoverStages(ctx context.Context, deps *Deps, scope string) (stageRecovery
 	return out, nil
 }
 
-func recoverStage(ctx context.Context, deps *Deps, scope, stage string, out *stageRecovery) error {
+func recoverStage(ctx context.Context, deps Stores, scope, stage string, out *Recovery) error {
 	var storeErrs []error
 	record := func(ctx context.Context, ch treestate.Change, pre []byte) error {
 		r := history.Record{Scope: scope, Key: ch.Path, Existed: ch.Existed, Mode: ch.Mode, Size: ch.Size, Lost: ch.Existed && ch.Unrecoverable}
@@ -227,37 +235,35 @@ func recoverStage(ctx context.Context, deps *Deps, scope, stage string, out *sta
 }
 
 func recoveryFailed(scope string, err error) error {
-	return sema.Errorf(CodeBashRecoveryFailed, "what an interrupted shell command changed in session %s could not be recorded for rewind (%w); its snapshot is kept, and the next run or rewind of the session tries again — to go on without it, move the snapshot's directory out of %s", scope, err, filepath.Join(stageRoot, scopeDirName(scope))).
+	return sema.Errorf(CodeRecoveryFailed, "what an interrupted shell command changed in session %s could not be recorded for rewind (%w); its snapshot is kept, and the next run or rewind of the session tries again — to go on without it, move the snapshot's directory out of %s", scope, err, filepath.Join(stageRoot, scopeDirName(scope))).
 		With("scope", scope)
 }
 
-// recoverBashStages is the leg's recovery, before its first turn: what a killed
-// process's command changed is recorded in the turn it ran in (the scope's newest
-// boundary), with a notice.
-func (l *leg) recoverBashStages(ctx context.Context) error {
-	if l.files == nil || l.link != nil {
+// Notices are the leg's notices of a recovery: what was recorded, and what of it was
+// lost; none when nothing was.
+func (rec Recovery) Notices() []sema.Notice {
+	if len(rec.Recorded) == 0 {
 		return nil
 	}
-	rec, err := recoverStages(ctx, l.deps, l.historyScope)
-	if err != nil {
-		return err
-	}
-	l.noteRecovery(rec)
-	return nil
-}
-
-func (l *leg) noteRecovery(rec stageRecovery) {
-	if len(rec.Recorded) == 0 {
-		return
-	}
-	l.notice(sema.Notice{Code: CodeBashRecovered,
+	out := []sema.Notice{{Code: CodeRecovered,
 		Message: fmt.Sprintf("recorded for rewind %d file(s) that a shell command changed before its process was killed", len(rec.Recorded)),
-		Detail:  map[string]any{"paths": rec.Recorded, "turns": rec.Turns}})
+		Detail:  map[string]any{"paths": rec.Recorded, "turns": rec.Turns}}}
 	if len(rec.Lost) > 0 {
-		l.notice(sema.Notice{Code: CodeBashUnrecorded,
+		out = append(out, sema.Notice{Code: CodeUnrecorded,
 			Message: "these files were changed by a shell command whose process was killed, and their earlier contents were not kept, so a rewind cannot restore them: " + brief(rec.Lost),
 			Detail:  map[string]any{"paths": rec.Lost}})
 	}
+	return out
+}
+
+// randomName is a fresh name for a leg's stage when the leg has no id to name it: a
+// random RFC 4122 version 4 UUID, as the runner mints session ids.
+func randomName() string {
+	var b [16]byte
+	rand.Read(b[:]) // crypto/rand.Read never fails (it panics instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // ForgetStages removes the durable shell snapshots a session's scope left in the state

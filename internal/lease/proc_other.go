@@ -1,6 +1,6 @@
 //go:build !linux
 
-package agent
+package lease
 
 // selfProcess: without /proc a process's start cannot be told from its pid, so holders
 // carry no identity and a dead holder's lease runs out as it always did.

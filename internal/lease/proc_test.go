@@ -1,4 +1,4 @@
-package agent
+package lease
 
 import (
 	"fmt"
@@ -60,8 +60,8 @@ func TestHolderGoneRealProcess(t *testing.T) {
 	if !ok {
 		t.Skip("/proc does not tell this process's identity here")
 	}
-	if holderGone(leaseHolder(), self, probeProcess) {
-		t.Fatalf("this process's own holder %q was judged dead", leaseHolder())
+	if holderGone(Holder(), self, probeProcess) {
+		t.Fatalf("this process's own holder %q was judged dead", Holder())
 	}
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
@@ -113,13 +113,13 @@ func TestDeadHolderTakenOverAtOnce(t *testing.T) {
 	if _, err := st.AcquireLease(ctx, s.ID, dead, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if err := acquireLease(ctx, st, s.ID, leaseHolder(), time.Minute, false); err == nil {
+	if err := Acquire(ctx, st, s.ID, Holder(), time.Minute, false); err == nil {
 		t.Fatal("the lease of a live holder was taken over")
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	began := time.Now()
-	if err := acquireLease(ctx, st, s.ID, leaseHolder(), time.Minute, false); err != nil {
+	if err := Acquire(ctx, st, s.ID, Holder(), time.Minute, false); err != nil {
 		t.Fatalf("the lease of a dead holder: %v", err)
 	}
 	if took := time.Since(began); took > time.Second {
@@ -131,7 +131,7 @@ func TestDeadHolderTakenOverAtOnce(t *testing.T) {
 	if _, err := st.AcquireLease(ctx, s2.ID, other, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if err := acquireLease(ctx, st, s2.ID, leaseHolder(), time.Minute, false); err == nil {
+	if err := Acquire(ctx, st, s2.ID, Holder(), time.Minute, false); err == nil {
 		t.Fatal("the lease of another machine's holder was taken over")
 	}
 }
