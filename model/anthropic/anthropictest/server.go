@@ -377,6 +377,25 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, model
 		return
 	}
 
+	e.blocks(turn, id)
+	e.send("message_delta", obj{"type": "message_delta",
+		"delta": obj{"stop_reason": turn.stopReason(), "stop_sequence": nil},
+		"usage": obj{
+			"input_tokens":                u.InputTokens,
+			"cache_creation_input_tokens": u.CacheCreationInputTokens,
+			"cache_read_input_tokens":     u.CacheReadInputTokens,
+			"output_tokens":               u.OutputTokens,
+		},
+	})
+	if turn.Fault == FaultTruncated {
+		return
+	}
+	e.send("message_stop", obj{"type": "message_stop"})
+}
+
+// blocks streams a turn's content blocks as the API does: thinking, then text, then
+// each tool call, numbered from 0.
+func (e sse) blocks(turn Turn, id int) {
 	index := 0
 	if turn.Thinking != "" {
 		sig := turn.Signature
@@ -424,19 +443,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, model
 		e.send("content_block_stop", obj{"type": "content_block_stop", "index": index})
 		index++
 	}
-	e.send("message_delta", obj{"type": "message_delta",
-		"delta": obj{"stop_reason": turn.stopReason(), "stop_sequence": nil},
-		"usage": obj{
-			"input_tokens":                u.InputTokens,
-			"cache_creation_input_tokens": u.CacheCreationInputTokens,
-			"cache_read_input_tokens":     u.CacheReadInputTokens,
-			"output_tokens":               u.OutputTokens,
-		},
-	})
-	if turn.Fault == FaultTruncated {
-		return
-	}
-	e.send("message_stop", obj{"type": "message_stop"})
 }
 
 // whole answers a request without "stream": true with the complete message object.
