@@ -23,13 +23,10 @@
 // first turn, by a coded *sema.Error; every failure after that is a status, and
 // TaskResult.Error says why for error and cancelled.
 //
-// A leg has three phases, each in its own file:
-//   - prepare (prepare.go): the doors refuse a bad spec by name before anything runs; the
-//     fence resolves roots and faces once; the tool roster and the system prompt are built;
-//   - loop (loop.go): the model is asked, its tool calls run (dispatch.go), the results go
-//     back, until the model stops, the turn limit is reached, a question parks the leg,
-//     or ctx ends;
-//   - finish: the TaskResult is assembled from what the leg recorded.
+// A leg refuses a bad TaskSpec or Deps by name before anything runs (a *sema.Error
+// whose code says which field to change), then asks the model, runs its tool calls
+// through the permission check, and sends the results back, until the model stops, the
+// turn limit or a budget is reached, a question parks the leg, or ctx ends.
 //
 // Every tool call gets a tool result, also when the tool fails, panics or is cancelled.
 package agent
