@@ -36,109 +36,154 @@ func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, p
 	}
 	l.resetParks()
 	l.turnPark = nil
-	rest := calls[start:]
-	for _, c := range rest {
-		l.emit(Event{Type: EventToolUse, Turn: turn, ToolUse: &ToolUse{ID: c.ID, Name: c.Name, Input: c.Input}})
-	}
-	results := make([]tools.Result, len(rest))
-	settled := make([]bool, len(rest))
-	kept := map[int]model.Block{}
-	if p != nil {
-		for i := range rest {
-			if b, ok := p.Later[start+i]; ok {
-				kept[i], settled[i] = b, true
-			}
-			if w, ok := p.Waiting[start+i]; ok {
-				l.setChildPark(start+i, w)
-				settled[i] = true
-			}
-		}
-	}
+	b := l.openBatch(turn, start, calls[start:], p)
 	if l.approval != nil {
-		c := rest[0]
-		results[0] = l.runPumped(turn, c, func() tools.Result { return l.answerPending(l.callCtx(ctx, c, start), c) })
-		settled[0] = true
+		c := b.rest[0]
+		b.results[0] = l.runPumped(turn, c, func() tools.Result { return l.answerPending(l.callCtx(ctx, c, start), c) })
+		b.settled[0] = true
 	}
 	var todo []int
-	for i := range rest {
-		if !settled[i] {
+	for i := range b.rest {
+		if !b.settled[i] {
 			todo = append(todo, i)
 		}
 	}
-	if l.concurrent(rest, todo) {
-		var wg sync.WaitGroup
-		for _, i := range todo {
-			c := rest[i]
-			wg.Go(func() { results[i] = l.runTool(l.callCtx(ctx, c, start+i), c) })
-		}
-		if l.hasTask(rest, todo) {
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			l.pump(turn, done)
-		}
-		wg.Wait()
-		for _, i := range todo {
-			settled[i] = true
-		}
+	if l.concurrent(b.rest, todo) {
+		l.runAtOnce(ctx, b, todo)
 	} else {
-		for n, i := range todo {
-			if f := l.firstPark(); f >= 0 && f < start+i {
-				break // a question before this call waits for a person
-			}
-			c := rest[i]
-			results[i] = l.runPumped(turn, c, func() tools.Result { return l.runTool(l.callCtx(ctx, c, start+i), c) })
-			settled[i] = true
-			if l.parkedAt(start + i) {
-				break
-			}
-			if l.recordFailed() != nil {
-				// The session can no longer remember what runs: no further call starts.
-				for _, j := range todo[n+1:] {
-					results[j] = tools.Fail(CodeSessionRecordFailed, "The call was not run: the run stopped because the session could not be recorded.")
-					settled[j] = true
-				}
-				break
-			}
-		}
+		l.runInOrder(ctx, b, todo)
 	}
 	l.flush(turn) // permission events and notices of these calls precede their results
-	end := len(rest)
-	pend := l.firstPark()
-	if pend >= 0 {
-		end = pend - start
+	return l.answerBatch(b, len(calls), prior)
+}
+
+// callBatch is the calls of a turn that run now (those from start on, in rest), what
+// each returned, which are settled (they ran, or the parked entry answers them), and
+// the results the parked entry kept, by index in rest.
+type callBatch struct {
+	turn    int
+	start   int
+	rest    []model.Block
+	results []tools.Result
+	settled []bool
+	kept    map[int]model.Block
+}
+
+// openBatch announces the calls that run now and settles those the parked entry p
+// answers already: a result it kept, or a child of the call that still waits.
+func (l *leg) openBatch(turn, start int, rest []model.Block, p *parkedEntry) *callBatch {
+	for _, c := range rest {
+		l.emit(Event{Type: EventToolUse, Turn: turn, ToolUse: &ToolUse{ID: c.ID, Name: c.Name, Input: c.Input}})
 	}
-	blocks := append(make([]model.Block, 0, len(calls)), prior...)
-	for i, c := range rest[:end] {
-		blocks = append(blocks, l.resultBlock(turn, c, results[i], kept, i))
-	}
-	if pend >= 0 {
-		tp := &turnPark{pending: pend}
-		l.parks.mu.Lock()
-		tp.own, tp.child = l.parks.own[pend], l.parks.children[pend]
-		for i := end + 1; i < len(rest); i++ {
-			abs := start + i
-			switch {
-			case l.parks.children[abs] != nil:
-				if tp.waiting == nil {
-					tp.waiting = map[int]*childPark{}
-				}
-				tp.waiting[abs] = l.parks.children[abs]
-			case l.parks.own[abs] != nil || !settled[i]:
-				// Asked, or never started: the call runs when the leg resumes.
-			default:
-				if tp.later == nil {
-					tp.later = map[int]model.Block{}
-				}
-				tp.later[abs] = model.Block{} // filled below, outside the lock
+	b := &callBatch{turn: turn, start: start, rest: rest, results: make([]tools.Result, len(rest)),
+		settled: make([]bool, len(rest)), kept: map[int]model.Block{}}
+	if p != nil {
+		for i := range rest {
+			if k, ok := p.Later[start+i]; ok {
+				b.kept[i], b.settled[i] = k, true
+			}
+			if w, ok := p.Waiting[start+i]; ok {
+				l.setChildPark(start+i, w)
+				b.settled[i] = true
 			}
 		}
-		l.parks.mu.Unlock()
-		for abs := range tp.later {
-			tp.later[abs] = l.resultBlock(turn, rest[abs-start], results[abs-start], kept, abs-start)
+	}
+	return b
+}
+
+// runAtOnce runs the calls todo concurrently; while Task calls run, the loop goroutine
+// streams their children's events.
+func (l *leg) runAtOnce(ctx context.Context, b *callBatch, todo []int) {
+	var wg sync.WaitGroup
+	for _, i := range todo {
+		c := b.rest[i]
+		wg.Go(func() { b.results[i] = l.runTool(l.callCtx(ctx, c, b.start+i), c) })
+	}
+	if l.hasTask(b.rest, todo) {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		l.pump(b.turn, done)
+	}
+	wg.Wait()
+	for _, i := range todo {
+		b.settled[i] = true
+	}
+}
+
+// runInOrder runs the calls todo one after another. It stops at a call that parks (and
+// before one after an earlier question), and when the session can no longer record,
+// answers every call not started with an error instead of running it.
+func (l *leg) runInOrder(ctx context.Context, b *callBatch, todo []int) {
+	for n, i := range todo {
+		if f := l.firstPark(); f >= 0 && f < b.start+i {
+			break // a question before this call waits for a person
 		}
-		l.turnPark = tp
+		c := b.rest[i]
+		b.results[i] = l.runPumped(b.turn, c, func() tools.Result { return l.runTool(l.callCtx(ctx, c, b.start+i), c) })
+		b.settled[i] = true
+		if l.parkedAt(b.start + i) {
+			break
+		}
+		if l.recordFailed() != nil {
+			// The session can no longer remember what runs: no further call starts.
+			for _, j := range todo[n+1:] {
+				b.results[j] = tools.Fail(CodeSessionRecordFailed, "The call was not run: the run stopped because the session could not be recorded.")
+				b.settled[j] = true
+			}
+			break
+		}
+	}
+}
+
+// answerBatch returns the turn's tool_result blocks: prior (those the parked entry
+// kept of the calls before start), then one per call up to the first that parks. When
+// one parks, l.turnPark keeps what the parked entry needs of the calls after it.
+func (l *leg) answerBatch(b *callBatch, ncalls int, prior []model.Block) []model.Block {
+	end := len(b.rest)
+	pend := l.firstPark()
+	if pend >= 0 {
+		end = pend - b.start
+	}
+	blocks := append(make([]model.Block, 0, ncalls), prior...)
+	for i, c := range b.rest[:end] {
+		blocks = append(blocks, l.resultBlock(b.turn, c, b.results[i], b.kept, i))
+	}
+	if pend >= 0 {
+		l.turnPark = l.parkTurn(b, pend, end)
 	}
 	return blocks
+}
+
+// parkTurn is the turnPark of a batch whose call pend (end in rest) waits for a person:
+// of each call after it, the child that waits, or the result kept, or nothing when the
+// call runs again on resume.
+func (l *leg) parkTurn(b *callBatch, pend, end int) *turnPark {
+	tp := &turnPark{pending: pend}
+	l.parks.mu.Lock()
+	tp.own, tp.child = l.parks.own[pend], l.parks.children[pend]
+	for i := end + 1; i < len(b.rest); i++ {
+		abs := b.start + i
+		switch {
+		case l.parks.children[abs] != nil:
+			if tp.waiting == nil {
+				tp.waiting = map[int]*childPark{}
+			}
+			tp.waiting[abs] = l.parks.children[abs]
+		case l.parks.own[abs] != nil || !b.settled[i]:
+			// Asked, or never started: the call runs when the leg resumes.
+		default:
+			if tp.later == nil {
+				tp.later = map[int]model.Block{}
+			}
+			tp.later[abs] = model.Block{} // filled below, outside the lock
+		}
+	}
+	l.parks.mu.Unlock()
+	for abs := range tp.later {
+		i := abs - b.start
+		tp.later[abs] = l.resultBlock(b.turn, b.rest[i], b.results[i], b.kept, i)
+	}
+	return tp
 }
 
 // turnPark is the first call of a dispatched turn that waits for a person, with what the
