@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/callplan"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/tools"
@@ -42,16 +43,14 @@ func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, p
 		b.results[0] = l.runPumped(turn, c, func() tools.Result { return l.answerPending(l.callCtx(ctx, c, start), c) })
 		b.settled[0] = true
 	}
-	var todo []int
-	for i := range b.rest {
-		if !b.settled[i] {
-			todo = append(todo, i)
-		}
-	}
-	if l.concurrent(b.rest, todo) {
-		l.runAtOnce(ctx, b, todo)
-	} else {
+	todo := callplan.Unsettled(b.settled)
+	switch callplan.Plan(l.callKinds(b.rest, todo), l.spec.OnAsk == OnAskPark) {
+	case callplan.InOrder:
 		l.runInOrder(ctx, b, todo)
+	case callplan.TasksAtOnce:
+		l.runAtOnce(ctx, b, todo, true)
+	default:
+		l.runAtOnce(ctx, b, todo, false)
 	}
 	l.flush(turn) // permission events and notices of these calls precede their results
 	return l.answerBatch(b, len(calls), prior)
@@ -91,15 +90,15 @@ func (l *leg) openBatch(turn, start int, rest []model.Block, p *parkedEntry) *ca
 	return b
 }
 
-// runAtOnce runs the calls todo concurrently; while Task calls run, the loop goroutine
-// streams their children's events.
-func (l *leg) runAtOnce(ctx context.Context, b *callBatch, todo []int) {
+// runAtOnce runs the calls todo concurrently; while Task calls run (tasks), the loop
+// goroutine streams their children's events.
+func (l *leg) runAtOnce(ctx context.Context, b *callBatch, todo []int, tasks bool) {
 	var wg sync.WaitGroup
 	for _, i := range todo {
 		c := b.rest[i]
 		wg.Go(func() { b.results[i] = l.runTool(l.callCtx(ctx, c, b.start+i), c) })
 	}
-	if l.hasTask(b.rest, todo) {
+	if tasks {
 		done := make(chan struct{})
 		go func() { wg.Wait(); close(done) }()
 		l.pump(b.turn, done)
@@ -163,19 +162,19 @@ func (l *leg) parkTurn(b *callBatch, pend, end int) *turnPark {
 	tp.own, tp.child = l.parks.own[pend], l.parks.children[pend]
 	for i := end + 1; i < len(b.rest); i++ {
 		abs := b.start + i
-		switch {
-		case l.parks.children[abs] != nil:
+		switch callplan.AfterPark(l.parks.children[abs] != nil, l.parks.own[abs] != nil, b.settled[i]) {
+		case callplan.ChildWaits:
 			if tp.waiting == nil {
 				tp.waiting = map[int]*childPark{}
 			}
 			tp.waiting[abs] = l.parks.children[abs]
-		case l.parks.own[abs] != nil || !b.settled[i]:
-			// Asked, or never started: the call runs when the leg resumes.
-		default:
+		case callplan.KeepsResult:
 			if tp.later == nil {
 				tp.later = map[int]model.Block{}
 			}
 			tp.later[abs] = model.Block{} // filled below, outside the lock
+		case callplan.RunsAgain:
+			// Asked, or never started: the call runs when the leg resumes.
 		}
 	}
 	l.parks.mu.Unlock()
@@ -226,37 +225,25 @@ func (l *leg) callCtx(ctx context.Context, c model.Block, index int) context.Con
 	return context.WithValue(ctx, callRefKey{}, callRef{id: c.ID, index: index})
 }
 
-// concurrent reports whether the calls still to run in a turn run at once: more than
-// one, and all to read tools (not while questions park: a parked read would race the
-// others) or all Task calls, whose children park on their own.
-func (l *leg) concurrent(rest []model.Block, todo []int) bool {
-	if len(todo) < 2 {
-		return false
-	}
-	tasks, reads := 0, 0
-	for _, i := range todo {
+// callKinds is what the plan needs of the calls todo: a call to a tool the roster does
+// not hold runs alone, a Task call delegates, and any other reads or writes as its
+// tool's effect says.
+func (l *leg) callKinds(rest []model.Block, todo []int) []callplan.Kind {
+	kinds := make([]callplan.Kind, len(todo))
+	for n, i := range todo {
 		t := l.tools().Lookup(rest[i].Name)
 		switch {
 		case t == nil:
-			return false
+			kinds[n] = callplan.Writes
 		case rest[i].Name == "Task":
-			tasks++
+			kinds[n] = callplan.Delegates
 		case l.effectOf(t) == tools.EffectRead:
-			reads++
+			kinds[n] = callplan.Reads
 		default:
-			return false
+			kinds[n] = callplan.Writes
 		}
 	}
-	return tasks == len(todo) || reads == len(todo) && l.spec.OnAsk != OnAskPark
-}
-
-func (l *leg) hasTask(rest []model.Block, todo []int) bool {
-	for _, i := range todo {
-		if rest[i].Name == "Task" {
-			return true
-		}
-	}
-	return false
+	return kinds
 }
 
 // runPumped runs one call; a Task call runs off the loop goroutine while the loop
