@@ -2,13 +2,13 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime/debug"
 	"sync"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/internal/callplan"
+	"github.com/sema-agent/sema/internal/toolcall"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/tools"
@@ -207,12 +207,8 @@ func (l *leg) resultBlock(turn int, c model.Block, r tools.Result, kept map[int]
 		// so in its own result, and is not reported as an edit.
 		l.noteEdited(r.EditedFile)
 	}
-	content := r.Content
-	if len(content) == 0 {
-		content = []model.Block{model.TextBlock("(no output)")}
-	}
 	l.emit(Event{Type: EventToolResult, Turn: turn, ToolResult: &ToolResult{ID: c.ID, Name: c.Name, IsError: r.IsError, Code: r.Code, Text: r.TextOf()}})
-	return model.Block{Kind: model.KindToolResult, ID: c.ID, Content: content, IsError: r.IsError}
+	return toolcall.Block(c.ID, r)
 }
 
 func blocksText(bs []model.Block) string {
@@ -270,15 +266,11 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 	roster := l.tools()
 	t := roster.Lookup(call.Name)
 	if t == nil {
-		return tools.Fail(tools.CodeUnknown, "There is no tool named %q. Available tools: %v.", call.Name, roster.Names())
+		return toolcall.Unknown(call.Name, roster.Names())
 	}
-	input := call.Input
-	if len(input) == 0 {
-		input = json.RawMessage("{}")
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(input, &obj); err != nil {
-		return tools.Fail(tools.CodeInputInvalid, "The input of %s is not a JSON object: %v.", call.Name, err)
+	input, malformed := toolcall.Input(call.Name, call.Input)
+	if malformed != nil {
+		return *malformed
 	}
 	defer func() {
 		if p := recover(); p != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/toolcall"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
 )
@@ -47,7 +48,7 @@ func (l *leg) mendConversation(ctx context.Context, s *turnLoop) bool {
 		// The chain ends at a parked turn: finish it first, with the approver's decision
 		// for the pending call (Resume), or with every unanswered call refused (a plain
 		// resume that moved on).
-		calls := lastCalls(s.msgs)
+		calls := toolcall.Last(s.msgs)
 		l.resumeParkedTurn(ctx, s.turn)
 		results := l.dispatchFrom(ctx, s.turn, calls, p)
 		if l.parked(ctx, s.res, s.turn, calls, results) {
@@ -56,7 +57,7 @@ func (l *leg) mendConversation(ctx context.Context, s *turnLoop) bool {
 		s.msgs = append(s.msgs, l.recordResults(ctx, results))
 		return !l.stopped(s.res)
 	}
-	if open := lastCallsOpen(s.msgs); len(open) > 0 {
+	if open := toolcall.Open(s.msgs); len(open) > 0 {
 		// The previous leg stopped between a response and its tool results (a crash, a
 		// kill, a transcript write that failed): answer its calls with what is known of
 		// them, so the conversation is whole again.
@@ -291,24 +292,10 @@ func (l *leg) recordResults(ctx context.Context, results []model.Block) model.Me
 	return m
 }
 
-// lastCalls returns the tool calls of the conversation's last assistant message.
+// lastCalls returns the tool calls of the conversation's last assistant message
+// (toolcall.Last), for the resume's reading of a transcript.
 func lastCalls(msgs []model.Message) []model.Block {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == model.RoleAssistant {
-			r := model.Response{Content: msgs[i].Content}
-			return r.ToolCalls()
-		}
-	}
-	return nil
-}
-
-// lastCallsOpen returns the tool calls of a conversation that ends at an assistant
-// message (calls nobody answered), else nil.
-func lastCallsOpen(msgs []model.Message) []model.Block {
-	if len(msgs) == 0 || msgs[len(msgs)-1].Role != model.RoleAssistant {
-		return nil
-	}
-	return lastCalls(msgs)
+	return toolcall.Last(msgs)
 }
 
 // appendUser adds a user message, merging it into a user message that ends the
