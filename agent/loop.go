@@ -2,14 +2,13 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/runend"
 	"github.com/sema-agent/sema/internal/toolcall"
 	"github.com/sema-agent/sema/model"
-	"github.com/sema-agent/sema/session"
 )
 
 // turnLoop is what the turn loop carries from step to step: the result it fills, the
@@ -140,7 +139,7 @@ func (l *leg) turnMayStart(ctx context.Context, s *turnLoop) bool {
 		return false
 	}
 	if ctx.Err() != nil {
-		l.cancelled(s.res, context.Cause(ctx))
+		s.res.Status, s.res.Error = runend.Cancelled(context.Cause(ctx))
 		return false
 	}
 	if l.overBudget(s.res, s.msgs) {
@@ -148,7 +147,7 @@ func (l *leg) turnMayStart(ctx context.Context, s *turnLoop) bool {
 	}
 	compacted, err := l.maybeCompact(ctx, s.msgs, s.turn)
 	if err != nil {
-		l.failed(ctx, s.res, err)
+		s.res.Status, s.res.Error = runend.Failed(ctx, err)
 		return false
 	}
 	s.msgs = compacted
@@ -176,7 +175,7 @@ func (l *leg) requestTurn(ctx context.Context, s *turnLoop) (*model.Response, bo
 		}
 	}
 	if err != nil {
-		l.failed(ctx, s.res, err)
+		s.res.Status, s.res.Error = runend.Failed(ctx, err)
 		return nil, false
 	}
 	return resp, true
@@ -230,16 +229,6 @@ func (l *leg) request(ctx context.Context, turn int, msgs []model.Message) (*mod
 			l.emit(Event{Type: EventText, Turn: turn, Text: d.Text})
 		}
 	})
-}
-
-// failed ends the result with err: cancelled when ctx ended, else an error.
-func (l *leg) failed(ctx context.Context, res *TaskResult, err error) {
-	if ctx.Err() != nil {
-		l.cancelled(res, context.Cause(ctx))
-		return
-	}
-	res.Status = sema.StatusError
-	res.Error = asSemaError(err)
 }
 
 // finish completes the result and closes the session's leg. turns is the number of
@@ -321,24 +310,4 @@ func (l *leg) stopped(res *TaskResult) bool {
 	res.Status = sema.StatusError
 	res.Error = err
 	return true
-}
-
-func (l *leg) cancelled(res *TaskResult, cause error) {
-	if sema.IsCode(cause, session.CodeLeaseLost) {
-		// Not the caller's cancellation: the session was taken over by another run.
-		res.Status = sema.StatusError
-		res.Error = &sema.Error{Code: session.CodeLeaseLost, Message: "the run stopped: " + sema.MessageOf(cause), Err: cause}
-		return
-	}
-	res.Status = sema.StatusCancelled
-	res.Error = &sema.Error{Code: CodeCancelled, Message: "the run was cancelled", Err: cause}
-}
-
-// asSemaError keeps a provider's coded error, and codes anything else as a model failure.
-func asSemaError(err error) *sema.Error {
-	var se *sema.Error
-	if errors.As(err, &se) {
-		return se
-	}
-	return &sema.Error{Code: model.CodeError, Message: err.Error(), Err: err}
 }
