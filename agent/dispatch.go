@@ -47,10 +47,10 @@ func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, p
 	switch callplan.Plan(l.callKinds(b.rest, todo), l.spec.OnAsk == OnAskPark) {
 	case callplan.InOrder:
 		l.runInOrder(ctx, b, todo)
+	case callplan.ReadsAtOnce:
+		l.runAtOnce(ctx, b, todo, false)
 	case callplan.TasksAtOnce:
 		l.runAtOnce(ctx, b, todo, true)
-	default:
-		l.runAtOnce(ctx, b, todo, false)
 	}
 	l.flush(turn) // permission events and notices of these calls precede their results
 	return l.answerBatch(b, len(calls), prior)
