@@ -7,6 +7,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/internal/compact"
+	"github.com/sema-agent/sema/internal/runend"
 	"github.com/sema-agent/sema/model"
 )
 
@@ -215,7 +216,7 @@ func (r *Runner) Compact(ctx context.Context, sessionID, instructions string) (*
 	}
 	out, err := l.compact(ctx, l.resume.messages, "manual", instructions, l.resume.turns)
 	if err != nil {
-		res.Status, res.Error = sema.StatusError, asSemaError(err)
+		res.Status, res.Error = sema.StatusError, runend.Coded(err)
 		l.finish(ctx, res, l.resume.messages, 0)
 		return nil, err
 	}

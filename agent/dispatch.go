@@ -2,12 +2,13 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime/debug"
 	"sync"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/callplan"
+	"github.com/sema-agent/sema/internal/toolcall"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/tools"
@@ -36,109 +37,152 @@ func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, p
 	}
 	l.resetParks()
 	l.turnPark = nil
-	rest := calls[start:]
+	b := l.openBatch(turn, start, calls[start:], p)
+	if l.approval != nil {
+		c := b.rest[0]
+		b.results[0] = l.runPumped(turn, c, func() tools.Result { return l.answerPending(l.callCtx(ctx, c, start), c) })
+		b.settled[0] = true
+	}
+	todo := callplan.Unsettled(b.settled)
+	switch callplan.Plan(l.callKinds(b.rest, todo), l.spec.OnAsk == OnAskPark) {
+	case callplan.InOrder:
+		l.runInOrder(ctx, b, todo)
+	case callplan.ReadsAtOnce:
+		l.runAtOnce(ctx, b, todo, false)
+	case callplan.TasksAtOnce:
+		l.runAtOnce(ctx, b, todo, true)
+	}
+	l.flush(turn) // permission events and notices of these calls precede their results
+	return l.answerBatch(b, len(calls), prior)
+}
+
+// callBatch is the calls of a turn that run now (those from start on, in rest), what
+// each returned, which are settled (they ran, or the parked entry answers them), and
+// the results the parked entry kept, by index in rest.
+type callBatch struct {
+	turn    int
+	start   int
+	rest    []model.Block
+	results []tools.Result
+	settled []bool
+	kept    map[int]model.Block
+}
+
+// openBatch announces the calls that run now and settles those the parked entry p
+// answers already: a result it kept, or a child of the call that still waits.
+func (l *leg) openBatch(turn, start int, rest []model.Block, p *parkedEntry) *callBatch {
 	for _, c := range rest {
 		l.emit(Event{Type: EventToolUse, Turn: turn, ToolUse: &ToolUse{ID: c.ID, Name: c.Name, Input: c.Input}})
 	}
-	results := make([]tools.Result, len(rest))
-	settled := make([]bool, len(rest))
-	kept := map[int]model.Block{}
+	b := &callBatch{turn: turn, start: start, rest: rest, results: make([]tools.Result, len(rest)),
+		settled: make([]bool, len(rest)), kept: map[int]model.Block{}}
 	if p != nil {
 		for i := range rest {
-			if b, ok := p.Later[start+i]; ok {
-				kept[i], settled[i] = b, true
+			if k, ok := p.Later[start+i]; ok {
+				b.kept[i], b.settled[i] = k, true
 			}
 			if w, ok := p.Waiting[start+i]; ok {
 				l.setChildPark(start+i, w)
-				settled[i] = true
+				b.settled[i] = true
 			}
 		}
 	}
-	if l.approval != nil {
-		c := rest[0]
-		results[0] = l.runPumped(turn, c, func() tools.Result { return l.answerPending(l.callCtx(ctx, c, start), c) })
-		settled[0] = true
+	return b
+}
+
+// runAtOnce runs the calls todo concurrently; while Task calls run (tasks), the loop
+// goroutine streams their children's events.
+func (l *leg) runAtOnce(ctx context.Context, b *callBatch, todo []int, tasks bool) {
+	var wg sync.WaitGroup
+	for _, i := range todo {
+		c := b.rest[i]
+		wg.Go(func() { b.results[i] = l.runTool(l.callCtx(ctx, c, b.start+i), c) })
 	}
-	var todo []int
-	for i := range rest {
-		if !settled[i] {
-			todo = append(todo, i)
-		}
+	if tasks {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		l.pump(b.turn, done)
 	}
-	if l.concurrent(rest, todo) {
-		var wg sync.WaitGroup
-		for _, i := range todo {
-			c := rest[i]
-			wg.Go(func() { results[i] = l.runTool(l.callCtx(ctx, c, start+i), c) })
+	wg.Wait()
+	for _, i := range todo {
+		b.settled[i] = true
+	}
+}
+
+// runInOrder runs the calls todo one after another. It stops at a call that parks (and
+// before one after an earlier question), and when the session can no longer record,
+// answers every call not started with an error instead of running it.
+func (l *leg) runInOrder(ctx context.Context, b *callBatch, todo []int) {
+	for n, i := range todo {
+		if f := l.firstPark(); f >= 0 && f < b.start+i {
+			break // a question before this call waits for a person
 		}
-		if l.hasTask(rest, todo) {
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			l.pump(turn, done)
+		c := b.rest[i]
+		b.results[i] = l.runPumped(b.turn, c, func() tools.Result { return l.runTool(l.callCtx(ctx, c, b.start+i), c) })
+		b.settled[i] = true
+		if l.parkedAt(b.start + i) {
+			break
 		}
-		wg.Wait()
-		for _, i := range todo {
-			settled[i] = true
-		}
-	} else {
-		for n, i := range todo {
-			if f := l.firstPark(); f >= 0 && f < start+i {
-				break // a question before this call waits for a person
+		if l.recordFailed() != nil {
+			// The session can no longer remember what runs: no further call starts.
+			for _, j := range todo[n+1:] {
+				b.results[j] = tools.Fail(CodeSessionRecordFailed, "The call was not run: the run stopped because the session could not be recorded.")
+				b.settled[j] = true
 			}
-			c := rest[i]
-			results[i] = l.runPumped(turn, c, func() tools.Result { return l.runTool(l.callCtx(ctx, c, start+i), c) })
-			settled[i] = true
-			if l.parkedAt(start + i) {
-				break
-			}
-			if l.recordFailed() != nil {
-				// The session can no longer remember what runs: no further call starts.
-				for _, j := range todo[n+1:] {
-					results[j] = tools.Fail(CodeSessionRecordFailed, "The call was not run: the run stopped because the session could not be recorded.")
-					settled[j] = true
-				}
-				break
-			}
+			break
 		}
 	}
-	l.flush(turn) // permission events and notices of these calls precede their results
-	end := len(rest)
+}
+
+// answerBatch returns the turn's tool_result blocks: prior (those the parked entry
+// kept of the calls before start), then one per call up to the first that parks. When
+// one parks, l.turnPark keeps what the parked entry needs of the calls after it.
+func (l *leg) answerBatch(b *callBatch, ncalls int, prior []model.Block) []model.Block {
+	end := len(b.rest)
 	pend := l.firstPark()
 	if pend >= 0 {
-		end = pend - start
+		end = pend - b.start
 	}
-	blocks := append(make([]model.Block, 0, len(calls)), prior...)
-	for i, c := range rest[:end] {
-		blocks = append(blocks, l.resultBlock(turn, c, results[i], kept, i))
+	blocks := append(make([]model.Block, 0, ncalls), prior...)
+	for i, c := range b.rest[:end] {
+		blocks = append(blocks, l.resultBlock(b.turn, c, b.results[i], b.kept, i))
 	}
 	if pend >= 0 {
-		tp := &turnPark{pending: pend}
-		l.parks.mu.Lock()
-		tp.own, tp.child = l.parks.own[pend], l.parks.children[pend]
-		for i := end + 1; i < len(rest); i++ {
-			abs := start + i
-			switch {
-			case l.parks.children[abs] != nil:
-				if tp.waiting == nil {
-					tp.waiting = map[int]*childPark{}
-				}
-				tp.waiting[abs] = l.parks.children[abs]
-			case l.parks.own[abs] != nil || !settled[i]:
-				// Asked, or never started: the call runs when the leg resumes.
-			default:
-				if tp.later == nil {
-					tp.later = map[int]model.Block{}
-				}
-				tp.later[abs] = model.Block{} // filled below, outside the lock
-			}
-		}
-		l.parks.mu.Unlock()
-		for abs := range tp.later {
-			tp.later[abs] = l.resultBlock(turn, rest[abs-start], results[abs-start], kept, abs-start)
-		}
-		l.turnPark = tp
+		l.turnPark = l.parkTurn(b, pend, end)
 	}
 	return blocks
+}
+
+// parkTurn is the turnPark of a batch whose call pend (end in rest) waits for a person:
+// of each call after it, the child that waits, or the result kept, or nothing when the
+// call runs again on resume.
+func (l *leg) parkTurn(b *callBatch, pend, end int) *turnPark {
+	tp := &turnPark{pending: pend}
+	l.parks.mu.Lock()
+	tp.own, tp.child = l.parks.own[pend], l.parks.children[pend]
+	for i := end + 1; i < len(b.rest); i++ {
+		abs := b.start + i
+		switch callplan.AfterPark(l.parks.children[abs] != nil, l.parks.own[abs] != nil, b.settled[i]) {
+		case callplan.ChildWaits:
+			if tp.waiting == nil {
+				tp.waiting = map[int]*childPark{}
+			}
+			tp.waiting[abs] = l.parks.children[abs]
+		case callplan.KeepsResult:
+			if tp.later == nil {
+				tp.later = map[int]model.Block{}
+			}
+			tp.later[abs] = model.Block{} // filled below, outside the lock
+		case callplan.RunsAgain:
+			// Asked, or never started: the call runs when the leg resumes.
+		}
+	}
+	l.parks.mu.Unlock()
+	for abs := range tp.later {
+		i := abs - b.start
+		tp.later[abs] = l.resultBlock(b.turn, b.rest[i], b.results[i], b.kept, i)
+	}
+	return tp
 }
 
 // turnPark is the first call of a dispatched turn that waits for a person, with what the
@@ -163,12 +207,8 @@ func (l *leg) resultBlock(turn int, c model.Block, r tools.Result, kept map[int]
 		// so in its own result, and is not reported as an edit.
 		l.noteEdited(r.EditedFile)
 	}
-	content := r.Content
-	if len(content) == 0 {
-		content = []model.Block{model.TextBlock("(no output)")}
-	}
 	l.emit(Event{Type: EventToolResult, Turn: turn, ToolResult: &ToolResult{ID: c.ID, Name: c.Name, IsError: r.IsError, Code: r.Code, Text: r.TextOf()}})
-	return model.Block{Kind: model.KindToolResult, ID: c.ID, Content: content, IsError: r.IsError}
+	return toolcall.Block(c.ID, r)
 }
 
 func blocksText(bs []model.Block) string {
@@ -181,37 +221,25 @@ func (l *leg) callCtx(ctx context.Context, c model.Block, index int) context.Con
 	return context.WithValue(ctx, callRefKey{}, callRef{id: c.ID, index: index})
 }
 
-// concurrent reports whether the calls still to run in a turn run at once: more than
-// one, and all to read tools (not while questions park: a parked read would race the
-// others) or all Task calls, whose children park on their own.
-func (l *leg) concurrent(rest []model.Block, todo []int) bool {
-	if len(todo) < 2 {
-		return false
-	}
-	tasks, reads := 0, 0
-	for _, i := range todo {
+// callKinds is what the plan needs of the calls todo: a call to a tool the roster does
+// not hold runs alone, a Task call delegates, and any other reads or writes as its
+// tool's effect says.
+func (l *leg) callKinds(rest []model.Block, todo []int) []callplan.Kind {
+	kinds := make([]callplan.Kind, len(todo))
+	for n, i := range todo {
 		t := l.tools().Lookup(rest[i].Name)
 		switch {
 		case t == nil:
-			return false
+			kinds[n] = callplan.Writes
 		case rest[i].Name == "Task":
-			tasks++
+			kinds[n] = callplan.Delegates
 		case l.effectOf(t) == tools.EffectRead:
-			reads++
+			kinds[n] = callplan.Reads
 		default:
-			return false
+			kinds[n] = callplan.Writes
 		}
 	}
-	return tasks == len(todo) || reads == len(todo) && l.spec.OnAsk != OnAskPark
-}
-
-func (l *leg) hasTask(rest []model.Block, todo []int) bool {
-	for _, i := range todo {
-		if rest[i].Name == "Task" {
-			return true
-		}
-	}
-	return false
+	return kinds
 }
 
 // runPumped runs one call; a Task call runs off the loop goroutine while the loop
@@ -238,15 +266,11 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 	roster := l.tools()
 	t := roster.Lookup(call.Name)
 	if t == nil {
-		return tools.Fail(tools.CodeUnknown, "There is no tool named %q. Available tools: %v.", call.Name, roster.Names())
+		return toolcall.Unknown(call.Name, roster.Names())
 	}
-	input := call.Input
-	if len(input) == 0 {
-		input = json.RawMessage("{}")
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(input, &obj); err != nil {
-		return tools.Fail(tools.CodeInputInvalid, "The input of %s is not a JSON object: %v.", call.Name, err)
+	input, malformed := toolcall.Input(call.Name, call.Input)
+	if malformed != nil {
+		return *malformed
 	}
 	defer func() {
 		if p := recover(); p != nil {

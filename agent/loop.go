@@ -2,47 +2,74 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/runend"
+	"github.com/sema-agent/sema/internal/toolcall"
 	"github.com/sema-agent/sema/model"
-	"github.com/sema-agent/sema/session"
 )
+
+// turnLoop is what the turn loop carries from step to step: the result it fills, the
+// conversation so far, the session's turn count and where this leg's turns began, and
+// how many stops in a row the Stop hooks blocked.
+type turnLoop struct {
+	res        *TaskResult
+	msgs       []model.Message
+	turn       int
+	first      int
+	stopBlocks int
+}
 
 // loop runs the leg's turns until the model stops, the turn limit is reached, a
 // question parks the leg, or ctx ends, and returns the finished TaskResult.
 func (l *leg) loop(ctx context.Context) *TaskResult {
-	res := &TaskResult{SessionID: l.sessionID, Manifest: l.manifest}
+	s := &turnLoop{res: &TaskResult{SessionID: l.sessionID, Manifest: l.manifest}}
 	l.flush(0)
-	l.emit(Event{Type: EventInit, Manifest: &res.Manifest})
+	l.emit(Event{Type: EventInit, Manifest: &s.res.Manifest})
 	l.announceEnv() // after init: a stream still opens with the manifest
 
-	msgs := l.resume.messages
-	turn := l.resume.turns // turns are numbered across every leg of the session
-	first := turn
+	s.msgs = l.resume.messages
+	s.turn = l.resume.turns // turns are numbered across every leg of the session
+	s.first = s.turn
+	if l.mendConversation(ctx, s) && l.openPrompt(ctx, s) {
+		for l.runTurn(ctx, s) {
+		}
+	}
+	return l.finish(ctx, s.res, s.msgs, s.turn-s.first)
+}
+
+// mendConversation answers the calls the resumed conversation left open, so that it is
+// whole before a new prompt joins it. It reports whether the leg goes on.
+func (l *leg) mendConversation(ctx context.Context, s *turnLoop) bool {
 	if p := l.resume.parked; p != nil {
 		// The chain ends at a parked turn: finish it first, with the approver's decision
 		// for the pending call (Resume), or with every unanswered call refused (a plain
 		// resume that moved on).
-		calls := lastCalls(msgs)
-		l.resumeParkedTurn(ctx, turn)
-		results := l.dispatchFrom(ctx, turn, calls, p)
-		if l.parked(ctx, res, turn, calls, results) {
-			return l.finish(ctx, res, msgs, turn-first)
+		calls := toolcall.Last(s.msgs)
+		l.resumeParkedTurn(ctx, s.turn)
+		results := l.dispatchFrom(ctx, s.turn, calls, p)
+		if l.parked(ctx, s.res, s.turn, calls, results) {
+			return false
 		}
-		msgs = append(msgs, l.recordResults(ctx, results))
-		if l.stopped(res) {
-			return l.finish(ctx, res, msgs, turn-first)
-		}
+		s.msgs = append(s.msgs, l.recordResults(ctx, results))
+		return !l.stopped(s.res)
 	}
-	if open := lastCallsOpen(msgs); l.resume.parked == nil && len(open) > 0 {
+	if open := toolcall.Open(s.msgs); len(open) > 0 {
 		// The previous leg stopped between a response and its tool results (a crash, a
 		// kill, a transcript write that failed): answer its calls with what is known of
 		// them, so the conversation is whole again.
-		msgs = append(msgs, l.recordResults(ctx, l.abandonedInterrupted(ctx, open)))
+		s.msgs = append(s.msgs, l.recordResults(ctx, l.abandonedInterrupted(ctx, open)))
 	}
+	return true
+}
+
+// openPrompt runs the session's start and prompt hooks and adds the task's prompt, with
+// the context they return. It reports whether the leg goes on to its first turn: not
+// when a hook blocked the prompt, a write failed, or a continued session has nothing
+// to answer.
+func (l *leg) openPrompt(ctx context.Context, s *turnLoop) bool {
 	var extra []string
 	if l.link == nil {
 		source := "startup"
@@ -53,121 +80,142 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 	}
 	promptExtra, blocked := l.promptHooks(ctx)
 	if blocked != nil {
-		res.Status, res.Error = sema.StatusError, blocked
-		return l.finish(ctx, res, msgs, turn-first)
+		s.res.Status, s.res.Error = sema.StatusError, blocked
+		return false
 	}
 	if l.spec.Prompt != "" {
 		m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(l.spec.Prompt)}}
 		m = withContext(m, append(extra, promptExtra...))
-		msgs = appendUser(msgs, m)
+		s.msgs = appendUser(s.msgs, m)
 		l.recordLater(ctx, entryUser, m)
 	}
-	if l.stopped(res) {
-		return l.finish(ctx, res, msgs, turn-first)
+	if l.stopped(s.res) {
+		return false
 	}
-	if n := len(msgs); l.spec.resume().Continue && n > 0 && msgs[n-1].Role == model.RoleAssistant {
+	if n := len(s.msgs); l.spec.resume().Continue && n > 0 && s.msgs[n-1].Role == model.RoleAssistant {
 		// Continue with nothing to answer: the transcript ends with the model's answer (the
 		// stopped leg had finished its work), so that answer is the result.
-		res.Result, res.Status = (&model.Response{Content: msgs[n-1].Content}).Text(), sema.StatusCompleted
-		return l.finish(ctx, res, msgs, turn-first)
+		s.res.Result, s.res.Status = (&model.Response{Content: s.msgs[n-1].Content}).Text(), sema.StatusCompleted
+		return false
 	}
-	stopBlocks := 0
-	for {
-		if l.spec.MaxTurns > 0 && turn-first >= l.spec.MaxTurns {
-			res.Status = sema.StatusMaxTurns
-			break
-		}
-		if ctx.Err() != nil {
-			l.cancelled(res, context.Cause(ctx))
-			break
-		}
-		if l.overBudget(res, msgs) {
-			break // a compaction's summary request would carry about this much too
-		}
-		compacted, err := l.maybeCompact(ctx, msgs, turn)
-		if err != nil {
-			l.failed(ctx, res, err)
-			break
-		}
-		msgs = compacted
-		if l.overBudget(res, msgs) {
-			break
-		}
-		turn++
-		l.turnsRun.Store(int64(turn - first))
-		at := l.beginTurn(ctx, turn)
-		stored := l.flushBeforeRequest(ctx)
-		if stored == nil {
-			l.stopped(res)
-			break
-		}
-		resp, err := l.request(ctx, turn, msgs)
-		if !stored() {
-			l.stopped(res) // the answer to a prompt the session could not store is dropped
-			break
-		}
-		if sema.IsCode(err, model.CodeContextTooLong) && ctx.Err() == nil {
-			// The provider knows the window better than the estimate: compact and send the
-			// turn's request once more.
-			if msgs, err = l.compact(ctx, msgs, "overflow", "", turn); err == nil {
-				resp, err = l.request(ctx, turn, msgs)
-			}
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				l.cancelled(res, context.Cause(ctx))
-			} else {
-				res.Status = sema.StatusError
-				res.Error = asSemaError(err)
-			}
-			break
-		}
-		res.Usage = res.Usage.Add(resp.Usage)
-		l.charge(resp)
-		msg := model.Message{Role: model.RoleAssistant, Content: resp.Content}
-		msgs = append(msgs, msg)
-		l.noteContext(resp.Usage, len(msgs))
-		l.recordLater(ctx, entryAssistant, assistantEntry{Turn: turn, Message: msg, Intents: true, Boundaries: at})
-		l.mu.Lock()
-		l.transcript = msgs
-		l.mu.Unlock()
-		l.emit(Event{Type: EventAssistant, Turn: turn, Message: &msg, Response: resp})
-		if text := resp.Text(); text != "" {
-			res.Result = text
-		}
-		if l.stopped(res) {
-			break // the response is not stored: none of its calls may run
-		}
-		calls := resp.ToolCalls()
-		if len(calls) == 0 {
-			if reason, goOn := l.stopHooks(ctx, stopBlocks > 0); goOn && ctx.Err() == nil {
-				if stopBlocks++; stopBlocks <= maxStopBlocks {
-					// A Stop hook sends the model back to work with its reason.
-					m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(reason)}}
-					msgs = appendUser(msgs, m)
-					l.record(ctx, entryUser, m)
-					if l.stopped(res) {
-						break
-					}
-					continue
-				}
-				l.notice(sema.Notice{Code: CodeStopHookLoop, Message: fmt.Sprintf("the Stop hooks blocked %d stops in a row; the leg stopped anyway", maxStopBlocks)})
-			}
-			res.Status = sema.StatusCompleted
-			break
-		}
-		stopBlocks = 0
-		results := l.dispatchFrom(ctx, turn, calls, nil)
-		if l.parked(ctx, res, turn, calls, results) {
-			break
-		}
-		msgs = append(msgs, l.recordResults(ctx, results))
-		l.flush(turn)
-		if l.stopped(res) {
-			break
+	return true
+}
+
+// runTurn runs one turn: the request, its response, and the response's tool calls (or
+// the Stop hooks, when it made none). It reports whether another turn follows.
+func (l *leg) runTurn(ctx context.Context, s *turnLoop) bool {
+	if !l.turnMayStart(ctx, s) {
+		return false
+	}
+	s.turn++
+	l.turnsRun.Store(int64(s.turn - s.first))
+	at := l.beginTurn(ctx, s.turn)
+	resp, ok := l.requestTurn(ctx, s)
+	if !ok {
+		return false
+	}
+	if !l.takeResponse(ctx, s, resp, at) {
+		return false // the response is not stored: none of its calls may run
+	}
+	calls := resp.ToolCalls()
+	if len(calls) == 0 {
+		return l.answerStop(ctx, s)
+	}
+	s.stopBlocks = 0
+	results := l.dispatchFrom(ctx, s.turn, calls, nil)
+	if l.parked(ctx, s.res, s.turn, calls, results) {
+		return false
+	}
+	s.msgs = append(s.msgs, l.recordResults(ctx, results))
+	l.flush(s.turn)
+	return !l.stopped(s.res)
+}
+
+// turnMayStart checks what ends the leg before a turn's request (the turn limit, ctx,
+// the budget) and compacts the conversation when the next request would not fit.
+func (l *leg) turnMayStart(ctx context.Context, s *turnLoop) bool {
+	if l.spec.MaxTurns > 0 && s.turn-s.first >= l.spec.MaxTurns {
+		s.res.Status = sema.StatusMaxTurns
+		return false
+	}
+	if ctx.Err() != nil {
+		s.res.Status, s.res.Error = runend.Cancelled(context.Cause(ctx))
+		return false
+	}
+	if l.overBudget(s.res, s.msgs) {
+		return false // a compaction's summary request would carry about this much too
+	}
+	compacted, err := l.maybeCompact(ctx, s.msgs, s.turn)
+	if err != nil {
+		s.res.Status, s.res.Error = runend.Failed(ctx, err)
+		return false
+	}
+	s.msgs = compacted
+	return !l.overBudget(s.res, s.msgs)
+}
+
+// requestTurn sends the turn's request once what the leg recorded is stored, and once
+// more after a compaction when the provider says the conversation is too long.
+func (l *leg) requestTurn(ctx context.Context, s *turnLoop) (*model.Response, bool) {
+	stored := l.flushBeforeRequest(ctx)
+	if stored == nil {
+		l.stopped(s.res)
+		return nil, false
+	}
+	resp, err := l.request(ctx, s.turn, s.msgs)
+	if !stored() {
+		l.stopped(s.res) // the answer to a prompt the session could not store is dropped
+		return nil, false
+	}
+	if sema.IsCode(err, model.CodeContextTooLong) && ctx.Err() == nil {
+		// The provider knows the window better than the estimate: compact and send the
+		// turn's request once more.
+		if s.msgs, err = l.compact(ctx, s.msgs, "overflow", "", s.turn); err == nil {
+			resp, err = l.request(ctx, s.turn, s.msgs)
 		}
 	}
-	return l.finish(ctx, res, msgs, turn-first)
+	if err != nil {
+		s.res.Status, s.res.Error = runend.Failed(ctx, err)
+		return nil, false
+	}
+	return resp, true
+}
+
+// takeResponse adds the model's response to the conversation: counted, recorded and
+// emitted, its text the result so far. It reports whether the leg goes on.
+func (l *leg) takeResponse(ctx context.Context, s *turnLoop, resp *model.Response, at *int) bool {
+	s.res.Usage = s.res.Usage.Add(resp.Usage)
+	l.charge(resp)
+	msg := model.Message{Role: model.RoleAssistant, Content: resp.Content}
+	s.msgs = append(s.msgs, msg)
+	l.noteContext(resp.Usage, len(s.msgs))
+	l.recordLater(ctx, entryAssistant, assistantEntry{Turn: s.turn, Message: msg, Intents: true, Boundaries: at})
+	l.mu.Lock()
+	l.transcript = s.msgs
+	l.mu.Unlock()
+	l.emit(Event{Type: EventAssistant, Turn: s.turn, Message: &msg, Response: resp})
+	if text := resp.Text(); text != "" {
+		s.res.Result = text
+	}
+	return !l.stopped(s.res)
+}
+
+// answerStop ends the leg at a response without tool calls, unless a Stop hook sends
+// the model back to work (at most maxStopBlocks times in a row). It reports whether
+// another turn follows.
+func (l *leg) answerStop(ctx context.Context, s *turnLoop) bool {
+	if reason, goOn := l.stopHooks(ctx, s.stopBlocks > 0); goOn && ctx.Err() == nil {
+		if s.stopBlocks++; s.stopBlocks <= maxStopBlocks {
+			// A Stop hook sends the model back to work with its reason.
+			m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(reason)}}
+			s.msgs = appendUser(s.msgs, m)
+			l.record(ctx, entryUser, m)
+			return !l.stopped(s.res)
+		}
+		l.notice(sema.Notice{Code: CodeStopHookLoop, Message: fmt.Sprintf("the Stop hooks blocked %d stops in a row; the leg stopped anyway", maxStopBlocks)})
+	}
+	s.res.Status = sema.StatusCompleted
+	return false
 }
 
 // request sends the turn's request, streaming its text as it comes.
@@ -181,16 +229,6 @@ func (l *leg) request(ctx context.Context, turn int, msgs []model.Message) (*mod
 			l.emit(Event{Type: EventText, Turn: turn, Text: d.Text})
 		}
 	})
-}
-
-// failed ends the result with err: cancelled when ctx ended, else an error.
-func (l *leg) failed(ctx context.Context, res *TaskResult, err error) {
-	if ctx.Err() != nil {
-		l.cancelled(res, context.Cause(ctx))
-		return
-	}
-	res.Status = sema.StatusError
-	res.Error = asSemaError(err)
 }
 
 // finish completes the result and closes the session's leg. turns is the number of
@@ -243,24 +281,10 @@ func (l *leg) recordResults(ctx context.Context, results []model.Block) model.Me
 	return m
 }
 
-// lastCalls returns the tool calls of the conversation's last assistant message.
+// lastCalls returns the tool calls of the conversation's last assistant message
+// (toolcall.Last), for the resume's reading of a transcript.
 func lastCalls(msgs []model.Message) []model.Block {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == model.RoleAssistant {
-			r := model.Response{Content: msgs[i].Content}
-			return r.ToolCalls()
-		}
-	}
-	return nil
-}
-
-// lastCallsOpen returns the tool calls of a conversation that ends at an assistant
-// message (calls nobody answered), else nil.
-func lastCallsOpen(msgs []model.Message) []model.Block {
-	if len(msgs) == 0 || msgs[len(msgs)-1].Role != model.RoleAssistant {
-		return nil
-	}
-	return lastCalls(msgs)
+	return toolcall.Last(msgs)
 }
 
 // appendUser adds a user message, merging it into a user message that ends the
@@ -286,24 +310,4 @@ func (l *leg) stopped(res *TaskResult) bool {
 	res.Status = sema.StatusError
 	res.Error = err
 	return true
-}
-
-func (l *leg) cancelled(res *TaskResult, cause error) {
-	if sema.IsCode(cause, session.CodeLeaseLost) {
-		// Not the caller's cancellation: the session was taken over by another run.
-		res.Status = sema.StatusError
-		res.Error = &sema.Error{Code: session.CodeLeaseLost, Message: "the run stopped: " + sema.MessageOf(cause), Err: cause}
-		return
-	}
-	res.Status = sema.StatusCancelled
-	res.Error = &sema.Error{Code: CodeCancelled, Message: "the run was cancelled", Err: cause}
-}
-
-// asSemaError keeps a provider's coded error, and codes anything else as a model failure.
-func asSemaError(err error) *sema.Error {
-	var se *sema.Error
-	if errors.As(err, &se) {
-		return se
-	}
-	return &sema.Error{Code: model.CodeError, Message: err.Error(), Err: err}
 }
