@@ -4,20 +4,23 @@ import (
 	"testing"
 
 	"github.com/sema-agent/sema/internal/answercheck"
+	"github.com/sema-agent/sema/internal/childleg"
 	"github.com/sema-agent/sema/internal/permreport"
 )
 
-// The answer check refuses with codes of its own; embedders match on agent's. Each pair
-// must stay one string.
-func TestAnswerCheckCodesAreAgentCodes(t *testing.T) {
+// The answer check and the Task call's answers refuse with codes of their own;
+// embedders match on agent's. Each pair must stay one string.
+func TestSeamCodesAreAgentCodes(t *testing.T) {
 	for _, c := range []struct{ agent, part string }{
 		{CodeStale, answercheck.CodeStale},
 		{CodeEditDenied, answercheck.CodeEditDenied},
 		{CodeAnswerInvalid, answercheck.CodeAnswerInvalid},
 		{CodeTampered, answercheck.CodeTampered},
+		{CodeSubagentFailed, childleg.CodeFailed},
+		{CodeSubagentBudget, childleg.CodeBudget},
 	} {
 		if c.agent != c.part {
-			t.Errorf("agent's code %q is %q in the answer check", c.agent, c.part)
+			t.Errorf("agent's code %q is %q in the engine", c.agent, c.part)
 		}
 	}
 }
