@@ -11,6 +11,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/childleg"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
@@ -141,36 +142,12 @@ func (l *leg) prepareAgents(ctx context.Context) {
 // child's final text.
 type taskTool struct{ l *leg }
 
-// taskInput is the Task tool's input, Claude Code's shape.
-type taskInput struct {
-	Description  string `json:"description"`
-	Prompt       string `json:"prompt"`
-	SubagentType string `json:"subagent_type"`
-}
-
-var taskSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
-	`"prompt":{"type":"string","description":"The task for the agent to perform: everything it needs to know, since it sees nothing of this conversation"},` +
-	`"subagent_type":{"type":"string","description":"The type of specialized agent to use for this task"}},` +
-	`"required":["description","prompt","subagent_type"],"additionalProperties":false}`)
-
-func (t *taskTool) Spec() tools.Spec {
-	desc := "Launch a new agent to handle a task on its own. The agent starts with no context but " +
-		"the prompt you give it, works with its own tools, and answers with one final message, " +
-		"which is all you see of its work; say in the prompt what it should report. Several Task " +
-		"calls in one message run concurrently. Available agent types:\n" + t.l.agents.Describe()
-	// Exec: the gate lets the engine's own tool through unless a rule says otherwise, and
-	// the child's every call is judged by the child's own gate.
-	return tools.Spec{Name: "Task", Description: desc, InputSchema: taskSchema, Effect: tools.EffectExec}
-}
+func (t *taskTool) Spec() tools.Spec { return childleg.Spec(t.l.agents.Describe()) }
 
 func (t *taskTool) Run(ctx context.Context, input json.RawMessage) tools.Result {
-	var in taskInput
-	if err := tools.Decode(input, &in); err != nil {
-		return tools.FromError(err, tools.CodeInputInvalid)
-	}
-	if strings.TrimSpace(in.Prompt) == "" {
-		return tools.Fail(tools.CodeInputInvalid, "Task needs a prompt: the whole task for the agent, which sees nothing of this conversation.")
+	in, refused := childleg.Parse(input)
+	if refused != nil {
+		return *refused
 	}
 	def, ok := t.l.agents.Lookup(in.SubagentType)
 	if !ok {
@@ -181,7 +158,7 @@ func (t *taskTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 }
 
 // delegate runs one Task call's child leg.
-func (l *leg) delegate(ctx context.Context, call callRef, def subagent.Definition, in taskInput) tools.Result {
+func (l *leg) delegate(ctx context.Context, call callRef, def subagent.Definition, in childleg.Input) tools.Result {
 	spec, res := l.childSpec(def, in.Prompt)
 	if res != nil {
 		return *res
@@ -198,17 +175,19 @@ func (l *leg) delegate(ctx context.Context, call callRef, def subagent.Definitio
 }
 
 // childSpec is the task a child leg runs: the parent's roots, faces, rules, sandbox and
-// way of answering questions, the definition's mode, model, prompt and read-only mount,
-// and no more turns, tokens or dollars than the parent has left.
+// way of answering questions, what the definition decides (childleg.Derive), and no
+// more tokens or dollars than the parent has left.
 func (l *leg) childSpec(def subagent.Definition, prompt string) (TaskSpec, *tools.Result) {
 	p := l.spec
+	own, refused := childleg.Derive(childleg.Parent{Model: p.Model, Provider: l.deps.Provider.Name(), ReadOnly: p.ReadOnly,
+		MaxTurns: p.MaxTurns, TurnsRun: int(l.turnsRun.Load())}, def)
 	spec := TaskSpec{
 		Prompt:                    prompt,
 		Root:                      l.fence.Root(),
-		Model:                     p.Model,
-		AppendSystemPrompt:        def.Prompt,
+		Model:                     own.Model,
+		AppendSystemPrompt:        own.Prompt,
 		MaxTokens:                 p.MaxTokens,
-		PermissionMode:            def.PermissionMode,
+		PermissionMode:            own.Mode,
 		AllowedTools:              p.AllowedTools,
 		DisallowedTools:           p.DisallowedTools,
 		AskTools:                  p.AskTools,
@@ -216,25 +195,16 @@ func (l *leg) childSpec(def subagent.Definition, prompt string) (TaskSpec, *tool
 		AdditionalReadDirectories: p.AdditionalReadDirectories,
 		ReadFace:                  p.ReadFace,
 		WriteFace:                 p.WriteFace,
-		ReadOnly:                  p.ReadOnly || def.ReadOnly,
+		ReadOnly:                  own.ReadOnly,
 		Sandbox:                   p.Sandbox,
 		SandboxNetwork:            p.SandboxNetwork,
 		OnAsk:                     p.OnAsk,
 		Scratchpad:                p.Scratchpad,
 		FileHistory:               p.FileHistory,
+		MaxTurns:                  own.MaxTurns,
 	}
-	if def.Model != "" && def.Model != "inherit" {
-		// Claude Code's agent files name a family (model: sonnet): the newest model of it
-		// the parent's provider knows. Any other name goes to the provider as written.
-		spec.Model, _ = model.ResolveAlias(l.deps.Provider.Name(), def.Model)
-	}
-	if p.MaxTurns > 0 {
-		left := p.MaxTurns - int(l.turnsRun.Load())
-		if left <= 0 {
-			r := tools.Fail(CodeSubagentBudget, "The agent was not started: this task has no turns left to give it (its turn limit is %d).", p.MaxTurns)
-			return spec, &r
-		}
-		spec.MaxTurns = left
+	if refused != nil {
+		return spec, refused
 	}
 	if r := l.childBudget(&spec); r != nil {
 		return spec, r
@@ -277,15 +247,15 @@ func (l *leg) childEmitter(lk *link) func(Event) {
 func (l *leg) childOutcome(ctx context.Context, call callRef, lk *link, r *TaskResult, err error) tools.Result {
 	if err != nil {
 		run := SubagentRun{ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, Status: sema.StatusError}
-		code := CodeSubagentFailed
-		if ctx.Err() != nil {
-			run.Status, code = sema.StatusCancelled, tools.CodeCancelled
+		cancelled := ctx.Err() != nil
+		if cancelled {
+			run.Status = sema.StatusCancelled
 		}
 		l.mu.Lock()
 		l.subagents = append(l.subagents, run)
 		l.mu.Unlock()
 		l.enqueue(Event{Type: EventSubagentEnd, Subagent: &run})
-		return tools.Fail(code, "The %s agent could not start: %s", lk.def.Name, sema.MessageOf(err))
+		return childleg.NotStarted(lk.def.Name, err, cancelled)
 	}
 	run := SubagentRun{ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, SessionID: r.SessionID,
 		Status: r.Status, NumTurns: r.NumTurns, Usage: r.Usage, EditedFiles: r.EditedFiles}
@@ -309,37 +279,15 @@ func (l *leg) childOutcome(ctx context.Context, call callRef, lk *link, r *TaskR
 		l.answered = r.Answered
 	}
 	l.enqueue(Event{Type: EventSubagentEnd, Subagent: &run})
-	switch r.Status {
-	case sema.StatusCompleted:
-		text := r.Result
-		if strings.TrimSpace(text) == "" {
-			text = "(the agent finished without a final message)"
-		}
-		return tools.Text(text)
-	case sema.StatusAwaitingApproval:
+	if r.Status == sema.StatusAwaitingApproval {
 		cp := *r.Checkpoint
 		l.setChildPark(call.index, &childPark{SessionID: r.SessionID, ToolUseID: lk.toolUseID, Type: lk.def.Name, Description: lk.description, Checkpoint: cp})
-		return tools.Fail(CodeSubagentFailed, "The %s agent is waiting for a person's answer.", lk.def.Name)
-	case sema.StatusCancelled:
-		return tools.Fail(tools.CodeCancelled, "The %s agent was cancelled.%s", lk.def.Name, lastWords(r.Result))
-	case sema.StatusMaxTurns:
-		return tools.Fail(CodeSubagentFailed, "The %s agent stopped after %d turns, its limit, before it finished.%s", lk.def.Name, r.NumTurns, lastWords(r.Result))
-	case sema.StatusBudgetExceeded:
-		return tools.Fail(CodeSubagentBudget, "The %s agent stopped after %d turns, before it finished: the next request would have passed the budget this task gave it.%s", lk.def.Name, r.NumTurns, lastWords(r.Result))
-	default:
-		msg := "it failed"
-		if r.Error != nil {
-			msg = "it failed: " + r.Error.Error()
-		}
-		return tools.Fail(CodeSubagentFailed, "The %s agent did not finish: %s.%s", lk.def.Name, msg, lastWords(r.Result))
 	}
-}
-
-func lastWords(text string) string {
-	if strings.TrimSpace(text) == "" {
-		return ""
+	end := childleg.End{Status: r.Status, Result: r.Result, NumTurns: r.NumTurns}
+	if r.Error != nil {
+		end.Err = r.Error
 	}
-	return " Its last message: " + text
+	return childleg.Answer(lk.def.Name, end)
 }
 
 // childPark is a delegated child's parked question that parks this leg: the child's
@@ -412,28 +360,12 @@ func (l *leg) childSession(ctx context.Context) (session.Session, error) {
 	return s, nil
 }
 
-// filterChildTools keeps the tools the child's definition allows, and the Task tool
-// only where delegation may nest deeper. A name the definition lists that the leg does
-// not mount is announced.
+// filterChildTools keeps the tools the child's definition allows (childleg.Tools), and
+// the Task tool only where delegation may nest deeper. A name the definition lists that
+// the leg does not mount is announced.
 func (l *leg) filterChildTools(r tools.Roster) tools.Roster {
 	def := l.link.def
-	var out tools.Roster
-	for _, t := range r {
-		name := t.Spec().Name
-		if name == "ExitPlanMode" || name == "EnterPlanMode" {
-			// A child's mode is its parent's business: it neither enters nor leaves plan.
-			continue
-		}
-		if def.Allows(name) {
-			out = append(out, t)
-		}
-	}
-	var missing []string
-	for _, name := range def.Tools {
-		if out.Lookup(name) == nil && r.Lookup(name) == nil {
-			missing = append(missing, name)
-		}
-	}
+	out, missing := childleg.Tools(r, def)
 	if len(missing) > 0 {
 		l.notice(sema.Notice{Code: CodeSubagentProblem, Message: fmt.Sprintf("the %s agent lists tools this leg does not have: %s", def.Name, strings.Join(missing, ", ")),
 			Detail: map[string]any{"agent": def.Name, "tools": missing}})

@@ -3,16 +3,14 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/internal/gate"
+	"github.com/sema-agent/sema/internal/permreport"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/settings"
-	"github.com/sema-agent/sema/tools"
 )
 
 // RuleOrigin says which seat a permission rule came from.
@@ -114,7 +112,8 @@ func (r *Runner) Permissions(ctx context.Context, spec TaskSpec, call *CheckedCa
 	if err := l.prepareFence(ctx); err != nil {
 		return nil, err
 	}
-	rep := &PermissionReport{Mode: l.modes.Observed(), Rules: l.ruleSources(), Settings: l.layered.Applied, Notices: l.notices}
+	sources := l.ruleSources()
+	rep := &PermissionReport{Mode: l.modes.Observed(), Rules: ruleSourcesOf(sources), Settings: l.layered.Applied, Notices: l.notices}
 	for _, h := range l.layered.Hooks {
 		if h.Event == hooks.PreToolUse {
 			rep.PreToolUseHooks++
@@ -130,7 +129,7 @@ func (r *Runner) Permissions(ctx context.Context, spec TaskSpec, call *CheckedCa
 	if err != nil {
 		return nil, err
 	}
-	pc, assumed := checkedCall(*call)
+	pc, assumed := permreport.CheckedCall(call.Tool, call.Input)
 	pc.Scope = scope
 	if e, ok := l.declaredEffect(call.Tool); ok {
 		pc.Effect, pc.EffectDefaulted = e, false
@@ -139,35 +138,21 @@ func (r *Runner) Permissions(ctx context.Context, spec TaskSpec, call *CheckedCa
 	if err != nil {
 		return nil, err
 	}
-	if rep.PreToolUseHooks > 0 {
-		assumed = append(assumed, "the PreToolUse hooks were not run; a run asks them after the deny rules, and a hook may deny, ask or allow")
-	}
-	if rep.Mode == permission.ModeAuto {
-		assumed = append(assumed, "in auto mode a question goes to the classifier, which a check does not run")
-	}
-	notApplied, err := l.notAppliedMatching(ctx, rep.Rules, pc)
+	assumed = append(assumed, permreport.Unrun(rep.PreToolUseHooks, rep.Mode)...)
+	notApplied, err := l.notAppliedMatching(ctx, sources, pc)
 	if err != nil {
 		return nil, err
 	}
-	rep.Check = &PermissionCheck{Tool: call.Tool, Input: pc.Input, Decision: g.Decide(ctx, pc), Matching: sourcesOf(rep.Rules, matching, true),
+	rep.Check = &PermissionCheck{Tool: call.Tool, Input: pc.Input, Decision: g.Decide(ctx, pc), Matching: ruleSourcesOf(permreport.Named(sources, matching, true)),
 		NotApplied: notApplied, Assumed: assumed}
 	return rep, nil
 }
 
 // notAppliedMatching are the rules read and left out that would name pc.
-func (l *leg) notAppliedMatching(ctx context.Context, all []RuleSource, pc permission.Call) ([]RuleSource, error) {
-	var left []permission.Rule
-	for _, s := range all {
-		if !s.Applied {
-			r, err := permission.ParseRule(s.Rule)
-			if err != nil {
-				return nil, err
-			}
-			left = append(left, r)
-		}
-	}
-	if len(left) == 0 {
-		return nil, nil
+func (l *leg) notAppliedMatching(ctx context.Context, all []permreport.Source, pc permission.Call) ([]RuleSource, error) {
+	left, err := permreport.NotApplied(all)
+	if err != nil || len(left) == 0 {
+		return nil, err
 	}
 	g, err := gate.New(gate.Config{Modes: l.modes, Rules: permission.RuleSet{Allow: left}, Resolver: gate.FenceResolver(l.fence), ReadOnlyAllow: l.deps.shell().ReadonlyAllow})
 	if err != nil {
@@ -177,94 +162,27 @@ func (l *leg) notAppliedMatching(ctx context.Context, all []RuleSource, pc permi
 	if err != nil {
 		return nil, err
 	}
-	return sourcesOf(all, m, false), nil
+	return ruleSourcesOf(permreport.Named(all, m, false)), nil
 }
 
 // ruleSources lists the leg's rules with their seats: the deployment's policy, the
 // task's lists, then each settings file's, lowest layer first.
-func (l *leg) ruleSources() []RuleSource {
-	var out []RuleSource
-	add := func(rs permission.RuleSet, origin RuleOrigin) {
-		for _, x := range []struct {
-			b     permission.Behavior
-			rules []permission.Rule
-		}{{permission.Deny, rs.Deny}, {permission.Ask, rs.Ask}, {permission.Allow, rs.Allow}} {
-			for _, r := range x.rules {
-				out = append(out, RuleSource{Rule: r.String(), Behavior: x.b, Origin: origin, Applied: true})
-			}
-		}
-	}
-	add(l.deps.policy().Rules, OriginPolicy)
+func (l *leg) ruleSources() []permreport.Source {
 	// The task's lists were parsed by rules(); a rule that did not parse refused there.
 	allowed, _ := permission.ParseRules(splitRules(l.spec.AllowedTools), nil, nil)
-	add(allowed, OriginTaskAllowed)
 	denied, _ := permission.ParseRules(nil, splitRules(l.spec.DisallowedTools), nil)
-	add(denied, OriginTaskDisallowed)
 	ask, _ := permission.ParseRules(nil, nil, splitRules(l.spec.AskTools))
-	add(ask, OriginTaskAsk)
-	for _, a := range l.layered.Applied {
-		for _, r := range a.Rules {
-			out = append(out, RuleSource{Rule: r.Rule, Behavior: r.Behavior, Origin: OriginSettings, Path: a.Path, Layer: a.Layer, Applied: r.Applied})
-		}
-	}
-	order := map[permission.Behavior]int{permission.Deny: 0, permission.Ask: 1, permission.Allow: 2}
-	slices.SortStableFunc(out, func(a, b RuleSource) int { return order[a.Behavior] - order[b.Behavior] })
-	return out
+	return permreport.Sources(permreport.Seats{Policy: l.deps.policy().Rules, Allowed: allowed, Disallowed: denied, Ask: ask, Settings: l.layered.Applied})
 }
 
-// sourcesOf are the sources of the matching rules, those that applied or those that
-// did not.
-func sourcesOf(all []RuleSource, matching permission.RuleSet, applied bool) []RuleSource {
-	named := map[string]bool{}
-	for _, x := range []struct {
-		b     permission.Behavior
-		rules []permission.Rule
-	}{{permission.Deny, matching.Deny}, {permission.Ask, matching.Ask}, {permission.Allow, matching.Allow}} {
-		for _, r := range x.rules {
-			named[string(x.b)+" "+r.String()] = true
-		}
-	}
-	var out []RuleSource
-	for _, s := range all {
-		if s.Applied == applied && named[string(s.Behavior)+" "+s.Rule] {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// engineEffects are the effects of the engine's own tools, as their specs declare
-// them, for a check that mounts none.
-var engineEffects = map[string]tools.Effect{
-	"Read": tools.EffectRead, "Glob": tools.EffectRead, "Grep": tools.EffectRead, "LS": tools.EffectRead,
-	"NotebookRead": tools.EffectRead, "BashOutput": tools.EffectRead,
-	"Edit": tools.EffectWrite, "Write": tools.EffectWrite, "MultiEdit": tools.EffectWrite, "NotebookEdit": tools.EffectWrite,
-	"Bash": tools.EffectExec, "KillShell": tools.EffectExec, "Task": tools.EffectExec, "TodoWrite": tools.EffectExec,
-}
-
-// checkedCall is the gate's call for a checked one, as a run would seat it, and what the
-// check had to assume.
-func checkedCall(c CheckedCall) (permission.Call, []string) {
-	in := c.Input
+// ruleSourcesOf are the report's sources as RuleSource (nil for none).
+func ruleSourcesOf(in []permreport.Source) []RuleSource {
 	if len(in) == 0 {
-		in = json.RawMessage(`{}`)
+		return nil
 	}
-	pc := permission.Call{Tool: c.Tool, Input: in}
-	var assumed []string
-	switch e, known := engineEffects[c.Tool]; {
-	case known:
-		pc.Effect = e
-	case c.Tool == "WebFetch" || c.Tool == "WebSearch":
-		pc.Effect, pc.Passthrough = tools.EffectRead, true
-	case strings.HasPrefix(c.Tool, "mcp__"):
-		pc.Effect, pc.EffectDefaulted, pc.DeclaredBy = tools.EffectExec, true, permission.DeclaredByMCP
-		assumed = append(assumed, "the server was not started, so its readOnlyHint is unknown: the tool is judged as one that may write")
-	default:
-		pc.Effect, pc.EffectDefaulted = tools.EffectExec, true
-		assumed = append(assumed, c.Tool+" is not one of sema's tools: it is judged as one that may write")
+	out := make([]RuleSource, len(in))
+	for i, s := range in {
+		out[i] = RuleSource{Rule: s.Rule, Behavior: s.Behavior, Origin: RuleOrigin(s.Origin), Path: s.Path, Layer: s.Layer, Applied: s.Applied}
 	}
-	if c.Tool == "Bash" {
-		assumed = append(assumed, "commands are judged as if the sandbox did not confine them; with it, a write outside the roots is the kernel's to refuse rather than a question")
-	}
-	return pc, assumed
+	return out
 }

@@ -1,11 +1,8 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +11,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/hooks"
+	"github.com/sema-agent/sema/internal/hookfold"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -152,49 +150,23 @@ func (l *leg) hookInput() hooks.Input {
 func (l *leg) runHooks(ctx context.Context, event hooks.Event, target string, in hooks.Input) hooks.Result {
 	res := l.hooks.set.Run(ctx, l.hooks.runner, event, target, in)
 	for _, m := range res.Messages {
-		l.notice(sema.Notice{Code: hooks.CodeMessage, Message: fmt.Sprintf("%s hook: %s", event, m), Detail: map[string]any{"event": string(event)}})
+		l.notice(hookfold.MessageNotice(event, m))
 	}
 	if event != hooks.PreToolUse {
 		for _, f := range res.Failures {
-			l.notice(hookFailureNotice(event, f))
+			l.notice(hookfold.FailureNotice(event, f))
 		}
 	}
-	if res.Stop && event != hooks.Stop && event != hooks.SubagentStop && event != hooks.SessionEnd {
-		// For a Stop hook, stopping is what the leg does anyway.
-		l.hookStop.CompareAndSwap(nil, &sema.Error{Code: CodeHookStopped, Message: "a " + string(event) + " hook stopped the run: " + cmp.Or(res.StopReason, "(no reason given)")})
+	if msg, ok := hookfold.StopsRun(event, res); ok {
+		l.hookStop.CompareAndSwap(nil, &sema.Error{Code: CodeHookStopped, Message: msg})
 	}
 	return res
 }
 
-func hookFailureNotice(event hooks.Event, f hooks.Failure) sema.Notice {
-	return sema.Notice{Code: hooks.CodeFailed, Message: fmt.Sprintf("a %s hook (%s) failed: %s", event, hookName(f.Hook), f.Why),
-		Detail: map[string]any{"event": string(event), "source": f.Hook.Source, "timed_out": f.TimedOut}}
-}
-
-// hookName names a hook for a person: its command, or where a Go hook came from.
-func hookName(h hooks.Hook) string {
-	if h.Command != "" {
-		return firstLine(h.Command, 120)
-	}
-	return "a Go hook from " + cmp.Or(h.Source, "Deps.Hooks.Events")
-}
-
-func firstLine(s string, n int) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i] + " …"
-	}
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
-}
-
 // preToolUseHook is the settings files' and the deployment's PreToolUse hooks as one
-// seat of the permission fold (station 2): a failure of any of them — a timeout, a
-// crash, an exit other than 0 and 2, output that is not the protocol's, two rewrites
-// that disagree — refuses the call, and an allow never overrides a deny rule, a
-// protected path or the fence (the fold's order sees to that). Nil when no hook
-// listens.
+// seat of the permission fold (station 2): a failure of any of them refuses the call,
+// and an allow never overrides a deny rule, a protected path or the fence (the fold's
+// order sees to that). Nil when no hook listens.
 func (l *leg) preToolUseHook() permission.Hook {
 	if !l.hasHooks(hooks.PreToolUse) {
 		return nil
@@ -210,25 +182,9 @@ func (l *leg) preToolUseHook() permission.Hook {
 		}
 		res := l.runHooks(ctx, hooks.PreToolUse, call.Tool, in)
 		if len(res.Failures) > 0 {
-			f := res.Failures[0]
-			l.notice(hookFailureNotice(hooks.PreToolUse, f))
-			return permission.HookDecision{}, errors.New("the hook " + hookName(f.Hook) + " " + f.Why)
+			l.notice(hookfold.FailureNotice(hooks.PreToolUse, res.Failures[0]))
 		}
-		if res.Conflict {
-			return permission.HookDecision{}, errors.New("two hooks rewrote the input differently")
-		}
-		if res.Stop {
-			return permission.HookDecision{Behavior: permission.Deny, Reason: cmp.Or(res.StopReason, "a hook stopped the run")}, nil
-		}
-		switch {
-		case res.Block || res.Permission == "deny":
-			return permission.HookDecision{Behavior: permission.Deny, Reason: cmp.Or(res.PermissionReason, res.BlockReason)}, nil
-		case res.Permission == "ask":
-			return permission.HookDecision{Behavior: permission.Ask, Reason: res.PermissionReason, UpdatedInput: res.UpdatedInput}, nil
-		case res.Permission == "allow":
-			return permission.HookDecision{Behavior: permission.Allow, Reason: res.PermissionReason, UpdatedInput: res.UpdatedInput}, nil
-		}
-		return permission.HookDecision{UpdatedInput: res.UpdatedInput}, nil
+		return hookfold.PreToolUse(res)
 	}
 }
 
@@ -236,41 +192,17 @@ func (l *leg) preToolUseHook() permission.Hook {
 // a call that ran and adds what they say for the model to its result: a block's reason
 // and their additional context.
 func (l *leg) postToolUse(ctx context.Context, name, id string, input json.RawMessage, r tools.Result) tools.Result {
-	event := hooks.PostToolUse
-	if r.IsError {
-		event = hooks.PostToolUseFailure
-	}
+	event := hookfold.PostToolUseEvent(r)
 	if !l.hasHooks(event) || len(l.hooks.set.Matching(event, name)) == 0 {
 		return r
 	}
 	in := l.hookInput()
 	in.ToolName, in.ToolInput, in.ToolUseID = name, input, id
-	text := blocksText(r.Content)
-	if r.IsError {
-		in.Error = text
-	} else {
-		in.ToolResponse, _ = json.Marshal(toolResponse(r, text))
-	}
-	res := l.runHooks(ctx, event, name, in)
-	var add []string
-	if res.Block {
-		add = append(add, fmt.Sprintf("%s hook feedback: %s", event, res.BlockReason))
-	}
-	add = append(add, res.Context...)
-	if len(add) > 0 {
+	res := l.runHooks(ctx, event, name, hookfold.PostToolUseInput(in, r, blocksText(r.Content)))
+	if add := hookfold.PostToolUseFeedback(event, res); len(add) > 0 {
 		r.Content = append(slices.Clip(r.Content), model.TextBlock("\n"+strings.Join(add, "\n")))
 	}
 	return r
-}
-
-// toolResponse is a call's result as PostToolUse hooks read it: the text the model saw,
-// and for a write the file it changed (the field Claude Code's formatters read).
-func toolResponse(r tools.Result, text string) map[string]any {
-	out := map[string]any{"content": text, "success": !r.IsError}
-	if r.EditedFile != "" {
-		out["filePath"] = r.EditedFile
-	}
-	return out
 }
 
 // promptHooks runs the UserPromptSubmit hooks on the leg's prompt. It returns the
@@ -282,8 +214,8 @@ func (l *leg) promptHooks(ctx context.Context) ([]string, *sema.Error) {
 	in := l.hookInput()
 	in.Prompt = l.spec.Prompt
 	res := l.runHooks(ctx, hooks.UserPromptSubmit, "", in)
-	if res.Block {
-		return nil, &sema.Error{Code: CodePromptBlocked, Message: "a UserPromptSubmit hook blocked the prompt: " + cmp.Or(res.BlockReason, "(no reason given)")}
+	if msg, blocked := hookfold.PromptBlocked(res); blocked {
+		return nil, &sema.Error{Code: CodePromptBlocked, Message: msg}
 	}
 	return res.Context, nil
 }
@@ -312,11 +244,7 @@ func (l *leg) stopHooks(ctx context.Context, active bool) (string, bool) {
 		return "", false
 	}
 	in.StopHookActive = active
-	res := l.runHooks(ctx, event, "", in)
-	if !res.Block || res.Stop {
-		return "", false
-	}
-	return cmp.Or(res.BlockReason, "A "+string(event)+" hook asks you to continue."), true
+	return hookfold.Continue(event, l.runHooks(ctx, event, "", in))
 }
 
 // sessionEndHooks runs the SessionEnd hooks as the leg ends.
@@ -344,8 +272,7 @@ func (l *leg) notifyHooks(ctx context.Context, tool string) {
 	if !l.hasHooks(hooks.Notification) {
 		return
 	}
-	in := l.hookInput()
-	in.Message, in.NotificationType = "sema needs your permission to use "+tool, "permission_prompt"
+	in := hookfold.NotificationInput(l.hookInput(), tool)
 	l.runHooks(ctx, hooks.Notification, in.NotificationType, in)
 }
 

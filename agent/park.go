@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/hooks"
+	"github.com/sema-agent/sema/internal/answercheck"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -203,9 +202,8 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	if cp.SessionID != l.spec.sessionID() {
 		return sema.Errorf(CodeAnswerInvalid, "checkpoint %s belongs to session %s, not %s", cp.ID, cp.SessionID, l.spec.sessionID())
 	}
-	if session.SHA256Hex(cp.Args) != cp.ArgsSHA256 {
-		// The stored arguments are not the ones that were reviewed.
-		return sema.Errorf(CodeTampered, "checkpoint %s's arguments do not match their recorded sha256; it cannot be answered", cp.ID)
+	if err := answercheck.Verify(cp); err != nil {
+		return err
 	}
 	preclaimed := l.link != nil && l.link.claimed != nil && l.link.claimed.ID == cp.ID
 	if cp.Decision != nil && !preclaimed {
@@ -215,36 +213,22 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	if p == nil || p.Checkpoint != cp.ID {
 		return sema.Errorf(CodeStale, "checkpoint %s is not where session %s stopped; it can no longer be answered", cp.ID, cp.SessionID)
 	}
-	calls := lastCalls(l.resume.messages)
-	if p.Pending >= len(calls) || calls[p.Pending].Name != cp.Tool {
-		return sema.Errorf(CodeStale, "checkpoint %s does not match the parked turn", cp.ID)
+	if err := answercheck.MatchTurn(cp, lastCalls(l.resume.messages), p.Pending, ""); err != nil {
+		return err
 	}
-	input := cp.Args // the stored, reviewed arguments; never re-derived
-	d := session.Decision{Verdict: session.VerdictDeny, Reason: a.Reason}
-	if a.Allow {
-		d.Verdict = session.VerdictAllow
-		if len(a.UpdatedInput) > 0 {
-			if !json.Valid(a.UpdatedInput) {
-				return sema.Errorf(CodeAnswerInvalid, "the edited input is not valid JSON")
-			}
-			t := l.tools().Lookup(cp.Tool)
-			if t == nil {
-				return sema.Errorf(CodeStale, "the parked tool %s is not mounted on this leg", cp.Tool)
-			}
-			call := permission.Call{Tool: cp.Tool, Effect: t.Spec().Effect, Input: a.UpdatedInput, Scope: l.scope}
-			if dec, denied := l.gate.RecheckDeny(ctx, call, a.UpdatedInput); denied {
-				return sema.Errorf(CodeEditDenied, "the edited input is refused by the deny rules: %s", dec.Reason)
-			}
-			input = a.UpdatedInput
-			d.Args = a.UpdatedInput
+	d, input, err := answercheck.Decide(cp, plainAnswer(a), func(edit json.RawMessage) (string, bool, error) {
+		t := l.tools().Lookup(cp.Tool)
+		if t == nil {
+			return "", false, sema.Errorf(CodeStale, "the parked tool %s is not mounted on this leg", cp.Tool)
 		}
+		return l.recheckEdit(ctx, cp.Tool, t.Spec().Effect, edit)
+	})
+	if err != nil {
+		return err
 	}
 	if preclaimed {
 		// The delegating parent claimed it, with the same decision, before resuming us.
-		claimed := l.link.claimed
-		if claimed.Decision != nil && len(claimed.Decision.Args) > 0 {
-			input = claimed.Decision.Args
-		}
+		input = answercheck.Claimed(*l.link.claimed, input)
 		l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: cp.Tool, input: input, allow: a.Allow, reason: a.Reason}
 		return nil
 	}
@@ -252,11 +236,20 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if claimed.Decision != nil && len(claimed.Decision.Args) > 0 {
-		input = claimed.Decision.Args
-	}
+	input = answercheck.Claimed(claimed, input)
 	l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: cp.Tool, input: input, edited: len(a.UpdatedInput) > 0, allow: a.Allow, reason: a.Reason}
 	return nil
+}
+
+func plainAnswer(a *Answer) answercheck.Answer {
+	return answercheck.Answer{Allow: a.Allow, UpdatedInput: a.UpdatedInput, Reason: a.Reason}
+}
+
+// recheckEdit judges a person's edit of a parked call against the deny rules.
+func (l *leg) recheckEdit(ctx context.Context, tool string, effect tools.Effect, edit json.RawMessage) (string, bool, error) {
+	call := permission.Call{Tool: tool, Effect: effect, Input: edit, Scope: l.scope}
+	dec, denied := l.gate.RecheckDeny(ctx, call, edit)
+	return dec.Reason, denied, nil
 }
 
 // claim records the decision on the checkpoint, once; a claim another process made
@@ -281,36 +274,25 @@ func (l *leg) claim(ctx context.Context, cp session.Checkpoint, d session.Decisi
 // nested chain only the outermost leg claims; each child passes the claim on.
 func (l *leg) prepareChildAnswer(ctx context.Context, cp session.Checkpoint, p *parkedEntry) error {
 	a := l.answer
-	if session.SHA256Hex(cp.Args) != cp.ArgsSHA256 {
-		return sema.Errorf(CodeTampered, "checkpoint %s's arguments do not match their recorded sha256; it cannot be answered", cp.ID)
+	if err := answercheck.Verify(cp); err != nil {
+		return err
 	}
 	preclaimed := l.link != nil && l.link.claimed != nil && l.link.claimed.ID == cp.ID
 	if cp.Decision != nil && !preclaimed {
 		return l.alreadyAnswered(ctx, cp)
 	}
-	calls := lastCalls(l.resume.messages)
-	if p.Pending >= len(calls) || calls[p.Pending].Name != "Task" || calls[p.Pending].ID != p.Child.ToolUseID {
-		return sema.Errorf(CodeStale, "checkpoint %s does not match the parked turn", cp.ID)
+	if err := answercheck.MatchTurn(cp, lastCalls(l.resume.messages), p.Pending, p.Child.ToolUseID); err != nil {
+		return err
 	}
-	d := session.Decision{Verdict: session.VerdictDeny, Reason: a.Reason}
-	input := cp.Args
-	if a.Allow {
-		d.Verdict = session.VerdictAllow
-		if len(a.UpdatedInput) > 0 {
-			if !json.Valid(a.UpdatedInput) {
-				return sema.Errorf(CodeAnswerInvalid, "the edited input is not valid JSON")
-			}
-			effect := tools.EffectExec // fail closed for a tool only the child mounts
-			if t := l.tools().Lookup(cp.Tool); t != nil {
-				effect = t.Spec().Effect
-			}
-			call := permission.Call{Tool: cp.Tool, Effect: effect, Input: a.UpdatedInput, Scope: l.scope}
-			if dec, denied := l.gate.RecheckDeny(ctx, call, a.UpdatedInput); denied {
-				return sema.Errorf(CodeEditDenied, "the edited input is refused by the deny rules: %s", dec.Reason)
-			}
-			input = a.UpdatedInput
-			d.Args = a.UpdatedInput
+	d, input, err := answercheck.Decide(cp, plainAnswer(a), func(edit json.RawMessage) (string, bool, error) {
+		effect := tools.EffectExec // fail closed for a tool only the child mounts
+		if t := l.tools().Lookup(cp.Tool); t != nil {
+			effect = t.Spec().Effect
 		}
+		return l.recheckEdit(ctx, cp.Tool, effect, edit)
+	})
+	if err != nil {
+		return err
 	}
 	claimed := l.linkClaimed()
 	if !preclaimed {
@@ -349,54 +331,20 @@ func (l *leg) answersChild(ctx context.Context, cp session.Checkpoint) bool {
 	return false
 }
 
-// alreadyAnswered is the refusal of a second answer. A person who answers twice most
-// often did not see what the first answer led to, so it says how the leg that ran the
-// answered call ended and where the session stands: an open question to answer
-// (detail "open_checkpoint"), or a session a plain resume continues.
+// alreadyAnswered is the refusal of a second answer, with how the leg that answered it
+// ended and the session's open question, when the store knows them.
 func (l *leg) alreadyAnswered(ctx context.Context, cp session.Checkpoint) error {
-	verdict := "allowed"
-	if cp.Decision.Verdict == session.VerdictDeny {
-		verdict = "denied"
-	}
-	msg := fmt.Sprintf("checkpoint %s was already answered (%s) at %s", cp.ID, verdict, cp.ClaimedAt.UTC().Format(time.RFC3339))
-	e := &sema.Error{Code: session.CodeAlreadyClaimed}
-	e = e.With("checkpoint_id", cp.ID).With("session_id", cp.SessionID).With("verdict", string(cp.Decision.Verdict))
-	if leg, ok := l.answeringLeg(ctx, cp); ok {
-		e = e.With("answered_leg_status", string(leg.Status))
-		switch leg.Status {
-		case sema.StatusRunning:
-			msg += "; the leg that answered it has not recorded its end (it is still running, or its process was stopped)"
-		case sema.StatusCompleted:
-			msg += "; the leg that answered it finished (completed)"
-		default:
-			msg += fmt.Sprintf("; the leg that answered it finished with status %s", leg.Status)
+	var answering *session.Leg
+	if legs, err := l.store.Legs(ctx, cp.SessionID); err == nil {
+		if g, ok := answercheck.AnsweringLeg(legs, l.legID, cp); ok {
+			answering = &g
 		}
 	}
-	if open, ok := l.openCheckpoint(ctx, cp.SessionID); ok {
-		e = e.With("open_checkpoint", open.ID)
-		msg += fmt.Sprintf(". The session now waits at checkpoint %s (%s); answer that one", open.ID, open.Tool)
-	} else {
-		msg += ". The session is intact; continue it with a new prompt (a plain resume)"
+	var open *session.Checkpoint
+	if o, ok := l.openCheckpoint(ctx, cp.SessionID); ok {
+		open = &o
 	}
-	e.Message = msg
-	return e
-}
-
-// answeringLeg finds the leg that claimed cp: the last leg of its session that started
-// before the claim (a resume starts its leg, then claims).
-func (l *leg) answeringLeg(ctx context.Context, cp session.Checkpoint) (session.Leg, bool) {
-	legs, err := l.store.Legs(ctx, cp.SessionID)
-	if err != nil {
-		return session.Leg{}, false
-	}
-	var found session.Leg
-	ok := false
-	for _, g := range legs {
-		if g.ID != l.legID && g.ID != cp.LegID && !g.StartedAt.After(cp.ClaimedAt) {
-			found, ok = g, true
-		}
-	}
-	return found, ok
+	return answercheck.AlreadyAnswered(cp, answering, open)
 }
 
 // openCheckpoint returns the session's newest unanswered checkpoint, if the session's
