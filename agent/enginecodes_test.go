@@ -3,6 +3,9 @@ package agent
 import (
 	"testing"
 
+	"github.com/sema-agent/sema/internal/answercheck"
+	"github.com/sema-agent/sema/internal/childleg"
+	"github.com/sema-agent/sema/internal/permreport"
 	"github.com/sema-agent/sema/internal/runend"
 	"github.com/sema-agent/sema/internal/shellchange"
 	"github.com/sema-agent/sema/internal/todo"
@@ -19,6 +22,12 @@ func TestEngineCodesAreAgentCodes(t *testing.T) {
 		{CodeBashRecoveryFailed, shellchange.CodeRecoveryFailed},
 		{CodeAfterFailed, shellchange.CodeAfterFailed},
 		{CodeCancelled, runend.CodeCancelled},
+		{CodeStale, answercheck.CodeStale},
+		{CodeEditDenied, answercheck.CodeEditDenied},
+		{CodeAnswerInvalid, answercheck.CodeAnswerInvalid},
+		{CodeTampered, answercheck.CodeTampered},
+		{CodeSubagentFailed, childleg.CodeFailed},
+		{CodeSubagentBudget, childleg.CodeBudget},
 		{CodeTodoContentEmpty, todo.CodeContentEmpty},
 		{CodeTodoStatusInvalid, todo.CodeStatusInvalid},
 		{CodeTodoActiveFormEmpty, todo.CodeActiveFormEmpty},
@@ -29,6 +38,25 @@ func TestEngineCodesAreAgentCodes(t *testing.T) {
 	} {
 		if c.agent != c.part {
 			t.Errorf("agent's code %q is %q in the engine", c.agent, c.part)
+		}
+	}
+}
+
+// The permission report's seats are the same strings in agent and the report's
+// assembly.
+func TestReportOriginsAreAgentOrigins(t *testing.T) {
+	for _, c := range []struct {
+		agent RuleOrigin
+		part  string
+	}{
+		{OriginSettings, permreport.OriginSettings},
+		{OriginTaskAllowed, permreport.OriginTaskAllowed},
+		{OriginTaskDisallowed, permreport.OriginTaskDisallowed},
+		{OriginTaskAsk, permreport.OriginTaskAsk},
+		{OriginPolicy, permreport.OriginPolicy},
+	} {
+		if string(c.agent) != c.part {
+			t.Errorf("agent's origin %q is %q in the report", c.agent, c.part)
 		}
 	}
 }
