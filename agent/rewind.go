@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/lease"
+	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/session"
 )
 
@@ -152,7 +153,7 @@ func (r *Runner) rewindToTurn(ctx context.Context, s session.Session, spec Rewin
 	if err != nil {
 		return nil, err
 	}
-	head, at, found := turnStart(chain, spec.ToTurn)
+	head, at, found := transcript.TurnStart(chain, spec.ToTurn)
 	if !found {
 		return nil, sema.Errorf(history.CodeTurnInvalid, "session %s has no turn %d", s.ID, spec.ToTurn)
 	}
@@ -179,31 +180,6 @@ func (r *Runner) rewindToTurn(ctx context.Context, s session.Session, spec Rewin
 		out.Head = id
 	}
 	return out, forgetRestored(ctx, r.deps.Store, claim, out.Ledger)
-}
-
-// turnStart finds where the conversation returns to for a rewind to the start of turn:
-// head, the entry before turn's response, and at, the boundaries the scope held when the
-// turn started, when its assistant entry recorded them. found is false when the chain
-// has no such turn; turn 0 is the chain's beginning.
-func turnStart(chain []session.Entry, turn int) (head string, at *int, found bool) {
-	found = turn == 0
-	if turn == 0 {
-		at = new(int)
-	}
-	for _, e := range chain {
-		if e.Kind == entryAssistant {
-			var a assistantEntry
-			if json.Unmarshal(e.Payload, &a) == nil && a.Turn >= turn && turn > 0 {
-				found = true
-				if a.Turn == turn {
-					at = a.Boundaries
-				}
-				break
-			}
-		}
-		head = e.ID
-	}
-	return head, at, found
 }
 
 // rewindFiles runs the file half of a rewind, or an undo. at is how many boundaries the

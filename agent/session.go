@@ -10,52 +10,32 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/compact"
+	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools/files"
 )
 
-// Transcript entry kinds. A session's transcript is the chain of these entries; the
-// runner rebuilds the conversation from it on every leg and trusts nothing else of it
-// (the system prompt and the tool specs are rebuilt, never read back).
+// Transcript entry kinds (see internal/transcript).
 const (
-	entryUser        = "user"         // payload: model.Message (the prompt)
-	entryAssistant   = "assistant"    // payload: assistantEntry
-	entryToolResults = "tool_results" // payload: model.Message (tool_result blocks, then maybe a reminder of instruction files)
-	entryParked      = "parked"       // payload: parkedEntry
-	entryRewind      = "rewind"       // payload: rewindEntry; moves the head back
-	// entryCallStarted is written right before a tool runs, after its permission was
-	// settled, so that a leg resuming after a crash can tell a call that may have run
-	// from one that never started. payload: callStartedEntry.
-	entryCallStarted = "call_started"
-	entryReadState   = "read_state" // payload: readStateEntry; what the model has read
-	// entryDelegation opens a delegated child's transcript. payload: delegationEntry.
-	entryDelegation = "delegation"
-	// entryCompaction marks a compaction; replay applies it to the conversation rebuilt
-	// so far. payload: compact.Entry.
-	entryCompaction = "compaction"
+	entryUser        = transcript.KindUser
+	entryAssistant   = transcript.KindAssistant
+	entryToolResults = transcript.KindToolResults
+	entryParked      = transcript.KindParked // payload: parkedEntry
+	entryRewind      = transcript.KindRewind
+	entryCallStarted = transcript.KindCallStarted
+	entryReadState   = transcript.KindReadState
+	entryDelegation  = transcript.KindDelegation // payload: delegationEntry
+	entryCompaction  = transcript.KindCompaction
 )
 
-type assistantEntry struct {
-	Turn    int           `json:"turn"`
-	Message model.Message `json:"message"`
-	// Intents says that the leg records call_started before each of this turn's calls;
-	// without it (a transcript written before intents were recorded) a call without a
-	// result may have run or not.
-	Intents bool `json:"intents,omitempty"`
-	// Boundaries is how many file-history boundaries the session's scope held when the
-	// turn started: the turn's own boundary, if it changed a file, is the next one. A
-	// rewind to the turn restores what was recorded at the boundaries after these. Nil
-	// when the leg recorded no history into its own scope, and in transcripts written
-	// when every turn minted a boundary at its start (a rewind then finds the turn's
-	// boundary by its number).
-	Boundaries *int `json:"boundaries,omitempty"`
-}
-
-type callStartedEntry struct {
-	ID   string `json:"id"`
-	Tool string `json:"tool"`
-}
+// The payloads whose shape needs nothing of the runner's API.
+type (
+	assistantEntry   = transcript.Assistant
+	callStartedEntry = transcript.CallStarted
+	readStateEntry   = transcript.ReadState
+	rewindEntry      = transcript.Rewind
+)
 
 // parkedEntry records a turn stopped at a question: the results of the calls before
 // the pending one, the pending call's index among the turn's calls, and its checkpoint.
@@ -80,19 +60,6 @@ type parkedEntry struct {
 	// Waiting holds the calls after the pending one whose child legs also wait for a
 	// person, by call index: a resume parks again at them, without running them again.
 	Waiting map[int]*childPark `json:"waiting,omitempty"`
-}
-
-// readStateEntry is a change of the session's read state: records to set (a Read, or
-// the content a write left) and paths to forget (files a rewind restored). Replaying
-// the chain's entries in order gives what the model has read at its head, so a branch
-// or a conversation rewind carries exactly the reads of the conversation it keeps.
-type readStateEntry struct {
-	Records map[string]files.ReadRecord `json:"records,omitempty"`
-	Forget  []string                    `json:"forget,omitempty"`
-}
-
-type rewindEntry struct {
-	ToTurn int `json:"to_turn"`
 }
 
 // resumeState is what a leg continues from.
@@ -723,13 +690,7 @@ func (l *leg) loadSession(ctx context.Context) (*session.Session, []session.Entr
 		return nil, nil, err
 	}
 	if rs.Fork && rs.At != "" {
-		// The fork is cut at At; replay only that prefix.
-		for i, e := range chain {
-			if e.ID == rs.At {
-				chain = chain[:i+1]
-				break
-			}
-		}
+		chain = transcript.CutAt(chain, rs.At) // the fork is cut at At; replay only that prefix
 	}
 	return &s, chain, nil
 }
