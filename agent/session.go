@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
-	"github.com/sema-agent/sema/internal/compact"
+	"github.com/sema-agent/sema/internal/replay"
 	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
@@ -82,101 +83,40 @@ type resumeState struct {
 	boundaries map[int]int
 }
 
-// replay rebuilds the conversation from a transcript chain.
-func replay(entries []session.Entry) (resumeState, error) {
-	st := resumeState{reads: map[string]files.ReadRecord{}}
-	for i, e := range entries {
-		switch e.Kind {
-		case entryUser, entryToolResults:
-			var m model.Message
-			if err := json.Unmarshal(e.Payload, &m); err != nil {
-				return st, corrupt(e, err)
-			}
-			st.messages = appendUser(st.messages, m)
-		case entryAssistant:
-			var a assistantEntry
-			if err := json.Unmarshal(e.Payload, &a); err != nil {
-				return st, corrupt(e, err)
-			}
-			st.messages = append(st.messages, a.Message)
-			st.turns = a.Turn
-			if a.Boundaries != nil {
-				if st.boundaries == nil {
-					st.boundaries = map[int]int{}
-				}
-				st.boundaries[a.Turn] = *a.Boundaries
-			}
-			st.intents, st.started = a.Intents, map[string]bool{}
-		case entryParked:
+// replayChain rebuilds the conversation from a transcript chain (see internal/replay); the
+// runner reads the payloads whose shape is its API: a parked turn and a todo list.
+func replayChain(entries []session.Entry) (resumeState, error) {
+	parked := map[int]*parkedEntry{}
+	var todos []Todo
+	st, err := replay.Replay(replay.Input{
+		Entries:    entries,
+		AppendUser: appendUser,
+		Parked: func(i int, payload json.RawMessage) (replay.Park, error) {
 			var p parkedEntry
-			if err := json.Unmarshal(e.Payload, &p); err != nil {
-				return st, corrupt(e, err)
+			if err := json.Unmarshal(payload, &p); err != nil {
+				return replay.Park{}, err
 			}
-			applyReads(st.reads, p.ReadState, p.ForgetRead)
-			// A write tool asks its permission question inside its run, after its intent
-			// was stored: the parked entry says that call stopped at the question. Only an
-			// intent stored after it (the approved call starting) means it may have run.
-			if calls := lastCalls(st.messages); p.Pending < len(calls) {
-				delete(st.started, calls[p.Pending].ID)
-			}
-			if !onlyBookkeepingAfter(entries[i+1:]) {
-				continue // answered: the tool_results entry after it holds the results
-			}
-			st.parked = &p
-		case entryReadState:
-			var r readStateEntry
-			if err := json.Unmarshal(e.Payload, &r); err != nil {
-				return st, corrupt(e, err)
-			}
-			applyReads(st.reads, r.Records, r.Forget)
-		case entryCompaction:
-			var c compact.Entry
-			if err := json.Unmarshal(e.Payload, &c); err != nil {
-				return st, corrupt(e, err)
-			}
-			st.messages = compact.Apply(st.messages, c)
-		case entryTodos:
+			parked[i] = &p
+			return replay.Park{Pending: p.Pending, Reads: p.ReadState, Forget: p.ForgetRead}, nil
+		},
+		Todos: func(payload json.RawMessage) error {
 			var t todosEntry
-			if err := json.Unmarshal(e.Payload, &t); err != nil {
-				return st, corrupt(e, err)
+			if err := json.Unmarshal(payload, &t); err != nil {
+				return err
 			}
-			st.todos = t.Todos
-		case entryRewind:
-			// A marker only: the chain already ends where the rewind pointed.
-		case entryCallStarted:
-			var c callStartedEntry
-			if err := json.Unmarshal(e.Payload, &c); err != nil {
-				return st, corrupt(e, err)
-			}
-			if st.started != nil {
-				st.started[c.ID] = true
-			}
-		}
+			todos = t.Todos
+			return nil
+		},
+	})
+	if c := (*replay.Corrupt)(nil); errors.As(err, &c) {
+		return resumeState{}, corrupt(c.Entry, c.Err)
+	} else if err != nil {
+		return resumeState{}, err
 	}
-	return st, nil
-}
-
-// onlyBookkeepingAfter reports whether nothing but bookkeeping follows a parked entry:
-// read-state changes (a leg that ended or was refused after parking may have stored its
-// read state after it), the intent of the approved call starting, and the todo list an
-// approved TodoWrite stored as it ran. The question is then still where the chain
-// stopped.
-func onlyBookkeepingAfter(rest []session.Entry) bool {
-	for _, e := range rest {
-		if e.Kind != entryReadState && e.Kind != entryCallStarted && e.Kind != entryTodos {
-			return false
-		}
-	}
-	return true
-}
-
-func applyReads(into, set map[string]files.ReadRecord, forget []string) {
-	for _, p := range forget {
-		delete(into, p)
-	}
-	for p, rec := range set {
-		into[p] = rec
-	}
+	return resumeState{
+		messages: st.Messages, turns: st.Turns, parked: parked[st.ParkedAt], intents: st.Intents, started: st.Started,
+		reads: st.Reads, todos: todos, boundaries: st.Boundaries,
+	}, nil
 }
 
 // seedReadState starts the leg's read state from what the session's chain says the
@@ -738,7 +678,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	}
 	l.sessionID = s.ID
 	l.historyScope = s.HistoryScope()
-	st, err := replay(chain)
+	st, err := replayChain(chain)
 	if err != nil {
 		return err
 	}
