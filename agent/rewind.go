@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/lease"
+	"github.com/sema-agent/sema/internal/rewindpoint"
 	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/session"
 )
@@ -212,32 +213,24 @@ func (l *leg) rewindBeforeRun(ctx context.Context) error {
 	turn, restoresAt := -1, false
 	if t, ok := rs.Files.Turn(); ok {
 		turn = t
-	} else if rs.Files.RestoresAt() {
-		turn, restoresAt = l.resume.turns+1, true // the branch starts before the turn after At
+	} else {
+		restoresAt = rs.Files.RestoresAt()
 	}
-	if turn < 0 {
+	// The chain's turn (for RestoreFilesAt, the end of its last turn) when its assistant
+	// entry says where the turn started among the scope's boundaries; else the newest
+	// boundary of the turn's number.
+	p, ok := rewindpoint.ForResume(turn, restoresAt, l.resume.turns, l.resume.boundaries)
+	if !ok {
 		return nil
 	}
 	files := history.NewFiles(l.deps.History, l.deps.Env)
 	opts := history.RewindOptions{AcceptPartialRestore: rs.AcceptPartialRestore, SessionID: l.sessionID}
 	var ledger history.Ledger
 	var err error
-	// The chain's turn (for RestoreFilesAt, the end of its last turn) when its assistant
-	// entry says where the turn started among the scope's boundaries; else the newest
-	// boundary of the turn's number.
-	at, ok := l.resume.boundaries[turn]
-	end := false
-	if restoresAt {
-		at, ok = l.resume.boundaries[l.resume.turns]
-		end = true
-		if l.resume.turns == 0 {
-			at, ok, end = 0, true, false // before the first turn: the scope's beginning
-		}
-	}
-	if ok {
-		ledger, err = rewindFrom(ctx, l.deps.History, files, l.historyScope, turn, at, end, opts)
+	if p.Counted {
+		ledger, err = rewindFrom(ctx, l.deps.History, files, l.historyScope, p.Turn, p.At, p.End, opts)
 	} else {
-		ledger, err = files.Rewind(ctx, l.historyScope, turn, opts)
+		ledger, err = files.Rewind(ctx, l.historyScope, p.Turn, opts)
 	}
 	l.rewindNotes = ledger.Entries
 	return err

@@ -11,6 +11,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/replay"
+	"github.com/sema-agent/sema/internal/rewindpoint"
 	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
@@ -549,19 +550,10 @@ func rewindFrom(ctx context.Context, store history.Store, files *history.Files, 
 	return files.RewindFrom(ctx, scope, turn, from, opts)
 }
 
-// boundaryFrom returns the id of the first boundary of bs (the scope's, in mint order)
-// that a rewind to the start of turn restores from, given at, the count of boundaries the
-// turn's assistant entry recorded; ok is false when there is none (the turn and every
-// later one changed nothing). With end, it is the first boundary after the turn instead:
-// the turn's own boundary, if it minted one, is skipped.
-func boundaryFrom(bs []history.Boundary, at, turn int, end bool) (from int64, ok bool) {
-	if end && at < len(bs) && bs[at].Kind == history.KindTurn && bs[at].Turn == turn {
-		at++
-	}
-	if at < 0 || at >= len(bs) {
-		return 0, false
-	}
-	return bs[at].ID, true
+// boundaryFrom is rewindpoint.BoundaryFrom: the first boundary a rewind to turn
+// restores from.
+func boundaryFrom(bs []history.Boundary, at, turn int, end bool) (int64, bool) {
+	return rewindpoint.BoundaryFrom(bs, at, turn, end)
 }
 
 // trackFileEdit is the runner's first-touch history seat: before the first change of a
