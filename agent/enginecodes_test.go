@@ -3,6 +3,7 @@ package agent
 import (
 	"testing"
 
+	"github.com/sema-agent/sema/internal/recorder"
 	"github.com/sema-agent/sema/internal/shellchange"
 	"github.com/sema-agent/sema/internal/todo"
 )
@@ -17,6 +18,7 @@ func TestEngineCodesAreAgentCodes(t *testing.T) {
 		{CodeBashRecovered, shellchange.CodeRecovered},
 		{CodeBashRecoveryFailed, shellchange.CodeRecoveryFailed},
 		{CodeAfterFailed, shellchange.CodeAfterFailed},
+		{CodeSessionRecordFailed, recorder.CodeRecordFailed},
 		{CodeTodoContentEmpty, todo.CodeContentEmpty},
 		{CodeTodoStatusInvalid, todo.CodeStatusInvalid},
 		{CodeTodoActiveFormEmpty, todo.CodeActiveFormEmpty},

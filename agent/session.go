@@ -10,6 +10,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/recorder"
 	"github.com/sema-agent/sema/internal/replay"
 	"github.com/sema-agent/sema/internal/rewindpoint"
 	"github.com/sema-agent/sema/internal/transcript"
@@ -206,19 +207,7 @@ func corrupt(e session.Entry, err error) error {
 // What was stored stays a prefix of the conversation that the next leg completes (see
 // replay and abandonedInterrupted).
 func (l *leg) record(ctx context.Context, kind string, payload any) (string, bool) {
-	if l.store == nil {
-		return "", true
-	}
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	if !l.queueLocked(kind, payload) {
-		return "", false
-	}
-	ids, ok := l.flushLocked(ctx)
-	if !ok || len(ids) == 0 {
-		return "", ok
-	}
-	return ids[len(ids)-1], true
+	return l.rec.Record(ctx, kind, payload)
 }
 
 // recordLater queues one transcript entry to be committed with the next entry that
@@ -230,25 +219,14 @@ func (l *leg) record(ctx context.Context, kind string, payload any) (string, boo
 // and read state (replay answers the calls whose intents were stored as calls that may
 // have run, and a read whose result was lost does not count as read). A failure to
 // store them stops the leg at the next commit, before any other call starts.
-func (l *leg) recordLater(ctx context.Context, kind string, payload any) {
-	if l.store == nil {
-		return
-	}
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	l.queueLocked(kind, payload)
+func (l *leg) recordLater(_ context.Context, kind string, payload any) {
+	l.rec.Later(kind, payload)
 }
 
 // flushRecords commits the queued entries and reports whether everything recorded so
 // far is stored.
 func (l *leg) flushRecords(ctx context.Context) bool {
-	if l.store == nil {
-		return true
-	}
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	_, ok := l.flushLocked(ctx)
-	return ok
+	return l.rec.Flush(ctx)
 }
 
 // flushBeforeRequest stores what the leg queued before a turn's request goes out. Only
@@ -258,124 +236,12 @@ func (l *leg) flushRecords(ctx context.Context) bool {
 // It returns nil when the entries could not be stored, else a func that reports, once
 // the request is back, whether they were.
 func (l *leg) flushBeforeRequest(ctx context.Context) func() bool {
-	if l.store == nil {
-		return func() bool { return true }
-	}
-	l.recMu.Lock()
-	onlyPrompt := len(l.queued) > 0
-	for _, e := range l.queued {
-		onlyPrompt = onlyPrompt && e.Kind == entryUser
-	}
-	if !onlyPrompt {
-		_, ok := l.flushLocked(ctx)
-		l.recMu.Unlock()
-		if !ok {
-			return nil
-		}
-		return func() bool { return true }
-	}
-	// The flush holds recMu until it is done, so nothing recorded meanwhile overtakes it.
-	done := make(chan bool, 1)
-	go func() {
-		defer l.recMu.Unlock()
-		_, ok := l.flushLocked(ctx)
-		done <- ok
-	}()
-	return func() bool {
-		ok := <-done
-		done <- ok
-		return ok
-	}
-}
-
-func (l *leg) queueLocked(kind string, payload any) bool {
-	if l.recErr != nil {
-		return false
-	}
-	data, err := json.Marshal(payload)
-	if err != nil {
-		l.recErr = (&sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: a transcript entry (" + kind + ") could not be stored: " + err.Error(), Err: err}).
-			With("kind", kind)
-		l.queued = nil
-		return false
-	}
-	l.queued = append(l.queued, session.Entry{SessionID: l.sessionID, LegID: l.legID, Kind: kind, Payload: data, Claim: l.writeClaim()})
-	return true
-}
-
-// flushLocked commits the queued entries, in one transaction when the store can batch
-// them (session.BatchAppender), else one Append each in order.
-func (l *leg) flushLocked(ctx context.Context) ([]string, bool) {
-	if l.recErr != nil {
-		l.queued = nil
-		return nil, false
-	}
-	if len(l.queued) == 0 {
-		return nil, true
-	}
-	es := l.queued
-	l.queued = nil
-	if cause := context.Cause(ctx); sema.IsCode(cause, session.CodeLeaseLost) {
-		// Another run owns the session now; an entry from this leg would interleave
-		// with its entries.
-		l.recErr = leaseLostError(cause)
-		return nil, false
-	}
-	es[0].ParentID = l.branchFrom // only the first entry of a branch names its parent
-	ctx = context.WithoutCancel(ctx)
-	ids, err := l.appendEntries(ctx, es)
-	if sema.IsCode(err, session.CodeLeaseLost) {
-		// The store refused the entries for the lease. One that merely expired (the leg
-		// stalled, nobody took the session) is renewed and the rest tried once more; one
-		// another run took stops the leg, which then writes and runs nothing more.
-		if err = l.reclaim(ctx); err == nil {
-			var more []string
-			more, err = l.appendEntries(ctx, es[len(ids):])
-			ids = append(ids, more...)
-		}
-		if sema.IsCode(err, session.CodeLeaseLost) {
-			l.recErr = leaseLostError(err)
-			return ids, false
-		}
-	}
-	if err != nil {
-		l.recordError(es[len(ids)].Kind, err)
-		return ids, false
-	}
-	return ids, true
-}
-
-// appendEntries commits es, in one transaction when the store can batch them
-// (session.BatchAppender), else one Append each in order, and returns the ids of those
-// committed: a prefix of es.
-func (l *leg) appendEntries(ctx context.Context, es []session.Entry) ([]string, error) {
-	if b, ok := l.store.(session.BatchAppender); ok && len(es) > 1 {
-		ids, err := b.AppendBatch(ctx, es)
-		if err != nil {
-			return nil, err
-		}
-		l.branchFrom = ""
-		return ids, nil
-	}
-	ids := make([]string, 0, len(es))
-	for _, e := range es {
-		if len(ids) > 0 {
-			e.ParentID = "" // the entries after a branch's first follow it
-		}
-		id, err := l.store.Append(ctx, e)
-		if err != nil {
-			return ids, err
-		}
-		l.branchFrom = ""
-		ids = append(ids, id)
-	}
-	return ids, nil
+	return l.rec.FlushBeforeRequest(ctx)
 }
 
 // leaseLostError is the error that stops a leg whose session another run took over.
 func leaseLostError(cause error) *sema.Error {
-	return &sema.Error{Code: session.CodeLeaseLost, Message: "the run stopped: another run took the session over (this one was stalled past its lease); nothing more of this run was recorded, and no further tool ran",
-		Err: cause}
+	return recorder.LeaseLost(cause)
 }
 
 // leaseGone reports whether the leg lost its session to another run: its context ended
@@ -384,21 +250,13 @@ func (l *leg) leaseGone(cause error) bool {
 	if sema.IsCode(cause, session.CodeLeaseLost) {
 		return true
 	}
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	return l.recErr != nil && l.recErr.Code == session.CodeLeaseLost
-}
-
-func (l *leg) recordError(kind string, err error) {
-	l.recErr = (&sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: a transcript entry (" + kind + ") could not be stored: " + sema.MessageOf(err), Err: err}).
-		With("kind", kind)
+	err := l.rec.Err()
+	return err != nil && err.Code == session.CodeLeaseLost
 }
 
 // recordFailed reports the failed transcript write that stops the leg, if there was one.
 func (l *leg) recordFailed() *sema.Error {
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	return l.recErr
+	return l.rec.Err()
 }
 
 // boundaryState is where the leg stands in its history scope's boundaries. A turn mints
@@ -637,6 +495,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	root := l.fence.Root()
 	var s session.Session
 	var err error
+	branchFrom := "" // the entry the leg's first entry follows (Resume.At)
 	switch {
 	case loaded == nil && l.link != nil:
 		s, err = l.childSession(ctx)
@@ -656,7 +515,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 		}
 	default:
 		s = *loaded
-		l.branchFrom = l.spec.resume().At
+		branchFrom = l.spec.resume().At
 	}
 	if err != nil {
 		return err
@@ -681,6 +540,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 		return err
 	}
 	l.legID = leg.ID
+	l.rec.Open(recorder.Leg{Store: l.store, SessionID: s.ID, LegID: leg.ID, BranchFrom: branchFrom, Claim: l.writeClaim, Reclaim: l.reclaim})
 	return nil
 }
 
