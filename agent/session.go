@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/boundary"
 	"github.com/sema-agent/sema/internal/recorder"
 	"github.com/sema-agent/sema/internal/replay"
 	"github.com/sema-agent/sema/internal/rewindpoint"
@@ -259,23 +259,24 @@ func (l *leg) recordFailed() *sema.Error {
 	return l.rec.Err()
 }
 
-// boundaryState is where the leg stands in its history scope's boundaries. A turn mints
-// its boundary lazily, just before its first change of a file (ensureBoundary), so a turn
-// that only reads mints none. Its assistant entry records how many boundaries the scope
-// held when it started (assistantEntry.Boundaries): the boundaries after that many are
-// the turn's own and its successors', whether the turn minted one or not, which is what a
-// rewind to the turn needs (see boundaryFrom). Nothing else mints in the scope while a
-// leg runs: the lease keeps other legs and rewinds out, and a delegated child recording
-// into the scope asks its root leg to mint (historyOwner).
-type boundaryState struct {
-	mu sync.Mutex
-	// turn is the turn whose boundary the next change of a file needs (0: none).
-	turn int
-	// minted: that turn has its boundary already.
-	minted bool
-	// count is how many boundaries the scope holds; known is false until it was read.
-	count int
-	known bool
+// boundaryState is where the leg stands in its history scope's boundaries (see
+// internal/boundary): a turn mints its boundary lazily, just before its first change of
+// a file, and its assistant entry records how many boundaries the scope held when it
+// started (assistantEntry.Boundaries). A delegated child recording into its root's scope
+// asks its root leg to mint (historyOwner).
+type boundaryState = boundary.Minter
+
+// boundaryScope is the leg's scope for its boundaries, and its part in minting them.
+func (l *leg) boundaryScope() boundary.Scope {
+	return boundary.Scope{
+		History:    l.deps.History,
+		Scope:      l.historyScope,
+		Unsynced:   l.bashChanges.unsynced,
+		BeforeMint: l.bashChanges.atBoundary,
+		Failed: func(turn int, err error) {
+			l.notice(sema.Notice{Code: CodeBoundaryFailed, Message: "the file-history boundary of turn could not be stored: " + err.Error(), Detail: map[string]any{"turn": turn}})
+		},
+	}
 }
 
 // ownsBoundaries reports whether the leg mints boundaries: it records file history into
@@ -295,21 +296,6 @@ func (l *leg) historyOwner() *leg {
 	return o
 }
 
-// countBoundaries reads, once per leg, how many boundaries the scope holds. When it
-// cannot be read the leg's turns record no count, and a rewind falls back to finding a
-// turn's boundary by its number.
-func (l *leg) countBoundariesLocked(ctx context.Context) []history.Boundary {
-	if l.bound.known {
-		return nil
-	}
-	bs, err := l.deps.History.Boundaries(ctx, l.historyScope)
-	if err != nil {
-		return nil
-	}
-	l.bound.count, l.bound.known = len(bs), true
-	return bs
-}
-
 // beginTurn starts turn for file history and returns what its assistant entry records
 // of the scope (nil when the leg mints no boundaries). The boundary itself waits for the
 // turn's first change of a file — unless background Bash tasks run: what they change
@@ -319,20 +305,7 @@ func (l *leg) beginTurn(ctx context.Context, turn int) *int {
 	if !l.ownsBoundaries() {
 		return nil
 	}
-	b := &l.bound
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	l.countBoundariesLocked(ctx)
-	b.turn, b.minted = turn, false
-	var at *int
-	if b.known {
-		n := b.count
-		at = &n
-	}
-	if l.bashChanges.unsynced() {
-		l.mintLocked(ctx)
-	}
-	return at
+	return l.bound.Begin(ctx, l.boundaryScope(), turn)
 }
 
 // resumeParkedTurn lets the changes of a parked turn's calls, which a resumed leg runs,
@@ -342,23 +315,13 @@ func (l *leg) resumeParkedTurn(ctx context.Context, turn int) {
 	if !l.ownsBoundaries() {
 		return
 	}
-	b := &l.bound
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	bs := l.countBoundariesLocked(ctx)
-	b.turn, b.minted = turn, true
-	if at, ok := l.resume.boundaries[turn]; ok && b.known {
-		// The boundary after the turn's count is its own if it is that turn's.
-		b.minted = at < len(bs) && bs[at].Kind == history.KindTurn && bs[at].Turn == turn
-	}
+	at, counted := l.resume.boundaries[turn]
+	l.bound.ResumeParked(ctx, l.boundaryScope(), turn, at, counted)
 }
 
 // boundTurn is the turn the leg's file-history records land in now.
 func (l *leg) boundTurn() int {
-	o := l.historyOwner()
-	o.bound.mu.Lock()
-	defer o.bound.mu.Unlock()
-	return o.bound.turn
+	return l.historyOwner().bound.Turn()
 }
 
 // ensureBoundary mints the current turn's boundary of l's scope if the turn has none yet.
@@ -369,23 +332,7 @@ func (l *leg) ensureBoundary(ctx context.Context) {
 	if !o.ownsBoundaries() {
 		return
 	}
-	o.bound.mu.Lock()
-	defer o.bound.mu.Unlock()
-	if o.bound.turn == 0 || o.bound.minted {
-		return
-	}
-	o.mintLocked(ctx)
-}
-
-func (l *leg) mintLocked(ctx context.Context) {
-	b := &l.bound
-	b.minted = true
-	l.bashChanges.atBoundary(ctx)
-	if _, err := l.deps.History.MintBoundary(context.WithoutCancel(ctx), l.historyScope, b.turn); err != nil {
-		l.notice(sema.Notice{Code: CodeBoundaryFailed, Message: "the file-history boundary of turn could not be stored: " + err.Error(), Detail: map[string]any{"turn": b.turn}})
-		return
-	}
-	b.count++
+	o.bound.Ensure(ctx, o.boundaryScope())
 }
 
 // unsynced reports whether background Bash tasks may have changed files since the last
