@@ -11,8 +11,8 @@ import (
 // store counts the reads of the scope's boundaries and can refuse mints.
 type store struct {
 	*history.Memory
-	reads   int
-	refuse  error
+	reads  int
+	refuse error
 }
 
 func (s *store) Boundaries(ctx context.Context, scope string) ([]history.Boundary, error) {
