@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
@@ -145,22 +144,9 @@ func (l *leg) readDelta() (set map[string]files.ReadRecord, forget []string) {
 		return nil, nil
 	}
 	now := l.readState.Snapshot()
-	for p, rec := range now {
-		if old, ok := l.storedReads[p]; !ok || !old.Equal(rec) {
-			if set == nil {
-				set = map[string]files.ReadRecord{}
-			}
-			set[p] = rec
-		}
-	}
-	for p := range l.storedReads {
-		if _, ok := now[p]; !ok {
-			forget = append(forget, p)
-		}
-	}
-	slices.Sort(forget)
+	c := transcript.ReadChange(l.storedReads, now)
 	l.storedReads = now
-	return set, forget
+	return c.Records, c.Forget
 }
 
 // storeReadState appends the read state's changes since they were last stored, if any.

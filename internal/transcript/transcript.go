@@ -1,12 +1,13 @@
 // Package transcript is the shape of a session's transcript: the kinds of its entries,
-// the payloads whose shape needs nothing of the runner's API, and where in a chain of
-// entries a turn starts or a fork is cut. A session's transcript is the chain of these
+// the payloads whose shape needs nothing of the runner's API (and the read-state change
+// between two snapshots), and where in a chain of entries a turn starts or a fork is cut. A session's transcript is the chain of these
 // entries; the runner rebuilds the conversation from it on every leg and trusts nothing
 // else of it (the system prompt and the tool specs are rebuilt, never read back).
 package transcript
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
@@ -67,6 +68,28 @@ type CallStarted struct {
 type ReadState struct {
 	Records map[string]files.ReadRecord `json:"records,omitempty"`
 	Forget  []string                    `json:"forget,omitempty"`
+}
+
+// ReadChange is the change from the read state stored to the one now: the records
+// that are new or differ, and the paths (sorted) no longer read. Replaying it (set, then
+// forget) on stored gives now.
+func ReadChange(stored, now map[string]files.ReadRecord) ReadState {
+	var c ReadState
+	for p, rec := range now {
+		if old, ok := stored[p]; !ok || !old.Equal(rec) {
+			if c.Records == nil {
+				c.Records = map[string]files.ReadRecord{}
+			}
+			c.Records[p] = rec
+		}
+	}
+	for p := range stored {
+		if _, ok := now[p]; !ok {
+			c.Forget = append(c.Forget, p)
+		}
+	}
+	slices.Sort(c.Forget)
+	return c
 }
 
 // Rewind marks a conversation rewind to the start of a turn.

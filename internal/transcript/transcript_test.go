@@ -6,6 +6,7 @@ import (
 
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/tools/files"
 )
 
 func entry(t *testing.T, id, kind string, payload any) session.Entry {
@@ -107,5 +108,20 @@ func TestCutAt(t *testing.T) {
 	}
 	if got := CutAt(c, "missing"); len(got) != len(c) {
 		t.Errorf("a cut at an id the chain lacks keeps %d of %d entries", len(got), len(c))
+	}
+}
+
+func TestReadChange(t *testing.T) {
+	stored := map[string]files.ReadRecord{"same": {Size: 1, Hash: "a"}, "changed": {Size: 1, Hash: "a"}, "gone": {}, "also-gone": {}}
+	now := map[string]files.ReadRecord{"same": {Size: 1, Hash: "a"}, "changed": {Size: 2, Hash: "b"}, "new": {Hash: "c"}}
+	c := ReadChange(stored, now)
+	if len(c.Records) != 2 || c.Records["changed"].Hash != "b" || c.Records["new"].Hash != "c" {
+		t.Errorf("records %v, want changed and new", c.Records)
+	}
+	if len(c.Forget) != 2 || c.Forget[0] != "also-gone" || c.Forget[1] != "gone" {
+		t.Errorf("forget %v, want also-gone and gone, sorted", c.Forget)
+	}
+	if c := ReadChange(now, now); c.Records != nil || c.Forget != nil {
+		t.Errorf("no change: %+v", c)
 	}
 }
