@@ -6,6 +6,7 @@ import (
 	"github.com/sema-agent/sema/internal/answercheck"
 	"github.com/sema-agent/sema/internal/childleg"
 	"github.com/sema-agent/sema/internal/permreport"
+	"github.com/sema-agent/sema/internal/recorder"
 	"github.com/sema-agent/sema/internal/runend"
 	"github.com/sema-agent/sema/internal/shellchange"
 	"github.com/sema-agent/sema/internal/todo"
@@ -28,6 +29,7 @@ func TestEngineCodesAreAgentCodes(t *testing.T) {
 		{CodeTampered, answercheck.CodeTampered},
 		{CodeSubagentFailed, childleg.CodeFailed},
 		{CodeSubagentBudget, childleg.CodeBudget},
+		{CodeSessionRecordFailed, recorder.CodeRecordFailed},
 		{CodeTodoContentEmpty, todo.CodeContentEmpty},
 		{CodeTodoStatusInvalid, todo.CodeStatusInvalid},
 		{CodeTodoActiveFormEmpty, todo.CodeActiveFormEmpty},

@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/internal/instrfiles"
 	"github.com/sema-agent/sema/internal/lease"
+	"github.com/sema-agent/sema/internal/recorder"
 	"github.com/sema-agent/sema/internal/roster"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
@@ -42,17 +43,9 @@ type leg struct {
 	lease *lease.Held
 	stop  context.CancelCauseFunc
 
-	recMu sync.Mutex // serializes transcript writes, which parallel read calls make
-	// branchFrom is the entry the leg's first transcript entry follows (Resume.At).
-	branchFrom string
-	// recErr is the first transcript write that failed (or was refused after the lease
-	// was lost). From then on the leg writes no more entries and stops: the stored chain
-	// stays a prefix that the next leg can complete.
-	recErr *sema.Error
-	// queued are transcript entries stored with the next entry that must be durable
-	// before the leg goes on (a call's intent, a parked turn) or when the leg ends; see
-	// recordLater.
-	queued []session.Entry
+	// rec writes the leg's transcript (opened once the leg's session is); it fails
+	// closed, so the stored chain stays a prefix that the next leg can complete.
+	rec recorder.Recorder
 	// resume is what the leg continues from: the replayed conversation of a resumed
 	// session, and a parked turn if the chain ends at one.
 	resume resumeState

@@ -10,6 +10,9 @@ import (
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/lease"
+	"github.com/sema-agent/sema/internal/rewindpoint"
+	"github.com/sema-agent/sema/internal/transcript"
+	"github.com/sema-agent/sema/session"
 )
 
 // RewindSpec asks to return a session to the start of one of its turns.
@@ -69,17 +72,9 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	if r.deps.Store == nil {
 		return nil, configError(CodeStoreMissing, "rewinding needs a session store; set Deps.Store")
 	}
-	if spec.Undo && spec.Conversation {
-		return nil, configError(CodeRewindInvalid, "an undo returns the files to where they were before the last rewind; it does not move the conversation")
-	}
-	if spec.Undo {
-		spec.Files = true
-	}
-	if !spec.Files && !spec.Conversation {
-		return nil, configError(CodeRewindInvalid, "say what to rewind: the files, the conversation, or both")
-	}
-	if spec.ToTurn < 0 {
-		return nil, configError(CodeRewindInvalid, "turn %d does not exist; turns count from 1", spec.ToTurn)
+	spec, err := checkRewind(spec)
+	if err != nil {
+		return nil, err
 	}
 	s, err := r.deps.Store.Get(ctx, spec.SessionID)
 	if err != nil {
@@ -100,20 +95,9 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		return nil, err
 	}
 	defer held.Release(ctx)
-	claim := held.Claim()
-	if _, host := r.deps.Env.(*env.Host); host && spec.Files && !spec.DryRun && s.Root != "" {
-		// What an interrupted atomic write left behind goes with the rewind that cleans up.
-		env.CleanStaleTemps(ctx, s.Root)
-	}
-	var recovered []string
-	if spec.Files && s.HistoryScope() == s.ID {
-		// A killed process's shell command may have changed files its records do not
-		// name yet: they are recorded first, or the rewind does not claim to restore.
-		rec, err := recoverStages(ctx, &r.deps, s.ID)
-		if err != nil {
-			return nil, err
-		}
-		recovered = rec.Recorded
+	recovered, err := r.prepareFileRewind(ctx, s, spec)
+	if err != nil {
+		return nil, err
 	}
 	if spec.Undo {
 		out, err := r.rewindFiles(ctx, s.HistoryScope(), s.ID, spec, nil)
@@ -122,29 +106,55 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 		}
 		return out, err
 	}
+	return r.rewindToTurn(ctx, s, spec, held.Claim(), recovered)
+}
+
+// checkRewind refuses a spec that asks for nothing or for what cannot go together, and
+// returns it with what an undo implies (the files).
+func checkRewind(spec RewindSpec) (RewindSpec, error) {
+	if spec.Undo && spec.Conversation {
+		return spec, configError(CodeRewindInvalid, "an undo returns the files to where they were before the last rewind; it does not move the conversation")
+	}
+	if spec.Undo {
+		spec.Files = true
+	}
+	if !spec.Files && !spec.Conversation {
+		return spec, configError(CodeRewindInvalid, "say what to rewind: the files, the conversation, or both")
+	}
+	if spec.ToTurn < 0 {
+		return spec, configError(CodeRewindInvalid, "turn %d does not exist; turns count from 1", spec.ToTurn)
+	}
+	return spec, nil
+}
+
+// prepareFileRewind readies the session's tree for a file rewind, under the lease: it
+// cleans up what interrupted atomic writes left, and records what killed shell commands
+// changed. It returns the files so recovered.
+func (r *Runner) prepareFileRewind(ctx context.Context, s session.Session, spec RewindSpec) ([]string, error) {
+	if _, host := r.deps.Env.(*env.Host); host && spec.Files && !spec.DryRun && s.Root != "" {
+		// What an interrupted atomic write left behind goes with the rewind that cleans up.
+		env.CleanStaleTemps(ctx, s.Root)
+	}
+	if !spec.Files || s.HistoryScope() != s.ID {
+		return nil, nil
+	}
+	// A killed process's shell command may have changed files its records do not
+	// name yet: they are recorded first, or the rewind does not claim to restore.
+	rec, err := recoverStages(ctx, &r.deps, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	return rec.Recorded, nil
+}
+
+// rewindToTurn returns the files and/or conversation to the start of spec.ToTurn, then
+// records that the restored files must be read again.
+func (r *Runner) rewindToTurn(ctx context.Context, s session.Session, spec RewindSpec, claim *session.Claim, recovered []string) (*RewindResult, error) {
 	chain, err := r.deps.Store.Transcript(ctx, s.ID, "")
 	if err != nil {
 		return nil, err
 	}
-	// The conversation returns to the entry before turn N's response.
-	head, found := "", spec.ToTurn == 0
-	var at *int // the boundaries the scope held when the turn started, when recorded
-	if spec.ToTurn == 0 {
-		at = new(int)
-	}
-	for _, e := range chain {
-		if e.Kind == entryAssistant {
-			var a assistantEntry
-			if json.Unmarshal(e.Payload, &a) == nil && a.Turn >= spec.ToTurn && spec.ToTurn > 0 {
-				found = true
-				if a.Turn == spec.ToTurn {
-					at = a.Boundaries
-				}
-				break
-			}
-		}
-		head = e.ID
-	}
+	head, at, found := transcript.TurnStart(chain, spec.ToTurn)
 	if !found {
 		return nil, sema.Errorf(history.CodeTurnInvalid, "session %s has no turn %d", s.ID, spec.ToTurn)
 	}
@@ -203,32 +213,24 @@ func (l *leg) rewindBeforeRun(ctx context.Context) error {
 	turn, restoresAt := -1, false
 	if t, ok := rs.Files.Turn(); ok {
 		turn = t
-	} else if rs.Files.RestoresAt() {
-		turn, restoresAt = l.resume.turns+1, true // the branch starts before the turn after At
+	} else {
+		restoresAt = rs.Files.RestoresAt()
 	}
-	if turn < 0 {
+	// The chain's turn (for RestoreFilesAt, the end of its last turn) when its assistant
+	// entry says where the turn started among the scope's boundaries; else the newest
+	// boundary of the turn's number.
+	p, ok := rewindpoint.ForResume(turn, restoresAt, l.resume.turns, l.resume.boundaries)
+	if !ok {
 		return nil
 	}
 	files := history.NewFiles(l.deps.History, l.deps.Env)
 	opts := history.RewindOptions{AcceptPartialRestore: rs.AcceptPartialRestore, SessionID: l.sessionID}
 	var ledger history.Ledger
 	var err error
-	// The chain's turn (for RestoreFilesAt, the end of its last turn) when its assistant
-	// entry says where the turn started among the scope's boundaries; else the newest
-	// boundary of the turn's number.
-	at, ok := l.resume.boundaries[turn]
-	end := false
-	if restoresAt {
-		at, ok = l.resume.boundaries[l.resume.turns]
-		end = true
-		if l.resume.turns == 0 {
-			at, ok, end = 0, true, false // before the first turn: the scope's beginning
-		}
-	}
-	if ok {
-		ledger, err = rewindFrom(ctx, l.deps.History, files, l.historyScope, turn, at, end, opts)
+	if p.Counted {
+		ledger, err = rewindFrom(ctx, l.deps.History, files, l.historyScope, p.Turn, p.At, p.End, opts)
 	} else {
-		ledger, err = files.Rewind(ctx, l.historyScope, turn, opts)
+		ledger, err = files.Rewind(ctx, l.historyScope, p.Turn, opts)
 	}
 	l.rewindNotes = ledger.Entries
 	return err

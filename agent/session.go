@@ -4,58 +4,40 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"slices"
-	"sync"
+	"errors"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
-	"github.com/sema-agent/sema/internal/compact"
+	"github.com/sema-agent/sema/internal/boundary"
+	"github.com/sema-agent/sema/internal/recorder"
+	"github.com/sema-agent/sema/internal/replay"
+	"github.com/sema-agent/sema/internal/rewindpoint"
+	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools/files"
 )
 
-// Transcript entry kinds. A session's transcript is the chain of these entries; the
-// runner rebuilds the conversation from it on every leg and trusts nothing else of it
-// (the system prompt and the tool specs are rebuilt, never read back).
+// Transcript entry kinds (see internal/transcript).
 const (
-	entryUser        = "user"         // payload: model.Message (the prompt)
-	entryAssistant   = "assistant"    // payload: assistantEntry
-	entryToolResults = "tool_results" // payload: model.Message (tool_result blocks, then maybe a reminder of instruction files)
-	entryParked      = "parked"       // payload: parkedEntry
-	entryRewind      = "rewind"       // payload: rewindEntry; moves the head back
-	// entryCallStarted is written right before a tool runs, after its permission was
-	// settled, so that a leg resuming after a crash can tell a call that may have run
-	// from one that never started. payload: callStartedEntry.
-	entryCallStarted = "call_started"
-	entryReadState   = "read_state" // payload: readStateEntry; what the model has read
-	// entryDelegation opens a delegated child's transcript. payload: delegationEntry.
-	entryDelegation = "delegation"
-	// entryCompaction marks a compaction; replay applies it to the conversation rebuilt
-	// so far. payload: compact.Entry.
-	entryCompaction = "compaction"
+	entryUser        = transcript.KindUser
+	entryAssistant   = transcript.KindAssistant
+	entryToolResults = transcript.KindToolResults
+	entryParked      = transcript.KindParked // payload: parkedEntry
+	entryRewind      = transcript.KindRewind
+	entryCallStarted = transcript.KindCallStarted
+	entryReadState   = transcript.KindReadState
+	entryDelegation  = transcript.KindDelegation // payload: delegationEntry
+	entryCompaction  = transcript.KindCompaction
 )
 
-type assistantEntry struct {
-	Turn    int           `json:"turn"`
-	Message model.Message `json:"message"`
-	// Intents says that the leg records call_started before each of this turn's calls;
-	// without it (a transcript written before intents were recorded) a call without a
-	// result may have run or not.
-	Intents bool `json:"intents,omitempty"`
-	// Boundaries is how many file-history boundaries the session's scope held when the
-	// turn started: the turn's own boundary, if it changed a file, is the next one. A
-	// rewind to the turn restores what was recorded at the boundaries after these. Nil
-	// when the leg recorded no history into its own scope, and in transcripts written
-	// when every turn minted a boundary at its start (a rewind then finds the turn's
-	// boundary by its number).
-	Boundaries *int `json:"boundaries,omitempty"`
-}
-
-type callStartedEntry struct {
-	ID   string `json:"id"`
-	Tool string `json:"tool"`
-}
+// The payloads whose shape needs nothing of the runner's API.
+type (
+	assistantEntry   = transcript.Assistant
+	callStartedEntry = transcript.CallStarted
+	readStateEntry   = transcript.ReadState
+	rewindEntry      = transcript.Rewind
+)
 
 // parkedEntry records a turn stopped at a question: the results of the calls before
 // the pending one, the pending call's index among the turn's calls, and its checkpoint.
@@ -82,19 +64,6 @@ type parkedEntry struct {
 	Waiting map[int]*childPark `json:"waiting,omitempty"`
 }
 
-// readStateEntry is a change of the session's read state: records to set (a Read, or
-// the content a write left) and paths to forget (files a rewind restored). Replaying
-// the chain's entries in order gives what the model has read at its head, so a branch
-// or a conversation rewind carries exactly the reads of the conversation it keeps.
-type readStateEntry struct {
-	Records map[string]files.ReadRecord `json:"records,omitempty"`
-	Forget  []string                    `json:"forget,omitempty"`
-}
-
-type rewindEntry struct {
-	ToTurn int `json:"to_turn"`
-}
-
 // resumeState is what a leg continues from.
 type resumeState struct {
 	messages []model.Message
@@ -115,101 +84,40 @@ type resumeState struct {
 	boundaries map[int]int
 }
 
-// replay rebuilds the conversation from a transcript chain.
-func replay(entries []session.Entry) (resumeState, error) {
-	st := resumeState{reads: map[string]files.ReadRecord{}}
-	for i, e := range entries {
-		switch e.Kind {
-		case entryUser, entryToolResults:
-			var m model.Message
-			if err := json.Unmarshal(e.Payload, &m); err != nil {
-				return st, corrupt(e, err)
-			}
-			st.messages = appendUser(st.messages, m)
-		case entryAssistant:
-			var a assistantEntry
-			if err := json.Unmarshal(e.Payload, &a); err != nil {
-				return st, corrupt(e, err)
-			}
-			st.messages = append(st.messages, a.Message)
-			st.turns = a.Turn
-			if a.Boundaries != nil {
-				if st.boundaries == nil {
-					st.boundaries = map[int]int{}
-				}
-				st.boundaries[a.Turn] = *a.Boundaries
-			}
-			st.intents, st.started = a.Intents, map[string]bool{}
-		case entryParked:
+// replayChain rebuilds the conversation from a transcript chain (see internal/replay); the
+// runner reads the payloads whose shape is its API: a parked turn and a todo list.
+func replayChain(entries []session.Entry) (resumeState, error) {
+	parked := map[int]*parkedEntry{}
+	var todos []Todo
+	st, err := replay.Replay(replay.Input{
+		Entries:    entries,
+		AppendUser: appendUser,
+		Parked: func(i int, payload json.RawMessage) (replay.Park, error) {
 			var p parkedEntry
-			if err := json.Unmarshal(e.Payload, &p); err != nil {
-				return st, corrupt(e, err)
+			if err := json.Unmarshal(payload, &p); err != nil {
+				return replay.Park{}, err
 			}
-			applyReads(st.reads, p.ReadState, p.ForgetRead)
-			// A write tool asks its permission question inside its run, after its intent
-			// was stored: the parked entry says that call stopped at the question. Only an
-			// intent stored after it (the approved call starting) means it may have run.
-			if calls := lastCalls(st.messages); p.Pending < len(calls) {
-				delete(st.started, calls[p.Pending].ID)
-			}
-			if !onlyBookkeepingAfter(entries[i+1:]) {
-				continue // answered: the tool_results entry after it holds the results
-			}
-			st.parked = &p
-		case entryReadState:
-			var r readStateEntry
-			if err := json.Unmarshal(e.Payload, &r); err != nil {
-				return st, corrupt(e, err)
-			}
-			applyReads(st.reads, r.Records, r.Forget)
-		case entryCompaction:
-			var c compact.Entry
-			if err := json.Unmarshal(e.Payload, &c); err != nil {
-				return st, corrupt(e, err)
-			}
-			st.messages = compact.Apply(st.messages, c)
-		case entryTodos:
+			parked[i] = &p
+			return replay.Park{Pending: p.Pending, Reads: p.ReadState, Forget: p.ForgetRead}, nil
+		},
+		Todos: func(payload json.RawMessage) error {
 			var t todosEntry
-			if err := json.Unmarshal(e.Payload, &t); err != nil {
-				return st, corrupt(e, err)
+			if err := json.Unmarshal(payload, &t); err != nil {
+				return err
 			}
-			st.todos = t.Todos
-		case entryRewind:
-			// A marker only: the chain already ends where the rewind pointed.
-		case entryCallStarted:
-			var c callStartedEntry
-			if err := json.Unmarshal(e.Payload, &c); err != nil {
-				return st, corrupt(e, err)
-			}
-			if st.started != nil {
-				st.started[c.ID] = true
-			}
-		}
+			todos = t.Todos
+			return nil
+		},
+	})
+	if c := (*replay.Corrupt)(nil); errors.As(err, &c) {
+		return resumeState{}, corrupt(c.Entry, c.Err)
+	} else if err != nil {
+		return resumeState{}, err
 	}
-	return st, nil
-}
-
-// onlyBookkeepingAfter reports whether nothing but bookkeeping follows a parked entry:
-// read-state changes (a leg that ended or was refused after parking may have stored its
-// read state after it), the intent of the approved call starting, and the todo list an
-// approved TodoWrite stored as it ran. The question is then still where the chain
-// stopped.
-func onlyBookkeepingAfter(rest []session.Entry) bool {
-	for _, e := range rest {
-		if e.Kind != entryReadState && e.Kind != entryCallStarted && e.Kind != entryTodos {
-			return false
-		}
-	}
-	return true
-}
-
-func applyReads(into, set map[string]files.ReadRecord, forget []string) {
-	for _, p := range forget {
-		delete(into, p)
-	}
-	for p, rec := range set {
-		into[p] = rec
-	}
+	return resumeState{
+		messages: st.Messages, turns: st.Turns, parked: parked[st.ParkedAt], intents: st.Intents, started: st.Started,
+		reads: st.Reads, todos: todos, boundaries: st.Boundaries,
+	}, nil
 }
 
 // seedReadState starts the leg's read state from what the session's chain says the
@@ -236,22 +144,9 @@ func (l *leg) readDelta() (set map[string]files.ReadRecord, forget []string) {
 		return nil, nil
 	}
 	now := l.readState.Snapshot()
-	for p, rec := range now {
-		if old, ok := l.storedReads[p]; !ok || !old.Equal(rec) {
-			if set == nil {
-				set = map[string]files.ReadRecord{}
-			}
-			set[p] = rec
-		}
-	}
-	for p := range l.storedReads {
-		if _, ok := now[p]; !ok {
-			forget = append(forget, p)
-		}
-	}
-	slices.Sort(forget)
+	c := transcript.ReadChange(l.storedReads, now)
 	l.storedReads = now
-	return set, forget
+	return c.Records, c.Forget
 }
 
 // storeReadState appends the read state's changes since they were last stored, if any.
@@ -298,19 +193,7 @@ func corrupt(e session.Entry, err error) error {
 // What was stored stays a prefix of the conversation that the next leg completes (see
 // replay and abandonedInterrupted).
 func (l *leg) record(ctx context.Context, kind string, payload any) (string, bool) {
-	if l.store == nil {
-		return "", true
-	}
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	if !l.queueLocked(kind, payload) {
-		return "", false
-	}
-	ids, ok := l.flushLocked(ctx)
-	if !ok || len(ids) == 0 {
-		return "", ok
-	}
-	return ids[len(ids)-1], true
+	return l.rec.Record(ctx, kind, payload)
 }
 
 // recordLater queues one transcript entry to be committed with the next entry that
@@ -322,25 +205,14 @@ func (l *leg) record(ctx context.Context, kind string, payload any) (string, boo
 // and read state (replay answers the calls whose intents were stored as calls that may
 // have run, and a read whose result was lost does not count as read). A failure to
 // store them stops the leg at the next commit, before any other call starts.
-func (l *leg) recordLater(ctx context.Context, kind string, payload any) {
-	if l.store == nil {
-		return
-	}
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	l.queueLocked(kind, payload)
+func (l *leg) recordLater(_ context.Context, kind string, payload any) {
+	l.rec.Later(kind, payload)
 }
 
 // flushRecords commits the queued entries and reports whether everything recorded so
 // far is stored.
 func (l *leg) flushRecords(ctx context.Context) bool {
-	if l.store == nil {
-		return true
-	}
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	_, ok := l.flushLocked(ctx)
-	return ok
+	return l.rec.Flush(ctx)
 }
 
 // flushBeforeRequest stores what the leg queued before a turn's request goes out. Only
@@ -350,124 +222,12 @@ func (l *leg) flushRecords(ctx context.Context) bool {
 // It returns nil when the entries could not be stored, else a func that reports, once
 // the request is back, whether they were.
 func (l *leg) flushBeforeRequest(ctx context.Context) func() bool {
-	if l.store == nil {
-		return func() bool { return true }
-	}
-	l.recMu.Lock()
-	onlyPrompt := len(l.queued) > 0
-	for _, e := range l.queued {
-		onlyPrompt = onlyPrompt && e.Kind == entryUser
-	}
-	if !onlyPrompt {
-		_, ok := l.flushLocked(ctx)
-		l.recMu.Unlock()
-		if !ok {
-			return nil
-		}
-		return func() bool { return true }
-	}
-	// The flush holds recMu until it is done, so nothing recorded meanwhile overtakes it.
-	done := make(chan bool, 1)
-	go func() {
-		defer l.recMu.Unlock()
-		_, ok := l.flushLocked(ctx)
-		done <- ok
-	}()
-	return func() bool {
-		ok := <-done
-		done <- ok
-		return ok
-	}
-}
-
-func (l *leg) queueLocked(kind string, payload any) bool {
-	if l.recErr != nil {
-		return false
-	}
-	data, err := json.Marshal(payload)
-	if err != nil {
-		l.recErr = (&sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: a transcript entry (" + kind + ") could not be stored: " + err.Error(), Err: err}).
-			With("kind", kind)
-		l.queued = nil
-		return false
-	}
-	l.queued = append(l.queued, session.Entry{SessionID: l.sessionID, LegID: l.legID, Kind: kind, Payload: data, Claim: l.writeClaim()})
-	return true
-}
-
-// flushLocked commits the queued entries, in one transaction when the store can batch
-// them (session.BatchAppender), else one Append each in order.
-func (l *leg) flushLocked(ctx context.Context) ([]string, bool) {
-	if l.recErr != nil {
-		l.queued = nil
-		return nil, false
-	}
-	if len(l.queued) == 0 {
-		return nil, true
-	}
-	es := l.queued
-	l.queued = nil
-	if cause := context.Cause(ctx); sema.IsCode(cause, session.CodeLeaseLost) {
-		// Another run owns the session now; an entry from this leg would interleave
-		// with its entries.
-		l.recErr = leaseLostError(cause)
-		return nil, false
-	}
-	es[0].ParentID = l.branchFrom // only the first entry of a branch names its parent
-	ctx = context.WithoutCancel(ctx)
-	ids, err := l.appendEntries(ctx, es)
-	if sema.IsCode(err, session.CodeLeaseLost) {
-		// The store refused the entries for the lease. One that merely expired (the leg
-		// stalled, nobody took the session) is renewed and the rest tried once more; one
-		// another run took stops the leg, which then writes and runs nothing more.
-		if err = l.reclaim(ctx); err == nil {
-			var more []string
-			more, err = l.appendEntries(ctx, es[len(ids):])
-			ids = append(ids, more...)
-		}
-		if sema.IsCode(err, session.CodeLeaseLost) {
-			l.recErr = leaseLostError(err)
-			return ids, false
-		}
-	}
-	if err != nil {
-		l.recordError(es[len(ids)].Kind, err)
-		return ids, false
-	}
-	return ids, true
-}
-
-// appendEntries commits es, in one transaction when the store can batch them
-// (session.BatchAppender), else one Append each in order, and returns the ids of those
-// committed: a prefix of es.
-func (l *leg) appendEntries(ctx context.Context, es []session.Entry) ([]string, error) {
-	if b, ok := l.store.(session.BatchAppender); ok && len(es) > 1 {
-		ids, err := b.AppendBatch(ctx, es)
-		if err != nil {
-			return nil, err
-		}
-		l.branchFrom = ""
-		return ids, nil
-	}
-	ids := make([]string, 0, len(es))
-	for _, e := range es {
-		if len(ids) > 0 {
-			e.ParentID = "" // the entries after a branch's first follow it
-		}
-		id, err := l.store.Append(ctx, e)
-		if err != nil {
-			return ids, err
-		}
-		l.branchFrom = ""
-		ids = append(ids, id)
-	}
-	return ids, nil
+	return l.rec.FlushBeforeRequest(ctx)
 }
 
 // leaseLostError is the error that stops a leg whose session another run took over.
 func leaseLostError(cause error) *sema.Error {
-	return &sema.Error{Code: session.CodeLeaseLost, Message: "the run stopped: another run took the session over (this one was stalled past its lease); nothing more of this run was recorded, and no further tool ran",
-		Err: cause}
+	return recorder.LeaseLost(cause)
 }
 
 // leaseGone reports whether the leg lost its session to another run: its context ended
@@ -476,40 +236,33 @@ func (l *leg) leaseGone(cause error) bool {
 	if sema.IsCode(cause, session.CodeLeaseLost) {
 		return true
 	}
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	return l.recErr != nil && l.recErr.Code == session.CodeLeaseLost
-}
-
-func (l *leg) recordError(kind string, err error) {
-	l.recErr = (&sema.Error{Code: CodeSessionRecordFailed, Message: "the run stopped: a transcript entry (" + kind + ") could not be stored: " + sema.MessageOf(err), Err: err}).
-		With("kind", kind)
+	err := l.rec.Err()
+	return err != nil && err.Code == session.CodeLeaseLost
 }
 
 // recordFailed reports the failed transcript write that stops the leg, if there was one.
 func (l *leg) recordFailed() *sema.Error {
-	l.recMu.Lock()
-	defer l.recMu.Unlock()
-	return l.recErr
+	return l.rec.Err()
 }
 
-// boundaryState is where the leg stands in its history scope's boundaries. A turn mints
-// its boundary lazily, just before its first change of a file (ensureBoundary), so a turn
-// that only reads mints none. Its assistant entry records how many boundaries the scope
-// held when it started (assistantEntry.Boundaries): the boundaries after that many are
-// the turn's own and its successors', whether the turn minted one or not, which is what a
-// rewind to the turn needs (see boundaryFrom). Nothing else mints in the scope while a
-// leg runs: the lease keeps other legs and rewinds out, and a delegated child recording
-// into the scope asks its root leg to mint (historyOwner).
-type boundaryState struct {
-	mu sync.Mutex
-	// turn is the turn whose boundary the next change of a file needs (0: none).
-	turn int
-	// minted: that turn has its boundary already.
-	minted bool
-	// count is how many boundaries the scope holds; known is false until it was read.
-	count int
-	known bool
+// boundaryState is where the leg stands in its history scope's boundaries (see
+// internal/boundary): a turn mints its boundary lazily, just before its first change of
+// a file, and its assistant entry records how many boundaries the scope held when it
+// started (assistantEntry.Boundaries). A delegated child recording into its root's scope
+// asks its root leg to mint (historyOwner).
+type boundaryState = boundary.Minter
+
+// boundaryScope is the leg's scope for its boundaries, and its part in minting them.
+func (l *leg) boundaryScope() boundary.Scope {
+	return boundary.Scope{
+		History:    l.deps.History,
+		Scope:      l.historyScope,
+		Unsynced:   l.bashChanges.unsynced,
+		BeforeMint: l.bashChanges.atBoundary,
+		Failed: func(turn int, err error) {
+			l.notice(sema.Notice{Code: CodeBoundaryFailed, Message: "the file-history boundary of turn could not be stored: " + err.Error(), Detail: map[string]any{"turn": turn}})
+		},
+	}
 }
 
 // ownsBoundaries reports whether the leg mints boundaries: it records file history into
@@ -529,21 +282,6 @@ func (l *leg) historyOwner() *leg {
 	return o
 }
 
-// countBoundaries reads, once per leg, how many boundaries the scope holds. When it
-// cannot be read the leg's turns record no count, and a rewind falls back to finding a
-// turn's boundary by its number.
-func (l *leg) countBoundariesLocked(ctx context.Context) []history.Boundary {
-	if l.bound.known {
-		return nil
-	}
-	bs, err := l.deps.History.Boundaries(ctx, l.historyScope)
-	if err != nil {
-		return nil
-	}
-	l.bound.count, l.bound.known = len(bs), true
-	return bs
-}
-
 // beginTurn starts turn for file history and returns what its assistant entry records
 // of the scope (nil when the leg mints no boundaries). The boundary itself waits for the
 // turn's first change of a file — unless background Bash tasks run: what they change
@@ -553,20 +291,7 @@ func (l *leg) beginTurn(ctx context.Context, turn int) *int {
 	if !l.ownsBoundaries() {
 		return nil
 	}
-	b := &l.bound
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	l.countBoundariesLocked(ctx)
-	b.turn, b.minted = turn, false
-	var at *int
-	if b.known {
-		n := b.count
-		at = &n
-	}
-	if l.bashChanges.unsynced() {
-		l.mintLocked(ctx)
-	}
-	return at
+	return l.bound.Begin(ctx, l.boundaryScope(), turn)
 }
 
 // resumeParkedTurn lets the changes of a parked turn's calls, which a resumed leg runs,
@@ -576,23 +301,13 @@ func (l *leg) resumeParkedTurn(ctx context.Context, turn int) {
 	if !l.ownsBoundaries() {
 		return
 	}
-	b := &l.bound
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	bs := l.countBoundariesLocked(ctx)
-	b.turn, b.minted = turn, true
-	if at, ok := l.resume.boundaries[turn]; ok && b.known {
-		// The boundary after the turn's count is its own if it is that turn's.
-		b.minted = at < len(bs) && bs[at].Kind == history.KindTurn && bs[at].Turn == turn
-	}
+	at, counted := l.resume.boundaries[turn]
+	l.bound.ResumeParked(ctx, l.boundaryScope(), turn, at, counted)
 }
 
 // boundTurn is the turn the leg's file-history records land in now.
 func (l *leg) boundTurn() int {
-	o := l.historyOwner()
-	o.bound.mu.Lock()
-	defer o.bound.mu.Unlock()
-	return o.bound.turn
+	return l.historyOwner().bound.Turn()
 }
 
 // ensureBoundary mints the current turn's boundary of l's scope if the turn has none yet.
@@ -603,23 +318,7 @@ func (l *leg) ensureBoundary(ctx context.Context) {
 	if !o.ownsBoundaries() {
 		return
 	}
-	o.bound.mu.Lock()
-	defer o.bound.mu.Unlock()
-	if o.bound.turn == 0 || o.bound.minted {
-		return
-	}
-	o.mintLocked(ctx)
-}
-
-func (l *leg) mintLocked(ctx context.Context) {
-	b := &l.bound
-	b.minted = true
-	l.bashChanges.atBoundary(ctx)
-	if _, err := l.deps.History.MintBoundary(context.WithoutCancel(ctx), l.historyScope, b.turn); err != nil {
-		l.notice(sema.Notice{Code: CodeBoundaryFailed, Message: "the file-history boundary of turn could not be stored: " + err.Error(), Detail: map[string]any{"turn": b.turn}})
-		return
-	}
-	b.count++
+	o.bound.Ensure(ctx, o.boundaryScope())
 }
 
 // unsynced reports whether background Bash tasks may have changed files since the last
@@ -642,19 +341,10 @@ func rewindFrom(ctx context.Context, store history.Store, files *history.Files, 
 	return files.RewindFrom(ctx, scope, turn, from, opts)
 }
 
-// boundaryFrom returns the id of the first boundary of bs (the scope's, in mint order)
-// that a rewind to the start of turn restores from, given at, the count of boundaries the
-// turn's assistant entry recorded; ok is false when there is none (the turn and every
-// later one changed nothing). With end, it is the first boundary after the turn instead:
-// the turn's own boundary, if it minted one, is skipped.
-func boundaryFrom(bs []history.Boundary, at, turn int, end bool) (from int64, ok bool) {
-	if end && at < len(bs) && bs[at].Kind == history.KindTurn && bs[at].Turn == turn {
-		at++
-	}
-	if at < 0 || at >= len(bs) {
-		return 0, false
-	}
-	return bs[at].ID, true
+// boundaryFrom is rewindpoint.BoundaryFrom: the first boundary a rewind to turn
+// restores from.
+func boundaryFrom(bs []history.Boundary, at, turn int, end bool) (int64, bool) {
+	return rewindpoint.BoundaryFrom(bs, at, turn, end)
 }
 
 // trackFileEdit is the runner's first-touch history seat: before the first change of a
@@ -723,13 +413,7 @@ func (l *leg) loadSession(ctx context.Context) (*session.Session, []session.Entr
 		return nil, nil, err
 	}
 	if rs.Fork && rs.At != "" {
-		// The fork is cut at At; replay only that prefix.
-		for i, e := range chain {
-			if e.ID == rs.At {
-				chain = chain[:i+1]
-				break
-			}
-		}
+		chain = transcript.CutAt(chain, rs.At) // the fork is cut at At; replay only that prefix
 	}
 	return &s, chain, nil
 }
@@ -744,6 +428,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	root := l.fence.Root()
 	var s session.Session
 	var err error
+	branchFrom := "" // the entry the leg's first entry follows (Resume.At)
 	switch {
 	case loaded == nil && l.link != nil:
 		s, err = l.childSession(ctx)
@@ -763,7 +448,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 		}
 	default:
 		s = *loaded
-		l.branchFrom = l.spec.resume().At
+		branchFrom = l.spec.resume().At
 	}
 	if err != nil {
 		return err
@@ -777,7 +462,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	}
 	l.sessionID = s.ID
 	l.historyScope = s.HistoryScope()
-	st, err := replay(chain)
+	st, err := replayChain(chain)
 	if err != nil {
 		return err
 	}
@@ -788,6 +473,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 		return err
 	}
 	l.legID = leg.ID
+	l.rec.Open(recorder.Leg{Store: l.store, SessionID: s.ID, LegID: leg.ID, BranchFrom: branchFrom, Claim: l.writeClaim, Reclaim: l.reclaim})
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/sema-agent/sema/internal/todo"
+	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/tools"
 )
 
@@ -37,7 +38,7 @@ type Todo struct {
 
 // entryTodos records a TodoWrite call's list in the transcript; replay keeps the latest,
 // which is the session's todo list at the chain's head. payload: todosEntry.
-const entryTodos = "todos"
+const entryTodos = transcript.KindTodos
 
 type todosEntry struct {
 	Todos []Todo `json:"todos"`
