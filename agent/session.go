@@ -10,7 +10,7 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/boundary"
 	"github.com/sema-agent/sema/internal/recorder"
-	"github.com/sema-agent/sema/internal/replay"
+	"github.com/sema-agent/sema/internal/resumestate"
 	"github.com/sema-agent/sema/internal/rewindpoint"
 	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
@@ -89,16 +89,16 @@ type resumeState struct {
 func replayChain(entries []session.Entry) (resumeState, error) {
 	parked := map[int]*parkedEntry{}
 	var todos []Todo
-	st, err := replay.Replay(replay.Input{
+	st, err := resumestate.Replay(resumestate.Input{
 		Entries:    entries,
 		AppendUser: appendUser,
-		Parked: func(i int, payload json.RawMessage) (replay.Park, error) {
+		Parked: func(i int, payload json.RawMessage) (resumestate.Park, error) {
 			var p parkedEntry
 			if err := json.Unmarshal(payload, &p); err != nil {
-				return replay.Park{}, err
+				return resumestate.Park{}, err
 			}
 			parked[i] = &p
-			return replay.Park{Pending: p.Pending, Reads: p.ReadState, Forget: p.ForgetRead}, nil
+			return resumestate.Park{Pending: p.Pending, Reads: p.ReadState, Forget: p.ForgetRead}, nil
 		},
 		Todos: func(payload json.RawMessage) error {
 			var t todosEntry
@@ -109,7 +109,7 @@ func replayChain(entries []session.Entry) (resumeState, error) {
 			return nil
 		},
 	})
-	if c := (*replay.Corrupt)(nil); errors.As(err, &c) {
+	if c := (*resumestate.Corrupt)(nil); errors.As(err, &c) {
 		return resumeState{}, corrupt(c.Entry, c.Err)
 	} else if err != nil {
 		return resumeState{}, err

@@ -1,9 +1,9 @@
-// Package replay rebuilds what a leg continues from out of a session's stored transcript
+// Package resumestate rebuilds what a leg continues from out of a session's stored transcript
 // chain: the conversation to send the model, how many turns it holds, the parked turn the
 // chain stops at, which calls of the last turn started, what the model has read, and the
 // file-history boundary counts its turns recorded. It is a pure function of the entries:
 // the same chain always rebuilds the same state.
-package replay
+package resumestate
 
 import (
 	"encoding/json"

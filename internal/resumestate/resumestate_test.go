@@ -1,4 +1,4 @@
-package replay
+package resumestate
 
 import (
 	"encoding/json"
