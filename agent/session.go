@@ -84,7 +84,7 @@ type resumeState struct {
 	boundaries map[int]int
 }
 
-// replayChain rebuilds the conversation from a transcript chain (see internal/replay); the
+// replayChain rebuilds the conversation from a transcript chain (see internal/resumestate); the
 // runner reads the payloads whose shape is its API: a parked turn and a todo list.
 func replayChain(entries []session.Entry) (resumeState, error) {
 	parked := map[int]*parkedEntry{}
