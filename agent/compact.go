@@ -8,6 +8,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/internal/compact"
 	"github.com/sema-agent/sema/internal/runend"
+	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 )
 
@@ -139,7 +140,7 @@ func (l *leg) compact(ctx context.Context, msgs []model.Message, reason, instruc
 
 // commitCompaction records a compaction and reports it; the leg continues from out.
 func (l *leg) commitCompaction(ctx context.Context, out []model.Message, c compact.Entry, turn int) ([]model.Message, error) {
-	if _, ok := l.record(ctx, entryCompaction, c); !ok {
+	if _, ok := l.record(ctx, transcript.KindCompaction, c); !ok {
 		return nil, l.recordFailed()
 	}
 	l.ctx.reported, l.ctx.msgs = 0, 0 // the next estimate is of the new conversation

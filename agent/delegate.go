@@ -12,6 +12,7 @@ import (
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/childleg"
+	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
@@ -354,7 +355,7 @@ func (l *leg) childSession(ctx context.Context) (session.Session, error) {
 		return s, err
 	}
 	payload, _ := json.Marshal(delegationEntry{ParentSession: p.sessionID, ToolUseID: l.link.toolUseID, Type: l.link.def.Name, Description: l.link.description, Depth: l.link.depth})
-	if _, err := l.store.Append(ctx, session.Entry{SessionID: s.ID, Kind: entryDelegation, Payload: payload, Claim: l.writeClaim()}); err != nil {
+	if _, err := l.store.Append(ctx, session.Entry{SessionID: s.ID, Kind: transcript.KindDelegation, Payload: payload, Claim: l.writeClaim()}); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/internal/callplan"
 	"github.com/sema-agent/sema/internal/toolcall"
+	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/tools"
@@ -289,7 +290,7 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 	}
 	// The intent is stored before the tool runs: a leg resuming after a crash then knows
 	// this call may have run. Without it the call does not run at all.
-	if _, ok := l.record(ctx, entryCallStarted, callStartedEntry{ID: call.ID, Tool: call.Name}); !ok {
+	if _, ok := l.record(ctx, transcript.KindCallStarted, transcript.CallStarted{ID: call.ID, Tool: call.Name}); !ok {
 		return tools.Fail(CodeSessionRecordFailed, "The call was not run: the session could not record that it was starting.")
 	}
 	ctx = context.WithValue(ctx, callKey{}, runningCall{name: call.Name, input: input})

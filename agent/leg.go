@@ -9,6 +9,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/boundary"
 	"github.com/sema-agent/sema/internal/budget"
 	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/internal/instrfiles"
@@ -92,7 +93,7 @@ type leg struct {
 	historyScope string
 	// bound is the leg's file-history boundary of the current turn, minted at the turn's
 	// first change of a file (ensureBoundary).
-	bound boundaryState
+	bound boundary.Minter
 	// capture is what the layers' switches and the session's filesystem left of
 	// recording (resolveCapture).
 	capture fileCapture

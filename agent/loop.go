@@ -8,6 +8,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/internal/runend"
 	"github.com/sema-agent/sema/internal/toolcall"
+	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 )
 
@@ -87,7 +88,7 @@ func (l *leg) openPrompt(ctx context.Context, s *turnLoop) bool {
 		m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(l.spec.Prompt)}}
 		m = withContext(m, append(extra, promptExtra...))
 		s.msgs = appendUser(s.msgs, m)
-		l.recordLater(ctx, entryUser, m)
+		l.recordLater(ctx, transcript.KindUser, m)
 	}
 	if l.stopped(s.res) {
 		return false
@@ -189,7 +190,7 @@ func (l *leg) takeResponse(ctx context.Context, s *turnLoop, resp *model.Respons
 	msg := model.Message{Role: model.RoleAssistant, Content: resp.Content}
 	s.msgs = append(s.msgs, msg)
 	l.noteContext(resp.Usage, len(s.msgs))
-	l.recordLater(ctx, entryAssistant, assistantEntry{Turn: s.turn, Message: msg, Intents: true, Boundaries: at})
+	l.recordLater(ctx, transcript.KindAssistant, transcript.Assistant{Turn: s.turn, Message: msg, Intents: true, Boundaries: at})
 	l.mu.Lock()
 	l.transcript = s.msgs
 	l.mu.Unlock()
@@ -209,7 +210,7 @@ func (l *leg) answerStop(ctx context.Context, s *turnLoop) bool {
 			// A Stop hook sends the model back to work with its reason.
 			m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(reason)}}
 			s.msgs = appendUser(s.msgs, m)
-			l.record(ctx, entryUser, m)
+			l.record(ctx, transcript.KindUser, m)
 			return !l.stopped(s.res)
 		}
 		l.notice(sema.Notice{Code: CodeStopHookLoop, Message: fmt.Sprintf("the Stop hooks blocked %d stops in a row; the leg stopped anyway", maxStopBlocks)})
@@ -273,7 +274,7 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 
 func (l *leg) recordResults(ctx context.Context, results []model.Block) model.Message {
 	m := model.Message{Role: model.RoleUser, Content: l.withReminders(results)}
-	l.recordLater(ctx, entryToolResults, m)
+	l.recordLater(ctx, transcript.KindToolResults, m)
 	l.storeReadState(ctx)
 	// Stored before the next request: one is never sent for a conversation the session
 	// could not record.

@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/internal/answercheck"
+	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
@@ -171,7 +172,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 	// The parked call is judged against what the leg had read, so an approved edit runs
 	// if (and only if) the file is still as it was read.
 	entry.ReadState, entry.ForgetRead = l.readDelta()
-	if _, ok := l.record(ctx, entryParked, entry); !ok {
+	if _, ok := l.record(ctx, transcript.KindParked, entry); !ok {
 		// Without its parked entry the checkpoint is not where the session stopped, so
 		// nobody could answer it: the leg ends in error, not awaiting an approval.
 		return l.stopped(res)

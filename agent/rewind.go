@@ -171,7 +171,7 @@ func (r *Runner) rewindToTurn(ctx context.Context, s session.Session, spec Rewin
 	if spec.Conversation && !spec.DryRun {
 		// A marker entry on the earlier entry becomes the head: later entries stay stored
 		// (a branch), but the next resume continues from here.
-		payload, _ := json.Marshal(rewindEntry{ToTurn: spec.ToTurn})
+		payload, _ := json.Marshal(transcript.Rewind{ToTurn: spec.ToTurn})
 		marker := rewindMarker(s.ID, head, payload)
 		marker.Claim = claim
 		id, err := r.deps.Store.Append(ctx, marker)

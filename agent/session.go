@@ -18,27 +18,6 @@ import (
 	"github.com/sema-agent/sema/tools/files"
 )
 
-// Transcript entry kinds (see internal/transcript).
-const (
-	entryUser        = transcript.KindUser
-	entryAssistant   = transcript.KindAssistant
-	entryToolResults = transcript.KindToolResults
-	entryParked      = transcript.KindParked // payload: parkedEntry
-	entryRewind      = transcript.KindRewind
-	entryCallStarted = transcript.KindCallStarted
-	entryReadState   = transcript.KindReadState
-	entryDelegation  = transcript.KindDelegation // payload: delegationEntry
-	entryCompaction  = transcript.KindCompaction
-)
-
-// The payloads whose shape needs nothing of the runner's API.
-type (
-	assistantEntry   = transcript.Assistant
-	callStartedEntry = transcript.CallStarted
-	readStateEntry   = transcript.ReadState
-	rewindEntry      = transcript.Rewind
-)
-
 // parkedEntry records a turn stopped at a question: the results of the calls before
 // the pending one, the pending call's index among the turn's calls, and its checkpoint.
 type parkedEntry struct {
@@ -80,7 +59,7 @@ type resumeState struct {
 	reads map[string]files.ReadRecord
 	// todos is the todo list of the chain's last TodoWrite.
 	todos []Todo
-	// boundaries holds, by turn, the chain's assistantEntry.Boundaries that were recorded.
+	// boundaries holds, by turn, the chain's transcript.Assistant.Boundaries that were recorded.
 	boundaries map[int]int
 }
 
@@ -157,7 +136,7 @@ func (l *leg) storeReadState(ctx context.Context) {
 	if len(set) == 0 && len(forget) == 0 {
 		return
 	}
-	l.recordLater(ctx, entryReadState, readStateEntry{Records: set, Forget: forget})
+	l.recordLater(ctx, transcript.KindReadState, transcript.ReadState{Records: set, Forget: forget})
 }
 
 // forgetRestored stores, at the head of the claimed session, that the files a rewind
@@ -171,11 +150,11 @@ func forgetRestored(ctx context.Context, store session.Store, claim *session.Cla
 	if len(changed) == 0 {
 		return nil
 	}
-	payload, err := json.Marshal(readStateEntry{Forget: changed})
+	payload, err := json.Marshal(transcript.ReadState{Forget: changed})
 	if err != nil {
 		return err
 	}
-	if _, err := store.Append(context.WithoutCancel(ctx), session.Entry{SessionID: claim.SessionID, Kind: entryReadState, Payload: payload, Claim: claim}); err != nil {
+	if _, err := store.Append(context.WithoutCancel(ctx), session.Entry{SessionID: claim.SessionID, Kind: transcript.KindReadState, Payload: payload, Claim: claim}); err != nil {
 		return sema.Errorf(CodeSessionRecordFailed, "the files were restored, but the session could not record that they must be read again: %v", err)
 	}
 	return nil
@@ -245,14 +224,11 @@ func (l *leg) recordFailed() *sema.Error {
 	return l.rec.Err()
 }
 
-// boundaryState is where the leg stands in its history scope's boundaries (see
-// internal/boundary): a turn mints its boundary lazily, just before its first change of
-// a file, and its assistant entry records how many boundaries the scope held when it
-// started (assistantEntry.Boundaries). A delegated child recording into its root's scope
-// asks its root leg to mint (historyOwner).
-type boundaryState = boundary.Minter
-
-// boundaryScope is the leg's scope for its boundaries, and its part in minting them.
+// boundaryScope is the leg's scope for its boundaries, and its part in minting them. A
+// turn mints its boundary lazily (internal/boundary), just before its first change of a
+// file, and its assistant entry records how many boundaries the scope held when it
+// started (transcript.Assistant.Boundaries). A delegated child recording into its
+// root's scope asks its root leg to mint (historyOwner).
 func (l *leg) boundaryScope() boundary.Scope {
 	return boundary.Scope{
 		History:    l.deps.History,
@@ -521,5 +497,5 @@ func title(prompt string) string {
 
 // rewindMarker is the entry a conversation rewind appends on the earlier entry.
 func rewindMarker(sessionID, parent string, payload json.RawMessage) session.Entry {
-	return session.Entry{SessionID: sessionID, ParentID: parent, Kind: entryRewind, Payload: payload}
+	return session.Entry{SessionID: sessionID, ParentID: parent, Kind: transcript.KindRewind, Payload: payload}
 }

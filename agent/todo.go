@@ -36,10 +36,8 @@ type Todo struct {
 	ID string `json:"id,omitempty"`
 }
 
-// entryTodos records a TodoWrite call's list in the transcript; replay keeps the latest,
-// which is the session's todo list at the chain's head. payload: todosEntry.
-const entryTodos = transcript.KindTodos
-
+// todosEntry is the payload of a transcript.KindTodos entry: a TodoWrite call's list.
+// Replay keeps the latest, which is the session's todo list at the chain's head.
 type todosEntry struct {
 	Todos []Todo `json:"todos"`
 }
@@ -79,7 +77,7 @@ func (t *todoTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 	for i, it := range items {
 		list[i] = Todo{Content: it.Content, Status: TodoStatus(it.Status), ActiveForm: it.ActiveForm, ID: it.ID}
 	}
-	if _, ok := t.l.record(ctx, entryTodos, todosEntry{Todos: list}); !ok {
+	if _, ok := t.l.record(ctx, transcript.KindTodos, todosEntry{Todos: list}); !ok {
 		return tools.Fail(CodeSessionRecordFailed, "The todo list was not changed: the session could not record it.")
 	}
 	t.l.setTodos(list)
