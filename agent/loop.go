@@ -282,12 +282,6 @@ func (l *leg) recordResults(ctx context.Context, results []model.Block) model.Me
 	return m
 }
 
-// lastCalls returns the tool calls of the conversation's last assistant message
-// (toolcall.Last), for the resume's reading of a transcript.
-func lastCalls(msgs []model.Message) []model.Block {
-	return toolcall.Last(msgs)
-}
-
 // appendUser adds a user message, merging it into a user message that ends the
 // conversation (tool results followed by a new prompt), since providers expect the
 // roles to alternate.

@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/internal/answercheck"
+	"github.com/sema-agent/sema/internal/toolcall"
 	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
@@ -214,7 +215,7 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	if p == nil || p.Checkpoint != cp.ID {
 		return sema.Errorf(CodeStale, "checkpoint %s is not where session %s stopped; it can no longer be answered", cp.ID, cp.SessionID)
 	}
-	if err := answercheck.MatchTurn(cp, lastCalls(l.resume.messages), p.Pending, ""); err != nil {
+	if err := answercheck.MatchTurn(cp, toolcall.Last(l.resume.messages), p.Pending, ""); err != nil {
 		return err
 	}
 	d, input, err := answercheck.Decide(cp, plainAnswer(a), func(edit json.RawMessage) (string, bool, error) {
@@ -282,7 +283,7 @@ func (l *leg) prepareChildAnswer(ctx context.Context, cp session.Checkpoint, p *
 	if cp.Decision != nil && !preclaimed {
 		return l.alreadyAnswered(ctx, cp)
 	}
-	if err := answercheck.MatchTurn(cp, lastCalls(l.resume.messages), p.Pending, p.Child.ToolUseID); err != nil {
+	if err := answercheck.MatchTurn(cp, toolcall.Last(l.resume.messages), p.Pending, p.Child.ToolUseID); err != nil {
 		return err
 	}
 	d, input, err := answercheck.Decide(cp, plainAnswer(a), func(edit json.RawMessage) (string, bool, error) {
