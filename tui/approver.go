@@ -34,6 +34,7 @@ func newInbox() chan tea.Msg { return make(chan tea.Msg, 64) }
 
 // QuestionMsg is one permission question on its way to the person.
 type QuestionMsg struct {
+	// Request is the gate's question: the tool, its input as it would run, the reason.
 	Request permission.ApprovalRequest
 	// reply takes the person's choice; buffered, so answering never blocks the screen.
 	reply chan Choice

@@ -93,7 +93,7 @@ func TestHelpListsEveryKey(t *testing.T) {
 // TestDemoLabel: the scripted demo model is named a demo on the status line.
 func TestDemoLabel(t *testing.T) {
 	h := newHarness(t, Options{Backend: &fakeBackend{}, Demo: true, Model: "scripted"}, 80, 24)
-	if f := h.frame(); !strings.Contains(f, "DEMO (scripted model, no API)") {
+	if f := h.frame(); !strings.Contains(f, "DEMO (scripted, no API)") || !strings.Contains(f, "no cost") {
 		t.Errorf("the demo is not labelled:\n%s", f)
 	}
 }
@@ -123,4 +123,18 @@ func TestInterrupt(t *testing.T) {
 	if f := h.frame(); strings.Contains(f, "never shown") || !strings.Contains(f, "interrupted") {
 		t.Errorf("after Esc the leg should stop and say so:\n%s", f)
 	}
+}
+
+// TestStreamingRedraws: each piece of streamed text shows on the next frame, and the
+// complete response replaces what streamed.
+func TestStreamingRedraws(t *testing.T) {
+	be := &fakeBackend{legs: [][]step{{text("Hello"), {hold: true}, text(", wor"), {hold: true}, assistant("Hello, world.", 1, 1)}}, release: make(chan struct{})}
+	h := newHarness(t, Options{Backend: be}, 80, 24)
+	h.typeText("hi", true)
+	h.until("the first piece", func() bool { return strings.Contains(h.frame(), "Hello") })
+	be.release <- struct{}{}
+	h.until("the second piece", func() bool { return strings.Contains(h.frame(), "Hello, wor") })
+	be.release <- struct{}{}
+	h.until("the whole response", func() bool { return strings.Contains(h.frame(), "Hello, world.") })
+	h.until("the leg's end", func() bool { return !h.m.running })
 }

@@ -32,6 +32,8 @@ type Options struct {
 	NoColor bool
 	// Prompt, when set, is sent as the first prompt.
 	Prompt string
+	// Welcome, when set, is the conversation's first line (the demo's explanation).
+	Welcome string
 }
 
 // Model is the session's Bubble Tea model. Its Update only reads messages and returns
@@ -85,6 +87,9 @@ func New(ctx context.Context, opts Options) *Model {
 		opts: opts, ctx: ctx, wg: &sync.WaitGroup{}, width: 80, height: 24, dark: true,
 		tools: map[string]*entry{}, input: in, mode: mode,
 		bypass: mode == permission.ModeBypassPermissions, sandbox: opts.Sandbox,
+	}
+	if opts.Welcome != "" {
+		m.add(&entry{kind: entryNotice, text: sanitize(opts.Welcome)})
 	}
 	m.inbox = newInbox()
 	if opts.Approver != nil {
@@ -256,6 +261,7 @@ func (m *Model) event(ev agent.Event) {
 			m.add(m.streaming)
 		}
 		m.streaming.text += ev.Text
+		m.streaming.cache = ""
 	case agent.EventAssistant:
 		if ev.Response != nil {
 			m.usage = m.usage.Add(ev.Response.Usage)
@@ -266,7 +272,7 @@ func (m *Model) event(ev agent.Event) {
 		text := messageText(ev.Message)
 		switch {
 		case m.streaming != nil:
-			m.streaming.text = text // the whole response is what was said
+			m.streaming.text, m.streaming.cache = text, "" // the whole response is what was said
 		case text != "":
 			m.add(&entry{kind: entryAssistant, text: text})
 		}

@@ -168,7 +168,7 @@ func (m *Model) statusLine() string {
 	s := m.styles
 	var who string
 	if m.opts.Demo {
-		who = s.demo.Render("DEMO (scripted model, no API)")
+		who = s.demo.Render("DEMO (scripted, no API)")
 	} else {
 		who = orDash(m.opts.Model)
 	}
@@ -187,10 +187,14 @@ func (m *Model) statusLine() string {
 }
 
 func (m *Model) costText() string {
-	if m.costUnknown {
+	switch {
+	case m.opts.Demo:
+		return "no cost"
+	case m.costUnknown:
 		return fmt.Sprintf("≥ $%.4f (a model has no price)", m.cost)
+	default:
+		return fmt.Sprintf("$%.4f", m.cost)
 	}
-	return fmt.Sprintf("$%.4f", m.cost)
 }
 
 func tokens(n int64) string {
