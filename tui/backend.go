@@ -93,21 +93,24 @@ func (l *Local) endLeg() {
 	l.mu.Unlock()
 }
 
-// SetMode implements Backend.
+// SetMode implements Backend. A mode the running leg refuses (auto without a classifier)
+// is not kept for the later legs either.
 func (l *Local) SetMode(ctx context.Context, mode permission.Mode) (permission.Mode, error) {
 	l.mu.Lock()
-	l.mode = mode
 	ctl := l.control
 	l.mu.Unlock()
-	if ctl == nil {
-		return mode, nil
-	}
-	r, err := ctl.SetPermissionMode(ctx, mode)
-	if err != nil {
-		if sema.IsCode(err, agent.CodeNotRunning) {
-			return mode, nil // the leg ended meanwhile: the next one takes the mode
+	effective := mode
+	if ctl != nil {
+		r, err := ctl.SetPermissionMode(ctx, mode)
+		switch {
+		case err == nil:
+			effective = r.Effective
+		case !sema.IsCode(err, agent.CodeNotRunning): // the leg ended meanwhile: the next takes the mode
+			return "", err
 		}
-		return "", err
 	}
-	return r.Effective, nil
+	l.mu.Lock()
+	l.mode = mode
+	l.mu.Unlock()
+	return effective, nil
 }

@@ -107,3 +107,50 @@ func TestLocalAsksTheApprover(t *testing.T) {
 		t.Errorf("main.go = %q after the edit was allowed", b)
 	}
 }
+
+// TestLocalSetModeSteersTheRunningLeg: a mode chosen while a leg waits on a question
+// reaches that leg through its agent.Control: steered to plan at the first Write's
+// question, the leg puts its second Write's question in plan mode.
+func TestLocalSetModeSteersTheRunningLeg(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string) scripted.ToolCall {
+		return scripted.ToolCall{Name: "Write", Input: json.RawMessage(`{"file_path":"` + name + `","content":"x\n"}`)}
+	}
+	prov := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{write("a.txt")}}, {ToolCalls: []scripted.ToolCall{write("b.txt")}}, {Text: "done"}}})
+	approver := NewApprover()
+	runner := agent.New(agent.Deps{Provider: prov, Store: session.NewMemory(), History: history.NewMemory(), Approver: approver, Shell: &agent.ShellOptions{Sandbox: "off"}})
+	l := NewLocal(runner, agent.TaskSpec{Root: dir, OnAsk: agent.OnAskApprover})
+	var questions []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for msg := range approver.inbox {
+			q := msg.(QuestionMsg)
+			questions = append(questions, Rule(q.Request)+" in "+string(q.Request.Mode))
+			if len(questions) > 1 {
+				q.answer(ChoiceDeny)
+				continue
+			}
+			if got, err := l.SetMode(context.Background(), permission.ModePlan); err != nil || got != permission.ModePlan {
+				t.Errorf("SetMode while the leg runs: %q, %v", got, err)
+			}
+			q.answer(ChoiceAllowOnce)
+		}
+	}()
+	legs := localLegs(t, l, "write both")
+	close(approver.inbox)
+	<-done
+	if len(questions) != 2 || questions[0] != "Write(a.txt) in default" || questions[1] != "Write(b.txt) in plan" {
+		t.Errorf("questions %q; the second should be asked in plan, where the steer put the leg", questions)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); err != nil {
+		t.Errorf("the allowed Write: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.txt")); err == nil {
+		t.Error("the Write after the steer to plan landed")
+	}
+	if r := first(legs[0], agent.EventResult).Result; r == nil || len(r.PermissionDenials) != 1 {
+		t.Errorf("the leg's denials: %+v", r)
+	}
+}
