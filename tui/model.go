@@ -272,7 +272,10 @@ func (m *Model) event(ev agent.Event) {
 		text := messageText(ev.Message)
 		switch {
 		case m.streaming != nil:
-			m.streaming.text, m.streaming.cache = text, "" // the whole response is what was said
+			if text != m.streaming.text { // the whole response is what was said
+				m.streaming.text, m.streaming.paras = text, paragraphs{}
+			}
+			m.streaming.cache = ""
 		case text != "":
 			m.add(&entry{kind: entryAssistant, text: text})
 		}

@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // styles are the screen's colours, chosen for the terminal's background; with NO_COLOR
@@ -35,7 +36,7 @@ func (m *Model) restyle() {
 	}
 	m.input.SetStyles(in)
 	for _, e := range m.entries {
-		e.cache = ""
+		e.cache, e.paras = "", paragraphs{}
 	}
 }
 
@@ -111,5 +112,19 @@ func (md *markdown) render(text string, width int) string {
 	if err != nil {
 		return text
 	}
-	return strings.Trim(out, "\n")
+	return trimBlankLines(out)
+}
+
+// trimBlankLines drops the blank lines (spaces and escapes only) glamour puts around a
+// document, so paragraphs rendered apart join with one blank line between them.
+func trimBlankLines(s string) string {
+	lines := strings.Split(s, "\n")
+	blank := func(l string) bool { return strings.TrimSpace(ansi.Strip(l)) == "" }
+	for len(lines) > 0 && blank(lines[0]) {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && blank(lines[len(lines)-1]) {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -32,6 +32,8 @@ type entry struct {
 	// cache is the entry rendered at cacheW columns; "" when it must be rendered again.
 	cache  string
 	cacheW int
+	// paras keeps an assistant entry's finished paragraphs rendered at cacheW.
+	paras paragraphs
 }
 
 // View implements tea.Model.
@@ -71,7 +73,10 @@ func (m *Model) conversation() []string {
 		if i > 0 && (e.kind == entryUser || e.kind == entryAssistant || e.kind == entryHelp) {
 			out = append(out, "")
 		}
-		if e.cache == "" || e.cacheW != m.width {
+		if e.cacheW != m.width {
+			e.cache, e.paras = "", paragraphs{}
+		}
+		if e.cache == "" {
 			e.cache, e.cacheW = m.renderEntry(e), m.width
 		}
 		out = append(out, strings.Split(e.cache, "\n")...)
@@ -86,7 +91,7 @@ func (m *Model) renderEntry(e *entry) string {
 	case entryUser:
 		return s.user.Render("› ") + wrap.Render(sanitizeLines(e.text))
 	case entryAssistant:
-		return m.md.render(sanitizeLines(e.text), w-2)
+		return e.paras.render(m.md, e.text, w-2)
 	case entryTool:
 		mark := s.dim.Render("…")
 		switch {
