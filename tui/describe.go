@@ -91,6 +91,14 @@ func actionLines(tool string, input json.RawMessage) []line {
 	case "Write":
 		out := []line{{text: "path: " + sanitize(str("file_path"))}}
 		return append(out, shown(str("content"), "+ ", lineAdded)...)
+	case "ExitPlanMode":
+		if plan := str("plan"); plan != "" {
+			var out []line
+			for _, l := range strings.Split(strings.TrimRight(plan, "\n"), "\n") {
+				out = append(out, line{text: sanitize(l)})
+			}
+			return out
+		}
 	case "Edit":
 		out := []line{{text: "path: " + sanitize(str("file_path"))}}
 		out = append(out, shown(str("old_string"), "- ", lineRemoved)...)

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
 )
@@ -137,4 +138,20 @@ func TestStreamingRedraws(t *testing.T) {
 	be.release <- struct{}{}
 	h.until("the whole response", func() bool { return strings.Contains(h.frame(), "Hello, world.") })
 	h.until("the leg's end", func() bool { return !h.m.running })
+}
+
+// TestThinkingShownBeforeItsText: the model's thinking, which arrives with the complete
+// response, is shown dimmed above the text that streamed before it.
+func TestThinkingShownBeforeItsText(t *testing.T) {
+	msg := &model.Message{Role: model.RoleAssistant, Content: []model.Block{
+		{Kind: model.KindThinking, Text: "The user wants a greeting."}, {Kind: model.KindText, Text: "Hello there."}}}
+	be := &fakeBackend{legs: [][]step{{text("Hello there."), ev(agent.Event{Type: agent.EventAssistant, Message: msg})}}}
+	h := newHarness(t, Options{Backend: be}, 80, 24)
+	h.typeText("hi", true)
+	h.until("the leg's end", func() bool { return len(be.prompts) == 1 && !h.m.running })
+	f := h.frame()
+	think, say := strings.Index(f, "∴ The user wants a greeting."), strings.Index(f, "Hello there.")
+	if think < 0 || say < 0 || think > say || strings.Count(f, "Hello there.") != 1 {
+		t.Errorf("the thinking should stand once above the text:\n%s", f)
+	}
 }

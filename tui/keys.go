@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -17,6 +18,8 @@ var keyHelp = [][2]string{
 	{"Ctrl-C", "clear the input; twice on an empty input: exit"},
 	{"Ctrl-D", "exit (on an empty input)"},
 	{"/help", "this list"},
+	{"/cost", "the tokens and dollars so far"},
+	{"/mode NAME", "set the mode (default, acceptEdits, plan, …)"},
 	{"/exit", "exit (also /quit)"},
 }
 
@@ -127,11 +130,29 @@ func (m *Model) nextMode() permission.Mode {
 // cycleMode moves to the next mode at once and tells the back-end; its answer (modeMsg)
 // corrects the status line if the leg runs in another mode.
 func (m *Model) cycleMode() tea.Cmd {
-	next := m.nextMode()
-	m.mode = next
+	return m.setMode(string(m.nextMode()))
+}
+
+// setMode is /mode NAME: any mode word the gate knows, told to the back-end as
+// Shift+Tab's are; without a word it says the mode and the words.
+func (m *Model) setMode(word string) tea.Cmd {
+	if word == "" {
+		var words []string
+		for _, md := range permission.Modes() {
+			words = append(words, string(md))
+		}
+		m.add(&entry{kind: entryNotice, text: "mode: " + string(m.mode) + "; /mode " + strings.Join(words, "|") + " changes it"})
+		return nil
+	}
+	mode, err := permission.ParseMode(word)
+	if err != nil {
+		m.add(&entry{kind: entryError, text: err.Error()})
+		return nil
+	}
+	m.mode = mode
 	backend, ctx := m.opts.Backend, m.ctx
 	return func() tea.Msg {
-		got, err := backend.SetMode(ctx, next)
+		got, err := backend.SetMode(ctx, mode)
 		return modeMsg{mode: got, err: err}
 	}
 }
@@ -145,6 +166,13 @@ func (m *Model) command(text string) tea.Cmd {
 		return nil
 	case "/exit", "/quit":
 		return m.quit()
+	case "/cost":
+		u := m.usage
+		m.add(&entry{kind: entryNotice, text: fmt.Sprintf("%d input tokens (%d read from the cache, %d written to it), %d output tokens; %s",
+			u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.CacheReadTokens, u.CacheWriteTokens, u.OutputTokens, m.costText())})
+		return nil
+	case "/mode":
+		return m.setMode(strings.TrimSpace(strings.TrimPrefix(text, name)))
 	}
 	m.add(&entry{kind: entryError, text: "unknown command " + sanitize(name) + "; /help lists the commands"})
 	return nil

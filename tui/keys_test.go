@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
@@ -134,5 +135,26 @@ func TestExitKeys(t *testing.T) {
 		h := newHarness(t, Options{Backend: &fakeBackend{}}, 80, 24)
 		exit(h)
 		h.until("the quit", func() bool { return h.quit })
+	}
+}
+
+// TestSlashModeAndCost: /mode NAME sets any mode the gate knows and refuses other words;
+// /cost says the tokens and dollars.
+func TestSlashModeAndCost(t *testing.T) {
+	be := &fakeBackend{}
+	h := newHarness(t, Options{Backend: be}, 120, 40)
+	h.typeText("/mode dontAsk", true)
+	h.until("the back-end's answer", func() bool { be.mu.Lock(); defer be.mu.Unlock(); return len(be.modes) == 1 })
+	h.typeText("/mode sideways", true)
+	if h.m.mode != permission.ModeDontAsk || be.modes[0] != permission.ModeDontAsk {
+		t.Errorf("mode %q, back-end told %v", h.m.mode, be.modes)
+	}
+	h.m.usage.InputTokens, h.m.usage.OutputTokens, h.m.cost = 1200, 34, 0.5
+	h.typeText("/cost", true)
+	f := h.frame()
+	for _, want := range []string{"sideways", "1200 input tokens", "34 output tokens; $0.5000"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("the frame lacks %q:\n%s", want, f)
+		}
 	}
 }

@@ -269,7 +269,10 @@ func (m *Model) event(ev agent.Event) {
 		if child || ev.Message == nil {
 			return
 		}
-		text := messageText(ev.Message)
+		if thinking := blockText(ev.Message, model.KindThinking); thinking != "" {
+			m.addBefore(m.streaming, &entry{kind: entryThinking, text: thinking})
+		}
+		text := blockText(ev.Message, model.KindText)
 		switch {
 		case m.streaming != nil:
 			if text != m.streaming.text { // the whole response is what was said
@@ -323,10 +326,11 @@ func (m *Model) result(r *agent.TaskResult) {
 	}
 }
 
-func messageText(msg *model.Message) string {
+// blockText joins the text of msg's blocks of one kind.
+func blockText(msg *model.Message, kind model.BlockKind) string {
 	var parts []string
 	for _, b := range msg.Content {
-		if b.Kind == model.KindText && b.Text != "" {
+		if b.Kind == kind && b.Text != "" {
 			parts = append(parts, b.Text)
 		}
 	}
@@ -334,3 +338,15 @@ func messageText(msg *model.Message) string {
 }
 
 func (m *Model) add(e *entry) { m.entries = append(m.entries, e) }
+
+// addBefore puts e just before the entry at (the thinking before the text it led to);
+// at the end when at is nil or gone.
+func (m *Model) addBefore(at, e *entry) {
+	for i, x := range m.entries {
+		if x == at {
+			m.entries = append(m.entries[:i], append([]*entry{e}, m.entries[i:]...)...)
+			return
+		}
+	}
+	m.add(e)
+}

@@ -20,6 +20,7 @@ const (
 	entryNotice
 	entryError
 	entryHelp
+	entryThinking
 )
 
 // entry is one item of the conversation as the screen shows it.
@@ -70,7 +71,7 @@ func (m *Model) frame() string {
 func (m *Model) conversation() []string {
 	var out []string
 	for i, e := range m.entries {
-		if i > 0 && (e.kind == entryUser || e.kind == entryAssistant || e.kind == entryHelp) {
+		if i > 0 && (e.kind == entryUser || e.kind == entryAssistant || e.kind == entryHelp || e.kind == entryThinking) {
 			out = append(out, "")
 		}
 		if e.cacheW != m.width {
@@ -106,9 +107,11 @@ func (m *Model) renderEntry(e *entry) string {
 		}
 		return s.tool.Render(lead+e.text) + " " + mark
 	case entryNotice:
-		return s.dim.Render(wrap.Render("  · " + e.text))
+		return s.dim.Render(hanging("  · ", e.text, w))
 	case entryError:
-		return s.errText.Render(wrap.Render("  ✗ " + e.text))
+		return s.errText.Render(hanging("  ✗ ", e.text, w))
+	case entryThinking:
+		return s.dim.Italic(true).Render(hanging("  ∴ ", sanitizeLines(e.text), w))
 	case entryHelp:
 		lines := []string{s.title.Render("keys and commands")}
 		for _, k := range keyHelp {
@@ -230,6 +233,21 @@ func sandboxWord(sh agent.ShellFacts) string {
 		return "partial"
 	}
 	return "off"
+}
+
+// hanging wraps text to width after lead, indenting the lines after the first under it.
+func hanging(lead, text string, width int) string {
+	pad := strings.Repeat(" ", ansi.StringWidth(lead))
+	body := lipgloss.NewStyle().Width(max(10, width-len(pad))).Render(text)
+	lines := strings.Split(body, "\n")
+	for i := range lines {
+		p := pad
+		if i == 0 {
+			p = lead
+		}
+		lines[i] = p + strings.TrimRight(lines[i], " ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // sanitizeLines sanitizes each line of a multi-line text, keeping its line breaks.
