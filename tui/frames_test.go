@@ -66,7 +66,7 @@ func TestFrames(t *testing.T) {
 			h.golden("question")
 
 			h.typeText("1", false)
-			h.until("both turns", func() bool { return h.idle() && len(be.prompts) == 2 })
+			h.until("both turns", func() bool { return h.idle() && be.promptCount() == 2 })
 			h.golden("done")
 			if got := be.prompts; got[0] != "fix the greeting" || got[1] != "any other typos?" {
 				t.Errorf("prompts %q", got)
@@ -148,7 +148,7 @@ func TestThinkingShownBeforeItsText(t *testing.T) {
 	be := &fakeBackend{legs: [][]step{{text("Hello there."), ev(agent.Event{Type: agent.EventAssistant, Message: msg})}}}
 	h := newHarness(t, Options{Backend: be}, 80, 24)
 	h.typeText("hi", true)
-	h.until("the leg's end", func() bool { return len(be.prompts) == 1 && !h.m.running })
+	h.until("the leg's end", func() bool { return be.promptCount() == 1 && !h.m.running })
 	f := h.frame()
 	think, say := strings.Index(f, "∴ The user wants a greeting."), strings.Index(f, "Hello there.")
 	if think < 0 || say < 0 || think > say || strings.Count(f, "Hello there.") != 1 {

@@ -73,6 +73,13 @@ func (f *fakeBackend) Prompt(ctx context.Context, prompt string, emit func(agent
 	return nil
 }
 
+// promptCount is how many prompts the back-end was given.
+func (f *fakeBackend) promptCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.prompts)
+}
+
 func (f *fakeBackend) SetMode(_ context.Context, mode permission.Mode) (permission.Mode, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
