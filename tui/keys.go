@@ -150,10 +150,19 @@ func (m *Model) setMode(word string) tea.Cmd {
 		return nil
 	}
 	m.mode = mode
-	backend, ctx := m.opts.Backend, m.ctx
+	m.modes.seq++
+	seq, modes, backend, ctx := m.modes.seq, m.modes, m.opts.Backend, m.ctx
+	modes.latest.Store(seq)
 	return func() tea.Msg {
+		// One change at a time, and none that a later press already replaced: the
+		// back-end ends in the mode the person chose last.
+		modes.mu.Lock()
+		defer modes.mu.Unlock()
+		if modes.latest.Load() != seq {
+			return nil
+		}
 		got, err := backend.SetMode(ctx, mode)
-		return modeMsg{mode: got, err: err}
+		return modeMsg{seq: seq, mode: got, err: err}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
@@ -61,6 +62,7 @@ type Model struct {
 
 	question *QuestionMsg
 	mode     permission.Mode
+	modes    *modeChanges
 	bypass   bool // bypassPermissions is in the cycle
 	sandbox  string
 
@@ -85,7 +87,7 @@ func New(ctx context.Context, opts Options) *Model {
 	}
 	m := &Model{
 		opts: opts, ctx: ctx, wg: &sync.WaitGroup{}, width: 80, height: 24, dark: true,
-		tools: map[string]*entry{}, input: in, mode: mode,
+		tools: map[string]*entry{}, input: in, mode: mode, modes: &modeChanges{},
 		bypass: mode == permission.ModeBypassPermissions, sandbox: opts.Sandbox,
 	}
 	if opts.Welcome != "" {
@@ -124,10 +126,18 @@ type legDoneMsg struct {
 	err error
 }
 
-// modeMsg is the back-end's answer to a mode change.
+// modeMsg is the back-end's answer to mode change number seq.
 type modeMsg struct {
+	seq  int64
 	mode permission.Mode
 	err  error
+}
+
+// modeChanges orders the mode changes sent to the back-end (Shift+Tab pressed fast).
+type modeChanges struct {
+	seq    int64 // the latest change's number; the model's goroutine only
+	latest atomic.Int64
+	mu     sync.Mutex
 }
 
 // Update implements tea.Model.
@@ -158,6 +168,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.question = &q
 		return m, m.listen()
 	case modeMsg:
+		if msg.seq != m.modes.seq {
+			return m, nil // a later change is on its way
+		}
 		if msg.err != nil {
 			m.add(&entry{kind: entryError, text: "the mode did not change: " + msg.err.Error()})
 			return m, nil
