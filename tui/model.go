@@ -304,6 +304,9 @@ func (m *Model) event(ev agent.Event) {
 	case agent.EventToolResult:
 		if e := m.tools[ev.ToolResult.ID]; e != nil {
 			e.done, e.failed, e.code = true, ev.ToolResult.IsError, ev.ToolResult.Code
+			if e.failed {
+				e.detail = firstLine(strings.TrimSpace(ev.ToolResult.Text))
+			}
 			e.cache = ""
 		}
 	case agent.EventPermission:

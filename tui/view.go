@@ -30,6 +30,8 @@ type entry struct {
 	// A tool call's state: a child leg's call (indented), finished, failed with code.
 	child, done, failed bool
 	code                string
+	// detail is a failed call's first line of its answer, shown under it.
+	detail string
 	// cache is the entry rendered at cacheW columns; "" when it must be rendered again.
 	cache  string
 	cacheW int
@@ -105,7 +107,11 @@ func (m *Model) renderEntry(e *entry) string {
 		if e.child {
 			lead = "      ⤷ "
 		}
-		return s.tool.Render(lead+e.text) + " " + mark
+		out := s.tool.Render(lead+e.text) + " " + mark
+		if e.detail != "" {
+			out += "\n" + s.dim.Render(hanging(strings.Repeat(" ", len(lead))+"└ ", sanitize(e.detail), w))
+		}
+		return out
 	case entryNotice:
 		return s.dim.Render(hanging("  · ", e.text, w))
 	case entryError:
