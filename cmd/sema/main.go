@@ -181,12 +181,13 @@ func printErr(w io.Writer, err error) {
 
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var opts runOptions
-	var print bool
+	var print, interactive bool
 	root := &cobra.Command{
 		Use:   "sema [-p PROMPT]",
 		Short: "sema runs one agent task — a prompt against a workspace — through a model and tools",
 		Long: `sema runs one agent task — a prompt against a workspace — through a model-and-tools loop.
 
+  sema                              at a terminal: an interactive session (sema -i "PROMPT" starts it with one)
   sema demo                         run the built-in scripted demo (no API key needed)
   sema run "explain this repo"      run a task with a real model (sema -p "…" is the same)
   git diff | sema -p "review this"  piped text follows the prompt; with no prompt it is the prompt
@@ -197,18 +198,28 @@ openai-compatible/llama3.1 with --base-url; an alias — sonnet, opus, haiku —
 family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          rootArgs(&print),
+		Args:          rootArgs(&print, &interactive),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && sdkMode(&opts, "") {
 				// The Agent SDKs' launch line (with or without -p): the prompts come on
 				// stdin as protocol lines.
 				return runSDK(cmd.Context(), &opts, stdin, stdout, stderr)
 			}
+			if interactive {
+				if print {
+					return usageErr(sema.Errorf(codeUsage, "-i opens the interactive session and -p runs headless; give one"))
+				}
+				return runInteractive(cmd.Context(), &opts, strings.Join(args, " "), stdin, stdout, stderr)
+			}
 			if !print {
 				// `echo "fix it" | sema` means what `sema -p` means: the piped text is the
-				// prompt. Only nothing to read — a terminal, or a stdin already at its end —
+				// prompt. Nothing to read at a terminal opens the interactive session (stdout
+				// a terminal too); a stdin already at its end, or output to a file or pipe,
 				// shows the help.
 				piped, ok := pipedPrompt(stdin)
+				if !ok && len(args) == 0 && interactiveTerminal(stdin, stdout) {
+					return runInteractive(cmd.Context(), &opts, "", stdin, stdout, stderr)
+				}
 				if !ok {
 					return cmd.Help()
 				}
@@ -219,6 +230,7 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 		Version: versionString,
 	}
 	addRunFlags(root, &opts)
+	root.Flags().BoolVarP(&interactive, "interactive", "i", false, "open the interactive session (what a bare sema does at a terminal), with PROMPT as its first prompt when given")
 	root.Flags().BoolVarP(&print, "print", "p", false, "run the prompt non-interactively and print the answer (same as sema run): sema -p PROMPT, or piped: git diff | sema -p")
 	approve := newApproveCmd(stdin, stdout, stderr)
 	mcp, commands := newMCPCmd(stdout), newCommandsCmd(stdout, stderr)

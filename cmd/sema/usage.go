@@ -39,11 +39,17 @@ func promptCommand(cmd *cobra.Command) string {
 // rootArgs is the argument check of `sema` itself: with -p it takes a prompt as `sema run`
 // does; without, a word that is not a command is most likely a prompt, and the refusal
 // says how to run one (or names the command it resembles).
-func rootArgs(print *bool) cobra.PositionalArgs {
+func rootArgs(print, interactive *bool) cobra.PositionalArgs {
 	withPrint := runArgs(onePrompt)
 	return func(cmd *cobra.Command, args []string) error {
 		if *print {
 			return withPrint(cmd, args)
+		}
+		if *interactive && len(args) > 1 {
+			return sema.Errorf(codeUsage, "sema -i takes one first prompt, got %d arguments; quote it: sema -i %s", len(args), doubleQuote(strings.Join(args, " ")))
+		}
+		if *interactive {
+			return nil
 		}
 		if len(args) == 0 {
 			return nil

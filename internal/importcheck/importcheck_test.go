@@ -30,6 +30,7 @@ var forbidden = []struct {
 	{"mcp", "tools/files", true, "MCP images are held to the model's limits through package imagefit"},
 	{"history", "tools/files", true, "the history store sits below the tools"},
 	{"pgstore", "session/sqlitedb", false, "the store-neutral codes live in session/storecode"},
+	{"agent", "tui", true, "the terminal session is a client of the runner (cmd/sema wires it); the engine never draws a screen"},
 	{"statedir", "agent", true, "the runner fills its Deps from the state directory (Deps.WithStateDir), not the other way"},
 }
 

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/tui"
+)
+
+// codeNoTerminal refuses the interactive session without a terminal to draw on.
+const codeNoTerminal = "cli.no_terminal"
+
+// interactiveTerminal reports whether a person is at the terminal: stdin and stdout are
+// both terminals, so a bare `sema` opens the session instead of printing the help.
+func interactiveTerminal(stdin io.Reader, stdout io.Writer) bool {
+	out, ok := stdout.(*os.File)
+	return ok && isTerminal(stdin) && isTerminal(out)
+}
+
+// runInteractive opens the terminal session in the task root: the run is prepared as
+// `sema run` prepares it (the same flags, settings, trust, session store and resume),
+// then every prompt the person types is a leg of one session, and the permission
+// questions are dialogs on the screen. prompt, when set, is the first prompt.
+func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if !interactiveTerminal(stdin, stdout) {
+		return usageErr(sema.Errorf(codeNoTerminal, "the interactive session needs a terminal on stdin and stdout; run the prompt headless with sema -p PROMPT"))
+	}
+	if o.outputFormat != "text" || o.inputFormat != "text" {
+		return usageErr(sema.Errorf(codeUsage, "--output-format and --input-format shape the headless output of sema -p; the interactive session draws on the terminal"))
+	}
+	if o.sandbox != "off" {
+		go sandbox.Probe()
+	}
+	if err := o.claude.apply(o); err != nil {
+		return err
+	}
+	lease, err := checkRunFlags(o)
+	if err != nil {
+		return err
+	}
+	if err := o.checkEnvPassthrough(); err != nil {
+		return err
+	}
+	perms, run, err := prepareInteractive(o, stdin, stderr, lease)
+	if err != nil {
+		return err
+	}
+	demo := run.modelRef("") == "" && os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("OPENAI_API_KEY") == ""
+	if demo {
+		// No model is named anywhere and no key is set: nothing real could answer. The
+		// scripted demo runs in a workspace of its own, which its script edits.
+		dir, err := demoWorkspace()
+		if err != nil {
+			return &exitErr{code: exitError, err: err}
+		}
+		defer os.RemoveAll(dir)
+		o.cwd = dir
+		if perms, run, err = prepareInteractive(o, stdin, stderr, lease); err != nil {
+			return err
+		}
+	}
+	if err := extraDirsExist(run.root, o); err != nil {
+		return err
+	}
+	var provider model.Provider = scripted.New(demoScript())
+	modelName := "scripted"
+	if !demo {
+		if provider, modelName, err = openProvider(run.modelRef(""), o.baseURL); err != nil {
+			return usageErr(err)
+		}
+	}
+	if err := run.load(); err != nil {
+		return err
+	}
+	deps, spec, err := run.task(provider, modelName)
+	if err != nil {
+		return err
+	}
+	st, err := o.sessionSeats(ctx, run.home, &deps, &spec)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if spec.Resume != nil {
+		spec.Resume.Wait = o.wait
+		if o.permissionMode == "" {
+			spec.PermissionMode = "" // a continued session keeps its mode, as in runTask
+		}
+	}
+	opts := tui.Options{Model: modelName, Demo: demo, Mode: spec.PermissionMode, Sandbox: orWord(string(spec.Sandbox), "auto"),
+		NoColor: os.Getenv("NO_COLOR") != "", Prompt: prompt}
+	if perms.prompt || o.onAsk == "" {
+		// The person at the screen answers the questions (--on-ask deny or park keep
+		// their meaning).
+		opts.Approver = tui.NewApprover()
+		deps.Approver, spec.OnAsk = opts.Approver, agent.OnAskApprover
+	}
+	if demo {
+		opts.Welcome = "DEMO: no API key is set, so a scripted model replays a fixed conversation in a temporary workspace (" +
+			run.root + "); type anything to start it. Set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --model, for a real model."
+	}
+	opts.Backend = tui.NewLocal(agent.New(deps), spec)
+	return tui.Run(ctx, opts, stdin, stdout)
+}
+
+// prepareInteractive resolves the permissions and prepares the run as runTask does.
+func prepareInteractive(o *runOptions, stdin io.Reader, stderr io.Writer, lease time.Duration) (*permissionSetup, *preparedRun, error) {
+	perms, err := resolvePermissions(o, "", stdin, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, err := prepareRun(o, perms, lease)
+	if err != nil {
+		return nil, nil, err
+	}
+	return perms, run, nil
+}
+
+// demoWorkspace writes the demo's files into a new temporary directory.
+func demoWorkspace() (string, error) {
+	dir, err := os.MkdirTemp("", "sema-demo-")
+	if err != nil {
+		return "", err
+	}
+	for name, body := range demoFiles {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}

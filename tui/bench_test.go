@@ -1,0 +1,63 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/sema-agent/sema/agent"
+)
+
+// benchModel is a model at 120x40 with the given entries, each rendered once already.
+func benchModel(b *testing.B, entries int, text func(i int) string) *Model {
+	b.Helper()
+	m := New(context.Background(), Options{Backend: &fakeBackend{}, Model: "bench"})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	for i := range entries {
+		m.add(&entry{kind: entryUser, text: fmt.Sprintf("prompt %d", i)})
+		m.add(&entry{kind: entryAssistant, text: text(i)})
+	}
+	m.View()
+	return m
+}
+
+// BenchmarkFirstFrame: a new session's first frame.
+func BenchmarkFirstFrame(b *testing.B) {
+	for b.Loop() {
+		m := New(context.Background(), Options{Backend: &fakeBackend{}, Model: "bench"})
+		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+		_ = m.View()
+	}
+}
+
+// BenchmarkKeystroke10kLines: a keystroke and its frame with a conversation of more than
+// 10,000 lines.
+func BenchmarkKeystroke10kLines(b *testing.B) {
+	para := strings.Repeat("A line of the model's answer, long enough to matter.\n\n", 10)
+	m := benchModel(b, 500, func(int) string { return para })
+	if n := len(m.conversation()); n < 10_000 {
+		b.Fatalf("the conversation has %d lines", n)
+	}
+	key := tea.KeyPressMsg{Code: 'a', Text: "a"}
+	for b.Loop() {
+		m.Update(key)
+		_ = m.View()
+	}
+}
+
+// BenchmarkStream1MB: 1 MB of model text streamed in 1 KB pieces, a frame after each; the
+// time per piece is the time per frame.
+func BenchmarkStream1MB(b *testing.B) {
+	piece := strings.Repeat("word ", 200) + "\n\n" // ~1 KB: a paragraph
+	for b.Loop() {
+		m := benchModel(b, 0, nil)
+		m.running, m.leg = true, 1
+		for range 1024 {
+			m.Update(eventMsg{leg: 1, ev: agent.Event{Type: agent.EventText, Text: piece}})
+			_ = m.View()
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/sema-agent/sema/permission"
+)
+
+// keyHelp lists every key and command of the session, in the order /help shows them.
+var keyHelp = [][2]string{
+	{"Enter", "send the prompt (while a turn runs it is queued)"},
+	{"Esc", "interrupt the running turn; in a question: deny"},
+	{"Shift+Tab", "cycle the mode: default → acceptEdits → plan"},
+	{"1 / 2 / 3", "in a question: allow once / allow always / deny"},
+	{"Ctrl-C", "clear the input; twice on an empty input: exit"},
+	{"Ctrl-D", "exit (on an empty input)"},
+	{"/help", "this list"},
+	{"/cost", "the tokens and dollars so far"},
+	{"/mode NAME", "set the mode (default, acceptEdits, plan, …)"},
+	{"/exit", "exit (also /quit)"},
+}
+
+// key handles one key press.
+func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := msg.String()
+	if m.question != nil {
+		return m.dialogKey(k)
+	}
+	if k != "ctrl+c" {
+		m.ctrlC = false
+	}
+	switch k {
+	case "ctrl+c":
+		if m.input.Value() != "" {
+			m.input.Reset()
+			return nil
+		}
+		if m.ctrlC {
+			return m.quit()
+		}
+		m.ctrlC = true
+		return nil
+	case "ctrl+d":
+		if m.input.Value() == "" {
+			return m.quit()
+		}
+		return nil
+	case "shift+tab":
+		return m.cycleMode()
+	case "esc":
+		if m.running && m.cancel != nil {
+			m.cancel()
+		}
+		return nil
+	case "enter":
+		text := strings.TrimSpace(m.input.Value())
+		m.input.Reset()
+		if text == "" {
+			return nil
+		}
+		return m.submit(text)
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	return cmd
+}
+
+// dialogKey answers the open question: 1 allow once, 2 allow always (not offered for a
+// person-only question), 3, Esc or Ctrl-C deny. Other keys are ignored, so a stray
+// keystroke meant for the input never answers.
+func (m *Model) dialogKey(k string) tea.Cmd {
+	var c Choice
+	switch k {
+	case "1":
+		c = ChoiceAllowOnce
+	case "2":
+		if m.question.Request.Ask.PersonOnly {
+			return nil
+		}
+		c = ChoiceAllowAlways
+	case "3", "esc", "ctrl+c":
+		c = ChoiceDeny
+	default:
+		return nil
+	}
+	q := m.question
+	m.question = nil
+	q.answer(c)
+	m.add(&entry{kind: entryNotice, text: answerWords(c, q.Request)})
+	return nil
+}
+
+// answerWords records the person's answer in the conversation.
+func answerWords(c Choice, req permission.ApprovalRequest) string {
+	s := summary(req.Tool, req.Input)
+	switch c {
+	case ChoiceAllowOnce:
+		return "allowed once: " + s
+	case ChoiceAllowAlways:
+		return "allowed always: " + Rule(req)
+	default:
+		return "denied: " + s
+	}
+}
+
+// modeCycle is the order Shift+Tab walks the modes in.
+func (m *Model) modeCycle() []permission.Mode {
+	c := []permission.Mode{permission.ModeDefault, permission.ModeAcceptEdits, permission.ModePlan}
+	if m.bypass {
+		c = append(c, permission.ModeBypassPermissions)
+	}
+	return c
+}
+
+// nextMode is the mode after the current one; a mode outside the cycle (auto, dontAsk)
+// goes back to default.
+func (m *Model) nextMode() permission.Mode {
+	c := m.modeCycle()
+	for i, mode := range c {
+		if mode == m.mode {
+			return c[(i+1)%len(c)]
+		}
+	}
+	return permission.ModeDefault
+}
+
+// cycleMode moves to the next mode at once and tells the back-end; its answer (modeMsg)
+// corrects the status line if the leg runs in another mode.
+func (m *Model) cycleMode() tea.Cmd {
+	return m.setMode(string(m.nextMode()))
+}
+
+// setMode is /mode NAME: any mode word the gate knows, told to the back-end as
+// Shift+Tab's are; without a word it says the mode and the words.
+func (m *Model) setMode(word string) tea.Cmd {
+	if word == "" {
+		var words []string
+		for _, md := range permission.Modes() {
+			words = append(words, string(md))
+		}
+		m.add(&entry{kind: entryNotice, text: "mode: " + string(m.mode) + "; /mode " + strings.Join(words, "|") + " changes it"})
+		return nil
+	}
+	mode, err := permission.ParseMode(word)
+	if err != nil {
+		m.add(&entry{kind: entryError, text: err.Error()})
+		return nil
+	}
+	m.mode = mode
+	m.modes.seq++
+	seq, modes, backend, ctx := m.modes.seq, m.modes, m.opts.Backend, m.ctx
+	modes.latest.Store(seq)
+	return func() tea.Msg {
+		// One change at a time, and none that a later press already replaced: the
+		// back-end ends in the mode the person chose last.
+		modes.mu.Lock()
+		defer modes.mu.Unlock()
+		if modes.latest.Load() != seq {
+			return nil
+		}
+		got, err := backend.SetMode(ctx, mode)
+		return modeMsg{seq: seq, mode: got, err: err}
+	}
+}
+
+// command runs a slash command.
+func (m *Model) command(text string) tea.Cmd {
+	name, _, _ := strings.Cut(text, " ")
+	switch name {
+	case "/help":
+		m.add(&entry{kind: entryHelp})
+		return nil
+	case "/exit", "/quit":
+		return m.quit()
+	case "/cost":
+		u := m.usage
+		m.add(&entry{kind: entryNotice, text: fmt.Sprintf("%d input tokens (%d read from the cache, %d written to it), %d output tokens; %s",
+			u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.CacheReadTokens, u.CacheWriteTokens, u.OutputTokens, m.costText())})
+		return nil
+	case "/mode":
+		return m.setMode(strings.TrimSpace(strings.TrimPrefix(text, name)))
+	}
+	m.add(&entry{kind: entryError, text: "unknown command " + sanitize(name) + "; /help lists the commands"})
+	return nil
+}
+
+// quit closes the screen: an open question is denied and the running leg interrupted.
+func (m *Model) quit() tea.Cmd {
+	if m.question != nil {
+		m.question.answer(ChoiceDeny)
+		m.question = nil
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.quitting = true
+	return tea.Quit
+}
