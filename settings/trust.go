@@ -42,7 +42,7 @@ func (t Trust) List() ([]string, error) {
 		if hf := sema.HostFault(err, "read the trust record "+t.path); hf != nil {
 			return nil, hf.With("path", t.path)
 		}
-		return nil, sema.Errorf(CodeTrustInvalid, "cannot read the trust record %s: %v", t.path, err).With("path", t.path)
+		return nil, sema.Errorf(CodeTrustInvalid, "cannot read the trust record %s: %w", t.path, err).With("path", t.path)
 	}
 	var doc trustDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -106,7 +106,7 @@ func (t Trust) write(list []string) error {
 	slices.Sort(list)
 	data, _ := json.MarshalIndent(trustDoc{Workspaces: list}, "", "  ")
 	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
-		return sema.Errorf(CodeTrustInvalid, "cannot write the trust record %s: %v", t.path, err).With("path", t.path)
+		return sema.Errorf(CodeTrustInvalid, "cannot write the trust record %s: %w", t.path, err).With("path", t.path)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(t.path), ".trust-*")
 	if err == nil {
@@ -122,7 +122,7 @@ func (t Trust) write(list []string) error {
 		}
 	}
 	if err != nil {
-		return sema.Errorf(CodeTrustInvalid, "cannot write the trust record %s: %v", t.path, err).With("path", t.path)
+		return sema.Errorf(CodeTrustInvalid, "cannot write the trust record %s: %w", t.path, err).With("path", t.path)
 	}
 	return nil
 }

@@ -197,7 +197,7 @@ func readTenantSet(cmd *cobra.Command, o *serveOptions) (tenantSet, error) {
 	if o.tenantFile != "" {
 		data, err := os.ReadFile(o.tenantFile)
 		if err != nil {
-			return in, usageErr(sema.Errorf(settings.CodeSettingsInvalid, "cannot read the tenant's managed settings: %v", err))
+			return in, usageErr(sema.Errorf(settings.CodeSettingsInvalid, "cannot read the tenant's managed settings: %w", err))
 		}
 		in.settingsPath, in.settings = absPath(o.tenantFile), data
 	}
@@ -210,7 +210,7 @@ func readTenantSet(cmd *cobra.Command, o *serveOptions) (tenantSet, error) {
 			data, err = os.ReadFile(o.policy)
 		}
 		if err != nil {
-			return in, usageErr(sema.Errorf(server.CodePolicyInvalid, "cannot read the policy file: %v", err))
+			return in, usageErr(sema.Errorf(server.CodePolicyInvalid, "cannot read the policy file: %w", err))
 		}
 		p, err := server.ParsePolicy(data)
 		if err != nil {

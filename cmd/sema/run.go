@@ -392,7 +392,7 @@ func extraDirsExist(root string, o *runOptions) error {
 			case err != nil && errors.Is(err, os.ErrNotExist):
 				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s: no such directory (%s); give a directory that exists (a relative path is relative to the task root, --cwd)", seat.flag, d, abs).With("path", d))
 			case err != nil:
-				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s cannot be used: %v", seat.flag, d, err).With("path", d))
+				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s cannot be used: %w", seat.flag, d, err).With("path", d))
 			case !fi.IsDir():
 				return usageErr(sema.Errorf(codeAddDirInvalid, "%s %s is a file, not a directory; give the directory to add", seat.flag, d).With("path", d))
 			}

@@ -30,7 +30,7 @@ func New(s scripted.Script) *Provider {
 func Load(path string) (*Provider, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, sema.Errorf(model.CodeConfig, "cannot read the recording %s: %v", path, err)
+		return nil, sema.Errorf(model.CodeConfig, "cannot read the recording %s: %w", path, err)
 	}
 	s, err := scripted.Parse(data)
 	if err != nil {

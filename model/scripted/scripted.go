@@ -137,7 +137,7 @@ func checkTurns(turns []Turn, where string) error {
 func Load(path string) (*Provider, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, sema.Errorf(model.CodeConfig, "cannot read the model script %s: %v", path, err)
+		return nil, sema.Errorf(model.CodeConfig, "cannot read the model script %s: %w", path, err)
 	}
 	s, err := Parse(data)
 	if err != nil {
