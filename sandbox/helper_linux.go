@@ -69,6 +69,14 @@ func confineAndExec(spec, ns string, argv []string) error {
 	machine := os.Getenv(helperMachineEnv)
 	os.Unsetenv(helperMachineEnv)
 	report := exitReportFD()
+	// As a namespace's init the helper must survive the signals that would end a Go
+	// program, and hand on those meant for its command: the signals are held from here
+	// and asked of the runtime while the view and the ruleset are built, so the command
+	// starts with them already on their channel (startSignals).
+	var sigs <-chan (<-chan os.Signal)
+	if os.Getpid() == 1 {
+		sigs = startSignals()
+	}
 	// The environment says which namespaces the helper was started in, and which its
 	// starter was in; the kernel must agree that they differ, or the mounts below would
 	// change the machine's own.
@@ -148,7 +156,7 @@ func confineAndExec(spec, ns string, argv []string) error {
 	if err := rs.enforce(); err != nil {
 		return err
 	}
-	return runAsInit(prog, argv, os.Environ(), report)
+	return runAsInit(prog, argv, os.Environ(), report, sigs)
 }
 
 // exitReportFD is the descriptor the host asked the helper to report the command's end

@@ -33,7 +33,7 @@ import (
 // Until then the helper is the namespace's init, not dumpable (see below): it reaps every
 // orphan the kernel hands it, and it survives the signals that would otherwise end a Go
 // program (holdSignals).
-func runAsInit(prog string, argv, envv []string, report int) error {
+func runAsInit(prog string, argv, envv []string, report int, notified <-chan (<-chan os.Signal)) error {
 	if os.Getpid() != 1 {
 		return unix.Exec(prog, argv, envv)
 	}
@@ -45,29 +45,19 @@ func runAsInit(prog string, argv, envv []string, report int) error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 	}
-	held := holdSignals()
-	// Off the wait loop, and begun before the fork: the round trip with the runtime's
-	// signal thread overlaps the command's start instead of delaying it, and is done
-	// long before a command could leave the group and be signalled (a signal sent to
-	// the helper alone while it is held is lost). A short command is reaped, and its
-	// status reported, without waiting for it.
-	forked := make(chan int, 1)
-	go func() {
-		sigs := held.notify()
-		if pid, ok := <-forked; ok {
-			relay(sigs, pid)
-		}
-	}()
+	// The runtime has the forwarded signals by now (asked while the view was built):
+	// from here none is lost, and one that comes before the command exists is handed to
+	// it once it does.
+	sigs := <-notified
 	pid, err := syscall.ForkExec(prog, argv, &syscall.ProcAttr{
 		Env:   envv,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
-		close(forked)
 		return err
 	}
-	forked <- pid
+	go relay(sigs, pid)
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
@@ -142,7 +132,7 @@ type heldSignals [len(forwarded)]kernelSigaction
 // an ignored disposition costs a system call. The command must not inherit it, and does
 // not: the runtime still counts these signals as its own, and a child it forks resets
 // each such signal to the default before exec. notify then hands them to the runtime
-// again, while the command already runs.
+// again, while the command's view is built (startSignals).
 func holdSignals() *heldSignals {
 	var h heldSignals
 	ignore := kernelSigaction{handler: 1} // SIG_IGN
@@ -169,12 +159,35 @@ func (h *heldSignals) notify() <-chan os.Signal {
 	return sigs
 }
 
+// startSignals holds the forwarded signals at once and asks the runtime for them off
+// this thread; the channel it returns gives their channel when the runtime has them.
+// Asking costs a round trip with the runtime's signal thread per signal, half a
+// millisecond for five, which overlaps the building of the command's view instead of
+// delaying the command. A signal sent to the helper alone while it is held, before the
+// runtime has it, is lost; that is before the command exists.
+func startSignals() <-chan (<-chan os.Signal) {
+	held := holdSignals()
+	done := make(chan (<-chan os.Signal), 1)
+	go func() { done <- held.notify() }()
+	return done
+}
+
 // relay hands a signal on to the command when the command left the helper's process
 // group. Whoever ends a command signals its group (Process.Signal, the guardian, the
 // stale-group killers), which reaches the command itself as long as it stays in it; once
 // it moved (an `exec setsid …`), only the helper hears, and passes it on.
 func relay(sigs <-chan os.Signal, pid int) {
 	self := unix.Getpgrp()
+	// What came before the command existed reached the helper alone, meant for the
+	// command: it is handed on whatever the command's group.
+	for pending := true; pending; {
+		select {
+		case s := <-sigs:
+			unix.Kill(pid, s.(syscall.Signal))
+		default:
+			pending = false
+		}
+	}
 	for s := range sigs {
 		if g, err := unix.Getpgid(pid); err == nil && g != self {
 			unix.Kill(pid, s.(syscall.Signal))
