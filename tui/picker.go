@@ -182,8 +182,7 @@ func (m *Model) switched(msg switchedMsg) {
 	}
 }
 
-// rewound says what a rewind did; after a conversation rewind the rewound turn's prompt
-// is put back in the input, to send again or edit.
+// rewound says what a rewind did.
 func (m *Model) rewound(msg rewoundMsg) {
 	if msg.err != nil {
 		m.add(&entry{kind: entryError, text: "the rewind did not happen: " + sanitize(msg.err.Error())})
@@ -194,11 +193,9 @@ func (m *Model) rewound(msg rewoundMsg) {
 		parts = append(parts, ledgerCounts(*l))
 	}
 	if msg.conv {
-		parts = append(parts, "the next prompt continues from the start of that turn")
-		if msg.turn.Prompt != "" && m.input.Value() == "" {
-			m.input.SetValue(msg.turn.Prompt)
-			m.input.CursorEnd()
-		}
+		// The library's turn start is just before the turn's response: a prompt that
+		// led to it stays in the conversation, and the next prompt follows it.
+		parts = append(parts, "the next prompt continues from just before that turn's response")
 	}
 	m.add(&entry{kind: entryNotice, text: fmt.Sprintf("rewound to the start of turn %d: %s", msg.turn.N, strings.Join(parts, "; "))})
 }

@@ -114,7 +114,7 @@ func (m *Model) confirmLines() ([]string, string) {
 		}
 	}
 	if p.conv {
-		lines = append(lines, "the conversation goes back to before this turn; the later turns stay stored")
+		lines = append(lines, "the conversation goes back to just before this turn's response; the later turns stay stored")
 	}
 	keys := "y rewinds · Esc cancels"
 	if conflicts > 0 {
