@@ -65,6 +65,10 @@ func (m *Model) window(lines []string, width int) []string {
 		if i == cursor {
 			lead = "› "
 		}
+		if cursor < 0 { // what a rewind will do: every word of a conflict's reason counts
+			out = append(out, hanging(lead, lines[i], width))
+			continue
+		}
 		out = append(out, lipgloss.NewStyle().MaxWidth(width).Render(lead+lines[i]))
 	}
 	return out
@@ -74,7 +78,7 @@ func (m *Model) window(lines []string, width int) []string {
 func turnLine(t TurnSummary) string {
 	parts := []string{fmt.Sprintf("turn %d", t.N)}
 	if t.Prompt != "" {
-		parts = append(parts, "› "+sanitize(firstLine(t.Prompt)))
+		parts = append(parts, "“"+sanitize(firstLine(t.Prompt))+"”")
 	}
 	if t.Said != "" {
 		parts = append(parts, sanitize(firstLine(t.Said)))

@@ -31,7 +31,8 @@ type Sessions interface {
 	Clear()
 	// Turns lists the current session's turns with the files each changed.
 	Turns(ctx context.Context) ([]TurnSummary, error)
-	// Rewind rewinds the current session (agent.Runner.Rewind; the session is filled in).
+	// Rewind rewinds the current session (agent.Runner.Rewind; the session is filled
+	// in); the ledger names the files relative to the session's root.
 	Rewind(ctx context.Context, spec agent.RewindSpec) (*agent.RewindResult, error)
 }
 
@@ -242,10 +243,7 @@ func (l *Local) turnFiles(ctx context.Context, s session.Session) (map[int][]str
 		if r.Boundary == 0 || newest[r.Turn] != r.Boundary {
 			continue
 		}
-		p := r.Key
-		if rel, err := filepath.Rel(s.Root, r.Key); err == nil && !strings.HasPrefix(rel, "..") {
-			p = rel
-		}
+		p := relTo(s.Root, r.Key)
 		if !slices.Contains(out[r.Turn], p) {
 			out[r.Turn] = append(out[r.Turn], p)
 		}
@@ -260,7 +258,23 @@ func (l *Local) Rewind(ctx context.Context, spec agent.RewindSpec) (*agent.Rewin
 		return nil, err
 	}
 	spec.SessionID = id
-	return l.runner.Rewind(ctx, spec)
+	res, err := l.runner.Rewind(ctx, spec)
+	if res != nil && res.Ledger != nil {
+		if s, gerr := l.store.Get(ctx, id); gerr == nil {
+			for i, e := range res.Ledger.Entries {
+				res.Ledger.Entries[i].Path = relTo(s.Root, e.Path)
+			}
+		}
+	}
+	return res, err
+}
+
+// relTo is path relative to root when it lies under it, else path.
+func relTo(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel
+	}
+	return path
 }
 
 // said is one transcript message decoded for the screen.

@@ -102,7 +102,7 @@ func TestLocalTurnsAndRewind(t *testing.T) {
 	}
 	status := map[string]history.Status{}
 	for _, e := range plan.Ledger.Entries {
-		status[filepath.Base(e.Path)] = e.Status
+		status[e.Path] = e.Status
 	}
 	if status["a.txt"] != history.StatusConflict || status["b.txt"] != history.StatusDeleted {
 		t.Fatalf("the plan %+v: want a.txt in conflict, b.txt deleted", status)
