@@ -38,34 +38,43 @@ type Sessions interface {
 
 // SessionSummary is one line of the session picker.
 type SessionSummary struct {
-	ID        string
-	Title     string
-	Mode      string
+	// ID names the session (what sema --resume takes).
+	ID string
+	// Title is the session's first prompt, as the runner records it.
+	Title string
+	// Mode is the permission mode its newest leg ran in.
+	Mode string
+	// UpdatedAt is its last activity.
 	UpdatedAt time.Time
 }
 
-// SessionView is a session as the screen shows it after a switch: its summary, how many
-// turns it holds, and its last exchanges.
+// SessionView is a session as the screen shows it after a switch.
 type SessionView struct {
 	SessionSummary
-	Turns  int
+	// Turns is the number of its newest turn.
+	Turns int
+	// Recent are its last messages, oldest first.
 	Recent []Said
 }
 
-// Said is one message of a conversation: "user" or "assistant", and its text.
+// Said is one message of a conversation.
 type Said struct {
+	// Role is "user" or "assistant".
 	Role string
+	// Text is the message's text (tool calls and results left out).
 	Text string
 }
 
-// TurnSummary is one line of the rewind picker: a turn (numbered from 1 across the
-// session's legs), the prompt that led to it when it was a prompt's first turn, what
-// the model said or called, and the files it changed (relative to the root).
+// TurnSummary is one line of the rewind picker.
 type TurnSummary struct {
-	N      int
+	// N numbers the turn from 1 across the session's legs (agent.RewindSpec.ToTurn).
+	N int
+	// Prompt is the prompt that led to the turn, when it was that prompt's first.
 	Prompt string
-	Said   string
-	Files  []string
+	// Said is the first of what the model said, or the calls it made.
+	Said string
+	// Files are the files changed in the turn, relative to the session's root.
+	Files []string
 }
 
 // codeNoSession refuses what needs a session before the first prompt started one.
