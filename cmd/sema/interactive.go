@@ -37,6 +37,9 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 		return usageErr(sema.Errorf(codeUsage, "--output-format and --input-format shape the headless output of sema -p; the interactive session draws on the terminal"))
 	}
 	pick := o.resume == resumePick
+	if pick && o.continueLast {
+		return usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
+	}
 	if pick {
 		o.resume = "" // no id: the session opens with the picker of this directory's sessions
 	}
