@@ -6,7 +6,9 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
 )
 
 // Backend is what the screen drives: a prompt runs one leg whose events come back in
@@ -35,6 +37,9 @@ type Local struct {
 	legs    int             // legs started
 	mode    permission.Mode // the person's choice; "" keeps what the session recorded
 	control *agent.Control  // the running leg's; nil between legs
+
+	store session.Store // for Sessions (WithStores); nil without
+	hist  history.Store
 }
 
 // NewLocal returns a back-end that runs each prompt as a leg of spec on runner. spec is

@@ -20,6 +20,9 @@ var keyHelp = [][2]string{
 	{"/help", "this list"},
 	{"/cost", "the tokens and dollars so far"},
 	{"/mode NAME", "set the mode (default, acceptEdits, plan, …)"},
+	{"/resume", "pick a session of this directory to continue"},
+	{"/rewind", "pick a turn; rewind its files, the conversation or both"},
+	{"/clear", "the next prompt starts a new session"},
 	{"/exit", "exit (also /quit)"},
 }
 
@@ -28,6 +31,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := msg.String()
 	if m.question != nil {
 		return m.dialogKey(k)
+	}
+	if m.picker != nil {
+		return m.pickerKey(k)
 	}
 	if k != "ctrl+c" {
 		m.ctrlC = false
@@ -182,6 +188,8 @@ func (m *Model) command(text string) tea.Cmd {
 		return nil
 	case "/mode":
 		return m.setMode(strings.TrimSpace(strings.TrimPrefix(text, name)))
+	case "/resume", "/rewind", "/clear":
+		return m.sessionCommand(name)
 	}
 	m.add(&entry{kind: entryError, text: "unknown command " + sanitize(name) + "; /help lists the commands"})
 	return nil

@@ -35,6 +35,9 @@ type Options struct {
 	Prompt string
 	// Welcome, when set, is the conversation's first line (the demo's explanation).
 	Welcome string
+	// Resume opens the session picker first (sema --resume with no id); the back-end
+	// must offer Sessions.
+	Resume bool
 }
 
 // Model is the session's Bubble Tea model. Its Update only reads messages and returns
@@ -61,6 +64,7 @@ type Model struct {
 	inbox   chan tea.Msg       // the legs' events and the approver's questions, in order
 
 	question *QuestionMsg
+	picker   *picker // the open /resume or /rewind picker; nil when none
 	mode     permission.Mode
 	modes    *modeChanges
 	bypass   bool // bypassPermissions is in the cycle
@@ -110,6 +114,9 @@ func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.listen()}
 	if p := strings.TrimSpace(m.opts.Prompt); p != "" {
 		cmds = append(cmds, m.submit(p))
+	}
+	if m.opts.Resume {
+		cmds = append(cmds, m.sessionCommand("/resume"))
 	}
 	return tea.Batch(cmds...)
 }
@@ -163,6 +170,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.listen()
 		}
 		return m, tea.Batch(m.legDone(msg.err), m.listen())
+	case pickerMsg:
+		return m, m.pickerUpdate(msg)
 	case QuestionMsg:
 		q := msg
 		m.question = &q

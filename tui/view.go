@@ -137,6 +137,9 @@ func (m *Model) bottom() []string {
 	if m.question != nil {
 		out = append(out, strings.Split(m.dialog(), "\n")...)
 	}
+	if m.picker != nil {
+		out = append(out, m.pickerView()...)
+	}
 	if m.ctrlC {
 		out = append(out, m.styles.dim.Render("  press Ctrl-C again to exit"))
 	}

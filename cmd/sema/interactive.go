@@ -36,6 +36,13 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 	if o.outputFormat != "text" || o.inputFormat != "text" {
 		return usageErr(sema.Errorf(codeUsage, "--output-format and --input-format shape the headless output of sema -p; the interactive session draws on the terminal"))
 	}
+	pick := o.resume == resumePick
+	if pick && o.continueLast {
+		return usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
+	}
+	if pick {
+		o.resume = "" // no id: the session opens with the picker of this directory's sessions
+	}
 	if o.sandbox != "off" {
 		go sandbox.Probe()
 	}
@@ -96,7 +103,7 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 		}
 	}
 	opts := tui.Options{Model: modelName, Demo: demo, Mode: spec.PermissionMode, Sandbox: orWord(string(spec.Sandbox), "auto"),
-		NoColor: os.Getenv("NO_COLOR") != "", Prompt: prompt}
+		NoColor: os.Getenv("NO_COLOR") != "", Prompt: prompt, Resume: pick}
 	if perms.prompt || o.onAsk == "" {
 		// The person at the screen answers the questions (--on-ask deny or park keep
 		// their meaning).
@@ -107,7 +114,7 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 		opts.Welcome = "DEMO: no API key is set, so a scripted model replays a fixed conversation in a temporary workspace (" +
 			run.root + "); type anything to start it. Set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --model, for a real model."
 	}
-	opts.Backend = tui.NewLocal(agent.New(deps), spec)
+	opts.Backend = tui.NewLocal(agent.New(deps), spec).WithStores(deps.Store, deps.History)
 	return tui.Run(ctx, opts, stdin, stdout)
 }
 

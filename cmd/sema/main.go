@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	root := newRootCmd(stdin, stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(bareResume(root, args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -221,6 +221,9 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 					return runInteractive(cmd.Context(), &opts, "", stdin, stdout, stderr)
 				}
 				if !ok {
+					if err := refuseResumePick(&opts); err != nil {
+						return err
+					}
 					return cmd.Help()
 				}
 				return runPromptTask(cmd, args, &opts, piped, stdout, stderr)

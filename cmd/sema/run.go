@@ -222,6 +222,9 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 // sema knows, before anything is opened, and returns the session lease the environment
 // sets.
 func checkRunFlags(o *runOptions) (time.Duration, error) {
+	if err := refuseResumePick(o); err != nil {
+		return 0, err
+	}
 	if o.resume != "" && o.continueLast {
 		return 0, usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
 	}
