@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"charm.land/bubbles/v2/textinput"
+	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/sema-agent/sema/agent"
@@ -53,7 +53,7 @@ type Model struct {
 	streaming *entry // the assistant entry text is streaming into; nil between
 	tools     map[string]*entry
 
-	input   textinput.Model
+	input   textarea.Model
 	queue   []string
 	running bool
 	leg     int                // the number of the latest leg, to drop a stale leg's messages
@@ -77,10 +77,7 @@ type Model struct {
 // New returns the model of a session. ctx is the session's: cancelling it stops the
 // legs and the question loop.
 func New(ctx context.Context, opts Options) *Model {
-	in := textinput.New()
-	in.Prompt = "› "
-	in.Placeholder = "ask anything · /help for keys"
-	in.Focus()
+	in := newInput()
 	mode := opts.Mode
 	if mode == "" {
 		mode = permission.ModeDefault
