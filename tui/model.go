@@ -35,6 +35,12 @@ type Options struct {
 	Prompt string
 	// Welcome, when set, is the conversation's first line (the demo's explanation).
 	Welcome string
+	// History, when set, is the prompt history Up, Down and Ctrl-R walk; each prompt
+	// sent is added to it.
+	History *History
+	// Roots are the task's roots, the first the task's own: @ completes the paths
+	// under them. None: @ is plain text.
+	Roots []string
 }
 
 // Model is the session's Bubble Tea model. Its Update only reads messages and returns
@@ -72,6 +78,19 @@ type Model struct {
 
 	ctrlC    bool // a Ctrl-C on the empty input waits for its second
 	quitting bool
+
+	// The input's helpers: the history walk and search (history.go), the @ list
+	// (complete.go), expanded tool calls and scrollback (expand.go).
+	walk       histWalk
+	search     *histSearch
+	histFailed bool
+	comp       *completion
+	compShut   bool
+	paths      []pathItem
+	walking    bool
+	expand     bool
+	scrolled   bool
+	scrollTop  int
 }
 
 // New returns the model of a session. ctx is the session's: cancelling it stops the
@@ -164,6 +183,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		q := msg
 		m.question = &q
 		return m, m.listen()
+	case pathsMsg:
+		m.paths, m.walking = append(make([]pathItem, 0, len(msg.items)), msg.items...), true
+		if m.comp != nil {
+			m.comp.items = matchPaths(m.paths, m.comp.query, completionRows)
+		}
+		return m, nil
 	case modeMsg:
 		if msg.seq != m.modes.seq {
 			return m, nil // a later change is on its way
@@ -175,9 +200,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.mode = msg.mode
 		return m, nil
 	}
-	var cmd tea.Cmd
-	m.input, cmd = m.input.Update(msg)
-	return m, cmd
+	return m, m.typed(msg)
 }
 
 // submit sends a line: a slash command runs at once, a prompt starts a leg or, while one
@@ -295,12 +318,14 @@ func (m *Model) event(ev agent.Event) {
 		m.streaming = nil
 	case agent.EventToolUse:
 		m.streaming = nil
-		e := &entry{kind: entryTool, text: summary(ev.ToolUse.Name, ev.ToolUse.Input), child: child}
+		e := &entry{kind: entryTool, text: summary(ev.ToolUse.Name, ev.ToolUse.Input), child: child,
+			call: &toolCall{name: ev.ToolUse.Name, input: ev.ToolUse.Input}}
 		m.tools[ev.ToolUse.ID] = e
 		m.add(e)
 	case agent.EventToolResult:
 		if e := m.tools[ev.ToolResult.ID]; e != nil {
 			e.done, e.failed, e.code = true, ev.ToolResult.IsError, ev.ToolResult.Code
+			e.call.output = ev.ToolResult.Text
 			if e.failed {
 				e.detail = firstLine(strings.TrimSpace(ev.ToolResult.Text))
 			}
