@@ -140,7 +140,8 @@ func (m *Model) bottom() []string {
 		out = append(out, m.styles.dim.Render("  press Ctrl-C again to exit"))
 	}
 	out = append(out, m.inputLines()...)
-	out = append(out, m.input.View(), m.statusLine())
+	out = append(out, strings.Split(m.input.View(), "\n")...)
+	out = append(out, m.statusLine())
 	return out
 }
 
