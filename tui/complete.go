@@ -3,7 +3,6 @@ package tui
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"unicode"
 
@@ -133,35 +132,41 @@ func isASCII(s string) bool {
 }
 
 // matchPaths ranks the paths containing query (ignoring case): a name that starts with
-// it first, then a path that does, then the rest; shorter paths first within each.
+// it first, then a path that does, then the rest; shorter paths first within each, the
+// walk's order (shallow first) among equals. It keeps only the best n as it goes, so a
+// key costs one pass over the walk, not a sort of it.
 func matchPaths(items []pathItem, query string, n int) []pathItem {
 	q := strings.ToLower(query)
 	type hit struct {
-		rank int
-		it   pathItem
+		rank, size int
+		it         pathItem
 	}
-	var hits []hit
+	best := make([]hit, 0, n+1)
 	for _, it := range items {
 		if !strings.Contains(it.lower, q) {
 			continue
 		}
-		rank := 2
+		h := hit{rank: 2, size: len(it.text), it: it}
 		switch {
 		case strings.HasPrefix(it.base, q):
-			rank = 0
+			h.rank = 0
 		case strings.HasPrefix(it.lower, q):
-			rank = 1
+			h.rank = 1
 		}
-		hits = append(hits, hit{rank, it})
+		i := len(best)
+		for i > 0 && (best[i-1].rank > h.rank || best[i-1].rank == h.rank && best[i-1].size > h.size) {
+			i--
+		}
+		if i >= n {
+			continue
+		}
+		best = append(best[:i], append([]hit{h}, best[i:]...)...)
+		if len(best) > n {
+			best = best[:n]
+		}
 	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].rank != hits[j].rank {
-			return hits[i].rank < hits[j].rank
-		}
-		return len(hits[i].it.text) < len(hits[j].it.text)
-	})
-	out := make([]pathItem, 0, min(n, len(hits)))
-	for _, h := range hits[:min(n, len(hits))] {
+	out := make([]pathItem, 0, len(best))
+	for _, h := range best {
 		out = append(out, h.it)
 	}
 	return out
