@@ -29,7 +29,7 @@ func newInput() textarea.Model {
 	in.MaxHeight = inputMaxLines
 	in.CharLimit = 0
 	in.EndOfBufferCharacter = ' '
-	in.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
+	in.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j", "shift+enter"))
 	// Up and Down walk the prompt history on the first and last line (history.go);
 	// Ctrl-P and Ctrl-N stay the editor's.
 	in.KeyMap.LinePrevious = key.NewBinding(key.WithKeys("up", "ctrl+p"))
@@ -58,9 +58,6 @@ func inputStyles(dark, noColor bool) textarea.Styles {
 	s.Cursor.Blink = false
 	return s
 }
-
-// isNewlineKey reports whether k inserts a line break into the prompt.
-func isNewlineKey(k string) bool { return k == "alt+enter" || k == "ctrl+j" || k == "shift+enter" }
 
 // typeIntoInput hands a key to the editor.
 func (m *Model) typeIntoInput(msg tea.Msg) tea.Cmd {
