@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"strings"
+
 	tea "charm.land/bubbletea/v2"
 )
 
@@ -44,6 +46,10 @@ func (m *Model) inputKey(msg tea.KeyPressMsg, k string) (tea.Cmd, bool) {
 
 // typed hands a key (or a paste) to the input, then opens, narrows or closes the @ list.
 func (m *Model) typed(msg tea.Msg) tea.Cmd {
+	if p, ok := msg.(tea.PasteMsg); ok && m.search != nil {
+		m.searchKey("", strings.ReplaceAll(p.Content, "\n", " ")) // a paste narrows the search
+		return nil
+	}
 	cmd := m.typeIntoInput(msg)
 	return tea.Batch(cmd, m.refreshCompletion())
 }

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"strings"
+
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
@@ -57,6 +59,12 @@ func inputStyles(dark, noColor bool) textarea.Styles {
 	}
 	s.Cursor.Blink = false
 	return s
+}
+
+// indentRest indents every line of s after the first by pad: a multi-line prompt in the
+// conversation stands under its "› " as one block.
+func indentRest(s, pad string) string {
+	return strings.ReplaceAll(s, "\n", "\n"+pad)
 }
 
 // typeIntoInput hands a key to the editor.

@@ -32,7 +32,7 @@ func TestMultiLinePrompt(t *testing.T) {
 	if be.prompts[0] != "first\nsecond\nthird" || be.prompts[1] != "pasted one\npasted two" {
 		t.Errorf("prompts %q, want each multi-line text as one prompt", be.prompts)
 	}
-	if f := h.frame(); !strings.Contains(f, "› pasted one\npasted two") {
+	if f := h.frame(); !strings.Contains(f, "› pasted one\n  pasted two") {
 		t.Errorf("the sent prompt should keep its lines:\n%s", f)
 	}
 }
@@ -154,5 +154,23 @@ func TestHistorySearch(t *testing.T) {
 	h.key(tea.KeyEscape, 0)
 	if v := h.m.input.Value(); v != "run the tests" {
 		t.Errorf("Esc: input %q, want it as it was before the search", v)
+	}
+	h.key('r', tea.ModCtrl)
+	h.send(tea.PasteMsg{Content: "the b"})
+	if f := h.frame(); !strings.Contains(f, "search history: the b_ · fix the build") {
+		t.Errorf("a paste should narrow the search:\n%s", f)
+	}
+}
+
+// TestFirstPromptRemembered: the command line's prompt (sema -i PROMPT) is in the
+// history like a typed one.
+func TestFirstPromptRemembered(t *testing.T) {
+	hist, _ := OpenHistory("", "/p")
+	be := &fakeBackend{}
+	h := newHarness(t, Options{Backend: be, History: hist, Prompt: "from the command line"}, 80, 24)
+	h.until("the leg", func() bool { return be.promptCount() == 1 && h.idle() })
+	h.key(tea.KeyUp, 0)
+	if v := h.m.input.Value(); v != "from the command line" {
+		t.Errorf("Up: input %q, want the command line's prompt", v)
 	}
 }

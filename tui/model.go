@@ -125,6 +125,7 @@ func (m *Model) Wait() { m.wg.Wait() }
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.listen()}
 	if p := strings.TrimSpace(m.opts.Prompt); p != "" {
+		m.remember(p)
 		cmds = append(cmds, m.submit(p))
 	}
 	return tea.Batch(cmds...)

@@ -91,7 +91,7 @@ func (m *Model) renderEntry(e *entry) string {
 	wrap := lipgloss.NewStyle().Width(w - 2)
 	switch e.kind {
 	case entryUser:
-		return s.user.Render("› ") + wrap.Render(sanitizeLines(e.text))
+		return s.user.Render("› ") + indentRest(wrap.Render(sanitizeLines(e.text)), "  ")
 	case entryAssistant:
 		return e.paras.render(m.md, e.text, w-2)
 	case entryTool:
