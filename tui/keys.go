@@ -17,6 +17,12 @@ var keyHelp = [][2]string{
 	{"1 / 2 / 3", "in a question: allow once / allow always / deny"},
 	{"Ctrl-C", "clear the input; twice on an empty input: exit"},
 	{"Ctrl-D", "exit (on an empty input)"},
+	{"Alt+Enter", "a new line in the prompt (also Ctrl-J)"},
+	{"Up / Down", "earlier prompts of this directory"},
+	{"Ctrl-R", "search the earlier prompts"},
+	{"@", "complete a path under the task's roots (Tab)"},
+	{"Ctrl-O", "show or hide the output of the tool calls"},
+	{"PgUp / PgDn", "scroll the conversation"},
 	{"/help", "this list"},
 	{"/cost", "the tokens and dollars so far"},
 	{"/mode NAME", "set the mode (default, acceptEdits, plan, …)"},
@@ -37,6 +43,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if k != "ctrl+c" {
 		m.ctrlC = false
+	}
+	if cmd, done := m.inputKey(msg, k); done {
+		return cmd
 	}
 	switch k {
 	case "ctrl+c":
@@ -67,11 +76,10 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		if text == "" {
 			return nil
 		}
+		m.remember(text)
 		return m.submit(text)
 	}
-	var cmd tea.Cmd
-	m.input, cmd = m.input.Update(msg)
-	return cmd
+	return m.typed(msg)
 }
 
 // dialogKey answers the open question: 1 allow once, 2 allow always (not offered for a

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"charm.land/bubbles/v2/textinput"
+	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/sema-agent/sema/agent"
@@ -38,6 +38,12 @@ type Options struct {
 	// Resume opens the session picker first (sema --resume with no id); the back-end
 	// must offer Sessions.
 	Resume bool
+	// History, when set, is the prompt history Up, Down and Ctrl-R walk; each prompt
+	// sent is added to it.
+	History *History
+	// Roots are the task's roots, the first the task's own: @ completes the paths
+	// under them. None: @ is plain text.
+	Roots []string
 }
 
 // Model is the session's Bubble Tea model. Its Update only reads messages and returns
@@ -56,7 +62,7 @@ type Model struct {
 	streaming *entry // the assistant entry text is streaming into; nil between
 	tools     map[string]*entry
 
-	input   textinput.Model
+	input   textarea.Model
 	queue   []string
 	running bool
 	leg     int                // the number of the latest leg, to drop a stale leg's messages
@@ -76,15 +82,25 @@ type Model struct {
 
 	ctrlC    bool // a Ctrl-C on the empty input waits for its second
 	quitting bool
+
+	// The input's helpers: the history walk and search (history.go), the @ list
+	// (complete.go), expanded tool calls and scrollback (expand.go).
+	walk       histWalk
+	search     *histSearch
+	histFailed bool
+	comp       *completion
+	compShut   bool
+	paths      []pathItem
+	walking    bool
+	expand     bool
+	scrolled   bool
+	scrollTop  int
 }
 
 // New returns the model of a session. ctx is the session's: cancelling it stops the
 // legs and the question loop.
 func New(ctx context.Context, opts Options) *Model {
-	in := textinput.New()
-	in.Prompt = "› "
-	in.Placeholder = "ask anything · /help for keys"
-	in.Focus()
+	in := newInput()
 	mode := opts.Mode
 	if mode == "" {
 		mode = permission.ModeDefault
@@ -113,6 +129,7 @@ func (m *Model) Wait() { m.wg.Wait() }
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.listen()}
 	if p := strings.TrimSpace(m.opts.Prompt); p != "" {
+		m.remember(p)
 		cmds = append(cmds, m.submit(p))
 	}
 	if m.opts.Resume {
@@ -176,6 +193,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		q := msg
 		m.question = &q
 		return m, m.listen()
+	case pathsMsg:
+		m.paths, m.walking = append(make([]pathItem, 0, len(msg.items)), msg.items...), true
+		if m.comp != nil {
+			m.comp.items = matchPaths(m.paths, m.comp.query, completionRows)
+		}
+		return m, nil
 	case modeMsg:
 		if msg.seq != m.modes.seq {
 			return m, nil // a later change is on its way
@@ -187,9 +210,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.mode = msg.mode
 		return m, nil
 	}
-	var cmd tea.Cmd
-	m.input, cmd = m.input.Update(msg)
-	return m, cmd
+	return m, m.typed(msg)
 }
 
 // submit sends a line: a slash command runs at once, a prompt starts a leg or, while one
@@ -307,12 +328,14 @@ func (m *Model) event(ev agent.Event) {
 		m.streaming = nil
 	case agent.EventToolUse:
 		m.streaming = nil
-		e := &entry{kind: entryTool, text: summary(ev.ToolUse.Name, ev.ToolUse.Input), child: child}
+		e := &entry{kind: entryTool, text: summary(ev.ToolUse.Name, ev.ToolUse.Input), child: child,
+			call: &toolCall{name: ev.ToolUse.Name, input: ev.ToolUse.Input}}
 		m.tools[ev.ToolUse.ID] = e
 		m.add(e)
 	case agent.EventToolResult:
 		if e := m.tools[ev.ToolResult.ID]; e != nil {
 			e.done, e.failed, e.code = true, ev.ToolResult.IsError, ev.ToolResult.Code
+			e.call.output = ev.ToolResult.Text
 			if e.failed {
 				e.detail = firstLine(strings.TrimSpace(ev.ToolResult.Text))
 			}

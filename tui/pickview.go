@@ -40,15 +40,15 @@ func (m *Model) pickerView() []string {
 	if p.loading {
 		body = append(body, s.dim.Render("reading…"))
 	} else {
-		body = append(body, m.window(lines, inner)...)
+		body = append(body, m.pickerWindow(lines, inner)...)
 	}
 	body = append(body, lipgloss.NewStyle().Bold(true).Width(inner).Render(keys))
 	return strings.Split(s.dialog.Width(w).Render(strings.Join(body, "\n")), "\n")
 }
 
-// window is the picker's visible lines: the cursor's line marked, and as many lines
+// pickerWindow is the picker's visible lines: the cursor's line marked, and as many lines
 // around it as a third of the screen holds.
-func (m *Model) window(lines []string, width int) []string {
+func (m *Model) pickerWindow(lines []string, width int) []string {
 	p := m.picker
 	cursor := p.cursor
 	if p.step != pickSession && p.step != pickTurn {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 
-	"charm.land/bubbles/v2/textinput"
 	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -28,13 +27,7 @@ func (m *Model) restyle() {
 		style = "dark"
 	}
 	m.md = markdownFor(style)
-	in := textinput.DefaultStyles(m.dark)
-	if m.opts.NoColor {
-		plain := textinput.StyleState{Placeholder: lipgloss.NewStyle().Faint(true)}
-		in = textinput.Styles{Focused: plain, Blurred: plain, Cursor: in.Cursor}
-		in.Cursor.Color = nil
-	}
-	m.input.SetStyles(in)
+	m.input.SetStyles(inputStyles(m.dark, m.opts.NoColor))
 	for _, e := range m.entries {
 		e.cache, e.paras = "", paragraphs{}
 	}

@@ -37,6 +37,8 @@ type entry struct {
 	cacheW int
 	// paras keeps an assistant entry's finished paragraphs rendered at cacheW.
 	paras paragraphs
+	// call is a tool call's input and answer, shown when Ctrl-O expands the calls.
+	call *toolCall
 }
 
 // View implements tea.Model.
@@ -55,10 +57,7 @@ func (m *Model) frame() string {
 	}
 	bottom := m.bottom()
 	room := max(0, m.height-len(bottom))
-	lines := m.conversation()
-	if len(lines) > room {
-		lines = lines[len(lines)-room:]
-	}
+	lines := m.window(m.conversation(), room)
 	for len(lines) < room {
 		lines = append(lines, "")
 	}
@@ -92,7 +91,7 @@ func (m *Model) renderEntry(e *entry) string {
 	wrap := lipgloss.NewStyle().Width(w - 2)
 	switch e.kind {
 	case entryUser:
-		return s.user.Render("› ") + wrap.Render(sanitizeLines(e.text))
+		return s.user.Render("› ") + indentRest(wrap.Render(sanitizeLines(e.text)), "  ")
 	case entryAssistant:
 		return e.paras.render(m.md, e.text, w-2)
 	case entryTool:
@@ -111,7 +110,7 @@ func (m *Model) renderEntry(e *entry) string {
 		if e.detail != "" {
 			out += "\n" + s.dim.Render(hanging(strings.Repeat(" ", len(lead))+"└ ", sanitize(e.detail), w))
 		}
-		return out
+		return out + m.toolDetail(e, len(lead), w)
 	case entryNotice:
 		return s.dim.Render(hanging("  · ", e.text, w))
 	case entryError:
@@ -143,7 +142,9 @@ func (m *Model) bottom() []string {
 	if m.ctrlC {
 		out = append(out, m.styles.dim.Render("  press Ctrl-C again to exit"))
 	}
-	out = append(out, m.input.View(), m.statusLine())
+	out = append(out, m.inputLines()...)
+	out = append(out, strings.Split(m.input.View(), "\n")...)
+	out = append(out, m.statusLine())
 	return out
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -114,8 +115,42 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 		opts.Welcome = "DEMO: no API key is set, so a scripted model replays a fixed conversation in a temporary workspace (" +
 			run.root + "); type anything to start it. Set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --model, for a real model."
 	}
+	historyHome := run.home
+	if demo {
+		historyHome = "" // the demo's prompts are about its throw-away workspace: not kept
+	}
+	opts.History, opts.Roots = promptHistory(historyHome, run.root, stderr), taskRoots(run.root, o.addDirs)
 	opts.Backend = tui.NewLocal(agent.New(deps), spec).WithStores(deps.Store, deps.History)
 	return tui.Run(ctx, opts, stdin, stdout)
+}
+
+// promptHistory opens the person's prompt history in the state directory, for the
+// prompts of root; with no state directory it lives in memory. An unreadable file is
+// said on stderr and the session goes on without it.
+func promptHistory(home, root string, stderr io.Writer) *tui.History {
+	path := ""
+	if home != "" {
+		path = filepath.Join(home, tui.HistoryFileName)
+	}
+	h, err := tui.OpenHistory(path, root)
+	if err != nil {
+		fmt.Fprintln(stderr, "sema:", err)
+		h, _ = tui.OpenHistory("", root)
+	}
+	return h
+}
+
+// taskRoots are the roots @ completes paths under: the task root and each --add-dir
+// (relative to the root, as the fence reads them).
+func taskRoots(root string, addDirs []string) []string {
+	roots := []string{root}
+	for _, d := range addDirs {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(root, d)
+		}
+		roots = append(roots, filepath.Clean(d))
+	}
+	return roots
 }
 
 // prepareInteractive resolves the permissions and prepares the run as runTask does.
