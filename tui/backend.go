@@ -35,6 +35,7 @@ type Local struct {
 	legs    int             // legs started
 	mode    permission.Mode // the person's choice; "" keeps what the session recorded
 	control *agent.Control  // the running leg's; nil between legs
+	extras  localExtras
 }
 
 // NewLocal returns a back-end that runs each prompt as a leg of spec on runner. spec is
@@ -50,8 +51,18 @@ func NewLocal(runner *agent.Runner, spec agent.TaskSpec) *Local {
 
 // Prompt implements Backend.
 func (l *Local) Prompt(ctx context.Context, prompt string, emit func(agent.Event)) error {
+	prompt, allowed, notes, err := l.expand(prompt)
+	if err != nil {
+		return err
+	}
+	emit = serialEmit(emit)
+	ctx = retryNotices(ctx, emit)
 	spec := l.leg(prompt)
+	withAllowed(&spec, allowed)
 	defer l.endLeg()
+	for i := range notes {
+		emit(agent.Event{Type: agent.EventNotice, Notice: &notes[i]})
+	}
 	for ev, err := range l.runner.Events(ctx, spec) {
 		if err != nil {
 			return err
@@ -71,6 +82,7 @@ func (l *Local) Prompt(ctx context.Context, prompt string, emit func(agent.Event
 func (l *Local) leg(prompt string) agent.TaskSpec {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.takeModelLocked()
 	spec := l.base
 	spec.Prompt = prompt
 	ctl := &agent.Control{}
@@ -94,7 +106,7 @@ func (l *Local) endLeg() {
 }
 
 // SetMode implements Backend. A mode the running leg refuses (auto without a classifier)
-// is not kept for the later legs either.
+// is not kept for the later legs either, and the refusal comes with the mode in force.
 func (l *Local) SetMode(ctx context.Context, mode permission.Mode) (permission.Mode, error) {
 	l.mu.Lock()
 	ctl := l.control
@@ -106,7 +118,7 @@ func (l *Local) SetMode(ctx context.Context, mode permission.Mode) (permission.M
 		case err == nil:
 			effective = r.Effective
 		case !sema.IsCode(err, agent.CodeNotRunning): // the leg ended meanwhile: the next takes the mode
-			return "", err
+			return r.Effective, err
 		}
 	}
 	l.mu.Lock()

@@ -148,6 +148,7 @@ func (m *Model) setMode(word string) tea.Cmd {
 		m.add(&entry{kind: entryError, text: err.Error()})
 		return nil
 	}
+	prev := m.mode
 	m.mode = mode
 	m.modes.seq++
 	seq, modes, backend, ctx := m.modes.seq, m.modes, m.opts.Backend, m.ctx
@@ -161,7 +162,7 @@ func (m *Model) setMode(word string) tea.Cmd {
 			return nil
 		}
 		got, err := backend.SetMode(ctx, mode)
-		return modeMsg{seq: seq, mode: got, err: err}
+		return modeMsg{seq: seq, mode: got, err: err, prev: prev}
 	}
 }
 

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -72,6 +73,8 @@ type Model struct {
 
 	ctrlC    bool // a Ctrl-C on the empty input waits for its second
 	quitting bool
+
+	facts facts // what the events said, for the slash commands and the status line
 }
 
 // New returns the model of a session. ctx is the session's: cancelling it stops the
@@ -131,6 +134,7 @@ type modeMsg struct {
 	seq  int64
 	mode permission.Mode
 	err  error
+	prev permission.Mode // the mode before the change, in force if it is refused
 }
 
 // modeChanges orders the mode changes sent to the back-end (Shift+Tab pressed fast).
@@ -167,12 +171,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		q := msg
 		m.question = &q
 		return m, m.listen()
+	case commandMsg:
+		msg(m)
+		return m, nil
 	case modeMsg:
 		if msg.seq != m.modes.seq {
 			return m, nil // a later change is on its way
 		}
 		if msg.err != nil {
 			m.add(&entry{kind: entryError, text: "the mode did not change: " + msg.err.Error()})
+			m.mode = cmp.Or(msg.mode, msg.prev) // the mode in force, not the one asked for
 			return m, nil
 		}
 		m.mode = msg.mode
@@ -258,6 +266,7 @@ func (m *Model) legDone(err error) tea.Cmd {
 
 // event folds one event of the running leg into the conversation and the counters.
 func (m *Model) event(ev agent.Event) {
+	m.facts.note(ev)
 	child := ev.ParentToolUseID != ""
 	switch ev.Type {
 	case agent.EventInit:
