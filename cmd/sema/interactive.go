@@ -9,6 +9,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/commands"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/sandbox"
@@ -107,7 +108,20 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 		opts.Welcome = "DEMO: no API key is set, so a scripted model replays a fixed conversation in a temporary workspace (" +
 			run.root + "); type anything to start it. Set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --model, for a real model."
 	}
-	opts.Backend = tui.NewLocal(agent.New(deps), spec)
+	local := tui.NewLocal(agent.New(deps), spec)
+	// /model resolves a name as --model does and runs the later legs on it; the custom
+	// commands expand as they do headless.
+	local.SetModelOpener(func(ref string) (*agent.Runner, string, error) {
+		p, name, err := openProvider(ref, o.baseURL)
+		if err != nil {
+			return nil, "", err
+		}
+		d := deps
+		d.Provider = p
+		return agent.New(d), name, nil
+	})
+	local.SetCommands(commands.Load(commands.Options{Root: run.root, Home: perms.home, ClaudeCompat: perms.compat}), run.trusted)
+	opts.Backend = local
 	return tui.Run(ctx, opts, stdin, stdout)
 }
 
