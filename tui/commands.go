@@ -241,15 +241,15 @@ func percent(n int64, w int) string {
 }
 
 // statusFacts puts what the events said into the status line's parts (model, mode,
-// sandbox, tokens, cost): the context fill stands for the tokens when the window is
-// known (/cost still says them), and the background tasks still running come before
-// the cost.
+// sandbox, tokens, cost): the context fill ("ctx 25%") stands for the tokens when the
+// window is known (/cost still says them), and the background tasks still running ("1
+// bg") come before the cost. Short words, so that the line fits 80 columns.
 func (m *Model) statusFacts(parts []string) []string {
 	if w := m.facts.window(m.opts.Model); w > 0 && m.facts.lastInput > 0 && len(parts) > 3 {
-		parts[3] = fmt.Sprintf("context %s%%", percent(m.facts.lastInput, w))
+		parts[3] = fmt.Sprintf("ctx %s%%", percent(m.facts.lastInput, w))
 	}
 	if n := m.facts.running; n > 0 && len(parts) > 0 {
-		parts = slices.Insert(parts, len(parts)-1, fmt.Sprintf("%d background", n))
+		parts = slices.Insert(parts, len(parts)-1, fmt.Sprintf("%d bg", n))
 	}
 	return parts
 }
