@@ -34,11 +34,13 @@ type Compacter interface {
 
 // PermissionReporter is a back-end that can say which permission rules are in force.
 type PermissionReporter interface {
+	// Permissions reports the rules the next leg would apply, each with its seat.
 	Permissions(ctx context.Context) (*agent.PermissionReport, error)
 }
 
 // AgentLister is a back-end that can list the agent types the Task tool offers.
 type AgentLister interface {
+	// Agents lists the agent types, in the catalog's order.
 	Agents(ctx context.Context) ([]subagent.Definition, error)
 }
 
@@ -46,6 +48,7 @@ type AgentLister interface {
 // prompt "/name args" naming one of them is sent as a prompt, and the back-end expands
 // it as the headless command line does.
 type CommandLister interface {
+	// Commands lists the custom commands a prompt may invoke, sorted by name.
 	Commands() []*commands.Command
 }
 
