@@ -201,12 +201,15 @@ func (m *Model) agents() tea.Cmd {
 	}
 	return m.ask("the agent types could not be read", func(ctx context.Context) (func(*Model), error) {
 		defs, err := a.Agents(ctx)
-		if err != nil {
+		if err != nil && len(defs) == 0 {
 			return nil, err
 		}
 		lines := []string{"agent types the Task tool offers:"}
 		for _, d := range defs {
 			lines = append(lines, "  "+d.Name+" — "+firstLine(strings.TrimSpace(d.Description)))
+		}
+		if err != nil {
+			lines = append(lines, "  not loaded: "+err.Error())
 		}
 		return func(m *Model) { m.notice(strings.Join(lines, "\n")) }, nil
 	})

@@ -43,7 +43,7 @@ func (r *richBackend) Permissions(context.Context) (*agent.PermissionReport, err
 }
 
 func (r *richBackend) Agents(context.Context) ([]subagent.Definition, error) {
-	return []subagent.Definition{{Name: "general-purpose", Description: "General work.\nMore."}, {Name: "reviewer", Description: "Reviews."}}, nil
+	return []subagent.Definition{{Name: "general-purpose", Description: "General work.\nMore."}, {Name: "reviewer", Description: "Reviews."}}, errors.New("bad.md has no front matter")
 }
 
 func (r *richBackend) Commands() []*commands.Command {
@@ -184,7 +184,7 @@ func TestCommandsAskTheBackend(t *testing.T) {
 		"the model did not change: no such model", "model: resolved-opus from the next turn on",
 		"compacted (summary): about 120.0k tokens → 8.0k",
 		"DENY  Bash(rm *) — user settings /home/p/.sema/settings.json", "ALLOW Read — --allowed-tools",
-		"general-purpose — General work.", "reviewer — Reviews.",
+		"general-purpose — General work.", "reviewer — Reviews.", "not loaded: bad.md has no front matter",
 	} {
 		if !strings.Contains(f, want) {
 			t.Errorf("%q missing:\n%s", want, f)

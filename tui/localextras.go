@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -40,7 +41,8 @@ type PermissionReporter interface {
 
 // AgentLister is a back-end that can list the agent types the Task tool offers.
 type AgentLister interface {
-	// Agents lists the agent types, in the catalog's order.
+	// Agents lists the agent types, in the catalog's order; an error with a list says
+	// what was left out of it.
 	Agents(ctx context.Context) ([]subagent.Definition, error)
 }
 
@@ -137,23 +139,20 @@ func (l *Local) Permissions(ctx context.Context) (*agent.PermissionReport, error
 }
 
 // Agents implements AgentLister: the built-in types and the task root's agent files
-// (.claude/agents, .sema/agents). The person's ~/.claude/agents and a deployment's own
-// types are not read here.
+// (.claude/agents, .sema/agents), with the files that could not be loaded as the error.
+// The person's ~/.claude/agents and a deployment's own types are not read here.
 func (l *Local) Agents(ctx context.Context) ([]subagent.Definition, error) {
 	l.mu.Lock()
 	root := l.base.Root
 	l.mu.Unlock()
 	project, problems := subagent.Load(ctx, env.NewHost(), root)
-	if len(problems) > 0 {
-		return nil, problems[0]
-	}
 	c := subagent.NewCatalog(subagent.BuiltIns(), project)
 	var out []subagent.Definition
 	for _, n := range c.Names() {
 		d, _ := c.Lookup(n)
 		out = append(out, d)
 	}
-	return out, nil
+	return out, errors.Join(problems...)
 }
 
 // Commands implements CommandLister.
