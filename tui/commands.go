@@ -189,7 +189,13 @@ func (m *Model) permissions() tea.Cmd {
 		if err != nil {
 			return nil, err
 		}
-		return func(m *Model) { m.notice(permissionsText(rep)) }, nil
+		return func(m *Model) {
+			var always []string
+			if m.opts.Approver != nil {
+				always = m.opts.Approver.Always()
+			}
+			m.notice(permissionsText(rep) + alwaysText(always))
+		}, nil
 	})
 }
 

@@ -171,7 +171,9 @@ func TestInitAndCustomCommandsArePrompts(t *testing.T) {
 // back-end answered; a back-end without them says they are not offered.
 func TestCommandsAskTheBackend(t *testing.T) {
 	be := &richBackend{fakeBackend: &fakeBackend{}}
-	h := newHarness(t, Options{Backend: be, Model: "claude-sonnet-4-5"}, 120, 40)
+	approver := NewApprover()
+	approver.always["Bash(go test ./...)"] = true // as a "2" answer leaves it
+	h := newHarness(t, Options{Backend: be, Model: "claude-sonnet-4-5", Approver: approver}, 120, 50)
 	h.typeText("/model", true)
 	for _, c := range []string{"/model nope", "/model opus", "/compact", "/permissions", "/agents"} {
 		n := len(h.m.entries)
@@ -184,6 +186,7 @@ func TestCommandsAskTheBackend(t *testing.T) {
 		"the model did not change: no such model", "model: resolved-opus from the next turn on",
 		"compacted (summary): about 120.0k tokens → 8.0k",
 		"DENY  Bash(rm *) — user settings /home/p/.sema/settings.json", "ALLOW Read — --allowed-tools",
+		"allowed always in this session (your answers; not saved to a settings file):", "  Bash(go test ./...)",
 		"general-purpose — General work.", "reviewer — Reviews.", "not loaded: bad.md has no front matter",
 	} {
 		if !strings.Contains(f, want) {

@@ -3,6 +3,8 @@ package tui
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sema-agent/sema/agent"
@@ -150,4 +152,20 @@ func (m *Model) helpCommands() [][2]string {
 		}
 	}
 	return out
+}
+
+// Always returns the rules the person allowed always in this session, sorted. They live
+// in the process, not in a settings file, so /permissions lists them apart.
+func (a *Approver) Always() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Sorted(maps.Keys(a.always))
+}
+
+// alwaysText is the part of /permissions the person's own answers make.
+func alwaysText(rules []string) string {
+	if len(rules) == 0 {
+		return ""
+	}
+	return "\nallowed always in this session (your answers; not saved to a settings file):\n  " + strings.Join(rules, "\n  ")
 }
