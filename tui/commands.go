@@ -142,6 +142,7 @@ func (m *Model) switchModel(ref string) tea.Cmd {
 		}
 		return func(m *Model) {
 			m.opts.Model, m.facts.lastModel = name, ""
+			m.opts.Demo = false // the demo label names the scripted model, which no longer answers
 			m.notice("model: " + name + " from the next turn on")
 		}, nil
 	})

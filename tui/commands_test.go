@@ -212,3 +212,14 @@ func (h *harness) statusLine() string {
 }
 
 var _ tea.Model = (*Model)(nil)
+
+// TestModelSwitchEndsTheDemoLabel: after /model the scripted demo no longer answers, so
+// the status line stops saying DEMO and names the model.
+func TestModelSwitchEndsTheDemoLabel(t *testing.T) {
+	h := newHarness(t, Options{Backend: &richBackend{fakeBackend: &fakeBackend{}}, Demo: true, Model: "scripted"}, 80, 24)
+	h.typeText("/model opus", true)
+	h.until("the switch", func() bool { return strings.Contains(h.frame(), "from the next turn on") })
+	if s := h.statusLine(); strings.Contains(s, "DEMO") || !strings.Contains(s, "resolved-opus") {
+		t.Errorf("status line after leaving the demo: %s", s)
+	}
+}

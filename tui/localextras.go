@@ -186,10 +186,18 @@ func (l *Local) expand(prompt string) (string, []string, []sema.Notice, error) {
 	c := inv.Command
 	allowed := c.AllowedTools
 	var notes []sema.Notice
-	if c.Scope == commands.ScopeProject && !trusted && len(allowed) > 0 {
-		notes = append(notes, sema.Notice{Code: agent.CodeProjectSettingsUntrusted, Message: fmt.Sprintf(
-			"/%s is the workspace's command (%s): its allowed-tools apply only in a trusted workspace and were dropped; trust the workspace with sema trust, or run with --trust-project", c.Name, c.Path)})
+	if c.Scope == commands.ScopeProject && !trusted {
+		if len(allowed) > 0 {
+			notes = append(notes, sema.Notice{Code: agent.CodeProjectSettingsUntrusted, Message: fmt.Sprintf(
+				"/%s is the workspace's command (%s): its allowed-tools apply only in a trusted workspace and were dropped; trust the workspace with sema trust, or run with --trust-project", c.Name, c.Path)})
+		}
 		allowed = nil
+		for _, sh := range c.Shadows {
+			if sh.Scope == commands.ScopeUser {
+				notes = append(notes, sema.Notice{Code: CodeCommandShadowed, Message: fmt.Sprintf("/%s is the workspace's command (%s), not your own %s", c.Name, c.Path, sh.Path)})
+				break
+			}
+		}
 	}
 	if c.Model != "" {
 		notes = append(notes, sema.Notice{Code: CodeCommandModel, Message: fmt.Sprintf(
@@ -237,6 +245,9 @@ const (
 	CodeNothingToCompact = "tui.nothing_to_compact"
 	// CodeCommandModel: a custom command's model is not applied in the session.
 	CodeCommandModel = "tui.command_model"
+	// CodeCommandShadowed: an untrusted workspace's command hides the person's own
+	// command of the same name (the command line's notice of the same code).
+	CodeCommandShadowed = "config.command_shadowed"
 	// CodeRetry: the provider sends a model request again.
 	CodeRetry = "tui.retry"
 )

@@ -145,7 +145,9 @@ func TestLocalExpandsCustomCommands(t *testing.T) {
 	writeFile(t, filepath.Join(dir, ".sema", "commands", "review.md"), "---\ndescription: Review a file\nallowed-tools: Read\n---\nReview $ARGUMENTS carefully.\n")
 	prov := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})
 	l := NewLocal(scriptedRunner(prov, nil), agent.TaskSpec{Root: dir, OnAsk: agent.OnAskDeny})
-	l.SetCommands(commands.Load(commands.Options{Root: dir}), false)
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".sema", "commands", "review.md"), "My own review of $ARGUMENTS.\n")
+	l.SetCommands(commands.Load(commands.Options{Root: dir, Home: home}), false)
 	if cs := l.Commands(); len(cs) != 1 || cs[0].Name != "review" {
 		t.Fatalf("commands %+v", cs)
 	}
@@ -153,14 +155,18 @@ func TestLocalExpandsCustomCommands(t *testing.T) {
 	if got := lastUserText(prov); !strings.Contains(got, "Review main.go carefully.") {
 		t.Errorf("the model was sent %q", got)
 	}
-	var dropped bool
+	var dropped, shadowed bool
 	for _, ev := range legs[0] {
-		if ev.Type == agent.EventNotice && ev.Notice.Code == agent.CodeProjectSettingsUntrusted {
-			dropped = true
+		if ev.Type == agent.EventNotice {
+			dropped = dropped || ev.Notice.Code == agent.CodeProjectSettingsUntrusted
+			shadowed = shadowed || ev.Notice.Code == CodeCommandShadowed
 		}
 	}
-	if !dropped {
-		t.Error("an untrusted workspace's command kept its allowed-tools without a notice")
+	if !dropped || !shadowed {
+		t.Errorf("an untrusted workspace's command: allowed-tools dropped with a notice %v, the shadowed own command said %v", dropped, shadowed)
+	}
+	if r := first(legs[0], agent.EventResult).Result; r == nil || r.Manifest.Mode.Effective == "" {
+		t.Fatalf("the command's leg did not run: %+v", r)
 	}
 }
 
@@ -242,3 +248,26 @@ func (unarmable) Classify(context.Context, permission.ClassifyRequest) (permissi
 }
 
 func (unarmable) Arm(context.Context) error { return errors.New("no classifier model is reachable") }
+
+// TestLocalCommandToolsApplyOnlyWhenTrusted: a workspace command's allowed-tools allow
+// its calls for that leg in a trusted workspace, and not in an untrusted one, nor in the
+// next leg.
+func TestLocalCommandToolsApplyOnlyWhenTrusted(t *testing.T) {
+	for _, trusted := range []bool{true, false} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, ".sema", "commands", "hi.md"), "---\nallowed-tools: Bash(touch x.txt)\n---\nSay hi.\n")
+		echo := scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"touch x.txt"}`)}
+		prov := scripted.New(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{echo}}, {Text: "done"}, {ToolCalls: []scripted.ToolCall{echo}}, {Text: "done"}}})
+		l := NewLocal(scriptedRunner(prov, nil), agent.TaskSpec{Root: dir, OnAsk: agent.OnAskDeny})
+		l.SetCommands(commands.Load(commands.Options{Root: dir}), trusted)
+		legs := localLegs(t, l, "/hi", "echo again")
+		denied := func(leg int) bool { return len(first(legs[leg], agent.EventResult).Result.PermissionDenials) > 0 }
+		if denied(0) == trusted {
+			t.Errorf("trusted %v: the command's call was denied %v", trusted, denied(0))
+		}
+		if !denied(1) {
+			t.Errorf("trusted %v: the command's allowed-tools outlived its leg", trusted)
+		}
+	}
+}
