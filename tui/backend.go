@@ -38,8 +38,9 @@ type Local struct {
 	mode    permission.Mode // the person's choice; "" keeps what the session recorded
 	control *agent.Control  // the running leg's; nil between legs
 
-	store session.Store // for Sessions (WithStores); nil without
-	hist  history.Store
+	store  session.Store // for Sessions (WithStores); nil without
+	hist   history.Store
+	extras localExtras
 }
 
 // NewLocal returns a back-end that runs each prompt as a leg of spec on runner. spec is
@@ -55,8 +56,18 @@ func NewLocal(runner *agent.Runner, spec agent.TaskSpec) *Local {
 
 // Prompt implements Backend.
 func (l *Local) Prompt(ctx context.Context, prompt string, emit func(agent.Event)) error {
+	prompt, allowed, notes, err := l.expand(prompt)
+	if err != nil {
+		return err
+	}
+	emit = serialEmit(emit)
+	ctx = retryNotices(ctx, emit)
 	spec := l.leg(prompt)
+	withAllowed(&spec, allowed)
 	defer l.endLeg()
+	for i := range notes {
+		emit(agent.Event{Type: agent.EventNotice, Notice: &notes[i]})
+	}
 	for ev, err := range l.runner.Events(ctx, spec) {
 		if err != nil {
 			return err
@@ -76,6 +87,7 @@ func (l *Local) Prompt(ctx context.Context, prompt string, emit func(agent.Event
 func (l *Local) leg(prompt string) agent.TaskSpec {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.takeModelLocked()
 	spec := l.base
 	spec.Prompt = prompt
 	ctl := &agent.Control{}
@@ -99,7 +111,7 @@ func (l *Local) endLeg() {
 }
 
 // SetMode implements Backend. A mode the running leg refuses (auto without a classifier)
-// is not kept for the later legs either.
+// is not kept for the later legs either, and the refusal comes with the mode in force.
 func (l *Local) SetMode(ctx context.Context, mode permission.Mode) (permission.Mode, error) {
 	l.mu.Lock()
 	ctl := l.control
@@ -111,7 +123,7 @@ func (l *Local) SetMode(ctx context.Context, mode permission.Mode) (permission.M
 		case err == nil:
 			effective = r.Effective
 		case !sema.IsCode(err, agent.CodeNotRunning): // the leg ended meanwhile: the next takes the mode
-			return "", err
+			return r.Effective, err
 		}
 	}
 	l.mu.Lock()

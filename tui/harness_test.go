@@ -126,8 +126,13 @@ func (h *harness) send(msg tea.Msg) {
 func (h *harness) until(what string, cond func() bool) {
 	h.t.Helper()
 	deadline := time.After(10 * time.Second)
+	// cond may turn true without a message (a back-end's goroutine counting a prompt
+	// and then holding it): it is checked again on a tick too.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		select {
+		case <-tick.C:
 		case msg := <-h.msgs:
 			switch msg := msg.(type) {
 			case nil:

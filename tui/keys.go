@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -163,6 +162,7 @@ func (m *Model) setMode(word string) tea.Cmd {
 		m.add(&entry{kind: entryError, text: err.Error()})
 		return nil
 	}
+	prev := m.mode
 	m.mode = mode
 	m.modes.seq++
 	seq, modes, backend, ctx := m.modes.seq, m.modes, m.opts.Backend, m.ctx
@@ -176,31 +176,8 @@ func (m *Model) setMode(word string) tea.Cmd {
 			return nil
 		}
 		got, err := backend.SetMode(ctx, mode)
-		return modeMsg{seq: seq, mode: got, err: err}
+		return modeMsg{seq: seq, mode: got, err: err, prev: prev}
 	}
-}
-
-// command runs a slash command.
-func (m *Model) command(text string) tea.Cmd {
-	name, _, _ := strings.Cut(text, " ")
-	switch name {
-	case "/help":
-		m.add(&entry{kind: entryHelp})
-		return nil
-	case "/exit", "/quit":
-		return m.quit()
-	case "/cost":
-		u := m.usage
-		m.add(&entry{kind: entryNotice, text: fmt.Sprintf("%d input tokens (%d read from the cache, %d written to it), %d output tokens; %s",
-			u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.CacheReadTokens, u.CacheWriteTokens, u.OutputTokens, m.costText())})
-		return nil
-	case "/mode":
-		return m.setMode(strings.TrimSpace(strings.TrimPrefix(text, name)))
-	case "/resume", "/rewind", "/clear":
-		return m.sessionCommand(name)
-	}
-	m.add(&entry{kind: entryError, text: "unknown command " + sanitize(name) + "; /help lists the commands"})
-	return nil
 }
 
 // quit closes the screen: an open question is denied and the running leg interrupted.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -95,6 +96,8 @@ type Model struct {
 	expand     bool
 	scrolled   bool
 	scrollTop  int
+
+	facts facts // what the events said, for the slash commands and the status line
 }
 
 // New returns the model of a session. ctx is the session's: cancelling it stops the
@@ -155,6 +158,7 @@ type modeMsg struct {
 	seq  int64
 	mode permission.Mode
 	err  error
+	prev permission.Mode // the mode before the change, in force if it is refused
 }
 
 // modeChanges orders the mode changes sent to the back-end (Shift+Tab pressed fast).
@@ -199,12 +203,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.comp.items = matchPaths(m.paths, m.comp.query, completionRows)
 		}
 		return m, nil
+	case commandMsg:
+		msg(m)
+		return m, nil
 	case modeMsg:
 		if msg.seq != m.modes.seq {
 			return m, nil // a later change is on its way
 		}
 		if msg.err != nil {
 			m.add(&entry{kind: entryError, text: "the mode did not change: " + msg.err.Error()})
+			m.mode = cmp.Or(msg.mode, msg.prev) // the mode in force, not the one asked for
 			return m, nil
 		}
 		m.mode = msg.mode
@@ -288,6 +296,7 @@ func (m *Model) legDone(err error) tea.Cmd {
 
 // event folds one event of the running leg into the conversation and the counters.
 func (m *Model) event(ev agent.Event) {
+	m.facts.note(ev)
 	child := ev.ParentToolUseID != ""
 	switch ev.Type {
 	case agent.EventInit:

@@ -119,8 +119,8 @@ func (m *Model) renderEntry(e *entry) string {
 		return s.dim.Italic(true).Render(hanging("  ∴ ", sanitizeLines(e.text), w))
 	case entryHelp:
 		lines := []string{s.title.Render("keys and commands")}
-		for _, k := range keyHelp {
-			lines = append(lines, fmt.Sprintf("  %-11s %s", k[0], k[1]))
+		for _, k := range append(keyHelp[:len(keyHelp):len(keyHelp)], m.helpCommands()...) {
+			lines = append(lines, fmt.Sprintf("  %-12s %s", k[0], k[1]))
 		}
 		return strings.Join(lines, "\n")
 	}
@@ -197,6 +197,7 @@ func (m *Model) statusLine() string {
 		fmt.Sprintf("%s in/%s out", tokens(m.usage.InputTokens+m.usage.CacheReadTokens+m.usage.CacheWriteTokens), tokens(m.usage.OutputTokens)),
 		m.costText(),
 	}
+	parts = m.statusFacts(parts)
 	lead := "  " // the mark of a running turn, "● ", takes its place
 	if m.running {
 		lead = "● "

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/commands"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/sandbox"
@@ -120,7 +121,20 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 		historyHome = "" // the demo's prompts are about its throw-away workspace: not kept
 	}
 	opts.History, opts.Roots = promptHistory(historyHome, run.root, stderr), taskRoots(run.root, o.addDirs)
-	opts.Backend = tui.NewLocal(agent.New(deps), spec).WithStores(deps.Store, deps.History)
+	local := tui.NewLocal(agent.New(deps), spec).WithStores(deps.Store, deps.History)
+	// /model resolves a name as --model does and runs the later legs on it; the custom
+	// commands expand as they do headless.
+	local.SetModelOpener(func(ref string) (*agent.Runner, string, error) {
+		p, name, err := openProvider(ref, o.baseURL)
+		if err != nil {
+			return nil, "", err
+		}
+		d := deps
+		d.Provider = p
+		return agent.New(d), name, nil
+	})
+	local.SetCommands(commands.Load(commands.Options{Root: run.root, Home: perms.home, ClaudeCompat: perms.compat}), run.trusted)
+	opts.Backend = local
 	return tui.Run(ctx, opts, stdin, stdout)
 }
 
