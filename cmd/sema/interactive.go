@@ -32,18 +32,9 @@ func interactiveTerminal(stdin io.Reader, stdout io.Writer) bool {
 // then every prompt the person types is a leg of one session, and the permission
 // questions are dialogs on the screen. prompt, when set, is the first prompt.
 func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if !interactiveTerminal(stdin, stdout) {
-		return usageErr(sema.Errorf(codeNoTerminal, "the interactive session needs a terminal on stdin and stdout; run the prompt headless with sema -p PROMPT"))
-	}
-	if o.outputFormat != "text" || o.inputFormat != "text" {
-		return usageErr(sema.Errorf(codeUsage, "--output-format and --input-format shape the headless output of sema -p; the interactive session draws on the terminal"))
-	}
-	pick := o.resume == resumePick
-	if pick && o.continueLast {
-		return usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
-	}
-	if pick {
-		o.resume = "" // no id: the session opens with the picker of this directory's sessions
+	pick, err := checkInteractive(o, stdin, stdout)
+	if err != nil {
+		return err
 	}
 	if o.sandbox != "off" {
 		go sandbox.Probe()
@@ -121,20 +112,7 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 		historyHome = "" // the demo's prompts are about its throw-away workspace: not kept
 	}
 	opts.History, opts.Roots = promptHistory(historyHome, run.root, stderr), taskRoots(run.root, o.addDirs)
-	local := tui.NewLocal(agent.New(deps), spec).WithStores(deps.Store, deps.History)
-	// /model resolves a name as --model does and runs the later legs on it; the custom
-	// commands expand as they do headless.
-	local.SetModelOpener(func(ref string) (*agent.Runner, string, error) {
-		p, name, err := openProvider(ref, o.baseURL)
-		if err != nil {
-			return nil, "", err
-		}
-		d := deps
-		d.Provider = p
-		return agent.New(d), name, nil
-	})
-	local.SetCommands(commands.Load(commands.Options{Root: run.root, Home: perms.home, ClaudeCompat: perms.compat}), run.trusted)
-	opts.Backend = local
+	opts.Backend = localBackend(o, deps, spec, run, perms)
 	return tui.Run(ctx, opts, stdin, stdout)
 }
 
@@ -193,4 +171,42 @@ func demoWorkspace() (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// checkInteractive refuses what the interactive session cannot be (no terminal, a
+// headless output format, two sessions named) and reports whether it opens with the
+// picker of the directory's sessions (--resume with no id).
+func checkInteractive(o *runOptions, stdin io.Reader, stdout io.Writer) (pick bool, err error) {
+	if !interactiveTerminal(stdin, stdout) {
+		return false, usageErr(sema.Errorf(codeNoTerminal, "the interactive session needs a terminal on stdin and stdout; run the prompt headless with sema -p PROMPT"))
+	}
+	if o.outputFormat != "text" || o.inputFormat != "text" {
+		return false, usageErr(sema.Errorf(codeUsage, "--output-format and --input-format shape the headless output of sema -p; the interactive session draws on the terminal"))
+	}
+	pick = o.resume == resumePick
+	if pick && o.continueLast {
+		return false, usageErr(sema.Errorf(codeUsage, "--resume and --continue both name the session to continue; give one"))
+	}
+	if pick {
+		o.resume = "" // no id: the session opens with the picker of this directory's sessions
+	}
+	return pick, nil
+}
+
+// localBackend is the session's back-end over an in-process runner of deps.
+func localBackend(o *runOptions, deps agent.Deps, spec agent.TaskSpec, run *preparedRun, perms *permissionSetup) *tui.Local {
+	local := tui.NewLocal(agent.New(deps), spec).WithStores(deps.Store, deps.History)
+	// /model resolves a name as --model does and runs the later legs on it; the custom
+	// commands expand as they do headless.
+	local.SetModelOpener(func(ref string) (*agent.Runner, string, error) {
+		p, name, err := openProvider(ref, o.baseURL)
+		if err != nil {
+			return nil, "", err
+		}
+		d := deps
+		d.Provider = p
+		return agent.New(d), name, nil
+	})
+	local.SetCommands(commands.Load(commands.Options{Root: run.root, Home: perms.home, ClaudeCompat: perms.compat}), run.trusted)
+	return local
 }
