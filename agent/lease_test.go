@@ -167,8 +167,11 @@ func TestRunningLegRenewsItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &gatedProvider{gate: make(chan struct{})}
-	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, SessionLease: 60 * time.Millisecond})
-	done := make(chan *agent.TaskResult)
+	// Long enough that a renewal is never late on a loaded machine (under -race a 60 ms
+	// lease expired between renewals), short enough to pass four times over.
+	const lease = 300 * time.Millisecond
+	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, SessionLease: lease})
+	done := make(chan *agent.TaskResult, 1)
 	go func() {
 		res, _ := r.Run(t.Context(), agent.TaskSpec{Prompt: "slow", Root: root, Resume: &agent.Resume{SessionID: first.SessionID}})
 		done <- res
@@ -176,10 +179,14 @@ func TestRunningLegRenewsItsLease(t *testing.T) {
 	for p.calls.Load() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(250 * time.Millisecond) // four lease lengths
+	time.Sleep(4 * lease)
+	// A second resume that is wrongly let in would wait at the gate: its ctx ends it.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
 	other := agent.New(agent.Deps{Provider: p, Store: st.sessions})
-	if _, err := other.Run(t.Context(), agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{SessionID: first.SessionID}}); !sema.IsCode(err, session.CodeBusy) {
-		t.Fatalf("a second resume while the first renews its lease: %v", err)
+	if _, err := other.Run(ctx, agent.TaskSpec{Prompt: "x", Root: root, Resume: &agent.Resume{SessionID: first.SessionID}}); !sema.IsCode(err, session.CodeBusy) {
+		close(p.gate)
+		t.Fatalf("a second resume while the first renews its lease: %v (the first: %+v)", err, <-done)
 	}
 	close(p.gate)
 	if res := <-done; res.Status != sema.StatusCompleted {
