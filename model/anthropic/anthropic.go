@@ -37,7 +37,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"net/http"
@@ -267,10 +266,12 @@ func (c *call) attempt(body []byte) (*model.Response, error) {
 	// decoder buffers each event anew and unmarshals it reflectively, which cost
 	// over 80% of the time and almost all allocations of assembling a response.
 	var res *http.Response
-	// The body is the one encoded in body.go (with "stream":true), sent as it is: a
-	// bytes.Reader gives the SDK its length and a way to send it again.
+	// The body is the one encoded in body.go (with "stream":true), sent as it is. As a
+	// byte slice the SDK gives each attempt a reader of its own: a bytes.Reader it would
+	// rewind and send again while the failed attempt's connection may still be writing
+	// it (a server answers 529 before reading the whole body) — a data race on the reader.
 	err := c.p.client.Post(actx, "v1/messages", nil, &res,
-		option.WithRequestBody("application/json", bytes.NewReader(body)),
+		option.WithRequestBody("application/json", body),
 		option.WithResponseInto(&res),
 		option.WithMaxRetries(retries),
 		option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
