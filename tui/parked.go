@@ -1,0 +1,134 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/session"
+)
+
+// Parked is what a back-end offers, beyond Backend, to answer the questions other
+// processes parked (sema -p --on-ask park, sema serve) in the sessions of its directory.
+// The screen asks for it with a type assertion; without it /questions says so.
+type Parked interface {
+	// Pending lists the unanswered questions of the directory's sessions, oldest first.
+	Pending(ctx context.Context) ([]PendingQuestion, error)
+	// Answer answers question id (allow runs the parked call, deny refuses it with
+	// reason) and resumes its leg, calling emit with each of its events, the result
+	// last, before it returns. A question answered elsewhere meanwhile is refused with
+	// session.CodeAlreadyClaimed, and nothing runs.
+	Answer(ctx context.Context, id string, allow bool, reason string, emit func(agent.Event)) error
+}
+
+// PendingQuestion is one line of the /questions picker.
+type PendingQuestion struct {
+	// ID names the checkpoint (agent.Answer.CheckpointID).
+	ID string
+	// SessionID is the session whose leg parked.
+	SessionID string
+	// Title is that session's title, its first prompt.
+	Title string
+	// Tool is the parked call's tool.
+	Tool string
+	// Input is the call's arguments exactly as they will run when allowed.
+	Input json.RawMessage
+	// PlanReview marks the model's ExitPlanMode question rather than a tool's.
+	PlanReview bool
+	// ParkedAt is when the leg parked.
+	ParkedAt time.Time
+}
+
+var _ Parked = (*Local)(nil)
+
+// pendingSessions caps how many of the directory's newest sessions Pending reads.
+const pendingSessions = 50
+
+// Pending implements Parked: of the directory's root sessions, the checkpoints still
+// unclaimed that their session waits at — the newest leg parked there and nothing ran
+// after it. A delegated child's question is stored in the child's session and is not
+// listed; `sema approve` answers it.
+func (l *Local) Pending(ctx context.Context) ([]PendingQuestion, error) {
+	admin, err := session.AsAdmin(l.store)
+	if err != nil {
+		return nil, err
+	}
+	root, err := l.root(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := admin.List(ctx, session.Filter{Root: root, RootsOnly: true, Limit: pendingSessions})
+	if err != nil {
+		return nil, err
+	}
+	var out []PendingQuestion
+	for i := len(all) - 1; i >= 0; i-- { // oldest session first
+		s := all[i]
+		waiting, err := l.waitingLeg(ctx, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		if waiting == "" {
+			continue
+		}
+		cps, err := admin.Checkpoints(ctx, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cps {
+			if !c.ClaimedAt.IsZero() || c.Decision != nil || (c.LegID != "" && c.LegID != waiting) {
+				continue
+			}
+			out = append(out, PendingQuestion{ID: c.ID, SessionID: s.ID, Title: s.Title, Tool: c.Tool,
+				Input: c.Args, PlanReview: c.Gate == session.GatePlanReview, ParkedAt: c.CreatedAt})
+		}
+	}
+	return out, nil
+}
+
+// waitingLeg is the id of the session's newest leg when it ended awaiting approval; ""
+// when the session does not wait at a question.
+func (l *Local) waitingLeg(ctx context.Context, sessionID string) (string, error) {
+	legs, err := l.store.Legs(ctx, sessionID)
+	if err != nil || len(legs) == 0 {
+		return "", err
+	}
+	last := legs[len(legs)-1]
+	if last.Status != sema.StatusAwaitingApproval {
+		return "", nil
+	}
+	return last.ID, nil
+}
+
+// Answer implements Parked: the runner claims the checkpoint and resumes its session's
+// leg here, in the checkpoint's own session and mode, with this back-end's approver for
+// any later question. The prompts go on continuing the screen's own session.
+func (l *Local) Answer(ctx context.Context, id string, allow bool, reason string, emit func(agent.Event)) error {
+	if l.store == nil {
+		return sema.Errorf(session.CodeAdminUnsupported, "this back-end was given no session store to find parked questions in")
+	}
+	c, err := l.store.Checkpoint(ctx, id)
+	if err != nil {
+		return err
+	}
+	emit = serialEmit(emit)
+	ctx = retryNotices(ctx, emit)
+	l.mu.Lock()
+	spec := l.base
+	ctl := &agent.Control{}
+	spec.Prompt, spec.Control, spec.PermissionMode = "", ctl, ""
+	spec.Resume = &agent.Resume{SessionID: c.SessionID}
+	l.control = ctl
+	l.mu.Unlock()
+	defer l.endLeg()
+	answer := agent.Answer{CheckpointID: id, Allow: allow, Reason: reason}
+	for ev, err := range l.runner.ResumeEvents(ctx, spec, answer) {
+		if err != nil {
+			return err
+		}
+		emit(ev)
+	}
+	return nil
+}

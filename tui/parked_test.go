@@ -1,0 +1,102 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/session"
+)
+
+// parkedWrite parks a leg at a Write of note.txt with one runner (as `sema -p --on-ask
+// park` would) and returns a Local over another runner on the same stores.
+func parkedWrite(t *testing.T) (*Local, string) {
+	t.Helper()
+	dir := t.TempDir()
+	write := scripted.ToolCall{Name: "Write", Input: json.RawMessage(`{"file_path":"note.txt","content":"hi\n"}`)}
+	prov := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write}}, {Text: "written"}}})
+	store, hist := session.NewMemory(), history.NewMemory()
+	deps := agent.Deps{Provider: prov, Store: store, History: hist, Shell: &agent.ShellOptions{Sandbox: "off"}}
+	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "write a note", Root: dir, OnAsk: agent.OnAskPark})
+	if err != nil || res.Status != sema.StatusAwaitingApproval {
+		t.Fatalf("the parking leg: %+v, %v", res, err)
+	}
+	l := NewLocal(agent.New(deps), agent.TaskSpec{Root: dir, OnAsk: agent.OnAskDeny}).WithStores(store, hist)
+	return l, dir
+}
+
+func pendingOne(t *testing.T, l *Local) PendingQuestion {
+	t.Helper()
+	qs, err := l.Pending(context.Background())
+	if err != nil || len(qs) != 1 {
+		t.Fatalf("Pending: %+v, %v; want the one parked Write", qs, err)
+	}
+	q := qs[0]
+	if q.Tool != "Write" || q.Title != "write a note" || field(q.Input, "file_path") != "note.txt" {
+		t.Errorf("the pending question %+v", q)
+	}
+	return q
+}
+
+// TestLocalAnswersAParkedQuestion: a Write parked by another runner is listed, allowed
+// here: the file is written, the leg completes, and the question is no longer pending;
+// a second answer is refused as already claimed and runs nothing.
+func TestLocalAnswersAParkedQuestion(t *testing.T) {
+	l, dir := parkedWrite(t)
+	q := pendingOne(t, l)
+	var evs []agent.Event
+	if err := l.Answer(context.Background(), q.ID, true, "", func(ev agent.Event) { evs = append(evs, ev) }); err != nil {
+		t.Fatalf("Answer: %v", err)
+	}
+	if r := first(evs, agent.EventResult).Result; r == nil || r.Status != sema.StatusCompleted || r.SessionID != q.SessionID {
+		t.Errorf("the resumed leg's result %+v, want completed in session %s", r, q.SessionID)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "note.txt")); err != nil || string(b) != "hi\n" {
+		t.Errorf("note.txt = %q, %v after the allow", b, err)
+	}
+	if qs, err := l.Pending(context.Background()); err != nil || len(qs) != 0 {
+		t.Errorf("Pending after the answer: %+v, %v", qs, err)
+	}
+	var again []agent.Event
+	err := l.Answer(context.Background(), q.ID, false, "", func(ev agent.Event) { again = append(again, ev) })
+	if r := first(again, agent.EventResult).Result; err == nil && (r == nil || r.Error == nil) {
+		t.Fatalf("a second answer was not refused: %+v", r)
+	}
+	if code := refusalCode(err, again); code != session.CodeAlreadyClaimed {
+		t.Errorf("the second answer's code %q, want %s", code, session.CodeAlreadyClaimed)
+	}
+}
+
+// TestLocalDeniesAParkedQuestion: denied, the parked Write does not run.
+func TestLocalDeniesAParkedQuestion(t *testing.T) {
+	l, dir := parkedWrite(t)
+	q := pendingOne(t, l)
+	var evs []agent.Event
+	if err := l.Answer(context.Background(), q.ID, false, "not now", func(ev agent.Event) { evs = append(evs, ev) }); err != nil {
+		t.Fatalf("Answer: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "note.txt")); err == nil {
+		t.Error("the denied Write ran")
+	}
+	r := first(evs, agent.EventResult).Result
+	if r == nil || r.Answered == nil || r.Answered.Allowed {
+		t.Errorf("the resumed leg's result %+v, want the call answered no", r)
+	}
+}
+
+// refusalCode is the code of a refused answer: Answer's error, or the result's.
+func refusalCode(err error, evs []agent.Event) string {
+	if err != nil {
+		return sema.CodeOf(err)
+	}
+	if r := first(evs, agent.EventResult).Result; r != nil && r.Error != nil {
+		return r.Error.Code
+	}
+	return ""
+}
