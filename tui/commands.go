@@ -74,6 +74,8 @@ func (m *Model) command(text string) tea.Cmd {
 		return m.agents()
 	case "/resume", "/rewind", "/clear":
 		return m.sessionCommand(name)
+	case "/questions":
+		return m.questionsCommand()
 	}
 	if m.customCommand(name) {
 		return m.submitPrompt(text) // the back-end expands it, as the headless command line does

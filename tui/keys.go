@@ -28,6 +28,7 @@ var keyHelp = [][2]string{
 	{"/resume", "pick a session of this directory to continue"},
 	{"/rewind", "pick a turn; rewind its files, the conversation or both"},
 	{"/clear", "the next prompt starts a new session"},
+	{"/questions", "answer the questions other runs parked in this directory"},
 	{"/exit", "exit (also /quit)"},
 }
 
@@ -39,6 +40,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if m.picker != nil {
 		return m.pickerKey(k)
+	}
+	if m.questions != nil {
+		return m.questionsKey(k)
 	}
 	if k != "ctrl+c" {
 		m.ctrlC = false

@@ -98,6 +98,9 @@ type Model struct {
 	scrollTop  int
 
 	facts facts // what the events said, for the slash commands and the status line
+
+	questions *questionsPicker // the open /questions picker (questions.go); nil when none
+	waiting   int              // the parked questions last said to wait
 }
 
 // New returns the model of a session. ctx is the session's: cancelling it stops the
@@ -130,7 +133,7 @@ func (m *Model) Wait() { m.wg.Wait() }
 
 // Init implements tea.Model.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.listen()}
+	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.listen(), m.checkParked()}
 	if p := strings.TrimSpace(m.opts.Prompt); p != "" {
 		m.remember(p)
 		cmds = append(cmds, m.submit(p))
@@ -190,7 +193,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.leg != m.leg {
 			return m, m.listen()
 		}
-		return m, tea.Batch(m.legDone(msg.err), m.listen())
+		return m, tea.Batch(m.legDone(msg.err), m.listen(), m.checkParked())
 	case pickerMsg:
 		return m, m.pickerUpdate(msg)
 	case QuestionMsg:

@@ -139,6 +139,7 @@ func (m *Model) bottom() []string {
 	if m.picker != nil {
 		out = append(out, m.pickerView()...)
 	}
+	out = append(out, m.questionsView()...)
 	if m.ctrlC {
 		out = append(out, m.styles.dim.Render("  press Ctrl-C again to exit"))
 	}
