@@ -191,7 +191,7 @@ func (m *Model) questionsView() []string {
 				lead = "› "
 			}
 			x := q.list[i]
-			line := sessionTitle(SessionSummary{Title: x.Title}) + " · " + sanitize(x.Tool) + " · " + summary(x.Tool, x.Input) +
+			line := sessionTitle(SessionSummary{Title: x.Title}) + " · " + summary(x.Tool, x.Input) +
 				s.dim.Render(" · parked "+x.ParkedAt.UTC().Format("Jan 2 15:04"))
 			body = append(body, lipgloss.NewStyle().MaxWidth(inner).Render(lead+line))
 		}
