@@ -15,19 +15,38 @@ import (
 )
 
 // parkedWrite parks a leg at a Write of note.txt with one runner (as `sema -p --on-ask
-// park` would) and returns a Local over another runner on the same stores.
-func parkedWrite(t *testing.T) (*Local, string) {
+// park` would) and returns a Local over another runner. With a SQLite file, each runner
+// opens the file itself, as two processes would; else they share a memory store.
+func parkedWrite(t *testing.T, sqlite bool) (*Local, string) {
 	t.Helper()
 	dir := t.TempDir()
 	write := scripted.ToolCall{Name: "Write", Input: json.RawMessage(`{"file_path":"note.txt","content":"hi\n"}`)}
 	prov := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write}}, {Text: "written"}}})
-	store, hist := session.NewMemory(), history.NewMemory()
+	db := filepath.Join(t.TempDir(), "sessions.db")
+	open := func() (session.Store, history.Store) {
+		if !sqlite {
+			return nil, nil
+		}
+		st, err := session.OpenSQLite(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st, history.NewMemory()
+	}
+	store, hist := open()
+	if store == nil {
+		store, hist = session.NewMemory(), history.NewMemory()
+	}
 	deps := agent.Deps{Provider: prov, Store: store, History: hist, Shell: &agent.ShellOptions{Sandbox: "off"}}
 	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "write a note", Root: dir, OnAsk: agent.OnAskPark})
 	if err != nil || res.Status != sema.StatusAwaitingApproval {
 		t.Fatalf("the parking leg: %+v, %v", res, err)
 	}
-	l := NewLocal(agent.New(deps), agent.TaskSpec{Root: dir, OnAsk: agent.OnAskDeny}).WithStores(store, hist)
+	if sqlite {
+		deps.Store, deps.History = open()
+	}
+	l := NewLocal(agent.New(deps), agent.TaskSpec{Root: dir, OnAsk: agent.OnAskDeny}).WithStores(deps.Store, deps.History)
 	return l, dir
 }
 
@@ -48,7 +67,17 @@ func pendingOne(t *testing.T, l *Local) PendingQuestion {
 // here: the file is written, the leg completes, and the question is no longer pending;
 // a second answer is refused as already claimed and runs nothing.
 func TestLocalAnswersAParkedQuestion(t *testing.T) {
-	l, dir := parkedWrite(t)
+	for _, sqlite := range []bool{false, true} {
+		name := "memory"
+		if sqlite {
+			name = "sqlite"
+		}
+		t.Run(name, func(t *testing.T) { answerParked(t, sqlite) })
+	}
+}
+
+func answerParked(t *testing.T, sqlite bool) {
+	l, dir := parkedWrite(t, sqlite)
 	q := pendingOne(t, l)
 	var evs []agent.Event
 	if err := l.Answer(context.Background(), q.ID, true, "", func(ev agent.Event) { evs = append(evs, ev) }); err != nil {
@@ -75,7 +104,7 @@ func TestLocalAnswersAParkedQuestion(t *testing.T) {
 
 // TestLocalDeniesAParkedQuestion: denied, the parked Write does not run.
 func TestLocalDeniesAParkedQuestion(t *testing.T) {
-	l, dir := parkedWrite(t)
+	l, dir := parkedWrite(t, false)
 	q := pendingOne(t, l)
 	var evs []agent.Event
 	if err := l.Answer(context.Background(), q.ID, false, "not now", func(ev agent.Event) { evs = append(evs, ev) }); err != nil {

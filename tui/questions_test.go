@@ -3,6 +3,8 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -143,5 +145,26 @@ func TestQuestionsNeedsParked(t *testing.T) {
 	h.typeText("/questions", true)
 	if f := h.frame(); !strings.Contains(f, "/questions needs a back-end that reads parked questions") || strings.Contains(f, "wait from") {
 		t.Errorf("frame:\n%s", f)
+	}
+}
+
+// TestQuestionsOverLocal: the whole way over a real runner and a SQLite file another
+// runner parked a Write in: announced, picked, allowed with 1 — the file is written, the
+// resumed leg's answer shows, and no question waits any more.
+func TestQuestionsOverLocal(t *testing.T) {
+	l, dir := parkedWrite(t, true)
+	h := newHarness(t, Options{Backend: l}, 80, 24)
+	h.until("the waiting question announced", framed(h, "1 question waits from another run — /questions"))
+	h.typeText("/questions", true)
+	h.until("the picker", framed(h, "“write a note” · Write note.txt"))
+	h.key(tea.KeyEnter, 0)
+	h.until("the dialog", framed(h, "permission · Write"))
+	h.typeText("1", false)
+	h.until("the resumed leg's answer", func() bool { return h.idle() && strings.Contains(h.frame(), "written") })
+	if b, err := os.ReadFile(filepath.Join(dir, "note.txt")); err != nil || string(b) != "hi\n" {
+		t.Errorf("note.txt = %q, %v after 1", b, err)
+	}
+	if qs, err := l.Pending(context.Background()); err != nil || len(qs) != 0 {
+		t.Errorf("Pending after the answer: %+v, %v", qs, err)
 	}
 }
