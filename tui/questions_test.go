@@ -80,6 +80,7 @@ func TestQuestionsPickAndAllow(t *testing.T) {
 	h.key(tea.KeyDown, 0)
 	h.key(tea.KeyEnter, 0)
 	h.until("the dialog", framed(h, "1 allow once · 3 deny"))
+	h.golden("questions_dialog")
 	if f := h.frame(); !strings.Contains(f, "permission · Write") || !strings.Contains(f, "note.txt") || !strings.Contains(f, "sess-b") {
 		t.Fatalf("the dialog does not show the tool, the path and the session:\n%s", f)
 	}
