@@ -56,7 +56,9 @@ func TestConvertStreamEvents(t *testing.T) {
 				return e.Type == agent.EventNotice && e.Notice.Code == "serve.model_waiting" && e.Notice.Message == "waiting for the model"
 			}},
 		{"todos", `{"type":"todos","todos":[{"content":"a","status":"pending","activeForm":"doing a"}]}`,
-			func(e agent.Event) bool { return e.Type == agent.EventTodos && len(e.Todos) == 1 && e.Todos[0].Content == "a" }},
+			func(e agent.Event) bool {
+				return e.Type == agent.EventTodos && len(e.Todos) == 1 && e.Todos[0].Content == "a"
+			}},
 		{"child", `{"type":"tool_use","id":"t2","name":"Read","input":{},"parent_tool_use_id":"task1"}`,
 			func(e agent.Event) bool { return e.ParentToolUseID == "task1" }},
 	} {
