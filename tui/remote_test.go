@@ -224,3 +224,63 @@ func TestRemoteRefusedPrompt(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// The screen over a service: the parked write is the dialog, key 1 allows it, the file
+// is written and the answer shown; Shift+Tab's mode is the next task's.
+func TestRemoteScreen(t *testing.T) {
+	c, base := service(t, func(base string) []scripted.Turn {
+		return []scripted.Turn{writeTurn(filepath.Join(base, "out.txt"), "from the screen\n"), {Text: "wrote out.txt"}}
+	})
+	a := NewApprover()
+	h := newHarness(t, Options{Backend: NewRemote(c, client.TaskSpec{Cwd: base}, a), Approver: a}, 80, 24)
+	h.typeText("write out.txt", true)
+	h.until("the dialog", func() bool { return h.m.question != nil })
+	if q := h.m.question.Request; q.Tool != "Write" || !strings.Contains(h.frame(), "out.txt") {
+		t.Fatalf("question %+v; frame:\n%s", q, h.frame())
+	}
+	h.typeText("1", false)
+	h.until("the answer", func() bool { return h.idle() && strings.Contains(h.frame(), "wrote out.txt") })
+	if b, err := os.ReadFile(filepath.Join(base, "out.txt")); err != nil || string(b) != "from the screen\n" {
+		t.Fatalf("the allowed write: %q, %v", b, err)
+	}
+	if strings.Contains(h.frame(), "awaiting_approval") {
+		t.Fatalf("the parked leg's end is shown as the turn's:\n%s", h.frame())
+	}
+}
+
+// A prompt interrupted while its question is open cancels the task on the service: the
+// call does not run and the prompt ends with a cancelled result.
+func TestRemoteInterruptCancelsTheTask(t *testing.T) {
+	c, base := service(t, func(base string) []scripted.Turn {
+		return []scripted.Turn{writeTurn(filepath.Join(base, "never.txt"), "x\n"), {Text: "done"}}
+	})
+	a := NewApprover() // nobody answers: the question stays open until the interrupt
+	r := NewRemote(c, client.TaskSpec{Cwd: base}, a)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-a.inbox:
+			cancel()
+		case <-time.After(20 * time.Second):
+			cancel()
+		}
+	}()
+	var evs []agent.Event
+	if err := r.Prompt(ctx, "write never.txt", func(ev agent.Event) { evs = append(evs, ev) }); err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if last.Type != agent.EventResult || last.Result.Status != sema.StatusCancelled {
+		t.Fatalf("last event %+v, want a cancelled result", last.Result)
+	}
+	if _, err := os.Stat(filepath.Join(base, "never.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the interrupted call ran: %v", err)
+	}
+	if open, err := c.Checkpoints(context.Background(), "open"); err != nil || len(open) != 0 {
+		t.Fatalf("open checkpoints after the interrupt: %+v, %v", open, err)
+	}
+	sessions, err := c.Sessions(context.Background())
+	if err != nil || len(sessions) != 1 || sessions[0].ID != r.Session() {
+		t.Fatalf("sessions %+v, %v", sessions, err)
+	}
+}
