@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -16,6 +17,10 @@ import (
 // CodeRemoteStream is the error of a prompt whose task's event stream broke or could not
 // be read: the task may still run on the service.
 const CodeRemoteStream = "tui.remote_stream"
+
+// taskTotals is the ParentToolUseID of the response event that carries a task's usage
+// (see follower.result); no call of a model has it.
+const taskTotals = "sema-attach:task-totals"
 
 // cancelWait bounds how long an interrupted prompt follows its cancelled task for the
 // result the service records.
@@ -184,8 +189,11 @@ func (f *follower) result(ctx context.Context, ev client.Event) error {
 		}
 		return f.decide(ctx, res.Manifest.Mode.Effective, *cp.Checkpoint)
 	}
-	// The usage reaches the status line the way a local leg's does: on a response.
-	f.emit(agent.Event{Type: agent.EventAssistant, Response: &model.Response{Usage: f.legs.usage}})
+	// The usage reaches the status line's counters on a response, as a local leg's does.
+	// The service reports only the task's total, which is not the size of one request, so
+	// it comes as a delegated leg's response does (ParentToolUseID set): counted in the
+	// tokens, not taken for the context's fill.
+	f.emit(agent.Event{Type: agent.EventAssistant, Response: &model.Response{Usage: f.legs.usage}, ParentToolUseID: taskTotals})
 	res.Usage = f.legs.usage
 	res.TotalCostUSD = nil
 	if !f.legs.unknown {
@@ -220,11 +228,20 @@ func (f *follower) decide(ctx context.Context, mode string, cp client.Checkpoint
 	if d.Behavior == permission.Allow {
 		dec = client.Decision{Decision: "allow", Input: d.UpdatedInput}
 	}
-	if _, err := f.r.c.Decide(ctx, cp.ID, dec); err != nil {
-		return err
+	_, err := f.r.c.Decide(ctx, cp.ID, dec)
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Code == codeAlreadyClaimed {
+		// Answered meanwhile over the API (sema approve, another screen): the task goes on
+		// by that decision, and the stream shows what it was.
+		f.emit(agent.Event{Type: agent.EventNotice, Notice: &sema.Notice{Code: codeAlreadyClaimed,
+			Message: "the question about " + cp.Tool + " was answered elsewhere before this screen's answer"}})
+		return nil
 	}
-	return nil
+	return err
 }
+
+// codeAlreadyClaimed is the service's answer to a second decision on a checkpoint.
+const codeAlreadyClaimed = "checkpoint.already_claimed"
 
 // interrupted cancels the task on the service and follows it to its recorded end, so the
 // screen gets the result an interrupted local leg gives; when the service does not answer

@@ -243,6 +243,9 @@ func TestRemoteScreen(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(base, "out.txt")); err != nil || string(b) != "from the screen\n" {
 		t.Fatalf("the allowed write: %q, %v", b, err)
 	}
+	if h.m.usage.OutputTokens == 0 || h.m.facts.lastInput != 0 {
+		t.Fatalf("usage %+v, context fill %d: the task's totals count in the tokens, not as one request", h.m.usage, h.m.facts.lastInput)
+	}
 	if strings.Contains(h.frame(), "awaiting_approval") {
 		t.Fatalf("the parked leg's end is shown as the turn's:\n%s", h.frame())
 	}
