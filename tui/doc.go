@@ -5,7 +5,7 @@
 // Backend (prompts and mode changes out, agent.Events in), and answers the gate's
 // questions through Approver, a permission.Approver that hands each question to the
 // screen and waits for the person. Local is the back-end over an in-process
-// agent.Runner. Only cmd/sema imports this package; the engine never does.
+// agent.Runner; Remote is the one over a running `sema serve` (package client). Only cmd/sema imports this package; the engine never does.
 //
 // The Bubble Tea model (Model) is pure: it reads messages and returns commands, so the
 // screen can be driven and its frames compared without a terminal.
