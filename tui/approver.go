@@ -37,7 +37,13 @@ type QuestionMsg struct {
 	// Request is the gate's question: the tool, its input as it would run, the reason.
 	Request permission.ApprovalRequest
 	// reply takes the person's choice; buffered, so answering never blocks the screen.
-	reply chan Choice
+	reply chan reply
+}
+
+// reply is the person's choice with the sentence a denial carries to the model ("" for none).
+type reply struct {
+	choice Choice
+	note   string
 }
 
 // Choice is the person's answer to a permission question.
@@ -60,18 +66,19 @@ func (a *Approver) Approve(ctx context.Context, req permission.ApprovalRequest) 
 	if remembered {
 		return permission.ApprovalDecision{Behavior: permission.Allow, Reason: "allowed by " + rule + ", which the person allowed always in this session"}, nil
 	}
-	q := QuestionMsg{Request: req, reply: make(chan Choice, 1)}
+	q := QuestionMsg{Request: req, reply: make(chan reply, 1)}
 	select {
 	case a.inbox <- q:
 	case <-ctx.Done():
 		return deny("the run was cancelled before the question was shown"), nil
 	}
-	var c Choice
+	var r reply
 	select {
-	case c = <-q.reply:
+	case r = <-q.reply:
 	case <-ctx.Done():
 		return deny("the run was cancelled while the question was open"), nil
 	}
+	c := r.choice
 	switch {
 	case c == ChoiceAllowAlways && !req.Ask.PersonOnly:
 		a.mu.Lock()
@@ -80,6 +87,8 @@ func (a *Approver) Approve(ctx context.Context, req permission.ApprovalRequest) 
 		return permission.ApprovalDecision{Behavior: permission.Allow, Reason: "allowed always in this session by the person (" + rule + ")"}, nil
 	case c == ChoiceAllowOnce || c == ChoiceAllowAlways:
 		return permission.ApprovalDecision{Behavior: permission.Allow, Reason: "allowed once by the person"}, nil
+	case c == ChoiceDeny && r.note != "":
+		return deny("the person denied it in the terminal session and says: " + r.note), nil
 	case c == ChoiceDeny:
 		return deny("the person denied it in the terminal session"), nil
 	default:
@@ -93,12 +102,15 @@ func deny(why string) permission.ApprovalDecision {
 
 // answer sends the person's choice to the waiting Approve. It never blocks: the reply
 // channel holds one answer and each question is answered once.
-func (q QuestionMsg) answer(c Choice) {
+func (q QuestionMsg) answer(c Choice) { q.answerWith(c, "") }
+
+// answerWith sends the choice with a sentence for the model (a denial's reason).
+func (q QuestionMsg) answerWith(c Choice, note string) {
 	if q.reply == nil {
 		return
 	}
 	select {
-	case q.reply <- c:
+	case q.reply <- reply{choice: c, note: note}:
 	default:
 	}
 }

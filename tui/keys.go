@@ -13,7 +13,7 @@ var keyHelp = [][2]string{
 	{"Enter", "send the prompt (while a turn runs it is queued)"},
 	{"Esc", "interrupt the running turn; in a question: deny"},
 	{"Shift+Tab", "cycle the mode: default → acceptEdits → plan"},
-	{"1 / 2 / 3", "in a question: allow once / allow always / deny"},
+	{"1 / 2 / 3", "in a question: allow once / allow always (then where the rule is kept) / deny (then a sentence to the model)"},
 	{"Ctrl-C", "clear the input; twice on an empty input: exit"},
 	{"Ctrl-D", "exit (on an empty input)"},
 	{"Alt+Enter", "a new line in the prompt (also Ctrl-J)"},
@@ -36,7 +36,10 @@ var keyHelp = [][2]string{
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := msg.String()
 	if m.question != nil {
-		return m.dialogKey(k)
+		return m.dialogKey(msg)
+	}
+	if m.saving != nil {
+		return m.saveKey(k)
 	}
 	if m.picker != nil {
 		return m.pickerKey(k)
@@ -83,31 +86,6 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.submit(text)
 	}
 	return m.typed(msg)
-}
-
-// dialogKey answers the open question: 1 allow once, 2 allow always (not offered for a
-// person-only question), 3, Esc or Ctrl-C deny. Other keys are ignored, so a stray
-// keystroke meant for the input never answers.
-func (m *Model) dialogKey(k string) tea.Cmd {
-	var c Choice
-	switch k {
-	case "1":
-		c = ChoiceAllowOnce
-	case "2":
-		if m.question.Request.Ask.PersonOnly {
-			return nil
-		}
-		c = ChoiceAllowAlways
-	case "3", "esc", "ctrl+c":
-		c = ChoiceDeny
-	default:
-		return nil
-	}
-	q := m.question
-	m.question = nil
-	q.answer(c)
-	m.add(&entry{kind: entryNotice, text: answerWords(c, q.Request)})
-	return nil
 }
 
 // answerWords records the person's answer in the conversation.

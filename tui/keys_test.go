@@ -37,6 +37,9 @@ func TestDialogChoices(t *testing.T) {
 				t.Fatal("a key that is no choice closed the dialog")
 			}
 			h.send(tc.key)
+			if tc.key.Code == '3' {
+				h.key(tea.KeyEnter, 0) // no sentence for the model
+			}
 			d := <-got
 			if (d.Behavior == permission.Allow) != tc.allow {
 				t.Fatalf("decision %+v, want allow=%v", d, tc.allow)

@@ -71,7 +71,9 @@ type Model struct {
 	inbox   chan tea.Msg       // the legs' events and the approver's questions, in order
 
 	question *QuestionMsg
-	picker   *picker // the open /resume or /rewind picker; nil when none
+	note     *denyNote // the sentence of a denial being typed (dialog.go); nil when none
+	saving   *savePick // where the rule of "allow always" is kept (dialog.go); nil when none
+	picker   *picker   // the open /resume or /rewind picker; nil when none
 	mode     permission.Mode
 	modes    *modeChanges
 	bypass   bool // bypassPermissions is in the cycle
@@ -284,7 +286,7 @@ func (m *Model) legDone(err error) tea.Cmd {
 		// The leg ended with its question open (an interrupt): the approver has
 		// already refused it; the dialog goes with the leg.
 		m.question.answer(ChoiceDeny)
-		m.question = nil
+		m.question, m.note = nil, nil
 	}
 	if err != nil {
 		m.add(&entry{kind: entryError, text: err.Error()})

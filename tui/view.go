@@ -135,6 +135,8 @@ func (m *Model) bottom() []string {
 	}
 	if m.question != nil {
 		out = append(out, strings.Split(m.dialog(), "\n")...)
+	} else if m.saving != nil {
+		out = append(out, m.saveView()...)
 	}
 	if m.picker != nil {
 		out = append(out, m.pickerView()...)
@@ -179,6 +181,9 @@ func (m *Model) dialog() string {
 		choices = "1 allow once · 3 deny · Esc denies (asked every time)"
 	}
 	body = append(body, lipgloss.NewStyle().Bold(true).Width(inner).Render(choices))
+	if m.note != nil {
+		body = append(body, m.noteView(inner)...)
+	}
 	return s.dialog.Width(w).Render(strings.Join(body, "\n"))
 }
 

@@ -1,0 +1,154 @@
+package tui
+
+import (
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// The dialog's second steps: after 3 a line for the model, after 2 where the rule is
+// kept. Both live here so keys.go and view.go only hand over to them.
+
+// denyNote is the sentence being typed after 3: the denial waits for Enter.
+type denyNote struct {
+	text string
+}
+
+// noteLimit keeps the sentence a sentence: the model reads it as the refusal's reason.
+const noteLimit = 500
+
+// savePick is the open "where is the rule kept" choice after 2. The call is already
+// allowed and the rule is in force for the session; the pick only says which file, if
+// any, keeps it for later sessions.
+type savePick struct {
+	rule string
+}
+
+// dialogKey answers the open question: 1 allow once, 2 allow always (not offered for a
+// person-only question), 3 deny with an optional sentence, Esc or Ctrl-C deny at once.
+// Other keys are ignored, so a stray keystroke meant for the input never answers.
+func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := msg.String()
+	if m.note != nil {
+		return m.noteKey(msg, k)
+	}
+	var c Choice
+	switch k {
+	case "1":
+		c = ChoiceAllowOnce
+	case "2":
+		if m.question.Request.Ask.PersonOnly {
+			return nil
+		}
+		c = ChoiceAllowAlways
+	case "3":
+		m.note = &denyNote{}
+		return nil
+	case "esc", "ctrl+c":
+		c = ChoiceDeny
+	default:
+		return nil
+	}
+	m.closeQuestion(c, "")
+	return nil
+}
+
+// noteKey edits the sentence of a denial: Enter sends it (empty for none), Esc or
+// Ctrl-C deny at once without it, Backspace takes the last character back.
+func (m *Model) noteKey(msg tea.KeyPressMsg, k string) tea.Cmd {
+	n := m.note
+	switch k {
+	case "enter":
+		m.closeQuestion(ChoiceDeny, strings.TrimSpace(sanitize(n.text)))
+	case "esc", "ctrl+c":
+		m.closeQuestion(ChoiceDeny, "")
+	case "backspace":
+		if _, size := utf8.DecodeLastRuneInString(n.text); size > 0 {
+			n.text = n.text[:len(n.text)-size]
+		}
+	default:
+		if msg.Text != "" && utf8.RuneCountInString(n.text+msg.Text) <= noteLimit {
+			n.text += strings.Map(func(r rune) rune {
+				if r == '\n' || r == '\r' || r == '\t' {
+					return ' '
+				}
+				return r
+			}, msg.Text)
+		}
+	}
+	return nil
+}
+
+// closeQuestion sends the answer, records it in the conversation and, after 2, opens
+// the choice of where the rule is kept.
+func (m *Model) closeQuestion(c Choice, note string) {
+	q := m.question
+	m.question, m.note = nil, nil
+	q.answerWith(c, note)
+	words := answerWords(c, q.Request)
+	if note != "" {
+		words += " — told the model: " + note
+	}
+	m.add(&entry{kind: entryNotice, text: words})
+	if c == ChoiceAllowAlways {
+		m.saving = &savePick{rule: Rule(q.Request)}
+	}
+}
+
+// saveKey picks where the rule of "allow always" is kept: 1 this session only, 2 this
+// project for me, 3 this project shared, 4 all my projects. Esc keeps it for the session.
+func (m *Model) saveKey(k string) tea.Cmd {
+	rule := m.saving.rule
+	var scope ruleScope
+	switch k {
+	case "1", "esc", "ctrl+c":
+		m.saving = nil
+		return nil
+	case "2":
+		scope = scopeLocal
+	case "3":
+		scope = scopeProject
+	case "4":
+		scope = scopeUser
+	default:
+		return nil
+	}
+	m.saving = nil
+	home, _ := os.UserHomeDir()
+	root := ""
+	if len(m.opts.Roots) > 0 {
+		root = m.opts.Roots[0]
+	}
+	path, err := saveRule(scope, root, home, rule)
+	if err != nil {
+		m.add(&entry{kind: entryError, text: err.Error()})
+		return nil
+	}
+	m.add(&entry{kind: entryNotice, text: "saved " + rule + " in " + path})
+	return nil
+}
+
+// noteView is the sentence line under the dialog's choices while 3 waits for Enter.
+func (m *Model) noteView(inner int) []string {
+	s := m.styles
+	return []string{
+		s.dim.Width(inner).Render("tell the model why (Enter to send, empty for none; Esc denies without it)"),
+		"› " + sanitize(m.note.text) + "▏",
+	}
+}
+
+// saveView is the choice of where the rule of "allow always" is kept.
+func (m *Model) saveView() []string {
+	s := m.styles
+	w := max(20, min(m.width, 100))
+	body := []string{
+		s.title.Render("allowed always: " + sanitize(m.saving.rule) + " · keep the rule in"),
+		"1 this session only (Esc)",
+		"2 this project, for me   (" + localFile + ")",
+		"3 this project, shared   (" + projectFile + ")",
+		"4 all my projects        (~/" + userFile + ")",
+	}
+	return strings.Split(s.dialog.Width(w).Render(strings.Join(body, "\n")), "\n")
+}
