@@ -13,7 +13,7 @@ var keyHelp = [][2]string{
 	{"Enter", "send the prompt (while a turn runs it is queued)"},
 	{"Esc", "interrupt the running turn; in a question: deny"},
 	{"Shift+Tab", "cycle the mode: default → acceptEdits → plan"},
-	{"1 / 2 / 3", "in a question: allow once / allow always (then where the rule is kept) / deny (then a sentence to the model)"},
+	{"1 / 2 / 3", "in a question: allow once / allow always, kept where you pick / deny, with a why"},
 	{"Ctrl-C", "clear the input; twice on an empty input: exit"},
 	{"Ctrl-D", "exit (on an empty input)"},
 	{"Alt+Enter", "a new line in the prompt (also Ctrl-J)"},
