@@ -34,6 +34,9 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 	if m.note != nil {
 		return m.noteKey(msg, k)
 	}
+	if m.planKey(k) {
+		return nil
+	}
 	var c Choice
 	switch k {
 	case "1":
@@ -85,7 +88,7 @@ func (m *Model) noteKey(msg tea.KeyPressMsg, k string) tea.Cmd {
 // the choice of where the rule is kept.
 func (m *Model) closeQuestion(c Choice, note string) {
 	q := m.question
-	m.question, m.note = nil, nil
+	m.question, m.note, m.plan = nil, nil, nil
 	q.answerWith(c, note)
 	words := answerWords(c, q.Request)
 	if note != "" {

@@ -73,6 +73,7 @@ type Model struct {
 	question *QuestionMsg
 	note     *denyNote // the sentence of a denial being typed (dialog.go); nil when none
 	saving   *savePick // where the rule of "allow always" is kept (dialog.go); nil when none
+	plan     *planView // the plan gate's rendered plan and its scroll (plan.go); nil when none
 	picker   *picker   // the open /resume or /rewind picker; nil when none
 	mode     permission.Mode
 	modes    *modeChanges
@@ -200,7 +201,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.pickerUpdate(msg)
 	case QuestionMsg:
 		q := msg
-		m.question = &q
+		m.question, m.plan = &q, nil
 		return m, m.listen()
 	case pathsMsg:
 		m.paths, m.walking = append(make([]pathItem, 0, len(msg.items)), msg.items...), true

@@ -161,7 +161,10 @@ func (m *Model) dialog() string {
 	if q.Agent != "" {
 		body = append(body, s.dim.Render("asked by the "+sanitize(q.Agent)+" agent"))
 	}
-	for _, l := range actionLines(q.Tool, q.Input) {
+	if plan := planOf(q.Tool, q.Input); plan != "" {
+		body = append(body, m.planLines(plan, inner)...)
+	}
+	for _, l := range planless(q.Tool, q.Input) {
 		st := lipgloss.NewStyle()
 		switch l.kind {
 		case lineDim:
