@@ -192,6 +192,10 @@ func TestSaveRuleRefuses(t *testing.T) {
 		}
 	}
 
+	if _, err := saveRule(scopeLocal, "", t.TempDir(), "Read"); err == nil {
+		t.Error("a project rule was saved with no project root (an attached session)")
+	}
+
 	outside := t.TempDir()
 	target := filepath.Join(outside, "victim.json")
 	os.WriteFile(target, []byte(`{}`), 0o600)
