@@ -86,7 +86,12 @@ func TestTerminalSession(t *testing.T) {
 	if !strings.Contains(mainGo(), "// Hello, world") {
 		t.Fatalf("main.go after the edit was allowed: %q", mainGo())
 	}
+	// 3 denies and asks for a sentence to the model; Enter sends it with the denial.
 	s.tmux("send-keys", "-t", "sema", "3")
+	s.waitFor("tell the model why")
+	s.tmux("send-keys", "-t", "sema", "-l", "not now")
+	s.tmux("send-keys", "-t", "sema", "Enter")
+	s.waitFor("told the model: not now")
 	s.waitFor("Fixed the greeting in main.go.")
 	if _, err := os.Stat(filepath.Join(dir, "ran.txt")); err == nil {
 		t.Fatal("the denied command ran")
