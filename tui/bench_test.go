@@ -42,10 +42,17 @@ func BenchmarkKeystroke10kLines(b *testing.B) {
 	if n := len(m.conversation()); n < 10_000 {
 		b.Fatalf("the conversation has %d lines", n)
 	}
-	key := tea.KeyPressMsg{Code: 'a', Text: "a"}
+	// A letter, then Backspace: the input stays one line, so a key's cost does not grow
+	// with b.N (typing b.N letters made the textarea rewrap a b.N-letter line each time).
+	keys := []tea.KeyPressMsg{{Code: 'a', Text: "a"}, {Code: tea.KeyBackspace}}
+	i := 0
 	for b.Loop() {
-		m.Update(key)
+		m.Update(keys[i%2])
 		_ = m.View()
+		i++
+	}
+	if v := m.input.Value(); len(v) > 1 {
+		b.Fatalf("the input grew to %d characters", len(v))
 	}
 }
 
