@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -41,10 +42,17 @@ func BenchmarkKeystroke10kLines(b *testing.B) {
 	if n := len(m.conversation()); n < 10_000 {
 		b.Fatalf("the conversation has %d lines", n)
 	}
-	key := tea.KeyPressMsg{Code: 'a', Text: "a"}
+	// A letter, then Backspace: the input stays one line, so a key's cost does not grow
+	// with b.N (typing b.N letters made the textarea rewrap a b.N-letter line each time).
+	keys := []tea.KeyPressMsg{{Code: 'a', Text: "a"}, {Code: tea.KeyBackspace}}
+	i := 0
 	for b.Loop() {
-		m.Update(key)
+		m.Update(keys[i%2])
 		_ = m.View()
+		i++
+	}
+	if v := m.input.Value(); len(v) > 1 {
+		b.Fatalf("the input grew to %d characters", len(v))
 	}
 }
 
@@ -60,4 +68,26 @@ func BenchmarkStream1MB(b *testing.B) {
 			_ = m.View()
 		}
 	}
+}
+
+// BenchmarkMemory10kLines: the live heap, after a collection, of a session holding a
+// conversation of more than 10,000 lines that has been drawn (every entry rendered and
+// kept). It reports heap-MiB (live objects) and inuse-MiB (the heap's spans in use),
+// the part of the process's memory the conversation decides; the bound is 60 MiB.
+func BenchmarkMemory10kLines(b *testing.B) {
+	para := strings.Repeat("A line of the model's answer, long enough to matter.\n\n", 10)
+	var m *Model
+	for b.Loop() {
+		m = nil
+		m = benchModel(b, 500, func(int) string { return para })
+	}
+	if n := len(m.conversation()); n < 10_000 {
+		b.Fatalf("the conversation has %d lines", n)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "inuse-MiB")
+	runtime.KeepAlive(m)
 }

@@ -80,18 +80,16 @@ func (m *Model) toolDetail(e *entry, pad, width int) string {
 // window picks the conversation's lines the screen has room for: the last ones, or,
 // scrolled back (PgUp), the ones from the line the view was scrolled to, which stays put
 // as new output arrives. The last line then says how much is below.
-func (m *Model) window(lines []string, room int) []string {
-	if !m.scrolled || len(lines) <= room {
+func (m *Model) window(c *lineChunks, room int) []string {
+	total := c.total
+	if !m.scrolled || total <= room {
 		m.scrolled = false
-		if len(lines) > room {
-			return lines[len(lines)-room:]
-		}
-		return lines
+		return c.slice(max(0, total-room), total)
 	}
-	top := min(m.scrollTop, len(lines)-room)
+	top := min(m.scrollTop, total-room)
 	m.scrollTop = top
-	out := append([]string(nil), lines[top:top+room]...)
-	if below := len(lines) - top - room; below > 0 && room > 0 {
+	out := c.slice(top, top+room)
+	if below := total - top - room; below > 0 && room > 0 {
 		out[room-1] = m.styles.dim.Render(fmt.Sprintf("  ↓ %d more lines below · PgDn", below))
 	}
 	return out
@@ -101,7 +99,7 @@ func (m *Model) window(lines []string, room int) []string {
 // towards its end, where it follows new output again.
 func (m *Model) scroll(up bool) {
 	room := max(1, m.height-len(m.bottom()))
-	total := len(m.conversation())
+	total := m.convo().total
 	if total <= room {
 		m.scrolled = false
 		return

@@ -318,7 +318,7 @@ func (m *Model) event(ev agent.Event) {
 			m.streaming = &entry{kind: entryAssistant}
 			m.add(m.streaming)
 		}
-		m.streaming.text += ev.Text
+		m.streaming.appendText(ev.Text)
 		m.streaming.cache = ""
 	case agent.EventAssistant:
 		if ev.Response != nil {

@@ -32,9 +32,15 @@ type entry struct {
 	code                string
 	// detail is a failed call's first line of its answer, shown under it.
 	detail string
-	// cache is the entry rendered at cacheW columns; "" when it must be rendered again.
-	cache  string
-	cacheW int
+	// cache is the entry rendered at cacheW columns (an assistant entry's is rendered, its
+	// rendering kept in paras); "" when it must be rendered again. lines and tail are the
+	// rendering's lines, tail an assistant entry's paragraph still growing.
+	cache       string
+	cacheW      int
+	lines, tail []string
+	// buf holds a streaming entry's text as it grows: text is its String, so a piece
+	// appended does not copy the text before it.
+	buf strings.Builder
 	// paras keeps an assistant entry's finished paragraphs rendered at cacheW.
 	paras paragraphs
 	// call is a tool call's input and answer, shown when Ctrl-O expands the calls.
@@ -57,7 +63,7 @@ func (m *Model) frame() string {
 	}
 	bottom := m.bottom()
 	room := max(0, m.height-len(bottom))
-	lines := m.window(m.conversation(), room)
+	lines := m.window(m.convo(), room)
 	for len(lines) < room {
 		lines = append(lines, "")
 	}
@@ -68,22 +74,87 @@ func (m *Model) frame() string {
 	return strings.Join(lines, "\n")
 }
 
+// rendered is the cache of an assistant entry whose lines are current.
+const rendered = "rendered"
+
+// blankLine parts the turns' parts; never written to.
+var blankLine = []string{""}
+
+// lineChunks are the conversation's lines as the entries keep them, not copied: a frame
+// copies only the lines it shows, so its cost does not grow with the conversation's text.
+type lineChunks struct {
+	chunks [][]string
+	total  int
+}
+
+func (c *lineChunks) add(lines []string) {
+	if len(lines) > 0 {
+		c.chunks, c.total = append(c.chunks, lines), c.total+len(lines)
+	}
+}
+
+// slice copies the lines from lo up to hi.
+func (c *lineChunks) slice(lo, hi int) []string {
+	out := make([]string, 0, max(0, hi-lo))
+	at := 0
+	for _, ch := range c.chunks {
+		if at >= hi {
+			break
+		}
+		if end := at + len(ch); end > lo {
+			out = append(out, ch[max(0, lo-at):min(len(ch), hi-at)]...)
+		}
+		at += len(ch)
+	}
+	return out
+}
+
 // conversation renders every entry, a blank line between turns' parts.
 func (m *Model) conversation() []string {
-	var out []string
+	c := m.convo()
+	return c.slice(0, c.total)
+}
+
+// convo renders the entries not rendered at this width yet and returns every entry's
+// lines, a blank line between turns' parts.
+func (m *Model) convo() *lineChunks {
+	c := &lineChunks{chunks: make([][]string, 0, 2*len(m.entries)+1)}
 	for i, e := range m.entries {
 		if i > 0 && (e.kind == entryUser || e.kind == entryAssistant || e.kind == entryHelp || e.kind == entryThinking) {
-			out = append(out, "")
+			c.add(blankLine)
 		}
 		if e.cacheW != m.width {
 			e.cache, e.paras = "", paragraphs{}
 		}
 		if e.cache == "" {
-			e.cache, e.cacheW = m.renderEntry(e), m.width
+			m.renderLines(e)
+			e.cacheW = m.width
 		}
-		out = append(out, strings.Split(e.cache, "\n")...)
+		c.add(e.lines)
+		c.add(e.tail)
 	}
-	return out
+	return c
+}
+
+// renderLines renders e into its lines.
+func (m *Model) renderLines(e *entry) {
+	if e.kind == entryAssistant {
+		e.lines, e.tail = e.paras.lines(m.md, e.text, max(20, m.width)-2)
+		e.cache = rendered
+		return
+	}
+	e.cache = m.renderEntry(e)
+	e.lines, e.tail = strings.Split(e.cache, "\n"), nil
+}
+
+// appendText adds a streamed piece to e's text.
+func (e *entry) appendText(s string) {
+	if e.buf.Len() != len(e.text) || e.buf.String() != e.text { // the text was replaced
+		e.buf.Reset()
+		e.buf.WriteString(e.text)
+	}
+	e.buf.WriteString(s)
+	e.text = e.buf.String()
 }
 
 func (m *Model) renderEntry(e *entry) string {
