@@ -29,6 +29,10 @@ func (s *frozenRenewals) Append(ctx context.Context, e session.Entry) (string, e
 	id, err := s.Store.Append(ctx, e)
 	if sema.IsCode(err, session.CodeLeaseLost) {
 		s.refused.Add(1)
+		// The leg's renewals are real again from its first refused entry on: thawed
+		// any earlier, a renewal tick could renew the expired lease before the entry
+		// and leave the path under test untried.
+		s.frozen.Store(false)
 	}
 	return id, err
 }
@@ -195,7 +199,6 @@ func TestStalledLegRenewsAnExpiredLeaseNobodyTook(t *testing.T) {
 	}
 	store.frozen.Store(true)
 	time.Sleep(4 * ttl) // the lease expires; nobody wants the session
-	store.frozen.Store(false)
 	close(p.release)
 	res := <-done
 	if res.Status != sema.StatusCompleted {
