@@ -70,9 +70,9 @@ func confineAndExec(spec, ns string, argv []string) error {
 	os.Unsetenv(helperMachineEnv)
 	report := exitReportFD()
 	// As a namespace's init the helper must survive the signals that would end a Go
-	// program, and hand on those meant for its command: the signals are held from here
-	// and asked of the runtime while the view and the ruleset are built, so the command
-	// starts with them already on their channel (startSignals).
+	// program once its command runs, and hand on those meant for it: they are asked of
+	// the runtime while the view and the ruleset are built, so the command starts with
+	// them already on their channel (startSignals).
 	var sigs <-chan (<-chan os.Signal)
 	if os.Getpid() == 1 {
 		sigs = startSignals()

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,7 +31,7 @@ import (
 //
 // Until then the helper is the namespace's init, not dumpable (see below): it reaps every
 // orphan the kernel hands it, and it survives the signals that would otherwise end a Go
-// program (holdSignals).
+// program (startSignals).
 func runAsInit(prog string, argv, envv []string, report int, notified <-chan (<-chan os.Signal)) error {
 	if os.Getpid() != 1 {
 		return unix.Exec(prog, argv, envv)
@@ -114,61 +113,25 @@ func reportOf(ws unix.WaitStatus) string {
 // a command — and the ones a command's `kill 0` sends its whole group, the helper included.
 var forwarded = [...]unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTERM, unix.SIGABRT}
 
-// kernelSigaction is struct sigaction as rt_sigaction(2) reads it on x86-64 and arm64
-// (the only architectures the helper gets this far on: installSyscallFilter refuses the
-// others).
-type kernelSigaction struct {
-	handler, flags, restorer uintptr
-	mask                     uint64
-}
-
-// heldSignals are the runtime's own actions for the forwarded signals, set aside while
-// the helper ignores them.
-type heldSignals [len(forwarded)]kernelSigaction
-
-// holdSignals makes the helper ignore the forwarded signals, at once, behind the
-// runtime's back. Asking the runtime (signal.Notify) costs a round trip with its signal
-// thread per signal, half a millisecond for five, which every command would wait for;
-// an ignored disposition costs a system call. The command must not inherit it, and does
-// not: the runtime still counts these signals as its own, and a child it forks resets
-// each such signal to the default before exec. notify then hands them to the runtime
-// again, while the command's view is built (startSignals).
-func holdSignals() *heldSignals {
-	var h heldSignals
-	ignore := kernelSigaction{handler: 1} // SIG_IGN
-	for i, sig := range forwarded {
-		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&ignore)), uintptr(unsafe.Pointer(&h[i])), 8, 0, 0)
-	}
-	return &h
-}
-
-// notify asks the runtime for the forwarded signals, then puts its actions back: from
-// then on they arrive on the channel.
-func (h *heldSignals) notify() <-chan os.Signal {
-	sigs := make(chan os.Signal, 16)
-	list := make([]os.Signal, len(forwarded))
-	for i, sig := range forwarded {
-		list[i] = sig
-	}
-	// The runtime installed its handler at start and still counts it as installed, so
-	// Notify changes no action; the saved one is what it would install.
-	signal.Notify(sigs, list...)
-	for i, sig := range forwarded {
-		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&h[i])), 0, 8, 0, 0)
-	}
-	return sigs
-}
-
-// startSignals holds the forwarded signals at once and asks the runtime for them off
-// this thread; the channel it returns gives their channel when the runtime has them.
-// Asking costs a round trip with the runtime's signal thread per signal, half a
-// millisecond for five, which overlaps the building of the command's view instead of
-// delaying the command. A signal sent to the helper alone while it is held, before the
-// runtime has it, is lost; that is before the command exists.
+// startSignals asks the runtime for the forwarded signals off this thread; the channel
+// it returns gives their channel once the runtime has them. Asking costs a round trip
+// with the runtime's signal thread per signal, half a millisecond for five, which
+// overlaps the building of the command's view instead of delaying the command; the
+// init waits for it before the fork. Until then a forwarded signal ends the helper as
+// it ends any Go program — before the command exists, which then never runs; from then
+// on none is lost: one that comes before the command exists is handed to it once it
+// does (relay).
 func startSignals() <-chan (<-chan os.Signal) {
-	held := holdSignals()
 	done := make(chan (<-chan os.Signal), 1)
-	go func() { done <- held.notify() }()
+	go func() {
+		sigs := make(chan os.Signal, 16)
+		list := make([]os.Signal, len(forwarded))
+		for i, sig := range forwarded {
+			list[i] = sig
+		}
+		signal.Notify(sigs, list...)
+		done <- sigs
+	}()
 	return done
 }
 
