@@ -79,9 +79,11 @@ func (c *Recorder) backgroundGuard(bg bool) *guard {
 
 // settleBackground notes, after a walk, whether background tasks run on, and whether
 // one no person approved may: started says this call put one in the background (at its
-// start, or at its timeout), approved that a person approved the call.
-func (c *Recorder) settleBackground(started, approved bool) {
-	c.background = started || c.running()
+// start, or at its timeout), approved that a person approved the call. ranDuring says a
+// task ran when the walk began: it may have changed files after the walk read them, and
+// ended since, so the next walk still takes what changed as a background task's.
+func (c *Recorder) settleBackground(started, approved, ranDuring bool) {
+	c.background = started || ranDuring || c.running()
 	switch {
 	case !c.background:
 		c.bgUnapproved = false

@@ -157,7 +157,8 @@ func (c *Recorder) treeLocked() *treestate.Tree {
 func (c *Recorder) Before(ctx context.Context, background bool) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	bg := c.background || c.running()
+	ran := c.running()
+	bg := c.background || ran
 	notes, err := c.syncLocked(ctx, bg, c.backgroundGuard(bg))
 	if err == nil || c.cfg.ProceedUnprotected {
 		// This command's answer carries what earlier walks held (a refused command's
@@ -172,7 +173,7 @@ func (c *Recorder) Before(ctx context.Context, background bool) ([]string, error
 		}
 		return nil, err
 	}
-	c.settleBackground(background, sandbox.Approved(ctx))
+	c.settleBackground(background, sandbox.Approved(ctx), ran)
 	// The command may change files from here on: every pre-image it could need is on
 	// disk, and the stage says a command is in flight, before it starts.
 	if err := c.armLocked(); err != nil {
@@ -189,6 +190,7 @@ func (c *Recorder) Before(ctx context.Context, background bool) ([]string, error
 func (c *Recorder) After(ctx context.Context) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ran := c.running()
 	notes, err := c.syncLocked(ctx, true, c.callGuard(ctx))
 	if err != nil {
 		c.cfg.Leg.Notice(sema.Notice{Code: CodeUnrecorded, Message: "what a Bash command changed could not be recorded for rewind, nor its protected paths checked: " + err.Error()})
@@ -205,7 +207,7 @@ func (c *Recorder) After(ctx context.Context) []string {
 	// Which running task is this call's is not known here, so any task running after a
 	// call no person approved may be it: guarding an approved task's protected writes
 	// too is the side to err on.
-	c.settleBackground(c.running(), sandbox.Approved(ctx))
+	c.settleBackground(c.running(), sandbox.Approved(ctx), ran)
 	c.settleLocked()
 	return notes
 }
@@ -221,13 +223,14 @@ func (c *Recorder) AtBoundary(ctx context.Context) {
 	if c.tree == nil || !(c.background || c.running()) {
 		return
 	}
+	ran := c.running()
 	notes, err := c.syncLocked(ctx, true, c.backgroundGuard(true))
 	c.held = append(c.held, notes...)
 	if err != nil {
 		c.cfg.Leg.Notice(sema.Notice{Code: CodeUnrecorded, Message: "what background tasks changed could not be recorded for rewind: " + err.Error()})
 		return
 	}
-	c.settleBackground(false, true)
+	c.settleBackground(false, true, ran)
 	c.settleLocked()
 }
 
