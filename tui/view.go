@@ -282,7 +282,12 @@ func (m *Model) statusLine() string {
 	if m.running {
 		lead = "● "
 	}
-	return s.status.Render(lead + strings.Join(parts, " · "))
+	line := lead + strings.Join(parts, " · ")
+	if m.width > 0 {
+		// Cut where the screen ends, saying so, rather than mid-word by the terminal.
+		line = ansi.Truncate(line, m.width, "…")
+	}
+	return s.status.Render(line)
 }
 
 func (m *Model) costText() string {
