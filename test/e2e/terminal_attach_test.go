@@ -6,9 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/sema-agent/sema/client"
 )
@@ -17,12 +15,7 @@ import (
 // prompt, the answer, a parked write shown as the dialog and allowed with 1 (the service
 // writes the file), a second prompt continuing the same session, Ctrl-C twice, exit 0.
 func TestTerminalAttach(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("SEMA_CI") != "" {
-			t.Fatalf("SEMA_CI is set and tmux is missing: .ci/run installs it (%v)", err)
-		}
-		t.Skip("tmux is not installed (apt-get install tmux): the attached session is not driven")
-	}
+	needTmux(t)
 	base := writeTree(t, map[string]string{"README": "a repo\n"})
 	script := writeScript(t, `{"turns":[
 		{"text":"Hello from the service."},
@@ -60,20 +53,7 @@ func TestTerminalAttach(t *testing.T) {
 	s.tmux("send-keys", "-t", "sema", "C-c")
 	s.waitFor("press Ctrl-C again to exit")
 	s.tmux("send-keys", "-t", "sema", "C-c")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, err := os.ReadFile(exitFile)
-		if err == nil && strings.TrimSpace(string(b)) != "" {
-			if code := strings.TrimSpace(string(b)); code != "0" {
-				t.Fatalf("sema attach exited %s after Ctrl-C twice, want 0:\n%s", code, s.screen())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sema attach did not exit after Ctrl-C twice:\n%s", s.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.waitExit(exitFile, "Ctrl-C twice")
 	// Both prompts ran in one session of the service.
 	sessions, err := client.New(p.url, tok).Sessions(context.Background())
 	if err != nil || len(sessions) != 1 || sessions[0].Title != "say hello" {

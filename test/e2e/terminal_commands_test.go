@@ -7,19 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestTerminalSlashCommands drives the session's slash commands in the real binary: a
 // workspace's custom command expands as it does headless, /model runs the next turn on
 // another model in the same session, and /permissions and /sandbox report the run.
 func TestTerminalSlashCommands(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("SEMA_CI") != "" {
-			t.Fatalf("SEMA_CI is set and tmux is missing: .ci/run installs it (%v)", err)
-		}
-		t.Skip("tmux is not installed (apt-get install tmux): the terminal session is not driven")
-	}
+	needTmux(t)
 	dir := writeTree(t, map[string]string{
 		"main.go":                 "package main\n",
 		".sema/commands/greet.md": "---\ndescription: Greet someone\n---\nSay hello to $ARGUMENTS.\n",
@@ -54,19 +48,7 @@ func TestTerminalSlashCommands(t *testing.T) {
 	send("/sandbox")
 	s.waitFor("sandbox off: commands run unconfined")
 	send("/exit")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if b, err := os.ReadFile(exitFile); err == nil && strings.TrimSpace(string(b)) != "" {
-			if code := strings.TrimSpace(string(b)); code != "0" {
-				t.Fatalf("sema exited %s after /exit, want 0:\n%s", code, s.screen())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sema did not exit after /exit:\n%s", s.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.waitExit(exitFile, "/exit")
 	if b, _ := os.ReadFile(filepath.Join(tmp, "stderr")); strings.TrimSpace(string(b)) != "" {
 		t.Errorf("the session wrote to stderr:\n%s", b)
 	}

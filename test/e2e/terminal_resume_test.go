@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestTerminalResumeAndRewind drives `sema --resume` with no id in a terminal: the
@@ -15,12 +14,7 @@ import (
 // next prompt runs in it), /rewind to its first turn's files deletes the file that turn
 // wrote, /clear starts afresh, and Ctrl-C twice exits 0.
 func TestTerminalResumeAndRewind(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("SEMA_CI") != "" {
-			t.Fatalf("SEMA_CI is set and tmux is missing: .ci/run installs it (%v)", err)
-		}
-		t.Skip("tmux is not installed (apt-get install tmux): the terminal session is not driven")
-	}
+	needTmux(t)
 	dir := writeTree(t, map[string]string{"main.go": "package main\n"})
 	tmp := t.TempDir()
 	state := filepath.Join(tmp, "state")
@@ -84,20 +78,7 @@ func TestTerminalResumeAndRewind(t *testing.T) {
 	s.tmux("send-keys", "-t", "sema", "C-c")
 	s.waitFor("press Ctrl-C again to exit")
 	s.tmux("send-keys", "-t", "sema", "C-c")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, err := os.ReadFile(exitFile)
-		if err == nil && strings.TrimSpace(string(b)) != "" {
-			if code := strings.TrimSpace(string(b)); code != "0" {
-				t.Fatalf("sema exited %s, want 0:\n%s", code, s.screen())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sema did not exit after Ctrl-C twice:\n%s", s.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.waitExit(exitFile, "Ctrl-C twice")
 	r := sema(t, dir, []string{"SEMA_HOME=" + state}, "", "sessions", "show", first)
 	if r.code != 0 || !strings.Contains(r.stdout, "and then?") {
 		t.Errorf("the picked session does not hold the prompt typed after the pick: exit %d\n%s%s", r.code, r.stdout, r.stderr)

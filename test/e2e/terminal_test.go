@@ -47,12 +47,7 @@ func (s *tmuxSession) waitFor(want string) {
 // without a question), /help, Ctrl-C twice, exit 0; then `sema -p --continue` continues
 // the session the terminal left.
 func TestTerminalSession(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("SEMA_CI") != "" {
-			t.Fatalf("SEMA_CI is set and tmux is missing: .ci/run installs it (%v)", err)
-		}
-		t.Skip("tmux is not installed (apt-get install tmux): the terminal session is not driven")
-	}
+	needTmux(t)
 	dir := writeTree(t, map[string]string{"main.go": "package main\n\n// Helo, world\n"})
 	script := writeScript(t, `{"turns":[
 		{"tool_calls":[{"name":"Read","input":{"file_path":"main.go"}}]},
@@ -115,20 +110,7 @@ func TestTerminalSession(t *testing.T) {
 	s.tmux("send-keys", "-t", "sema", "C-c")
 	s.waitFor("press Ctrl-C again to exit")
 	s.tmux("send-keys", "-t", "sema", "C-c")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, err := os.ReadFile(exitFile)
-		if err == nil && strings.TrimSpace(string(b)) != "" {
-			if code := strings.TrimSpace(string(b)); code != "0" {
-				t.Fatalf("sema exited %s after Ctrl-C twice, want 0:\n%s", code, s.screen())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sema did not exit after Ctrl-C twice:\n%s", s.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.waitExit(exitFile, "Ctrl-C twice")
 
 	// The session the terminal left is an ordinary session: a headless run continues it.
 	next := writeScript(t, `{"turns":[{"text":"continued"}]}`)
@@ -141,5 +123,36 @@ func TestTerminalSession(t *testing.T) {
 	mode, _ := jsonResult(t, r.stdout)["manifest"].(map[string]any)["permission_mode"].(map[string]any)
 	if mode["effective"] != "acceptEdits" {
 		t.Errorf("sema -p --continue ran in %v, want the terminal session's acceptEdits:\n%s", mode, r.stdout)
+	}
+}
+
+// needTmux skips a terminal test where tmux is missing, and fails it in CI, which
+// installs tmux (.ci/run).
+func needTmux(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("SEMA_CI") != "" {
+			t.Fatalf("SEMA_CI is set and tmux is missing: .ci/run installs it (%v)", err)
+		}
+		t.Skip("tmux is not installed (apt-get install tmux): the terminal session is not driven")
+	}
+}
+
+// waitExit waits for the program in the session to end (its status written to
+// exitFile) and fails unless it ended with 0; after says what was done to end it.
+func (s *tmuxSession) waitExit(exitFile, after string) {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(exitFile); err == nil && strings.TrimSpace(string(b)) != "" {
+			if code := strings.TrimSpace(string(b)); code != "0" {
+				s.t.Fatalf("sema exited %s after %s, want 0:\n%s", code, after, s.screen())
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("sema did not exit after %s:\n%s", after, s.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
