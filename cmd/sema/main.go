@@ -187,7 +187,8 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short: "sema runs one agent task — a prompt against a workspace — through a model and tools",
 		Long: `sema runs one agent task — a prompt against a workspace — through a model-and-tools loop.
 
-  sema                              at a terminal: an interactive session (sema -i "PROMPT" starts it with one)
+  sema                              at a terminal: an interactive session
+  sema "explain this repo"          at a terminal: the session, with that first prompt (-i is the same)
   sema demo                         run the built-in scripted demo (no API key needed)
   sema run "explain this repo"      run a task with a real model (sema -p "…" is the same)
   git diff | sema -p "review this"  piped text follows the prompt; with no prompt it is the prompt
@@ -198,7 +199,7 @@ openai-compatible/llama3.1 with --base-url; an alias — sonnet, opus, haiku —
 family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          rootArgs(&print, &interactive),
+		Args:          rootArgs(&print, &interactive, func() bool { return interactiveTerminal(stdin, stdout) }),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && sdkMode(&opts, "") {
 				// The Agent SDKs' launch line (with or without -p): the prompts come on
@@ -217,8 +218,9 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 				// a terminal too); a stdin already at its end, or output to a file or pipe,
 				// shows the help.
 				piped, ok := pipedPrompt(stdin)
-				if !ok && len(args) == 0 && interactiveTerminal(stdin, stdout) {
-					return runInteractive(cmd.Context(), &opts, "", stdin, stdout, stderr)
+				if !ok && interactiveTerminal(stdin, stdout) {
+					// rootArgs let at most one argument through here: the first prompt.
+					return runInteractive(cmd.Context(), &opts, strings.Join(args, " "), stdin, stdout, stderr)
 				}
 				if !ok {
 					if err := refuseResumePick(&opts); err != nil {

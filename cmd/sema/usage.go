@@ -37,9 +37,12 @@ func promptCommand(cmd *cobra.Command) string {
 }
 
 // rootArgs is the argument check of `sema` itself: with -p it takes a prompt as `sema run`
-// does; without, a word that is not a command is most likely a prompt, and the refusal
-// says how to run one (or names the command it resembles).
-func rootArgs(print, interactive *bool) cobra.PositionalArgs {
+// does. Without, at a terminal, one argument that is not a command is the interactive
+// session's first prompt (`sema "fix the build"`, as with -i); elsewhere — piped, in a
+// script — it is most likely a headless prompt, and the refusal says how to run one. A
+// word close to a command's name is refused either way, naming the command it resembles:
+// `sema sesions` at a terminal should not become a conversation about "sesions".
+func rootArgs(print, interactive *bool, atTerminal func() bool) cobra.PositionalArgs {
 	withPrint := runArgs(onePrompt)
 	return func(cmd *cobra.Command, args []string) error {
 		if *print {
@@ -54,10 +57,16 @@ func rootArgs(print, interactive *bool) cobra.PositionalArgs {
 		if len(args) == 0 {
 			return nil
 		}
-		if s := commandLike(cmd, args); s != "" {
+		if s := commandLike(cmd, args[:1]); s != "" {
 			return sema.Errorf(codeUsage, "%q is not a sema command; did you mean `sema %s`? (sema --help lists the commands)", args[0], s).With("command", args[0])
 		}
 		q := doubleQuote(strings.Join(args, " "))
+		if atTerminal() {
+			if len(args) > 1 {
+				return sema.Errorf(codeUsage, "sema takes one first prompt, got %d arguments; quote it: sema %s", len(args), q).With("args", len(args))
+			}
+			return nil
+		}
 		return sema.Errorf(codeUsage, "%q is not a sema command; did you mean `sema run %s` or `sema -p %s`? (sema --help lists the commands)", args[0], q, q).With("command", args[0])
 	}
 }

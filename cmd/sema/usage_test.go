@@ -116,3 +116,32 @@ func TestHelpShowsOnlyFlagsThatApply(t *testing.T) {
 		t.Errorf("sema run --help: %s", r)
 	}
 }
+
+// At a terminal one argument that is not a command is the interactive session's first
+// prompt; several words are refused with the quoting that makes them one, and a word
+// close to a command's name is refused as a typo rather than sent to the model.
+func TestRootArgsAtATerminal(t *testing.T) {
+	root := newRootCmd(strings.NewReader(""), io.Discard, io.Discard)
+	var print, interactive bool
+	for _, tc := range []struct {
+		args     []string
+		terminal bool
+		refusal  string // "" when the arguments are taken
+	}{
+		{[]string{"explain this repo"}, true, ""},
+		{[]string{"hello"}, true, ""},
+		{[]string{"fix", "the", "bug"}, true, `quote it: sema "fix the bug"`},
+		{[]string{"sesions"}, true, "did you mean `sema sessions`?"},
+		{[]string{"sesions", "list"}, true, "did you mean `sema sessions`?"},
+		{[]string{"explain this repo"}, false, "did you mean `sema run \"explain this repo\"`"},
+		{nil, false, ""},
+	} {
+		err := rootArgs(&print, &interactive, func() bool { return tc.terminal })(root, tc.args)
+		switch {
+		case tc.refusal == "" && err != nil:
+			t.Errorf("%q (terminal %v): refused: %v", tc.args, tc.terminal, err)
+		case tc.refusal != "" && (err == nil || !sema.IsCode(err, codeUsage) || !strings.Contains(err.Error(), tc.refusal)):
+			t.Errorf("%q (terminal %v): %v; want %s refusal saying %q", tc.args, tc.terminal, err, codeUsage, tc.refusal)
+		}
+	}
+}
