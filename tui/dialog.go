@@ -59,14 +59,34 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 }
 
 // noteKey edits the sentence of a denial: Enter sends it (empty for none), Esc or
-// Ctrl-C deny at once without it, Backspace takes the last character back.
+// Ctrl-C deny at once without it.
 func (m *Model) noteKey(msg tea.KeyPressMsg, k string) tea.Cmd {
-	n := m.note
+	switch m.note.key(msg, k) {
+	case noteSend:
+		m.closeQuestion(ChoiceDeny, m.note.sentence())
+	case noteCancel:
+		m.closeQuestion(ChoiceDeny, "")
+	}
+	return nil
+}
+
+// noteAction is what a key did to a sentence being typed.
+type noteAction int
+
+const (
+	noteEditing noteAction = iota // the sentence changed, or the key was ignored
+	noteSend                      // Enter: deny with the sentence
+	noteCancel                    // Esc or Ctrl-C: deny without it
+)
+
+// key applies one key to the sentence: Backspace takes the last character back, text
+// is added (a line break becomes a space: the model reads one line), up to noteLimit.
+func (n *denyNote) key(msg tea.KeyPressMsg, k string) noteAction {
 	switch k {
 	case "enter":
-		m.closeQuestion(ChoiceDeny, strings.TrimSpace(sanitize(n.text)))
+		return noteSend
 	case "esc", "ctrl+c":
-		m.closeQuestion(ChoiceDeny, "")
+		return noteCancel
 	case "backspace":
 		if _, size := utf8.DecodeLastRuneInString(n.text); size > 0 {
 			n.text = n.text[:len(n.text)-size]
@@ -81,8 +101,11 @@ func (m *Model) noteKey(msg tea.KeyPressMsg, k string) tea.Cmd {
 			}, msg.Text)
 		}
 	}
-	return nil
+	return noteEditing
 }
+
+// sentence is what is sent to the model: the typed text, trimmed and made safe to show.
+func (n *denyNote) sentence() string { return strings.TrimSpace(sanitize(n.text)) }
 
 // closeQuestion sends the answer, records it in the conversation and, after 2, opens
 // the choice of where the rule is kept.
@@ -134,11 +157,13 @@ func (m *Model) saveKey(k string) tea.Cmd {
 }
 
 // noteView is the sentence line under the dialog's choices while 3 waits for Enter.
-func (m *Model) noteView(inner int) []string {
-	s := m.styles
+func (m *Model) noteView(inner int) []string { return m.note.view(m.styles, inner) }
+
+// view is the prompt for the sentence and the sentence typed so far.
+func (n *denyNote) view(s styles, inner int) []string {
 	return []string{
 		s.dim.Width(inner).Render("tell the model why (Enter to send, empty for none; Esc denies without it)"),
-		"› " + sanitize(m.note.text) + "▏",
+		"› " + sanitize(n.text) + "▏",
 	}
 }
 

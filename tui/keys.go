@@ -45,7 +45,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.pickerKey(k)
 	}
 	if m.questions != nil {
-		return m.questionsKey(k)
+		return m.questionsKey(msg)
 	}
 	if k != "ctrl+c" {
 		m.ctrlC = false

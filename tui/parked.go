@@ -35,6 +35,10 @@ type PendingQuestion struct {
 	Tool string
 	// Input is the call's arguments exactly as they will run when allowed.
 	Input json.RawMessage
+	// Agent is the delegated agent that asked (its Task call's description), when the
+	// question is a child's: answering it resumes SessionID, which resumes the child.
+	// "" for the session's own question.
+	Agent string
 	// PlanReview marks the model's ExitPlanMode question rather than a tool's.
 	PlanReview bool
 	// ParkedAt is when the leg parked.
@@ -43,13 +47,19 @@ type PendingQuestion struct {
 
 var _ Parked = (*Local)(nil)
 
-// pendingSessions caps how many of the directory's newest sessions Pending reads.
-const pendingSessions = 50
+// pendingSessions caps how many of the directory's newest sessions Pending reads, and
+// pendingChildren how many delegated children's sessions it looks among for their
+// questions.
+const (
+	pendingSessions = 50
+	pendingChildren = 1000
+)
 
 // Pending implements Parked: of the directory's root sessions, the checkpoints still
 // unclaimed that their session waits at — the newest leg parked there and nothing ran
-// after it. A delegated child's question is stored in the child's session and is not
-// listed; `sema approve` answers it.
+// after it — and, for a session that waits at its delegated child's question, the
+// child's (at any depth), which is answered through the root session as `sema approve`
+// answers it.
 func (l *Local) Pending(ctx context.Context) ([]PendingQuestion, error) {
 	admin, err := session.AsAdmin(l.store)
 	if err != nil {
@@ -63,6 +73,7 @@ func (l *Local) Pending(ctx context.Context) ([]PendingQuestion, error) {
 	if err != nil {
 		return nil, err
 	}
+	var children map[string][]session.Session // by parent; read once, when a session waits
 	var out []PendingQuestion
 	for i := len(all) - 1; i >= 0; i-- { // oldest session first
 		s := all[i]
@@ -73,16 +84,63 @@ func (l *Local) Pending(ctx context.Context) ([]PendingQuestion, error) {
 		if waiting == "" {
 			continue
 		}
-		cps, err := admin.Checkpoints(ctx, s.ID)
-		if err != nil {
+		asked := func(c session.Checkpoint, agent string) {
+			out = append(out, PendingQuestion{ID: c.ID, SessionID: s.ID, Title: s.Title, Agent: agent, Tool: c.Tool,
+				Input: c.Args, PlanReview: c.Gate == session.GatePlanReview, ParkedAt: c.CreatedAt})
+		}
+		if err := l.unclaimed(ctx, admin, s.ID, waiting, func(c session.Checkpoint) { asked(c, "") }); err != nil {
 			return nil, err
 		}
-		for _, c := range cps {
-			if !c.ClaimedAt.IsZero() || c.Decision != nil || (c.LegID != "" && c.LegID != waiting) {
+		if children == nil {
+			if children, err = childrenOf(ctx, admin, root); err != nil {
+				return nil, err
+			}
+		}
+		// A child (and its children) waits at its own newest leg's question.
+		queue := append([]session.Session(nil), children[s.ID]...)
+		for len(queue) > 0 {
+			c := queue[0]
+			queue = append(queue[1:], children[c.ID]...)
+			w, err := l.waitingLeg(ctx, c.ID)
+			if err != nil {
+				return nil, err
+			}
+			if w == "" {
 				continue
 			}
-			out = append(out, PendingQuestion{ID: c.ID, SessionID: s.ID, Title: s.Title, Tool: c.Tool,
-				Input: c.Args, PlanReview: c.Gate == session.GatePlanReview, ParkedAt: c.CreatedAt})
+			if err := l.unclaimed(ctx, admin, c.ID, w, func(cp session.Checkpoint) { asked(cp, c.Title) }); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// unclaimed calls found with each checkpoint of the session that leg waits at and
+// nobody has answered.
+func (l *Local) unclaimed(ctx context.Context, admin session.Admin, sessionID, leg string, found func(session.Checkpoint)) error {
+	cps, err := admin.Checkpoints(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	for _, c := range cps {
+		if c.ClaimedAt.IsZero() && c.Decision == nil && (c.LegID == "" || c.LegID == leg) {
+			found(c)
+		}
+	}
+	return nil
+}
+
+// childrenOf maps each session of the directory to its delegated children's sessions.
+func childrenOf(ctx context.Context, admin session.Admin, root string) (map[string][]session.Session, error) {
+	all, err := admin.List(ctx, session.Filter{Root: root, Limit: pendingChildren})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]session.Session{}
+	for _, s := range all {
+		if s.ParentID != "" {
+			out[s.ParentID] = append(out[s.ParentID], s)
 		}
 	}
 	return out, nil
@@ -113,13 +171,19 @@ func (l *Local) Answer(ctx context.Context, id string, allow bool, reason string
 	if err != nil {
 		return err
 	}
+	// A delegated child's question is answered through the session that delegated it,
+	// at the top of the chain: its resume resumes the child, then itself.
+	top, err := l.topSession(ctx, c.SessionID)
+	if err != nil {
+		return err
+	}
 	emit = serialEmit(emit)
 	ctx = retryNotices(ctx, emit)
 	l.mu.Lock()
 	spec := l.base
 	ctl := &agent.Control{}
 	spec.Prompt, spec.Control, spec.PermissionMode = "", ctl, ""
-	spec.Resume = &agent.Resume{SessionID: c.SessionID}
+	spec.Resume = &agent.Resume{SessionID: top}
 	l.control = ctl
 	l.mu.Unlock()
 	defer l.endLeg()
@@ -131,4 +195,16 @@ func (l *Local) Answer(ctx context.Context, id string, allow bool, reason string
 		emit(ev)
 	}
 	return nil
+}
+
+// topSession follows a session's parents to the session no Task call delegated.
+func (l *Local) topSession(ctx context.Context, id string) (string, error) {
+	for range pendingChildren { // a parent chain longer than this is not a delegation chain
+		s, err := l.store.Get(ctx, id)
+		if err != nil || s.ParentID == "" {
+			return id, err
+		}
+		id = s.ParentID
+	}
+	return "", sema.Errorf(session.CodeInvalid, "session %s's parents do not end: the store holds a loop of delegated sessions", id)
 }

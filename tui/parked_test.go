@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sema-agent/sema"
@@ -113,5 +114,56 @@ func TestLocalDeniesAParkedQuestion(t *testing.T) {
 	r := first(evs, agent.EventResult).Result
 	if r == nil || r.Answered == nil || r.Answered.Allowed {
 		t.Errorf("the resumed leg's result %+v, want the call answered no", r)
+	}
+}
+
+// TestLocalAnswersAChildsQuestion: a delegated child parked its Write (the root session
+// waits at it): Pending lists it under the root session, naming the agent that asked;
+// allowed here, the child writes the file and the root's leg completes; a denial with a
+// sentence reaches the child's model as the refusal's reason.
+func TestLocalAnswersAChildsQuestion(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		t.Run(map[bool]string{true: "allow", false: "deny"}[allow], func(t *testing.T) {
+			dir := t.TempDir()
+			task := scripted.ToolCall{ID: "t1", Name: "Task", Input: json.RawMessage(`{"subagent_type":"general-purpose","description":"write the note","prompt":"CHILD: write note.txt"}`)}
+			write := scripted.ToolCall{Name: "Write", Input: json.RawMessage(`{"file_path":"note.txt","content":"hi\n"}`)}
+			prov := scripted.New(scripted.Script{
+				Turns:   []scripted.Turn{{ToolCalls: []scripted.ToolCall{task}}, {Text: "root done"}},
+				Threads: []scripted.Thread{{Match: "CHILD:", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write}}, {Text: "child done"}}}},
+			})
+			deps := agent.Deps{Provider: prov, Store: session.NewMemory(), History: history.NewMemory(), Shell: &agent.ShellOptions{Sandbox: "off"}}
+			res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "delegate a note", Root: dir, OnAsk: agent.OnAskPark})
+			if cp, parked := res.Parked(); err != nil || !parked || cp.Subagent == nil {
+				t.Fatalf("the parking leg: %+v, %v; want a child's question", res, err)
+			}
+			l := NewLocal(agent.New(deps), agent.TaskSpec{Root: dir, OnAsk: agent.OnAskDeny}).WithStores(deps.Store, deps.History)
+			qs, err := l.Pending(context.Background())
+			if err != nil || len(qs) != 1 {
+				t.Fatalf("Pending: %+v, %v; want the child's Write", qs, err)
+			}
+			q := qs[0]
+			if q.Tool != "Write" || q.SessionID != res.SessionID || q.Agent != "write the note" || q.Title != "delegate a note" {
+				t.Errorf("the pending question %+v; want the child's Write under the root session, asked by its agent", q)
+			}
+			var evs []agent.Event
+			if err := l.Answer(context.Background(), q.ID, allow, "no notes today", func(ev agent.Event) { evs = append(evs, ev) }); err != nil {
+				t.Fatalf("Answer: %v", err)
+			}
+			r := first(evs, agent.EventResult).Result
+			if r == nil || r.Status != sema.StatusCompleted || r.SessionID != res.SessionID || r.Result != "root done" {
+				t.Fatalf("the resumed root leg's result %+v, want the root session completed", r)
+			}
+			_, statErr := os.Stat(filepath.Join(dir, "note.txt"))
+			if allow != (statErr == nil) {
+				t.Errorf("allowed %v, note.txt: %v", allow, statErr)
+			}
+			sent, _ := json.Marshal(prov.Requests())
+			if !allow && !strings.Contains(string(sent), "no notes today") {
+				t.Errorf("the person's sentence did not reach the child's model")
+			}
+			if qs, err := l.Pending(context.Background()); err != nil || len(qs) != 0 {
+				t.Errorf("Pending after the answer: %+v, %v", qs, err)
+			}
+		})
 	}
 }

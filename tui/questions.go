@@ -19,6 +19,7 @@ type questionsPicker struct {
 	list    []PendingQuestion
 	cursor  int
 	chosen  *PendingQuestion // the question the dialog asks; nil while picking
+	note    *denyNote        // the sentence for the model after 3; nil before
 }
 
 // checkParked asks a back-end that offers Parked how many questions wait, for the line
@@ -91,12 +92,21 @@ func (m *Model) questionsListed(qs []PendingQuestion, err error) {
 }
 
 // questionsKey handles a key while /questions is open: ↑/↓ move and Enter opens the
-// dialog; in it 1 allows once and 3 denies (a parked question has no "always": the rule
-// would be this screen's, not the run's). Esc goes back without answering — the question
-// stays parked for whoever answers it.
-func (m *Model) questionsKey(k string) tea.Cmd {
-	q := m.questions
+// dialog; in it 1 allows once and 3 denies, with a sentence for the model as the
+// permission dialog takes one (a parked question has no "always": the rule would be
+// this screen's, not the run's). Esc goes back without answering — the question stays
+// parked for whoever answers it; once 3 was pressed, Esc denies without the sentence.
+func (m *Model) questionsKey(msg tea.KeyPressMsg) tea.Cmd {
+	q, k := m.questions, msg.String()
 	switch {
+	case q.note != nil:
+		switch q.note.key(msg, k) {
+		case noteSend:
+			return m.answerParked(*q.chosen, false, q.note.sentence())
+		case noteCancel:
+			return m.answerParked(*q.chosen, false, "")
+		}
+		return nil
 	case k == "ctrl+c" || (k == "esc" && q.chosen == nil):
 		m.questions = nil
 		return nil
@@ -107,9 +117,9 @@ func (m *Model) questionsKey(k string) tea.Cmd {
 		case "esc":
 			q.chosen = nil
 		case "1":
-			return m.answerParked(*q.chosen, true)
+			return m.answerParked(*q.chosen, true, "")
 		case "3":
-			return m.answerParked(*q.chosen, false)
+			q.note = &denyNote{}
 		}
 		return nil
 	}
@@ -128,14 +138,21 @@ func (m *Model) questionsKey(k string) tea.Cmd {
 // answerParked closes the picker and resumes the question's leg here with the answer: its
 // events stream in as a prompt's do, and a refusal (answered elsewhere meanwhile) ends
 // it with the library's sentence.
-func (m *Model) answerParked(q PendingQuestion, allow bool) tea.Cmd {
+func (m *Model) answerParked(q PendingQuestion, allow bool, note string) tea.Cmd {
 	m.questions = nil
 	m.waiting = max(0, m.waiting-1)
 	word, reason := "denied", "the person denied it in a terminal session"
-	if allow {
+	switch {
+	case allow:
 		word, reason = "allowed once", ""
+	case note != "":
+		reason = note
 	}
-	m.notice(fmt.Sprintf("%s: %s, parked in %s (%s)", word, summary(q.Tool, q.Input), sessionTitle(SessionSummary{Title: q.Title}), q.SessionID))
+	line := fmt.Sprintf("%s: %s, parked in %s (%s)", word, summary(q.Tool, q.Input), sessionTitle(SessionSummary{Title: q.Title}), q.SessionID)
+	if note != "" {
+		line += " — told the model: " + note
+	}
+	m.notice(line)
 	p := m.opts.Backend.(Parked)
 	m.runLeg(func(ctx context.Context, emit func(agent.Event)) error {
 		return p.Answer(ctx, q.ID, allow, reason, emit)
@@ -191,7 +208,7 @@ func (m *Model) questionsView() []string {
 				lead = "› "
 			}
 			x := q.list[i]
-			line := sessionTitle(SessionSummary{Title: x.Title}) + " · " + summary(x.Tool, x.Input) +
+			line := sessionTitle(SessionSummary{Title: x.Title}) + askedBy(x) + " · " + summary(x.Tool, x.Input) +
 				s.dim.Render(" · parked "+x.ParkedAt.UTC().Format("Jan 2 15:04"))
 			body = append(body, lipgloss.NewStyle().MaxWidth(inner).Render(lead+line))
 		}
@@ -209,7 +226,7 @@ func (m *Model) parkedDialog(q PendingQuestion, inner int) []string {
 		title = "plan review · " + sanitize(q.Tool)
 	}
 	body := []string{s.title.Render(title),
-		s.dim.Width(inner).Render("parked in " + sessionTitle(SessionSummary{Title: q.Title}) + " (" + q.SessionID + ")")}
+		s.dim.Width(inner).Render("parked in " + sessionTitle(SessionSummary{Title: q.Title}) + " (" + q.SessionID + ")" + askedBy(q))}
 	for _, l := range actionLines(q.Tool, q.Input) {
 		st := lipgloss.NewStyle()
 		switch l.kind {
@@ -222,6 +239,18 @@ func (m *Model) parkedDialog(q PendingQuestion, inner int) []string {
 		}
 		body = append(body, st.Width(inner).Render(l.text))
 	}
+	if m.questions != nil && m.questions.note != nil {
+		return append(body, m.questions.note.view(s, inner)...)
+	}
 	return append(body, lipgloss.NewStyle().Bold(true).Width(inner).
 		Render("1 allow once · 3 deny · Esc goes back (the question stays parked)"))
+}
+
+// askedBy names the delegated agent that asked, for a child's question; "" for the
+// session's own.
+func askedBy(q PendingQuestion) string {
+	if q.Agent == "" {
+		return ""
+	}
+	return " · asked by its agent: " + sanitize(q.Agent)
 }

@@ -26,13 +26,13 @@ type parkedBackend struct {
 	claimed bool // Answer refuses: the question was answered elsewhere
 
 	amu     sync.Mutex
-	answers []string // "id allow" / "id deny"
+	answers []string // "id allow" / "id deny: reason"
 }
 
 func (p *parkedBackend) Pending(context.Context) ([]PendingQuestion, error) { return p.pending, nil }
 
-func (p *parkedBackend) Answer(ctx context.Context, id string, allow bool, _ string, emit func(agent.Event)) error {
-	word := "deny"
+func (p *parkedBackend) Answer(ctx context.Context, id string, allow bool, reason string, emit func(agent.Event)) error {
+	word := "deny: " + reason
 	if allow {
 		word = "allow"
 	}
@@ -113,12 +113,37 @@ func TestQuestionsDenyAndEsc(t *testing.T) {
 	}
 	h.key(tea.KeyEnter, 0)
 	h.typeText("3", false)
-	h.until("the leg's end", func() bool { return h.idle() && len(b.answered()) == 1 })
-	if got := b.answered(); got[0] != "cp-1 deny" {
-		t.Errorf("answers %q, want cp-1 denied", got)
+	h.until("the sentence's prompt", framed(h, "tell the model why"))
+	if len(b.answered()) != 0 {
+		t.Fatal("3 answered before the sentence was sent")
 	}
-	if !strings.Contains(h.frame(), "denied: Bash $ go test ./...") {
-		t.Errorf("the denial is not shown:\n%s", h.frame())
+	h.typeText("flaky on CI", true)
+	h.until("the leg's end", func() bool { return h.idle() && len(b.answered()) == 1 })
+	if got := b.answered(); got[0] != "cp-1 deny: flaky on CI" {
+		t.Errorf("answers %q, want cp-1 denied with the person's sentence", got)
+	}
+	if !strings.Contains(h.frame(), "denied: Bash $ go test ./...") || !strings.Contains(h.frame(), "flaky on CI") {
+		t.Errorf("the denial and its sentence are not shown:\n%s", h.frame())
+	}
+}
+
+// TestQuestionsDenyWithoutASentence: after 3, Esc denies at once with the screen's own
+// reason, as the permission dialog does.
+func TestQuestionsDenyWithoutASentence(t *testing.T) {
+	b := &parkedBackend{fakeBackend: &fakeBackend{}, pending: twoParked(), steps: []step{result(0)}}
+	h := newHarness(t, Options{Backend: b}, 80, 24)
+	h.typeText("/questions", true)
+	h.until("the picker", framed(h, "$ go test ./..."))
+	h.key(tea.KeyEnter, 0)
+	h.typeText("3", false)
+	h.until("the sentence's prompt", framed(h, "tell the model why"))
+	h.key(tea.KeyEscape, 0)
+	h.until("the leg's end", func() bool { return h.idle() && len(b.answered()) == 1 })
+	if got := b.answered(); got[0] != "cp-1 deny: the person denied it in a terminal session" {
+		t.Errorf("answers %q, want cp-1 denied without a sentence", got)
+	}
+	if strings.Contains(h.frame(), "told the model") {
+		t.Errorf("a sentence is shown that was never typed:\n%s", h.frame())
 	}
 }
 
