@@ -28,7 +28,28 @@ const (
 	EventSubagentStart = "subagent_start" // a delegated child leg started
 	EventSubagentEnd   = "subagent_end"   // a delegated child leg ended
 	EventResult        = "result"         // each leg's last; the task's last once it has ended
+
+	// EventText is a piece of the model's text as it streams (TextEvent), sent only to a
+	// stream that asks for it (WithText). A piece has no id (Event.ID is 0): it is not
+	// stored, comes only from the process running the leg while the stream is connected,
+	// and may be missed; the assistant event that follows carries the whole response.
+	EventText = "text"
 )
+
+// TextEvent is a piece of the model's text as it streams.
+type TextEvent struct {
+	// Text is the piece.
+	Text string `json:"text"`
+}
+
+// StreamOption changes what Events asks the service for.
+type StreamOption func(*streamOptions)
+
+type streamOptions struct{ text bool }
+
+// WithText asks for the model's text as it streams, as EventText events between the
+// stored ones (see EventText for what they promise and what not).
+func WithText() StreamOption { return func(o *streamOptions) { o.text = true } }
 
 // InitEvent is a system event of subtype init: a leg starts.
 type InitEvent struct {
@@ -150,7 +171,8 @@ type ResultEvent struct {
 func (r ResultEvent) Ends() bool { return r.Status != StatusAwaitingApproval }
 
 // Payload decodes the event's Data by its Type: *InitEvent, *AssistantEvent,
-// *ToolUseEvent, *ToolResultEvent, *PermissionEvent, *NoticeEvent or *ResultEvent;
+// *ToolUseEvent, *ToolResultEvent, *PermissionEvent, *NoticeEvent, *ResultEvent or
+// *TextEvent;
 // json.RawMessage for the other types (compaction, todos, subagent_start/end) and any a
 // newer service adds.
 func (e Event) Payload() (any, error) {
@@ -173,6 +195,8 @@ func (e Event) Payload() (any, error) {
 		v = new(NoticeEvent)
 	case EventResult:
 		v = new(ResultEvent)
+	case EventText:
+		v = new(TextEvent)
 	default:
 		return e.Data, nil
 	}
@@ -224,12 +248,16 @@ func (b Backoff) orDefault() Backoff {
 // the last event received, after a bounded backoff (Client.Backoff): no event is lost or
 // repeated, whichever process of the service answers. An answer that is not a stream (a
 // 4xx: unknown task, bad token) ends it with an *Error; so does giving up.
-func (c *Client) Events(ctx context.Context, taskID string, after int64) iter.Seq2[Event, error] {
+func (c *Client) Events(ctx context.Context, taskID string, after int64, opts ...StreamOption) iter.Seq2[Event, error] {
+	var o streamOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	return func(yield func(Event, error) bool) {
 		b := c.Backoff.orDefault()
 		wait, failures := b.Min, 0
 		for {
-			got, ended, err := c.stream(ctx, taskID, &after, yield)
+			got, ended, err := c.stream(ctx, taskID, &after, o, yield)
 			if ended || ctx.Err() != nil {
 				return
 			}
@@ -265,8 +293,12 @@ func (c *Client) Events(ctx context.Context, taskID string, after int64) iter.Se
 // stream reads one connection's events after *after and moves it. It reports whether it
 // received an event, and whether the iteration is over: the caller stopped, or the
 // stream ended after the task's last event.
-func (c *Client) stream(ctx context.Context, taskID string, after *int64, yield func(Event, error) bool) (got, ended bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/tasks/"+url.PathEscape(taskID)+"/events", nil)
+func (c *Client) stream(ctx context.Context, taskID string, after *int64, o streamOptions, yield func(Event, error) bool) (got, ended bool, err error) {
+	u := c.base + "/v1/tasks/" + url.PathEscape(taskID) + "/events"
+	if o.text {
+		u += "?text=1"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		yield(Event{}, err)
 		return false, true, err
@@ -288,13 +320,20 @@ func (c *Client) stream(ctx context.Context, taskID string, after *int64, yield 
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	var ev Event
 	var data []byte
-	last := false // the last event received ends the task
+	var name string // the SSE event's name: "text" for a piece of streaming text
+	last := false   // the last event received ends the task
 	for sc.Scan() {
 		line := sc.Bytes()
 		field, value, _ := bytes.Cut(line, []byte(":"))
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch {
+		case len(line) == 0 && name == EventText && data != nil:
+			if o.text && !yieldPiece(data, yield) {
+				return got, true, nil
+			}
+			ev, data, name = Event{}, nil, ""
 		case len(line) == 0:
+			name = ""
 			if data == nil || ev.ID <= *after {
 				// No data (a keep-alive), or an event already delivered.
 				ev, data = Event{}, nil
@@ -318,6 +357,8 @@ func (c *Client) stream(ctx context.Context, taskID string, after *int64, yield 
 			ev, data = Event{}, nil
 		case string(field) == "id":
 			ev.ID, _ = strconv.ParseInt(string(value), 10, 64)
+		case string(field) == "event":
+			name = string(value)
 		case string(field) == "data":
 			if data != nil {
 				data = append(data, '\n')
@@ -344,3 +385,20 @@ func (c *Client) stream(ctx context.Context, taskID string, after *int64, yield 
 	}
 	return got, false, err
 }
+
+// yieldPiece hands on a piece of streaming text; one that does not decode is left out
+// (a piece may be missed anyway). It reports whether the caller wants more.
+func yieldPiece(data []byte, yield func(Event, error) bool) bool {
+	var head struct {
+		Type   string `json:"type"`
+		Turn   int    `json:"turn"`
+		Parent string `json:"parent_tool_use_id"`
+	}
+	if json.Unmarshal(data, &head) != nil || head.Type != EventText {
+		return true
+	}
+	return yield(Event{Type: EventText, Turn: head.Turn, ParentToolUseID: head.Parent, Data: json.RawMessage(data)}, nil)
+}
+
+// Text is the piece of streaming text when it is a text event (WithText).
+func (e Event) Text() (*TextEvent, bool) { return payloadAs[*TextEvent](e) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -17,7 +18,8 @@ import (
 // reconnects with Last-Event-ID (or ?after=N) gets exactly the events after it, whatever
 // process it reconnects to. The stream ends after the task's last event once the task
 // has ended for good; a parked task's stream stays open through the decision and the
-// resumed leg.
+// resumed leg. With ?text=1 it also carries the model's text as it streams, from this
+// process's legs (livetext.go).
 func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -41,6 +43,17 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
 		}
 		after = n
 	}
+	var pieces heldPieces // its channel is nil unless asked for: never ready
+	switch r.URL.Query().Get("text") {
+	case "", "0":
+	case "1":
+		ch, stop := s.live.subscribe(id)
+		defer stop()
+		pieces.ch = ch
+	default:
+		writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "text must be 1 (send the model's text as it streams) or 0"))
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -54,12 +67,13 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
 		// read and the wait is not slept through.
 		woken := s.wake.wait(id)
 		moreWrites(r, rc)
-		n, err := s.writeEvents(ctx, w, id, &after)
+		pieces.take()
+		n, wrote, err := s.writeInOrder(ctx, w, id, &after, &pieces)
 		if err != nil {
 			s.wake.forget(id, woken)
 			return
 		}
-		if n > 0 {
+		if n > 0 || wrote > 0 {
 			rc.Flush()
 		}
 		if n == 0 {
@@ -71,7 +85,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
 			if task.Terminal() {
 				// Events written before the status are all in: read once more, then end.
 				moreWrites(r, rc)
-				if m, err := s.writeEvents(ctx, w, id, &after); err == nil && m > 0 {
+				if m, _, err := s.writeInOrder(ctx, w, id, &after, &pieces); err == nil && m > 0 {
 					rc.Flush()
 					s.wake.forget(id, woken)
 					continue
@@ -80,31 +94,77 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, t *tenant) {
 				return
 			}
 		}
-		select {
-		case <-ctx.Done():
-			s.wake.forget(id, woken)
-			return
-		case <-woken:
-		case <-time.After(s.cfg.Poll):
-			s.wake.forget(id, woken)
-		case <-heartbeat.C:
-			s.wake.forget(id, woken)
-			moreWrites(r, rc)
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+		poll := time.NewTimer(s.cfg.Poll)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				s.wake.forget(id, woken)
+				poll.Stop()
 				return
+			case <-woken:
+			case p := <-pieces.ch:
+				// A piece whose stored predecessors are written goes out at once, without
+				// a look at the store; one that waits for an event sends the reader back
+				// to the store first.
+				pieces.held = append(pieces.held, p)
+				pieces.take()
+				if pieces.next() > after {
+					s.wake.forget(id, woken)
+					break
+				}
+				moreWrites(r, rc)
+				if _, err := pieces.writeReady(w, after); err != nil {
+					s.wake.forget(id, woken)
+					poll.Stop()
+					return
+				}
+				rc.Flush()
+				continue wait
+			case <-poll.C:
+				s.wake.forget(id, woken)
+			case <-heartbeat.C:
+				s.wake.forget(id, woken)
+				moreWrites(r, rc)
+				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+					poll.Stop()
+					return
+				}
+				rc.Flush()
 			}
-			rc.Flush()
+			break
+		}
+		poll.Stop()
+	}
+}
+
+// writeInOrder writes the stored events after *after, with the held pieces of text
+// each after the stored event it follows, and moves *after. It reports how many stored
+// events and how many pieces it wrote. Pieces that wait for an event not stored yet
+// stay held.
+func (s *Server) writeInOrder(ctx context.Context, w http.ResponseWriter, id string, after *int64, pieces *heldPieces) (n, wrote int, err error) {
+	for {
+		k, err := pieces.writeReady(w, *after)
+		wrote += k
+		if err != nil {
+			return n, wrote, err
+		}
+		upTo := pieces.next() // 0: every stored event
+		m, err := s.writeEvents(ctx, w, id, after, upTo)
+		n += m
+		if err != nil || m == 0 || upTo == 0 {
+			return n, wrote, err
 		}
 	}
 }
 
-// writeEvents writes the task's events after *after, a page at a time, and moves
-// *after. A page is read whole, and its rows closed, before anything is written: a
+// writeEvents writes the task's events after *after (and up to upTo, when it is not 0),
+// a page at a time, and moves *after. A page is read whole, and its rows closed, before anything is written: a
 // client that stops reading blocks the write until WriteTimeout, and must not hold a
 // connection to the store meanwhile (SQLite's serve.db has one, which every request and
 // worker shares).
-func (s *Server) writeEvents(ctx context.Context, w http.ResponseWriter, id string, after *int64) (int, error) {
-	page, err := s.eventPage(ctx, id, *after)
+func (s *Server) writeEvents(ctx context.Context, w http.ResponseWriter, id string, after *int64, upTo int64) (int, error) {
+	page, err := s.eventPage(ctx, id, *after, upTo)
 	if err != nil {
 		return 0, err
 	}
@@ -126,10 +186,13 @@ type storedEvent struct {
 // eventPageBytes bounds the events one page holds in memory (past its first event).
 const eventPageBytes = 4 << 20
 
-// eventPage reads the task's events after seq: up to 500, and no more than
+// eventPage reads the task's events after seq (and up to upTo; 0: no bound): up to 500, and no more than
 // eventPageBytes of them unless the first alone is larger.
-func (s *Server) eventPage(ctx context.Context, id string, after int64) ([]storedEvent, error) {
-	rs, err := s.b.db().query(ctx, `SELECT seq, data FROM sema_serve_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT 500`, id, after)
+func (s *Server) eventPage(ctx context.Context, id string, after, upTo int64) ([]storedEvent, error) {
+	if upTo == 0 {
+		upTo = math.MaxInt64
+	}
+	rs, err := s.b.db().query(ctx, `SELECT seq, data FROM sema_serve_events WHERE task_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 500`, id, after, upTo)
 	if err != nil {
 		return nil, err
 	}

@@ -140,6 +140,13 @@ type legStream struct {
 	seq    int64
 }
 
+// last is the id of the last event the stream stored.
+func (l *legStream) last() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq
+}
+
 func (l *legStream) append(data []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -131,6 +131,8 @@ type Server struct {
 	running map[string]context.CancelCauseFunc
 	// wake wakes this process's event streams when it appends an event.
 	wake *broadcaster
+	// live passes the model's text as it streams to the event streams that ask for it.
+	live *liveText
 	// events writes the legs' events (group commit).
 	events *eventLog
 	// stopWatch ends the watch for cancel requests (see watchCancels).
@@ -187,7 +189,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, b: b, log: cfg.Logger, metrics: newMetrics(),
-		running: map[string]context.CancelCauseFunc{}, wake: newBroadcaster(),
+		running: map[string]context.CancelCauseFunc{}, wake: newBroadcaster(), live: newLiveText(),
 		stopping: make(chan struct{}),
 	}
 	if pg, ok := b.(*pgBackend); ok {

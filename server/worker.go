@@ -152,6 +152,10 @@ func (s *Server) work(ctx context.Context, id string) error {
 			}
 		}
 		lt.event(ev)
+		if ev.Type == agent.EventText {
+			s.live.publish(t.id, legs.last(), ev)
+			continue
+		}
 		if ev.Type == agent.EventAssistant && ev.Response != nil {
 			// A store that cannot say leaves the leg to its own token bound (set from
 			// what was left of the day when it started), and the leg's end records the

@@ -117,6 +117,9 @@ type follower struct {
 	after int64     // the last event read
 	legs  legTotals // the parked legs' cost and usage, added to the last result
 	done  bool      // the task's last result was emitted
+	// said is the turn of the leg's last whole response: a piece of streaming text
+	// of that turn or before that arrives after it is late, and left out.
+	said int
 }
 
 // legTotals sums what the legs of one task cost: a parked leg's result is not shown (the
@@ -145,11 +148,24 @@ func (f *follower) run(ctx context.Context) error {
 // context the checkpoints are answered in (the prompt's; an interrupted prompt answers
 // none).
 func (f *follower) follow(ctx, decideCtx context.Context) error {
-	for ev, err := range f.r.c.Events(ctx, f.task, f.after) {
+	for ev, err := range f.r.c.Events(ctx, f.task, f.after, client.WithText()) {
 		if err != nil {
 			return sema.Errorf(CodeRemoteStream, "the event stream of task %s broke: %v", f.task, err)
 		}
+		if ev.Type == client.EventText {
+			// A piece of the answer as it is written (no id: it moves nothing).
+			if t, ok := ev.Text(); ok && ev.ParentToolUseID == "" && ev.Turn > f.said {
+				f.emit(agent.Event{Type: agent.EventText, Turn: ev.Turn, Text: t.Text})
+			}
+			continue
+		}
 		f.after = ev.ID
+		switch {
+		case ev.Type == client.EventSystem:
+			f.said = 0 // a new leg
+		case ev.Type == client.EventAssistant && ev.ParentToolUseID == "":
+			f.said = ev.Turn
+		}
 		if ev.Type == client.EventResult && ev.ParentToolUseID == "" {
 			if err := f.result(decideCtx, ev); err != nil {
 				return err

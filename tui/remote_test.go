@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/client"
@@ -27,12 +29,18 @@ import (
 // as its model, and returns a client of one tenant whose base is the returned directory.
 func service(t *testing.T, script func(base string) []scripted.Turn) (*client.Client, string) {
 	t.Helper()
+	return serviceWith(t, func(base string) model.Provider { return scripted.New(scripted.Script{Turns: script(base)}) })
+}
+
+// serviceWith is service with the model provider made from the tenant's base.
+func serviceWith(t *testing.T, provider func(base string) model.Provider) (*client.Client, string) {
+	t.Helper()
 	ctx := context.Background()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := scripted.New(scripted.Script{Turns: script(base)})
+	p := provider(base)
 	cfg := server.Config{Home: t.TempDir(), Poll: 20 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OpenProvider: func(string) (model.Provider, string, error) { return p, "scripted", nil }}
@@ -285,5 +293,70 @@ func TestRemoteInterruptCancelsTheTask(t *testing.T) {
 	sessions, err := c.Sessions(context.Background())
 	if err != nil || len(sessions) != 1 || sessions[0].ID != r.Session() {
 		t.Fatalf("sessions %+v, %v", sessions, err)
+	}
+}
+
+// pieceByPiece answers with its pieces of text as a streaming model does, once release
+// is closed (the test closes it when the prompt's stream is connected).
+type pieceByPiece struct {
+	pieces  []string
+	release chan struct{}
+}
+
+func (p *pieceByPiece) Name() string { return "pieces" }
+
+func (p *pieceByPiece) Stream(ctx context.Context, _ *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for _, s := range p.pieces {
+		onDelta(model.Delta{Kind: model.DeltaText, Text: s})
+	}
+	return &model.Response{Model: "pieces", Content: []model.Block{model.TextBlock(strings.Join(p.pieces, ""))},
+		StopReason: model.StopEndTurn, Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+}
+
+// TestRemoteStreamsTheAnswer: over a service, the answer reaches the screen piece by
+// piece as the model writes it, before the whole response, and the screen shows it once.
+func TestRemoteStreamsTheAnswer(t *testing.T) {
+	p := &pieceByPiece{pieces: []string{"The ", "answer ", "is ", "42."}, release: make(chan struct{})}
+	c, base := serviceWith(t, func(string) model.Provider { return p })
+	r := NewRemote(c, client.TaskSpec{Cwd: base}, NewApprover())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var evs []agent.Event
+	var once sync.Once
+	err := r.Prompt(ctx, "what is it?", func(ev agent.Event) {
+		once.Do(func() { close(p.release) }) // the stream is connected: its first event came
+		evs = append(evs, ev)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pieces []string
+	assistant := -1
+	for i, ev := range evs {
+		switch {
+		case ev.Type == agent.EventText:
+			if assistant >= 0 {
+				t.Errorf("a piece after the whole response: %q", ev.Text)
+			}
+			pieces = append(pieces, ev.Text)
+		case ev.Type == agent.EventAssistant && ev.Message != nil && assistant < 0:
+			assistant = i
+		}
+	}
+	if got := strings.Join(pieces, ""); got != "The answer is 42." || len(pieces) < 2 {
+		t.Fatalf("the pieces %q; want the answer in pieces before the response", pieces)
+	}
+	m := New(context.Background(), Options{Backend: &fakeBackend{}})
+	m.width, m.height = 80, 24
+	for _, ev := range evs {
+		m.event(ev)
+	}
+	if f := ansi.Strip(m.View().Content); strings.Count(f, "The answer is 42.") != 1 {
+		t.Errorf("the screen shows the answer %d times:\n%s", strings.Count(f, "The answer is 42."), f)
 	}
 }
