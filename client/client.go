@@ -100,6 +100,25 @@ func (c *Client) Cancel(ctx context.Context, id string) (*Task, error) {
 	return &t, c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, &t)
 }
 
+// ModeChange is the body and the answer of POST /v1/tasks/{id}/mode.
+type ModeChange struct {
+	// PermissionMode is the mode asked for; in the answer, the mode in force when the
+	// change was applied at once (Applied), else the word stored for the leg.
+	PermissionMode string `json:"permission_mode"`
+	// Applied reports that the running leg took the change before the answer; false
+	// when another process runs it, or no leg runs yet (queued, parked): the leg that
+	// runs applies it, and its stream says so (a serve.mode_changed notice).
+	Applied bool `json:"applied,omitempty"`
+}
+
+// SetMode changes the permission mode of a task that has not ended: of its running leg
+// and of its later legs. A word the tenant's policy does not allow is an *Error with
+// tenant.policy_mode; an ended task, one with task.conflict.
+func (c *Client) SetMode(ctx context.Context, id, mode string) (*ModeChange, error) {
+	var out ModeChange
+	return &out, c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/mode", ModeChange{PermissionMode: mode}, &out)
+}
+
 // Checkpoints lists the tenant's checkpoints with status open, answered or all.
 func (c *Client) Checkpoints(ctx context.Context, status string) ([]Checkpoint, error) {
 	var out struct {

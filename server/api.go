@@ -31,6 +31,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/tasks/{id}", s.authed(s.getTask))
 	m.HandleFunc("GET /v1/tasks/{id}/events", s.authed(s.taskEvents))
 	m.HandleFunc("POST /v1/tasks/{id}/cancel", s.authed(s.cancelTask))
+	m.HandleFunc("POST /v1/tasks/{id}/mode", s.authed(s.setTaskMode))
 	m.HandleFunc("GET /v1/sessions", s.authed(s.listSessions))
 	m.HandleFunc("GET /v1/sessions/{id}", s.authed(s.getSession))
 	m.HandleFunc("POST /v1/sessions/{id}/messages", s.authed(s.sessionMessage))

@@ -102,6 +102,7 @@ var schema = []string{
 		began INTEGER NOT NULL DEFAULT 0,
 		cancel_requested INTEGER NOT NULL DEFAULT 0,
 		trace TEXT NOT NULL DEFAULT '',
+		mode_requested TEXT NOT NULL DEFAULT '',
 		created_ms BIGINT NOT NULL,
 		updated_ms BIGINT NOT NULL
 	)`,
@@ -165,6 +166,7 @@ var replacedTables = []struct{ table, probe string }{
 // before gets each one it lacks.
 var addedColumns = []struct{ table, column, def string }{
 	{"sema_serve_tasks", "trace", "TEXT NOT NULL DEFAULT ''"},
+	{"sema_serve_tasks", "mode_requested", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // migrateSchema brings the service's tables to the schema with exec, which runs one

@@ -133,6 +133,8 @@ type Server struct {
 	wake *broadcaster
 	// live passes the model's text as it streams to the event streams that ask for it.
 	live *liveText
+	// modes are the mode controls of the legs this process runs (taskmode.go).
+	modes legModes
 	// events writes the legs' events (group commit).
 	events *eventLog
 	// stopWatch ends the watch for cancel requests (see watchCancels).

@@ -72,6 +72,9 @@ type taskRow struct {
 	// trace is the W3C traceparent of the request that submitted the task: every leg's
 	// span is its child, so a task is one trace (see trace.go). "" without tracing.
 	trace string
+	// modeRequested is the permission mode asked for while the task ran or waited
+	// (POST /v1/tasks/{id}/mode); "" when none was (taskmode.go).
+	modeRequested string
 	// recorded is what this leg's model responses added to the tenant's spend so far
 	// (legSpend); the leg's end adds the rest of its result's total.
 	recorded int64
@@ -81,9 +84,9 @@ func (s *Server) loadTask(ctx context.Context, c conn, id string) (*taskRow, err
 	var t taskRow
 	var spec string
 	var began, cancel int
-	err := queryRow(ctx, c, `SELECT id, tenant, session_id, kind, status, spec, decision, head_at_start, began, cancel_requested, trace
+	err := queryRow(ctx, c, `SELECT id, tenant, session_id, kind, status, spec, decision, head_at_start, began, cancel_requested, trace, mode_requested
 		FROM sema_serve_tasks WHERE id = ?`, []any{id},
-		&t.id, &t.tenant, &t.sessionID, &t.kind, &t.status, &spec, &t.decision, &t.headAtStart, &began, &cancel, &t.trace)
+		&t.id, &t.tenant, &t.sessionID, &t.kind, &t.status, &spec, &t.decision, &t.headAtStart, &began, &cancel, &t.trace, &t.modeRequested)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +131,9 @@ func (s *Server) work(ctx context.Context, id string) error {
 	legCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.track(t.id, cancel)
+	ctl := &agent.Control{}
+	spec.Control = ctl
+	defer s.startLegMode(t.id, ctl, legs)()
 	defer s.untrack(t.id)
 	s.metrics.running.Inc()
 	defer s.metrics.running.Dec()
@@ -145,6 +151,9 @@ func (s *Server) work(ctx context.Context, id string) error {
 		if err != nil {
 			traceErr = err
 			return s.legFailed(ctx, legCtx, t, answer, err)
+		}
+		if ev.Type == agent.EventInit && ev.ParentToolUseID == "" && ev.Manifest != nil {
+			s.legStarted(legCtx, t, ev.Manifest.Mode.Effective)
 		}
 		if ev.Type == agent.EventInit && t.kind == kindFork && t.sessionID == "" {
 			if err := s.adoptFork(ctx, t, ev.Manifest.SessionID); err != nil {
@@ -529,6 +538,7 @@ func (s *Server) watchCancels(ctx context.Context) {
 			}
 		}
 		s.mu.Unlock()
+		s.applyRequestedModes(ctx)
 	}
 }
 

@@ -42,6 +42,7 @@ type Remote struct {
 	mu      sync.Mutex
 	session string          // the session the prompts continue; "" before the first
 	mode    permission.Mode // the person's choice for the next task; "" keeps the session's
+	running string          // the task a prompt follows now; "" between prompts
 }
 
 // NewRemote returns a back-end whose prompts run as tasks of spec (its Cwd, Model and
@@ -73,6 +74,14 @@ func (r *Remote) Prompt(ctx context.Context, prompt string, emit func(agent.Even
 	if task.SessionID != "" {
 		r.setSession(task.SessionID)
 	}
+	r.mu.Lock()
+	r.running = task.TaskID
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.running = ""
+		r.mu.Unlock()
+	}()
 	f := &follower{r: r, task: task.TaskID, emit: emit}
 	return f.run(ctx)
 }
@@ -96,15 +105,33 @@ func (r *Remote) setSession(id string) {
 	r.mu.Unlock()
 }
 
-// SetMode implements Backend. The service's API cannot change a running task's mode, so
-// the mode is kept for the next prompt's task (TaskSpec.PermissionMode) and the running
-// task, if any, goes on in its own. The answer is the mode asked for: the service judges
-// it when the next task starts (a mode it refuses fails that prompt, by code).
+// SetMode implements Backend: the running task, if any, changes mode on the service
+// (POST /v1/tasks/{id}/mode), and the mode is kept for the next prompt's task. The
+// answer is the mode in force when the running leg took the change at once; else the
+// mode asked for (another process of the service runs the leg, or it waits at a
+// question: the leg that runs next applies it, and its stream says so). A mode the
+// service refuses for the running task is refused here, and not kept.
 func (r *Remote) SetMode(ctx context.Context, mode permission.Mode) (permission.Mode, error) {
+	r.mu.Lock()
+	running := r.running
+	r.mu.Unlock()
+	effective := mode
+	if running != "" {
+		got, err := r.c.SetMode(ctx, running, string(mode))
+		var ce *client.Error
+		switch {
+		case errors.As(err, &ce) && ce.Code == "task.conflict":
+			// The task ended meanwhile: the next one takes the mode.
+		case err != nil:
+			return "", err
+		case got.Applied:
+			effective = permission.Mode(got.PermissionMode)
+		}
+	}
 	r.mu.Lock()
 	r.mode = mode
 	r.mu.Unlock()
-	return mode, nil
+	return effective, nil
 }
 
 // follower follows one task's stream: it converts each event for the screen, answers

@@ -360,3 +360,52 @@ func TestRemoteStreamsTheAnswer(t *testing.T) {
 		t.Errorf("the screen shows the answer %d times:\n%s", strings.Count(f, "The answer is 42."), f)
 	}
 }
+
+// holdFirst holds the model's first answer until open is closed.
+type holdFirst struct {
+	model.Provider
+	open, waiting chan struct{}
+	once          sync.Once
+}
+
+func (h *holdFirst) Stream(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	first := false
+	h.once.Do(func() { first = true; close(h.waiting) })
+	if first {
+		select {
+		case <-h.open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return h.Provider.Stream(ctx, req, onDelta)
+}
+
+// TestRemoteModeChangesTheRunningTask: Shift+Tab while a task runs on the service changes
+// that task's mode, not only the next one's: switched to acceptEdits while the model
+// thinks, the write it then asks for runs without a question.
+func TestRemoteModeChangesTheRunningTask(t *testing.T) {
+	var h *holdFirst
+	c, base := serviceWith(t, func(base string) model.Provider {
+		h = &holdFirst{Provider: scripted.New(scripted.Script{Turns: []scripted.Turn{writeTurn(filepath.Join(base, "a.txt"), "a\n"), {Text: "done"}}}),
+			open: make(chan struct{}), waiting: make(chan struct{})}
+		return h
+	})
+	a := NewApprover()
+	asked := answering(t, a)
+	r := NewRemote(c, client.TaskSpec{Cwd: base}, a)
+	done := make(chan []agent.Event)
+	go func() { done <- prompt(t, r, "write a.txt") }()
+	<-h.waiting
+	if m, err := r.SetMode(context.Background(), permission.ModeAcceptEdits); err != nil || m != permission.ModeAcceptEdits {
+		t.Fatalf("SetMode while the task runs: %v, %v", m, err)
+	}
+	close(h.open)
+	evs := <-done
+	if _, err := os.Stat(filepath.Join(base, "a.txt")); err != nil || len(asked()) != 0 {
+		t.Fatalf("after the switch to acceptEdits: file %v, %d questions", err, len(asked()))
+	}
+	if res := evs[len(evs)-1].Result; res.Status != sema.StatusCompleted {
+		t.Fatalf("result %+v", res)
+	}
+}
