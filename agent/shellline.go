@@ -179,6 +179,15 @@ func shellLineEntry(line, answer string) string {
 	return "The person ran this in the shell:\n$ " + line + "\n" + answer
 }
 
+// titleText is what a new session's title is made of: the prompt, or the shell line
+// after its "!".
+func (s *TaskSpec) titleText() string {
+	if s.ShellLine != "" {
+		return "! " + s.ShellLine
+	}
+	return s.Prompt
+}
+
 // shellLineID names the line's call in the events, the denials and the call's intent.
 func shellLineID() string {
 	var b [12]byte

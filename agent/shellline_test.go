@@ -89,6 +89,9 @@ func TestShellLineRunsAndTheNextModelReadsIt(t *testing.T) {
 	if n := len(p.Requests()); n != 0 {
 		t.Fatalf("a shell line sent %d model requests", n)
 	}
+	if s, err := store.Get(context.Background(), res.SessionID); err != nil || s.Title != "! "+line {
+		t.Errorf("the new session's title %q (%v), want the line after its !", s.Title, err)
+	}
 	if !strings.Contains(res.Result, "wrote it") {
 		t.Errorf("result %q lacks the command's output", res.Result)
 	}
