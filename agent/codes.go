@@ -50,6 +50,10 @@ const (
 	CodeFileHistoryPolicyInvalid = "config.file_history_policy_invalid"
 	// CodeWebFetchInvalid: Deps.WebFetch holds a negative MaxBytes or Timeout.
 	CodeWebFetchInvalid = "config.webfetch_invalid"
+	// CodeShellLineInvalid: a TaskSpec.ShellLine that cannot run: given with a Prompt,
+	// blank, holding a NUL byte, with an answer or Resume.Continue, or on an Env that
+	// cannot run programs.
+	CodeShellLineInvalid = "config.shell_line_invalid"
 )
 
 // Codes of a run's end and of steering it.

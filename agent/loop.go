@@ -34,7 +34,11 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 	s.msgs = l.resume.messages
 	s.turn = l.resume.turns // turns are numbered across every leg of the session
 	s.first = s.turn
-	if l.mendConversation(ctx, s) && l.openPrompt(ctx, s) {
+	switch {
+	case !l.mendConversation(ctx, s):
+	case l.spec.ShellLine != "":
+		l.runShellLine(ctx, s) // the person's command: no model request
+	case l.openPrompt(ctx, s):
 		for l.runTurn(ctx, s) {
 		}
 	}

@@ -52,6 +52,9 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		return d
 	}
 	d := l.gate.Decide(ctx, call)
+	if tl, ok := ctx.Value(typedLineKey{}).(*typedLine); ok {
+		d = l.answerTypedLine(ctx, tl, call, d) // the person typed it: never a question
+	}
 	if d.Behavior == permission.Ask {
 		ask := d
 		// Read calls of one turn run concurrently; their questions are put one at a time,

@@ -411,7 +411,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	case loaded == nil:
 		s, err = l.store.Create(ctx, session.Session{
 			ID: l.spec.SessionID, Root: root, FSID: history.FilesystemIdentity(l.deps.Env), Model: l.spec.Model,
-			Mode: string(l.modes.Requested()), Title: title(l.spec.Prompt),
+			Mode: string(l.modes.Requested()), Title: title(l.spec.titleText()),
 		})
 	case loaded.Root != root:
 		return sema.Errorf(CodeRootMismatch, "session %s works in %s, not in %s; resume it from its own root", loaded.ID, loaded.Root, root)

@@ -25,6 +25,18 @@ import (
 type TaskSpec struct {
 	// Prompt is the user's request.
 	Prompt string
+	// ShellLine is a shell command the person typed (the terminal's "!" line), run
+	// instead of asking the model: the leg sends no model request, runs the line as one
+	// Bash call (bash_readonly in a ReadOnly task) through the leg's whole path — the
+	// permission fold, the hooks, the sandbox, file history, the protected paths — and
+	// records what it printed in the transcript as a user entry the next leg's model
+	// reads. Where the fold would ask, the person typing the line is that exact call's
+	// approval; a deny still refuses it, and so does plan mode for a line not proven
+	// read-only. A refused line runs nothing and ends the leg with status error and the
+	// refusal's code. It goes without Prompt; with one, blank, with a NUL byte, with an
+	// answer or with Resume.Continue it is refused (config.shell_line_invalid). Empty (the
+	// default): the leg asks the model.
+	ShellLine string
 	// Root is the task root: an absolute directory that relative paths resolve against and
 	// that every write must stay inside.
 	Root string

@@ -25,6 +25,16 @@ type Backend interface {
 	SetMode(ctx context.Context, mode permission.Mode) (permission.Mode, error)
 }
 
+// ShellRunner is a Backend that also runs the person's shell lines (a "!" line): the
+// line runs as one Bash call through the back-end's permission gate, and its output
+// joins the conversation for the model's next prompt. Local implements it; a back-end
+// without it (Remote) cannot run shell lines, and the screen says so.
+type ShellRunner interface {
+	// Shell runs line as one leg (agent.TaskSpec.ShellLine) and calls emit with its
+	// events, the result last, as Prompt does.
+	Shell(ctx context.Context, line string, emit func(agent.Event)) error
+}
+
 // Local is the Backend over an in-process agent.Runner. Its first prompt starts a
 // session; every later one continues it (TaskSpec.Resume), so the model sees the whole
 // conversation and the session can be continued later by any process.

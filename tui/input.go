@@ -12,6 +12,9 @@ import (
 // inputMaxLines is how many lines the input grows to before it scrolls inside itself.
 const inputMaxLines = 8
 
+// promptPlaceholder is the empty input's hint; a shell line has its own (shellmode.go).
+const promptPlaceholder = "ask anything · /help for keys"
+
 // newInput returns the prompt's editor: a text area that is one line until the prompt
 // has more (Alt+Enter or Ctrl-J, or a pasted text with line breaks), so a multi-line
 // prompt is still one prompt. Enter is not its key: the model sends the prompt on it.
@@ -25,7 +28,7 @@ func newInput() textarea.Model {
 		}
 		return "  "
 	})
-	in.Placeholder = "ask anything · /help for keys"
+	in.Placeholder = promptPlaceholder
 	in.DynamicHeight = true
 	in.MinHeight = 1
 	in.MaxHeight = inputMaxLines

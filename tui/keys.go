@@ -11,6 +11,7 @@ import (
 // keyHelp lists every key and command of the session, in the order /help shows them.
 var keyHelp = [][2]string{
 	{"Enter", "send the prompt (while a turn runs it is queued)"},
+	{"!", "first on the line: a shell command, run through the gate; the model sees its output"},
 	{"Esc", "interrupt the running turn; in a question: deny"},
 	{"Shift+Tab", "cycle the mode: default → acceptEdits → plan"},
 	{"1 / 2 / 3", "in a question: allow once / allow always, kept where you pick / deny, with a why"},
@@ -49,6 +50,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if k != "ctrl+c" {
 		m.ctrlC = false
+	}
+	if cmd, done := m.shellKey(msg, k); done {
+		return cmd
 	}
 	if cmd, done := m.inputKey(msg, k); done {
 		return cmd

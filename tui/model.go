@@ -64,6 +64,7 @@ type Model struct {
 	tools     map[string]*entry
 
 	input   textarea.Model
+	shell   bool // the input is a shell line (shellmode.go)
 	queue   []string
 	running bool
 	leg     int                // the number of the latest leg, to drop a stale leg's messages
@@ -244,11 +245,15 @@ func (m *Model) submit(text string) tea.Cmd {
 // which the model reads one at a time (listen), so a slow screen never drops an event.
 func (m *Model) start(prompt string) tea.Cmd {
 	m.add(&entry{kind: entryUser, text: prompt})
+	run := m.legRun(prompt)
+	if run == nil {
+		return m.dequeue() // refused, and said why
+	}
 	m.leg++
 	leg, ctx := m.leg, m.ctx
 	legCtx, cancel := context.WithCancel(ctx)
 	m.cancel, m.running = cancel, true
-	ch, backend, wg := m.inbox, m.opts.Backend, m.wg
+	ch, wg := m.inbox, m.wg
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -259,7 +264,7 @@ func (m *Model) start(prompt string) tea.Cmd {
 			case <-ctx.Done(): // the screen closed: nobody reads any more
 			}
 		}
-		err := backend.Prompt(legCtx, prompt, func(ev agent.Event) { send(eventMsg{leg: leg, ev: ev}) })
+		err := run(legCtx, func(ev agent.Event) { send(eventMsg{leg: leg, ev: ev}) })
 		send(legDoneMsg{leg: leg, err: err})
 	}()
 	return nil
@@ -292,6 +297,11 @@ func (m *Model) legDone(err error) tea.Cmd {
 	if err != nil {
 		m.add(&entry{kind: entryError, text: err.Error()})
 	}
+	return m.dequeue()
+}
+
+// dequeue starts the first queued prompt, if there is one.
+func (m *Model) dequeue() tea.Cmd {
 	if len(m.queue) > 0 {
 		p := m.queue[0]
 		m.queue = m.queue[1:]
@@ -382,6 +392,8 @@ func (m *Model) result(r *agent.TaskResult) {
 	switch {
 	case r.Error != nil && r.Error.Code == agent.CodeCancelled:
 		m.add(&entry{kind: entryNotice, text: "interrupted"})
+	case r.Error != nil && m.saidByTool(r.Error):
+		// A refused shell line: its tool line says it already.
 	case r.Error != nil:
 		m.add(&entry{kind: entryError, text: sanitize(r.Error.Message) + " (" + r.Error.Code + ")"})
 	case r.Status != "completed":
