@@ -5,12 +5,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestTerminalFirstPrompt: `sema "PROMPT"` at a terminal opens the session with that
 // prompt already sent, as `sema -i "PROMPT"` does; the same words without a terminal are
 // refused (a script meant sema -p), which TestUsageErrorsAreCodedAndSayWhatToDo pins.
+// Then a "!" line runs the person's command.
 func TestTerminalFirstPrompt(t *testing.T) {
 	needTmux(t)
 	dir := writeTree(t, map[string]string{"main.go": "package main\n"})
@@ -26,7 +29,28 @@ func TestTerminalFirstPrompt(t *testing.T) {
 
 	s.waitFor("IT IS ONE FILE")
 	s.waitFor("/help for keys")
+	// A "!" line runs through the gate as the person's own command: no question.
+	s.tmux("send-keys", "-t", "sema", "-l", "!echo typed-by-hand > shelled.txt")
+	s.tmux("send-keys", "-t", "sema", "Enter")
+	waitFileHolds(t, filepath.Join(dir, "shelled.txt"), "typed-by-hand\n")
+	if strings.Contains(s.screen(), "permission · ") {
+		t.Fatalf("the typed line asked a question:\n%s", s.screen())
+	}
 	s.tmux("send-keys", "-t", "sema", "-l", "/exit")
 	s.tmux("send-keys", "-t", "sema", "Enter")
 	s.waitExit(exitFile, "/exit")
+}
+
+// waitFileHolds waits until path holds want.
+func waitFileHolds(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && string(b) == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, err := os.ReadFile(path)
+	t.Fatalf("%s holds %q (%v) after 20s; want %q", path, b, err, want)
 }
