@@ -18,7 +18,7 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if err := validateEnvPassthrough(deps); err != nil {
 		return err
 	}
-	if strings.TrimSpace(spec.Prompt) == "" && answer == nil && !spec.compactOnly && !spec.resume().Continue {
+	if strings.TrimSpace(spec.Prompt) == "" && len(spec.Images) == 0 && answer == nil && !spec.compactOnly && !spec.resume().Continue {
 		return configError(CodePromptMissing, "the task has no prompt; give a prompt to run")
 	}
 	if answer != nil && (spec.sessionID() == "" || answer.CheckpointID == "") {
