@@ -243,12 +243,16 @@ func (m *Model) submit(text string) tea.Cmd {
 // start runs prompt as a new leg. The leg's goroutine feeds its messages to the inbox,
 // which the model reads one at a time (listen), so a slow screen never drops an event.
 func (m *Model) start(prompt string) tea.Cmd {
+	prompt, run := m.attach(prompt)
+	if run == nil {
+		return m.nextQueued()
+	}
 	m.add(&entry{kind: entryUser, text: prompt})
 	m.leg++
 	leg, ctx := m.leg, m.ctx
 	legCtx, cancel := context.WithCancel(ctx)
 	m.cancel, m.running = cancel, true
-	ch, backend, wg := m.inbox, m.opts.Backend, m.wg
+	ch, wg := m.inbox, m.wg
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -259,7 +263,7 @@ func (m *Model) start(prompt string) tea.Cmd {
 			case <-ctx.Done(): // the screen closed: nobody reads any more
 			}
 		}
-		err := backend.Prompt(legCtx, prompt, func(ev agent.Event) { send(eventMsg{leg: leg, ev: ev}) })
+		err := run(legCtx, func(ev agent.Event) { send(eventMsg{leg: leg, ev: ev}) })
 		send(legDoneMsg{leg: leg, err: err})
 	}()
 	return nil
