@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"image"
 	"image/color"
@@ -20,6 +21,8 @@ import (
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/anthropic"
 	"github.com/sema-agent/sema/model/anthropic/anthropictest"
+	"github.com/sema-agent/sema/model/openai"
+	"github.com/sema-agent/sema/model/openai/openaitest"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/session"
 )
@@ -242,5 +245,53 @@ func TestPromptOfImagesAlone(t *testing.T) {
 	}
 	if c := p.Requests()[0].Messages[0].Content; len(c) != 1 || c[0].Kind != model.KindImage || c[0].MediaType != "image/jpeg" {
 		t.Fatalf("first message %+v", c)
+	}
+}
+
+// The OpenAI provider sends a prompt's images as image_url parts with data URLs, after
+// the prompt's text.
+func TestPromptImagesReachTheOpenAIWire(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	shot := pngOf(t, 2, 3, color.RGBA{B: 90, A: 255})
+	writeFile(t, filepath.Join(root, "shot.png"), shot)
+	srv := openaitest.NewServer(t, openaitest.Turn{Text: "blue-ish"})
+	p, err := openai.New(openai.Config{BaseURL: srv.URL(), HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := agent.New(agent.Deps{Provider: p}).Run(context.Background(), agent.TaskSpec{
+		Prompt: "colour?", Root: root, Model: "gpt-test", Images: []agent.Image{{Path: filepath.Join(root, "shot.png")}},
+	})
+	if err != nil || res.Status != sema.StatusCompleted {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	var body struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := srv.Requests()[0].Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	for _, m := range body.Messages {
+		if m.Role == "user" {
+			if err := json.Unmarshal(m.Content, &parts); err != nil {
+				t.Fatalf("user content %s: %v", m.Content, err)
+			}
+			break
+		}
+	}
+	want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(shot)
+	if len(parts) != 2 || parts[0].Type != "text" || parts[0].Text != "colour?" || parts[1].Type != "image_url" || parts[1].ImageURL.URL != want {
+		t.Fatalf("user parts %+v; want the text and the PNG's data URL", parts)
 	}
 }
