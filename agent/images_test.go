@@ -123,6 +123,7 @@ func TestPromptImageRefusals(t *testing.T) {
 	shot := pngOf(t, 2, 2, color.Black)
 	writeFile(t, filepath.Join(root, "secrets", "shot.png"), shot)
 	writeFile(t, filepath.Join(root, "notes.txt"), []byte("plain text, not an image\n"))
+	writeFile(t, filepath.Join(root, ".aws", "shot.png"), shot)
 	writeFile(t, filepath.Join(outside, "out.png"), shot)
 	if err := os.Symlink(filepath.Join(outside, "out.png"), filepath.Join(root, "link.png")); err != nil {
 		t.Fatal(err)
@@ -138,31 +139,38 @@ func TestPromptImageRefusals(t *testing.T) {
 		images   []agent.Image
 		disallow []string
 		down     imagefit.Downsampler
+		home     string // Deps.Home; "" : a directory of its own
 		code     string // "" : the image is sent
 	}{
-		{"wrong type", []agent.Image{{Data: []byte("%PDF-1.4\n%\xe2\xe3\n1 0 obj")}}, nil, nil, agent.CodeImageInvalid},
-		{"text file", []agent.Image{{Path: "notes.txt"}}, nil, nil, agent.CodeImageInvalid},
-		{"media type the bytes contradict", []agent.Image{{Data: shot, MediaType: "image/jpeg"}}, nil, nil, agent.CodeImageInvalid},
-		{"media type not an image", []agent.Image{{Data: shot, MediaType: "application/pdf"}}, nil, nil, agent.CodeImageInvalid},
-		{"both path and data", []agent.Image{{Path: "secrets/shot.png", Data: shot}}, nil, nil, agent.CodeImageInvalid},
-		{"neither", []agent.Image{{MediaType: "image/png"}}, nil, nil, agent.CodeImageInvalid},
-		{"second of two", []agent.Image{{Data: shot}, {}}, nil, nil, agent.CodeImageInvalid},
-		{"missing file", []agent.Image{{Path: "nope.png"}}, nil, nil, agent.CodeImageUnreadable},
-		{"a directory", []agent.Image{{Path: "secrets"}}, nil, nil, agent.CodeImageUnreadable},
-		{"deny rule", []agent.Image{{Path: "secrets/shot.png"}}, deny, nil, "permission.denied"},
-		{"deny rule, absolute path", []agent.Image{{Path: filepath.Join(root, "secrets", "shot.png")}}, deny, nil, "permission.denied"},
-		{"no deny rule", []agent.Image{{Path: "secrets/shot.png"}}, nil, nil, ""},
-		{"symlink out of the roots", []agent.Image{{Path: "link.png"}}, nil, nil, "fs.path_not_in_root"},
-		{"dot-dot escape", []agent.Image{{Path: rel}}, nil, nil, "fs.path_not_in_root"},
-		{"absolute path outside", []agent.Image{{Path: filepath.Join(outside, "out.png")}}, nil, nil, "fs.path_not_in_root"},
-		{"over the limits, downsampling off", []agent.Image{{Data: wide}}, nil, imagefit.NoDownsample, imagefit.CodeTooLarge},
-		{"over the limits, downsampled", []agent.Image{{Data: wide}}, nil, nil, ""},
+		{"wrong type", []agent.Image{{Data: []byte("%PDF-1.4\n%\xe2\xe3\n1 0 obj")}}, nil, nil, "", agent.CodeImageInvalid},
+		{"text file", []agent.Image{{Path: "notes.txt"}}, nil, nil, "", agent.CodeImageInvalid},
+		{"media type the bytes contradict", []agent.Image{{Data: shot, MediaType: "image/jpeg"}}, nil, nil, "", agent.CodeImageInvalid},
+		{"media type not an image", []agent.Image{{Data: shot, MediaType: "application/pdf"}}, nil, nil, "", agent.CodeImageInvalid},
+		{"both path and data", []agent.Image{{Path: "secrets/shot.png", Data: shot}}, nil, nil, "", agent.CodeImageInvalid},
+		{"neither", []agent.Image{{MediaType: "image/png"}}, nil, nil, "", agent.CodeImageInvalid},
+		{"second of two", []agent.Image{{Data: shot}, {}}, nil, nil, "", agent.CodeImageInvalid},
+		{"missing file", []agent.Image{{Path: "nope.png"}}, nil, nil, "", agent.CodeImageUnreadable},
+		{"a directory", []agent.Image{{Path: "secrets"}}, nil, nil, "", agent.CodeImageUnreadable},
+		{"deny rule", []agent.Image{{Path: "secrets/shot.png"}}, deny, nil, "", "permission.denied"},
+		{"deny rule, absolute path", []agent.Image{{Path: filepath.Join(root, "secrets", "shot.png")}}, deny, nil, "", "permission.denied"},
+		{"no deny rule", []agent.Image{{Path: "secrets/shot.png"}}, nil, nil, "", ""},
+		{"symlink out of the roots", []agent.Image{{Path: "link.png"}}, nil, nil, "", "fs.path_not_in_root"},
+		{"dot-dot escape", []agent.Image{{Path: rel}}, nil, nil, "", "fs.path_not_in_root"},
+		{"absolute path outside", []agent.Image{{Path: filepath.Join(outside, "out.png")}}, nil, nil, "", "fs.path_not_in_root"},
+		{"over the limits, downsampling off", []agent.Image{{Data: wide}}, nil, imagefit.NoDownsample, "", imagefit.CodeTooLarge},
+		{"credential store", []agent.Image{{Path: ".aws/shot.png"}}, nil, nil, root, "fs.path_denied"},
+		{"not a credential store under another home", []agent.Image{{Path: ".aws/shot.png"}}, nil, nil, "", ""},
+		{"over the limits, downsampled", []agent.Image{{Data: wide}}, nil, nil, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "seen"}}})
-			r := agent.New(agent.Deps{Provider: p, ImageDownsampler: c.down})
+			home := c.home
+			if home == "" {
+				home = t.TempDir()
+			}
+			r := agent.New(agent.Deps{Provider: p, ImageDownsampler: c.down, Home: home})
 			res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "look", Root: root, DisallowedTools: c.disallow, Images: c.images})
 			if c.code != "" {
 				if res != nil || sema.CodeOf(err) != c.code {
