@@ -303,3 +303,62 @@ func TestPromptImagesReachTheOpenAIWire(t *testing.T) {
 		t.Fatalf("user parts %+v; want the text and the PNG's data URL", parts)
 	}
 }
+
+// A path is attached exactly where the Read tool would read it: for each path, the
+// attachment's refusal (or its acceptance) is the Read call's, code for code.
+func TestPromptImagePathsJudgedAsRead(t *testing.T) {
+	t.Parallel()
+	root, outside := t.TempDir(), t.TempDir()
+	shot := pngOf(t, 2, 2, color.Black)
+	writeFile(t, filepath.Join(root, "secrets", "shot.png"), shot)
+	writeFile(t, filepath.Join(root, ".aws", "shot.png"), shot)
+	writeFile(t, filepath.Join(outside, "out.png"), shot)
+	if err := os.Symlink(filepath.Join(outside, "out.png"), filepath.Join(root, "link.png")); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(root, filepath.Join(outside, "out.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, path string
+		disallow   []string
+		homeRoot   bool
+		code       string
+	}{
+		{"allowed", "secrets/shot.png", nil, false, ""},
+		{"deny rule", "secrets/shot.png", []string{"Read(./secrets/**)"}, false, "permission.denied"},
+		{"deny rule of another path", "secrets/shot.png", []string{"Read(./public/**)"}, false, ""},
+		{"symlink out of the roots", "link.png", nil, false, "fs.path_not_in_root"},
+		{"dot-dot escape", rel, nil, false, "fs.path_not_in_root"},
+		{"credential store", ".aws/shot.png", nil, true, "fs.path_denied"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			if c.homeRoot {
+				home = root
+			}
+			p := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "seen"}}})
+			_, err := agent.New(agent.Deps{Provider: p, Home: home}).Run(context.Background(),
+				agent.TaskSpec{Prompt: "look", Root: root, DisallowedTools: c.disallow, Images: []agent.Image{{Path: c.path}}})
+			attached := sema.CodeOf(err)
+
+			in, _ := json.Marshal(map[string]string{"file_path": c.path})
+			p = scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("Read", string(in))}}, {Text: "done"}}})
+			read, seen := "", false
+			for ev, err := range agent.New(agent.Deps{Provider: p, Home: home}).Events(context.Background(),
+				agent.TaskSpec{Prompt: "look", Root: root, DisallowedTools: c.disallow}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.Type == agent.EventToolResult && ev.ToolResult != nil && ev.ToolResult.Name == "Read" {
+					read, seen = ev.ToolResult.Code, true
+				}
+			}
+			if !seen || attached != c.code || read != c.code {
+				t.Fatalf("attaching %s: %q; Read: %q (seen %v); want %q for both", c.path, attached, read, seen, c.code)
+			}
+		})
+	}
+}
