@@ -300,10 +300,10 @@ func userMessage(raw json.RawMessage) sdkUserMessage {
 	return sdkUserMessage{text: strings.Join(parts, "\n\n"), images: images}
 }
 
-// sdkImage reads the source of content block i (counted from 1), an image block: base64 data of a PNG,
-// JPEG, GIF or WebP image whose bytes are of the media type it names. The runner checks
-// the image again (and holds it to the model's limits); the protocol refuses what is not
-// an image block's shape by name first.
+// sdkImage reads the source of content block i (counted from 1), an image block: the
+// base64 data of a PNG, JPEG, GIF or WebP image whose bytes are of the media type it
+// names. The runner checks the image again (and holds it to the model's limits); the
+// protocol refuses what is not an image block's shape by name first.
 func sdkImage(i int, raw json.RawMessage) (agent.Image, error) {
 	var src struct {
 		Type      string `json:"type"`
