@@ -21,7 +21,7 @@ func validateSpec(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	if err := validateShellLine(deps, spec, answer); err != nil {
 		return err
 	}
-	if strings.TrimSpace(spec.Prompt) == "" && spec.ShellLine == "" && answer == nil && !spec.compactOnly && !spec.resume().Continue {
+	if strings.TrimSpace(spec.Prompt) == "" && spec.ShellLine == "" && len(spec.Images) == 0 && answer == nil && !spec.compactOnly && !spec.resume().Continue {
 		return configError(CodePromptMissing, "the task has no prompt; give a prompt to run")
 	}
 	if answer != nil && (spec.sessionID() == "" || answer.CheckpointID == "") {

@@ -88,8 +88,8 @@ func (l *leg) openPrompt(ctx context.Context, s *turnLoop) bool {
 		s.res.Status, s.res.Error = sema.StatusError, blocked
 		return false
 	}
-	if l.spec.Prompt != "" {
-		m := model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(l.spec.Prompt)}}
+	if l.spec.Prompt != "" || len(l.spec.Images) > 0 {
+		m := model.Message{Role: model.RoleUser, Content: promptBlocks(l.spec.Prompt, l.spec.Images)}
 		m = withContext(m, append(extra, promptExtra...))
 		s.msgs = appendUser(s.msgs, m)
 		l.recordLater(ctx, transcript.KindUser, m)

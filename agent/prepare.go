@@ -83,6 +83,9 @@ func prepare(ctx context.Context, deps *Deps, spec TaskSpec, answer *Answer, emi
 	if err := l.prepareGate(ctx, rules); err != nil {
 		return nil, err
 	}
+	if err := l.prepareImages(ctx); err != nil {
+		return nil, err
+	}
 	if err := l.openSession(ctx, loaded, chain); err != nil {
 		return nil, err
 	}

@@ -54,8 +54,8 @@ func validateShellLine(deps *Deps, spec *TaskSpec, answer *Answer) error {
 	switch {
 	case strings.TrimSpace(line) == "":
 		why = "the shell line is blank; give the command to run"
-	case spec.Prompt != "":
-		why = "a task runs a prompt or a shell line, not both; send the shell line as a task of its own"
+	case spec.Prompt != "" || len(spec.Images) > 0:
+		why = "a task runs a prompt (with its images) or a shell line, not both; send the shell line as a task of its own"
 	case strings.ContainsRune(line, 0):
 		why = "the shell line holds a NUL byte, which no shell command can; remove it"
 	case answer != nil:

@@ -20,8 +20,8 @@ import (
 )
 
 // TaskSpec is what the caller of one task declares (the task seat). Its zero value is
-// not runnable: Root is required, and so is Prompt except when Runner.Resume answers a
-// parked question (config.root_invalid, config.prompt_missing).
+// not runnable: Root is required, and so is Prompt (or Images) except when Runner.Resume
+// answers a parked question (config.root_invalid, config.prompt_missing).
 type TaskSpec struct {
 	// Prompt is the user's request.
 	Prompt string
@@ -37,6 +37,11 @@ type TaskSpec struct {
 	// answer or with Resume.Continue it is refused (config.shell_line_invalid). Empty (the
 	// default): the leg asks the model.
 	ShellLine string
+	// Images are attached to the prompt: sent after its text in the same user message,
+	// and kept in the session's transcript like it. A path is read through the fence and
+	// the Read deny rules; an image over the limits a model accepts goes through
+	// Deps.ImageDownsampler. A refused image refuses the task before it starts. See Image.
+	Images []Image
 	// Root is the task root: an absolute directory that relative paths resolve against and
 	// that every write must stay inside.
 	Root string

@@ -66,6 +66,11 @@ func NewLocal(runner *agent.Runner, spec agent.TaskSpec) *Local {
 
 // Prompt implements Backend.
 func (l *Local) Prompt(ctx context.Context, prompt string, emit func(agent.Event)) error {
+	return l.prompt(ctx, prompt, nil, emit)
+}
+
+// prompt runs one leg for prompt with images attached (PromptImages).
+func (l *Local) prompt(ctx context.Context, prompt string, images []agent.Image, emit func(agent.Event)) error {
 	prompt, allowed, notes, err := l.expand(prompt)
 	if err != nil {
 		return err
@@ -73,6 +78,7 @@ func (l *Local) Prompt(ctx context.Context, prompt string, emit func(agent.Event
 	emit = serialEmit(emit)
 	ctx = retryNotices(ctx, emit)
 	spec := l.leg(prompt)
+	spec.Images = images
 	withAllowed(&spec, allowed)
 	defer l.endLeg()
 	for i := range notes {

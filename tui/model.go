@@ -244,8 +244,14 @@ func (m *Model) submit(text string) tea.Cmd {
 // start runs prompt as a new leg. The leg's goroutine feeds its messages to the inbox,
 // which the model reads one at a time (listen), so a slow screen never drops an event.
 func (m *Model) start(prompt string) tea.Cmd {
-	m.add(&entry{kind: entryUser, text: prompt})
-	run := m.legRun(prompt)
+	// A "!" line runs on the back-end's shell; a prompt goes with the images it names.
+	var run func(context.Context, func(agent.Event)) error
+	if strings.HasPrefix(prompt, "!") {
+		m.add(&entry{kind: entryUser, text: prompt})
+		run = m.legRun(prompt)
+	} else if prompt, run = m.attach(prompt); run != nil {
+		m.add(&entry{kind: entryUser, text: prompt})
+	}
 	if run == nil {
 		return m.dequeue() // refused, and said why
 	}

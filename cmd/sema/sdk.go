@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/sema-agent/sema/commands"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/hooks"
+	"github.com/sema-agent/sema/imagefit"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
@@ -118,8 +120,9 @@ type sdkInit struct {
 
 // sdkUserMessage is a user line: the prompt of one turn.
 type sdkUserMessage struct {
-	text string
-	err  error
+	text   string
+	images []agent.Image
+	err    error
 }
 
 // sdkOut writes protocol lines, one at a time.
@@ -258,7 +261,7 @@ func (s *sdkSession) handleLine(ctx context.Context, line []byte) {
 }
 
 // userMessage reads a user line's message: its content as a string or as content
-// blocks, of which sema takes the text.
+// blocks, of which sema takes the text (joined) and the images (in order, after it).
 func userMessage(raw json.RawMessage) sdkUserMessage {
 	var m struct {
 		Content json.RawMessage `json:"content"`
@@ -271,22 +274,70 @@ func userMessage(raw json.RawMessage) sdkUserMessage {
 		return sdkUserMessage{text: text}
 	}
 	var blocks []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type   string          `json:"type"`
+		Text   string          `json:"text"`
+		Source json.RawMessage `json:"source"`
 	}
 	if err := json.Unmarshal(m.Content, &blocks); err != nil {
 		return sdkUserMessage{err: sema.Errorf(codeSDKMalformed, "a user line's message.content is neither a string nor content blocks")}
 	}
 	var parts []string
-	for _, b := range blocks {
+	var images []agent.Image
+	for i, b := range blocks {
 		switch b.Type {
 		case "text":
 			parts = append(parts, b.Text)
+		case "image":
+			img, err := sdkImage(i+1, b.Source)
+			if err != nil {
+				return sdkUserMessage{err: err}
+			}
+			images = append(images, img)
 		default:
-			return sdkUserMessage{err: sema.Errorf(codeSDKUnsupported, "a prompt's %s block is not supported yet; send text", b.Type)}
+			return sdkUserMessage{err: sema.Errorf(codeSDKUnsupported, "a prompt's %s block is not supported yet; send text and images", b.Type)}
 		}
 	}
-	return sdkUserMessage{text: strings.Join(parts, "\n\n")}
+	return sdkUserMessage{text: strings.Join(parts, "\n\n"), images: images}
+}
+
+// sdkImage reads the source of content block i (counted from 1), an image block: the
+// base64 data of a PNG, JPEG, GIF or WebP image whose bytes are of the media type it
+// names. The runner checks the image again (and holds it to the model's limits); the
+// protocol refuses what is not an image block's shape by name first.
+func sdkImage(i int, raw json.RawMessage) (agent.Image, error) {
+	var src struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &src) != nil {
+		return agent.Image{}, sema.Errorf(codeSDKMalformed, "the image in content block %d has no source object; send {\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":…}", i)
+	}
+	switch src.Type {
+	case "base64":
+	case "url":
+		return agent.Image{}, sema.Errorf(codeSDKUnsupported, "the image in content block %d has a url source, which sema does not fetch; send the image's bytes as a base64 source", i)
+	default:
+		return agent.Image{}, sema.Errorf(codeSDKUnsupported, "the image in content block %d has a source of type %q; send a base64 source", i, src.Type)
+	}
+	switch src.MediaType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return agent.Image{}, sema.Errorf(codeSDKUnsupported, "the image in content block %d has media type %q; send image/png, image/jpeg, image/gif or image/webp", i, src.MediaType)
+	}
+	data, err := base64.StdEncoding.DecodeString(src.Data)
+	if err != nil || len(data) == 0 {
+		return agent.Image{}, sema.Errorf(codeSDKMalformed, "the image in content block %d has data that is not base64 of an image (standard alphabet, padded); encode the image's bytes", i)
+	}
+	switch got := imagefit.Sniff(data); got {
+	case src.MediaType:
+	case "":
+		return agent.Image{}, sema.Errorf(codeSDKMalformed, "the image in content block %d decodes to %d bytes that are not a PNG, JPEG, GIF or WebP image; send the base64 of the image file's bytes", i, len(data))
+	default:
+		return agent.Image{}, sema.Errorf(codeSDKMalformed, "the image in content block %d is said to be %s but its bytes are %s; give its real media type", i, src.MediaType, got)
+	}
+	return agent.Image{MediaType: src.MediaType, Data: data}, nil
 }
 
 // answer writes the control response to request id.
@@ -563,6 +614,7 @@ func (s *sdkSession) runTurn(ctx context.Context, msg sdkUserMessage, first bool
 		return true
 	}
 	spec.Prompt = msg.text
+	spec.Images = msg.images
 	spec.PermissionMode = mode
 	if init.systemPrompt != "" && spec.SystemPrompt == "" {
 		spec.SystemPrompt = init.systemPrompt

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/imagefit"
 )
 
 func testSDKSession(out *syncBuffer) *sdkSession {
@@ -50,7 +55,8 @@ func FuzzSDKLine(f *testing.F) {
 	})
 }
 
-// A user line's content is a string or text blocks; other blocks are refused by name.
+// A user line's content is a string or text and image blocks; other blocks are refused
+// by name.
 func TestSDKUserMessage(t *testing.T) {
 	if m := userMessage(json.RawMessage(`{"content":"hi"}`)); m.err != nil || m.text != "hi" {
 		t.Fatalf("%+v", m)
@@ -58,10 +64,89 @@ func TestSDKUserMessage(t *testing.T) {
 	if m := userMessage(json.RawMessage(`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`)); m.err != nil || m.text != "a\n\nb" {
 		t.Fatalf("%+v", m)
 	}
-	if m := userMessage(json.RawMessage(`{"content":[{"type":"image","source":{}}]}`)); m.err == nil || !strings.Contains(m.err.Error(), "image") {
+	if m := userMessage(json.RawMessage(`{"content":[{"type":"document","source":{}}]}`)); m.err == nil || sema.CodeOf(m.err) != codeSDKUnsupported || !strings.Contains(m.err.Error(), "document") {
 		t.Fatalf("%+v", m)
 	}
 	if m := userMessage(json.RawMessage(`{}`)); m.err == nil {
 		t.Fatalf("%+v", m)
 	}
+}
+
+// sdkPNG is a 1x1 PNG.
+var sdkPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+
+// imageBlock is a user line's image block of a base64 source.
+func imageBlock(mediaType, data string) string {
+	return `{"type":"image","source":{"type":"base64","media_type":"` + mediaType + `","data":"` + data + `"}}`
+}
+
+// An image block of a base64 source becomes one of the prompt's images, in order, with
+// its bytes decoded; the text blocks are the prompt's text wherever they stand.
+func TestSDKUserMessageImages(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString(sdkPNG)
+	jpg := []byte("\xff\xd8\xff\xe0\x00\x10JFIF")
+	m := userMessage(json.RawMessage(`{"content":[` + imageBlock("image/png", b64) + `,{"type":"text","text":"what is this?"},` +
+		imageBlock("image/jpeg", base64.StdEncoding.EncodeToString(jpg)) + `]}`))
+	if m.err != nil || m.text != "what is this?" || len(m.images) != 2 {
+		t.Fatalf("%+v", m)
+	}
+	if got := m.images[0]; got.MediaType != "image/png" || !bytes.Equal(got.Data, sdkPNG) || got.Path != "" {
+		t.Fatalf("first image %+v", got)
+	}
+	if got := m.images[1]; got.MediaType != "image/jpeg" || !bytes.Equal(got.Data, jpg) {
+		t.Fatalf("second image %+v", got)
+	}
+}
+
+// An image block sema cannot take is refused by the protocol, by name: the turn fails
+// with the sentence and no image reaches the runner.
+func TestSDKUserMessageImageRefusals(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString(sdkPNG)
+	for _, c := range []struct {
+		name, block, code, says string
+	}{
+		{"url source", `{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}`, codeSDKUnsupported, "url source"},
+		{"file source", `{"type":"image","source":{"type":"file","file_id":"f"}}`, codeSDKUnsupported, `"file"`},
+		{"no source", `{"type":"image"}`, codeSDKMalformed, "no source"},
+		{"source not an object", `{"type":"image","source":"a.png"}`, codeSDKMalformed, "no source"},
+		{"bad base64", imageBlock("image/png", "not base64!"), codeSDKMalformed, "not base64"},
+		{"empty data", imageBlock("image/png", ""), codeSDKMalformed, "not base64"},
+		{"unpadded base64", imageBlock("image/png", strings.TrimRight(b64, "=")), codeSDKMalformed, "not base64"},
+		{"media type not an image", imageBlock("application/pdf", b64), codeSDKUnsupported, "application/pdf"},
+		{"media type missing", imageBlock("", b64), codeSDKUnsupported, "media type"},
+		{"svg", imageBlock("image/svg+xml", base64.StdEncoding.EncodeToString([]byte("<svg/>"))), codeSDKUnsupported, "image/svg+xml"},
+		{"bytes of another type", imageBlock("image/jpeg", b64), codeSDKMalformed, "its bytes are image/png"},
+		{"bytes of no image", imageBlock("image/png", "AAAA"), codeSDKMalformed, "content block 2 decodes to 3 bytes that are not a PNG"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := userMessage(json.RawMessage(`{"content":[{"type":"text","text":"look"},` + c.block + `]}`))
+			if m.err == nil || sema.CodeOf(m.err) != c.code || !strings.Contains(m.err.Error(), c.says) || len(m.images) != 0 {
+				t.Fatalf("got %+v; want %s saying %q", m, c.code, c.says)
+			}
+		})
+	}
+}
+
+// Whatever a user line's content holds, reading it never panics, and what it answers is
+// either a refusal with a code or images whose bytes are of the type they name.
+func FuzzSDKUserMessageImages(f *testing.F) {
+	f.Add(`[` + imageBlock("image/png", base64.StdEncoding.EncodeToString(sdkPNG)) + `]`)
+	f.Add(`[{"type":"image","source":{"type":"url","url":"x"}}]`)
+	f.Add(`[{"type":"image","source":{"type":"base64","media_type":"image/gif","data":"R0lGODlh"}}]`)
+	f.Add(`[{"type":"image","source":null},{"type":"text","text":"a"}]`)
+	f.Add(`"plain"`)
+	f.Fuzz(func(t *testing.T, content string) {
+		m := userMessage(json.RawMessage(`{"content":` + content + `}`))
+		if m.err != nil {
+			if sema.CodeOf(m.err) == "" || len(m.images) != 0 {
+				t.Fatalf("content %q: refusal %v with %d images", content, m.err, len(m.images))
+			}
+			return
+		}
+		for _, img := range m.images {
+			if img.Path != "" || len(img.Data) == 0 || imagefit.Sniff(img.Data) != img.MediaType {
+				t.Fatalf("content %q: image %q of %d bytes", content, img.MediaType, len(img.Data))
+			}
+		}
+	})
 }
