@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Client calls one service with one bearer token.
@@ -167,4 +168,68 @@ func (c *Client) Fork(ctx context.Context, sessionID string, f Fork) (*Task, err
 func (c *Client) Rewind(ctx context.Context, sessionID string, r Rewind) (json.RawMessage, error) {
 	var out json.RawMessage
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/rewind", r, &out)
+}
+
+// Webhook is an address the service calls when one of the tenant's tasks needs a person
+// and when one ends (POST /v1/webhooks).
+type Webhook struct {
+	// ID names the webhook; the service chooses it.
+	ID string `json:"id,omitempty"`
+	// URL is the http(s) address called, with a POST of the event.
+	URL string `json:"url"`
+	// Events are the events it is called for: task.needs_person, task.ended (empty:
+	// both).
+	Events []string `json:"events,omitempty"`
+	// Format is json (the event) or slack (a {"text"} message); empty: json.
+	Format string `json:"format,omitempty"`
+	// Secret signs each body (X-Sema-Signature); only the answer to the webhook's
+	// creation carries it.
+	Secret string `json:"secret,omitempty"`
+	// CreatedAt is when it was registered.
+	CreatedAt time.Time `json:"created_at,omitzero"`
+}
+
+// WebhookDelivery is one call of a webhook for one event, over its tries.
+type WebhookDelivery struct {
+	// ID names the delivery: X-Sema-Delivery on each of its tries.
+	ID string `json:"id"`
+	// Event is the event it announces.
+	Event string `json:"event"`
+	// Status is pending (tried again later), delivered or failed (out of tries).
+	Status string `json:"status"`
+	// Attempts counts its tries so far.
+	Attempts int `json:"attempts"`
+	// LastError is why the last try failed; "" once delivered.
+	LastError string `json:"last_error,omitempty"`
+	// CreatedAt is when the task's status it announces changed.
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// AddWebhook registers a webhook; the answer carries its secret, once.
+func (c *Client) AddWebhook(ctx context.Context, w Webhook) (*Webhook, error) {
+	var out Webhook
+	return &out, c.do(ctx, http.MethodPost, "/v1/webhooks", w, &out)
+}
+
+// Webhooks lists the tenant's webhooks, without their secrets.
+func (c *Client) Webhooks(ctx context.Context) ([]Webhook, error) {
+	var out struct {
+		Webhooks []Webhook `json:"webhooks"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/webhooks", nil, &out)
+	return out.Webhooks, err
+}
+
+// RemoveWebhook deletes a webhook; its pending deliveries are not sent.
+func (c *Client) RemoveWebhook(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/webhooks/"+url.PathEscape(id), nil, nil)
+}
+
+// WebhookDeliveries lists a webhook's last deliveries, newest first.
+func (c *Client) WebhookDeliveries(ctx context.Context, id string) ([]WebhookDelivery, error) {
+	var out struct {
+		Deliveries []WebhookDelivery `json:"deliveries"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/webhooks/"+url.PathEscape(id)+"/deliveries", nil, &out)
+	return out.Deliveries, err
 }

@@ -39,6 +39,10 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/sessions/{id}/fork", s.authed(s.forkSession))
 	m.HandleFunc("GET /v1/checkpoints", s.authed(s.listCheckpoints))
 	m.HandleFunc("POST /v1/checkpoints/{id}/decision", s.authed(s.decide))
+	m.HandleFunc("POST /v1/webhooks", s.authed(s.createWebhook))
+	m.HandleFunc("GET /v1/webhooks", s.authed(s.listWebhooks))
+	m.HandleFunc("DELETE /v1/webhooks/{id}", s.authed(s.deleteWebhook))
+	m.HandleFunc("GET /v1/webhooks/{id}/deliveries", s.authed(s.listDeliveries))
 	m.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -151,6 +151,33 @@ var schema = []string{
 		tenant TEXT PRIMARY KEY,
 		policy TEXT NOT NULL
 	)`,
+	// The tenants' webhooks (webhooks.go) and their deliveries (webhookdelivery.go).
+	`CREATE TABLE IF NOT EXISTS sema_serve_webhooks (
+		id TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		url TEXT NOT NULL,
+		events TEXT NOT NULL,
+		format TEXT NOT NULL,
+		secret TEXT NOT NULL,
+		private_ok INTEGER NOT NULL DEFAULT 0,
+		created_ms BIGINT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_webhooks_tenant ON sema_serve_webhooks (tenant)`,
+	`CREATE TABLE IF NOT EXISTS sema_serve_deliveries (
+		id TEXT PRIMARY KEY,
+		webhook_id TEXT NOT NULL,
+		tenant TEXT NOT NULL,
+		event TEXT NOT NULL,
+		body TEXT NOT NULL,
+		status TEXT NOT NULL,
+		attempts INTEGER NOT NULL DEFAULT 0,
+		last_error TEXT NOT NULL DEFAULT '',
+		next_ms BIGINT NOT NULL,
+		claimed_until_ms BIGINT NOT NULL DEFAULT 0,
+		created_ms BIGINT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_deliveries_due ON sema_serve_deliveries (status, next_ms)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_deliveries_webhook ON sema_serve_deliveries (webhook_id, created_ms)`,
 }
 
 // replacedTables are tables whose layout changed incompatibly, each with a query that

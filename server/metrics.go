@@ -19,6 +19,7 @@ type metrics struct {
 	events    prometheus.Counter
 	requests  *prometheus.CounterVec
 	decisions *prometheus.CounterVec
+	webhooks  *prometheus.CounterVec
 	latency   *latencies
 }
 
@@ -43,9 +44,12 @@ func newMetrics() *metrics {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sema_checkpoint_decisions_total", Help: "Checkpoint decisions, by outcome.",
 		}, []string{"outcome"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sema_webhook_deliveries_total", Help: "Webhook delivery tries this process made, by outcome (delivered, retried, failed).",
+		}, []string{"outcome"}),
 		latency: newLatencies(),
 	}
-	m.reg.MustRegister(m.submitted, m.finished, m.running, m.events, m.requests, m.decisions,
+	m.reg.MustRegister(m.submitted, m.finished, m.running, m.events, m.requests, m.decisions, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.latency.collectors()...)
 	return m

@@ -115,6 +115,13 @@ type Config struct {
 	// tenants whose base directories exist on this machine (see TenantConfig.Queue).
 	// Empty: the default queue only.
 	Queues []string
+	// WebhooksPrivate lets every webhook's address be on this machine or a private
+	// network (a tenant's otherwise may not: webhook.url_private). For a service whose
+	// tenants are all trusted, and for tests.
+	WebhooksPrivate bool
+	// WebhookBackoff is the wait after a delivery's first failed try, doubled after each
+	// later one up to ten minutes (0: one second). See webhookdelivery.go.
+	WebhookBackoff time.Duration
 }
 
 // Server is one `sema serve` process.
@@ -135,6 +142,9 @@ type Server struct {
 	live *liveText
 	// modes are the mode controls of the legs this process runs (taskmode.go).
 	modes legModes
+	// hooks sends the tenants' webhook deliveries (webhookdelivery.go); nil in a process
+	// that runs no tasks.
+	hooks *deliverer
 	// events writes the legs' events (group commit).
 	events *eventLog
 	// stopWatch ends the watch for cancel requests (see watchCancels).
@@ -269,8 +279,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	recDone := make(chan struct{})
-	s.stopWatch = func() { stop(); <-recDone }
+	recDone, hooksDone := make(chan struct{}), make(chan struct{})
+	s.stopWatch = func() { stop(); <-recDone; <-hooksDone }
+	s.hooks = newDeliverer(s)
+	go func() { defer close(hooksDone); s.hooks.run(wctx) }()
 	go s.watchCancels(wctx)
 	go s.rec.run(wctx, recDone)
 	return nil

@@ -454,6 +454,7 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 	if err != nil {
 		return err
 	}
+	deliveries := 0
 	err = s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
 		if _, err := c.exec(ctx, `UPDATE sema_serve_tasks SET status = ?, result = ?, checkpoint_id = ?, decision = '', tokens = tokens + ?, updated_ms = ? WHERE id = ?`,
 			string(status), string(data), checkpoint, tokens, nowMS(), t.id); err != nil {
@@ -470,10 +471,17 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 				return err
 			}
 		}
+		// The webhooks' calls are as durable as the status they announce.
+		if deliveries, err = queueDeliveries(ctx, c, t, status, res, obj); err != nil {
+			return err
+		}
 		return insertEvent(ctx, c, t.id, seq+1, string(data))
 	})
 	if err != nil {
 		return err
+	}
+	if deliveries > 0 && s.hooks != nil {
+		s.hooks.poke()
 	}
 	s.appended(ctx, t.id)
 	s.metrics.finished.WithLabelValues(string(status)).Inc()

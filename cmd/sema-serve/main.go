@@ -116,7 +116,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 		},
 	}
 	addServeFlags(cmd, &o)
-	cmd.AddCommand(newTokenCmd(&o, stdout), newTenantCmd(&o, stdout))
+	cmd.AddCommand(newTokenCmd(&o, stdout), newTenantCmd(&o, stdout), newWebhookCmd(&o, stdout))
 	return cmd
 }
 
