@@ -1,0 +1,285 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
+)
+
+// acpSession is one open session of the connection: its backend, the running prompt,
+// and the permission answers the client gave "always" to.
+type acpSession struct {
+	id     string
+	a      *Agent
+	opened *Session
+
+	mu        sync.Mutex
+	running   context.CancelFunc // the running prompt's; nil between prompts
+	prompts   int
+	mode      permission.Mode
+	allowed   map[string]bool // rules allowed always in this session
+	rejected  map[string]bool // rules rejected always in this session
+	tools     map[string]*toolState
+	streamed  bool // the current response's text came as deltas
+	questions int  // questions asked about no call of the model's
+}
+
+// update sends one session/update.
+func (s *acpSession) update(u SessionUpdate) {
+	_ = s.a.conn.Notify(MethodSessionUpdate, SessionNotification{SessionID: s.id, Update: u})
+}
+
+func (s *acpSession) close() {
+	s.cancel()
+	if s.opened != nil && s.opened.Close != nil {
+		if err := s.opened.Close(); err != nil {
+			fmt.Fprintf(s.a.opts.Log, "sema acp: closing session %s: %v\n", s.id, err)
+		}
+	}
+}
+
+// cancel interrupts the running prompt, if any.
+func (s *acpSession) cancel() {
+	s.mu.Lock()
+	f := s.running
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// modeNames are the modes a client may pick, in the order it lists them.
+var modeNames = []SessionMode{
+	{ID: string(permission.ModeDefault), Name: "Default", Description: "Ask before edits, commands and fetches the rules do not allow"},
+	{ID: string(permission.ModeAcceptEdits), Name: "Accept edits", Description: "Edit files in the workspace without asking; ask before commands"},
+	{ID: string(permission.ModePlan), Name: "Plan", Description: "Read and plan only; ask before leaving plan"},
+	{ID: string(permission.ModeBypassPermissions), Name: "Bypass permissions", Description: "Run every call without asking (deny rules still hold)"},
+}
+
+func (s *acpSession) available() []SessionMode {
+	out := make([]SessionMode, 0, len(modeNames))
+	for _, m := range modeNames {
+		if m.ID == string(permission.ModeBypassPermissions) && !s.a.opts.Bypass {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (s *acpSession) offers(mode string) bool {
+	for _, m := range s.available() {
+		if m.ID == mode {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *acpSession) modes() *SessionModeState {
+	s.mu.Lock()
+	cur := s.mode
+	s.mu.Unlock()
+	return &SessionModeState{CurrentModeID: string(cur), AvailableModes: s.available()}
+}
+
+// announceCommands tells the client which custom commands a prompt may invoke.
+func (s *acpSession) announceCommands() {
+	cmds := []AvailableCommand{}
+	for _, c := range s.opened.Commands {
+		ac := AvailableCommand{Name: c.Name, Description: c.Description}
+		if ac.Description == "" {
+			ac.Description = "custom command (" + c.Path + ")"
+		}
+		if c.ArgumentHint != "" {
+			ac.Input = &CommandInput{Hint: c.ArgumentHint}
+		}
+		cmds = append(cmds, ac)
+	}
+	s.update(SessionUpdate{SessionUpdate: UpdateAvailableCommands, AvailableCommands: &cmds})
+}
+
+func (s *acpSession) setMode(ctx context.Context, id string) (any, error) {
+	if !s.offers(id) {
+		ids := []string{}
+		for _, m := range s.available() {
+			ids = append(ids, m.ID)
+		}
+		return nil, errorf(CodeInvalidParams, "the mode %q is not offered; pick one of %s", id, strings.Join(ids, ", "))
+	}
+	eff, err := s.opened.Backend.SetMode(ctx, permission.Mode(id))
+	if err != nil {
+		return nil, errorf(CodeInvalidParams, "%v", err)
+	}
+	if eff == "" {
+		eff = permission.Mode(id)
+	}
+	s.setCurrentMode(eff)
+	return struct{}{}, nil
+}
+
+// setCurrentMode records the mode in force and tells the client when it changed to one
+// it lists.
+func (s *acpSession) setCurrentMode(m permission.Mode) {
+	s.mu.Lock()
+	changed := s.mode != m
+	s.mode = m
+	s.mu.Unlock()
+	if changed && s.offers(string(m)) {
+		s.update(SessionUpdate{SessionUpdate: UpdateCurrentMode, CurrentModeID: string(m)})
+	}
+}
+
+// prompt runs one leg for the client's blocks and answers with why it stopped.
+func (s *acpSession) prompt(ctx context.Context, blocks []ContentBlock) (any, error) {
+	text, err := promptText(blocks)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	if s.running != nil {
+		s.mu.Unlock()
+		return nil, errorf(CodeInvalidRequest, "session %s is answering a prompt already; wait for its answer or send session/cancel", s.id)
+	}
+	s.running = cancel
+	s.prompts++
+	first := s.prompts == 1
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = nil
+		s.mu.Unlock()
+	}()
+	if first && s.opened.Demo != "" {
+		s.update(SessionUpdate{SessionUpdate: UpdateAgentMessage, Content: ptr(TextBlock(s.opened.Demo + "\n\n"))})
+	}
+	var res *agent.TaskResult
+	var last *model.Response
+	err = s.opened.Backend.Prompt(lctx, text, func(ev agent.Event) {
+		switch {
+		case ev.Type == agent.EventResult:
+			res = ev.Result
+		case ev.Type == agent.EventAssistant && ev.ParentToolUseID == "":
+			last = ev.Response
+		}
+		s.event(ev)
+	})
+	if err != nil {
+		if lctx.Err() != nil && ctx.Err() == nil {
+			return PromptResponse{StopReason: StopCancelled}, nil
+		}
+		return nil, legError(err)
+	}
+	if res == nil {
+		return nil, errorf(CodeInternalError, "the leg ended without a result")
+	}
+	return stopReason(res, last, lctx.Err() != nil)
+}
+
+// stopReason maps how the leg ended to the prompt's stop reason.
+func stopReason(res *agent.TaskResult, last *model.Response, cancelled bool) (any, error) {
+	switch res.Status {
+	case sema.StatusCancelled:
+		return PromptResponse{StopReason: StopCancelled}, nil
+	case sema.StatusMaxTurns:
+		return PromptResponse{StopReason: StopMaxTurnRequests}, nil
+	case sema.StatusBudgetExceeded:
+		return PromptResponse{StopReason: StopMaxTokens}, nil
+	case sema.StatusError:
+		if cancelled {
+			return PromptResponse{StopReason: StopCancelled}, nil
+		}
+		if res.Error != nil {
+			return nil, legError(res.Error)
+		}
+		return nil, errorf(CodeInternalError, "the leg ended with an error")
+	}
+	if last != nil {
+		switch last.StopReason {
+		case model.StopMaxTokens:
+			return PromptResponse{StopReason: StopMaxTokens}, nil
+		case model.StopRefusal:
+			return PromptResponse{StopReason: StopRefusal}, nil
+		}
+	}
+	return PromptResponse{StopReason: StopEndTurn}, nil
+}
+
+// legError is a leg's failure as the client reads it: the sentence, and sema's code in
+// data.
+func legError(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	out := &Error{Code: CodeInternalError, Message: err.Error()}
+	var se *sema.Error
+	if errors.As(err, &se) {
+		out.Data = map[string]string{"code": se.Code}
+		if strings.HasPrefix(se.Code, "config.") {
+			out.Code = CodeInvalidParams
+		}
+	}
+	return out
+}
+
+// promptText is the prompt the leg runs: the text blocks in order, and each resource
+// as context around them — a link by its URI (the model reads it with its tools), an
+// embedded text resource with its contents.
+func promptText(blocks []ContentBlock) (string, error) {
+	var b strings.Builder
+	sep := func() {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+	}
+	for i, c := range blocks {
+		switch c.Type {
+		case "text":
+			sep()
+			b.WriteString(c.Text)
+		case "resource_link":
+			if c.URI == "" {
+				return "", errorf(CodeInvalidParams, "prompt block %d is a resource_link without a uri", i)
+			}
+			sep()
+			fmt.Fprintf(&b, "[Referenced: %s](%s)", orWord(c.Name, c.URI), c.URI)
+		case "resource":
+			r := c.Resource
+			switch {
+			case r == nil:
+				return "", errorf(CodeInvalidParams, "prompt block %d is a resource without its contents", i)
+			case r.Text == nil:
+				return "", errorf(CodeInvalidParams, "prompt block %d embeds a binary resource (%s); sema takes text resources only: link it instead", i, r.URI)
+			}
+			sep()
+			fmt.Fprintf(&b, "<context ref=%q>\n%s\n</context>", r.URI, *r.Text)
+		case "image", "audio":
+			return "", errorf(CodeInvalidParams, "prompt block %d is %s; sema takes text, resource links and embedded text resources (promptCapabilities)", i, c.Type)
+		default:
+			return "", errorf(CodeInvalidParams, "prompt block %d has the type %q, which sema does not know", i, c.Type)
+		}
+	}
+	if strings.TrimSpace(b.String()) == "" {
+		return "", errorf(CodeInvalidParams, "the prompt is empty; send at least one text block")
+	}
+	return b.String(), nil
+}
+
+func orWord(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
