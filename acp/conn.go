@@ -18,11 +18,15 @@ const MaxLine = 32 << 20
 
 // Error is a JSON-RPC error object: the answer to a request that failed.
 type Error struct {
-	Code    int    `json:"code"`
+	// Code is the JSON-RPC code (the Code constants).
+	Code int `json:"code"`
+	// Message is the sentence saying what was wrong and what to change.
 	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
+	// Data carries sema's own error code ("code") and the session's id, when known.
+	Data any `json:"data,omitempty"`
 }
 
+// Error implements error.
 func (e *Error) Error() string { return fmt.Sprintf("%s (JSON-RPC %d)", e.Message, e.Code) }
 
 // errorf builds an Error of code.
