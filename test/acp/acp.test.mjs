@@ -74,17 +74,37 @@ function startAgent(dirs, answer) {
 	child.stderr.on('data', (d) => { stderr += d; });
 	const updates = [];
 	const permissions = [];
+	const counts = { updates: 0 };
 	const app = client({ name: 'sema-acp-test' })
 		.onRequest(methods.client.session.requestPermission, async ({ params }) => {
 			permissions.push(params);
 			return answer(params);
 		})
 		.onNotification(methods.client.session.update, ({ params }) => {
+			counts.updates++;
 			updates.push(params);
 		});
+	// The lines as they came, counted before the library reads them: every update and
+	// question sema sent must reach the handlers, none dropped by the library's schema
+	// checks.
+	const raw = { updates: 0, permissions: 0 };
+	let partial = '';
+	child.stdout.on('data', (d) => {
+		const lines = (partial + d).split('\n');
+		partial = lines.pop();
+		for (const l of lines) {
+			const m = JSON.parse(l);
+			if (m.method === methods.client.session.update) raw.updates++;
+			if (m.method === methods.client.session.requestPermission) raw.permissions++;
+		}
+	});
 	const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 	const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-	return { child, app, stream, updates, permissions, exited, stderr: () => stderr };
+	const checkAll = () => {
+		assert.equal(counts.updates, raw.updates, 'a session/update sema sent did not pass the library');
+		assert.equal(permissions.length, raw.permissions, 'a permission request sema sent did not pass the library');
+	};
+	return { child, app, stream, updates, permissions, exited, checkAll, stderr: () => stderr };
 }
 
 function kinds(updates) {
@@ -206,6 +226,7 @@ test('an editor drives sema acp through the official client library', { timeout:
 	});
 	a.child.stdin.end();
 	const exit = await a.exited;
+	a.checkAll();
 	assert.equal(exit.code, 0, `sema acp exited ${JSON.stringify(exit)}; stderr:\n${a.stderr()}`);
 
 	// 5. session/load in a new process replays the history.
@@ -226,4 +247,5 @@ test('an editor drives sema acp through the official client library', { timeout:
 	});
 	b.child.stdin.end();
 	assert.equal((await b.exited).code, 0, b.stderr());
+	b.checkAll();
 });
