@@ -301,4 +301,9 @@ func TestACPSessionEndToEnd(t *testing.T) {
 	if r.code != 0 || jsonResult(t, r.stdout)["session_id"] != sid {
 		t.Fatalf("sema -p --resume %s: exit %d\n%s\n%s", sid, r.code, r.stdout, r.stderr)
 	}
+	// and rewinds its files: the edit the editor allowed is undone.
+	r = sema(t, ws, nil, "", "rewind", sid, "--to", "1", "--files", "--home", state)
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); r.code != 0 || string(b) != "hello\n" {
+		t.Fatalf("sema rewind %s --to 1: exit %d, a.txt %q\n%s\n%s", sid, r.code, b, r.stdout, r.stderr)
+	}
 }
