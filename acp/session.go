@@ -182,6 +182,12 @@ func (s *acpSession) prompt(ctx context.Context, blocks []ContentBlock) (any, er
 	if res == nil {
 		return nil, errorf(CodeInternalError, "the leg ended without a result")
 	}
+	if cp, ok := res.Parked(); ok {
+		// Under --on-ask park the question is not the editor's: say where it waits.
+		s.update(SessionUpdate{SessionUpdate: UpdateAgentMessage, Content: ptr(TextBlock(fmt.Sprintf(
+			"\n\nThe %s call waits for a person's answer (parked: %s). Answer it with `sema approve %s --checkpoint %s --allow` (or --deny), or with /questions in the terminal session.",
+			cp.Tool, cp.Message, s.id, cp.ID)))})
+	}
 	return stopReason(res, last, lctx.Err() != nil)
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +27,9 @@ type acpClient struct {
 	asked   []map[string]any                // every permission request's params
 }
 
-func startACP(t *testing.T, dir, state, script string, answers func(map[string]any) string) *acpClient {
+func startACP(t *testing.T, dir, state, script string, answers func(map[string]any) string, flags ...string) *acpClient {
 	t.Helper()
-	cmd := exec.Command(semaBin, "acp", "--model", "scripted/"+script, "--home", state, "--sandbox", "off")
+	cmd := exec.Command(semaBin, append([]string{"acp", "--model", "scripted/" + script, "--home", state, "--sandbox", "off"}, flags...)...)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	in, err := cmd.StdinPipe()
@@ -305,5 +306,43 @@ func TestACPSessionEndToEnd(t *testing.T) {
 	r = sema(t, ws, nil, "", "rewind", sid, "--to", "1", "--files", "--home", state)
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); r.code != 0 || string(b) != "hello\n" {
 		t.Fatalf("sema rewind %s --to 1: exit %d, a.txt %q\n%s\n%s", sid, r.code, b, r.stdout, r.stderr)
+	}
+}
+
+func TestACPParkedQuestionIsAnsweredBySemaApprove(t *testing.T) {
+	ws := writeTree(t, map[string]string{"keep.txt": "x\n"})
+	ws, _ = filepath.EvalSymlinks(ws)
+	state := t.TempDir()
+	script := writeScript(t, `{"turns":[
+		{"tool_calls":[{"name":"Bash","input":{"command":"touch parked.txt"}}]},
+		{"text":"Done."}]}`)
+	c := startACP(t, ws, state, script, func(p map[string]any) string {
+		t.Errorf("a question went to the editor under --on-ask park: %v", p)
+		return "reject_once"
+	}, "--on-ask", "park")
+	c.call("initialize", map[string]any{"protocolVersion": 1})
+	sid := c.call("session/new", map[string]any{"cwd": ws, "mcpServers": []any{}})["sessionId"].(string)
+	r := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "touch it"}}})
+	if r["stopReason"] != "end_turn" {
+		t.Fatalf("stop reason %v", r)
+	}
+	said := ""
+	for _, u := range c.updatesOf("agent_message_chunk") {
+		said += u["content"].(map[string]any)["text"].(string)
+	}
+	m := regexp.MustCompile("sema approve " + sid + " --checkpoint (\\S+) --allow").FindStringSubmatch(said)
+	if m == nil {
+		t.Fatalf("the answer does not say how to answer the parked question: %q", said)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "parked.txt")); err == nil {
+		t.Fatal("the parked command ran")
+	}
+	c.in.Close()
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("sema acp: %v\n%s", err, c.stderr)
+	}
+	a := sema(t, ws, nil, "", "approve", sid, "--checkpoint", m[1], "--allow", "--home", state, "--model", "scripted/"+script, "--sandbox", "off")
+	if _, err := os.Stat(filepath.Join(ws, "parked.txt")); a.code != 0 || err != nil {
+		t.Fatalf("sema approve: exit %d, parked.txt: %v\n%s\n%s", a.code, err, a.stdout, a.stderr)
 	}
 }
