@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 
 	"github.com/sema-agent/sema"
@@ -263,7 +264,7 @@ func (a *Agent) newSession(ctx context.Context, params json.RawMessage) (any, er
 	if err := decode(MethodSessionNew, params, &p); err != nil {
 		return nil, err
 	}
-	if p.Cwd == nil || *p.Cwd == "" {
+	if p.Cwd == nil || !filepath.IsAbs(*p.Cwd) {
 		return nil, errorf(CodeInvalidParams, "session/new needs cwd: the absolute directory the session works in")
 	}
 	id := a.opts.NewID()
@@ -280,8 +281,8 @@ func (a *Agent) loadSession(ctx context.Context, params json.RawMessage) (any, e
 	if err := decode(MethodSessionLoad, params, &p); err != nil {
 		return nil, err
 	}
-	if p.Cwd == nil || *p.Cwd == "" {
-		return nil, errorf(CodeInvalidParams, "session/load needs cwd: the directory the session works in")
+	if p.Cwd == nil || !filepath.IsAbs(*p.Cwd) {
+		return nil, errorf(CodeInvalidParams, "session/load needs cwd: the absolute directory the session works in")
 	}
 	if p.SessionID == "" {
 		return nil, errorf(CodeInvalidParams, "session/load needs the sessionId to load")
@@ -332,6 +333,7 @@ func (a *Agent) open(ctx context.Context, setup SessionSetup, servers []MCPServe
 			return nil, openError(err, setup.ID)
 		}
 	}
+	s.startMode = s.mode
 	a.mu.Lock()
 	a.sessions[setup.ID] = s
 	a.mu.Unlock()

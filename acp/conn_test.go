@@ -182,6 +182,8 @@ func TestMalformedLinesAreAnsweredAndTheConnectionSurvives(t *testing.T) {
 		code       int
 	}{
 		{"session/new without cwd", `{"jsonrpc":"2.0","id":20,"method":"session/new","params":{"mcpServers":[]}}`, CodeInvalidParams},
+		{"session/new in a relative cwd", `{"jsonrpc":"2.0","id":26,"method":"session/new","params":{"cwd":"src","mcpServers":[]}}`, CodeInvalidParams},
+		{"session/load without a session", `{"jsonrpc":"2.0","id":27,"method":"session/load","params":{"cwd":"/tmp","mcpServers":[]}}`, CodeInvalidParams},
 		{"session/new refused by the command line", `{"jsonrpc":"2.0","id":21,"method":"session/new","params":{"cwd":"/nowhere","mcpServers":[]}}`, CodeInvalidParams},
 		{"a prompt in an unknown session", `{"jsonrpc":"2.0","id":22,"method":"session/prompt","params":{"sessionId":"nope","prompt":[{"type":"text","text":"hi"}]}}`, CodeResourceNotFound},
 		{"a prompt without blocks", `{"jsonrpc":"2.0","id":23,"method":"session/prompt","params":{"sessionId":"nope"}}`, CodeInvalidParams},
@@ -389,6 +391,37 @@ func TestPromptBlocks(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		} else if e, ok := err.(*Error); !ok || e.Code != CodeInvalidParams {
 			t.Errorf("%s: %v, want invalid params", name, err)
+		}
+	}
+}
+
+func TestModesListTheModeTheSessionStartedIn(t *testing.T) {
+	for _, c := range []struct {
+		start  permission.Mode
+		bypass bool
+		want   string
+	}{
+		{"", false, "default:default,acceptEdits,plan"},
+		{permission.ModePlan, false, "plan:default,acceptEdits,plan"},
+		{permission.ModeBypassPermissions, true, "bypassPermissions:default,acceptEdits,plan,bypassPermissions"},
+		{permission.ModeDontAsk, false, "dontAsk:default,acceptEdits,plan,dontAsk"},
+	} {
+		p := startAgent(t, Options{Bypass: c.bypass, Open: func(_ context.Context, s SessionSetup) (*Session, error) {
+			return &Session{Backend: &fakeBackend{}, Root: s.Cwd, Mode: c.start}, nil
+		}})
+		p.initialize()
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`)
+		a, _ := p.until("1")
+		var r NewSessionResponse
+		if err := json.Unmarshal(a.Result, &r); err != nil || r.Modes == nil {
+			t.Fatalf("session/new answered %s %v", a.Result, a.Error)
+		}
+		var ids []string
+		for _, m := range r.Modes.AvailableModes {
+			ids = append(ids, m.ID)
+		}
+		if got := r.Modes.CurrentModeID + ":" + strings.Join(ids, ","); got != c.want {
+			t.Errorf("started in %q: modes %s, want %s", c.start, got, c.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
 )
 
 // acpSession is one open session of the connection: its backend, the running prompt,
@@ -20,10 +21,13 @@ type acpSession struct {
 	a      *Agent
 	opened *Session
 
-	mu        sync.Mutex
-	running   context.CancelFunc // the running prompt's; nil between prompts
-	prompts   int
-	mode      permission.Mode
+	mu      sync.Mutex
+	running context.CancelFunc // the running prompt's; nil between prompts
+	prompts int
+	mode    permission.Mode
+	// startMode is the mode the session opened in, listed among the modes even when
+	// the picker would not offer it.
+	startMode permission.Mode
 	allowed   map[string]bool // rules allowed always in this session
 	rejected  map[string]bool // rules rejected always in this session
 	tools     map[string]*toolState
@@ -64,12 +68,22 @@ var modeNames = []SessionMode{
 }
 
 func (s *acpSession) available() []SessionMode {
-	out := make([]SessionMode, 0, len(modeNames))
+	s.mu.Lock()
+	cur := s.startMode
+	s.mu.Unlock()
+	out := make([]SessionMode, 0, len(modeNames)+1)
+	listed := false
 	for _, m := range modeNames {
 		if m.ID == string(permission.ModeBypassPermissions) && !s.a.opts.Bypass {
 			continue
 		}
+		listed = listed || m.ID == string(cur)
 		out = append(out, m)
+	}
+	if !listed && cur != "" {
+		// The session was started in a mode the picker does not offer (auto, dontAsk):
+		// it is listed too, so the client can show it and go back to it.
+		out = append(out, SessionMode{ID: string(cur), Name: string(cur), Description: "The mode sema acp was started in"})
 	}
 	return out
 }
@@ -179,6 +193,9 @@ func (s *acpSession) prompt(ctx context.Context, blocks []ContentBlock) (any, er
 		}
 		return nil, legError(err)
 	}
+	if first {
+		s.entitle(ctx, text)
+	}
 	if res == nil {
 		return nil, errorf(CodeInternalError, "the leg ended without a result")
 	}
@@ -189,6 +206,27 @@ func (s *acpSession) prompt(ctx context.Context, blocks []ContentBlock) (any, er
 			cp.Tool, cp.Message, s.id, cp.ID)))})
 	}
 	return stopReason(res, last, lctx.Err() != nil)
+}
+
+// entitle gives a session created by session/new the title a first leg gives a session
+// it creates: the first line of its first prompt. A title there already is kept.
+func (s *acpSession) entitle(ctx context.Context, prompt string) {
+	if s.opened.Store == nil {
+		return
+	}
+	line, _, _ := strings.Cut(prompt, "\n")
+	if r := []rune(line); len(r) > 80 {
+		line = string(r[:77]) + "..."
+	}
+	_, err := s.opened.Store.Update(context.WithoutCancel(ctx), s.id, func(st *session.Session) error {
+		if st.Title == "" {
+			st.Title = line
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(s.a.opts.Log, "sema acp: session %s keeps no title: %v\n", s.id, err)
+	}
 }
 
 // stopReason maps how the leg ended to the prompt's stop reason.

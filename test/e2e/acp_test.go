@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -150,7 +151,8 @@ func processRunning(argv ...string) bool {
 }
 
 func TestACPSessionEndToEnd(t *testing.T) {
-	ws := writeTree(t, map[string]string{"a.txt": "hello\n"})
+	ws := writeTree(t, map[string]string{"a.txt": "hello\n",
+		".sema/commands/greet.md": "---\ndescription: Greet someone\nargument-hint: NAME\n---\nSay hello to $ARGUMENTS.\n"})
 	ws, _ = filepath.EvalSymlinks(ws)
 	state := t.TempDir()
 	const sleep = "41.75" // a sleep no other process runs
@@ -183,8 +185,8 @@ func TestACPSessionEndToEnd(t *testing.T) {
 	if modes := created["modes"].(map[string]any); modes["currentModeId"] != "default" {
 		t.Fatalf("session/new: %v", created)
 	}
-	if len(c.updatesOf("available_commands_update")) != 1 {
-		t.Errorf("no available_commands_update after session/new: %v", c.updates)
+	if u := c.updatesOf("available_commands_update"); len(u) != 1 || fmt.Sprint(u[0]["availableCommands"]) != "[map[description:Greet someone input:map[hint:NAME] name:greet]]" {
+		t.Errorf("the available_commands_update after session/new does not list the workspace's command: %v", u)
 	}
 	prompt := func(text string) string {
 		t.Helper()
@@ -296,7 +298,11 @@ func TestACPSessionEndToEnd(t *testing.T) {
 		t.Fatalf("sema acp: %v\n%s", err, l.stderr)
 	}
 
-	// The session is sema's: the command line continues it.
+	// The session is sema's: listed with the first prompt as its title,
+	if r := sema(t, ws, nil, "", "sessions", "list", "--home", state); r.code != 0 || !strings.Contains(r.stdout, sid) || !strings.Contains(r.stdout, "say goodbye") {
+		t.Errorf("sema sessions list: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// continued by the command line,
 	again := writeScript(t, `{"turns":[{"text":"continued"}]}`)
 	r := sema(t, ws, nil, "", "-p", "--resume", sid, "--home", state, "--model", "scripted/"+again, "--sandbox", "off", "--output-format", "json", "go on")
 	if r.code != 0 || jsonResult(t, r.stdout)["session_id"] != sid {
