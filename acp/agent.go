@@ -272,8 +272,7 @@ func (a *Agent) newSession(ctx context.Context, params json.RawMessage) (any, er
 	if err != nil {
 		return nil, err
 	}
-	s.announceCommands()
-	return NewSessionResponse{SessionID: id, Modes: s.modes()}, nil
+	return answerThen{NewSessionResponse{SessionID: id, Modes: s.modes()}, s.announceCommands}, nil
 }
 
 func (a *Agent) loadSession(ctx context.Context, params json.RawMessage) (any, error) {
@@ -299,8 +298,7 @@ func (a *Agent) loadSession(ctx context.Context, params json.RawMessage) (any, e
 	if err := s.replay(ctx); err != nil {
 		return nil, err
 	}
-	s.announceCommands()
-	return LoadSessionResponse{Modes: s.modes()}, nil
+	return answerThen{LoadSessionResponse{Modes: s.modes()}, s.announceCommands}, nil
 }
 
 // open prepares a session through Options.Open and keeps it under its id.

@@ -355,6 +355,11 @@ func (c *Conn) reply(id json.RawMessage, result any, err error) {
 		}
 		m.Error = e
 	} else {
+		if t, ok := result.(answerThen); ok {
+			// The answer goes first; what follows it is sent once the client has it.
+			defer t.then()
+			result = t.result
+		}
 		b, merr := json.Marshal(result)
 		if merr != nil {
 			m.Error = errorf(CodeInternalError, "the answer could not be encoded: %v", merr)
@@ -363,6 +368,14 @@ func (c *Conn) reply(id json.RawMessage, result any, err error) {
 		}
 	}
 	c.write(m)
+}
+
+// answerThen is a handler's result whose answer is followed by more messages: then runs
+// once the answer is written (session/new's available commands follow the answer that
+// tells the client the session's id).
+type answerThen struct {
+	result any
+	then   func()
 }
 
 // Notify sends a notification to the client.

@@ -423,5 +423,9 @@ func TestModesListTheModeTheSessionStartedIn(t *testing.T) {
 		if got := r.Modes.CurrentModeID + ":" + strings.Join(ids, ","); got != c.want {
 			t.Errorf("started in %q: modes %s, want %s", c.start, got, c.want)
 		}
+		// The commands follow the answer, once the client knows the session's id.
+		if u := p.next(); u.Method != MethodSessionUpdate || !strings.Contains(string(u.Params), `"availableCommands":[]`) {
+			t.Errorf("after session/new's answer: %s %s, want available_commands_update", u.Method, u.Params)
+		}
 	}
 }

@@ -198,7 +198,15 @@ func (s *acpServer) open(ctx context.Context, setup acp.SessionSetup) (*acp.Sess
 		deps.Approver, spec.OnAsk = setup.Approver, agent.OnAskApprover
 	}
 	local := localBackend(&o, deps, spec, run, perms)
-	return &acp.Session{Backend: local, Root: root, Mode: perms.mode, Commands: local.Commands(),
+	mode := perms.mode
+	if mode == "" {
+		// No --permission-mode: the settings files' defaultMode is the mode a new
+		// session starts in, and the client is told that one.
+		if rep, err := local.Permissions(ctx); err == nil {
+			mode = rep.Mode
+		}
+	}
+	return &acp.Session{Backend: local, Root: root, Mode: mode, Commands: local.Commands(),
 		Store: deps.Store, Demo: demoNote, Close: func() error {
 			if cleanup != nil {
 				cleanup()

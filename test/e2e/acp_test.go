@@ -185,9 +185,6 @@ func TestACPSessionEndToEnd(t *testing.T) {
 	if modes := created["modes"].(map[string]any); modes["currentModeId"] != "default" {
 		t.Fatalf("session/new: %v", created)
 	}
-	if u := c.updatesOf("available_commands_update"); len(u) != 1 || fmt.Sprint(u[0]["availableCommands"]) != "[map[description:Greet someone input:map[hint:NAME] name:greet]]" {
-		t.Errorf("the available_commands_update after session/new does not list the workspace's command: %v", u)
-	}
 	prompt := func(text string) string {
 		t.Helper()
 		r := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}})
@@ -213,6 +210,10 @@ func TestACPSessionEndToEnd(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "goodbye\n" {
 		t.Fatalf("a.txt is %q", b)
+	}
+	// The custom commands were announced after session/new's answer.
+	if u := c.updatesOf("available_commands_update"); len(u) != 1 || fmt.Sprint(u[0]["availableCommands"]) != "[map[description:Greet someone input:map[hint:NAME] name:greet]]" {
+		t.Errorf("the available_commands_update after session/new does not list the workspace's command: %v", u)
 	}
 
 	// A command rejected once does not run; the same command allowed does.
