@@ -353,3 +353,46 @@ func TestACPParkedQuestionIsAnsweredBySemaApprove(t *testing.T) {
 		t.Fatalf("sema approve: exit %d, parked.txt: %v\n%s\n%s", a.code, err, a.stdout, a.stderr)
 	}
 }
+
+func TestACPEditorGoneEndsTheRunningCommand(t *testing.T) {
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	state := t.TempDir()
+	const sleep = "43.125" // a sleep no other process runs
+	script := writeScript(t, `{"turns":[{"tool_calls":[{"name":"Bash","input":{"command":"sleep `+sleep+`"}}]},{"text":"Slept."}]}`)
+	c := startACP(t, ws, state, script, func(map[string]any) string { return "allow_once" })
+	c.call("initialize", map[string]any{"protocolVersion": 1})
+	sid := c.call("session/new", map[string]any{"cwd": ws, "mcpServers": []any{}})["sessionId"].(string)
+	c.send("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "wait"}}})
+	// Answer the question, then wait for the command to run.
+	for end := time.Now().Add(20 * time.Second); !processRunning("sleep", sleep); time.Sleep(20 * time.Millisecond) {
+		select {
+		case m := <-c.lines:
+			if m["method"] == "session/request_permission" {
+				c.write(map[string]any{"id": m["id"], "result": map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}})
+			}
+		default:
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the sleep never ran; stderr:\n%s", c.stderr)
+		}
+	}
+	// The editor goes away: stdin closes. sema acp ends the leg and exits, leaving nothing.
+	c.in.Close()
+	go func() {
+		for range c.lines {
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("sema acp: %v\n%s", err, c.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("sema acp did not exit after its stdin closed")
+	}
+	if processRunning("sleep", sleep) {
+		t.Fatal("the command's sleep outlived sema acp")
+	}
+}
