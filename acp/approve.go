@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -46,8 +47,19 @@ func (s *acpSession) Approve(ctx context.Context, req permission.ApprovalRequest
 	}
 	call := s.describe(id, req.Tool, req.Input)
 	call.Status = StatusPending
+	var content []ToolCallContent
 	if req.Ask.Reason != "" {
-		call.Content = []ToolCallContent{textContent(req.Ask.Reason)}
+		content = append(content, textContent(req.Ask.Reason))
+	}
+	var plan struct {
+		Plan string `json:"plan"`
+	}
+	if req.Tool == "ExitPlanMode" && json.Unmarshal(req.Input, &plan) == nil && plan.Plan != "" {
+		// Leaving plan is a review of the plan: the client shows it with the question.
+		content = append(content, textContent(plan.Plan))
+	}
+	if content != nil {
+		call.Content = content
 	}
 	opts := []PermissionOption{{OptionID: optAllowOnce, Name: "Allow once", Kind: OptionAllowOnce}}
 	if !req.Ask.PersonOnly {

@@ -429,3 +429,46 @@ func TestModesListTheModeTheSessionStartedIn(t *testing.T) {
 		}
 	}
 }
+
+func TestAPlanReviewIsAskedWithThePlanAndNoAlways(t *testing.T) {
+	var decisions []permission.ApprovalDecision
+	b := &fakeBackend{run: func(ctx context.Context, prompt string, ap permission.Approver, emit func(agent.Event)) {
+		for range 2 {
+			d, _ := ap.Approve(ctx, permission.ApprovalRequest{Tool: "ExitPlanMode", Input: json.RawMessage(`{"plan":"1. read\n2. fix"}`), ToolUseID: "plan-1",
+				Ask: permission.Decision{Reason: "Leave plan mode?", PersonOnly: true}})
+			decisions = append(decisions, d)
+		}
+		emit(result(sema.StatusCompleted))
+	}}
+	p := sessionAgent(t, b)
+	p.initialize()
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"plan it"}]}}`)
+	asked := 0
+	for {
+		a := p.next()
+		if a.Method == "" && string(a.ID) == "2" {
+			break
+		}
+		if a.Method != MethodRequestPermission {
+			continue
+		}
+		asked++
+		var req RequestPermissionRequest
+		if err := json.Unmarshal(a.Params, &req); err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, o := range req.Options {
+			kinds = append(kinds, o.Kind)
+		}
+		if strings.Join(kinds, ",") != "allow_once,reject_once" || !strings.Contains(string(a.Params), `1. read\n2. fix`) {
+			t.Fatalf("plan review asked %s", a.Params)
+		}
+		// "Always" is not offered; a client that sends it anyway is not taken at its word.
+		p.sendJSON(map[string]any{"jsonrpc": "2.0", "id": a.ID, "result": map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": OptionAllowAlways}}})
+	}
+	if asked != 2 || len(decisions) != 2 || decisions[0].Behavior != permission.Deny || decisions[1].Behavior != permission.Deny {
+		t.Fatalf("asked %d times, decisions %+v: want two questions, each refused", asked, decisions)
+	}
+}
