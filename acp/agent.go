@@ -178,14 +178,18 @@ func (a *Agent) Handle(ctx context.Context, method string, params json.RawMessag
 		if err := decode(method, params, &p); err != nil {
 			return nil, err
 		}
-		if p.Prompt == nil {
-			return nil, errorf(CodeInvalidParams, "session/prompt needs a prompt (a list of content blocks)")
-		}
+		id := RequestID(ctx)
 		s, err := a.session(p.SessionID)
-		if err != nil {
+		if err == nil {
+			defer s.unqueue(id)
+		}
+		switch {
+		case p.Prompt == nil:
+			return nil, errorf(CodeInvalidParams, "session/prompt needs a prompt (a list of content blocks)")
+		case err != nil:
 			return nil, err
 		}
-		return s.prompt(ctx, p.Prompt)
+		return s.prompt(ctx, id, p.Prompt)
 	default: // MethodSessionSetMode
 		var p SetModeRequest
 		if err := decode(method, params, &p); err != nil {
@@ -196,6 +200,26 @@ func (a *Agent) Handle(ctx context.Context, method string, params json.RawMessag
 			return nil, err
 		}
 		return s.setMode(ctx, p.ModeID)
+	}
+}
+
+// Started notes a prompt the connection is about to answer, so that a session/cancel
+// read before its handler runs still cancels it.
+func (a *Agent) Started(method, id string, params json.RawMessage) {
+	if method != MethodSessionPrompt {
+		return
+	}
+	var p PromptRequest
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	a.mu.Lock()
+	s := a.sessions[p.SessionID]
+	a.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		s.queued[id] = false
+		s.mu.Unlock()
 	}
 }
 
@@ -308,7 +332,7 @@ func (a *Agent) open(ctx context.Context, setup SessionSetup, servers []MCPServe
 		return nil, errorf(CodeInvalidParams, "%v", err)
 	}
 	setup.MCPServers = mounted
-	s := &acpSession{id: setup.ID, a: a, tools: map[string]*toolState{}, allowed: map[string]bool{}, rejected: map[string]bool{}}
+	s := &acpSession{id: setup.ID, a: a, tools: map[string]*toolState{}, allowed: map[string]bool{}, rejected: map[string]bool{}, queued: map[string]bool{}}
 	setup.Approver = s
 	opened, err := a.opts.Open(ctx, setup)
 	if err != nil {

@@ -258,7 +258,7 @@ func (c *Conn) handleLine(ctx context.Context, line []byte, wg *sync.WaitGroup) 
 		return
 	}
 	key := string(id)
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancel(context.WithValue(ctx, requestIDKey{}, key))
 	c.mu.Lock()
 	if _, dup := c.inflight[key]; dup {
 		c.mu.Unlock()
@@ -268,6 +268,11 @@ func (c *Conn) handleLine(ctx context.Context, line []byte, wg *sync.WaitGroup) 
 	}
 	c.inflight[key] = cancel
 	c.mu.Unlock()
+	if st, ok := c.h.(starter); ok {
+		// Told before the handler's goroutine runs, so that a notification read next
+		// (session/cancel) finds the request.
+		st.Started(method, key, params)
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -303,6 +308,21 @@ func (c *Conn) Inline(methods ...string) {
 	for _, m := range methods {
 		c.inline[m] = true
 	}
+}
+
+// starter is a Handler told of each request it will answer on a goroutine, on the
+// reading goroutine, before the next line is read.
+type starter interface {
+	Started(method, id string, params json.RawMessage)
+}
+
+// requestIDKey carries a request's id (as it came, JSON) in its handler's context.
+type requestIDKey struct{}
+
+// RequestID is the id of the request ctx answers, as it came (JSON); "" outside one.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }
 
 // cancelRequest ends the context of the request $/cancel_request names.

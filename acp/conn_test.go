@@ -472,3 +472,33 @@ func TestAPlanReviewIsAskedWithThePlanAndNoAlways(t *testing.T) {
 		t.Fatalf("asked %d times, decisions %+v: want two questions, each refused", asked, decisions)
 	}
 }
+
+func TestACancelRightAfterThePromptIsNotLost(t *testing.T) {
+	b := &fakeBackend{run: func(ctx context.Context, prompt string, ap permission.Approver, emit func(agent.Event)) {
+		select {
+		case <-ctx.Done():
+			emit(result(sema.StatusCancelled))
+		case <-time.After(5 * time.Second):
+			emit(result(sema.StatusCompleted)) // the cancel was lost
+		}
+	}}
+	p := sessionAgent(t, b)
+	p.initialize()
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`)
+	p.until("1")
+	// Both lines in one write: the cancel is read before the prompt's handler may run.
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"go"}]}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`)
+	if a, _ := p.until("2"); string(a.Result) != `{"stopReason":"cancelled"}` {
+		t.Fatalf("prompt answered %s %v, want cancelled", a.Result, a.Error)
+	}
+	// A cancel with no prompt in flight cancels nothing later.
+	p.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`)
+	b.run = func(ctx context.Context, prompt string, ap permission.Approver, emit func(agent.Event)) {
+		emit(result(sema.StatusCompleted))
+	}
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"go"}]}}`)
+	if a, _ := p.until("3"); string(a.Result) != `{"stopReason":"end_turn"}` {
+		t.Fatalf("the next prompt answered %s %v, want end_turn", a.Result, a.Error)
+	}
+}

@@ -23,6 +23,9 @@ type acpSession struct {
 
 	mu      sync.Mutex
 	running context.CancelFunc // the running prompt's; nil between prompts
+	// queued are the prompts read and not yet running, by request id: true once a
+	// session/cancel came for them.
+	queued  map[string]bool
 	prompts int
 	mode    permission.Mode
 	// startMode is the mode the session opened in, listed among the modes even when
@@ -49,14 +52,25 @@ func (s *acpSession) close() {
 	}
 }
 
-// cancel interrupts the running prompt, if any.
+// cancel interrupts the running prompt, if any, and the prompts read but not yet
+// started.
 func (s *acpSession) cancel() {
 	s.mu.Lock()
 	f := s.running
+	for id := range s.queued {
+		s.queued[id] = true
+	}
 	s.mu.Unlock()
 	if f != nil {
 		f()
 	}
+}
+
+// unqueue forgets a prompt request once it is answered.
+func (s *acpSession) unqueue(id string) {
+	s.mu.Lock()
+	delete(s.queued, id)
+	s.mu.Unlock()
 }
 
 // modeNames are the modes a client may pick, in the order it lists them.
@@ -152,7 +166,7 @@ func (s *acpSession) setCurrentMode(m permission.Mode) {
 }
 
 // prompt runs one leg for the client's blocks and answers with why it stopped.
-func (s *acpSession) prompt(ctx context.Context, blocks []ContentBlock) (any, error) {
+func (s *acpSession) prompt(ctx context.Context, id string, blocks []ContentBlock) (any, error) {
 	text, err := promptText(blocks)
 	if err != nil {
 		return nil, err
@@ -160,6 +174,11 @@ func (s *acpSession) prompt(ctx context.Context, blocks []ContentBlock) (any, er
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.Lock()
+	if s.queued[id] {
+		// Cancelled before it started: nothing ran.
+		s.mu.Unlock()
+		return PromptResponse{StopReason: StopCancelled}, nil
+	}
 	if s.running != nil {
 		s.mu.Unlock()
 		return nil, errorf(CodeInvalidRequest, "session %s is answering a prompt already; wait for its answer or send session/cancel", s.id)
