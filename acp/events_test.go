@@ -136,3 +136,13 @@ func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+func TestACallNeverAnsweredIsNotLeftRunning(t *testing.T) {
+	updates, _ := promptUpdates(t, t.TempDir(), func(emit func(agent.Event)) {
+		emit(agent.Event{Type: agent.EventToolUse, ToolUse: &agent.ToolUse{ID: "b1", Name: "Bash", Input: json.RawMessage(`{"command":"make"}`)}})
+		emit(agent.Event{Type: agent.EventResult, Result: &agent.TaskResult{Status: sema.StatusCancelled}})
+	})
+	if n := len(updates); n != 2 || updates[1].SessionUpdate != UpdateToolCallUpdate || updates[1].ToolCallID != "b1" || updates[1].Status != StatusFailed {
+		t.Fatalf("updates %+v, want the call announced, then failed", updates)
+	}
+}

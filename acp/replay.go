@@ -27,6 +27,8 @@ func (s *acpSession) replay(ctx context.Context) error {
 	if err != nil {
 		return openError(err, s.id)
 	}
+	var open []string // calls announced and not yet answered, in order
+	answered := map[string]bool{}
 	for _, e := range chain {
 		switch e.Kind {
 		case entryUser:
@@ -52,6 +54,7 @@ func (s *acpSession) replay(ctx context.Context) error {
 					u := s.describe(b.ID, b.Name, b.Input)
 					u.SessionUpdate, u.Status = UpdateToolCall, StatusPending
 					s.update(u)
+					open = append(open, b.ID)
 				}
 			}
 		case entryToolResults:
@@ -63,6 +66,7 @@ func (s *acpSession) replay(ctx context.Context) error {
 				if b.Kind != model.KindToolResult {
 					continue
 				}
+				answered[b.ID] = true
 				u := SessionUpdate{SessionUpdate: UpdateToolCallUpdate, ToolCallID: b.ID, Status: StatusCompleted}
 				if b.IsError {
 					u.Status = StatusFailed
@@ -78,6 +82,14 @@ func (s *acpSession) replay(ctx context.Context) error {
 				}
 				s.update(u)
 			}
+		}
+	}
+	for _, id := range open {
+		if !answered[id] {
+			// A call the session never answered (a cancelled leg's, a parked one's) is
+			// not shown as running.
+			s.update(SessionUpdate{SessionUpdate: UpdateToolCallUpdate, ToolCallID: id, Status: StatusFailed,
+				Content: []ToolCallContent{textContent("Not run.")}})
 		}
 	}
 	return nil

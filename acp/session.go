@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -212,6 +213,7 @@ func (s *acpSession) prompt(ctx context.Context, id string, blocks []ContentBloc
 		}
 		return nil, legError(err)
 	}
+	s.settle()
 	if first {
 		s.entitle(ctx, text)
 	}
@@ -225,6 +227,23 @@ func (s *acpSession) prompt(ctx context.Context, id string, blocks []ContentBloc
 			cp.Tool, cp.Message, s.id, cp.ID)))})
 	}
 	return stopReason(res, last, lctx.Err() != nil)
+}
+
+// settle reports the calls the leg announced and never answered (it was cancelled,
+// or parked before them) as failed, so that the client shows none of them running.
+func (s *acpSession) settle() {
+	s.mu.Lock()
+	var open []string
+	for id := range s.tools {
+		open = append(open, id)
+	}
+	s.tools = map[string]*toolState{}
+	s.mu.Unlock()
+	slices.Sort(open)
+	for _, id := range open {
+		s.update(SessionUpdate{SessionUpdate: UpdateToolCallUpdate, ToolCallID: id, Status: StatusFailed,
+			Content: []ToolCallContent{textContent("Not run: the prompt ended before it.")}})
+	}
 }
 
 // entitle gives a session created by session/new the title a first leg gives a session
