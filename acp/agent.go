@@ -254,6 +254,15 @@ func (a *Agent) initialize(params json.RawMessage) (any, error) {
 	a.mu.Lock()
 	a.initialized, a.client = true, p.ClientCapabilities
 	a.mu.Unlock()
+	who := "a client"
+	if p.ClientInfo != nil {
+		who = p.ClientInfo.Name + " " + p.ClientInfo.Version
+	}
+	c := p.ClientCapabilities
+	// The client's own file system and terminals are recorded, not used: reads, writes
+	// and commands go to the disk and sema's shell (docs/acp.md).
+	fmt.Fprintf(a.opts.Log, "sema acp: %s connected (protocol %d; it offers fs.readTextFile %t, fs.writeTextFile %t, terminal %t)\n",
+		who, *p.ProtocolVersion, c.FS.ReadTextFile, c.FS.WriteTextFile, c.Terminal)
 	return InitializeResponse{
 		// The protocol has one version: a client asking for another gets 1, and
 		// decides whether it can speak it.
