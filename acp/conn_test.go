@@ -368,12 +368,13 @@ func TestAClientThatGoesAwayMidQuestionRunsNothing(t *testing.T) {
 
 func TestPromptBlocks(t *testing.T) {
 	text := "package main\n"
-	ok, err := promptText([]ContentBlock{TextBlock("explain"), {Type: "resource_link", URI: "file:///w/a.go", Name: "a.go"},
+	ok, err := promptText([]ContentBlock{TextBlock("explain"), {Type: "resource_link", URI: "file:///w/my%20a.go", Name: "my a.go"},
+		{Type: "resource_link", URI: "https://example.com/spec", Name: "spec"},
 		{Type: "resource", Resource: &EmbeddedResource{URI: "file:///w/b.go", Text: &text}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"explain", "[Referenced: a.go](file:///w/a.go)", "<context ref=\"file:///w/b.go\">\npackage main\n"} {
+	for _, want := range []string{"explain", "Referenced file: /w/my a.go", "Referenced: spec <https://example.com/spec>", "<context ref=\"/w/b.go\">\npackage main\n"} {
 		if !strings.Contains(ok, want) {
 			t.Errorf("prompt %q lacks %q", ok, want)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -334,7 +335,11 @@ func promptText(blocks []ContentBlock) (string, error) {
 				return "", errorf(CodeInvalidParams, "prompt block %d is a resource_link without a uri", i)
 			}
 			sep()
-			fmt.Fprintf(&b, "[Referenced: %s](%s)", orWord(c.Name, c.URI), c.URI)
+			if path, ok := filePath(c.URI); ok {
+				fmt.Fprintf(&b, "Referenced file: %s", path)
+			} else {
+				fmt.Fprintf(&b, "Referenced: %s <%s>", orWord(c.Name, c.URI), c.URI)
+			}
 		case "resource":
 			r := c.Resource
 			switch {
@@ -344,7 +349,11 @@ func promptText(blocks []ContentBlock) (string, error) {
 				return "", errorf(CodeInvalidParams, "prompt block %d embeds a binary resource (%s); sema takes text resources only: link it instead", i, r.URI)
 			}
 			sep()
-			fmt.Fprintf(&b, "<context ref=%q>\n%s\n</context>", r.URI, *r.Text)
+			ref := r.URI
+			if path, ok := filePath(r.URI); ok {
+				ref = path
+			}
+			fmt.Fprintf(&b, "<context ref=%q>\n%s\n</context>", ref, *r.Text)
 		case "image", "audio":
 			return "", errorf(CodeInvalidParams, "prompt block %d is %s; sema takes text, resource links and embedded text resources (promptCapabilities)", i, c.Type)
 		default:
@@ -355,6 +364,15 @@ func promptText(blocks []ContentBlock) (string, error) {
 		return "", errorf(CodeInvalidParams, "the prompt is empty; send at least one text block")
 	}
 	return b.String(), nil
+}
+
+// filePath is the path of a file:// URI, which the model's tools read by path.
+func filePath(uri string) (string, bool) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || u.Path == "" || (u.Host != "" && u.Host != "localhost") {
+		return "", false
+	}
+	return u.Path, true
 }
 
 func orWord(s, or string) string {
