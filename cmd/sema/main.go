@@ -241,7 +241,7 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 	mcp, commands := newMCPCmd(stdout), newCommandsCmd(stdout, stderr)
 	run := newRunCmd(stdin, stdout, stderr)
 	root.AddCommand(run, newDemoCmd(stdout, stderr), approve,
-		newSessionsCmd(stdout), newRewindCmd(stdout), mcp, newTrustCmd(stdout), commands, newServeCmd(stdout, stderr),
+		newSessionsCmd(stdout), newRewindCmd(stdout), mcp, newTrustCmd(stdout), commands, newServeCmd(stdout, stderr), newACPCmd(stdin, stdout, stderr),
 		newPermissionsCmd(stdout), newAttachCmd(stdin, stdout))
 
 	// The command line's refusals, the same for every command: coded, and saying what to
