@@ -30,6 +30,15 @@ type Backend interface {
 	SetMode(ctx context.Context, mode permission.Mode) (permission.Mode, error)
 }
 
+// ImageBackend is what a Backend offers, beyond Backend, to take a prompt's images
+// (the editor's image blocks): tui.Local is one. A session whose back-end does not
+// refuses a prompt with an image by name.
+type ImageBackend interface {
+	// PromptWith is Prompt with images: the runner checks each as TaskSpec.Images are
+	// checked, and refuses the leg before it starts when one is not an image it takes.
+	PromptWith(ctx context.Context, prompt string, images []agent.Image, emit func(agent.Event)) error
+}
+
 // SessionSetup is what a session is opened with.
 type SessionSetup struct {
 	// Cwd is the client's working directory: the task root.
@@ -269,7 +278,7 @@ func (a *Agent) initialize(params json.RawMessage) (any, error) {
 		ProtocolVersion: ProtocolVersion,
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:        true,
-			PromptCapabilities: PromptCapabilities{EmbeddedContext: true},
+			PromptCapabilities: PromptCapabilities{EmbeddedContext: true, Image: true},
 			MCPCapabilities:    MCPCapabilities{HTTP: true, SSE: true},
 		},
 		AgentInfo:   Implementation{Name: "sema", Title: "sema", Version: a.opts.Version},

@@ -368,11 +368,14 @@ func TestAClientThatGoesAwayMidQuestionRunsNothing(t *testing.T) {
 
 func TestPromptBlocks(t *testing.T) {
 	text := "package main\n"
-	ok, err := promptText([]ContentBlock{TextBlock("explain"), {Type: "resource_link", URI: "file:///w/my%20a.go", Name: "my a.go"},
+	ok, images, err := promptContent([]ContentBlock{TextBlock("explain"), {Type: "image", Data: "iVBORw0KGgo=", MIMEType: "image/png"}, {Type: "resource_link", URI: "file:///w/my%20a.go", Name: "my a.go"},
 		{Type: "resource_link", URI: "https://example.com/spec", Name: "spec"},
 		{Type: "resource", Resource: &EmbeddedResource{URI: "file:///w/b.go", Text: &text}}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(images) != 1 || images[0].MediaType != "image/png" || string(images[0].Data) != "\x89PNG\r\n\x1a\n" {
+		t.Errorf("the image block became %+v", images)
 	}
 	for _, want := range []string{"explain", "Referenced file: /w/my a.go", "Referenced: spec <https://example.com/spec>", "<context ref=\"/w/b.go\">\npackage main\n"} {
 		if !strings.Contains(ok, want) {
@@ -381,14 +384,16 @@ func TestPromptBlocks(t *testing.T) {
 	}
 	blob := "AAAA"
 	for name, blocks := range map[string][]ContentBlock{
-		"an image":      {{Type: "image", Data: "AAAA", MIMEType: "image/png"}},
+		"not base64":    {{Type: "image", Data: "@@@", MIMEType: "image/png"}},
+		"no image data": {TextBlock("look"), {Type: "image", MIMEType: "image/png"}},
+		"audio":         {TextBlock("hear"), {Type: "audio", Data: "AAAA", MIMEType: "audio/wav"}},
 		"a blob":        {{Type: "resource", Resource: &EmbeddedResource{URI: "file:///x.bin", Blob: &blob}}},
 		"an empty text": {TextBlock("  ")},
 		"no blocks":     {},
 		"unknown":       {{Type: "video"}},
 		"a bare link":   {{Type: "resource_link"}},
 	} {
-		if _, err := promptText(blocks); err == nil {
+		if _, _, err := promptContent(blocks); err == nil {
 			t.Errorf("%s: accepted", name)
 		} else if e, ok := err.(*Error); !ok || e.Code != CodeInvalidParams {
 			t.Errorf("%s: %v, want invalid params", name, err)

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -169,9 +170,19 @@ func (s *acpSession) setCurrentMode(m permission.Mode) {
 
 // prompt runs one leg for the client's blocks and answers with why it stopped.
 func (s *acpSession) prompt(ctx context.Context, id string, blocks []ContentBlock) (any, error) {
-	text, err := promptText(blocks)
+	text, images, err := promptContent(blocks)
 	if err != nil {
 		return nil, err
+	}
+	run := s.opened.Backend.Prompt
+	if len(images) > 0 {
+		ib, ok := s.opened.Backend.(ImageBackend)
+		if !ok {
+			return nil, errorf(CodeInvalidParams, "this session's back-end takes no images; send the prompt without them")
+		}
+		run = func(ctx context.Context, prompt string, emit func(agent.Event)) error {
+			return ib.PromptWith(ctx, prompt, images, emit)
+		}
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -199,7 +210,7 @@ func (s *acpSession) prompt(ctx context.Context, id string, blocks []ContentBloc
 	}
 	var res *agent.TaskResult
 	var last *model.Response
-	err = s.opened.Backend.Prompt(lctx, text, func(ev agent.Event) {
+	err = run(lctx, text, func(ev agent.Event) {
 		switch {
 		case ev.Type == agent.EventResult:
 			res = ev.Result
@@ -315,10 +326,30 @@ func legError(err error) error {
 	return out
 }
 
-// promptText is the prompt the leg runs: the text blocks in order, and each resource
+// promptContent is the prompt the leg runs: the text blocks in order, and each resource
 // as context around them — a link by its URI (the model reads it with its tools), an
-// embedded text resource with its contents.
-func promptText(blocks []ContentBlock) (string, error) {
+// embedded text resource with its contents — and the images, sent after the text.
+func promptContent(blocks []ContentBlock) (string, []agent.Image, error) {
+	var images []agent.Image
+	var text []ContentBlock
+	for i, c := range blocks {
+		if c.Type != "image" {
+			text = append(text, c)
+			continue
+		}
+		data, err := base64.StdEncoding.DecodeString(c.Data)
+		if err != nil || len(data) == 0 {
+			return "", nil, errorf(CodeInvalidParams, "prompt block %d is an image whose data is not base64 image bytes", i)
+		}
+		images = append(images, agent.Image{MediaType: c.MIMEType, Data: data})
+	}
+	prompt, err := promptText(text, len(images) > 0)
+	return prompt, images, err
+}
+
+// promptText is the text of the prompt's blocks other than images; it may be empty only
+// when images go with it.
+func promptText(blocks []ContentBlock, withImages bool) (string, error) {
 	var b strings.Builder
 	sep := func() {
 		if b.Len() > 0 {
@@ -354,13 +385,13 @@ func promptText(blocks []ContentBlock) (string, error) {
 				ref = path
 			}
 			fmt.Fprintf(&b, "<context ref=%q>\n%s\n</context>", ref, *r.Text)
-		case "image", "audio":
-			return "", errorf(CodeInvalidParams, "prompt block %d is %s; sema takes text, resource links and embedded text resources (promptCapabilities)", i, c.Type)
+		case "audio":
+			return "", errorf(CodeInvalidParams, "prompt block %d is audio; sema takes text, images, resource links and embedded text resources (promptCapabilities)", i)
 		default:
 			return "", errorf(CodeInvalidParams, "prompt block %d has the type %q, which sema does not know", i, c.Type)
 		}
 	}
-	if strings.TrimSpace(b.String()) == "" {
+	if strings.TrimSpace(b.String()) == "" && !withImages {
 		return "", errorf(CodeInvalidParams, "the prompt is empty; send at least one text block")
 	}
 	return b.String(), nil

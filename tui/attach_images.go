@@ -29,6 +29,12 @@ func (l *Local) PromptImages(ctx context.Context, prompt string, images []string
 	return l.prompt(ctx, prompt, imgs, emit)
 }
 
+// PromptWith is Backend.Prompt with images given as agent.Images (a path, or bytes an
+// editor sent): the leg's TaskSpec.Images, judged by the runner as PromptImages's are.
+func (l *Local) PromptWith(ctx context.Context, prompt string, images []agent.Image, emit func(agent.Event)) error {
+	return l.prompt(ctx, prompt, images, emit)
+}
+
 // imageExts are the endings of the files a prompt attaches as images.
 var imageExts = map[string]bool{".png": true, ".jpg": true, ".jpeg": true, ".gif": true, ".webp": true}
 

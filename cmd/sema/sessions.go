@@ -397,6 +397,7 @@ type shownEntry struct {
 	Type       string
 	Turn       int
 	Text       string        // user: the prompt; tool_result: the result's text
+	Images     []model.Block // user: the images attached to the prompt
 	Blocks     []model.Block // assistant: the response
 	ToolUseID  string        // tool_result: the call it answers
 	IsError    bool          // tool_result
@@ -413,7 +414,13 @@ func shownEntries(chain []session.Entry) []shownEntry {
 		case "user":
 			var m model.Message
 			json.Unmarshal(e.Payload, &m)
-			out = append(out, shownEntry{Type: "user", Turn: turn, Text: textOf(m.Content)})
+			var images []model.Block
+			for _, b := range m.Content {
+				if b.Kind == model.KindImage {
+					images = append(images, b)
+				}
+			}
+			out = append(out, shownEntry{Type: "user", Turn: turn, Text: textOf(m.Content), Images: images})
 		case "assistant":
 			var a struct {
 				Turn    int           `json:"turn"`
@@ -482,6 +489,9 @@ func showSession(ctx context.Context, st *statedir.Dir, id, format string, w io.
 		switch e.Type {
 		case "user":
 			fmt.Fprintf(w, "\n> %s\n", firstLine(e.Text, 200))
+			for _, img := range e.Images {
+				fmt.Fprintf(w, "  [image: %s, %d bytes]\n", img.MediaType, len(img.Data))
+			}
 		case "assistant":
 			fmt.Fprintf(w, "\n[turn %d]\n", e.Turn)
 			for _, b := range e.Blocks {
@@ -513,7 +523,7 @@ func showSession(ctx context.Context, st *statedir.Dir, id, format string, w io.
 // it), its delegated agents, the number of its newest turn, and its entries in
 // transcript order, named as stream-json names its lines:
 //
-//	{"type":"user","turn","text"}
+//	{"type":"user","turn","text","images"?:[{"media_type","bytes"}]}
 //	{"type":"assistant","turn","message":{"role":"assistant","content":[blocks]}}
 //	{"type":"tool_result","turn","tool_use_id","is_error","content"}
 //	{"type":"parked","turn","checkpoint"}
@@ -541,6 +551,13 @@ func showJSON(s session.Session, agents []session.Session, entries []shownEntry)
 		switch e.Type {
 		case "user":
 			obj["text"] = e.Text
+			if len(e.Images) > 0 {
+				var imgs []map[string]any
+				for _, img := range e.Images {
+					imgs = append(imgs, map[string]any{"media_type": img.MediaType, "bytes": len(img.Data)})
+				}
+				obj["images"] = imgs
+			}
 		case "assistant":
 			obj["message"] = map[string]any{"role": "assistant", "content": wireBlocks(e.Blocks)}
 			doc.Turns = max(doc.Turns, e.Turn)

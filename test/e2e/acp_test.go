@@ -396,3 +396,46 @@ func TestACPEditorGoneEndsTheRunningCommand(t *testing.T) {
 		t.Fatal("the command's sleep outlived sema acp")
 	}
 }
+
+// TestACPPromptWithAnImage: an image block of a prompt reaches the engine, which checks
+// it as it checks every attached image: a real PNG goes with the prompt (the answer
+// comes, the session's transcript holds the image), bytes that are no image are refused
+// by the engine's code before anything runs.
+func TestACPPromptWithAnImage(t *testing.T) {
+	ws := writeTree(t, map[string]string{"keep.txt": "x\n"})
+	ws, _ = filepath.EvalSymlinks(ws)
+	state := t.TempDir()
+	script := writeScript(t, `{"turns":[],"threads":[{"match":"what is in the picture","turns":[{"text":"A single pixel."}]}]}`)
+	c := startACP(t, ws, state, script, func(map[string]any) string { return "reject_once" })
+	init := c.call("initialize", map[string]any{"protocolVersion": 1})
+	if caps := init["agentCapabilities"].(map[string]any)["promptCapabilities"].(map[string]any); caps["image"] != true {
+		t.Fatalf("promptCapabilities %v: images not offered", caps)
+	}
+	sid := c.call("session/new", map[string]any{"cwd": ws, "mcpServers": []any{}})["sessionId"].(string)
+	const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+	bad := c.wait(c.send("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{
+		map[string]any{"type": "text", "text": "what is in the picture"},
+		map[string]any{"type": "image", "mimeType": "image/png", "data": "AAAAAAAA"}}}))
+	e, _ := bad["error"].(map[string]any)
+	if e == nil || e["code"] != float64(-32602) || !strings.Contains(fmt.Sprint(e["data"]), "config.image_invalid") {
+		t.Fatalf("bytes that are no image: %v", bad)
+	}
+	r := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{
+		map[string]any{"type": "text", "text": "what is in the picture"},
+		map[string]any{"type": "image", "mimeType": "image/png", "data": pixel}}})
+	said := ""
+	for _, u := range c.updatesOf("agent_message_chunk") {
+		said += u["content"].(map[string]any)["text"].(string)
+	}
+	if r["stopReason"] != "end_turn" || !strings.Contains(said, "A single pixel.") {
+		t.Fatalf("the prompt with an image: %v, said %q", r, said)
+	}
+	c.in.Close()
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("sema acp: %v\n%s", err, c.stderr)
+	}
+	show := sema(t, ws, nil, "", "sessions", "show", sid, "--home", state, "--output-format", "json")
+	if show.code != 0 || !strings.Contains(show.stdout, `"media_type": "image/png"`) {
+		t.Fatalf("the stored session does not hold the image: exit %d\n%.2000s\n%s", show.code, show.stdout, show.stderr)
+	}
+}
