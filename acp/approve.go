@@ -22,7 +22,8 @@ const (
 // hold for the rest of the session, for the rule the terminal's dialog would add
 // (Options.Rule); a question only a person may answer (the plan gate, the safety
 // stations) is asked every time and offers no "always". A prompt cancelled while its
-// question is open, and a client that goes away, answer no: the call does not run.
+// question is open answers no: the call does not run. A client that goes away with the
+// question open defers it (permission.ErrDefer): the run parks it, for `sema approve`.
 func (s *acpSession) Approve(ctx context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
 	rule := s.a.opts.Rule(req)
 	s.mu.Lock()
@@ -70,10 +71,19 @@ func (s *acpSession) Approve(ctx context.Context, req permission.ApprovalRequest
 		opts = append(opts, PermissionOption{OptionID: optRejectAlways, Name: "Reject always: " + rule, Kind: OptionRejectAlways})
 	}
 	var out RequestPermissionResponse
+	s.mu.Lock()
+	s.asking++
+	s.mu.Unlock()
 	err := s.a.conn.Call(ctx, MethodRequestPermission, RequestPermissionRequest{SessionID: s.id, ToolCall: call, Options: opts}, &out)
+	s.mu.Lock()
+	s.asking--
+	s.mu.Unlock()
 	switch {
 	case errors.Is(err, ErrClosed):
-		return deny("the editor closed the connection while the question was open; the call did not run"), nil
+		// The editor went away with the question open: it waits, parked, for an answer
+		// from `sema approve` or the terminal's /questions (the run refuses the call
+		// where it cannot park it).
+		return permission.ApprovalDecision{}, permission.ErrDefer
 	case ctx.Err() != nil:
 		return deny("the prompt was cancelled while the question was open"), nil
 	case err != nil:
@@ -108,6 +118,10 @@ func (s *acpSession) Approve(ctx context.Context, req permission.ApprovalRequest
 	}
 	return deny("the editor answered with an option sema did not offer (" + out.Outcome.OptionID + "); the call did not run"), nil
 }
+
+// MayDefer implements permission.Deferring: a question open when the editor goes away
+// is deferred (ErrDefer), to be parked.
+func (s *acpSession) MayDefer() bool { return true }
 
 // inProgress tells the client an approved call runs now.
 func (s *acpSession) inProgress(id string) {

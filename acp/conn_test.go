@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -337,11 +338,22 @@ func TestCancelEndsTheOpenQuestionAndThePrompt(t *testing.T) {
 	}
 }
 
-func TestAClientThatGoesAwayMidQuestionRunsNothing(t *testing.T) {
-	decided := make(chan permission.ApprovalDecision, 1)
+// A client that goes away with a question open: the approver defers it
+// (permission.ErrDefer), which the run parks for a later answer; nothing is allowed, and
+// the leg is not cancelled under the open question (it goes on to park).
+func TestAClientThatGoesAwayMidQuestionDefersIt(t *testing.T) {
+	type answer struct {
+		d         permission.ApprovalDecision
+		err       error
+		cancelled bool
+	}
+	decided := make(chan answer, 1)
 	b := &fakeBackend{run: func(ctx context.Context, prompt string, ap permission.Approver, emit func(agent.Event)) {
-		decided <- askBash(ctx, ap, emit, "deploy")
-		emit(result(sema.StatusCancelled))
+		input, _ := json.Marshal(map[string]string{"command": "deploy"})
+		emit(agent.Event{Type: agent.EventToolUse, ToolUse: &agent.ToolUse{ID: "call-deploy", Name: "Bash", Input: input}})
+		d, err := ap.Approve(ctx, permission.ApprovalRequest{Tool: "Bash", Input: input, ToolUseID: "call-deploy", Ask: permission.Decision{Reason: "Bash needs permission"}})
+		decided <- answer{d, err, ctx.Err() != nil}
+		emit(result(sema.StatusAwaitingApproval))
 	}}
 	p := sessionAgent(t, b)
 	p.initialize()
@@ -353,12 +365,15 @@ func TestAClientThatGoesAwayMidQuestionRunsNothing(t *testing.T) {
 	p.w.Close()
 	go io.Copy(io.Discard, p.r)
 	select {
-	case d := <-decided:
-		if d.Behavior != permission.Deny {
-			t.Fatalf("the question was answered %+v after the client left", d)
+	case a := <-decided:
+		if !errors.Is(a.err, permission.ErrDefer) || a.d.Behavior == permission.Allow || a.cancelled {
+			t.Fatalf("the question was answered %+v, %v (leg cancelled %v) after the client left; want it deferred under a live leg", a.d, a.err, a.cancelled)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the question stayed open after the client left")
+	}
+	if d, ok := b.approver.(permission.Deferring); !ok || !d.MayDefer() {
+		t.Error("the session's approver does not say it may defer")
 	}
 	if err := <-p.done; err != nil {
 		t.Fatalf("Serve: %v", err)

@@ -39,6 +39,7 @@ type acpSession struct {
 	tools     map[string]*toolState
 	streamed  bool // the current response's text came as deltas
 	questions int  // questions asked about no call of the model's
+	asking    int  // questions open at the client now
 }
 
 // update sends one session/update.
@@ -184,8 +185,23 @@ func (s *acpSession) prompt(ctx context.Context, id string, blocks []ContentBloc
 			return ib.PromptWith(ctx, prompt, images, emit)
 		}
 	}
-	lctx, cancel := context.WithCancel(ctx)
+	// The leg outlives the connection only while a question is open: an editor that
+	// goes away then leaves the question parked (Approve defers it), and the leg ends
+	// at once, awaiting the answer. Otherwise the editor's going ends the leg.
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			open := s.asking > 0
+			s.mu.Unlock()
+			if !open {
+				cancel()
+			}
+		case <-lctx.Done():
+		}
+	}()
 	s.mu.Lock()
 	if s.queued[id] {
 		// Cancelled before it started: nothing ran.
@@ -231,6 +247,9 @@ func (s *acpSession) prompt(ctx context.Context, id string, blocks []ContentBloc
 	}
 	if res == nil {
 		return nil, errorf(CodeInternalError, "the leg ended without a result")
+	}
+	if cp, ok := res.Parked(); ok && ctx.Err() != nil {
+		fmt.Fprintf(s.a.opts.Log, "sema acp: the editor went away while session %s asked about %s; the question is parked: sema approve %s --checkpoint %s --allow (or --deny)\n", s.id, cp.Tool, s.id, cp.ID)
 	}
 	if cp, ok := res.Parked(); ok {
 		// Under --on-ask park the question is not the editor's: say where it waits.

@@ -45,7 +45,7 @@ func (l *leg) dispatchFrom(ctx context.Context, turn int, calls []model.Block, p
 		b.settled[0] = true
 	}
 	todo := callplan.Unsettled(b.settled)
-	switch callplan.Plan(l.callKinds(b.rest, todo), l.spec.OnAsk == OnAskPark) {
+	switch callplan.Plan(l.callKinds(b.rest, todo), l.spec.OnAsk == OnAskPark || l.mayDefer()) {
 	case callplan.InOrder:
 		l.runInOrder(ctx, b, todo)
 	case callplan.ReadsAtOnce:

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/mcp"
@@ -79,6 +80,7 @@ func (l *leg) decide(ctx context.Context, call permission.Call) permission.Decis
 		}
 		if parked {
 			q.Behavior = permission.Ask
+			q.AnsweredBy = AnsweredByPark // parked by the task, or deferred by its approver
 		}
 		l.question(q)
 		if parked {
@@ -117,8 +119,29 @@ func (l *leg) approverSeat() (permission.Approver, AnsweredBy, *bool) {
 		if ref, ok := ctx.Value(callRefKey{}).(callRef); ok && req.ToolUseID == "" {
 			req.ToolUseID = ref.id
 		}
-		return approver.Approve(ctx, l.approvalAgent(req))
+		d, err := approver.Approve(ctx, l.approvalAgent(req))
+		if errors.Is(err, permission.ErrDefer) {
+			return l.deferred(ctx, req)
+		}
+		return d, err
 	}), seat, asked
+}
+
+// deferred parks a question the approver deferred (its person went away), as a parking
+// task parks every question; without a store to park it in, the call is refused.
+func (l *leg) deferred(ctx context.Context, req permission.ApprovalRequest) (permission.ApprovalDecision, error) {
+	if l.deps.Store == nil || !l.mayDefer() {
+		return permission.ApprovalDecision{Behavior: permission.Deny,
+			Reason: "The person who was asked went away before answering, and this run has no session store to park the question in; the call did not run."}, nil
+	}
+	return l.parkingApprover().Approve(ctx, req)
+}
+
+// mayDefer reports whether the leg's questions may park although it does not park them
+// all: its approver may defer one (permission.Deferring), and a store holds sessions.
+func (l *leg) mayDefer() bool {
+	d, ok := l.deps.Approver.(permission.Deferring)
+	return ok && d.MayDefer() && l.deps.Store != nil && l.spec.OnAsk != OnAskDeny && l.spec.OnAsk != OnAskPark
 }
 
 // judge is the permission station of every call that does not go through the write lane

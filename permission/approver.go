@@ -3,6 +3,7 @@ package permission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/sema-agent/sema/model"
 )
@@ -41,10 +42,10 @@ type ApprovalDecision struct {
 }
 
 // Approver answers the questions the gate puts to a person while the call waits: an
-// interactive prompt or a host callback. An error is read as a refusal. A question
-// that should wait for a person without holding the run is not an approver's job: a
-// task parks it (agent.OnAskPark, which needs a session store), and Runner.Resume
-// answers it later, in any process.
+// interactive prompt or a host callback. An error is read as a refusal — except
+// ErrDefer. A question that should wait for a person without holding the run is not an
+// approver's job: a task parks it (agent.OnAskPark, which needs a session store), and
+// Runner.Resume answers it later, in any process.
 type Approver interface {
 	// Approve answers one question. It may block until a person answers, and should
 	// return when ctx is done. A non-nil error, or a panic, refuses the call with a
@@ -59,4 +60,18 @@ type ApproverFunc func(ctx context.Context, req ApprovalRequest) (ApprovalDecisi
 // Approve calls f.
 func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (ApprovalDecision, error) {
 	return f(ctx, req)
+}
+
+// ErrDefer is what an Approver returns when the person it asks went away with the
+// question open (an editor that closed its connection): the question is not refused
+// but parked, as agent.OnAskPark parks it, for Runner.Resume (or `sema approve`) to
+// answer later. A run that has nowhere to park it (no session store) refuses the call.
+var ErrDefer = errors.New("permission: the approver's person went away; the question waits for a later answer")
+
+// Deferring is implemented by an Approver that may return ErrDefer. A run whose
+// approver may defer runs a turn's calls one after another, as a parking run does, so
+// that a deferred question parks at its own call, never in the middle of others.
+type Deferring interface {
+	// MayDefer reports whether the approver may return ErrDefer.
+	MayDefer() bool
 }

@@ -439,3 +439,46 @@ func TestACPPromptWithAnImage(t *testing.T) {
 		t.Fatalf("the stored session does not hold the image: exit %d\n%.2000s\n%s", show.code, show.stdout, show.stderr)
 	}
 }
+
+// TestACPEditorGoneMidQuestionParksIt: the editor goes away while sema's question is
+// open; the question is not lost nor answered — it is parked, sema acp says on stderr
+// how to answer it, exits cleanly, and `sema approve` runs the call once.
+func TestACPEditorGoneMidQuestionParksIt(t *testing.T) {
+	ws := writeTree(t, map[string]string{"keep.txt": "x\n"})
+	ws, _ = filepath.EvalSymlinks(ws)
+	state := t.TempDir()
+	script := writeScript(t, `{"turns":[
+		{"tool_calls":[{"name":"Bash","input":{"command":"touch deferred.txt"}}]},
+		{"text":"Done."}]}`)
+	c := startACP(t, ws, state, script, func(map[string]any) string { return "allow_once" })
+	c.call("initialize", map[string]any{"protocolVersion": 1})
+	sid := c.call("session/new", map[string]any{"cwd": ws, "mcpServers": []any{}})["sessionId"].(string)
+	c.send("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "touch it"}}})
+	deadline := time.After(30 * time.Second)
+	for asked := false; !asked; {
+		select {
+		case m, ok := <-c.lines:
+			if !ok {
+				t.Fatalf("sema acp closed stdout before asking; stderr:\n%s", c.stderr)
+			}
+			asked = m["method"] == "session/request_permission"
+		case <-deadline:
+			t.Fatalf("no question in 30 s; stderr:\n%s", c.stderr)
+		}
+	}
+	c.in.Close() // the editor goes away, the question unanswered
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("sema acp: %v\n%s", err, c.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "deferred.txt")); err == nil {
+		t.Fatal("the unanswered command ran")
+	}
+	m := regexp.MustCompile("sema approve " + sid + " --checkpoint (\\S+) --allow").FindStringSubmatch(c.stderr.String())
+	if m == nil {
+		t.Fatalf("sema acp did not say how to answer the parked question:\n%s", c.stderr)
+	}
+	a := sema(t, ws, nil, "", "approve", sid, "--checkpoint", m[1], "--allow", "--home", state, "--model", "scripted/"+script, "--sandbox", "off")
+	if _, err := os.Stat(filepath.Join(ws, "deferred.txt")); a.code != 0 || err != nil {
+		t.Fatalf("sema approve: exit %d, deferred.txt: %v\n%s\n%s", a.code, err, a.stdout, a.stderr)
+	}
+}
