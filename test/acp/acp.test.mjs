@@ -156,7 +156,7 @@ test('an editor drives sema acp through the official client library', { timeout:
 		assert.equal(init.protocolVersion, 1);
 		assert.equal(init.agentCapabilities.loadSession, true);
 		assert.equal(init.agentCapabilities.promptCapabilities.embeddedContext, true);
-		assert.equal(init.agentCapabilities.promptCapabilities.image, false);
+		assert.equal(init.agentCapabilities.promptCapabilities.image, true);
 		assert.equal(init.agentInfo.name, 'sema');
 		assert.deepEqual(init.authMethods, []);
 
