@@ -229,5 +229,6 @@ func (l *leg) buildManifest() Manifest {
 		ReadOnly:    l.spec.ReadOnly,
 		Shell: ShellFacts{FullShell: l.shell != nil && !l.spec.ReadOnly, ReadOnlyShell: l.shell != nil && l.spec.ReadOnly, Sandbox: l.sandboxStatus,
 			InFileHistory: l.bashChanges != nil, EnvHeld: l.envHeld().Held}.withHistoryCaps(),
+		Worktree: l.spec.Worktree,
 	}
 }

@@ -250,6 +250,21 @@ type Manifest struct {
 	SystemPromptChars int `json:"system_prompt_chars"`
 	// Shell says which shell is mounted and whether the kernel confines its commands.
 	Shell ShellFacts `json:"shell"`
+	// Worktree names the git worktree the task root is, when the task runs in one
+	// (TaskSpec.Worktree).
+	Worktree *WorktreeRef `json:"worktree,omitempty"`
+}
+
+// WorktreeRef names a git worktree a task runs in (package worktree makes them): what
+// the manifest reports of it. The engine does nothing with it but report it; the root
+// is what contains the task.
+type WorktreeRef struct {
+	// Name is the worktree's name.
+	Name string `json:"name"`
+	// Branch is its branch.
+	Branch string `json:"branch"`
+	// Repo is the main checkout it belongs to.
+	Repo string `json:"repo"`
 }
 
 // ShellFacts are the manifest's shell notes.

@@ -45,6 +45,10 @@ type TaskSpec struct {
 	// Root is the task root: an absolute directory that relative paths resolve against and
 	// that every write must stay inside.
 	Root string
+	// Worktree names the git worktree Root is, for the manifest (Manifest.Worktree); nil
+	// when the task does not run in one. It changes nothing else: the worktree is made
+	// (package worktree) and made the root by the caller.
+	Worktree *WorktreeRef
 	// Model is the provider's model name ("claude-sonnet-4-5"). Empty lets the provider
 	// choose its default.
 	Model string

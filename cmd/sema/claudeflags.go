@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -8,11 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/worktree"
 )
-
-// codeWorktreeNotYet refuses -w/--worktree, which is not built yet.
-const codeWorktreeNotYet = "config.worktree_not_supported"
 
 // claudeOptions are Claude Code's flags that sema reads into its own: each sets what a
 // sema flag sets, so a command line written for `claude -p` runs unchanged.
@@ -24,8 +24,10 @@ type claudeOptions struct {
 	// from a file.
 	appendSystemFile string
 	systemFile       string
-	// worktree is set when -w/--worktree was given; it is refused.
-	worktree bool
+	// worktree is set when -w/--worktree was given, with its name ("" to generate one).
+	worktree *string
+	// tree is the worktree the task runs in, once apply made (or reused) it.
+	tree *worktree.Worktree
 }
 
 // addClaudeFlags adds Claude Code's spellings of what sema does. Its -c, -r,
@@ -36,19 +38,27 @@ func addClaudeFlags(cmd *cobra.Command, o *runOptions) {
 	f.BoolVar(&o.claude.skipPermissions, "dangerously-skip-permissions", false, "the same as --permission-mode bypassPermissions (Claude Code's spelling)")
 	f.StringVar(&o.claude.appendSystemFile, "append-system-prompt-file", "", "--append-system-prompt, read from a file")
 	f.StringVar(&o.claude.systemFile, "system-prompt-file", "", "--system-prompt, read from a file")
-	f.FuncP("worktree", "w", "not built yet: refused (run in a git worktree you made with git worktree add, with --cwd)", func(string) error {
-		o.claude.worktree = true
+	f.FuncP("worktree", "w", "run in a git worktree of the repository of its own — .sema/worktrees/NAME on the branch sema/NAME, made from HEAD (or reused); -w alone picks a name; sema worktree list|remove", func(v string) error {
+		if v == worktreeUnnamed {
+			v = ""
+		}
+		o.claude.worktree = &v
 		return nil
 	})
-	f.Lookup("worktree").NoOptDefVal = "true"
+	f.Lookup("worktree").NoOptDefVal = worktreeUnnamed
 }
+
+// worktreeUnnamed is -w given without a name: no name a person can type (a space).
+const worktreeUnnamed = " "
 
 // apply sets the sema options Claude Code's flags stand for, refusing a pair that says
 // two things (--dangerously-skip-permissions with another --permission-mode; a prompt
 // given both inline and as a file) and what is not built.
 func (c *claudeOptions) apply(o *runOptions) error {
-	if c.worktree {
-		return usageErr(sema.Errorf(codeWorktreeNotYet, "-w/--worktree is not built yet in sema; make the worktree yourself (git worktree add ../task-branch) and run sema there with --cwd ../task-branch"))
+	if c.worktree != nil && c.tree == nil {
+		if err := c.openWorktree(o); err != nil {
+			return err
+		}
 	}
 	if c.skipPermissions {
 		if o.permissionMode != "" && o.permissionMode != string(permission.ModeBypassPermissions) {
@@ -86,4 +96,54 @@ func causeText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// openWorktree makes (or reuses) the worktree -w names in the repository of the task
+// root, and makes it the task root. The repository's git directory, which a commit in
+// the worktree writes to, is added as a write root: its protected places (hooks,
+// config) stay as protected as in any checkout.
+func (c *claudeOptions) openWorktree(o *runOptions) error {
+	dir := o.cwd
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return usageErr(sema.Errorf(codeRootInvalid, "the current directory cannot be read: %v; give --cwd", err))
+		}
+		dir = wd
+	}
+	wt, err := worktree.Open(context.Background(), dir, *c.worktree)
+	if err != nil {
+		return usageErr(err)
+	}
+	c.tree = wt
+	o.cwd = wt.Path
+	o.addDirs = append(o.addDirs, wt.GitDir)
+	return nil
+}
+
+// worktreeRef is the manifest's word on the worktree, nil without one.
+func (c *claudeOptions) worktreeRef() *agent.WorktreeRef {
+	if c.tree == nil {
+		return nil
+	}
+	return &agent.WorktreeRef{Name: c.tree.Name, Branch: c.tree.Branch, Repo: c.tree.Repo}
+}
+
+// worktreeName reads "-w NAME" as Claude Code does, where NAME is the flag's value and
+// not a prompt (the flag parser takes a value given without "=" as a positional
+// argument, since -w alone is allowed too): the word after -w or --worktree that is a
+// worktree's name (worktree.CheckName: no spaces, no leading dash) becomes the flag's
+// value. A prompt of one word right after -w is read as the name: put the prompt first,
+// or give the name with -w=NAME.
+func worktreeName(args []string) []string {
+	for i := 0; i < len(args)-1; i++ {
+		switch a := args[i]; {
+		case a == "--":
+			return args
+		case (a == "-w" || a == "--worktree") && worktree.CheckName(args[i+1]) == nil:
+			out := append(append(append([]string(nil), args[:i]...), "--worktree="+args[i+1]), args[i+2:]...)
+			return out
+		}
+	}
+	return args
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -126,8 +127,8 @@ func TestClaudeCodeFlagsRefused(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"-p", "hello", "-w"}, "-w/--worktree is not built yet"},
-		{[]string{"-p", "hello", "--worktree"}, "(config.worktree_not_supported)"},
+		{[]string{"-p", "hello", "-w"}, "is not in a git repository (a worktree is a checkout of one)"},
+		{[]string{"-p", "hello", "--worktree=../up"}, "(worktree.name_invalid)"},
 		{[]string{"-p", "hello", "--agents", "{}"}, ".sema/agents/NAME.md"},
 		{[]string{"-p", "hello", "--permission-prompt-tool", "mcp__auth__ok"}, "--on-ask prompt"},
 		{[]string{"-p", "hello", "--dangerously-skip-permissions", "--permission-mode", "plan"}, "give one"},
@@ -138,6 +139,24 @@ func TestClaudeCodeFlagsRefused(t *testing.T) {
 		code, _, errs := w.run(t, strings.NewReader(""), c.args...)
 		if code != exitUsage || !strings.Contains(errs, c.says) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 saying %q", c.args, code, errs, c.says)
+		}
+	}
+}
+
+// "-w NAME" names the worktree, as Claude Code reads it; a word that cannot be a name
+// stays where it was (a prompt), and -w=NAME and -- are left alone.
+func TestWorktreeNameFromTheNextWord(t *testing.T) {
+	for _, c := range []struct{ in, out []string }{
+		{[]string{"-p", "-w", "fix-1", "do it"}, []string{"-p", "--worktree=fix-1", "do it"}},
+		{[]string{"--worktree", "fix-1"}, []string{"--worktree=fix-1"}},
+		{[]string{"-p", "-w", "fix the bug"}, []string{"-p", "-w", "fix the bug"}},
+		{[]string{"-p", "-w", "--model", "x"}, []string{"-p", "-w", "--model", "x"}},
+		{[]string{"-w=fix-1", "x"}, []string{"-w=fix-1", "x"}},
+		{[]string{"-p", "--", "-w", "fix-1"}, []string{"-p", "--", "-w", "fix-1"}},
+		{[]string{"-w"}, []string{"-w"}},
+	} {
+		if got := worktreeName(c.in); !slices.Equal(got, c.out) {
+			t.Errorf("%q became %q, want %q", c.in, got, c.out)
 		}
 	}
 }

@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	root := newRootCmd(stdin, stdout, stderr)
-	root.SetArgs(bareResume(root, args))
+	root.SetArgs(bareResume(root, worktreeName(args)))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -242,7 +242,7 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 	run := newRunCmd(stdin, stdout, stderr)
 	root.AddCommand(run, newDemoCmd(stdout, stderr), approve,
 		newSessionsCmd(stdout), newRewindCmd(stdout), mcp, newTrustCmd(stdout), commands, newServeCmd(stdout, stderr), newACPCmd(stdin, stdout, stderr),
-		newPermissionsCmd(stdout), newAttachCmd(stdin, stdout))
+		newPermissionsCmd(stdout), newAttachCmd(stdin, stdout), newWorktreeCmd(stdout))
 
 	// The command line's refusals, the same for every command: coded, and saying what to
 	// write instead.

@@ -92,6 +92,7 @@ func (r *preparedRun) task(provider model.Provider, modelName string) (agent.Dep
 		SystemPrompt:              o.systemPrompt,
 		FileHistory:               agent.FileHistoryCapture(o.fileHistory),
 		NoInstructions:            o.noInstructions,
+		Worktree:                  o.claude.worktreeRef(),
 	}
 	r.perms.apply(&deps, &spec)
 	if err := o.applyEnvPassthrough(&deps); err != nil {
