@@ -151,6 +151,21 @@ var schema = []string{
 		tenant TEXT PRIMARY KEY,
 		policy TEXT NOT NULL
 	)`,
+	// Approval links (links.go): the sha256 of each link's token, never the token.
+	`CREATE TABLE IF NOT EXISTS sema_serve_links (
+		hash TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		checkpoint_id TEXT NOT NULL,
+		created_ms BIGINT NOT NULL,
+		expires_ms BIGINT NOT NULL,
+		used_ms BIGINT NOT NULL DEFAULT 0
+	)`,
+	// Keys the service makes once and every process shares (the console's cookie key).
+	`CREATE TABLE IF NOT EXISTS sema_serve_keys (
+		name TEXT PRIMARY KEY,
+		key TEXT NOT NULL,
+		created_ms BIGINT NOT NULL
+	)`,
 }
 
 // replacedTables are tables whose layout changed incompatibly, each with a query that

@@ -115,6 +115,10 @@ type Config struct {
 	// tenants whose base directories exist on this machine (see TenantConfig.Queue).
 	// Empty: the default queue only.
 	Queues []string
+	// PublicURL is where people reach this service ("https://sema.example.com"): the
+	// base of the approval links it makes (empty: the scheme and host of the request
+	// that makes one).
+	PublicURL string
 }
 
 // Server is one `sema serve` process.
@@ -143,6 +147,10 @@ type Server struct {
 	stopOnce  sync.Once
 	// rec is a working process's heartbeat and rescuer of dead workers' legs.
 	rec *recovery
+	// console serves the web console's pages (console.go); linkRate limits the link
+	// endpoints per address (links.go).
+	console  http.Handler
+	linkRate rateLimit
 }
 
 // New opens the service's store and migrates it. Start runs the workers; Handler serves
@@ -199,6 +207,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.events = newEventLog(s)
 	s.metrics.reg.MustRegister(newTaskStates(s))
+	if s.console, err = s.newConsole(ctx); err != nil {
+		b.close()
+		return nil, err
+	}
 	s.routes()
 	return s, nil
 }
