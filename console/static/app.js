@@ -110,7 +110,7 @@
           else entry("deny", "Denied: " + d.tool, clip(d.reason || d.code || ""));
           break;
         case "notice":
-          entry("notice", "Notice: " + d.code, clip(d.message));
+          entry("ev-notice", "Notice: " + d.code, clip(d.message));
           break;
         case "result":
           entry("result s-" + d.status, "Leg ended: " + d.status, clip(d.result || (d.error && d.error.message) || ""));
