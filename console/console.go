@@ -121,6 +121,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /tasks/{id}/events", c.signedIn(c.events))
 	m.HandleFunc("POST /tasks/{id}/decision", c.signedIn(c.decide))
 	m.HandleFunc("POST /tasks/{id}/cancel", c.signedIn(c.cancel))
+	m.HandleFunc("POST /tasks/{id}/link", c.signedIn(c.makeLink))
 	m.HandleFunc("GET /approve/{token}", c.linkPage)
 	m.HandleFunc("POST /approve/{token}", c.linkDecide)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

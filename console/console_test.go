@@ -546,3 +546,40 @@ func TestRacingDecisionsRunTheActionOnce(t *testing.T) {
 		t.Fatalf("the command ran: %q, %v", got, err)
 	}
 }
+
+// TestTaskPageMakesALink: the task page makes an approval link for its question, which
+// a browser with no session then uses.
+func TestTaskPageMakesALink(t *testing.T) {
+	s := service(t, parkedWrite)
+	tok := s.token(t, "acme")
+	c := client.New(s.http.URL, tok)
+	task, err := c.SubmitTask(context.Background(), client.TaskSpec{Prompt: "write the file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+	b := newBrowser(t, s)
+	b.signIn(tok)
+	_, page := b.get("/tasks/" + task.TaskID)
+	form := url.Values{"csrf": {csrfOf(t, page)}, "checkpoint": {parked.CheckpointID}}
+	resp, page := b.post("/tasks/"+task.TaskID+"/link", form, nil)
+	m := regexp.MustCompile(`id="link-url" type="text" readonly value="([^"]+)"`).FindStringSubmatch(page)
+	if resp.StatusCode != http.StatusOK || m == nil || !strings.HasPrefix(m[1], s.http.URL+"/approve/") {
+		t.Fatalf("make a link: %d\n%s", resp.StatusCode, page)
+	}
+	anon := newBrowser(t, s)
+	path := strings.TrimPrefix(m[1], s.http.URL)
+	_, lpage := anon.get(path)
+	if resp, lpage := anon.post(path, url.Values{"csrf": {csrfOf(t, lpage)}, "decision": {"deny"}, "message": {"not now"}}, nil); resp.StatusCode != http.StatusOK || !strings.Contains(lpage, "Denied") {
+		t.Fatalf("deny by link: %d\n%s", resp.StatusCode, lpage)
+	}
+	waitStatus(t, c, task.TaskID, "completed")
+	if _, err := os.Stat(filepath.Join(s.base, "out.txt")); err == nil {
+		t.Fatal("a denied write was written")
+	}
+	// The question is decided: no link for it now.
+	resp, page = b.post("/tasks/"+task.TaskID+"/link", form, nil)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(page, "No link was made") {
+		t.Fatalf("a link for a decided question: %d\n%s", resp.StatusCode, page)
+	}
+}

@@ -29,6 +29,8 @@ type page struct {
 	Task     *taskView
 	Question *question
 	Link     *linkView
+	// LinkURL is an approval link just made for the task's question.
+	LinkURL string
 }
 
 type group struct {
@@ -334,6 +336,26 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 		p.Error = "The decision was not taken: " + errorText(err)
 	}
 	c.render(w, r, status, "task", p)
+}
+
+// makeLink makes an approval link for the task's open question and shows it, for the
+// person to send to whoever decides (a phone, a colleague without a token).
+func (c *Console) makeLink(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := apiCtx(r)
+	defer cancel()
+	l, err := c.api(r, s.Token).CreateLink(ctx, r.PostFormValue("checkpoint"), 0)
+	p, perr := c.taskPageData(r, s)
+	if perr != nil {
+		c.apiFailed(w, r, s, perr)
+		return
+	}
+	if err != nil {
+		p.Error = "No link was made: " + errorText(err)
+		c.render(w, r, statusOfErr(err), "task", p)
+		return
+	}
+	p.LinkURL = l.URL
+	c.render(w, r, http.StatusOK, "task", p)
 }
 
 func (c *Console) cancel(w http.ResponseWriter, r *http.Request, s *session) {
