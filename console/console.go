@@ -108,7 +108,15 @@ func New(cfg Config) (*Console, error) {
 func (c *Console) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
-	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			// The files are named by the pages; their list is nobody's business.
+			c.render(w, r, http.StatusNotFound, "notfound", page{Title: "Not found"})
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	m.HandleFunc("GET /{$}", c.signedIn(c.home))
 	m.HandleFunc("GET /signin", c.signinPage)
 	m.HandleFunc("POST /signin", c.signin)

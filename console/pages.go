@@ -447,7 +447,11 @@ func (c *Console) showLink(w http.ResponseWriter, r *http.Request, status int, n
 		c.render(w, r, st, "link", p)
 		return
 	}
-	p.Link = &linkView{State: info.State, StateText: linkStateText(info.State)}
+	if notice == "" {
+		// Right after its own decision the page says what was decided, not that the
+		// link is used.
+		p.Link = &linkView{State: info.State, StateText: linkStateText(info.State)}
+	}
 	if info.State == client.LinkOpen {
 		q := questionOf(info.Tool, info.Input, info.Message, info.Gate)
 		q.CSRF = c.anonCSRF(w, r)
