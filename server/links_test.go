@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -277,5 +279,44 @@ func testLinkRace(t *testing.T, st store) {
 	}
 	if n := len(f.model.Requests()); n != 2 {
 		t.Fatalf("the model was called %d times, want 2 (one park, one resume)", n)
+	}
+}
+
+// TestOpenAPILinkSchemasMatchTheClient holds the schemas of the task list and the links
+// to the client's types, as TestOpenAPISchemasMatchTheClient does the others.
+func TestOpenAPILinkSchemasMatchTheClient(t *testing.T) {
+	_, doc := openAPIDoc(t)
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for name, ty := range map[string]struct {
+		v        any
+		response bool
+	}{
+		"TaskList": {client.TaskList{}, true}, "Link": {client.Link{}, true}, "LinkInfo": {client.LinkInfo{}, true},
+		"LinkRequest": {client.LinkRequest{}, false}, "LinkDecision": {client.LinkDecision{}, false},
+	} {
+		schema, ok := schemas[name].(map[string]any)
+		if !ok {
+			t.Errorf("no schema %s", name)
+			continue
+		}
+		var props, required []string
+		for p := range schema["properties"].(map[string]any) {
+			props = append(props, p)
+		}
+		for _, r := range asList(schema["required"]) {
+			required = append(required, r.(string))
+		}
+		slices.Sort(props)
+		slices.Sort(required)
+		fields, always := jsonFields(reflect.TypeOf(ty.v))
+		if !slices.Equal(props, fields) {
+			t.Errorf("%s: schema properties %v, Go fields %v", name, props, fields)
+		}
+		if ty.response && !slices.Equal(required, always) {
+			t.Errorf("%s: schema requires %v, the service always writes %v", name, required, always)
+		}
+		if !ty.response && schema["additionalProperties"] != false {
+			t.Errorf("%s: a request body refuses unknown fields; say additionalProperties: false", name)
+		}
 	}
 }
