@@ -55,6 +55,8 @@ type Task struct {
 	Status string `json:"status"`
 	// CheckpointID names the open question when Status is awaiting_approval.
 	CheckpointID string `json:"checkpoint_id,omitempty"`
+	// Prompt is the task's prompt as submitted (GET /v1/tasks and GET /v1/tasks/{id}).
+	Prompt string `json:"prompt,omitempty"`
 	// Result is the last leg's result object, as --output-format json prints it.
 	Result json.RawMessage `json:"result,omitempty"`
 	// CreatedAt and UpdatedAt are when the task was submitted and last changed.

@@ -28,6 +28,7 @@ func (s *Server) Handler() http.Handler { return s.withRequest(s.mux) }
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("POST /v1/tasks", s.authed(s.submitTask))
+	m.HandleFunc("GET /v1/tasks", s.authed(s.listTasks))
 	m.HandleFunc("GET /v1/tasks/{id}", s.authed(s.getTask))
 	m.HandleFunc("GET /v1/tasks/{id}/events", s.authed(s.taskEvents))
 	m.HandleFunc("POST /v1/tasks/{id}/cancel", s.authed(s.cancelTask))
@@ -43,6 +44,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/webhooks", s.authed(s.listWebhooks))
 	m.HandleFunc("DELETE /v1/webhooks/{id}", s.authed(s.deleteWebhook))
 	m.HandleFunc("GET /v1/webhooks/{id}/deliveries", s.authed(s.listDeliveries))
+	m.HandleFunc("POST /v1/checkpoints/{id}/link", s.authed(s.createLink))
+	m.HandleFunc("GET /v1/links/{token}", s.openLink)
+	m.HandleFunc("POST /v1/links/{token}/decision", s.decideLink)
 	m.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -50,6 +54,10 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /readyz", s.ready)
 	m.Handle("GET /metrics", s.metrics.handler())
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if s.console != nil && !strings.HasPrefix(r.URL.Path, "/v1/") {
+			s.console.ServeHTTP(w, r) // the console's pages (console.go)
+			return
+		}
 		writeErr(w, r, http.StatusNotFound, sema.Errorf(CodeNotFound, "no such endpoint: %s %s (see /v1/openapi.json)", r.Method, r.URL.Path))
 	})
 	s.mux = m
@@ -79,7 +87,7 @@ func (s *Server) withRequest(h http.Handler) http.Handler {
 		}
 		endServerSpan(span, route, rec.code)
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
-		s.log.Info("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", rec.code, "ms", time.Since(start).Milliseconds())
+		s.log.Info("request", "request_id", id, "method", r.Method, "path", redactPath(r.URL.Path), "status", rec.code, "ms", time.Since(start).Milliseconds())
 	})
 }
 

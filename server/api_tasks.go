@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
@@ -210,21 +209,15 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, t *tenant) {
 
 func (s *Server) task(ctx context.Context, t *tenant, id string) (*client.Task, error) {
 	var task client.Task
-	var result string
+	var result, spec string
 	var created, updated int64
-	err := queryRow(ctx, s.b.db(), `SELECT id, session_id, status, checkpoint_id, result, created_ms, updated_ms
+	err := queryRow(ctx, s.b.db(), `SELECT id, session_id, status, checkpoint_id, result, created_ms, updated_ms, spec
 		FROM sema_serve_tasks WHERE id = ? AND tenant = ?`, []any{id, t.name},
-		&task.TaskID, &task.SessionID, &task.Status, &task.CheckpointID, &result, &created, &updated)
+		&task.TaskID, &task.SessionID, &task.Status, &task.CheckpointID, &result, &created, &updated, &spec)
 	if err != nil {
 		return nil, err
 	}
-	if task.Status != client.StatusAwaitingApproval {
-		task.CheckpointID = ""
-	}
-	if result != "" {
-		task.Result = json.RawMessage(result)
-	}
-	task.CreatedAt, task.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
+	fillTask(&task, result, spec, created, updated)
 	return &task, nil
 }
 

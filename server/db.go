@@ -178,6 +178,21 @@ var schema = []string{
 	)`,
 	`CREATE INDEX IF NOT EXISTS sema_serve_deliveries_due ON sema_serve_deliveries (status, next_ms)`,
 	`CREATE INDEX IF NOT EXISTS sema_serve_deliveries_webhook ON sema_serve_deliveries (webhook_id, created_ms)`,
+	// Approval links (links.go): the sha256 of each link's token, never the token.
+	`CREATE TABLE IF NOT EXISTS sema_serve_links (
+		hash TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		checkpoint_id TEXT NOT NULL,
+		created_ms BIGINT NOT NULL,
+		expires_ms BIGINT NOT NULL,
+		used_ms BIGINT NOT NULL DEFAULT 0
+	)`,
+	// Keys the service makes once and every process shares (the console's cookie key).
+	`CREATE TABLE IF NOT EXISTS sema_serve_keys (
+		name TEXT PRIMARY KEY,
+		key TEXT NOT NULL,
+		created_ms BIGINT NOT NULL
+	)`,
 }
 
 // replacedTables are tables whose layout changed incompatibly, each with a query that

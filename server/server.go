@@ -122,6 +122,10 @@ type Config struct {
 	// WebhookBackoff is the wait after a delivery's first failed try, doubled after each
 	// later one up to ten minutes (0: one second). See webhookdelivery.go.
 	WebhookBackoff time.Duration
+	// PublicURL is where people reach this service ("https://sema.example.com"): the
+	// base of the approval links it makes (empty: the scheme and host of the request
+	// that makes one).
+	PublicURL string
 }
 
 // Server is one `sema serve` process.
@@ -153,6 +157,10 @@ type Server struct {
 	stopOnce  sync.Once
 	// rec is a working process's heartbeat and rescuer of dead workers' legs.
 	rec *recovery
+	// console serves the web console's pages (console.go); linkRate limits the link
+	// endpoints per address (links.go).
+	console  http.Handler
+	linkRate rateLimit
 }
 
 // New opens the service's store and migrates it. Start runs the workers; Handler serves
@@ -209,6 +217,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.events = newEventLog(s)
 	s.metrics.reg.MustRegister(newTaskStates(s))
+	if s.console, err = s.newConsole(ctx); err != nil {
+		b.close()
+		return nil, err
+	}
 	s.routes()
 	return s, nil
 }

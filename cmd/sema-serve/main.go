@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,6 +39,7 @@ import (
 // serveOptions are `sema serve`'s flags.
 type serveOptions struct {
 	listen       string
+	publicURL    string
 	store        string
 	home         string
 	model        string
@@ -147,6 +149,7 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	f.IntVar(&o.reqsPerTnt, "max-requests-per-tenant", server.DefaultMaxRequestsPerTenant, "requests one tenant may have in progress at once, open event streams included; the next is answered 429 tenant.too_many_requests (0: no limit)")
 	f.StringVar(&o.http.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS only (with --tls-key)")
 	f.StringVar(&o.http.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
+	f.StringVar(&o.publicURL, "public-url", "", "where people reach this service (https://sema.example.com): the base of approval links and the console's trusted origin (default: the scheme and host of each request)")
 
 }
 
@@ -174,6 +177,8 @@ func (o *serveOptions) check() error {
 		return sema.Errorf(codeUsage, "--model-wait must be a positive duration such as 10m, not %s", o.modelWait)
 	case o.modelBack <= 0:
 		return sema.Errorf(codeUsage, "--model-backoff must be a positive duration such as 1m, not %s", o.modelBack)
+	case o.publicURL != "" && !publicURLOK(o.publicURL):
+		return sema.Errorf(codeUsage, "--public-url must be an http:// or https:// URL with a host and no path, such as https://sema.example.com, not %q", o.publicURL)
 	case o.deadAfter < 2*o.heartbeat:
 		return sema.Errorf(codeUsage, "--dead-after must be at least twice --heartbeat (%s), not %s: a live process would be taken for dead", o.heartbeat, o.deadAfter)
 	}
@@ -246,6 +251,7 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 	cfg := server.Config{
 		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices, Models: o.models, ManagedSettings: o.managedFile,
 		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, Heartbeat: o.heartbeat, DeadAfter: o.deadAfter, ModelWait: o.modelWait, ModelBackoff: o.modelBack, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
+		PublicURL: o.publicURL,
 	}
 	if o.tracer != nil {
 		cfg.TracerProvider = o.tracer
@@ -350,4 +356,11 @@ func storeName(o *serveOptions) string {
 		return "postgres"
 	}
 	return "sqlite"
+}
+
+// publicURLOK reports whether u can be the base of the console's links: an absolute
+// http(s) URL of a host, served at its root.
+func publicURLOK(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && (p.Scheme == "http" || p.Scheme == "https") && p.Host != "" && (p.Path == "" || p.Path == "/") && p.RawQuery == "" && p.User == nil
 }
