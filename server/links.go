@@ -84,18 +84,26 @@ func (s *Server) createLink(w http.ResponseWriter, r *http.Request, t *tenant) {
 		writeErr(w, r, http.StatusConflict, sema.Errorf(session.CodeAlreadyClaimed, "the checkpoint was answered already; a link can only be made for an open question"))
 		return
 	}
-	var raw [32]byte
-	rand.Read(raw[:])
-	token := base64.RawURLEncoding.EncodeToString(raw[:])
-	now := time.Now()
-	expires := now.Add(time.Duration(life) * time.Second)
-	if _, err := s.b.db().exec(ctx, `INSERT INTO sema_serve_links (hash, tenant, checkpoint_id, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?)`,
-		linkHash(token), t.name, id, now.UnixMilli(), expires.UnixMilli()); err != nil {
+	token, expires, err := insertLink(ctx, s.b.db(), t.name, id, time.Duration(life)*time.Second)
+	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
 	s.log.Info("link created", "request_id", requestID(r), "checkpoint_id", id, "tenant", t.name, "token_id", t.tokenID, "link_id", tokenID(linkHash(token)), "expires_in", life)
 	writeJSON(w, http.StatusCreated, client.Link{URL: s.publicBase(r) + "/approve/" + token, ExpiresAt: expires.UTC().Truncate(time.Millisecond)})
+}
+
+// insertLink makes a link to checkpoint id of tenant that works for life, and returns
+// its token (stored only as its hash) and when it expires.
+func insertLink(ctx context.Context, c conn, tenant, id string, life time.Duration) (string, time.Time, error) {
+	var raw [32]byte
+	rand.Read(raw[:])
+	token := base64.RawURLEncoding.EncodeToString(raw[:])
+	now := time.Now()
+	expires := now.Add(life)
+	_, err := c.exec(ctx, `INSERT INTO sema_serve_links (hash, tenant, checkpoint_id, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?)`,
+		linkHash(token), tenant, id, now.UnixMilli(), expires.UnixMilli())
+	return token, expires, err
 }
 
 // publicBase is where people reach the console: Config.PublicURL, else the scheme and

@@ -122,6 +122,9 @@ type Config struct {
 	// WebhookBackoff is the wait after a delivery's first failed try, doubled after each
 	// later one up to ten minutes (0: one second). See webhookdelivery.go.
 	WebhookBackoff time.Duration
+	// WebhookLinkLife is how long the approval link in a task.needs_person delivery
+	// works (0: one hour). A delivery carries one only with PublicURL set.
+	WebhookLinkLife time.Duration
 	// PublicURL is where people reach this service ("https://sema.example.com"): the
 	// base of the approval links it makes (empty: the scheme and host of the request
 	// that makes one).

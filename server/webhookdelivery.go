@@ -80,6 +80,10 @@ type WebhookEvent struct {
 	Task WebhookTask `json:"task"`
 	// Checkpoint is the question the task waits at (task.needs_person).
 	Checkpoint *WebhookCheckpoint `json:"checkpoint,omitempty"`
+	// ApproveURL is a single-use approval link to the question (task.needs_person),
+	// made when the service knows where people reach it (Config.PublicURL); it works
+	// for Config.WebhookLinkLife and stops working once the question is answered.
+	ApproveURL string `json:"approve_url,omitempty"`
 }
 
 // WebhookTask is what a delivery says of its task.
@@ -112,7 +116,7 @@ type WebhookCheckpoint struct {
 
 // queueDeliveries writes the deliveries of the tenant's webhooks that ask for the event
 // a leg's end is, in the transaction c that records the end.
-func queueDeliveries(ctx context.Context, c conn, t *taskRow, status sema.Status, res *agent.TaskResult, obj map[string]any) (int, error) {
+func (s *Server) queueDeliveries(ctx context.Context, c conn, t *taskRow, status sema.Status, res *agent.TaskResult, obj map[string]any) (int, error) {
 	event := ""
 	var cp *WebhookCheckpoint
 	switch {
@@ -159,6 +163,14 @@ func queueDeliveries(ctx context.Context, c conn, t *taskRow, status sema.Status
 	if e, ok := obj["error"].(*sema.Error); ok && e != nil {
 		ev.Task.Error = e.Code
 	}
+	if cp != nil && s.cfg.PublicURL != "" {
+		// One link for the question, in every delivery of it: the first use decides.
+		token, _, err := insertLink(ctx, c, t.tenant, cp.ID, s.webhookLinkLife())
+		if err != nil {
+			return 0, err
+		}
+		ev.ApproveURL = strings.TrimRight(s.cfg.PublicURL, "/") + "/approve/" + token
+	}
 	for _, h := range hooks {
 		ev.ID = newID()
 		body, err := deliveryBody(ev, h.format)
@@ -173,11 +185,19 @@ func queueDeliveries(ctx context.Context, c conn, t *taskRow, status sema.Status
 	return len(hooks), nil
 }
 
+// webhookLinkLife is how long a webhook's approval link works.
+func (s *Server) webhookLinkLife() time.Duration {
+	if s.cfg.WebhookLinkLife > 0 {
+		return s.cfg.WebhookLinkLife
+	}
+	return time.Hour
+}
+
 // deliveryBody is the event in the webhook's format: the event itself, or a Slack
 // message ({"text"}) a Slack-compatible incoming webhook shows.
 func deliveryBody(ev WebhookEvent, format string) ([]byte, error) {
 	if format != "slack" {
-		return json.Marshal(ev)
+		return marshalPlain(ev)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "sema · %s: task %s", ev.Tenant, ev.Task.ID)
@@ -186,13 +206,28 @@ func deliveryBody(ev WebhookEvent, format string) ([]byte, error) {
 	}
 	if ev.Checkpoint != nil {
 		fmt.Fprintf(&b, " needs you: %s `%s` — checkpoint %s", ev.Checkpoint.Tool, clip(actionOf(ev.Checkpoint), 300), ev.Checkpoint.ID)
+		if ev.ApproveURL != "" {
+			fmt.Fprintf(&b, " — <%s|approve or deny>", ev.ApproveURL)
+		}
 	} else {
 		fmt.Fprintf(&b, " ended: %s", ev.Task.Status)
 		if ev.Task.Error != "" {
 			fmt.Fprintf(&b, " (%s)", ev.Task.Error)
 		}
 	}
-	return json.Marshal(map[string]string{"text": b.String()})
+	return marshalPlain(map[string]string{"text": b.String()})
+}
+
+// marshalPlain is json.Marshal without escaping <, > and &, which a receiver (Slack's
+// <url|text> links) reads as written.
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // actionOf is a checkpoint's action in a line: the command, the path, or the input.

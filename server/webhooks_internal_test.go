@@ -84,3 +84,13 @@ func FuzzWebhookURL(f *testing.F) {
 }
 
 func webhookFor(raw string) client.Webhook { return client.Webhook{URL: raw} }
+
+// The slack form links the approval link when the call has one.
+func TestSlackBodyLinksTheApproval(t *testing.T) {
+	ev := WebhookEvent{Event: EventNeedsPerson, Tenant: "acme", Task: WebhookTask{ID: "t1"}, ApproveURL: "https://sema.example.com/approve/tok",
+		Checkpoint: &WebhookCheckpoint{ID: "cp1", Tool: "Write", Input: json.RawMessage(`{"file_path":"a.txt"}`)}}
+	b, _ := deliveryBody(ev, "slack")
+	if !strings.Contains(string(b), "<https://sema.example.com/approve/tok|approve or deny>") || !strings.Contains(string(b), "`a.txt`") {
+		t.Errorf("slack body %s", b)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +83,9 @@ func TestWebhooksAreSignedAndRetried(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store) {
 		f := newFixtureWith(t, st, func(base string) []scripted.Turn {
 			return []scripted.Turn{{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "out.txt"), "hi\n")}}, {Text: "wrote it"}}
-		}, func(c *server.Config) { c.WebhooksPrivate, c.WebhookBackoff = true, 20*time.Millisecond })
+		}, func(c *server.Config) {
+			c.WebhooksPrivate, c.WebhookBackoff, c.PublicURL = true, 20*time.Millisecond, "https://sema.example.com/"
+		})
 		rc := &receiver{failFirst: 2}
 		hs := httptest.NewServer(rc)
 		defer hs.Close()
@@ -116,6 +119,15 @@ func TestWebhooksAreSignedAndRetried(t *testing.T) {
 		if input.FilePath != filepath.Join(f.base, "out.txt") {
 			t.Errorf("the event's action names %q, want the parked write's path", input.FilePath)
 		}
+		// The call carries a single-use link to the question, on the service's public
+		// address; it opens the question, and the decision made another way revokes it.
+		token, ok := strings.CutPrefix(ev.ApproveURL, "https://sema.example.com/approve/")
+		if !ok || token == "" {
+			t.Fatalf("approve_url %q is not a link on the public address", ev.ApproveURL)
+		}
+		if info, err := c.OpenLink(ctx, token); err != nil || info.State != "open" || info.Tool != "Write" || info.TaskID != task.TaskID {
+			t.Fatalf("opening the call's link: %+v, %v", info, err)
+		}
 		rc.mu.Lock()
 		tries := rc.tries[ev.ID]
 		rc.mu.Unlock()
@@ -125,10 +137,13 @@ func TestWebhooksAreSignedAndRetried(t *testing.T) {
 		if _, err := c.Decide(ctx, ev.Checkpoint.ID, client.Decision{Decision: "allow"}); err != nil {
 			t.Fatal(err)
 		}
+		if info, err := c.OpenLink(ctx, token); err != nil || info.State != "revoked" {
+			t.Errorf("the call's link after the question was answered another way: %+v, %v", info, err)
+		}
 		ended := waitDelivered(t, rc, server.EventTaskEnded)
 		var end server.WebhookEvent
 		json.Unmarshal(ended.body, &end)
-		if end.Task.Status != "completed" || end.Task.Result != "wrote it" || end.Checkpoint != nil {
+		if end.Task.Status != "completed" || end.Task.Result != "wrote it" || end.Checkpoint != nil || end.ApproveURL != "" {
 			t.Errorf("the task.ended event: %s", ended.body)
 		}
 		ds, err := c.WebhookDeliveries(ctx, hook.ID)

@@ -472,7 +472,7 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 			}
 		}
 		// The webhooks' calls are as durable as the status they announce.
-		if deliveries, err = queueDeliveries(ctx, c, t, status, res, obj); err != nil {
+		if deliveries, err = s.queueDeliveries(ctx, c, t, status, res, obj); err != nil {
 			return err
 		}
 		return insertEvent(ctx, c, t.id, seq+1, string(data))
