@@ -61,6 +61,33 @@ func (b *lateBackend) Prompt(ctx context.Context, prompt string, emit func(agent
 	return l.Prompt(ctx, prompt, emit)
 }
 
+func (b *lateBackend) PromptImages(ctx context.Context, prompt string, images []string, emit func(agent.Event)) error {
+	l, err := b.wait(ctx)
+	if err != nil {
+		return err
+	}
+	defer releaseMemory()
+	return l.PromptImages(ctx, prompt, images, emit)
+}
+
+func (b *lateBackend) PromptWith(ctx context.Context, prompt string, images []agent.Image, emit func(agent.Event)) error {
+	l, err := b.wait(ctx)
+	if err != nil {
+		return err
+	}
+	defer releaseMemory()
+	return l.PromptWith(ctx, prompt, images, emit)
+}
+
+func (b *lateBackend) Shell(ctx context.Context, line string, emit func(agent.Event)) error {
+	l, err := b.wait(ctx)
+	if err != nil {
+		return err
+	}
+	defer releaseMemory()
+	return l.Shell(ctx, line, emit)
+}
+
 func (b *lateBackend) SetMode(ctx context.Context, mode permission.Mode) (permission.Mode, error) {
 	l, err := b.wait(ctx)
 	if err != nil {
