@@ -586,3 +586,23 @@ func TestTaskPageMakesALink(t *testing.T) {
 		t.Fatalf("a link for a decided question: %d\n%s", resp.StatusCode, page)
 	}
 }
+
+// Sign-in tries are limited per address: after a burst of wrong tokens the next try is
+// refused with 429 before the token is looked at, and a right token then waits too.
+func TestSignInIsRateLimited(t *testing.T) {
+	s := service(t, parkedWrite)
+	b := newBrowser(t, s)
+	_, page := b.get("/signin")
+	csrf := csrfOf(t, page)
+	limited := -1
+	for i := range 20 {
+		resp, _ := b.post("/signin", url.Values{"csrf": {csrf}, "token": {"sema_wrong"}}, nil)
+		if resp.StatusCode == http.StatusTooManyRequests {
+			limited = i
+			break
+		}
+	}
+	if limited < 5 || limited > 12 {
+		t.Fatalf("the sign-in was limited at try %d; want after a burst of about ten", limited)
+	}
+}

@@ -55,6 +55,12 @@ func (s *Server) routes() {
 	m.Handle("GET /metrics", s.metrics.handler())
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if s.console != nil && !strings.HasPrefix(r.URL.Path, "/v1/") {
+			if r.Method == http.MethodPost && r.URL.Path == "/signin" && !s.signinRate.allow(remoteIP(r), time.Now()) {
+				// Tokens cannot be guessed, but tries cost the store a lookup each.
+				w.Header().Set("Retry-After", "10")
+				http.Error(w, "Too many sign-in attempts from this address; wait a minute and try again.", http.StatusTooManyRequests)
+				return
+			}
 			s.console.ServeHTTP(w, r) // the console's pages (console.go)
 			return
 		}

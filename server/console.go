@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/sema-agent/sema/console"
 )
@@ -23,3 +24,10 @@ func (s *Server) newConsole(ctx context.Context) (http.Handler, error) {
 		Logger:    s.log,
 	})
 }
+
+// The console's sign-in, per address: a burst of signinBurst tries, then one every
+// signinEvery.
+const (
+	signinBurst = 10
+	signinEvery = 6 * time.Second
+)

@@ -346,6 +346,10 @@ func remoteIP(r *http.Request) string {
 // linkBurst, then one every linkEvery. A link's token is 256 bits, out of reach of
 // guessing at any rate; the limit keeps a client from hammering the store with tries.
 type rateLimit struct {
+	// burst and every override linkBurst and linkEvery (0: those).
+	burst float64
+	every time.Duration
+
 	mu  sync.Mutex
 	per map[string]*bucket
 }
@@ -361,6 +365,10 @@ const (
 )
 
 func (l *rateLimit) allow(ip string, now time.Time) bool {
+	burst, every := float64(linkBurst), linkEvery
+	if l.burst > 0 {
+		burst, every = l.burst, l.every
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.per == nil {
@@ -369,17 +377,17 @@ func (l *rateLimit) allow(ip string, now time.Time) bool {
 	if len(l.per) > 4096 {
 		// Forget the addresses whose buckets are full again: they hold nothing.
 		for k, b := range l.per {
-			if now.Sub(b.last) > linkBurst*linkEvery {
+			if now.Sub(b.last) > time.Duration(burst)*every {
 				delete(l.per, k)
 			}
 		}
 	}
 	b := l.per[ip]
 	if b == nil {
-		b = &bucket{tokens: linkBurst, last: now}
+		b = &bucket{tokens: burst, last: now}
 		l.per[ip] = b
 	}
-	b.tokens = min(linkBurst, b.tokens+float64(now.Sub(b.last))/float64(linkEvery))
+	b.tokens = min(burst, b.tokens+float64(now.Sub(b.last))/float64(every))
 	b.last = now
 	if b.tokens < 1 {
 		return false

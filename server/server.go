@@ -161,9 +161,10 @@ type Server struct {
 	// rec is a working process's heartbeat and rescuer of dead workers' legs.
 	rec *recovery
 	// console serves the web console's pages (console.go); linkRate limits the link
-	// endpoints per address (links.go).
-	console  http.Handler
-	linkRate rateLimit
+	// endpoints per address (links.go), signinRate the console's sign-in.
+	console    http.Handler
+	linkRate   rateLimit
+	signinRate rateLimit
 }
 
 // New opens the service's store and migrates it. Start runs the workers; Handler serves
@@ -213,6 +214,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, b: b, log: cfg.Logger, metrics: newMetrics(),
 		running: map[string]context.CancelCauseFunc{}, wake: newBroadcaster(), live: newLiveText(),
+		signinRate: rateLimit{burst: signinBurst, every: signinEvery},
 		stopping: make(chan struct{}),
 	}
 	if pg, ok := b.(*pgBackend); ok {
