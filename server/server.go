@@ -215,7 +215,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg: cfg, b: b, log: cfg.Logger, metrics: newMetrics(),
 		running: map[string]context.CancelCauseFunc{}, wake: newBroadcaster(), live: newLiveText(),
 		signinRate: rateLimit{burst: signinBurst, every: signinEvery},
-		stopping: make(chan struct{}),
+		stopping:   make(chan struct{}),
 	}
 	if pg, ok := b.(*pgBackend); ok {
 		pg.wake = s.wake.notify
