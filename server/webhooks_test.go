@@ -146,9 +146,19 @@ func TestWebhooksAreSignedAndRetried(t *testing.T) {
 		if end.Task.Status != "completed" || end.Task.Result != "wrote it" || end.Checkpoint != nil || end.ApproveURL != "" {
 			t.Errorf("the task.ended event: %s", ended.body)
 		}
-		ds, err := c.WebhookDeliveries(ctx, hook.ID)
-		if err != nil || len(ds) != 2 {
-			t.Fatalf("deliveries: %+v, %v", ds, err)
+		// The receiver answered before the outcome was recorded: wait for the record.
+		var ds []client.WebhookDelivery
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			ds, err = c.WebhookDeliveries(ctx, hook.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) == 2 && ds[0].Status != "pending" && ds[1].Status != "pending" || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(ds) != 2 {
+			t.Fatalf("deliveries: %+v", ds)
 		}
 		for _, d := range ds {
 			if d.Status != "delivered" || d.Attempts != 3 {
