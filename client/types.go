@@ -30,6 +30,11 @@ type TaskSpec struct {
 	AddDirs []string `json:"add_dirs,omitempty"`
 	// AddReadDirs are --add-read-dir: extra read-only roots, each inside the base.
 	AddReadDirs []string `json:"add_read_dirs,omitempty"`
+	// Worktree runs the task in a git worktree of its own, as sema -w NAME does: made
+	// (or reused) at .sema/worktrees/NAME of the repository Cwd is in, on the branch
+	// sema/NAME, and made the task's root; the repository and the worktree must be
+	// inside the tenant's base. Empty: the task runs in Cwd.
+	Worktree string `json:"worktree,omitempty"`
 	// MaxTurns is --max-turns (0: no bound).
 	MaxTurns int `json:"max_turns,omitempty"`
 	// MaxBudgetUSD is --max-budget-usd (0: no budget).

@@ -14,6 +14,7 @@ import (
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/client"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/worktree"
 )
 
 // The task endpoints: submit, status, cancel (the event stream is in events.go).
@@ -144,6 +145,18 @@ func (s *Server) check(ctx context.Context, t *tenant, spec *client.TaskSpec) (i
 	root, err := t.dir(ctx, "cwd", cmpOr(spec.Cwd, t.base))
 	if err != nil {
 		return bad(err)
+	}
+	if spec.Worktree != "" {
+		// Made now, as the root is checked now: the task runs in it, and commits in it
+		// write to the repository's .git, a write root (both inside the base).
+		wt, err := worktree.Open(ctx, root, spec.Worktree)
+		if err != nil {
+			return bad(err)
+		}
+		if root, err = t.dir(ctx, "worktree", wt.Path); err != nil {
+			return bad(err)
+		}
+		spec.AddDirs = append(spec.AddDirs, wt.GitDir)
 	}
 	spec.Cwd = root
 	for j, dirs := range []*[]string{&spec.AddDirs, &spec.AddReadDirs} {

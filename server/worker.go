@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -15,6 +16,7 @@ import (
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/settings"
 	"github.com/sema-agent/sema/streamjson"
+	"github.com/sema-agent/sema/worktree"
 )
 
 // runArgs is River's job for a task: it names the task only; everything else is in the
@@ -341,6 +343,7 @@ func (s *Server) prepare(t *taskRow, legs *legStream, tenantFiles []settings.Fil
 		MaxTurns:                  t.spec.MaxTurns,
 		MaxBudgetUSD:              t.spec.MaxBudgetUSD,
 		OnAsk:                     onAsk,
+		Worktree:                  worktreeRef(t.spec.TaskSpec),
 	}
 	deps := agent.Deps{
 		Provider: s.patient(provider, legs), Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
@@ -554,4 +557,14 @@ func (s *Server) watchCancels(ctx context.Context) {
 // none) and its sentence.
 func errObject(err error) *sema.Error {
 	return &sema.Error{Code: cmp.Or(sema.CodeOf(err), "serve.error"), Message: sema.MessageOf(err)}
+}
+
+// worktreeRef is the manifest's word on the worktree a task runs in: its root is
+// .sema/worktrees/NAME of the repository (check made it so).
+func worktreeRef(spec client.TaskSpec) *agent.WorktreeRef {
+	if spec.Worktree == "" {
+		return nil
+	}
+	repo := filepath.Dir(filepath.Dir(filepath.Dir(spec.Cwd)))
+	return &agent.WorktreeRef{Name: spec.Worktree, Branch: worktree.BranchPrefix + spec.Worktree, Repo: repo}
 }
