@@ -71,20 +71,26 @@ func (l *Local) Prompt(ctx context.Context, prompt string, emit func(agent.Event
 
 // prompt runs one leg for prompt with images attached (PromptImages).
 func (l *Local) prompt(ctx context.Context, prompt string, images []agent.Image, emit func(agent.Event)) error {
-	prompt, allowed, notes, err := l.expand(prompt)
+	e, err := l.expand(prompt)
 	if err != nil {
 		return err
 	}
 	emit = serialEmit(emit)
 	ctx = retryNotices(ctx, emit)
-	spec := l.leg(prompt)
+	spec := l.leg(e.prompt)
 	spec.Images = images
-	withAllowed(&spec, allowed)
+	withAllowed(&spec, e.allowed)
 	defer l.endLeg()
-	for i := range notes {
-		emit(agent.Event{Type: agent.EventNotice, Notice: &notes[i]})
+	l.mu.Lock()
+	runner := l.runner
+	l.mu.Unlock()
+	if runner, err = l.commandRunner(&e, runner, &spec); err != nil {
+		return err
 	}
-	for ev, err := range l.runner.Events(ctx, spec) {
+	for i := range e.notes {
+		emit(agent.Event{Type: agent.EventNotice, Notice: &e.notes[i]})
+	}
+	for ev, err := range runner.Events(ctx, spec) {
 		if err != nil {
 			return err
 		}

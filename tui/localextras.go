@@ -166,32 +166,40 @@ func (l *Local) Commands() []*commands.Command {
 	return set.Commands()
 }
 
-// expand reads prompt as a custom command, as the headless command line does: the
-// prompt it expands to, the allow rules it adds to the leg, and the notices to show.
-// Any other prompt comes back unchanged.
-func (l *Local) expand(prompt string) (string, []string, []sema.Notice, error) {
+// expanded is a prompt read as a custom command: the prompt it expands to, the allow
+// rules and the model it gives its leg, and the notices to show.
+type expanded struct {
+	prompt  string
+	allowed []string
+	model   string // the command's model for this leg; "" for the session's
+	notes   []sema.Notice
+}
+
+// expand reads prompt as a custom command, as the headless command line does. Any
+// other prompt comes back unchanged.
+func (l *Local) expand(prompt string) (expanded, error) {
 	l.mu.Lock()
 	set, trusted := l.extras.commands, l.extras.trusted
 	l.mu.Unlock()
 	if set == nil {
-		return prompt, nil, nil, nil
+		return expanded{prompt: prompt}, nil
 	}
 	if _, _, ok := commands.Split(prompt); !ok {
-		return prompt, nil, nil, nil
+		return expanded{prompt: prompt}, nil
 	}
 	inv, err := set.Resolve(prompt)
 	if err != nil || inv == nil {
-		return prompt, nil, nil, err
+		return expanded{prompt: prompt}, err
 	}
 	c := inv.Command
-	allowed := c.AllowedTools
+	allowed, model := c.AllowedTools, c.Model
 	var notes []sema.Notice
 	if c.Scope == commands.ScopeProject && !trusted {
-		if len(allowed) > 0 {
+		if len(allowed) > 0 || model != "" {
 			notes = append(notes, sema.Notice{Code: agent.CodeProjectSettingsUntrusted, Message: fmt.Sprintf(
-				"/%s is the workspace's command (%s): its allowed-tools apply only in a trusted workspace and were dropped; trust the workspace with sema trust, or run with --trust-project", c.Name, c.Path)})
+				"/%s is the workspace's command (%s): its allowed-tools and model apply only in a trusted workspace and were dropped; trust the workspace with sema trust, or run with --trust-project", c.Name, c.Path)})
 		}
-		allowed = nil
+		allowed, model = nil, ""
 		for _, sh := range c.Shadows {
 			if sh.Scope == commands.ScopeUser {
 				notes = append(notes, sema.Notice{Code: CodeCommandShadowed, Message: fmt.Sprintf("/%s is the workspace's command (%s), not your own %s", c.Name, c.Path, sh.Path)})
@@ -199,11 +207,31 @@ func (l *Local) expand(prompt string) (string, []string, []sema.Notice, error) {
 			}
 		}
 	}
-	if c.Model != "" {
-		notes = append(notes, sema.Notice{Code: CodeCommandModel, Message: fmt.Sprintf(
-			"/%s names the model %s; the session runs it on its own model (/model %s switches)", c.Name, c.Model, c.Model)})
+	return expanded{prompt: inv.Prompt, allowed: allowed, model: model, notes: notes}, nil
+}
+
+// commandRunner is the runner and model name a command's leg runs on: the command's
+// model, opened as /model opens one, for that leg alone; the session's own without one.
+// A back-end that cannot open models runs it on the session's, and says so.
+func (l *Local) commandRunner(e *expanded, runner *agent.Runner, spec *agent.TaskSpec) (*agent.Runner, error) {
+	if e.model == "" {
+		return runner, nil
 	}
-	return inv.Prompt, allowed, notes, nil
+	l.mu.Lock()
+	open := l.extras.open
+	l.mu.Unlock()
+	if open == nil {
+		e.notes = append(e.notes, sema.Notice{Code: CodeCommandModel, Message: fmt.Sprintf(
+			"the command names the model %s; this session cannot switch models, so it runs on its own", e.model)})
+		return runner, nil
+	}
+	r, name, err := open(e.model)
+	if err != nil {
+		return nil, err
+	}
+	spec.Model = name
+	e.notes = append(e.notes, sema.Notice{Code: CodeCommandModel, Message: fmt.Sprintf("this command runs on %s (its model), for this turn", name)})
+	return r, nil
 }
 
 // serialEmit makes emit safe to call from several goroutines (a provider's retries),
@@ -243,7 +271,7 @@ const (
 	CodeNotOffered = "tui.not_offered"
 	// CodeNothingToCompact: /compact before the session has a conversation.
 	CodeNothingToCompact = "tui.nothing_to_compact"
-	// CodeCommandModel: a custom command's model is not applied in the session.
+	// CodeCommandModel: a custom command's leg runs on the command's model (or could not).
 	CodeCommandModel = "tui.command_model"
 	// CodeCommandShadowed: an untrusted workspace's command hides the person's own
 	// command of the same name (the command line's notice of the same code).

@@ -271,3 +271,47 @@ func TestLocalCommandToolsApplyOnlyWhenTrusted(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalRunsACommandOnItsModel: a command whose file names a model runs its leg on that
+// model, opened as /model opens one, and the next prompt is back on the session's; a
+// workspace's command in an untrusted workspace keeps the session's model, saying so.
+func TestLocalRunsACommandOnItsModel(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, ".sema", "commands", "quick.md"), "---\nmodel: fast\n---\nQuick look at $ARGUMENTS.\n")
+	writeFile(t, filepath.Join(dir, ".sema", "commands", "deep.md"), "---\nmodel: fast\n---\nDeep look at $ARGUMENTS.\n")
+	a := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "from the session's model"}, {Text: "session again"}, {Text: "session, deep"}}})
+	b := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "from the command's model"}}})
+	store := session.NewMemory()
+	l := NewLocal(agent.New(agent.Deps{Provider: a, Store: store, History: history.NewMemory(), Shell: &agent.ShellOptions{Sandbox: "off"}}),
+		agent.TaskSpec{Root: dir, OnAsk: agent.OnAskDeny})
+	var opened []string
+	l.SetModelOpener(func(ref string) (*agent.Runner, string, error) {
+		opened = append(opened, ref)
+		return agent.New(agent.Deps{Provider: b, Store: store, History: history.NewMemory(), Shell: &agent.ShellOptions{Sandbox: "off"}}), "model-" + ref, nil
+	})
+	l.SetCommands(commands.Load(commands.Options{Root: dir, Home: home}), false)
+	legs := localLegs(t, l, "/quick main.go")
+	legs = append(legs, localLegs(t, l, "and now?")...)
+	legs = append(legs, localLegs(t, l, "/deep main.go")...)
+	r0, r1, r2 := first(legs[0], agent.EventResult).Result, first(legs[1], agent.EventResult).Result, first(legs[2], agent.EventResult).Result
+	if r0 == nil || r0.Result != "from the command's model" || r0.Manifest.Model != "model-fast" {
+		t.Fatalf("the command's leg: %+v", r0)
+	}
+	if r1 == nil || r1.Result != "from the session's model" {
+		t.Fatalf("the next prompt's leg ran on %+v, want the session's model again", r1)
+	}
+	if r2 == nil || r2.Result != "session again" || len(opened) != 1 {
+		t.Fatalf("the untrusted workspace's command: %+v, models opened %v", r2, opened)
+	}
+	said := func(evs []agent.Event, code string) bool {
+		for _, ev := range evs {
+			if ev.Type == agent.EventNotice && ev.Notice.Code == code {
+				return true
+			}
+		}
+		return false
+	}
+	if !said(legs[0], CodeCommandModel) || !said(legs[2], agent.CodeProjectSettingsUntrusted) {
+		t.Error("the notices of the command's model, or of its being dropped, are missing")
+	}
+}
