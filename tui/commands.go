@@ -72,7 +72,16 @@ func (m *Model) command(text string) tea.Cmd {
 		return m.permissions()
 	case "/agents":
 		return m.agents()
-	case "/resume", "/rewind", "/clear":
+	case "/rewind":
+		if arg == "undo" {
+			return m.undoRewind()
+		}
+		if arg != "" {
+			m.add(&entry{kind: entryError, text: "/rewind takes no argument but undo: /rewind picks a turn, /rewind undo takes the last rewind's files back"})
+			return nil
+		}
+		return m.sessionCommand(name)
+	case "/resume", "/clear":
 		return m.sessionCommand(name)
 	case "/questions":
 		return m.questionsCommand()

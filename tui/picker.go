@@ -55,6 +55,7 @@ type (
 	rewoundMsg struct {
 		turn TurnSummary
 		conv bool
+		undo bool // /rewind undo
 		res  *agent.RewindResult
 		err  error
 	}
@@ -182,10 +183,37 @@ func (m *Model) switched(msg switchedMsg) {
 	}
 }
 
+// undoRewind takes the files of the session's last rewind back (RewindSpec.Undo), as
+// sema rewind --undo does; undoing again redoes.
+func (m *Model) undoRewind() tea.Cmd {
+	s, ok := m.opts.Backend.(Sessions)
+	if !ok {
+		m.add(&entry{kind: entryError, text: "/rewind undo needs a back-end that keeps sessions; this one does not"})
+		return nil
+	}
+	if m.running {
+		m.add(&entry{kind: entryError, text: "/rewind undo waits for the turn to end; Esc interrupts it"})
+		return nil
+	}
+	ctx := m.ctx
+	return func() tea.Msg {
+		r, err := s.Rewind(ctx, agent.RewindSpec{Files: true, Undo: true})
+		return rewoundMsg{undo: true, res: r, err: err}
+	}
+}
+
 // rewound says what a rewind did.
 func (m *Model) rewound(msg rewoundMsg) {
 	if msg.err != nil {
 		m.add(&entry{kind: entryError, text: "the rewind did not happen: " + sanitize(msg.err.Error())})
+		return
+	}
+	if msg.undo {
+		text := "the last rewind is undone"
+		if l := msg.res.Ledger; l != nil {
+			text += ": " + ledgerCounts(*l)
+		}
+		m.add(&entry{kind: entryNotice, text: text + " (/rewind undo again redoes it)"})
 		return
 	}
 	var parts []string
@@ -236,8 +264,11 @@ func (m *Model) pickerKey(k string) tea.Cmd {
 	case pickWhat:
 		return m.pickWhatKey(k)
 	case pickConfirm:
-		if k == "y" || k == "enter" {
-			return m.doRewind()
+		switch {
+		case k == "y" || k == "enter":
+			return m.doRewind(false)
+		case k == "F" && p.files && p.plan != nil && p.plan.Count(history.StatusConflict) > 0:
+			return m.doRewind(true)
 		}
 		return nil
 	}
@@ -301,14 +332,14 @@ func (m *Model) pickWhatKey(k string) tea.Cmd {
 	}
 }
 
-// doRewind closes the picker and rewinds as confirmed. Files in conflict were shown and
-// are left as they are (a partial restore); the screen never forces over a person's
-// edit — sema rewind --force does, from the shell.
-func (m *Model) doRewind() tea.Cmd {
+// doRewind closes the picker and rewinds as confirmed. Files in conflict were shown; y
+// leaves them as they are (a partial restore), F (force) overwrites them too — their
+// bytes saved first, so /rewind undo brings them back.
+func (m *Model) doRewind(force bool) tea.Cmd {
 	p := m.picker
 	m.picker = nil
 	s, ctx := m.opts.Backend.(Sessions), m.ctx
-	spec := agent.RewindSpec{ToTurn: p.turn.N, Files: p.files, Conversation: p.conv, AcceptPartialRestore: true}
+	spec := agent.RewindSpec{ToTurn: p.turn.N, Files: p.files, Conversation: p.conv, AcceptPartialRestore: !force, Force: force}
 	turn, conv := p.turn, p.conv
 	return func() tea.Msg {
 		r, err := s.Rewind(ctx, spec)

@@ -186,3 +186,35 @@ func TestClearStartsANewSession(t *testing.T) {
 		t.Errorf("/clear on a back-end without sessions:\n%s", plain.frame())
 	}
 }
+
+// TestRewindForceAndUndo: with a conflict in the plan, F rewinds forcing over it (no
+// partial restore); "/rewind undo" asks for the undo of the last rewind, and a stray
+// argument is refused. F does nothing where the plan has no conflict.
+func TestRewindForceAndUndo(t *testing.T) {
+	be := newFakeSessions()
+	h := newHarness(t, Options{Backend: be}, 80, 24)
+	h.typeText("/rewind", true)
+	h.until("the turns", func() bool { return h.m.picker != nil && !h.m.picker.loading })
+	h.key(tea.KeyEnter, 0)
+	h.typeText("f", false)
+	h.until("the plan", func() bool { return h.m.picker != nil && !h.m.picker.loading })
+	h.typeText("F", false)
+	h.until("the forced rewind", func() bool { _, s := be.asked(); return len(s) == 2 })
+	if _, specs := be.asked(); !specs[1].Force || specs[1].AcceptPartialRestore || !specs[1].Files || specs[1].ToTurn != 3 {
+		t.Fatalf("F rewound %+v; want the files to turn 3, forced", specs[1])
+	}
+	h.until("the picker closed", func() bool { return h.m.picker == nil })
+	h.typeText("/rewind undo", true)
+	h.until("the undo", func() bool { _, s := be.asked(); return len(s) == 3 })
+	if _, specs := be.asked(); !specs[2].Undo || !specs[2].Files || specs[2].Conversation {
+		t.Fatalf("/rewind undo asked %+v; want an undo of the files", specs[2])
+	}
+	h.until("its notice", func() bool { return strings.Contains(h.frame(), "the last rewind is undone") })
+	h.typeText("/rewind now", true)
+	if f := h.frame(); !strings.Contains(f, "/rewind takes no argument but undo") {
+		t.Errorf("a stray argument was not refused:\n%s", f)
+	}
+	if _, specs := be.asked(); len(specs) != 3 {
+		t.Errorf("a refused /rewind asked the back-end: %+v", specs)
+	}
+}

@@ -122,7 +122,7 @@ func (m *Model) confirmLines() ([]string, string) {
 	}
 	keys := "y rewinds · Esc cancels"
 	if conflicts > 0 {
-		keys = "files in conflict are left as they are (sema rewind --force overwrites them) · y rewinds the rest · Esc cancels"
+		keys = "y rewinds the rest, leaving the files in conflict as they are · F overwrites them too (/rewind undo brings them back) · Esc cancels"
 	}
 	return lines, keys
 }
