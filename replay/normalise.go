@@ -18,7 +18,7 @@ const (
 var (
 	// An RFC 3339 or ISO 8601 time, with or without fractions and zone, "T" or a space
 	// between date and time: what date(1), git log --date=iso and most logs print.
-	isoTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2}\b)?`)
+	isoTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z| ?[+-]\d{2}:?\d{2}\b)?`)
 	// ls -l's modification time ("Dec  6 06:06") and date(1)'s default clock
 	// ("06:06:29" after a weekday and month).
 	lsTime = regexp.MustCompile(`\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} +(?:\d{2}:\d{2}(?::\d{2})?|\d{4})\b`)
