@@ -9,10 +9,14 @@ import (
 
 // The placeholders a normalised text carries where the run's moment showed through.
 const (
-	PlaceholderTime     = "<time>"
+	// PlaceholderTime stands for a time of day or a date and time.
+	PlaceholderTime = "<time>"
+	// PlaceholderDuration stands for how long something took.
 	PlaceholderDuration = "<duration>"
-	PlaceholderTemp     = "<tmp>"
-	PlaceholderID       = "<id>"
+	// PlaceholderTemp stands for the random first element of a temporary path.
+	PlaceholderTemp = "<tmp>"
+	// PlaceholderID stands for a UUID.
+	PlaceholderID = "<id>"
 )
 
 var (

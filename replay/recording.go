@@ -45,16 +45,22 @@ type Leg struct {
 
 // Call is one recorded tool call.
 type Call struct {
-	Turn  int
-	ID    string
-	Tool  string
+	// Turn is the session-wide number of the turn that made the call.
+	Turn int
+	// ID is the model's id of the call (tool_use id).
+	ID string
+	// Tool is the called tool's name.
+	Tool string
+	// Input is the call's JSON input as recorded.
 	Input json.RawMessage
 }
 
 // Result is one recorded (or replayed) tool result: its text, as the model saw it, and
 // whether it reported a failure.
 type Result struct {
-	Text    string
+	// Text is the result's text content, concatenated.
+	Text string
+	// IsError marks a result that reported a failure to the model.
 	IsError bool
 }
 

@@ -110,9 +110,10 @@ type Divergence struct {
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	// Kind is one of KindResult, KindRefused, KindAsked, KindNotRun, KindRun.
 	Kind string `json:"kind"`
-	// Recorded and Now are the normalised results (or, for the run, what ended it).
+	// Recorded is the recorded result, normalised (for the run: its recorded turns).
 	Recorded string `json:"recorded"`
-	Now      string `json:"now"`
+	// Now is the replayed result, normalised (for the run: how the leg ended).
+	Now string `json:"now"`
 	// Reason says what differs, in a sentence.
 	Reason string `json:"reason"`
 }
@@ -121,11 +122,13 @@ type Divergence struct {
 type Report struct {
 	// Status is "identical" or "diverged".
 	Status string `json:"status"`
-	// SessionID and Root name the session replayed and the workspace it recorded.
+	// SessionID names the session replayed.
 	SessionID string `json:"session_id"`
-	Root      string `json:"root"`
-	// Turns is the number of the last turn replayed; Calls the number of calls compared.
+	// Root is the workspace the session recorded.
+	Root string `json:"root"`
+	// Turns is the number of the last turn replayed.
 	Turns int `json:"turns"`
+	// Calls is the number of recorded calls compared.
 	Calls int `json:"calls"`
 	// Scratch is the directory the replay ran in (removed afterwards unless given).
 	Scratch string `json:"scratch"`
