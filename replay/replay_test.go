@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/replay"
@@ -241,4 +243,68 @@ func BenchmarkRun20Turns(b *testing.B) {
 		}
 	}
 	b.ReportMetric(20*float64(b.N)/b.Elapsed().Seconds(), "turns/s")
+}
+
+// A PreToolUse hook that now blocks a recorded call refuses it: a divergence naming the
+// call and the hook's reason.
+func TestReplayNamesAHookThatNowBlocks(t *testing.T) {
+	st, h, id, _ := recorded(t, map[string]string{"a.txt": "one\ntwo\n"}, editScript())
+	opts := replayOpts(st, h, id)
+	opts.Deps.Hooks = &agent.Hooks{PreToolUse: []permission.Hook{func(_ context.Context, c permission.Call) (permission.HookDecision, error) {
+		if c.Tool == "Write" {
+			return permission.HookDecision{Behavior: permission.Deny, Reason: "no new files on Fridays"}, nil
+		}
+		return permission.HookDecision{}, nil
+	}}}
+	rep, err := replay.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Divergences) < 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	d := rep.Divergences[0]
+	if d.Turn != 3 || d.Tool != "Write" || d.Kind != replay.KindRefused || !strings.Contains(d.Reason, "no new files on Fridays") {
+		t.Fatalf("divergence %+v", d)
+	}
+}
+
+// A UserPromptSubmit hook that now blocks the prompt ends the leg before any turn: the
+// calls were not run, and the run itself diverged.
+func TestReplayNamesAPromptHookThatNowBlocks(t *testing.T) {
+	st, h, id, _ := recorded(t, map[string]string{"a.txt": "one\ntwo\n"}, editScript())
+	opts := replayOpts(st, h, id)
+	opts.Deps.Hooks = &agent.Hooks{Events: []hooks.Hook{{Event: hooks.UserPromptSubmit, Func: func(context.Context, hooks.Input) (hooks.Output, error) {
+		return hooks.Output{Decision: "block", Reason: "prompts are closed"}, nil
+	}}}}
+	rep, err := replay.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, d := range rep.Divergences {
+		kinds = append(kinds, d.Kind)
+	}
+	if got := strings.Join(kinds, ","); got != "not_run,not_run,not_run,not_run,run" {
+		t.Fatalf("kinds %s, report %+v", got, rep)
+	}
+	if last := rep.Divergences[4]; last.Turn != 1 || !strings.Contains(last.Reason, "prompts are closed") {
+		t.Fatalf("the run's divergence %+v", last)
+	}
+}
+
+// A Stop hook that now sends the model back asks for a turn the session did not record.
+func TestReplayNamesAStopHookThatNowSendsTheModelBack(t *testing.T) {
+	st, h, id, _ := recorded(t, map[string]string{"a.txt": "one\ntwo\n"}, editScript())
+	opts := replayOpts(st, h, id)
+	opts.Deps.Hooks = &agent.Hooks{Events: []hooks.Hook{{Event: hooks.Stop, Func: func(_ context.Context, in hooks.Input) (hooks.Output, error) {
+		return hooks.Output{Decision: "block", Reason: "run the tests first"}, nil
+	}}}}
+	rep, err := replay.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Divergences) != 1 || rep.Divergences[0].Kind != replay.KindRun || rep.Divergences[0].Turn != 6 {
+		t.Fatalf("report %+v", rep)
+	}
 }
