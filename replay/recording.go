@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/sema-agent/sema"
@@ -41,6 +42,23 @@ type Leg struct {
 	// leg parked, stopped at its turn limit, was cancelled, or At cut it): the replay
 	// ends the leg with a final turn of its own after them, which is not compared.
 	Cut bool
+	// Children are the subagents the leg's Task calls delegated to, served as threads
+	// of the leg's script.
+	Children []Child
+}
+
+// Child is a subagent's recording: the child session a Task call delegated to.
+type Child struct {
+	// TaskID is the id of the parent's Task call; Turn that call's turn.
+	TaskID string
+	Turn   int
+	// Prompt is the child's prompt: the script's thread answers the conversation whose
+	// first message holds it.
+	Prompt string
+	// Turns are the child model's responses, in order.
+	Turns []scripted.Turn
+	// Calls are the child's tool calls; their Turn is the parent's (TaskID's).
+	Calls []Call
 }
 
 // Call is one recorded tool call.
@@ -66,8 +84,9 @@ type Result struct {
 
 // Load reads session id from store and returns its recording up to turn at (0: every
 // turn). It refuses a session the store does not hold (session.not_found), one with no
-// turns (CodeNoTurns), an at beyond its turns (CodeAtInvalid), and a session that
-// delegated to subagents (CodeSubagents).
+// turns (CodeNoTurns), an at beyond its turns (CodeAtInvalid), and a session whose
+// subagents a replay cannot serve (CodeSubagents: one delegated again, or its prompt is
+// part of the session's own).
 func Load(ctx context.Context, store session.Store, id string, at int) (*Recording, error) {
 	s, err := store.Get(ctx, id)
 	if err != nil {
@@ -102,6 +121,7 @@ func Load(ctx context.Context, store session.Store, id string, at int) (*Recordi
 	rec.Turns = at
 	var cur *Leg
 	curLeg := ""
+	tasks := map[string]taskAt{}
 	for _, e := range chain {
 		if cur == nil || e.LegID != "" && e.LegID != curLeg {
 			curLeg = e.LegID
@@ -130,7 +150,7 @@ func Load(ctx context.Context, store session.Store, id string, at int) (*Recordi
 					text = append(text, b.Text)
 				case model.KindToolUse:
 					if b.Name == "Task" {
-						return nil, sema.Errorf(CodeSubagents, "session %s delegated to a subagent at turn %d (Task); subagent sessions are not replayed yet", id, a.Turn).With("turn", a.Turn)
+						tasks[b.ID] = taskAt{leg: len(rec.Legs) - 1, turn: a.Turn}
 					}
 					turn.ToolCalls = append(turn.ToolCalls, scripted.ToolCall{ID: b.ID, Name: b.Name, Input: b.Input})
 					cur.Calls = append(cur.Calls, Call{Turn: a.Turn, ID: b.ID, Tool: b.Name, Input: b.Input})
@@ -149,6 +169,11 @@ func Load(ctx context.Context, store session.Store, id string, at int) (*Recordi
 			}
 		}
 	}
+	if len(tasks) > 0 {
+		if err := loadChildren(ctx, store, rec, tasks); err != nil {
+			return nil, err
+		}
+	}
 	// A leg without a prompt continued the one before it; a leg without turns gave the
 	// model nothing to replay.
 	var legs []Leg
@@ -160,6 +185,7 @@ func Load(ctx context.Context, store session.Store, id string, at int) (*Recordi
 			p.Turns = append(p.Turns, l.Turns...)
 			p.Numbers = append(p.Numbers, l.Numbers...)
 			p.Calls = append(p.Calls, l.Calls...)
+			p.Children = append(p.Children, l.Children...)
 		default:
 			legs = append(legs, l)
 		}
@@ -194,4 +220,104 @@ func resultsOf(m model.Message) map[string]Result {
 		}
 	}
 	return out
+}
+
+// taskAt is where a Task call was made: the index of its leg (before legs are folded)
+// and its turn.
+type taskAt struct {
+	leg, turn int
+}
+
+// delegation is the part of a child transcript's first entry a replay reads.
+type delegation struct {
+	ToolUseID string `json:"tool_use_id"`
+}
+
+// loadChildren finds the child sessions of rec's Task calls (tasks) and adds each to
+// the leg that delegated to it. A child that delegated again, one whose prompt another
+// conversation's first message holds (the script could not tell them apart), or a store
+// that cannot list sessions is refused with CodeSubagents.
+func loadChildren(ctx context.Context, store session.Store, rec *Recording, tasks map[string]taskAt) error {
+	id := rec.Session.ID
+	admin, err := session.AsAdmin(store)
+	if err != nil {
+		return sema.Errorf(CodeSubagents, "session %s delegated to subagents, and its store cannot list their sessions: %v", id, err)
+	}
+	all, err := admin.List(ctx, session.Filter{})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(all, func(a, b session.Session) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, s := range all {
+		if s.ParentID != id {
+			continue
+		}
+		chain, err := store.Transcript(ctx, s.ID, "")
+		if err != nil {
+			return err
+		}
+		var c Child
+		for _, e := range chain {
+			switch e.Kind {
+			case transcript.KindDelegation:
+				var d delegation
+				if json.Unmarshal(e.Payload, &d) == nil {
+					c.TaskID = d.ToolUseID
+				}
+			case transcript.KindUser:
+				var m model.Message
+				if json.Unmarshal(e.Payload, &m) == nil && c.Prompt == "" {
+					c.Prompt = firstText(m)
+				}
+			case transcript.KindAssistant:
+				var a transcript.Assistant
+				if err := json.Unmarshal(e.Payload, &a); err != nil {
+					return sema.Errorf(CodeTranscriptUnreadable, "session %s: entry %d is not an assistant turn: %v", s.ID, e.Seq, err)
+				}
+				turn := scripted.Turn{}
+				var text []string
+				for _, b := range a.Message.Content {
+					switch b.Kind {
+					case model.KindText:
+						text = append(text, b.Text)
+					case model.KindToolUse:
+						if b.Name == "Task" {
+							return sema.Errorf(CodeSubagents, "session %s: its subagent %s delegated again; nested subagents are not replayed yet", id, s.ID)
+						}
+						turn.ToolCalls = append(turn.ToolCalls, scripted.ToolCall{ID: b.ID, Name: b.Name, Input: b.Input})
+						c.Calls = append(c.Calls, Call{ID: b.ID, Tool: b.Name, Input: b.Input})
+					}
+				}
+				turn.Text = strings.Join(text, "")
+				c.Turns = append(c.Turns, turn)
+			case transcript.KindToolResults:
+				var m model.Message
+				if json.Unmarshal(e.Payload, &m) == nil {
+					for id, r := range resultsOf(m) {
+						rec.Results[id] = r
+					}
+				}
+			}
+		}
+		at, ok := tasks[c.TaskID]
+		if !ok || c.Prompt == "" || len(c.Turns) == 0 {
+			continue // past At, or a child that never asked its model
+		}
+		c.Turn = at.turn
+		for i := range c.Calls {
+			c.Calls[i].Turn = at.turn
+		}
+		leg := &rec.Legs[at.leg]
+		leg.Children = append(leg.Children, c)
+	}
+	for _, l := range rec.Legs {
+		for _, c := range l.Children {
+			for _, other := range rec.Legs {
+				if other.Prompt != "" && strings.Contains(other.Prompt, c.Prompt) {
+					return sema.Errorf(CodeSubagents, "session %s: the prompt of the subagent of turn %d is part of the session's own prompt, so a replay cannot tell their conversations apart", id, c.Turn)
+				}
+			}
+		}
+	}
+	return nil
 }

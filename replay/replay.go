@@ -19,8 +19,11 @@
 //     turn the session did not record (a Stop hook that now sends it back), is a
 //     divergence of the run.
 //   - The model's text is not compared: it is the record's.
-//   - Subagent sessions (the Task tool) are not replayed yet: a session that delegated
-//     is refused (CodeSubagents).
+//   - A subagent (the Task tool) is replayed from its own session's transcript, as a
+//     thread of the script told apart by its prompt; its calls are compared too. A
+//     subagent that delegated again is refused (CodeSubagents).
+//   - Nothing but the record answers as the model: auto mode's classifier is not wired
+//     (auto replays as default), and WebFetch is off and its calls are not compared.
 package replay
 
 import (
@@ -58,7 +61,8 @@ const (
 	CodeWorkspaceTooLarge = "replay.workspace_too_large"
 	// CodeRootMissing refuses a session whose workspace is gone.
 	CodeRootMissing = "replay.root_missing"
-	// CodeSubagents refuses a session that delegated to a subagent.
+	// CodeSubagents refuses a session whose subagents a replay cannot serve: nested
+	// delegation, or a subagent's prompt inside the session's own.
 	CodeSubagents = "replay.subagents_unsupported"
 	// CodeTranscriptUnreadable refuses a transcript entry that does not decode.
 	CodeTranscriptUnreadable = "replay.transcript_unreadable"
@@ -108,6 +112,9 @@ type Divergence struct {
 	Tool string `json:"tool"`
 	// ToolUseID is the model's id of the call.
 	ToolUseID string `json:"tool_use_id,omitempty"`
+	// Subagent is the id of the Task call whose subagent made the call; empty for the
+	// session's own calls.
+	Subagent string `json:"subagent,omitempty"`
 	// Kind is one of KindResult, KindRefused, KindAsked, KindNotRun, KindRun.
 	Kind string `json:"kind"`
 	// Recorded is the recorded result, normalised (for the run: its recorded turns).
@@ -206,6 +213,16 @@ func (rec *Recording) Replay(ctx context.Context, opts Options) (*Report, error)
 	norm := NewNormaliser(root, scratch)
 	deps := opts.Deps
 	deps.Store, deps.History, deps.Approver = session.NewMemory(), history.NewMemory(), nil
+	// Nothing but the record answers as the model: auto mode's classifier (a model
+	// request) is not wired, so auto replays as default; WebFetch, which would reach the
+	// network and ask the model about the page, is off, and its calls are not compared.
+	deps.Classifier = permission.NoClassifier
+	webFetch := agent.WebFetchOptions{}
+	if deps.WebFetch != nil {
+		webFetch = *deps.WebFetch
+	}
+	webFetch.Off = true
+	deps.WebFetch = &webFetch
 	sid := ""
 	for i, leg := range rec.Legs {
 		spec := opts.Spec
@@ -251,29 +268,46 @@ type legRun struct {
 // runLeg runs one leg of the recording on its script and collects what each call
 // answered and how the permission gate judged it.
 func runLeg(ctx context.Context, deps agent.Deps, spec agent.TaskSpec, leg Leg, root, scratch string) (*legRun, error) {
-	script := scripted.Script{Turns: make([]scripted.Turn, 0, len(leg.Turns)+1)}
-	for _, t := range leg.Turns {
-		t.ToolCalls = slices.Clone(t.ToolCalls)
-		for j := range t.ToolCalls {
-			t.ToolCalls[j].Input = retarget(t.ToolCalls[j].Input, root, scratch)
-		}
-		script.Turns = append(script.Turns, t)
-	}
+	script := scripted.Script{Turns: retargetTurns(leg.Turns, root, scratch)}
 	if leg.Cut {
 		// The record has no answer after these calls; the leg ends here.
 		script.Turns = append(script.Turns, scripted.Turn{Text: "(the replay ends here)"})
 	}
-	p := modelreplay.New(script)
-	deps.Provider = p
+	// Each subagent's turns are a thread of the script, told apart by its prompt; two
+	// with the same prompt ran one after the other, and share one thread in that order.
+	for _, c := range leg.Children {
+		i := slices.IndexFunc(script.Threads, func(t scripted.Thread) bool { return t.Match == c.Prompt })
+		if i < 0 {
+			script.Threads = append(script.Threads, scripted.Thread{Match: c.Prompt})
+			i = len(script.Threads) - 1
+		}
+		script.Threads[i].Turns = append(script.Threads[i].Turns, retargetTurns(c.Turns, root, scratch)...)
+	}
+	var remaining func() int
+	if len(script.Threads) == 0 {
+		p := modelreplay.New(script)
+		deps.Provider, remaining = p, p.Remaining
+	} else {
+		// The scripted provider serves threads; the turns left of the leg's own
+		// conversation are its turns less the requests no thread answered.
+		p := scripted.New(script)
+		deps.Provider = p
+		remaining = func() int {
+			n := len(script.Turns)
+			for _, r := range p.Requests() {
+				if !threadRequest(r, script.Threads) {
+					n--
+				}
+			}
+			return max(n, 0)
+		}
+	}
 	out := &legRun{results: map[string]Result{}, denials: map[string]agent.PermissionDenial{}, asked: map[string]string{}}
 	var lastQuestion *agent.PermissionQuestion
 	var res *agent.TaskResult
 	for ev, err := range agent.New(deps).Events(ctx, spec) {
 		if err != nil {
 			return nil, err
-		}
-		if ev.ParentToolUseID != "" {
-			continue
 		}
 		switch ev.Type {
 		case agent.EventPermission:
@@ -291,14 +325,16 @@ func runLeg(ctx context.Context, deps agent.Deps, spec agent.TaskSpec, leg Leg, 
 		case agent.EventToolResult:
 			lastQuestion = nil
 		case agent.EventResult:
-			res = ev.Result
+			if ev.ParentToolUseID == "" {
+				res = ev.Result
+			}
 		}
 	}
 	if res == nil {
 		return nil, fmt.Errorf("the replayed leg ended without a result")
 	}
 	out.sessionID, out.status, out.err = res.SessionID, res.Status, res.Error
-	out.remaining = p.Remaining()
+	out.remaining = remaining()
 	if leg.Cut && out.remaining > 0 {
 		out.remaining-- // the replay's own last turn
 	}
@@ -309,19 +345,106 @@ func runLeg(ctx context.Context, deps agent.Deps, spec agent.TaskSpec, leg Leg, 
 			return nil, err
 		}
 		out.results = resultsOfChain(chain)
+		if len(leg.Children) > 0 {
+			// The subagents' sessions are the replay session's children.
+			if err := childResults(ctx, deps.Store, res.SessionID, out.results); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
+}
+
+// retargetTurns copies turns with their calls' inputs naming scratch where they named
+// root.
+func retargetTurns(turns []scripted.Turn, root, scratch string) []scripted.Turn {
+	out := make([]scripted.Turn, 0, len(turns)+1)
+	for _, t := range turns {
+		t.ToolCalls = slices.Clone(t.ToolCalls)
+		for j := range t.ToolCalls {
+			t.ToolCalls[j].Input = retarget(t.ToolCalls[j].Input, root, scratch)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// threadRequest reports whether a thread of the script answers r, as the scripted
+// provider decides: its first user message holds the thread's Match.
+func threadRequest(r *model.Request, threads []scripted.Thread) bool {
+	for _, m := range r.Messages {
+		if m.Role != model.RoleUser {
+			continue
+		}
+		var b strings.Builder
+		for _, bl := range m.Content {
+			if bl.Kind == model.KindText {
+				b.WriteString(bl.Text)
+			}
+		}
+		first := b.String()
+		return slices.ContainsFunc(threads, func(t scripted.Thread) bool { return strings.Contains(first, t.Match) })
+	}
+	return false
+}
+
+// childResults adds the tool results of the child sessions of session id in store to
+// results.
+func childResults(ctx context.Context, store session.Store, id string, results map[string]Result) error {
+	admin, err := session.AsAdmin(store)
+	if err != nil {
+		return err
+	}
+	all, err := admin.List(ctx, session.Filter{})
+	if err != nil {
+		return err
+	}
+	for _, s := range all {
+		if s.ParentID != id {
+			continue
+		}
+		chain, err := store.Transcript(ctx, s.ID, "")
+		if err != nil {
+			return err
+		}
+		for k, v := range resultsOfChain(chain) {
+			results[k] = v
+		}
+	}
+	return nil
 }
 
 // compare adds the divergences of one leg to rep and returns the number of calls it
 // compared.
 func compare(rep *Report, leg Leg, recorded map[string]Result, got *legRun, norm *Normaliser) int {
+	type subCall struct {
+		Call
+		task string
+	}
+	calls := make([]subCall, 0, len(leg.Calls))
 	for _, c := range leg.Calls {
+		calls = append(calls, subCall{Call: c})
+	}
+	for _, ch := range leg.Children {
+		for _, c := range ch.Calls {
+			calls = append(calls, subCall{Call: c, task: ch.TaskID})
+		}
+	}
+	// A subagent's calls come after the Task call that made them.
+	slices.SortStableFunc(calls, func(a, b subCall) int { return a.Turn - b.Turn })
+	compared := 0
+	for _, sc := range calls {
+		c := sc.Call
+		if c.Tool == webFetchTool {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("turn %d: WebFetch is not replayed (it would reach the network and ask the model); its call %s was not compared", c.Turn, c.ID))
+			continue
+		}
+		compared++
 		was, ok := recorded[c.ID]
 		if !ok {
 			was = Result{Text: "(no result was recorded)", IsError: true}
 		}
-		d := Divergence{Turn: c.Turn, Tool: c.Tool, ToolUseID: c.ID, Recorded: norm.Text(was.Text)}
+		d := Divergence{Turn: c.Turn, Tool: c.Tool, ToolUseID: c.ID, Subagent: sc.task, Recorded: norm.Text(was.Text)}
 		now, ran := got.results[c.ID]
 		if !ran {
 			d.Kind, d.Reason = KindNotRun, "the replay ended before this call"
@@ -351,8 +474,11 @@ func compare(rep *Report, leg Leg, recorded map[string]Result, got *legRun, norm
 	if d, ok := legDivergence(leg, got); ok {
 		rep.Divergences = append(rep.Divergences, d)
 	}
-	return len(leg.Calls)
+	return compared
 }
+
+// webFetchTool is the tool a replay does not run.
+const webFetchTool = "WebFetch"
 
 // legDivergence is how a leg itself went otherwise: it ended before its recorded turns,
 // or asked for one the session did not record, or ended in an error.

@@ -308,3 +308,44 @@ func TestReplayNamesAStopHookThatNowSendsTheModelBack(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 }
+
+// A session that delegated replays its subagents from their own sessions' transcripts,
+// as threads of the script: their calls run again and are compared too, named by the
+// Task call that made them.
+func TestReplayOfSubagents(t *testing.T) {
+	task := func(id, prompt string) scripted.ToolCall {
+		return call(id, "Task", map[string]any{"description": "look", "prompt": prompt, "subagent_type": "general-purpose"})
+	}
+	script := scripted.Script{
+		Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{task("task_a", "CHILD-A: read a.txt"), task("task_b", "CHILD-B: read b.txt")}},
+			{Text: "Both read."},
+		},
+		Threads: []scripted.Thread{
+			{Match: "CHILD-A", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("ca1", "Read", map[string]any{"file_path": "a.txt"})}}, {Text: "a says one"}}},
+			{Match: "CHILD-B", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("cb1", "Read", map[string]any{"file_path": "b.txt"})}}, {Text: "b says two"}}},
+		},
+	}
+	st, h, id, root := recorded(t, map[string]string{"a.txt": "one\n", "b.txt": "two\n"}, script)
+	rep, err := replay.Run(context.Background(), replayOpts(st, h, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != "identical" || rep.Calls != 4 {
+		t.Fatalf("report %+v", rep)
+	}
+	// The file a subagent read changed: its Read diverges, named by its Task call.
+	if err := os.WriteFile(filepath.Join(root, "b.txt"), []byte("three\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = replay.Run(context.Background(), replayOpts(st, h, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Divergences) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if d := rep.Divergences[0]; d.Turn != 1 || d.Tool != "Read" || d.Subagent != "task_b" || d.ToolUseID != "cb1" {
+		t.Fatalf("divergence %+v", d)
+	}
+}
