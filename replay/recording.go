@@ -49,9 +49,10 @@ type Leg struct {
 
 // Child is a subagent's recording: the child session a Task call delegated to.
 type Child struct {
-	// TaskID is the id of the parent's Task call; Turn that call's turn.
+	// TaskID is the id of the parent's Task call.
 	TaskID string
-	Turn   int
+	// Turn is the session-wide number of the turn that made the Task call.
+	Turn int
 	// Prompt is the child's prompt: the script's thread answers the conversation whose
 	// first message holds it.
 	Prompt string
