@@ -82,5 +82,9 @@ func FuzzNormalise(f *testing.F) {
 		if twice := n.Text(once); twice != once {
 			t.Fatalf("not idempotent:\n in    %q\n once  %q\n twice %q", s, once, twice)
 		}
+		// Same's shortcut agrees with comparing the normalised texts.
+		if !n.Same(s, once) {
+			t.Fatalf("Same(%q, its normalised text) is false", s)
+		}
 	})
 }

@@ -444,8 +444,12 @@ func compare(rep *Report, leg Leg, recorded map[string]Result, got *legRun, norm
 		if !ok {
 			was = Result{Text: "(no result was recorded)", IsError: true}
 		}
-		d := Divergence{Turn: c.Turn, Tool: c.Tool, ToolUseID: c.ID, Subagent: sc.task, Recorded: norm.Text(was.Text)}
+		d := Divergence{Turn: c.Turn, Tool: c.Tool, ToolUseID: c.ID, Subagent: sc.task}
 		now, ran := got.results[c.ID]
+		if ran && now.IsError == was.IsError && norm.Same(now.Text, was.Text) {
+			continue
+		}
+		d.Recorded = norm.Text(was.Text)
 		if !ran {
 			d.Kind, d.Reason = KindNotRun, "the replay ended before this call"
 			rep.Divergences = append(rep.Divergences, d)
