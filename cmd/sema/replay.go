@@ -67,7 +67,7 @@ blocks; 2 when the replay is refused (no such session, no turns, --at out of ran
 	f.StringArrayVar(&o.disallowed, "disallowed-tools", nil, "rules that deny tool calls, as for sema run; repeatable")
 	f.StringVar(&o.settings, "settings", "", "a settings file, or a JSON document, as for sema run")
 	f.StringVar(&o.sandbox, "sandbox", "", "auto|on|off, as for sema run")
-	f.BoolVar(&o.trustProject, "trust-project", false, "apply the workspace's own settings in full (default: as `sema trust` recorded for the session's root)")
+	f.BoolVar(&o.trustProject, "trust-project", false, "apply the workspace's own settings in full (default: as sema trust recorded it for the session's root)")
 	return cmd
 }
 
@@ -145,7 +145,30 @@ func printReplay(w io.Writer, rep *replay.Report) {
 			what = "(the run)"
 		}
 		fmt.Fprintf(w, "  turn %d  %s  %s: %s\n", d.Turn, terminalText(what), d.Kind, terminalText(d.Reason))
-		fmt.Fprintf(w, "    recorded: %s\n", terminalText(firstLine(d.Recorded, 160)))
-		fmt.Fprintf(w, "    now:      %s\n", terminalText(firstLine(d.Now, 160)))
+		n, was, now := firstDifference(d.Recorded, d.Now)
+		if n > 1 {
+			fmt.Fprintf(w, "    first difference at line %d\n", n)
+		}
+		fmt.Fprintf(w, "    recorded: %s\n", terminalText(firstLine(was, 160)))
+		fmt.Fprintf(w, "    now:      %s\n", terminalText(firstLine(now, 160)))
 	}
+}
+
+// firstDifference returns the first line (numbered from 1) at which a and b differ,
+// with that line of each ("" past a text's end): what a person reads to see why.
+func firstDifference(a, b string) (int, string, string) {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < max(len(la), len(lb)); i++ {
+		x, y := "(no line)", "(no line)"
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if x != y || i >= len(la) || i >= len(lb) {
+			return i + 1, x, y
+		}
+	}
+	return 1, a, b
 }
