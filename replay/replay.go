@@ -199,7 +199,8 @@ func (rec *Recording) Replay(ctx context.Context, opts Options) (*Report, error)
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	if err := copyTree(ctx, root, scratch, opts.Deps.StateDir, maxBytes); err != nil {
+	setDirTimes, err := copyTree(ctx, root, scratch, opts.Deps.StateDir, maxBytes)
+	if err != nil {
 		return nil, err
 	}
 	rep := &Report{SessionID: rec.Session.ID, Root: root, Turns: rec.Turns, Scratch: scratch, Restored: []string{}, Notes: []string{}, Divergences: []Divergence{}}
@@ -210,6 +211,7 @@ func (rec *Recording) Replay(ctx context.Context, opts Options) (*Report, error)
 		}
 		rep.Restored, rep.Notes = append(rep.Restored, restored...), append(rep.Notes, notes...)
 	}
+	setDirTimes()
 	norm := NewNormaliser(root, scratch)
 	deps := opts.Deps
 	deps.Store, deps.History, deps.Approver = session.NewMemory(), history.NewMemory(), nil

@@ -54,22 +54,23 @@ func inside(p, dir string) bool {
 // into scratch instead, so no write through it reaches the workspace. Other files
 // (sockets, devices, pipes) and skip (the state directory, when it lies in the
 // workspace) are left out. It refuses a tree over maxBytes.
-func copyTree(ctx context.Context, root, scratch, skip string, maxBytes int64) error {
+//
+// Modification times are kept (Glob and ls order by them); a directory's are set by the
+// function it returns, which the caller calls once it has changed the copy's entries.
+func copyTree(ctx context.Context, root, scratch, skip string, maxBytes int64) (func(), error) {
 	var total int64
 	files := 0
-	// Modification times are kept, directories' after their entries are made: Glob and
-	// ls order by them.
 	type dirTime struct {
 		path string
 		mod  time.Time
 	}
 	var dirs []dirTime
-	defer func() {
+	setDirTimes := func() {
 		for i := len(dirs) - 1; i >= 0; i-- {
 			os.Chtimes(dirs[i].path, time.Time{}, dirs[i].mod)
 		}
-	}()
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -119,6 +120,7 @@ func copyTree(ctx context.Context, root, scratch, skip string, maxBytes int64) e
 		}
 		return nil
 	})
+	return setDirTimes, err
 }
 
 func copyFile(src, dst string, mode fs.FileMode) error {
