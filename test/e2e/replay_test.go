@@ -248,3 +248,64 @@ func TestReplayRefusals(t *testing.T) {
 		t.Fatalf("a session without turns: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// --in replays in a directory of the person's choosing and keeps it: the copy holds what
+// the replayed calls left, and the workspace is untouched.
+func TestReplayInAGivenDirectoryKeepsIt(t *testing.T) {
+	dir, env, id := recordSession(t)
+	before := treeHash(t, dir)
+	in := filepath.Join(t.TempDir(), "replayed")
+	r := sema(t, dir, env, "", "replay", id, "--in", in, "--output-format", "json")
+	if r.code != 0 {
+		t.Fatalf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for name, want := range map[string]string{"notes.txt": "alpha\nBETA\n", "out/summary.txt": "two lines\n", "keep.txt": "kept\n"} {
+		if b, err := os.ReadFile(filepath.Join(in, name)); err != nil || string(b) != want {
+			t.Errorf("%s in the kept copy = %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if treeHash(t, dir) != before {
+		t.Fatal("the replay changed the real workspace")
+	}
+}
+
+// A session that delegated replays its subagent from the subagent's own session: the
+// subagent's calls run again and are compared, named by the Task call.
+func TestReplayOfASubagentSession(t *testing.T) {
+	dir := writeTree(t, map[string]string{"a.txt": "from a\n"})
+	env := home(t)
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{ID: "toolu_task", Name: "Task",
+			Input: `{"description":"read a","prompt":"SUBAGENT: what does a.txt say?","subagent_type":"general-purpose"}`}}},
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{ID: "toolu_child_read", Name: "Read", Input: `{"file_path":"a.txt"}`}}},
+		anthropictest.Turn{Text: "a.txt says: from a"},
+		anthropictest.Turn{Text: "The subagent read it."},
+	)
+	r := sema(t, dir, append(env, anthropicEnv(srv)...), "", "-p", "--model", "anthropic/claude-sonnet-4-5", "--output-format", "json", "delegate the reading")
+	if r.code != 0 {
+		t.Fatalf("recording: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	id := jsonResult(t, r.stdout)["session_id"].(string)
+	r = sema(t, dir, env, "", "replay", id, "--output-format", "json")
+	if rep := decodeReplay(t, r); r.code != 0 || rep.Status != "identical" || rep.Calls != 2 {
+		t.Fatalf("replay: exit %d %+v\n%s", r.code, rep, r.stderr)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = sema(t, dir, env, "", "replay", id, "--output-format", "json")
+	var rep struct {
+		Divergences []struct {
+			Turn      int    `json:"turn"`
+			Tool      string `json:"tool"`
+			ToolUseID string `json:"tool_use_id"`
+			Subagent  string `json:"subagent"`
+		} `json:"divergences"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 1 || len(rep.Divergences) != 1 {
+		t.Fatalf("replay after the change: exit %d %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	if d := rep.Divergences[0]; d.Turn != 1 || d.Tool != "Read" || d.ToolUseID != "toolu_child_read" || d.Subagent != "toolu_task" {
+		t.Fatalf("divergence %+v", d)
+	}
+}
