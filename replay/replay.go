@@ -228,7 +228,7 @@ func (rec *Recording) Replay(ctx context.Context, opts Options) (*Report, error)
 	sid := ""
 	for i, leg := range rec.Legs {
 		spec := opts.Spec
-		spec.Root, spec.Prompt, spec.OnAsk, spec.Model = scratch, leg.Prompt, agent.OnAskDeny, "replay"
+		spec.Root, spec.Prompt, spec.OnAsk, spec.Model, spec.Resume = scratch, leg.Prompt, agent.OnAskDeny, "replay", nil
 		if i == 0 && spec.PermissionMode == "" && rec.Session.Mode != "" {
 			spec.PermissionMode = permission.Mode(rec.Session.Mode)
 		}
