@@ -349,3 +349,40 @@ func TestReplayOfSubagents(t *testing.T) {
 		t.Fatalf("divergence %+v", d)
 	}
 }
+
+// A session of two legs (a resume with a second prompt) replays as two legs: the second
+// resumes the replay's own session, and the turns keep the session's numbering.
+func TestReplayOfTwoLegs(t *testing.T) {
+	st, h, id, root := recorded(t, map[string]string{"a.txt": "one\ntwo\n"}, editScript())
+	second := scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("u1", "Read", map[string]any{"file_path": "a.txt"})}},
+		{Text: "Still ONE."},
+	}}
+	res, err := agent.New(agent.Deps{Provider: scripted.New(second), Store: st, History: h, Home: t.TempDir()}).
+		Run(context.Background(), agent.TaskSpec{Root: root, Prompt: "check again", OnAsk: agent.OnAskDeny, Resume: &agent.Resume{SessionID: id}})
+	if err != nil || res.Status != sema.StatusCompleted {
+		t.Fatalf("the second leg: %v %+v", err, res)
+	}
+	rec, err := replay.Load(context.Background(), st, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Legs) != 2 || rec.Legs[1].Prompt != "check again" || rec.Legs[1].Numbers[0] != 6 {
+		t.Fatalf("legs %+v", rec.Legs)
+	}
+	rep, err := rec.Replay(context.Background(), replayOpts(st, h, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != "identical" || rep.Turns != 7 || rep.Calls != 5 {
+		t.Fatalf("report %+v", rep)
+	}
+	// The second leg's Read saw what the first leg's Edit left: change the edit's
+	// pre-image in the workspace and nothing diverges, since history puts it back.
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = rec.Replay(context.Background(), replayOpts(st, h, id)); err != nil || rep.Status != "identical" {
+		t.Fatalf("%v %+v", err, rep)
+	}
+}
