@@ -242,7 +242,7 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 	run := newRunCmd(stdin, stdout, stderr)
 	root.AddCommand(run, newDemoCmd(stdout, stderr), approve,
 		newSessionsCmd(stdout), newRewindCmd(stdout), mcp, newTrustCmd(stdout), commands, newServeCmd(stdout, stderr), newACPCmd(stdin, stdout, stderr),
-		newPermissionsCmd(stdout), newAttachCmd(stdin, stdout), newWorktreeCmd(stdout))
+		newPermissionsCmd(stdout), newAttachCmd(stdin, stdout), newWorktreeCmd(stdout), newReplayCmd(stdout, stderr))
 
 	// The command line's refusals, the same for every command: coded, and saying what to
 	// write instead.
