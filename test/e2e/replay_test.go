@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +12,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sema-agent/sema/client"
 	"github.com/sema-agent/sema/model/anthropic/anthropictest"
 )
 
@@ -307,5 +310,30 @@ func TestReplayOfASubagentSession(t *testing.T) {
 	}
 	if d := rep.Divergences[0]; d.Turn != 1 || d.Tool != "Read" || d.ToolUseID != "toolu_child_read" || d.Subagent != "toolu_task" {
 		t.Fatalf("divergence %+v", d)
+	}
+}
+
+// TestReplayOfAServiceSession: a session `sema serve` recorded on SQLite replays from the
+// service's state directory (--home), identical, with no model.
+func TestReplayOfAServiceSession(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	os.WriteFile(filepath.Join(base, "notes.txt"), []byte("one\n"), 0o644)
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Read", Input: `{"file_path":"notes.txt"}`}}},
+		anthropictest.Turn{Text: "it says one"},
+	)
+	state := t.TempDir()
+	env := append(anthropicEnv(srv), "SEMA_HOME="+state)
+	tok := serveToken(t, env, "acme", base)
+	p := startServe(t, env, "--model", "anthropic/claude-sonnet-4-5")
+	c := client.New(p.url, tok)
+	task, err := c.SubmitTask(context.Background(), client.TaskSpec{Prompt: "read the notes", Cwd: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitTask(t, c, task.TaskID, "completed", 30*time.Second)
+	r := sema(t, base, []string{"SEMA_HOME=" + t.TempDir()}, "", "replay", done.SessionID, "--home", state, "--output-format", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"status": "identical"`) {
+		t.Fatalf("replay of the service's session: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
