@@ -12,7 +12,7 @@ import (
 // carries the schedule's id (Task.ScheduleID).
 type Schedule struct {
 	// ID names the schedule; the service chooses it.
-	ID string `json:"id,omitempty"`
+	ID string `json:"id"`
 	// Cron is when it fires, in UTC: five fields (minute hour day-of-month month
 	// day-of-week, as in "0 9 * * 1-5"), @every DURATION ("@every 30m"), @hourly,
 	// @daily, @weekly, @monthly or @yearly.
@@ -20,18 +20,18 @@ type Schedule struct {
 	// Task is the task each firing submits: the body of POST /v1/tasks.
 	Task TaskSpec `json:"task"`
 	// NextAt is when it fires next.
-	NextAt time.Time `json:"next_at,omitzero"`
+	NextAt time.Time `json:"next_at"`
 	// CreatedAt is when it was made.
-	CreatedAt time.Time `json:"created_at,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
 	// Fired counts the firings that submitted a task; LastTaskID is the last one's task.
-	Fired int64 `json:"fired,omitempty"`
+	Fired int64 `json:"fired"`
 	// LastTaskID: see Fired.
 	LastTaskID string `json:"last_task_id,omitempty"`
 	// LastFiredAt is when a firing last submitted a task.
 	LastFiredAt time.Time `json:"last_fired_at,omitzero"`
 	// Refused counts the firings refused (the tenant's policy changed since, its
 	// concurrency limit or daily tokens reached); LastRefusal is the last one's.
-	Refused int64 `json:"refused,omitempty"`
+	Refused int64 `json:"refused"`
 	// LastRefusal: see Refused.
 	LastRefusal *ScheduleRefusal `json:"last_refusal,omitempty"`
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -324,4 +326,32 @@ func testScheduleFiringRefusedByPolicy(t *testing.T, st store) {
 	waitFor(t, 10*time.Second, "the schedule did not go on once the policy allowed it", func() bool {
 		return int64(len(scheduledTasks(t, c, sc.ID))) > fired
 	})
+}
+
+// TestOpenAPISchedulesMatchTheClient holds the schedule schemas to the client's types,
+// as TestOpenAPISchemasMatchTheClient does the others: the same properties, and every
+// field the service always writes required.
+func TestOpenAPISchedulesMatchTheClient(t *testing.T) {
+	_, doc := openAPIDoc(t)
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for name, v := range map[string]any{"Schedule": client.Schedule{}, "ScheduleRefusal": client.ScheduleRefusal{}} {
+		schema := schemas[name].(map[string]any)
+		var props, required []string
+		for p := range schema["properties"].(map[string]any) {
+			props = append(props, p)
+		}
+		for _, r := range asList(schema["required"]) {
+			required = append(required, r.(string))
+		}
+		sort.Strings(props)
+		sort.Strings(required)
+		fields, always := jsonFields(reflect.TypeOf(v))
+		if !slices.Equal(props, fields) || !slices.Equal(required, always) {
+			t.Errorf("%s: properties %v required %v; the Go type has %v, always %v", name, props, required, fields, always)
+		}
+	}
+	req := schemas["ScheduleRequest"].(map[string]any)
+	if req["additionalProperties"] != false || len(req["properties"].(map[string]any)) != 2 {
+		t.Errorf("ScheduleRequest: %v", req)
+	}
 }
