@@ -179,3 +179,53 @@ func TestScheduleMissedTicks(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleFiringRefusedByLimits: a firing goes through the tenant's limits as a
+// submission does — at its concurrency limit, or with its day's tokens spent, the
+// firing starts no task, the refusal is recorded with its code, and the tick moves on.
+func TestScheduleFiringRefusedByLimits(t *testing.T) {
+	eachStoreInternal(t, func(t *testing.T, cfg Config) {
+		s := scheduleServers(t, cfg, 1)[0]
+		ctx := context.Background()
+		sc, err := s.AddSchedule(ctx, "acme", "@hourly", client.TaskSpec{Prompt: "tick"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, perDay := 1, int64(1000)
+		for _, c := range []struct {
+			code  string
+			setup func()
+		}{
+			{CodeConcurrencyLimit, func() {
+				if err := s.SetLimits(ctx, "acme", &one, nil); err != nil {
+					t.Fatal(err)
+				}
+				// A task queued already holds the one place.
+				if _, err := s.b.db().exec(ctx, `INSERT INTO sema_serve_tasks (id, tenant, session_id, kind, spec, status, created_ms, updated_ms) VALUES (?, 'acme', ?, 'run', '{}', 'queued', ?, ?)`,
+					newID(), newID(), nowMS(), nowMS()); err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{CodeTokenLimit, func() {
+				zero := 0
+				if err := s.SetLimits(ctx, "acme", &zero, &perDay); err != nil {
+					t.Fatal(err)
+				}
+				if err := recordSpend(ctx, s.b.db(), "acme", perDay, nowMS()); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		} {
+			c.setup()
+			d := dueNow(t, s, sc.ID, nowMS()-1000)
+			s.fire(ctx, d, time.Now())
+			if n := scheduleTaskCount(t, s, sc.ID); n != 0 {
+				t.Fatalf("%s: the refused firing started %d tasks", c.code, n)
+			}
+			list, err := s.Schedules(ctx, "acme")
+			if err != nil || len(list) != 1 || list[0].LastRefusal == nil || list[0].LastRefusal.Code != c.code || !list[0].NextAt.After(time.Now()) {
+				t.Fatalf("%s: the schedule after the refusal: %+v, %v", c.code, list, err)
+			}
+		}
+	})
+}
