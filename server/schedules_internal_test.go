@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/client"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
@@ -228,4 +230,25 @@ func TestScheduleFiringRefusedByLimits(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestScheduleConfigRefusals: the schedule knobs out of range are refused by name.
+func TestScheduleConfigRefusals(t *testing.T) {
+	for _, c := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{ScheduleCatchUp: "always"}, "ScheduleCatchUp"},
+		{Config{ScheduleMinInterval: -time.Second}, "ScheduleMinInterval"},
+	} {
+		c.cfg.Home = t.TempDir()
+		c.cfg.OpenProvider = func(string) (model.Provider, string, error) { return nil, "", nil }
+		s, err := New(context.Background(), c.cfg)
+		if err == nil {
+			s.Close()
+		}
+		if !sema.IsCode(err, CodeConfigInvalid) || !strings.Contains(sema.MessageOf(err), c.field) {
+			t.Fatalf("%s: %v", c.field, err)
+		}
+	}
 }
