@@ -62,6 +62,9 @@ type Task struct {
 	CheckpointID string `json:"checkpoint_id,omitempty"`
 	// Prompt is the task's prompt as submitted (GET /v1/tasks and GET /v1/tasks/{id}).
 	Prompt string `json:"prompt,omitempty"`
+	// ScheduleID names the schedule whose firing submitted the task (empty for a task
+	// submitted otherwise).
+	ScheduleID string `json:"schedule_id,omitempty"`
 	// Result is the last leg's result object, as --output-format json prints it.
 	Result json.RawMessage `json:"result,omitempty"`
 	// CreatedAt and UpdatedAt are when the task was submitted and last changed.

@@ -26,7 +26,7 @@ var taskStatuses = []string{
 // arrive in front of it.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, t *tenant) {
 	ctx := r.Context()
-	q := `SELECT id, session_id, status, checkpoint_id, result, created_ms, updated_ms, spec
+	q := `SELECT id, session_id, status, checkpoint_id, result, created_ms, updated_ms, spec, schedule_id
 		FROM sema_serve_tasks WHERE tenant = ?`
 	args := []any{t.name}
 	if v := r.URL.Query().Get("status"); v != "" {
@@ -60,7 +60,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, t *tenant) {
 	list, err := collect(rs, err, func(rs rows) (task client.Task, err error) {
 		var result, spec string
 		var created, updated int64
-		if err := rs.Scan(&task.TaskID, &task.SessionID, &task.Status, &task.CheckpointID, &result, &created, &updated, &spec); err != nil {
+		if err := rs.Scan(&task.TaskID, &task.SessionID, &task.Status, &task.CheckpointID, &result, &created, &updated, &spec, &task.ScheduleID); err != nil {
 			return task, err
 		}
 		fillTask(&task, result, spec, created, updated)

@@ -45,6 +45,13 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, err 
 // submit checks a task spec for tenant t and stores it with its job. It returns the
 // HTTP status of a refusal with the error.
 func (s *Server) submit(ctx context.Context, t *tenant, spec storedSpec, kind string) (*client.Task, int, error) {
+	return s.submitFiring(ctx, t, spec, kind, nil)
+}
+
+// submitFiring is submit for a schedule's firing f (nil: none): f's claim runs first in
+// the transaction that stores the task, so the task exists only if this process claimed
+// the tick (schedules.go).
+func (s *Server) submitFiring(ctx context.Context, t *tenant, spec storedSpec, kind string, f *firing) (*client.Task, int, error) {
 	select {
 	case <-s.stopping:
 		return nil, http.StatusServiceUnavailable, sema.Errorf(CodeShuttingDown, "the process is shutting down; send the task to another")
@@ -70,9 +77,17 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec storedSpec, kind st
 		return nil, http.StatusInternalServerError, err
 	}
 	task := &client.Task{TaskID: newID(), SessionID: sessionID, Status: client.StatusQueued}
+	if f != nil {
+		task.ScheduleID = f.scheduleID
+	}
 	now := nowMS()
 	status := http.StatusInternalServerError
 	err = s.b.tx(ctx, func(c conn, enqueue enqueueFunc) error {
+		if f != nil {
+			if err := f.claim(ctx, c, task.TaskID); err != nil {
+				return err
+			}
+		}
 		if err := admitRun(ctx, c, t); err != nil {
 			if sema.IsCode(err, CodeConcurrencyLimit) {
 				status = http.StatusTooManyRequests
@@ -89,8 +104,8 @@ func (s *Server) submit(ctx context.Context, t *tenant, spec storedSpec, kind st
 				return sema.Errorf(CodeTokenLimit, "the tenant spent %d of its %d tokens in the last 24 hours; try again later", used, t.tokensPerDay)
 			}
 		}
-		if _, err := c.exec(ctx, `INSERT INTO sema_serve_tasks (id, tenant, session_id, kind, spec, status, trace, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			task.TaskID, t.name, sessionID, kind, string(data), client.StatusQueued, traceparentOf(ctx), now, now); err != nil {
+		if _, err := c.exec(ctx, `INSERT INTO sema_serve_tasks (id, tenant, session_id, kind, spec, status, trace, schedule_id, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			task.TaskID, t.name, sessionID, kind, string(data), client.StatusQueued, traceparentOf(ctx), task.ScheduleID, now, now); err != nil {
 			return err
 		}
 		if spec.Resume == "" {
@@ -224,9 +239,9 @@ func (s *Server) task(ctx context.Context, t *tenant, id string) (*client.Task, 
 	var task client.Task
 	var result, spec string
 	var created, updated int64
-	err := queryRow(ctx, s.b.db(), `SELECT id, session_id, status, checkpoint_id, result, created_ms, updated_ms, spec
+	err := queryRow(ctx, s.b.db(), `SELECT id, session_id, status, checkpoint_id, result, created_ms, updated_ms, spec, schedule_id
 		FROM sema_serve_tasks WHERE id = ? AND tenant = ?`, []any{id, t.name},
-		&task.TaskID, &task.SessionID, &task.Status, &task.CheckpointID, &result, &created, &updated, &spec)
+		&task.TaskID, &task.SessionID, &task.Status, &task.CheckpointID, &result, &created, &updated, &spec, &task.ScheduleID)
 	if err != nil {
 		return nil, err
 	}

@@ -193,6 +193,23 @@ var schema = []string{
 		key TEXT NOT NULL,
 		created_ms BIGINT NOT NULL
 	)`,
+	// The tenants' schedules (schedules.go): next_ms is the tick a working process
+	// claims, advancing it in the transaction that submits the tick's task.
+	`CREATE TABLE IF NOT EXISTS sema_serve_schedules (
+		id TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		cron TEXT NOT NULL,
+		task TEXT NOT NULL,
+		next_ms BIGINT NOT NULL,
+		fired BIGINT NOT NULL DEFAULT 0,
+		last_task_id TEXT NOT NULL DEFAULT '',
+		last_fired_ms BIGINT NOT NULL DEFAULT 0,
+		refused BIGINT NOT NULL DEFAULT 0,
+		last_refusal TEXT NOT NULL DEFAULT '',
+		created_ms BIGINT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_schedules_due ON sema_serve_schedules (next_ms)`,
+	`CREATE INDEX IF NOT EXISTS sema_serve_schedules_tenant ON sema_serve_schedules (tenant, created_ms)`,
 }
 
 // replacedTables are tables whose layout changed incompatibly, each with a query that
@@ -209,6 +226,7 @@ var replacedTables = []struct{ table, probe string }{
 var addedColumns = []struct{ table, column, def string }{
 	{"sema_serve_tasks", "trace", "TEXT NOT NULL DEFAULT ''"},
 	{"sema_serve_tasks", "mode_requested", "TEXT NOT NULL DEFAULT ''"},
+	{"sema_serve_tasks", "schedule_id", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // migrateSchema brings the service's tables to the schema with exec, which runs one

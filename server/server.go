@@ -129,6 +129,13 @@ type Config struct {
 	// base of the approval links it makes (empty: the scheme and host of the request
 	// that makes one).
 	PublicURL string
+	// ScheduleMinInterval is the shortest interval a schedule may fire at (0: ten
+	// seconds); a shorter one is refused (schedule.cron_invalid). See schedules.go.
+	ScheduleMinInterval time.Duration
+	// ScheduleCatchUp is what a working process does with a schedule's tick that is
+	// more than a minute late (every process was down): "once" (the default, "") fires
+	// it once, however many ticks were missed; "skip" fires none and waits for the next.
+	ScheduleCatchUp string
 }
 
 // Server is one `sema serve` process.
@@ -178,6 +185,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		{"SessionLease", cfg.SessionLease < 0}, {"Poll", cfg.Poll < 0},
 		{"Heartbeat", cfg.Heartbeat < 0}, {"DeadAfter", cfg.DeadAfter < 0},
 		{"ModelWait", cfg.ModelWait < 0}, {"ModelBackoff", cfg.ModelBackoff < 0},
+		{"ScheduleMinInterval", cfg.ScheduleMinInterval < 0},
 	} {
 		if f.neg {
 			return nil, sema.Errorf(CodeConfigInvalid, "Config.%s cannot be negative; leave it zero for the default", f.name).With("field", f.name)
@@ -196,6 +204,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.DeadAfter = cmp.Or(cfg.DeadAfter, DefaultDeadAfter)
 	cfg.ModelWait = cmp.Or(cfg.ModelWait, DefaultModelWait)
 	cfg.ModelBackoff = cmp.Or(cfg.ModelBackoff, DefaultModelBackoff)
+	cfg.ScheduleMinInterval = cmp.Or(cfg.ScheduleMinInterval, DefaultScheduleMinInterval)
+	if err := checkCatchUp(cfg.ScheduleCatchUp); err != nil {
+		return nil, err
+	}
 	if cfg.DeadAfter < 2*cfg.Heartbeat {
 		// A live process that misses one beat (a pause, a slow store) would be taken for
 		// dead and its legs run twice over.
@@ -296,10 +308,11 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	recDone, hooksDone := make(chan struct{}), make(chan struct{})
-	s.stopWatch = func() { stop(); <-recDone; <-hooksDone }
+	recDone, hooksDone, schedDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	s.stopWatch = func() { stop(); <-recDone; <-hooksDone; <-schedDone }
 	s.hooks = newDeliverer(s)
 	go func() { defer close(hooksDone); s.hooks.run(wctx) }()
+	go func() { defer close(schedDone); s.runSchedules(wctx) }()
 	go s.watchCancels(wctx)
 	go s.rec.run(wctx, recDone)
 	return nil
