@@ -76,6 +76,9 @@ func (s *acpSession) Approve(ctx context.Context, req permission.ApprovalRequest
 	s.mu.Unlock()
 	err := s.a.conn.Call(ctx, MethodRequestPermission, RequestPermissionRequest{SessionID: s.id, ToolCall: call, Options: opts}, &out)
 	s.mu.Lock()
+	// Marked before the count drops, so the prompt's watch of the connection sees
+	// either the open question or its deferral, whichever it looks at first.
+	s.deferred = s.deferred || errors.Is(err, ErrClosed)
 	s.asking--
 	s.mu.Unlock()
 	switch {

@@ -40,6 +40,7 @@ type acpSession struct {
 	streamed  bool // the current response's text came as deltas
 	questions int  // questions asked about no call of the model's
 	asking    int  // questions open at the client now
+	deferred  bool // a question was open when the client went away (Approve deferred it)
 }
 
 // update sends one session/update.
@@ -194,7 +195,7 @@ func (s *acpSession) prompt(ctx context.Context, id string, blocks []ContentBloc
 		select {
 		case <-ctx.Done():
 			s.mu.Lock()
-			open := s.asking > 0
+			open := s.asking > 0 || s.deferred
 			s.mu.Unlock()
 			if !open {
 				cancel()
