@@ -69,8 +69,11 @@ type budgetAnswer struct {
 // rather than ending the run: the task parks its questions and the passed limit is the
 // leg's own. A delegated child's budget is its parent's share, which only the parent's
 // person can raise, so a child still stops (and its Task call says so).
+// A firm limit (TaskSpec.FirmTokensTotal, FirmBudgetUSD) is the deployment's, not the
+// task's, and is not asked about either.
 func (l *leg) parksBudget(detail map[string]any) bool {
-	return l.spec.OnAsk == OnAskPark && l.link == nil && detail["inherited"] == false
+	firm := detail["budget"] == "tokens" && l.spec.FirmTokensTotal || detail["budget"] == "usd" && l.spec.FirmBudgetUSD
+	return l.spec.OnAsk == OnAskPark && l.link == nil && detail["inherited"] == false && !firm
 }
 
 // parkBudget ends the leg at a budget question: a checkpoint of gate budget whose
@@ -163,6 +166,36 @@ func budgetWord(b string) string {
 	return "token"
 }
 
+// CheckBudgetAnswer judges answer a against checkpoint cp as Resume would, without
+// claiming anything: a budget question (gate budget) allowed needs a raise above what
+// the run spent of the limit it passed, and denied carries none; any other question
+// takes no raise. A host that records decisions before a leg runs them (sema serve)
+// refuses a bad one at once with it (budget.raise_invalid), leaving the question open.
+// It returns the limits the run continues under when a raise is allowed.
+func CheckBudgetAnswer(cp session.Checkpoint, a Answer) (*BudgetRaise, error) {
+	if cp.Gate != session.GateBudget {
+		if a.Budget != nil {
+			return nil, sema.Errorf(CodeBudgetRaiseInvalid, "checkpoint %s asks about a %s call, not the budget; answer it without a new budget", cp.ID, cp.Tool)
+		}
+		return nil, nil
+	}
+	if !a.Allow {
+		if a.Budget != nil {
+			return nil, sema.Errorf(CodeBudgetRaiseInvalid, "a denial carries no new budget: drop it, or allow")
+		}
+		return nil, nil
+	}
+	var q budgetQuestion
+	if err := json.Unmarshal(cp.Args, &q); err != nil {
+		return nil, sema.Errorf(CodeAnswerInvalid, "checkpoint %s does not hold a budget question: %v", cp.ID, err)
+	}
+	tokens, usd, err := q.checkRaise(a.Budget)
+	if err != nil {
+		return nil, err
+	}
+	return &BudgetRaise{MaxTokensTotal: tokens, MaxBudgetUSD: usd}, nil
+}
+
 // prepareBudgetAnswer checks an answer to a budget question and claims it, as
 // prepareAnswer does a call's: everything that refuses refuses before the claim, so a
 // refused answer leaves the question open. An allowed raise puts the leg's pool at the
@@ -184,6 +217,10 @@ func (l *leg) prepareBudgetAnswer(ctx context.Context, cp session.Checkpoint) er
 	if p := l.resume.parked; p == nil || p.Checkpoint != cp.ID || !p.Budget {
 		return sema.Errorf(CodeStale, "checkpoint %s is not where session %s stopped; it can no longer be answered", cp.ID, cp.SessionID)
 	}
+	raised, err := CheckBudgetAnswer(cp, *a)
+	if err != nil {
+		return err
+	}
 	var q budgetQuestion
 	if err := json.Unmarshal(cp.Args, &q); err != nil {
 		return sema.Errorf(CodeAnswerInvalid, "checkpoint %s does not hold a budget question: %v", cp.ID, err)
@@ -192,10 +229,7 @@ func (l *leg) prepareBudgetAnswer(ctx context.Context, cp session.Checkpoint) er
 		MaxTokensTotal: q.MaxTokensTotal, MaxBudgetUSD: q.MaxBudgetUSD}
 	d := session.Decision{Verdict: session.VerdictDeny, Reason: a.Reason}
 	if a.Allow {
-		tokens, usd, err := q.checkRaise(a.Budget)
-		if err != nil {
-			return err
-		}
+		tokens, usd := raised.MaxTokensTotal, raised.MaxBudgetUSD
 		if usd > 0 && q.MaxBudgetUSD == 0 {
 			// A new dollar budget needs the price the door checks for one given at the start.
 			spec := l.spec
@@ -210,8 +244,6 @@ func (l *leg) prepareBudgetAnswer(ctx context.Context, cp session.Checkpoint) er
 			return err
 		}
 		d = session.Decision{Verdict: session.VerdictAllow, Args: raise, Reason: a.Reason}
-	} else if a.Budget != nil {
-		return sema.Errorf(CodeBudgetRaiseInvalid, "a denial carries no new budget: drop it, or allow")
 	}
 	if _, err := l.claim(ctx, cp, d); err != nil {
 		return err
@@ -233,10 +265,10 @@ func (l *leg) keepRaisedBudget() {
 		return
 	}
 	tokens, usd := l.spec.MaxTokensTotal, l.spec.MaxBudgetUSD
-	if tokens > 0 && r.MaxTokensTotal > tokens {
+	if tokens > 0 && r.MaxTokensTotal > tokens && !l.spec.FirmTokensTotal {
 		tokens = r.MaxTokensTotal
 	}
-	if usd > 0 && r.MaxBudgetUSD > usd {
+	if usd > 0 && r.MaxBudgetUSD > usd && !l.spec.FirmBudgetUSD {
 		usd = r.MaxBudgetUSD
 	}
 	if tokens != l.spec.MaxTokensTotal || usd != l.spec.MaxBudgetUSD {

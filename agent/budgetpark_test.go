@@ -85,6 +85,18 @@ func TestBudgetParksAQuestionWhenTheRunParks(t *testing.T) {
 	if old.Status != sema.StatusBudgetExceeded || old.Checkpoint != nil || noticeOf(old, agent.CodeBudgetExceeded) == nil {
 		t.Fatalf("without parking: %s %+v", old.Status, old.Checkpoint)
 	}
+
+	// A firm limit is the deployment's: a parking run ends at it as before.
+	d := newBudgetRun(t, scripted.Turn{Text: "done"})
+	sp := d.spec(agent.OnAskPark)
+	sp.FirmTokensTotal = true
+	firm, err := agent.New(d.deps).Run(context.Background(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if firm.Status != sema.StatusBudgetExceeded || firm.Checkpoint != nil {
+		t.Fatalf("a firm limit: %s %+v", firm.Status, firm.Checkpoint)
+	}
 }
 
 // Allowed with a higher limit, the run goes on with the request it paused before — the

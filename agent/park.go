@@ -206,8 +206,8 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	if cp.Gate == session.GateBudget {
 		return l.prepareBudgetAnswer(ctx, cp)
 	}
-	if a.Budget != nil {
-		return sema.Errorf(CodeBudgetRaiseInvalid, "checkpoint %s asks about a %s call, not the budget; answer it without a new budget", cp.ID, cp.Tool)
+	if _, err := CheckBudgetAnswer(cp, *a); err != nil {
+		return err // a raise for a question about a call
 	}
 	if p := l.resume.parked; p != nil && p.Child != nil && p.Checkpoint == cp.ID {
 		return l.prepareChildAnswer(ctx, cp, p)
