@@ -10,7 +10,12 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/session"
 )
 
 // budgetBackend is a parked back-end that also raises budgets.
@@ -91,5 +96,37 @@ func TestQuestionsBudgetWithoutARaiser(t *testing.T) {
 	h.until("the refusal", framed(h, "cannot raise a budget"))
 	if len(b.answered()) != 0 {
 		t.Fatalf("answers %q: 1 allowed a budget question without a raise", b.answered())
+	}
+}
+
+// TestLocalAnswersABudgetQuestion: over a real runner and store, Pending marks the parked
+// budget question, Answer's allow without a raise is refused by the runner and leaves it
+// open, and AnswerBudget continues the run to its end.
+func TestLocalAnswersABudgetQuestion(t *testing.T) {
+	dir := t.TempDir()
+	glob := scripted.ToolCall{Name: "Glob", Input: json.RawMessage(`{"pattern":"*.txt"}`)}
+	prov := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{glob}, Usage: &model.Usage{InputTokens: 100_000}}, {Text: "went on"}}})
+	deps := agent.Deps{Provider: prov, Store: session.NewMemory(), History: history.NewMemory(), Shell: &agent.ShellOptions{Sandbox: "off"}}
+	res, err := agent.New(deps).Run(context.Background(), agent.TaskSpec{Prompt: "look", Root: dir, OnAsk: agent.OnAskPark, MaxTokensTotal: 100_001})
+	if err != nil || res.Status != sema.StatusAwaitingApproval {
+		t.Fatalf("the parking leg: %+v, %v", res, err)
+	}
+	l := NewLocal(agent.New(deps), agent.TaskSpec{Root: dir, OnAsk: agent.OnAskDeny}).WithStores(deps.Store, deps.History)
+	qs, err := l.Pending(context.Background())
+	if err != nil || len(qs) != 1 || !qs[0].Budget || readBudgetAsk(qs[0].Input).SpentTokens != 100_000 {
+		t.Fatalf("Pending: %+v, %v", qs, err)
+	}
+	if err := l.Answer(context.Background(), qs[0].ID, true, "", func(agent.Event) {}); sema.CodeOf(err) != agent.CodeBudgetRaiseInvalid {
+		t.Fatalf("an allow without a raise: %v", err)
+	}
+	var last *agent.TaskResult
+	err = l.AnswerBudget(context.Background(), qs[0].ID, agent.BudgetRaise{MaxTokensTotal: 1_000_000}, func(ev agent.Event) {
+		if ev.Result != nil {
+			last = ev.Result
+		}
+	})
+	if err != nil || last == nil || last.Status != sema.StatusCompleted || last.Result != "went on" {
+		t.Fatalf("after the raise: %v %+v", err, last)
 	}
 }
