@@ -270,3 +270,20 @@ func TestBudgetRaiseOnACallQuestionIsRefused(t *testing.T) {
 		t.Fatalf("calibration: %v %+v", err, done)
 	}
 }
+
+// A plain resume moves past an open budget question under its own budget; the question
+// can then no longer be answered.
+func TestBudgetQuestionMovedPastIsStale(t *testing.T) {
+	t.Parallel()
+	b := newBudgetRun(t, scripted.Turn{Text: "done"})
+	res := b.park(t)
+	again, err := agent.New(b.deps).Run(context.Background(), agent.TaskSpec{Prompt: "go on", Root: b.root, Resume: &agent.Resume{SessionID: res.SessionID}})
+	if err != nil || again.Status != sema.StatusCompleted {
+		t.Fatalf("plain resume: %v %+v", err, again)
+	}
+	_, err = agent.New(b.deps).Resume(context.Background(), b.resumeSpec(res.SessionID),
+		agent.Answer{CheckpointID: res.Checkpoint.ID, Allow: true, Budget: &agent.BudgetRaise{MaxTokensTotal: 1_000_000}})
+	if sema.CodeOf(err) != agent.CodeStale {
+		t.Fatalf("answering a question the session moved past: %v", err)
+	}
+}
