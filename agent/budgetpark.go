@@ -14,7 +14,8 @@ import (
 )
 
 // BudgetRaise is an answer's new budget for a budget question (gate budget): the limits
-// the run continues under, counted from the start of the run, not from the question.
+// the run continues under, which count what the question says was spent (not a fresh
+// allowance from the question on).
 // Zero leaves a limit as it was. The limit the question is about must be raised, and
 // every limit given must be above what the run has spent; otherwise the answer is
 // refused (budget.raise_invalid) and the question stays open.
