@@ -141,3 +141,23 @@ func TestBudgetQuestionParksAndApproveRaisesIt(t *testing.T) {
 		t.Fatalf("a second answer: exit %d\n%s\n%s", again.code, again.stdout, again.stderr)
 	}
 }
+
+// Denying a budget question ends the run budget_exceeded (exit 6) without a request.
+func TestBudgetQuestionDenied(t *testing.T) {
+	home, dir := homeWith(t, ""), t.TempDir()
+	r := sema(t, dir, nil, "", "-p", "--model", "scripted/"+writeScript(t, spendingScript), "--home", home, "--sandbox", "off", "--on-ask", "park",
+		"--max-tokens-total", "100001", "--output-format", "json", "go")
+	obj := jsonResult(t, r.stdout)
+	cp, _ := obj["checkpoint"].(map[string]any)
+	if r.code != 3 || cp == nil || cp["gate"] != "budget" {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// The script has no turn left: a request after the denial would fail the run.
+	empty := writeScript(t, `{"turns":[]}`)
+	d := sema(t, dir, nil, "", "approve", obj["session_id"].(string), "--checkpoint", cp["id"].(string), "--deny", "--home", home,
+		"--model", "scripted/"+empty, "--sandbox", "off", "--output-format", "json")
+	res := jsonResult(t, d.stdout)
+	if d.code != 6 || res["status"] != "budget_exceeded" || res["num_turns"] != float64(0) {
+		t.Fatalf("after the denial: exit %d\n%s\n%s", d.code, d.stdout, d.stderr)
+	}
+}
