@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"math"
 
 	"github.com/sema-agent/sema"
@@ -137,16 +138,24 @@ func (l *leg) requestEstimate(msgs []model.Message) int64 {
 // carries about the whole conversation) and again before the turn's request. The one
 // exception: when the provider refuses a request as too long, the summary request and
 // the retried request that follow are sent without another check (both are counted).
-func (l *leg) overBudget(res *TaskResult, msgs []model.Message) bool {
+//
+// A task that parks its questions (OnAskPark) asks a person instead when the limit is
+// its own: the leg ends awaiting approval at a budget question (parkBudget).
+func (l *leg) overBudget(ctx context.Context, s *turnLoop) bool {
 	if !l.budget.Limited() {
 		return false
 	}
-	est := l.requestEstimate(msgs)
+	res := s.res
+	est := l.requestEstimate(s.msgs)
 	price, _ := l.priceOf(l.spec.Model)
 	estUSD := float64(est) * price.Input / 1e6
 	msg, detail, over := l.budget.Breach(est, estUSD)
 	if !over {
 		return false
+	}
+	if l.parksBudget(detail) {
+		l.parkBudget(ctx, s, detail, est)
+		return true
 	}
 	res.Status = sema.StatusBudgetExceeded
 	l.notice(sema.Notice{Code: CodeBudgetExceeded, Message: msg, Detail: detail})

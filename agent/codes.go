@@ -226,4 +226,9 @@ const (
 	// notice, with status budget_exceeded; the detail says which budget, its limit, what
 	// was spent and the request's estimate).
 	CodeBudgetExceeded = "budget.exceeded"
+	// CodeBudgetRaiseInvalid: an answer to a budget question (gate budget) allows without
+	// a raise, raises a limit to no more than is spent, leaves the passed limit as it was,
+	// or brings a raise to a question that is not about the budget. The question stays
+	// open.
+	CodeBudgetRaiseInvalid = "budget.raise_invalid"
 )

@@ -14,6 +14,8 @@
 //     nobody (the answer is no), or parking — the leg ends with status
 //     sema.StatusAwaitingApproval and a checkpoint (TaskResult.Parked) that
 //     Runner.Resume or Runner.ResumeEvents answers later, in any process, with an Answer.
+//     A parking leg that would pass its own budget parks a budget question the same way
+//     (gate budget); an Answer with a higher limit (Answer.Budget) goes on under it.
 //   - Rewind returns a session's files and/or conversation to the start of a turn.
 //   - A Control in TaskSpec.Control changes the permission mode of a leg while it runs.
 //

@@ -52,6 +52,8 @@ type leg struct {
 	resume resumeState
 	// approval is the answer a resumed leg executes for its parked call.
 	approval *approval
+	// budgetAnswer is the claimed answer to the budget question a resumed leg answers.
+	budgetAnswer *budgetAnswer
 	// parks is what the calls of the turn being dispatched left waiting for a person;
 	// turnPark is the turn's first such call, once the dispatch ended.
 	parks    parkSet

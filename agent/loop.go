@@ -48,6 +48,9 @@ func (l *leg) loop(ctx context.Context) *TaskResult {
 // mendConversation answers the calls the resumed conversation left open, so that it is
 // whole before a new prompt joins it. It reports whether the leg goes on.
 func (l *leg) mendConversation(ctx context.Context, s *turnLoop) bool {
+	if p := l.resume.parked; p != nil && p.Budget {
+		return l.answerBudget(ctx, s)
+	}
 	if p := l.resume.parked; p != nil {
 		// The chain ends at a parked turn: finish it first, with the approver's decision
 		// for the pending call (Resume), or with every unanswered call refused (a plain
@@ -147,7 +150,7 @@ func (l *leg) turnMayStart(ctx context.Context, s *turnLoop) bool {
 		s.res.Status, s.res.Error = runend.Cancelled(context.Cause(ctx))
 		return false
 	}
-	if l.overBudget(s.res, s.msgs) {
+	if l.overBudget(ctx, s) {
 		return false // a compaction's summary request would carry about this much too
 	}
 	compacted, err := l.maybeCompact(ctx, s.msgs, s.turn)
@@ -156,7 +159,7 @@ func (l *leg) turnMayStart(ctx context.Context, s *turnLoop) bool {
 		return false
 	}
 	s.msgs = compacted
-	return !l.overBudget(s.res, s.msgs)
+	return !l.overBudget(ctx, s)
 }
 
 // requestTurn sends the turn's request once what the leg recorded is stored, and once

@@ -38,6 +38,12 @@ type Answer struct {
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
 	// Reason is the person's sentence; on a refusal the model sees it. Optional.
 	Reason string `json:"reason,omitempty"`
+	// Budget answers a budget question (gate budget): with Allow, the new limits the run
+	// continues under from the request it paused before. Allowing a budget question
+	// without one, or with a limit not above what the run spent, is refused
+	// (budget.raise_invalid) and the question stays open; a denial ends the run
+	// budget_exceeded. Any other question refuses it.
+	Budget *BudgetRaise `json:"budget,omitempty"`
 }
 
 // CheckpointInfo describes a parked call in the result: what a person needs to answer
@@ -53,8 +59,10 @@ type CheckpointInfo struct {
 	// InputSHA256 is the lowercase hex sha256 of Input; a resume refuses a checkpoint
 	// whose stored arguments no longer match it (checkpoint.tampered).
 	InputSHA256 string `json:"input_sha256"`
-	// Gate is the kind of question: permission.GateToolPermission or
-	// permission.GatePlanReview.
+	// Gate is the kind of question: permission.GateToolPermission,
+	// permission.GatePlanReview, or permission.GateBudget (Tool is then "Budget", Input
+	// says which limit, the limits and the spending, and the answer carries a new
+	// budget: Answer.Budget).
 	Gate string `json:"gate"`
 	// Message is the question's sentence.
 	Message string `json:"message"`
@@ -195,6 +203,12 @@ func gateOf(d permission.Decision) string {
 // claim, so a refused resume leaves the question open.
 func (l *leg) prepareAnswer(ctx context.Context) error {
 	a, cp := l.answer, *l.checkpoint // read before the mode was resolved (readCheckpoint)
+	if cp.Gate == session.GateBudget {
+		return l.prepareBudgetAnswer(ctx, cp)
+	}
+	if _, err := CheckBudgetAnswer(cp, *a); err != nil {
+		return err // a raise for a question about a call
+	}
 	if p := l.resume.parked; p != nil && p.Child != nil && p.Checkpoint == cp.ID {
 		return l.prepareChildAnswer(ctx, cp, p)
 	}
@@ -509,7 +523,8 @@ func wrapConfigRefused(err error) error {
 	var se *sema.Error
 	// A busy session is not a refusal of the configuration: the same answer succeeds once
 	// the other run ends.
-	if !errors.As(err, &se) || len(se.Code) > 11 && se.Code[:11] == "checkpoint." || se.Code == session.CodeAlreadyClaimed || se.Code == session.CodeBusy {
+	if !errors.As(err, &se) || len(se.Code) > 11 && se.Code[:11] == "checkpoint." || se.Code == session.CodeAlreadyClaimed || se.Code == session.CodeBusy ||
+		se.Code == CodeBudgetRaiseInvalid {
 		return err
 	}
 	field := refusedField[se.Code]

@@ -201,6 +201,7 @@ func (l *leg) prepareLeg(ctx context.Context) error {
 	for _, s := range specs {
 		l.specTokens += int64(len(s.Name)+len(s.Description)+len(s.InputSchema))/4 + 1
 	}
+	l.keepRaisedBudget()
 	if l.answer != nil {
 		return l.prepareAnswer(ctx)
 	}

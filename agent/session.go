@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
@@ -41,6 +42,9 @@ type parkedEntry struct {
 	// Waiting holds the calls after the pending one whose child legs also wait for a
 	// person, by call index: a resume parks again at them, without running them again.
 	Waiting map[int]*childPark `json:"waiting,omitempty"`
+	// Budget is set when the question is the run's budget (gate budget): no call waits
+	// (Pending is -1), and the resumed leg goes on with the request it was about to make.
+	Budget bool `json:"budget,omitempty"`
 }
 
 // resumeState is what a leg continues from.
@@ -61,6 +65,8 @@ type resumeState struct {
 	todos []Todo
 	// boundaries holds, by turn, the chain's transcript.Assistant.Boundaries that were recorded.
 	boundaries map[int]int
+	// budget is the limits the chain's last allowed budget question left in force.
+	budget *BudgetRaise
 }
 
 // replayChain rebuilds the conversation from a transcript chain (see internal/resumestate); the
@@ -77,7 +83,11 @@ func replayChain(entries []session.Entry) (resumeState, error) {
 				return resumestate.Park{}, err
 			}
 			parked[i] = &p
-			return resumestate.Park{Pending: p.Pending, Reads: p.ReadState, Forget: p.ForgetRead}, nil
+			pending := p.Pending
+			if p.Budget {
+				pending = math.MaxInt // no call of the last turn waits at a budget question
+			}
+			return resumestate.Park{Pending: pending, Reads: p.ReadState, Forget: p.ForgetRead}, nil
 		},
 		Todos: func(payload json.RawMessage) error {
 			var t todosEntry
@@ -95,7 +105,7 @@ func replayChain(entries []session.Entry) (resumeState, error) {
 	}
 	return resumeState{
 		messages: st.Messages, turns: st.Turns, parked: parked[st.ParkedAt], intents: st.Intents, started: st.Started,
-		reads: st.Reads, todos: todos, boundaries: st.Boundaries,
+		reads: st.Reads, todos: todos, boundaries: st.Boundaries, budget: lastBudgetRaise(entries),
 	}, nil
 }
 

@@ -77,6 +77,14 @@ type TaskSpec struct {
 	// refused (config.budget_unmeasurable), as are a negative, NaN or infinite one
 	// (config.max_budget_invalid). 0 (the default): no budget.
 	MaxBudgetUSD float64
+	// FirmTokensTotal and FirmBudgetUSD mark MaxTokensTotal and MaxBudgetUSD as the
+	// deployment's bounds rather than the task's own budget. A run that parks its
+	// questions (OnAskPark) asks a person before passing its own budget (a budget
+	// question, gate budget, that an answer with a higher limit continues); passing a
+	// firm one ends it budget_exceeded, since nobody answering the task may lift it.
+	// sema serve sets them for the bounds a tenant's policy puts on a task.
+	FirmTokensTotal bool
+	FirmBudgetUSD   bool
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
 	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
 	// else default — except on a resume (Resume set), where empty keeps the mode the

@@ -149,6 +149,20 @@ type Decision struct {
 	Input json.RawMessage `json:"input,omitempty"`
 	// Message is the person's sentence; on a deny the model sees it.
 	Message string `json:"message,omitempty"`
+	// Budget, with allow, answers a budget question (a checkpoint of gate budget): the
+	// new limits the task continues under, above what it spent. Allowing a budget
+	// question without one, or with a limit not above the spending, is refused (400
+	// budget.raise_invalid) and the question stays open; any other question refuses it.
+	Budget *BudgetRaise `json:"budget,omitempty"`
+}
+
+// BudgetRaise is a decision's new budget for a budget question; zero leaves a limit as
+// it was, and the limit the question is about must be raised.
+type BudgetRaise struct {
+	// MaxBudgetUSD is the new dollar budget.
+	MaxBudgetUSD float64 `json:"max_budget_usd,omitempty"`
+	// MaxTokensTotal is the new token budget.
+	MaxTokensTotal int64 `json:"max_tokens_total,omitempty"`
 }
 
 // Session is a stored session as GET /v1/sessions lists it.

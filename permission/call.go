@@ -52,6 +52,9 @@ const (
 	GateToolPermission = "tool_permission"
 	// GatePlanReview is ExitPlanMode's question: approve the plan and leave plan mode.
 	GatePlanReview = "plan_review"
+	// GateBudget is the question a parking run asks before a model request that would
+	// pass its token or dollar budget: raise the budget and go on, or end the run.
+	GateBudget = "budget"
 )
 
 // Decision is the gate's answer for one call.

@@ -77,6 +77,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 		return
 	}
 	answer := agent.Answer{CheckpointID: r.PathValue("id"), Reason: d.Message}
+	if d.Budget != nil {
+		answer.Budget = &agent.BudgetRaise{MaxTokensTotal: d.Budget.MaxTokensTotal, MaxBudgetUSD: d.Budget.MaxBudgetUSD}
+	}
 	switch d.Decision {
 	case "allow":
 		answer.Allow = true
@@ -95,6 +98,11 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 		}
 	default:
 		writeErr(w, r, http.StatusBadRequest, sema.Errorf(CodeBadRequest, "decision must be allow or deny, not %q", d.Decision))
+		return
+	}
+	if status, err := s.checkBudgetAnswer(ctx, t, answer); err != nil {
+		s.metrics.decisions.WithLabelValues(fmt.Sprint(status)).Inc()
+		s.refuse(w, r, status, err)
 		return
 	}
 	data, err := json.Marshal(answer)
@@ -149,9 +157,10 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, t *tenant) {
 		return
 	}
 	linkTaskTrace(ctx, taskTrace, taskID)
-	if answer.UpdatedInput != nil {
+	if answer.UpdatedInput != nil || answer.Budget != nil {
 		// An edit is judged by the resumed leg, against the task's deny rules, before it
-		// claims anything: wait for that verdict, so a refused edit is answered as such.
+		// claims anything (a raise too, against the spending): wait for that verdict, so a
+		// refused edit is answered as such.
 		if status, err := s.verdict(ctx, answer.CheckpointID, string(data)); err != nil {
 			s.metrics.decisions.WithLabelValues(fmt.Sprint(status)).Inc()
 			s.refuse(w, r, status, err)
@@ -190,7 +199,45 @@ func questionOf(result, id string) string {
 // refusedAnswer reports whether err is a resumed leg's refusal of its decision's edit,
 // which the leg makes before it claims the question.
 func refusedAnswer(err error) bool {
-	return sema.IsCode(err, agent.CodeEditDenied) || sema.IsCode(err, agent.CodeAnswerInvalid)
+	return sema.IsCode(err, agent.CodeEditDenied) || sema.IsCode(err, agent.CodeAnswerInvalid) || sema.IsCode(err, agent.CodeBudgetRaiseInvalid)
+}
+
+// checkBudgetAnswer refuses, before anything is recorded, an answer the leg would refuse
+// for its budget (agent.CheckBudgetAnswer: a budget question allowed without a raise
+// above the spending, a raise for another question), and a raise above the tenant's
+// policy bound per task, which the person answering may not lift. A checkpoint not the
+// tenant's is left for the decision's transaction to answer 404.
+func (s *Server) checkBudgetAnswer(ctx context.Context, t *tenant, a agent.Answer) (int, error) {
+	var one int
+	err := queryRow(ctx, s.b.db(), `SELECT 1 FROM sema_serve_checkpoints WHERE id = ? AND tenant = ?`, []any{a.CheckpointID, t.name}, &one)
+	if errors.Is(err, errNoRow) {
+		return 0, nil
+	}
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	cp, err := s.b.sessions().Checkpoint(ctx, a.CheckpointID)
+	if err != nil {
+		return 0, nil // the decision's transaction answers for a checkpoint it cannot read
+	}
+	raise, err := agent.CheckBudgetAnswer(cp, a)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	if raise == nil {
+		return 0, nil
+	}
+	p, err := s.policy(ctx, s.b.db(), t.name)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	if p.MaxUSDPerTask > 0 && raise.MaxBudgetUSD > p.MaxUSDPerTask {
+		return http.StatusBadRequest, sema.Errorf(CodePolicyBudget, "budget.max_budget_usd %g is above the tenant's bound of %g; ask for %g or less", raise.MaxBudgetUSD, p.MaxUSDPerTask, p.MaxUSDPerTask)
+	}
+	if p.MaxTokensPerTask > 0 && raise.MaxTokensTotal > p.MaxTokensPerTask {
+		return http.StatusBadRequest, sema.Errorf(CodePolicyBudget, "budget.max_tokens_total %d is above the tenant's bound of %d; ask for %d or less", raise.MaxTokensTotal, p.MaxTokensPerTask, p.MaxTokensPerTask)
+	}
+	return 0, nil
 }
 
 // refusal is what a checkpoint's decision column holds once the leg refused the

@@ -279,7 +279,8 @@ func (s *Server) applyPolicy(ctx context.Context, t *taskRow, spec *agent.TaskSp
 		spec.MaxTurns = p.MaxTurns
 	}
 	if p.MaxUSDPerTask > 0 && (spec.MaxBudgetUSD == 0 || spec.MaxBudgetUSD > p.MaxUSDPerTask) {
-		spec.MaxBudgetUSD = p.MaxUSDPerTask
+		// The policy's bound, not the task's budget: no decision lifts it (FirmBudgetUSD).
+		spec.MaxBudgetUSD, spec.FirmBudgetUSD = p.MaxUSDPerTask, true
 	}
 	tokens := p.MaxTokensPerTask
 	var perDay int64
@@ -300,7 +301,7 @@ func (s *Server) applyPolicy(ctx context.Context, t *taskRow, spec *agent.TaskSp
 		}
 	}
 	if tokens > 0 {
-		spec.MaxTokensTotal = tokens
+		spec.MaxTokensTotal, spec.FirmTokensTotal = tokens, true // the policy's or the day's, not the task's
 	}
 	return &legSpend{s: s, task: t, perDay: perDay}, nil
 }

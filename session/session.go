@@ -305,6 +305,11 @@ const (
 	// GatePlanReview is ExitPlanMode's question: approve the plan and leave plan mode
 	// (the value of permission.GatePlanReview).
 	GatePlanReview Gate = "plan_review"
+	// GateBudget is a parking run's question before a model request that would pass its
+	// budget (the value of permission.GateBudget). Its Tool is "Budget" and its Args say
+	// which limit, the limits and the spending; an allowing Decision's Args carry the
+	// raised limits.
+	GateBudget Gate = "budget"
 )
 
 // Checkpoint is a parked approval: the exact tool call a leg stopped at. Park reads
@@ -509,8 +514,8 @@ func CheckPark(c Checkpoint, now time.Time) (Checkpoint, error) {
 	if c.Tool == "" {
 		return c, sema.Errorf(CodeCheckpointInvalid, "a checkpoint needs the name of the tool it parks")
 	}
-	if c.Gate != GateToolPermission && c.Gate != GatePlanReview {
-		return c, sema.Errorf(CodeCheckpointInvalid, "checkpoint gate %q is not %q or %q", c.Gate, GateToolPermission, GatePlanReview).With("gate", string(c.Gate))
+	if c.Gate != GateToolPermission && c.Gate != GatePlanReview && c.Gate != GateBudget {
+		return c, sema.Errorf(CodeCheckpointInvalid, "checkpoint gate %q is not %q, %q or %q", c.Gate, GateToolPermission, GatePlanReview, GateBudget).With("gate", string(c.Gate))
 	}
 	args, err := CanonicalJSON(c.Args)
 	if err != nil {

@@ -41,6 +41,9 @@ type PendingQuestion struct {
 	Agent string
 	// PlanReview marks the model's ExitPlanMode question rather than a tool's.
 	PlanReview bool
+	// Budget marks a budget question (gate budget): Input says the limit and the
+	// spending, and allowing it needs a new limit (BudgetParked).
+	Budget bool
 	// ParkedAt is when the leg parked.
 	ParkedAt time.Time
 }
@@ -86,7 +89,7 @@ func (l *Local) Pending(ctx context.Context) ([]PendingQuestion, error) {
 		}
 		asked := func(c session.Checkpoint, agent string) {
 			out = append(out, PendingQuestion{ID: c.ID, SessionID: s.ID, Title: s.Title, Agent: agent, Tool: c.Tool,
-				Input: c.Args, PlanReview: c.Gate == session.GatePlanReview, ParkedAt: c.CreatedAt})
+				Input: c.Args, PlanReview: c.Gate == session.GatePlanReview, Budget: c.Gate == session.GateBudget, ParkedAt: c.CreatedAt})
 		}
 		if err := l.unclaimed(ctx, admin, s.ID, waiting, func(c session.Checkpoint) { asked(c, "") }); err != nil {
 			return nil, err
@@ -164,6 +167,19 @@ func (l *Local) waitingLeg(ctx context.Context, sessionID string) (string, error
 // leg here, in the checkpoint's own session and mode, with this back-end's approver for
 // any later question. The prompts go on continuing the screen's own session.
 func (l *Local) Answer(ctx context.Context, id string, allow bool, reason string, emit func(agent.Event)) error {
+	return l.answer(ctx, agent.Answer{CheckpointID: id, Allow: allow, Reason: reason}, emit)
+}
+
+var _ BudgetParked = (*Local)(nil)
+
+// AnswerBudget implements BudgetParked: Answer's resume, allowing the budget question
+// with the new limits.
+func (l *Local) AnswerBudget(ctx context.Context, id string, raise agent.BudgetRaise, emit func(agent.Event)) error {
+	return l.answer(ctx, agent.Answer{CheckpointID: id, Allow: true, Budget: &raise}, emit)
+}
+
+func (l *Local) answer(ctx context.Context, answer agent.Answer, emit func(agent.Event)) error {
+	id := answer.CheckpointID
 	if l.store == nil {
 		return sema.Errorf(session.CodeAdminUnsupported, "this back-end was given no session store to find parked questions in")
 	}
@@ -187,7 +203,6 @@ func (l *Local) Answer(ctx context.Context, id string, allow bool, reason string
 	l.control = ctl
 	l.mu.Unlock()
 	defer l.endLeg()
-	answer := agent.Answer{CheckpointID: id, Allow: allow, Reason: reason}
 	for ev, err := range l.runner.ResumeEvents(ctx, spec, answer) {
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ type questionsPicker struct {
 	cursor  int
 	chosen  *PendingQuestion // the question the dialog asks; nil while picking
 	note    *denyNote        // the sentence for the model after 3; nil before
+	raise   *raiseInput      // a budget question's new limit after 1; nil before
 }
 
 // checkParked asks a back-end that offers Parked how many questions wait, for the line
@@ -98,6 +99,9 @@ func (m *Model) questionsListed(qs []PendingQuestion, err error) {
 // parked for whoever answers it; once 3 was pressed, Esc denies without the sentence.
 func (m *Model) questionsKey(msg tea.KeyPressMsg) tea.Cmd {
 	q, k := m.questions, msg.String()
+	if m.budgetKey(k) {
+		return nil
+	}
 	switch {
 	case q.note != nil:
 		switch q.note.key(msg, k) {
@@ -148,7 +152,7 @@ func (m *Model) answerParked(q PendingQuestion, allow bool, note string) tea.Cmd
 	case note != "":
 		reason = note
 	}
-	line := fmt.Sprintf("%s: %s, parked in %s (%s)", word, summary(q.Tool, q.Input), sessionTitle(SessionSummary{Title: q.Title}), q.SessionID)
+	line := fmt.Sprintf("%s: %s, parked in %s (%s)", word, questionSummary(q), sessionTitle(SessionSummary{Title: q.Title}), q.SessionID)
 	if note != "" {
 		line += " — told the model: " + note
 	}
@@ -208,7 +212,7 @@ func (m *Model) questionsView() []string {
 				lead = "› "
 			}
 			x := q.list[i]
-			line := sessionTitle(SessionSummary{Title: x.Title}) + askedBy(x) + " · " + summary(x.Tool, x.Input) +
+			line := sessionTitle(SessionSummary{Title: x.Title}) + askedBy(x) + " · " + questionSummary(x) +
 				s.dim.Render(" · parked "+x.ParkedAt.UTC().Format("Jan 2 15:04"))
 			body = append(body, lipgloss.NewStyle().MaxWidth(inner).Render(lead+line))
 		}
@@ -220,6 +224,9 @@ func (m *Model) questionsView() []string {
 // parkedDialog is the permission dialog of a parked question: the tool, the exact action
 // as it will run, where it was parked, and the two answers it takes.
 func (m *Model) parkedDialog(q PendingQuestion, inner int) []string {
+	if q.Budget {
+		return m.budgetDialog(q, inner)
+	}
 	s := m.styles
 	title := "permission · " + sanitize(q.Tool)
 	if q.PlanReview {

@@ -113,6 +113,15 @@ func (b *lateBackend) Answer(ctx context.Context, id string, allow bool, reason 
 	return l.Answer(ctx, id, allow, reason, emit)
 }
 
+func (b *lateBackend) AnswerBudget(ctx context.Context, id string, raise agent.BudgetRaise, emit func(agent.Event)) error {
+	l, err := b.wait(ctx)
+	if err != nil {
+		return err
+	}
+	defer releaseMemory()
+	return l.AnswerBudget(ctx, id, raise, emit)
+}
+
 func (b *lateBackend) Clear() {
 	if l := b.now(); l != nil {
 		l.Clear()

@@ -12,6 +12,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/streamjson"
 )
 
@@ -96,8 +97,13 @@ func (p *printer) text(ev agent.Event) {
 			for s := cp.Subagent; s != nil; s = s.Nested {
 				by += fmt.Sprintf(" asked by the %s agent (session %s)", terminalText(s.Type), s.SessionID)
 			}
-			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)%s\n  answer with: sema approve %s --checkpoint %s --allow|--deny\n",
-				terminalText(cp.Tool), terminalText(cp.Message), by, r.SessionID, cp.ID)
+			answers := "--allow|--deny"
+			if cp.Gate == permission.GateBudget {
+				// A budget question is allowed only with a higher limit.
+				answers = "--allow --max-tokens-total N (a dollar budget: --max-budget-usd USD), or --deny"
+			}
+			fmt.Fprintf(p.errw, "sema: waiting for approval of %s (%s)%s\n  answer with: sema approve %s --checkpoint %s %s\n",
+				terminalText(cp.Tool), terminalText(cp.Message), by, r.SessionID, cp.ID, answers)
 		}
 		if a := r.Answered; a != nil && (r.Status == sema.StatusError || r.Status == sema.StatusCancelled) {
 			// The leg failed after the answered call: say that the call did run, so

@@ -892,14 +892,19 @@ func newApproveCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var checkpoint, edit, reason string
 	var allow, deny bool
 	cmd := &cobra.Command{
-		Use:   "approve SESSION --checkpoint ID --allow|--deny [--edit JSON] [--reason TEXT] [--permission-mode MODE]",
+		Use:   "approve SESSION --checkpoint ID --allow|--deny [--edit JSON] [--reason TEXT] [--permission-mode MODE] [--max-tokens-total N] [--max-budget-usd USD]",
 		Short: "Answer a parked question and continue the run (any process, any time later)",
 		Long: `Answer a parked question and continue the run (any process, any time later).
 
 The continued run keeps the mode the parked run recorded. Approving a plan review (the
 model's ExitPlanMode) leaves plan for the mode the run had before it (none: the settings
 files' defaultMode, else default); --permission-mode MODE continues in MODE instead (plan
-does not keep an approved plan open). A denied plan review stays in plan.`,
+does not keep an approved plan open). A denied plan review stays in plan.
+
+A budget question (a run under --on-ask park that would pass --max-tokens-total or
+--max-budget-usd) is allowed with a higher limit: --allow --max-tokens-total N (or
+--max-budget-usd USD) above what the run spent continues it under that limit; --deny
+ends it as budget_exceeded.`,
 		Args: exactlyOne("session id", "sema approve SESSION --checkpoint ID --allow (the parked run printed both)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if allow == deny {
@@ -917,6 +922,9 @@ does not keep an approved plan open). A denied plan review stays in plan.`,
 					return usageErr(sema.Errorf("checkpoint.answer_invalid", "--edit is not valid JSON"))
 				}
 				a.UpdatedInput = json.RawMessage(edit)
+			}
+			if a.Budget = budgetRaise(cmd.Context(), cmd, &opts, checkpoint); a.Budget != nil && deny {
+				return usageErr(sema.Errorf(codeUsage, "a new budget goes with --allow; --deny ends the run"))
 			}
 			opts.answer = a
 			opts.resume = args[0]

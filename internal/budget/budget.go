@@ -32,6 +32,13 @@ func New(maxTokens int64, maxUSD float64, parent *Pool) *Pool {
 	return &Pool{maxTokens: maxTokens, maxUSD: maxUSD, parent: parent}
 }
 
+// Own is the pool's own limits (zero: none) and what it has spent so far, its
+// children's included: what a budget question reports and a raise is judged against.
+func (b *Pool) Own() (maxTokens int64, maxUSD float64, tokens int64, usd float64) {
+	tokens, usd = b.spent()
+	return b.maxTokens, b.maxUSD, tokens, usd
+}
+
 // Add counts a response's spending on b and every pool above it.
 func (b *Pool) Add(tokens int64, usd float64) {
 	for ; b != nil; b = b.parent {

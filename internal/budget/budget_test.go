@@ -46,3 +46,16 @@ func TestTalliesReport(t *testing.T) {
 		t.Fatalf("nothing spent: %v %v", m, total)
 	}
 }
+
+func TestOwnReportsTheLimitsAndWhatTheChainUnderItSpent(t *testing.T) {
+	parent := New(1000, 2, nil)
+	child := New(100, 0, parent)
+	child.Add(40, 0.5)
+	parent.Add(10, 0.25)
+	if mt, mu, tok, usd := parent.Own(); mt != 1000 || mu != 2 || tok != 50 || usd != 0.75 {
+		t.Fatalf("parent: %d %v %d %v", mt, mu, tok, usd)
+	}
+	if mt, mu, tok, usd := child.Own(); mt != 100 || mu != 0 || tok != 40 || usd != 0.5 {
+		t.Fatalf("child: %d %v %d %v", mt, mu, tok, usd)
+	}
+}

@@ -106,3 +106,58 @@ func TestTextOutputShowsTodosAndTheBudgetStop(t *testing.T) {
 		t.Errorf("stdout %q: the todo list and the stop belong on stderr", r.stdout)
 	}
 }
+
+// Under --on-ask park, a token budget the next request would pass parks a budget
+// question; `sema approve` without a raise is refused and says what to add, and with a
+// higher --max-tokens-total the run goes on and completes.
+func TestBudgetQuestionParksAndApproveRaisesIt(t *testing.T) {
+	home, dir := homeWith(t, ""), t.TempDir()
+	first := writeScript(t, spendingScript)
+	r := sema(t, dir, nil, "", "-p", "--model", "scripted/"+first, "--home", home, "--sandbox", "off", "--on-ask", "park",
+		"--max-tokens-total", "100001", "--output-format", "json", "go")
+	obj := jsonResult(t, r.stdout)
+	cp, _ := obj["checkpoint"].(map[string]any)
+	if obj["status"] != "awaiting_approval" || cp == nil || cp["gate"] != "budget" ||
+		!strings.Contains(cp["message"].(string), "100000 of 100001 tokens are spent") || r.code != 3 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	sid, cid := obj["session_id"].(string), cp["id"].(string)
+	rest := writeScript(t, `{"turns":[{"text":"done","usage":{"input_tokens":10,"output_tokens":0}}]}`)
+	approve := func(extra ...string) result {
+		args := append([]string{"approve", sid, "--checkpoint", cid, "--home", home, "--model", "scripted/" + rest, "--sandbox", "off", "--output-format", "json"}, extra...)
+		return sema(t, dir, nil, "", args...)
+	}
+	bare := approve("--allow")
+	if bare.code == 0 || !strings.Contains(bare.stdout+bare.stderr, "budget.raise_invalid") || !strings.Contains(bare.stdout+bare.stderr, "--max-tokens-total") {
+		t.Fatalf("an allow without a raise: exit %d\n%s\n%s", bare.code, bare.stdout, bare.stderr)
+	}
+	done := approve("--allow", "--max-tokens-total", "1000000")
+	res := jsonResult(t, done.stdout)
+	if done.code != 0 || res["status"] != "completed" || res["result"] != "done" {
+		t.Fatalf("after the raise: exit %d\n%s\n%s", done.code, done.stdout, done.stderr)
+	}
+	again := approve("--allow", "--max-tokens-total", "2000000")
+	if again.code == 0 || !strings.Contains(again.stdout+again.stderr, "already_claimed") {
+		t.Fatalf("a second answer: exit %d\n%s\n%s", again.code, again.stdout, again.stderr)
+	}
+}
+
+// Denying a budget question ends the run budget_exceeded (exit 6) without a request.
+func TestBudgetQuestionDenied(t *testing.T) {
+	home, dir := homeWith(t, ""), t.TempDir()
+	r := sema(t, dir, nil, "", "-p", "--model", "scripted/"+writeScript(t, spendingScript), "--home", home, "--sandbox", "off", "--on-ask", "park",
+		"--max-tokens-total", "100001", "--output-format", "json", "go")
+	obj := jsonResult(t, r.stdout)
+	cp, _ := obj["checkpoint"].(map[string]any)
+	if r.code != 3 || cp == nil || cp["gate"] != "budget" {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// The script has no turn left: a request after the denial would fail the run.
+	empty := writeScript(t, `{"turns":[]}`)
+	d := sema(t, dir, nil, "", "approve", obj["session_id"].(string), "--checkpoint", cp["id"].(string), "--deny", "--home", home,
+		"--model", "scripted/"+empty, "--sandbox", "off", "--output-format", "json")
+	res := jsonResult(t, d.stdout)
+	if d.code != 6 || res["status"] != "budget_exceeded" || res["num_turns"] != float64(0) {
+		t.Fatalf("after the denial: exit %d\n%s\n%s", d.code, d.stdout, d.stderr)
+	}
+}
