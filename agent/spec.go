@@ -84,7 +84,8 @@ type TaskSpec struct {
 	// firm one ends it budget_exceeded, since nobody answering the task may lift it.
 	// sema serve sets them for the bounds a tenant's policy puts on a task.
 	FirmTokensTotal bool
-	FirmBudgetUSD   bool
+	// FirmBudgetUSD: see FirmTokensTotal.
+	FirmBudgetUSD bool
 	// PermissionMode is one of default, acceptEdits, plan, auto, dontAsk,
 	// bypassPermissions. Empty means the defaultMode of the root's .sema/settings.json,
 	// else default — except on a resume (Resume set), where empty keeps the mode the
