@@ -46,6 +46,8 @@ type taskItem struct {
 	Status     string `json:"status"`
 	StatusText string `json:"status_text"`
 	Updated    string `json:"updated"`
+	// Schedule names the schedule whose firing started the task; "" for one submitted.
+	Schedule string `json:"schedule,omitempty"`
 }
 
 type taskView struct {
@@ -98,7 +100,7 @@ func title(prompt string) string {
 
 func itemOf(t client.Task) taskItem {
 	return taskItem{ID: t.TaskID, Title: title(t.Prompt), Status: t.Status, StatusText: statusOf(t.Status),
-		Updated: t.UpdatedAt.UTC().Format("Jan 2 15:04 UTC")}
+		Updated: t.UpdatedAt.UTC().Format("Jan 2 15:04 UTC"), Schedule: t.ScheduleID}
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {

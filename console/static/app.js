@@ -40,6 +40,12 @@
           a.appendChild(el("span", "title", t.title));
           a.appendChild(document.createTextNode(" "));
           a.appendChild(el("span", "badge s-" + t.status, t.status_text));
+          if (t.schedule) {
+            a.appendChild(document.createTextNode(" "));
+            var s = el("span", "sched", "scheduled");
+            s.title = "started by schedule " + t.schedule;
+            a.appendChild(s);
+          }
           a.appendChild(document.createTextNode(" "));
           a.appendChild(el("time", "", t.updated));
           li.appendChild(a);
