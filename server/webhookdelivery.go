@@ -18,6 +18,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/client"
+	"github.com/sema-agent/sema/permission"
 )
 
 // A delivery is one call of one webhook for one event: a row written in the transaction
@@ -112,6 +113,8 @@ type WebhookCheckpoint struct {
 	Input json.RawMessage `json:"input"`
 	// Message is the question, for a person.
 	Message string `json:"message"`
+	// Gate is the kind of question: tool_permission, plan_review or budget.
+	Gate string `json:"gate,omitempty"`
 }
 
 // queueDeliveries writes the deliveries of the tenant's webhooks that ask for the event
@@ -122,7 +125,7 @@ func (s *Server) queueDeliveries(ctx context.Context, c conn, t *taskRow, status
 	switch {
 	case status == sema.StatusAwaitingApproval && res != nil:
 		if info, ok := res.Parked(); ok {
-			event, cp = EventNeedsPerson, &WebhookCheckpoint{ID: info.ID, Tool: info.Tool, Input: info.Input, Message: info.Message}
+			event, cp = EventNeedsPerson, &WebhookCheckpoint{ID: info.ID, Tool: info.Tool, Input: info.Input, Message: info.Message, Gate: info.Gate}
 		}
 	case status != sema.StatusAwaitingApproval:
 		event = EventTaskEnded
@@ -163,7 +166,8 @@ func (s *Server) queueDeliveries(ctx context.Context, c conn, t *taskRow, status
 	if e, ok := obj["error"].(*sema.Error); ok && e != nil {
 		ev.Task.Error = e.Code
 	}
-	if cp != nil && s.cfg.PublicURL != "" {
+	if cp != nil && s.cfg.PublicURL != "" && cp.Gate != permission.GateBudget {
+		// A budget question is answered with a new limit, which a link cannot carry.
 		// One link for the question, in every delivery of it: the first use decides.
 		token, _, err := insertLink(ctx, c, t.tenant, cp.ID, s.webhookLinkLife())
 		if err != nil {
