@@ -16,7 +16,10 @@ func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := New(ctx, opts)
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
+	// The renderer writes what changed on each tick of its frame rate, the first frame
+	// too: at 120 a second the first frame waits at most 8 ms for its tick, not 17, and
+	// a tick with nothing new writes nothing.
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithFPS(120))
 	_, err := p.Run()
 	cancel()
 	m.Wait()

@@ -19,6 +19,10 @@ import (
 	"github.com/sema-agent/sema/tui"
 )
 
+// probeAfter is how long after its start the interactive session probes the kernel's
+// sandbox: after its first frame is drawn.
+const probeAfter = 150 * time.Millisecond
+
 // codeNoTerminal refuses the interactive session without a terminal to draw on.
 const codeNoTerminal = "cli.no_terminal"
 
@@ -39,7 +43,15 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 		return err
 	}
 	if o.sandbox != "off" {
-		go sandbox.Probe()
+		// The probe starts this program again in namespaces of its own (and a spare
+		// after it): on two cores that start competes with the first frame's (8 ms of
+		// a 52 ms first frame, measured). A person's first prompt comes later than this
+		// wait; one given on the command line probes at its leg's start, as Probe is
+		// answered once per process.
+		go func() {
+			time.Sleep(probeAfter)
+			sandbox.Probe()
+		}()
 	}
 	if os.Getenv("GOGC") == "" {
 		// The session holds its conversation rendered for as long as it runs, and a

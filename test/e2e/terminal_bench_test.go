@@ -43,7 +43,7 @@ func firstFrame(b *testing.B, scripted bool) {
 	var total time.Duration
 	for b.Loop() {
 		home := b.TempDir()
-		args := []string{"--sandbox", "auto"}
+		args := []string{"--sandbox", sandboxWord()}
 		env := []string{"HOME=" + home, "SEMA_HOME=" + state}
 		if scripted {
 			args = append(args, "--model", "scripted/"+script)
@@ -306,4 +306,11 @@ func procStatus(tb testing.TB, pid int) map[string]float64 {
 		tb.Fatalf("no VmRSS in /proc/%d/status:\n%s", pid, data)
 	}
 	return st
+}
+
+func sandboxWord() string {
+	if v := os.Getenv("SEMA_BENCH_SANDBOX"); v != "" {
+		return v
+	}
+	return "auto"
 }
