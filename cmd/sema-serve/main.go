@@ -118,7 +118,7 @@ Create a tenant's token first: sema serve token create --tenant NAME --base DIR`
 		},
 	}
 	addServeFlags(cmd, &o)
-	cmd.AddCommand(newTokenCmd(&o, stdout), newTenantCmd(&o, stdout), newWebhookCmd(&o, stdout), newScheduleCmd(&o, stdout))
+	cmd.AddCommand(newTokenCmd(&o, stdout), newTenantCmd(&o, stdout), newWebhookCmd(&o, stdout), newReplayCmd(&o, stdout), newScheduleCmd(&o, stdout))
 	return cmd
 }
 

@@ -22,7 +22,7 @@ const codeServeMissing = "serve.binary_missing"
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:   "serve [--listen ADDR] [--store postgres://…] | serve token create | serve tenant set|show|delete | serve webhook add|list|remove",
+		Use:   "serve [--listen ADDR] [--store postgres://…] | serve token create | serve tenant set|show|delete | serve webhook add|list|remove | serve schedule add|list|delete | serve replay SESSION",
 		Short: "Run sema as a service: an HTTP API with server-sent events (the sema-serve binary)",
 		Long: `Run sema as a service: an HTTP API with server-sent events (see /v1/openapi.json).
 

@@ -336,4 +336,19 @@ func TestReplayOfAServiceSession(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"status": "identical"`) {
 		t.Fatalf("replay of the service's session: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+	// The service's own replay, under the tenant's policy: the same, and a deny rule
+	// the policy gained since refuses the recorded Read (exit 1, named).
+	r = sema(t, base, []string{"SEMA_HOME=" + state}, "", "serve", "replay", done.SessionID, "--output-format", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"status": "identical"`) {
+		t.Fatalf("sema serve replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	os.WriteFile(policy, []byte(`{"deny":["Read(notes.txt)"]}`), 0o644)
+	if r := sema(t, base, []string{"SEMA_HOME=" + state}, "", "serve", "tenant", "set", "--tenant", "acme", "--policy", policy); r.code != 0 {
+		t.Fatalf("tenant set: exit %d\n%s", r.code, r.stderr)
+	}
+	r = sema(t, base, []string{"SEMA_HOME=" + state}, "", "serve", "replay", done.SessionID)
+	if r.code != 1 || !strings.Contains(r.stdout, "diverged") || !strings.Contains(r.stdout, "Read") || !strings.Contains(r.stderr, "replay.diverged") {
+		t.Fatalf("sema serve replay under the new deny rule: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 }
