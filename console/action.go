@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -19,6 +20,10 @@ type question struct {
 	Content     string
 	Edits       [][]diffLine
 	JSON        string
+	// Budget is the limit a budget question (gate budget) is about — tokens or usd —
+	// and Spent and Limit what the run spent and the limit it would pass: the form then
+	// takes the new limit.
+	Budget, Spent, Limit string
 	// CheckpointID, CSRF and Action fill the decision form; Action empty posts to the
 	// page's own address (a link's page).
 	CheckpointID, CSRF, Action string
@@ -44,7 +49,25 @@ func questionOf(tool string, input json.RawMessage, message, gate string) *quest
 		} `json:"edits"`
 	}
 	json.Unmarshal(input, &in)
+	if gate == "budget" {
+		var b struct {
+			Budget         string  `json:"budget"`
+			MaxTokensTotal int64   `json:"max_tokens_total"`
+			MaxBudgetUSD   float64 `json:"max_budget_usd"`
+			SpentTokens    int64   `json:"spent_tokens"`
+			SpentUSD       float64 `json:"spent_usd"`
+		}
+		json.Unmarshal(input, &b)
+		q.Kind, q.Budget = "budget", b.Budget
+		if b.Budget == "usd" {
+			q.Spent, q.Limit = fmt.Sprintf("$%.4f", b.SpentUSD), fmt.Sprintf("$%.4f", b.MaxBudgetUSD)
+		} else {
+			q.Budget = "tokens"
+			q.Spent, q.Limit = fmt.Sprintf("%d tokens", b.SpentTokens), fmt.Sprintf("%d tokens", b.MaxTokensTotal)
+		}
+	}
 	switch {
+	case q.Kind == "budget":
 	case tool == "Bash" && in.Command != "":
 		q.Kind, q.Command, q.Description = "bash", in.Command, in.Description
 	case (tool == "Edit" || tool == "MultiEdit") && in.FilePath != "" && (in.OldString != nil || len(in.Edits) > 0):

@@ -21,6 +21,7 @@ import (
 	"github.com/sema-agent/sema/client"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
+	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/server"
 )
 
@@ -46,6 +47,12 @@ func (b lockedBuffer) Write(p []byte) (int, error) {
 
 func service(t *testing.T, script func(base string) []scripted.Turn) *svc {
 	t.Helper()
+	return serviceWith(t, script, nil)
+}
+
+// serviceWith is service with tune changing the service's config before it starts.
+func serviceWith(t *testing.T, script func(base string) []scripted.Turn, tune func(*server.Config)) *svc {
+	t.Helper()
 	ctx := context.Background()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -56,6 +63,9 @@ func service(t *testing.T, script func(base string) []scripted.Turn) *svc {
 	cfg := server.Config{Home: t.TempDir(), Poll: 20 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(lockedBuffer{s.mu, s.logs}, nil)),
 		OpenProvider: func(string) (model.Provider, string, error) { return p, "scripted", nil }}
+	if tune != nil {
+		tune(&cfg)
+	}
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -609,4 +619,44 @@ func TestSignInIsRateLimited(t *testing.T) {
 	if limited < 5 || limited > 12 {
 		t.Fatalf("the sign-in was limited at try %d; want after a burst of about ten", limited)
 	}
+}
+
+// TestBudgetQuestionTakesANewLimit: a task parked at its budget shows what was spent and
+// takes the new limit with Approve; a limit that is no number is refused on the page
+// with nothing decided, and no approval link is offered (a link cannot carry a limit).
+func TestBudgetQuestionTakesANewLimit(t *testing.T) {
+	s := serviceWith(t, func(string) []scripted.Turn {
+		return []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{{Name: "Glob", Input: json.RawMessage(`{"pattern":"*.txt"}`)}}, Usage: &model.Usage{InputTokens: 100_000}},
+			{Text: "done", Usage: &model.Usage{InputTokens: 10}},
+		}
+	}, func(cfg *server.Config) {
+		cfg.Prices = map[string]pricing.Price{"scripted": {Input: 10, Output: 10, CacheWrite: 10, CacheRead: 10}}
+	})
+	tok := s.token(t, "acme")
+	c := client.New(s.http.URL, tok)
+	task, err := c.SubmitTask(context.Background(), client.TaskSpec{Prompt: "look", Cwd: s.base, MaxBudgetUSD: 1.0001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+	b := newBrowser(t, s)
+	b.signIn(tok)
+	_, page := b.get("/tasks/" + task.TaskID)
+	if !strings.Contains(page, "Spent $1.0000 of $1.0001") || !strings.Contains(page, `name="budget"`) || strings.Contains(page, "make-link") {
+		t.Fatalf("the budget question's page:\n%s", page)
+	}
+	form := url.Values{"csrf": {csrfOf(t, page)}, "checkpoint": {parked.CheckpointID}, "decision": {"allow"}, "budget_kind": {"usd"}, "budget": {"lots"}}
+	resp, body := b.post("/tasks/"+task.TaskID+"/decision", form, nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Give the new limit as a number") {
+		t.Fatalf("a limit that is no number: %d\n%s", resp.StatusCode, body)
+	}
+	if open, _ := c.Checkpoints(context.Background(), "open"); len(open) != 1 {
+		t.Fatalf("the refused answer closed the question: %+v", open)
+	}
+	form.Set("budget", "2")
+	if resp, body := b.post("/tasks/"+task.TaskID+"/decision", form, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the raise: %d\n%s", resp.StatusCode, body)
+	}
+	waitStatus(t, c, task.TaskID, "completed")
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"html/template"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -319,6 +321,21 @@ func (c *Console) panel(w http.ResponseWriter, r *http.Request, s *session) {
 func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	d := client.Decision{Decision: r.PostFormValue("decision"), Message: strings.TrimSpace(r.PostFormValue("message"))}
+	if kind, v := r.PostFormValue("budget_kind"), strings.TrimSpace(r.PostFormValue("budget")); kind != "" && d.Decision == "allow" {
+		// A budget question: the new limit goes with the allow; the API judges it.
+		raise, ok := budgetRaise(kind, v)
+		if !ok {
+			p, perr := c.taskPageData(r, s)
+			if perr != nil {
+				c.apiFailed(w, r, s, perr)
+				return
+			}
+			p.Error = "Give the new limit as a number above what is spent, then Approve."
+			c.render(w, r, http.StatusBadRequest, "task", p)
+			return
+		}
+		d.Budget = raise
+	}
 	ctx, cancel := apiCtx(r)
 	defer cancel()
 	_, err := c.api(r, s.Token).Decide(ctx, r.PostFormValue("checkpoint"), d)
@@ -499,4 +516,22 @@ func (c *Console) linkDecide(w http.ResponseWriter, r *http.Request) {
 		notice = "Denied: the model is told."
 	}
 	c.showLink(w, r, http.StatusOK, notice, "")
+}
+
+// budgetRaise reads the new limit a person typed for a budget question of kind tokens or
+// usd; false when it is not a positive number.
+func budgetRaise(kind, v string) (*client.BudgetRaise, bool) {
+	v = strings.TrimPrefix(strings.ReplaceAll(v, ",", ""), "$")
+	if kind == "usd" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			return nil, false
+		}
+		return &client.BudgetRaise{MaxBudgetUSD: f}, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return nil, false
+	}
+	return &client.BudgetRaise{MaxTokensTotal: n}, true
 }
