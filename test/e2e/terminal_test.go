@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sema-agent/sema/model/anthropic/anthropictest"
 )
 
 // tmuxSession runs the binary in a detached tmux session of its own server, so the test
@@ -41,26 +43,28 @@ func (s *tmuxSession) waitFor(want string) {
 	s.t.Fatalf("the screen did not show %q in 20s:\n%s", want, s.screen())
 }
 
-// TestTerminalSession drives `sema` in a terminal as a person would: a prompt, the
-// streamed answer, an edit question answered 1 (the file is written), a Bash question
+// TestTerminalSession drives `sema` in a terminal as a person would, against the
+// Anthropic wire format a local server streams: a prompt, the streamed answer, an edit question answered 1 (the file is written), a Bash question
 // answered 3 (the command does not run), Shift+Tab to acceptEdits (the next edit runs
 // without a question), /help, Ctrl-C twice, exit 0; then `sema -p --continue` continues
 // the session the terminal left.
 func TestTerminalSession(t *testing.T) {
 	needTmux(t)
 	dir := writeTree(t, map[string]string{"main.go": "package main\n\n// Helo, world\n"})
-	script := writeScript(t, `{"turns":[
-		{"tool_calls":[{"name":"Read","input":{"file_path":"main.go"}}]},
-		{"text":"Let me **fix** the greeting.","tool_calls":[{"name":"Edit","input":{"file_path":"main.go","old_string":"Helo","new_string":"Hello"}}]},
-		{"text":"Now the check.","tool_calls":[{"name":"Bash","input":{"command":"touch ran.txt"}}]},
-		{"text":"Fixed the greeting in main.go."},
-		{"tool_calls":[{"name":"Edit","input":{"file_path":"main.go","old_string":"Hello, world","new_string":"Hello, terminal"}}]},
-		{"text":"Edited again."}]}`)
+	// The model is the Anthropic Messages API's wire format, streamed by a local server.
+	srv := anthropictest.NewServer(t,
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Read", Input: `{"file_path":"main.go"}`}}},
+		anthropictest.Turn{Text: "Let me **fix** the greeting.", ToolCalls: []anthropictest.ToolCall{{Name: "Edit", Input: `{"file_path":"main.go","old_string":"Helo","new_string":"Hello"}`}}},
+		anthropictest.Turn{Text: "Now the check.", ToolCalls: []anthropictest.ToolCall{{Name: "Bash", Input: `{"command":"touch ran.txt"}`}}},
+		anthropictest.Turn{Text: "Fixed the greeting in main.go."},
+		anthropictest.Turn{ToolCalls: []anthropictest.ToolCall{{Name: "Edit", Input: `{"file_path":"main.go","old_string":"Hello, world","new_string":"Hello, terminal"}`}}},
+		anthropictest.Turn{Text: "Edited again."},
+	)
 	tmp := t.TempDir()
 	state := filepath.Join(tmp, "state")
 	exitFile := filepath.Join(tmp, "exit")
-	launch := fmt.Sprintf("cd %q && env -i PATH=%q HOME=%q SEMA_HOME=%q TERM=xterm-256color %q --model scripted/%s --sandbox off; echo $? > %q; sleep 60",
-		dir, os.Getenv("PATH"), tmp, state, semaBin, script, exitFile)
+	launch := fmt.Sprintf("cd %q && env -i PATH=%q HOME=%q SEMA_HOME=%q TERM=xterm-256color ANTHROPIC_API_KEY=test-key ANTHROPIC_BASE_URL=%q %q --model anthropic/claude-sonnet-4-5 --sandbox off; echo $? > %q; sleep 60",
+		dir, os.Getenv("PATH"), tmp, state, srv.URL(), semaBin, exitFile)
 	s := &tmuxSession{t: t, sock: filepath.Join(tmp, "tmux.sock")}
 	s.tmux("new-session", "-d", "-s", "sema", "-x", "100", "-y", "40", launch)
 	t.Cleanup(func() { exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
