@@ -40,6 +40,8 @@ import (
 type serveOptions struct {
 	listen       string
 	publicURL    string
+	catchUp      string        // --schedule-catch-up
+	webhookLink  time.Duration // --webhook-link-life
 	store        string
 	home         string
 	model        string
@@ -149,6 +151,8 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	f.IntVar(&o.reqsPerTnt, "max-requests-per-tenant", server.DefaultMaxRequestsPerTenant, "requests one tenant may have in progress at once, open event streams included; the next is answered 429 tenant.too_many_requests (0: no limit)")
 	f.StringVar(&o.http.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS only (with --tls-key)")
 	f.StringVar(&o.http.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
+	f.StringVar(&o.catchUp, "schedule-catch-up", "once", "a schedule's tick missed while every process was down: once (fire it once at start) or skip")
+	f.DurationVar(&o.webhookLink, "webhook-link-life", time.Hour, "how long the approval link in a task.needs_person webhook call works (with --public-url)")
 	f.StringVar(&o.publicURL, "public-url", "", "where people reach this service (https://sema.example.com): the base of approval links and the console's trusted origin (default: the scheme and host of each request)")
 
 }
@@ -177,6 +181,10 @@ func (o *serveOptions) check() error {
 		return sema.Errorf(codeUsage, "--model-wait must be a positive duration such as 10m, not %s", o.modelWait)
 	case o.modelBack <= 0:
 		return sema.Errorf(codeUsage, "--model-backoff must be a positive duration such as 1m, not %s", o.modelBack)
+	case o.webhookLink <= 0:
+		return sema.Errorf(codeUsage, "--webhook-link-life must be a positive duration such as 1h, not %s", o.webhookLink)
+	case o.catchUp != "once" && o.catchUp != "skip":
+		return sema.Errorf(codeUsage, "--schedule-catch-up is once (a missed tick fires once at start) or skip, not %q", o.catchUp)
 	case o.publicURL != "" && !publicURLOK(o.publicURL):
 		return sema.Errorf(codeUsage, "--public-url must be an http:// or https:// URL with a host and no path, such as https://sema.example.com, not %q", o.publicURL)
 	case o.deadAfter < 2*o.heartbeat:
@@ -251,7 +259,7 @@ func openServer(ctx context.Context, o *serveOptions, log *slog.Logger) (*server
 	cfg := server.Config{
 		Home: home, Postgres: cmp.Or(o.store, os.Getenv("SEMA_STORE")), OpenProvider: open, Prices: prices, Models: o.models, ManagedSettings: o.managedFile,
 		Workers: o.workers, RescueAfter: o.rescue, SessionLease: o.lease, Heartbeat: o.heartbeat, DeadAfter: o.deadAfter, ModelWait: o.modelWait, ModelBackoff: o.modelBack, NoWorker: o.noWorker, Logger: log, Queues: o.queues,
-		PublicURL: o.publicURL,
+		PublicURL: o.publicURL, ScheduleCatchUp: o.catchUp, WebhookLinkLife: o.webhookLink,
 	}
 	if o.tracer != nil {
 		cfg.TracerProvider = o.tracer

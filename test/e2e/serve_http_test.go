@@ -118,6 +118,8 @@ func TestServeRefusesHTTPFlags(t *testing.T) {
 		{[]string{"--tls-cert", junk}, "serve.tls_invalid"},
 		{[]string{"--tls-key", junk}, "serve.tls_invalid"},
 		{[]string{"--tls-cert", junk, "--tls-key", junk}, "serve.tls_invalid"},
+		{[]string{"--schedule-catch-up", "sometimes"}, "--schedule-catch-up"},
+		{[]string{"--webhook-link-life", "0s"}, "--webhook-link-life"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a service that starts is a failure, not a hang
 		defer cancel()
