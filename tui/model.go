@@ -255,6 +255,14 @@ func (m *Model) start(prompt string) tea.Cmd {
 	if run == nil {
 		return m.dequeue() // refused, and said why
 	}
+	m.runLeg(run)
+	return nil
+}
+
+// runLeg runs a leg — a prompt's, a shell line's, or the answer of a parked question —
+// on a goroutine of its own: its events and its end come through the inbox, and Esc
+// interrupts it.
+func (m *Model) runLeg(run func(context.Context, func(agent.Event)) error) {
 	m.leg++
 	leg, ctx := m.leg, m.ctx
 	legCtx, cancel := context.WithCancel(ctx)
@@ -273,7 +281,6 @@ func (m *Model) start(prompt string) tea.Cmd {
 		err := run(legCtx, func(ev agent.Event) { send(eventMsg{leg: leg, ev: ev}) })
 		send(legDoneMsg{leg: leg, err: err})
 	}()
-	return nil
 }
 
 // listen waits for the inbox's next message. Exactly one listen is pending at a time:

@@ -164,29 +164,6 @@ func (m *Model) answerParked(q PendingQuestion, allow bool, note string) tea.Cmd
 	return nil
 }
 
-// runLeg runs a leg the screen did not prompt for, as start runs a prompt's: its events
-// and its end come through the inbox, and Esc interrupts it.
-func (m *Model) runLeg(run func(context.Context, func(agent.Event)) error) {
-	m.leg++
-	leg, ctx := m.leg, m.ctx
-	legCtx, cancel := context.WithCancel(ctx)
-	m.cancel, m.running = cancel, true
-	ch, wg := m.inbox, m.wg
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer cancel()
-		send := func(msg tea.Msg) {
-			select {
-			case ch <- msg:
-			case <-ctx.Done():
-			}
-		}
-		err := run(legCtx, func(ev agent.Event) { send(eventMsg{leg: leg, ev: ev}) })
-		send(legDoneMsg{leg: leg, err: err})
-	}()
-}
-
 // questionsView renders the open /questions picker, or its dialog, in the picker's look.
 func (m *Model) questionsView() []string {
 	q := m.questions
