@@ -249,22 +249,31 @@ func (s *Server) task(ctx context.Context, t *tenant, id string) (*client.Task, 
 	return &task, nil
 }
 
+// liveTask is task id of tenant t when it has not ended. Otherwise it answers — 404 for
+// a task the tenant does not have, 409 for one that ended, with then, the sentence of
+// what the request cannot do — and reports false.
+func (s *Server) liveTask(w http.ResponseWriter, r *http.Request, t *tenant, id, then string) (*client.Task, bool) {
+	task, err := s.task(r.Context(), t, id)
+	switch {
+	case errors.Is(err, errNoRow):
+		writeErr(w, r, http.StatusNotFound, taskNotFound())
+	case err != nil:
+		s.internal(w, r, err)
+	case task.Terminal():
+		writeErr(w, r, http.StatusConflict, sema.Errorf(CodeNotRunnable, "the task has ended (%s); %s", task.Status, then))
+	default:
+		return task, true
+	}
+	return nil, false
+}
+
 // cancelTask is POST /v1/tasks/{id}/cancel: the flag is stored (any process running the
 // task sees it) and this process's leg, if it runs here, is cancelled at once.
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, t *tenant) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	task, err := s.task(ctx, t, id)
-	if errors.Is(err, errNoRow) {
-		writeErr(w, r, http.StatusNotFound, taskNotFound())
-		return
-	}
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	if task.Terminal() {
-		writeErr(w, r, http.StatusConflict, sema.Errorf(CodeNotRunnable, "the task has ended (%s); there is nothing to cancel", task.Status))
+	task, ok := s.liveTask(w, r, t, id, "there is nothing to cancel")
+	if !ok {
 		return
 	}
 	if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET cancel_requested = 1, updated_ms = ? WHERE id = ? AND tenant = ?`, nowMS(), id, t.name); err != nil {
@@ -293,7 +302,7 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, t *tenant) {
 	if cancel != nil {
 		cancel(errCancelRequested)
 	}
-	task, err = s.task(ctx, t, id)
+	task, err := s.task(ctx, t, id)
 	if err != nil {
 		s.internal(w, r, err)
 		return

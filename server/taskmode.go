@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -154,17 +153,7 @@ func (s *Server) setTaskMode(w http.ResponseWriter, r *http.Request, t *tenant) 
 		return
 	}
 	id := r.PathValue("id")
-	task, err := s.task(ctx, t, id)
-	if errors.Is(err, errNoRow) {
-		writeErr(w, r, http.StatusNotFound, taskNotFound())
-		return
-	}
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	if task.Terminal() {
-		writeErr(w, r, http.StatusConflict, sema.Errorf(CodeNotRunnable, "the task has ended (%s); give the next task its permission_mode instead", task.Status))
+	if _, ok := s.liveTask(w, r, t, id, "give the next task its permission_mode instead"); !ok {
 		return
 	}
 	if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET mode_requested = ?, updated_ms = ? WHERE id = ? AND tenant = ?`, body.PermissionMode, nowMS(), id, t.name); err != nil {
