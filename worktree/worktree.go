@@ -110,11 +110,14 @@ type repo struct {
 // findRepo finds the repository that holds dir, from the main checkout or any of its
 // worktrees.
 func findRepo(ctx context.Context, dir string) (repo, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository")
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) || errors.Is(err, exec.ErrNotFound) {
-			return repo{}, sema.Errorf(CodeNotGit, "%s is not in a git repository (a worktree is a checkout of one); run in a repository, or leave -w out", dir).With("dir", dir)
+			return repo{}, sema.Errorf(CodeNotGit, "%s is not in a git repository (a worktree is a checkout of one); run in a repository's checkout", dir).With("dir", dir)
 		}
 		return repo{}, err
 	}

@@ -131,16 +131,17 @@ func (c *claudeOptions) worktreeRef() *agent.WorktreeRef {
 
 // worktreeName reads "-w NAME" as Claude Code does, where NAME is the flag's value and
 // not a prompt (the flag parser takes a value given without "=" as a positional
-// argument, since -w alone is allowed too): the word after -w or --worktree that is a
-// worktree's name (worktree.CheckName: no spaces, no leading dash) becomes the flag's
-// value. A prompt of one word right after -w is read as the name: put the prompt first,
-// or give the name with -w=NAME.
+// argument, since -w alone is allowed too): the word after -w or --worktree that has no
+// space and no leading dash becomes the flag's value, so that one that is no name
+// (feature/login) is refused as a name, by worktree.CheckName. A prompt of one word
+// right after -w is read as the name: put the prompt first, or give the name with
+// -w=NAME.
 func worktreeName(args []string) []string {
 	for i := 0; i < len(args)-1; i++ {
 		switch a := args[i]; {
 		case a == "--":
 			return args
-		case (a == "-w" || a == "--worktree") && worktree.CheckName(args[i+1]) == nil:
+		case (a == "-w" || a == "--worktree") && args[i+1] != "" && !strings.HasPrefix(args[i+1], "-") && !strings.ContainsAny(args[i+1], " \t\n"):
 			out := append(append(append([]string(nil), args[:i]...), "--worktree="+args[i+1]), args[i+2:]...)
 			return out
 		}

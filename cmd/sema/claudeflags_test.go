@@ -154,6 +154,7 @@ func TestWorktreeNameFromTheNextWord(t *testing.T) {
 		{[]string{"-w=fix-1", "x"}, []string{"-w=fix-1", "x"}},
 		{[]string{"-p", "--", "-w", "fix-1"}, []string{"-p", "--", "-w", "fix-1"}},
 		{[]string{"-w"}, []string{"-w"}},
+		{[]string{"-p", "-w", "feature/login", "go"}, []string{"-p", "--worktree=feature/login", "go"}},
 	} {
 		if got := worktreeName(c.in); !slices.Equal(got, c.out) {
 			t.Errorf("%q became %q, want %q", c.in, got, c.out)
