@@ -87,9 +87,6 @@ func (l *leg) hookWrap() func(env.ExecRequest) (env.ExecRequest, error) {
 		o.CacheLayer = filepath.Join(tmp, "cache")
 		o.Readable = append(slices.Clip(o.Readable), sandbox.ProgramReadable(req.Argv)...)
 		p := sandbox.ForFence(l.fence, o).WithProtected(l.fence, false)
-		// Hooks of one event run at once: each mounts the caches' layers with work
-		// directories of its own (they go with the temp dir).
-		p.CacheWork = sandbox.NewCacheWork()
 		if len(p.Caches) > 0 && !l.sandbox.Kernel.Overlay {
 			var cacheEnv []string
 			p, cacheEnv = p.PrivateCaches()

@@ -65,6 +65,11 @@ type ExecRequest struct {
 	// group counts as gone. An Executor that offers no descriptor ignores it: the
 	// program then reports nothing, and Wait waits for its exit.
 	ReportsExit bool
+	// PrimeKey names a series of starts that mostly share their prelude (a leg's shell
+	// commands, confined by one policy): after such a start the host readies a spare
+	// primed with its prelude for the next start of the series (see PrimeOn), until
+	// EndPrimed(PrimeKey). "": no series. An Executor without spares ignores it.
+	PrimeKey string
 }
 
 // ExitReportEnv names, in the environment of a program started with ReportsExit, the

@@ -44,7 +44,7 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	if err := w.connect(cmd, req); err != nil {
 		return nil, w.fail(err)
 	}
-	run, err := startWarm(cmd)
+	run, err := startWarm(cmd, req.PrimeKey)
 	if err != nil {
 		return nil, w.fail(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // On Linux every program the host starts gets SIGKILL as its parent-death signal, so a
@@ -81,12 +82,17 @@ func setDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKIL
 type startReq struct {
 	cmd  *exec.Cmd
 	warm bool
-	done chan startResult
+	// key is the start's ExecRequest.PrimeKey; with no cmd, the series whose primed
+	// spare is to end (EndPrimed), or, with ready set, to be waited for (PrimedReady).
+	key   string
+	ready time.Duration
+	done  chan startResult
 }
 
 type startResult struct {
-	run *exec.Cmd
-	err error
+	run   *exec.Cmd
+	err   error
+	ready bool
 }
 
 var starter struct {
@@ -96,24 +102,44 @@ var starter struct {
 
 // startCmd starts cmd on the starter thread.
 func startCmd(cmd *exec.Cmd) error {
-	_, err := start(cmd, false)
+	_, err := start(cmd, false, "")
 	return err
 }
 
-// startWarm starts cmd on the starter thread, through a spare when one of its shape is
-// waiting (warm_linux.go). It returns the command that runs: the spare's, when one took
-// the job, and cmd otherwise.
-func startWarm(cmd *exec.Cmd) (*exec.Cmd, error) { return start(cmd, true) }
+// startWarm starts cmd on the starter thread, through a spare when one fits
+// (warm_linux.go, prime_linux.go). It returns the command that runs: the spare's, when
+// one took the job, and cmd otherwise. key is the start's ExecRequest.PrimeKey.
+func startWarm(cmd *exec.Cmd, key string) (*exec.Cmd, error) { return start(cmd, true, key) }
 
-func start(cmd *exec.Cmd, warm bool) (*exec.Cmd, error) {
+// EndPrimed ends the spare primed for the series key (ExecRequest.PrimeKey), if one
+// waits: its owner is done with it, and with what the spare prepared from (a policy's
+// directories, which the owner is about to remove). It returns once the spare is gone.
+func EndPrimed(key string) {
+	if key != "" {
+		start(nil, false, key)
+	}
+}
+
+// PrimedReady reports whether the series key has a primed spare that is ready for its
+// next start, waiting at most wait for it to become so (for tests and diagnostics).
+func PrimedReady(key string, wait time.Duration) bool {
+	return onStarter(startReq{key: key, ready: max(wait, time.Millisecond)}).ready
+}
+
+func start(cmd *exec.Cmd, warm bool, key string) (*exec.Cmd, error) {
+	r := onStarter(startReq{cmd: cmd, warm: warm, key: key})
+	return r.run, r.err
+}
+
+// onStarter serves r on the starter thread.
+func onStarter(r startReq) startResult {
 	starter.once.Do(func() {
 		starter.reqs = make(chan startReq)
 		go startLoop(starter.reqs)
 	})
-	done := make(chan startResult, 1)
-	starter.reqs <- startReq{cmd: cmd, warm: warm, done: done}
-	r := <-done
-	return r.run, r.err
+	r.done = make(chan startResult, 1)
+	starter.reqs <- r
+	return <-r.done
 }
 
 // startLoop serves starts forever on a locked thread; it must never return (see above).
@@ -121,11 +147,20 @@ func start(cmd *exec.Cmd, warm bool) (*exec.Cmd, error) {
 func startLoop(reqs <-chan startReq) {
 	runtime.LockOSThread()
 	for r := range reqs {
+		if r.cmd == nil && r.ready > 0 {
+			r.done <- startResult{ready: primedReadyOnThread(r.key, r.ready)}
+			continue
+		}
+		if r.cmd == nil {
+			endPrimedOnThread(r.key)
+			r.done <- startResult{}
+			continue
+		}
 		if !r.warm {
 			r.done <- startResult{run: r.cmd, err: r.cmd.Start()}
 			continue
 		}
-		run, refill, err := startWarmOnThread(r.cmd)
+		run, refill, err := startWarmOnThread(r.cmd, r.key)
 		r.done <- startResult{run: run, err: err}
 		if refill != nil {
 			refill()

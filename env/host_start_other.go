@@ -5,6 +5,7 @@ package env
 import (
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // setDeathSignal does nothing: only Linux has a parent-death signal. The guardian
@@ -19,7 +20,10 @@ func StartCmd(cmd *exec.Cmd) error { return startCmd(cmd) }
 func startCmd(cmd *exec.Cmd) error { return cmd.Start() }
 
 // startWarm starts cmd: there are no spares elsewhere than on Linux.
-func startWarm(cmd *exec.Cmd) (*exec.Cmd, error) { return cmd, cmd.Start() }
+func startWarm(cmd *exec.Cmd, _ string) (*exec.Cmd, error) { return cmd, cmd.Start() }
+
+// EndPrimed does nothing: there are no spares elsewhere than on Linux.
+func EndPrimed(key string) {}
 
 // StartCmdReaped is StartCmd: there is no reaper elsewhere than on Linux.
 func StartCmdReaped(cmd *exec.Cmd) (pgid int, reaped bool, err error) {
@@ -28,3 +32,10 @@ func StartCmdReaped(cmd *exec.Cmd) (pgid int, reaped bool, err error) {
 	}
 	return cmd.Process.Pid, false, nil
 }
+
+// PrimedStarts reports how many starts a primed spare took: none, elsewhere than on
+// Linux.
+func PrimedStarts() int64 { return 0 }
+
+// PrimedReady reports false: there are no spares elsewhere than on Linux.
+func PrimedReady(key string, wait time.Duration) bool { return false }

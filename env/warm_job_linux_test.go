@@ -25,7 +25,7 @@ func FuzzWarmJob(f *testing.F) {
 			return strings.Split(s, "\x01")
 		}
 		in := warmJob{Dir: dir, Args: split(args), Env: split(environ), Fds: []int{0, 2}}
-		_, body := in.encode()
+		_, body := in.encode(jobMsg)
 		var out warmJob
 		if err := out.decodeBody(body); err != nil {
 			t.Fatalf("%q: %v", body, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -88,10 +89,12 @@ func WarmStart(on bool) { warmOff.Store(!on) }
 // environment and directory, and where each passed descriptor goes (Fds[i] is the
 // target of the i-th descriptor; a stream not passed keeps the spare's /dev/null).
 //
-// On the socket it is a header — the body's length (4 bytes, little-endian), the
-// number of descriptors and their targets (a byte each) — carrying the descriptors,
-// then the body: the directory, the number of arguments, the arguments and the
-// environment, each ended by a NUL byte, as the kernel lays out a program's own.
+// On the socket it is a header — the body's length (4 bytes, little-endian), the kind of
+// message (jobMsg), the number of descriptors and their targets (a byte each) —
+// carrying the descriptors, then the body: the directory, the number of arguments, the
+// arguments and the environment, each ended by a NUL byte, as the kernel lays out a
+// program's own. A prime (primeMsg) has the same layout, with no directory, arguments
+// or descriptors: its environment is the prelude.
 type warmJob struct {
 	Args []string
 	Env  []string
@@ -99,15 +102,21 @@ type warmJob struct {
 	Fds  []int
 }
 
+// The kinds of message a spare reads.
+const (
+	jobMsg   = 'j'
+	primeMsg = 'p'
+)
+
 // encode lays the job out as the socket carries it.
-func (j *warmJob) encode() (head, body []byte) {
+func (j *warmJob) encode(kind byte) (head, body []byte) {
 	body = append(append(body, j.Dir...), 0)
 	body = append(strconv.AppendInt(body, int64(len(j.Args)), 10), 0)
 	for _, s := range append(slices.Clip(j.Args), j.Env...) {
 		body = append(append(body, s...), 0)
 	}
 	head = binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
-	head = append(head, byte(len(j.Fds)))
+	head = append(head, kind, byte(len(j.Fds)))
 	for _, fd := range j.Fds {
 		head = append(head, byte(fd))
 	}
@@ -142,6 +151,10 @@ type spare struct {
 	cmd    *exec.Cmd
 	sock   *os.File
 	mounts int
+	// primed is the prelude the spare was primed with (prime_linux.go), and shape the
+	// shape it was started in; nil: none, it takes any job of its shape.
+	primed []string
+	shape  warmShape
 }
 
 // spares holds at most one spare per shape. It is touched only on the starter thread.
@@ -164,36 +177,60 @@ func shapeOf(cmd *exec.Cmd) (warmShape, bool) {
 	return warmShape{clone: a.Cloneflags, deathSig: a.Pdeathsig}, true
 }
 
-// startWarmOnThread starts cmd through a spare of its shape when there is one, and
-// cold otherwise; it runs on the starter thread. It returns the command that now runs
-// (the spare's, when one was used), and refill reports the shape to start a spare for
-// once the caller has its answer.
-func startWarmOnThread(cmd *exec.Cmd) (run *exec.Cmd, refill func(), err error) {
+// startWarmOnThread starts cmd through a spare when one fits, and cold otherwise; it
+// runs on the starter thread. A start of a series (key, ExecRequest.PrimeKey) whose
+// prelude the series' primed spare was primed with takes that spare (prime_linux.go);
+// any other takes the spare of its shape, which takes any job. It returns the command
+// that now runs (the spare's, when one was used), and refill starts what the next start
+// will want, once the caller has its answer: a spare of the shape in place of one used,
+// and the series' spare primed with this start's prelude.
+func startWarmOnThread(cmd *exec.Cmd, key string) (run *exec.Cmd, refill func(), err error) {
 	shape, ok := shapeOf(cmd)
 	if !ok {
 		return cmd, nil, cmd.Start()
 	}
 	attr := *cmd.SysProcAttr
+	prelude := preludeOf(cmd.Env)
+	if prelude == nil {
+		key = "" // nothing to prime a spare with
+	}
+	usedPlain := false
 	refill = func() {
-		if spares[shape] == nil {
+		if spares[shape] == nil && (usedPlain || key == "") {
 			if s, err := newSpare(&attr); err == nil {
 				spares[shape] = s
 			}
 		}
+		if key != "" && primedSpares[key] == nil {
+			primeFor(key, shape, &attr, prelude)
+		}
 	}
-	if s := spares[shape]; s != nil {
-		// The one refusal a spare could answer is checked here, the spare kept for the
-		// next start.
+	// The one refusal a spare could answer is checked first, the spares kept for the
+	// next start.
+	if primedSpares[key] != nil || spares[shape] != nil {
 		if err := enterable(cmd.Dir); err != nil {
 			return nil, nil, err
 		}
-		delete(spares, shape)
-		if s.fresh() && s.handOver(cmd) == nil {
+	}
+	if s := primedSpares[key]; s != nil {
+		delete(primedSpares, key)
+		if s.shape == shape && s.fresh() && s.fits(prelude) && s.handOver(cmd) == nil {
 			warmUsed.Add(1)
+			primedUsed.Add(1)
 			return s.cmd, refill, nil
 		}
 		s.end()
 	}
+	if s := spares[shape]; s != nil {
+		delete(spares, shape)
+		if s.fresh() && s.handOver(cmd) == nil {
+			warmUsed.Add(1)
+			usedPlain = true
+			return s.cmd, refill, nil
+		}
+		s.end()
+	}
+	usedPlain = true
 	return cmd, refill, cmd.Start()
 }
 
@@ -277,7 +314,7 @@ func (s *spare) handOver(cmd *exec.Cmd) error {
 			job.Fds = append(job.Fds, i)
 		}
 	}
-	head, body := job.encode()
+	head, body := job.encode(jobMsg)
 	if len(body) > warmMaxJob {
 		return errors.New("env: a job too large for a spare")
 	}
@@ -322,8 +359,10 @@ func filesAsAny(fs []*os.File) []any {
 
 // awaitWarmJob is the spare's side, in this package's init: when this process is a
 // spare, it waits for its job and takes it as its own (or exits when none comes), then
-// returns, and the init goes on as in a process started with the job. It returns at
-// once in any other process.
+// returns, and the init goes on as in a process started with the job. A spare primed
+// instead (a prelude first, prime_linux.go) takes the prelude into its environment and
+// returns with the job still to come: the init that the prelude is for prepares, then
+// takes the job with AwaitPrimedJob. It returns at once in any other process.
 func awaitWarmJob() {
 	v, ok := os.LookupEnv(warmEnv)
 	if !ok {
@@ -333,9 +372,15 @@ func awaitWarmJob() {
 		exit(127)
 	}
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	job, fds, err := readWarmJob(3)
+	kind, job, fds, err := readWarmJob(3)
 	if err != nil {
 		exit(0) // the host ended the spare, or is gone
+	}
+	if kind == primeMsg {
+		os.Clearenv()
+		setEnv(job.Env)
+		primedSock = 3
+		return
 	}
 	if err := unix.Chdir(job.Dir); err != nil {
 		for i, fd := range fds {
@@ -345,15 +390,22 @@ func awaitWarmJob() {
 		}
 		exit(127)
 	}
-	// Each descriptor to its place; the socket (3) goes, replaced or closed.
+	takeJob(job, fds, 3)
+	unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+}
+
+// takeJob makes the job's descriptors, arguments and environment this process's own;
+// sock, the socket it came on, is closed (or replaced by a descriptor of the job).
+func takeJob(job warmJob, fds []int, sock int) {
 	high := make([]int, len(fds))
+	var err error
 	for i, fd := range fds {
 		if high[i], err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 100); err != nil {
 			exit(127)
 		}
 		unix.Close(fd)
 	}
-	unix.Close(3)
+	unix.Close(sock)
 	for i, fd := range high {
 		if err := unix.Dup3(fd, job.Fds[i], 0); err != nil {
 			exit(127)
@@ -362,53 +414,82 @@ func awaitWarmJob() {
 	}
 	os.Args = job.Args
 	os.Clearenv()
-	for _, kv := range job.Env {
+	setEnv(job.Env)
+}
+
+// setEnv sets each NAME=value of kvs.
+func setEnv(kvs []string) {
+	for _, kv := range kvs {
 		if k, v, ok := cutEnv(kv); ok {
 			os.Setenv(k, v)
 		}
 	}
-	unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
 }
 
-// readWarmJob reads one job from the socket fd: the header with the descriptors, then
-// the body (warmJob).
-func readWarmJob(fd int) (warmJob, []int, error) {
+// readWarmJob reads one message from the socket fd: the header with the descriptors,
+// then the body (warmJob). It reports the message's kind.
+func readWarmJob(fd int) (byte, warmJob, []int, error) {
 	var job warmJob
-	head := make([]byte, 5+warmMaxFiles)
+	// The fixed part of the header first, with the descriptors it carries: a stream
+	// socket may hand over what follows it in the same read.
+	head := make([]byte, 6)
 	oob := make([]byte, unix.CmsgSpace(4*warmMaxFiles))
-	n, oobn, _, _, err := unix.Recvmsg(fd, head, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil || n < 5 || n != 5+int(head[4]) {
-		return job, nil, errors.New("no job")
-	}
+	n, oobn, _, _, err := unix.Recvmsg(fd, head, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_WAITALL)
 	var fds []int
-	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-		for _, m := range msgs {
-			if got, err := unix.ParseUnixRights(&m); err == nil {
-				fds = append(fds, got...)
+	if err == nil {
+		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+			for _, m := range msgs {
+				if got, err := unix.ParseUnixRights(&m); err == nil {
+					fds = append(fds, got...)
+				}
 			}
 		}
 	}
-	for _, target := range head[5:n] {
+	if err != nil || n != 6 || (head[4] != jobMsg && head[4] != primeMsg) || int(head[5]) > warmMaxFiles {
+		closeAll(fds)
+		return 0, job, nil, errors.New("no job")
+	}
+	targets := make([]byte, head[5])
+	size := binary.LittleEndian.Uint32(head)
+	if readFull(fd, targets) != nil || size > warmMaxJob || len(fds) != len(targets) {
+		closeAll(fds)
+		return 0, job, nil, errors.New("a job that does not read")
+	}
+	for _, target := range targets {
 		job.Fds = append(job.Fds, int(target))
 	}
-	size := binary.LittleEndian.Uint32(head)
-	if size > warmMaxJob || len(fds) != len(job.Fds) {
-		return job, nil, errors.New("a job that does not read")
-	}
-	// Read with the descriptor itself: an *os.File would close it when collected, by
-	// then the descriptor of whatever took its number.
 	body := make([]byte, size)
-	for got := 0; got < len(body); {
-		n, err := unix.Read(fd, body[got:])
+	if readFull(fd, body) != nil {
+		closeAll(fds)
+		return 0, job, nil, errors.New("the job was cut short")
+	}
+	return head[4], job, fds, job.decodeBody(body)
+}
+
+// readFull fills b from the descriptor fd. It reads with the descriptor itself: an
+// *os.File would close it when collected, by then the descriptor of whatever took its
+// number.
+func readFull(fd int, b []byte) error {
+	for got := 0; got < len(b); {
+		n, err := unix.Read(fd, b[got:])
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil || n == 0 {
-			return job, nil, errors.New("the job was cut short")
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrUnexpectedEOF
 		}
 		got += n
 	}
-	return job, fds, job.decodeBody(body)
+	return nil
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }
 
 // cutEnv splits NAME=value; an entry without '=' or with an empty name is dropped, as

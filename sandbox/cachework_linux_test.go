@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sema-agent/sema/env"
 )
@@ -17,7 +18,7 @@ import (
 // Commands of one leg may run at once over the same cache layer (a background task and
 // the next command, MCP servers starting together): each mounts with work directories of
 // its own, every write lands in the shared upper layer, the real cache stays as it was,
-// and RemoveCacheWork leaves no work directory behind.
+// and once they ended SweepCacheWork leaves no work directory behind.
 func TestConcurrentCommandsShareACacheLayer(t *testing.T) {
 	k := Probe()
 	if !k.Available() || !k.MountNamespace || !k.Overlay {
@@ -33,14 +34,13 @@ func TestConcurrentCommandsShareACacheLayer(t *testing.T) {
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	works := make([]string, n)
+	pids := make([]int, n)
 	for i := range n {
-		works[i] = NewCacheWork()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			p := Policy{Read: existing(resolved(systemReadable)), Write: []string{root},
-				Caches: []string{cache}, CacheLayer: layer, CacheWork: works[i]}
+				Caches: []string{cache}, CacheLayer: layer}
 			var out strings.Builder
 			var mu sync.Mutex
 			w := writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return out.Write(b) })
@@ -49,6 +49,7 @@ func TestConcurrentCommandsShareACacheLayer(t *testing.T) {
 			if err == nil {
 				var pr env.Process
 				if pr, err = env.NewHost().Start(context.Background(), req); err == nil {
+					pids[i] = pr.PID()
 					var st env.ExitStatus
 					st, err = pr.Wait()
 					pr.Close()
@@ -75,19 +76,85 @@ func TestConcurrentCommandsShareACacheLayer(t *testing.T) {
 	if len(uppers) != n {
 		t.Errorf("the layer holds %d of the %d writes: %v", len(uppers), n, uppers)
 	}
-	for _, w := range works {
-		if err := RemoveCacheWork(layer, w); err != nil {
-			t.Errorf("RemoveCacheWork: %v", err)
+	if works, _ := filepath.Glob(filepath.Join(layer, "*", "work-*.lock")); len(works) != n {
+		t.Errorf("%d work directories' locks for %d commands: %v", len(works), n, works)
+	}
+	for _, pid := range pids {
+		if err := SweepCacheWorkAfter(layer, pid); err != nil {
+			t.Errorf("SweepCacheWorkAfter: %v", err)
 		}
 	}
 	if left, _ := filepath.Glob(filepath.Join(layer, "*", "work*")); len(left) != 0 {
 		t.Errorf("work directories left: %v", left)
 	}
-	// A name NewCacheWork could not have made is never a path to remove.
-	for _, bad := range []string{"", "../x", "a/b", "ZZ", strings.Repeat("a", 65)} {
-		if validCacheWork(bad) {
-			t.Errorf("%q accepted as a work name", bad)
+}
+
+// A sweep while a command runs leaves that command's work directory (its lock is held
+// by its helper) and removes the one of a command that ended; the running command
+// still writes through its overlay afterwards.
+func TestSweepLeavesARunningCommandsWork(t *testing.T) {
+	k := Probe()
+	if !k.Available() || !k.MountNamespace || !k.Overlay {
+		t.Skipf("no overlay mounts in the sandbox here: %s", k.Reason)
+	}
+	dir := t.TempDir()
+	cache, layer, root := filepath.Join(dir, "cache"), filepath.Join(dir, "layer"), filepath.Join(dir, "root")
+	for _, d := range []string{cache, layer, root} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
 		}
+	}
+	p := Policy{Read: existing(resolved(systemReadable)), Write: []string{root}, Caches: []string{cache}, CacheLayer: layer}
+	run := func(script string) env.Process {
+		t.Helper()
+		var out strings.Builder
+		var mu sync.Mutex
+		w := writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return out.Write(b) })
+		req, err := k.Wrap(env.ExecRequest{Argv: []string{"sh", "-c", script}, Dir: root, Stdout: w, Stderr: w}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := env.NewHost().Start(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	ended := run("true")
+	if st, err := ended.Wait(); err != nil || st.Code != 0 {
+		t.Fatalf("the first command: %v %+v", err, st)
+	}
+	ended.Close()
+	gate := filepath.Join(root, "go")
+	running := run(fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done; echo late > %s/late", gate, cache))
+	defer running.Close()
+	var locks []string
+	for deadline := time.Now().Add(10 * time.Second); len(locks) < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the running command's work directory never appeared: %v", locks)
+		}
+		locks, _ = filepath.Glob(filepath.Join(layer, "*", "work-*.lock"))
+	}
+	if err := SweepCacheWorkAfter(layer, ended.PID()); err != nil {
+		t.Fatalf("SweepCacheWorkAfter: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(layer, "*", "work-*.lock"))
+	if len(left) != 1 {
+		t.Fatalf("after the sweep %d locks are left, want the running command's alone: %v", len(left), left)
+	}
+	if _, err := os.Stat(strings.TrimSuffix(left[0], ".lock")); err != nil {
+		t.Fatalf("the running command's work directory went: %v", err)
+	}
+	os.WriteFile(gate, nil, 0o644)
+	if st, err := running.Wait(); err != nil || st.Code != 0 {
+		t.Fatalf("the running command: %v %+v", err, st)
+	}
+	if b, err := os.ReadFile(filepath.Join(layer, filepath.Base(filepath.Dir(left[0])), "upper", "late")); err != nil || string(b) != "late\n" {
+		t.Fatalf("the running command's write after the sweep: %q %v", b, err)
+	}
+	SweepCacheWorkAfter(layer, running.PID())
+	if left, _ := filepath.Glob(filepath.Join(layer, "*", "work*")); len(left) != 0 {
+		t.Errorf("work directories left once both ended: %v", left)
 	}
 }
 

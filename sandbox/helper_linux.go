@@ -43,39 +43,85 @@ const (
 const HelperFailed = 125
 
 func init() {
+	// A spare started ahead for a confined command is primed with these: it builds the
+	// confinement from them before the command's job comes (env.PrimeOn).
+	env.PrimeOn(helperEnv, helperNSEnv, helperMachineEnv)
 	spec, ok := os.LookupEnv(helperEnv)
 	if !ok {
 		return
 	}
 	runtime.LockOSThread()
-	ns := os.Getenv(helperNSEnv)
-	os.Unsetenv(helperEnv)
-	os.Unsetenv(helperNSEnv)
-	err := confineAndExec(spec, ns, os.Args[1:])
+	ns, machine := os.Getenv(helperNSEnv), os.Getenv(helperMachineEnv)
+	unsetHelperEnv()
+	if env.Primed() {
+		confinePrimed(spec, ns, machine)
+	}
+	c, err := confine(spec, ns, machine, false)
+	if err == nil {
+		err = c.exec(os.Args[1:])
+	}
+	helperFailed(err)
+}
+
+// unsetHelperEnv removes what carried the policy: the command never sees it.
+func unsetHelperEnv() {
+	for _, k := range []string{helperEnv, helperNSEnv, helperMachineEnv} {
+		os.Unsetenv(k)
+	}
+}
+
+// helperFailed ends a helper that could not confine the command, which did not run.
+func helperFailed(err error) {
 	fmt.Fprintf(os.Stderr, "sema sandbox: the command was not run: %v\n", err)
 	os.Exit(HelperFailed)
 }
 
-// confineAndExec applies the policy to this thread and execs argv; it returns only on
-// failure.
-func confineAndExec(spec, ns string, argv []string) error {
+// confinePrimed is the helper in a primed spare: the confinement is built from the
+// prelude while no command waits, then the job comes (its program, arguments,
+// environment, directory and streams) and the command starts at once. A spare whose
+// preparation fails says so and exits: the host then starts that command cold, which
+// meets the failure with the command's streams to report it on. It never returns.
+func confinePrimed(spec, ns, machine string) {
+	c, err := confine(spec, ns, machine, true)
+	if err != nil {
+		env.PrimeFailed()
+	}
+	dir := env.AwaitPrimedJob(c.watch, c.relied)
+	unsetHelperEnv() // the job's environment carries the prelude again
+	if err := unix.Chdir(dir); err != nil {
+		helperFailed(fmt.Errorf("the working directory %s is not in the sandbox's view of the filesystem: %w", dir, err))
+	}
+	helperFailed(c.exec(os.Args[1:]))
+}
+
+// confined is a helper whose thread is confined, ready to start a command.
+type confined struct {
+	sigs <-chan (<-chan os.Signal)
+	// watch is the helper's mountinfo, opened once its view was made (-1: not asked):
+	// a primed spare's host polls it, and a change since (a mount of the view detached
+	// by a removal on the machine) ends the spare unused.
+	watch int
+	// relied is what was at each of the policy's paths before the view was made from
+	// them (asked with watch): a path renamed on the machine takes its mount along, so
+	// the host checks each path still holds what the view holds.
+	relied []env.Relied
+}
+
+// confine applies the policy spec to this thread: the view (in the mount namespace),
+// loopback (in the network namespace), capabilities dropped, the syscall filter and
+// Landlock. watch asks for the view's mountinfo to be kept open (confined.watch).
+func confine(spec, ns, machine string, watch bool) (*confined, error) {
+	c := &confined{watch: -1}
 	var p Policy
 	if err := json.Unmarshal([]byte(spec), &p); err != nil {
-		return fmt.Errorf("reading the policy: %w", err)
+		return nil, fmt.Errorf("reading the policy: %w", err)
 	}
-	if len(argv) == 0 {
-		return errors.New("no command")
-	}
-	machine := os.Getenv(helperMachineEnv)
-	os.Unsetenv(helperMachineEnv)
-	report := exitReportFD()
 	// As a namespace's init the helper must survive the signals that would end a Go
 	// program once its command runs, and hand on those meant for it: they are asked of
 	// the runtime while the view and the ruleset are built, so the command starts with
 	// them already on their channel (startSignals).
-	var sigs <-chan (<-chan os.Signal)
 	if os.Getpid() == 1 {
-		sigs = startSignals()
+		c.sigs = startSignals()
 	}
 	// The environment says which namespaces the helper was started in, and which its
 	// starter was in; the kernel must agree that they differ, or the mounts below would
@@ -84,39 +130,44 @@ func confineAndExec(spec, ns string, argv []string) error {
 	mountNS, netNS := starter["mnt"] != 0, starter["net"] != 0
 	for kind, ino := range starter {
 		if nsInode(kind) == ino {
-			return fmt.Errorf("not in a %s namespace of its own", kind)
+			return nil, fmt.Errorf("not in a %s namespace of its own", kind)
 		}
+	}
+	if watch {
+		c.relied = env.RelyOn(p.paths())
 	}
 	var view viewResult
 	if mountNS {
 		var err error
 		if view, err = buildView(&p, os.Getpid() == 1, machine); err != nil {
-			return err
+			return nil, err
 		}
 	} else if len(p.Hidden) > 0 || len(p.ReadOnly) > 0 || len(p.Caches) > 0 {
-		return errors.New("hidden and read-only paths and cache layers need a mount namespace")
+		return nil, errors.New("hidden and read-only paths and cache layers need a mount namespace")
 	}
-	// The program is found in the view, where it will run.
-	prog, err := exec.LookPath(argv[0])
-	if err != nil {
-		return err
+	if watch {
+		fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("watching the view: %w", err)
+		}
+		c.watch = fd
 	}
 	if netNS {
 		if err := loopbackUp(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// Capabilities a user namespace lent for the steps above go before the command runs.
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("clearing ambient capabilities: %w", err)
+		return nil, fmt.Errorf("clearing ambient capabilities: %w", err)
 	}
 	abi := landlockABI()
 	if abi < 1 {
-		return errors.New("the kernel has no Landlock")
+		return nil, errors.New("the kernel has no Landlock")
 	}
 	rs, err := newRuleset(abi, !p.Network && !netNS)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	all := handledFS(abi)
 	grant := func(paths []string, rights uint64) error {
@@ -138,25 +189,39 @@ func confineAndExec(spec, ns string, argv []string) error {
 		return nil
 	}
 	if err := grant(append(p.Read, view.read...), readRights); err != nil {
-		return err
+		return nil, err
 	}
 	// A cache is written in its private layer, through the overlay at its path.
 	if err := grant(append(p.Write, view.write...), all); err != nil {
-		return err
+		return nil, err
 	}
 	if err := grant(p.Devices, readRights|unix.LANDLOCK_ACCESS_FS_WRITE_FILE|fsTruncate|fsIoctlDev); err != nil {
-		return err
+		return nil, err
 	}
 	if err := dropCapabilities(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := installSyscallFilter(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := rs.enforce(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// exec starts argv on the confined thread; it returns only on failure. The program is
+// found in the view, where it runs.
+func (c *confined) exec(argv []string) error {
+	if len(argv) == 0 {
+		return errors.New("no command")
+	}
+	report := exitReportFD()
+	prog, err := exec.LookPath(argv[0])
+	if err != nil {
 		return err
 	}
-	return runAsInit(prog, argv, os.Environ(), report, sigs)
+	return runAsInit(prog, argv, os.Environ(), report, c.sigs)
 }
 
 // exitReportFD is the descriptor the host asked the helper to report the command's end

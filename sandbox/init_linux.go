@@ -34,6 +34,7 @@ import (
 // program (startSignals).
 func runAsInit(prog string, argv, envv []string, report int, notified <-chan (<-chan os.Signal)) error {
 	if os.Getpid() != 1 {
+		handCacheLocksOn()
 		return unix.Exec(prog, argv, envv)
 	}
 	// Only this thread was confined; the runtime's other threads keep what the helper

@@ -40,12 +40,6 @@ type Policy struct {
 	// CacheLayer is the directory holding the private write layers of Caches (one
 	// per leg, so a leg's later commands see what its earlier ones wrote).
 	CacheLayer string `json:"cache_layer,omitempty"`
-	// CacheWork names this command's overlay work directories in CacheLayer ("work-" +
-	// CacheWork beside each cache's upper directory; "" is "work"). Commands of one leg
-	// may run at once (a background task and the next command, two MCP servers), and
-	// overlayfs prepares its work directory at every mount: two mounts sharing one break
-	// each other. NewCacheWork makes one, RemoveCacheWork removes what it named.
-	CacheWork string `json:"cache_work,omitempty"`
 	// Sockets are unix socket files a setting granted by path: the only sockets outside
 	// the write roots a command can connect to.
 	Sockets []string `json:"sockets,omitempty"`
@@ -63,6 +57,21 @@ type Policy struct {
 	// sockets are Options.Sockets, resolved: those that are sockets when a command
 	// starts are granted.
 	sockets []string
+}
+
+// paths are every path the policy names: what a view is made from.
+func (p *Policy) paths() []string {
+	var out []string
+	for _, l := range [][]string{p.Read, p.Write, p.Devices, p.Hidden, p.ReadOnly, p.Caches, p.Sockets} {
+		out = append(out, l...)
+	}
+	for _, s := range []string{p.TempDir, p.CacheLayer, "/etc/resolv.conf"} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // systemReadable are the directories every command may read and run programs from: the

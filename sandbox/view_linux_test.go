@@ -538,6 +538,7 @@ func TestCachesGetAPrivateLayer(t *testing.T) {
 	os.Mkdir(tmp, 0o700)
 	p := sandbox.ForFence(w.fence, sandbox.Options{TempDir: tmp}).WithProtected(w.fence, false)
 	p.Caches, p.CacheLayer = []string{cache}, layer
+	t.Cleanup(func() { sweepAll(t, layer) })
 	env := "export C=" + strconv.Quote(cache) + "; "
 	code, out := run(t, &k, p, w.root, env+`echo new > "$C/new" && echo changed > "$C/old" && rm "$C/gone" && chmod 600 "$C/old" && cat "$C/old"`)
 	if code != 0 || out != "changed\n" {
@@ -625,4 +626,21 @@ func TestViewAlsoHoldsForAnUnprivilegedUser(t *testing.T) {
 		"TestCachesGetAPrivateLayer",
 		"TestWorkingDirectoryOutsideTheView",
 	)
+}
+
+// sweepAll removes the layer's work directories once the helpers that hold them have
+// exited (each reports its command's end before it does): overlayfs leaves them with no
+// permission bits, which a test's temporary directory cannot remove unprivileged.
+func sweepAll(t *testing.T, layer string) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		sandbox.SweepCacheWork(layer)
+		left, _ := filepath.Glob(filepath.Join(layer, "*", "work*"))
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("work directories still held: %v", left)
+			return
+		}
+	}
 }

@@ -211,20 +211,16 @@ func (v *view) cacheOverlay(path string) (int, error) {
 		return -1, err
 	}
 	fds = append(fds, dir)
-	work := "work"
-	if v.p.CacheWork != "" {
-		if !validCacheWork(v.p.CacheWork) {
-			return -1, fmt.Errorf("the cache work name %q is not one NewCacheWork makes", v.p.CacheWork)
-		}
-		work += "-" + v.p.CacheWork
+	upper, err := mkdirAt(dir, "upper")
+	if err != nil {
+		return -1, err
 	}
-	for _, sub := range []string{"upper", work} {
-		fd, err := mkdirAt(dir, sub)
-		if err != nil {
-			return -1, err
-		}
-		fds = append(fds, fd)
+	fds = append(fds, upper)
+	work, err := lockedWork(dir)
+	if err != nil {
+		return -1, err
 	}
+	fds = append(fds, work)
 	opts := [][2]string{
 		{"lowerdir", fdPath(lower)}, {"upperdir", fdPath(fds[1])}, {"workdir", fdPath(fds[2])},
 		{"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "nofollow"},

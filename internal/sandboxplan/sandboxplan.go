@@ -231,9 +231,6 @@ func MCPWrap(sb *shell.Sandbox, f *fence.Fence, network bool, keepTemp func(dir 
 		o.Readable = append(append([]string(nil), o.Readable...), sandbox.ProgramReadable(req.Argv)...)
 		o.Network = network
 		p := sandbox.ForFence(f, o).WithProtected(f, false)
-		// The servers start at once: each mounts the caches' layers with work
-		// directories of its own (they go with the temp dir).
-		p.CacheWork = sandbox.NewCacheWork()
 		req.Env = append(append([]string(nil), req.Env...), "TMPDIR="+tmp)
 		return sb.Kernel.Wrap(req, p)
 	}

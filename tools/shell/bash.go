@@ -84,7 +84,7 @@ func (t *bashTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 	notes = append(notes, snapNotes...)
 	return s.runForeground(ctx, runSpec{
 		tool: NameBash, command: in.Command, description: in.Description, dir: dir, timeout: timeout,
-		cwdFile: s.scratchFile("cwd"), hooks: hooks, autoBackground: s.cfg.AutoBackgroundOnTimeout,
+		cwdFile: s.cwdFile(), hooks: hooks, autoBackground: s.cfg.AutoBackgroundOnTimeout,
 		recordAfter: after,
 	}, notes)
 }

@@ -3,7 +3,9 @@ package shell
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -48,19 +50,24 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 		Stdout:      out,
 		Stderr:      out,
 	}
-	cleanup := func() {}
+	done := func(int) {}
 	if s.confine != nil {
 		var err error
-		if req, cleanup, err = s.confine.wrap(ctx, s, req, cwdFile); err != nil {
+		if req, done, err = s.confine.wrap(ctx, s, req, cwdFile); err != nil {
 			return nil, err
 		}
+		// The set's commands share one policy: the host readies the next one's
+		// confinement while the model thinks (env.ExecRequest.PrimeKey), until Shutdown.
+		req.PrimeKey = s.scratch
 	}
 	p, err := s.exec.Start(ctx, req)
 	if err != nil {
-		cleanup()
+		done(0)
 		return nil, err
 	}
-	pr := &proc{p: p, exited: make(chan struct{}), marker: s.groupFile(p.PID()), cleanup: s.tidyLater(cleanup)}
+	pid := p.PID()
+	cleanup := func() { done(pid) }
+	pr := &proc{p: p, exited: make(chan struct{}), marker: s.groupFile(pid), cleanup: s.tidyLater(cleanup)}
 	// Best effort: without the file, only the env's guardian stops the group should this
 	// process die.
 	os.WriteFile(pr.marker, nil, 0o600)
@@ -169,7 +176,7 @@ func prelude(cwdFile, hooks string) string {
 // learnCwd reads the directory the shell ended in and decides where the next command
 // starts. It returns a note for the answer when the directory was reset.
 func (s *Set) learnCwd(ctx context.Context, file, started string) string {
-	b, err := os.ReadFile(file)
+	b, err := readCwdFile(file)
 	os.Remove(file)
 	if err != nil || len(b) == 0 {
 		// The trap did not run (exec replaced the shell, the command removed the trap,
@@ -232,4 +239,46 @@ func (s *Set) startDir(ctx context.Context) (string, string) {
 	}
 	s.setCwd("")
 	return s.root, "The working directory " + d + " no longer exists; the command ran in " + s.root + "."
+}
+
+// cwdFileMax bounds what is read of a working-directory report: a path, at most
+// PATH_MAX bytes, and its newline.
+const cwdFileMax = 4097
+
+// createCwdFile makes the working-directory report file empty and the caller's own: what
+// was at the path (a file, or a link a command left at a name it could guess) is removed,
+// and the file is created anew, never through a link.
+func createCwdFile(path string) error {
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		if err == nil {
+			return f.Close()
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return fmt.Errorf("shell: %s keeps being made again", path)
+}
+
+// readCwdFile reads a working-directory report the command may have tampered with (a
+// confined command can replace it): only a regular file with one link is read, never
+// through a symbolic link, and no more than a path's length.
+func readCwdFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || (ok && st.Nlink != 1) {
+		return nil, fmt.Errorf("shell: %s is not the report file", path)
+	}
+	return io.ReadAll(io.LimitReader(f, cwdFileMax))
 }

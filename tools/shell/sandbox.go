@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/sandbox"
 )
 
@@ -97,27 +98,33 @@ func (c *confinement) prepare(ctx context.Context, s *Set) error {
 // so that it can be granted.
 //
 // The returned func removes, once the command has ended, the overlay work directories
-// its cache layers used (each command has its own: commands of a leg may run at once).
-func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, writeFile string) (env.ExecRequest, func(), error) {
+// its cache layers used (each command has its own: commands of a leg may run at once);
+// it is given the pid of the command's helper.
+func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, writeFile string) (env.ExecRequest, func(pid int), error) {
 	if err := c.prepare(ctx, s); err != nil {
 		return req, nil, err
 	}
 	p := c.base.WithProtected(s.cfg.Fence, sandbox.Approved(ctx))
-	done := func() {}
+	done := func(int) {}
 	if p.CacheLayer != "" && len(p.Caches) > 0 {
-		p.CacheWork = sandbox.NewCacheWork()
-		layer, work := p.CacheLayer, p.CacheWork
-		done = func() { sandbox.RemoveCacheWork(layer, work) }
+		// The command's helper made its own work directories in the layer; once it has
+		// exited they are free, and go with any others left free.
+		layer := p.CacheLayer
+		done = func(pid int) { sandbox.SweepCacheWorkAfter(layer, pid) }
 	}
 	p = s.withWalked(ctx, p) // protected entries at every depth, multi-link files (protect.go)
 	if _, err := os.Lstat(s.StageDir()); err == nil {
 		p.Hidden = append(slices.Clip(p.Hidden), s.StageDir())
 	}
 	if writeFile != "" && !s.cfg.ReadOnly {
-		if err := os.WriteFile(writeFile, nil, 0o600); err != nil {
+		if err := createCwdFile(writeFile); err != nil {
 			return req, nil, err
 		}
-		p.Write = append(append([]string(nil), p.Write...), writeFile)
+		// In the temp directory the command writes anyway (Set.cwdFile); anywhere else
+		// granted to this command alone.
+		if !fence.Contains(c.tmp, writeFile) {
+			p.Write = append(append([]string(nil), p.Write...), writeFile)
+		}
 	}
 	// Agents' sockets (SSH_AUTH_SOCK, GPG_AGENT_INFO) are held back by the environment
 	// rule like any credential, and outside the write roots unreachable in the view; one

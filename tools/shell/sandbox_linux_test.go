@@ -229,7 +229,8 @@ func TestSandboxUnavailableIsRefused(t *testing.T) {
 // Each confined command mounts the caches' layers with work directories of its own
 // (a background task and the next command may run at once), and they go when it ends:
 // after foreground commands and a finished background task, the layer holds its upper
-// directories and no work directory.
+// directories and the work directories of the spare readied for the next command
+// alone, which go with it.
 func TestCommandsLeaveNoCacheWorkBehind(t *testing.T) {
 	k := sandbox.Probe()
 	if !k.Available() || !k.Overlay {
@@ -253,15 +254,25 @@ func TestCommandsLeaveNoCacheWorkBehind(t *testing.T) {
 	if len(uppers) == 0 {
 		t.Fatalf("no cache layer was mounted (layer %s)", layer)
 	}
+	// The readied spare's: one work directory per cache, with its lock.
+	readied := 0
+	if env.PrimedReady(f.set.scratch, 10*time.Second) {
+		readied = 2 * len(uppers)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		left, _ := filepath.Glob(filepath.Join(layer, "*", "work*"))
-		if len(left) == 0 {
+		if len(left) == readied {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("work directories left: %v", left)
+			t.Fatalf("work directories left: %v (want %d, the readied spare's)", left, readied)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	env.EndPrimed(f.set.scratch)
+	sandbox.SweepCacheWork(layer)
+	if left, _ := filepath.Glob(filepath.Join(layer, "*", "work*")); len(left) != 0 {
+		t.Fatalf("work directories left once the readied spare ended: %v", left)
 	}
 }

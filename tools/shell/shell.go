@@ -377,6 +377,12 @@ func (s *Set) Shutdown(ctx context.Context) error {
 		for _, t := range ts {
 			t.out.close()
 		}
+		// A spare readied for the next command holds the scratch directory (its view
+		// and its cache layers' work directories): it goes first.
+		env.EndPrimed(s.scratch)
+		if s.confine != nil {
+			sandbox.SweepCacheWork(s.confine.layer)
+		}
 		if err := os.RemoveAll(s.scratch); err != nil {
 			return fmt.Errorf("shell: removing the scratch directory: %w", err)
 		}
@@ -414,6 +420,19 @@ func (s *Set) ensureScratch() error {
 		return sema.Errorf(CodeScratchInvalid, "the shell tools cannot make their scratch directory %q (%v); set Config.ScratchDir to a writable directory", s.scratch, s.scratchErr)
 	}
 	return nil
+}
+
+// cwdFile names the file a Bash command's trap writes its final directory to: in the
+// scratch directory, granted to that command alone — or, confined, in the commands'
+// private temp directory, which they may write anyway, so that a leg's commands share
+// one policy and a spare can build the next command's confinement ahead from it. Either
+// way it is created afresh before the command (createCwdFile) and read without
+// following a link (learnCwd).
+func (s *Set) cwdFile() string {
+	if s.confine != nil && !s.cfg.ReadOnly {
+		return filepath.Join(s.confine.tmp, ".sema-cwd-"+fmt.Sprint(s.fileSeq.Add(1)))
+	}
+	return s.scratchFile("cwd")
 }
 
 // scratchFile names a fresh file in the scratch directory.

@@ -1,0 +1,364 @@
+//go:build linux
+
+package env
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A spare can do more ahead than start: a program that takes over in its init (the
+// sandbox's helper) may also do, before its job comes, the work that depends only on
+// part of its environment — the prelude, the variables it registered with PrimeOn. The
+// helper builds a command's whole confinement from its policy that way while the model
+// thinks, and only starts the command once the job arrives.
+//
+// A start that names a series (ExecRequest.PrimeKey: a leg's shell commands, which
+// share one policy) leaves behind a spare primed with its prelude, for the series' next
+// start; that start takes it when its prelude is exactly the same, and otherwise ends
+// it and starts as before (the spare of its shape, or cold). The spare says when it is
+// ready (AwaitPrimedJob) or that its preparation failed (PrimeFailed); a start waits for
+// one still preparing (at most primeWait), since starting cold would do the same work
+// and more.
+//
+// What was prepared can go stale without the prelude changing, and is then not used:
+//   - a path the spare prepared from is replaced on the machine (renamed away and made
+//     again by an editor, git or a file tool): a mount made at the path went with the
+//     rename, and the new file at the path is not what the spare holds. The spare
+//     records what each path held before it prepared (RelyOn) and the host checks each
+//     still holds the same (device and inode) before it hands over a job;
+//   - a path a mount was made at is removed on the machine: the kernel detaches the
+//     mount in the spare's namespace. The spare hands the host its mountinfo, opened
+//     once it had made its mounts, and any change since (POLLPRI) ends it.
+// Both checks are made when the job is handed over; a change after that reaches the
+// command exactly as it reaches one whose view was made at its start.
+
+var (
+	primeMu   sync.Mutex
+	primeKeys []string
+	// primedUsed counts the starts a primed spare took, for the tests.
+	primedUsed atomic.Int64
+	// primedSock is, in a primed spare, the socket its job comes on (-1: this process
+	// is not one).
+	primedSock = -1
+)
+
+// primeWait bounds how long a start waits for a primed spare to finish preparing.
+const primeWait = 2 * time.Second
+
+// The messages a primed spare sends back.
+const (
+	readyMsg  = 'r'
+	failedMsg = 'f'
+)
+
+// PrimeOn registers the environment variables a program that takes over in its init
+// prepares from: a spare for a start that sets any of them is primed with their values
+// (the prelude) and hands the rest of the start to AwaitPrimedJob.
+func PrimeOn(keys ...string) {
+	primeMu.Lock()
+	defer primeMu.Unlock()
+	for _, k := range keys {
+		if !slices.Contains(primeKeys, k) {
+			primeKeys = append(primeKeys, k)
+		}
+	}
+}
+
+// preludeOf is the prelude of an environment: its entries of registered names, sorted;
+// nil when it has none.
+func preludeOf(environ []string) []string {
+	primeMu.Lock()
+	keys := primeKeys
+	primeMu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	var out []string
+	for _, kv := range environ {
+		if k, _, ok := strings.Cut(kv, "="); ok && slices.Contains(keys, k) {
+			out = append(out, kv)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// primedSpares holds each series' primed spare (ExecRequest.PrimeKey), at most
+// maxPrimed of them: a service runs many legs at once, each a series. Touched only on
+// the starter thread.
+var (
+	primedSpares = map[string]*spare{}
+	primedOrder  []string // the series in the order their spares were made, oldest first
+)
+
+const maxPrimed = 8
+
+// primeFor starts a spare in shape and primes it for the series key with prelude,
+// ending the oldest series' spare when there are maxPrimed.
+func primeFor(key string, shape warmShape, attr *syscall.SysProcAttr, prelude []string) {
+	primedOrder = slices.DeleteFunc(primedOrder, func(k string) bool { return primedSpares[k] == nil || k == key })
+	for len(primedOrder) >= maxPrimed {
+		endPrimedOnThread(primedOrder[0])
+	}
+	s, err := newSpare(attr)
+	if err != nil {
+		return
+	}
+	if s.prime(prelude) != nil {
+		s.end()
+		return
+	}
+	s.shape = shape
+	primedSpares[key] = s
+	primedOrder = append(primedOrder, key)
+}
+
+// endPrimedOnThread ends the series' primed spare, on the starter thread.
+func endPrimedOnThread(key string) {
+	if s := primedSpares[key]; s != nil {
+		s.end()
+		delete(primedSpares, key)
+	}
+	primedOrder = slices.DeleteFunc(primedOrder, func(k string) bool { return k == key })
+}
+
+// prime sends the spare its prelude.
+func (s *spare) prime(prelude []string) error {
+	head, body := (&warmJob{Env: prelude}).encode(primeMsg)
+	if len(body) > warmMaxJob {
+		return errors.New("env: a prelude too large for a spare")
+	}
+	if _, err := s.sock.Write(append(head, body...)); err != nil {
+		return err
+	}
+	s.primed = prelude
+	return nil
+}
+
+// fits reports whether the spare may take a start whose prelude is prelude: an
+// unprimed spare takes any; a primed one only the prelude it was primed with, once it
+// is ready and what it watches is unchanged.
+func (s *spare) fits(prelude []string) bool {
+	if s.primed == nil {
+		return true
+	}
+	if !slices.Equal(s.primed, prelude) {
+		return false
+	}
+	fd := int(s.sock.Fd())
+	if !pollIn(fd, primeWait) {
+		return false
+	}
+	msg := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(fd, msg, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT)
+	watch := -1
+	if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && perr == nil {
+		for _, m := range msgs {
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				for _, fd := range got {
+					if watch < 0 {
+						watch = fd
+					} else {
+						unix.Close(fd)
+					}
+				}
+			}
+		}
+	}
+	if watch >= 0 {
+		defer unix.Close(watch)
+	}
+	if err != nil || n != 1 || msg[0] != readyMsg {
+		return false
+	}
+	var size [4]byte
+	if readFull(fd, size[:]) != nil {
+		return false
+	}
+	body := make([]byte, binary.LittleEndian.Uint32(size[:]))
+	if len(body) > warmMaxJob || readFull(fd, body) != nil {
+		return false
+	}
+	relied, ok := decodeRelied(body)
+	if !ok || !stillSo(relied) {
+		return false
+	}
+	if watch >= 0 {
+		pfd := []unix.PollFd{{Fd: int32(watch), Events: unix.POLLPRI}}
+		if n, err := unix.Poll(pfd, 0); err != nil || n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Relied is a file a primed spare relied on, as it was when the spare prepared.
+type Relied struct {
+	// Path is the file's absolute path.
+	Path string
+	// Dev and Ino are its identity then: its device and inode, the final component not
+	// followed. Ino 0: there was nothing at the path.
+	Dev, Ino uint64
+}
+
+// RelyOn records what is at each of paths now, for AwaitPrimedJob. A spare records
+// before it prepares from them: whatever is found at a path later, if not this, makes the
+// host end the spare unused. (What a spare mounted goes with its path when the path is
+// renamed on the machine — no mount changes in the spare — and a new file at the old
+// path is not what was prepared.)
+func RelyOn(paths []string) []Relied {
+	out := make([]Relied, 0, len(paths))
+	for _, p := range paths {
+		r := Relied{Path: p}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil {
+			r.Dev, r.Ino = st.Dev, st.Ino
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// stillSo reports whether each relied-on path still holds what it held.
+func stillSo(relied []Relied) bool {
+	for _, r := range relied {
+		var st unix.Stat_t
+		err := unix.Lstat(r.Path, &st)
+		switch {
+		case err != nil && r.Ino == 0 && errors.Is(err, unix.ENOENT):
+		case err != nil, r.Ino == 0, st.Dev != r.Dev, st.Ino != r.Ino:
+			return false
+		}
+	}
+	return true
+}
+
+// encodeRelied lays out relied as the ready message carries it: path, device and inode,
+// each ended by a NUL byte.
+func encodeRelied(relied []Relied) []byte {
+	var b []byte
+	for _, r := range relied {
+		b = append(append(b, r.Path...), 0)
+		b = append(strconv.AppendUint(b, r.Dev, 10), 0)
+		b = append(strconv.AppendUint(b, r.Ino, 10), 0)
+	}
+	return b
+}
+
+func decodeRelied(b []byte) ([]Relied, bool) {
+	fields := strings.Split(string(b), "\x00")
+	if fields[len(fields)-1] != "" || (len(fields)-1)%3 != 0 {
+		return nil, false
+	}
+	var out []Relied
+	for i := 0; i+3 <= len(fields)-1; i += 3 {
+		dev, err1 := strconv.ParseUint(fields[i+1], 10, 64)
+		ino, err2 := strconv.ParseUint(fields[i+2], 10, 64)
+		if err1 != nil || err2 != nil || fields[i] == "" {
+			return nil, false
+		}
+		out = append(out, Relied{Path: fields[i], Dev: dev, Ino: ino})
+	}
+	return out, true
+}
+
+// Primed reports whether this process is a primed spare, waiting for its job (which
+// AwaitPrimedJob takes).
+func Primed() bool { return primedSock >= 0 }
+
+// AwaitPrimedJob is a primed spare's side once it has prepared: it tells the host it
+// is ready — passing watch (-1: none), a descriptor the host polls for POLLPRI before it
+// hands over a job, and relied (RelyOn), which the host checks still holds — then waits
+// for the job and takes it as its own: descriptors,
+// arguments and environment. It returns the job's directory, which the caller enters
+// itself (it may have changed its root since). A spare the host ends without a job
+// exits here. The process stays not dumpable.
+func AwaitPrimedJob(watch int, relied []Relied) string {
+	sock := primedSock
+	var rights []byte
+	if watch >= 0 {
+		rights = unix.UnixRights(watch)
+	}
+	body := encodeRelied(relied)
+	if err := unix.Sendmsg(sock, []byte{readyMsg}, rights, nil, 0); err != nil {
+		exit(0)
+	}
+	for out := append(binary.LittleEndian.AppendUint32(nil, uint32(len(body))), body...); len(out) > 0; {
+		n, err := unix.Write(sock, out)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			exit(0)
+		}
+		out = out[n:]
+	}
+	if watch >= 0 {
+		unix.Close(watch)
+	}
+	kind, job, fds, err := readWarmJob(sock)
+	if err != nil || kind != jobMsg {
+		exit(0)
+	}
+	takeJob(job, fds, sock)
+	primedSock = -1
+	return job.Dir
+}
+
+// PrimeFailed is a primed spare's side when its preparation failed: it tells the host,
+// which starts that command cold (and meets the failure there, with the command's
+// streams to report it on), and exits.
+func PrimeFailed() {
+	if primedSock >= 0 {
+		unix.Write(primedSock, []byte{failedMsg})
+	}
+	exit(0)
+}
+
+// PrimedStarts reports how many starts of this process a primed spare took: for
+// diagnostics, and for tests that a series' starts are readied ahead.
+func PrimedStarts() int64 { return primedUsed.Load() }
+
+// primedReadyOnThread reports whether the series' primed spare has said it is ready,
+// waiting at most wait; the message is left for the start that takes the spare.
+func primedReadyOnThread(key string, wait time.Duration) bool {
+	s := primedSpares[key]
+	if s == nil {
+		return false
+	}
+	if !pollIn(int(s.sock.Fd()), wait) {
+		return false
+	}
+	msg := make([]byte, 1)
+	n, _, err := unix.Recvfrom(int(s.sock.Fd()), msg, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return err == nil && n == 1 && msg[0] == readyMsg
+}
+
+// pollIn waits at most wait for fd to be readable (or closed); a signal that interrupts
+// the wait does not end it.
+func pollIn(fd int, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		ms := int(time.Until(deadline)/time.Millisecond) + 1
+		n, err := unix.Poll(pfd, ms)
+		switch {
+		case errors.Is(err, unix.EINTR) && time.Now().Before(deadline):
+			continue
+		case err != nil:
+			return false
+		}
+		return n > 0
+	}
+}
