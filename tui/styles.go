@@ -3,11 +3,10 @@ package tui
 import (
 	"image/color"
 	"strings"
-	"sync"
 
-	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sema-agent/sema/internal/termmd"
 )
 
 // styles are the screen's colours, chosen for the terminal's background; with NO_COLOR
@@ -63,120 +62,45 @@ func newStyles(dark, noColor bool) styles {
 	}
 }
 
-// markdown renders the model's text with glamour, one renderer per width, built on
-// first use (building one reads its style sheet).
+// markdown renders the model's text for the screen's background (termmd: Markdown as
+// terminal text, wrapped to the width and coloured without a syntax highlighter's
+// registries to initialise in every process).
 type markdown struct {
-	style string
-	mu    sync.Mutex
-	byW   map[int]*glamour.TermRenderer
+	style termmd.Style
 }
 
-var (
-	markdownMu     sync.Mutex
-	markdownStyles = map[string]*markdown{}
-)
+var markdownStyles = map[string]*markdown{
+	"dark":  {termmd.Dark},
+	"light": {termmd.Light},
+	"notty": {termmd.NoTTY},
+}
 
+// markdownFor returns the renderer of a style: "dark", "light" or "notty" (no escapes).
 func markdownFor(style string) *markdown {
-	markdownMu.Lock()
-	defer markdownMu.Unlock()
-	md := markdownStyles[style]
-	if md == nil {
-		md = &markdown{style: style, byW: map[int]*glamour.TermRenderer{}}
-		markdownStyles[style] = md
+	if md := markdownStyles[style]; md != nil {
+		return md
 	}
-	return md
+	return markdownStyles["notty"]
 }
 
-// render renders text at width; text glamour refuses is shown as it is.
+// render renders text at width: its lines, none blank at either end and none padded,
+// each but a blank one after a margin of two spaces (the assistant's text sits under the
+// user's, past the prompt's "› ").
 func (md *markdown) render(text string, width int) string {
-	md.mu.Lock()
-	r := md.byW[width]
-	if r == nil {
-		var err error
-		r, err = glamour.NewTermRenderer(glamour.WithStandardStyle(md.style), glamour.WithWordWrap(width))
-		if err != nil {
-			md.mu.Unlock()
-			return text
+	out := termmd.Render(text, max(width-margin, 1), md.style)
+	if out == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(len(out) + margin*(strings.Count(out, "\n")+1))
+	for line := range strings.Lines(out) {
+		if line != "\n" {
+			b.WriteString("  ")
 		}
-		md.byW[width] = r
+		b.WriteString(line)
 	}
-	out, err := r.Render(text)
-	md.mu.Unlock()
-	if err != nil {
-		return text
-	}
-	return trimBlankLines(out)
+	return b.String()
 }
 
-// trimBlankLines drops the blank lines (spaces and escapes only) glamour puts around a
-// document, so paragraphs rendered apart join with one blank line between them.
-func trimBlankLines(s string) string {
-	lines := strings.Split(s, "\n")
-	blank := func(l string) bool { return strings.TrimSpace(ansi.Strip(l)) == "" }
-	for len(lines) > 0 && blank(lines[0]) {
-		lines = lines[1:]
-	}
-	for len(lines) > 0 && blank(lines[len(lines)-1]) {
-		lines = lines[:len(lines)-1]
-	}
-	for i, l := range lines {
-		lines[i] = trimPadding(l)
-	}
-	return strings.Join(lines, "\n")
-}
-
-// trimPadding drops the spaces glamour pads a line to the wrap width with: each is its
-// own span with a foreground colour only (or, without colour, a plain space), which
-// draws nothing a blank cell does not. At 120 columns they were 950 of a short line's
-// 1,000 bytes, kept for every line of the conversation: 9 of a 10,000-line
-// conversation's 16 MiB. A space with a background or any other attribute stays.
-func trimPadding(line string) string {
-	if !strings.Contains(line, "\x1b") {
-		return strings.TrimRight(line, " ")
-	}
-	for {
-		rest, ok := strings.CutSuffix(line, " \x1b[m")
-		if !ok {
-			return line
-		}
-		i := strings.LastIndex(rest, "\x1b[")
-		if i < 0 || !strings.HasSuffix(rest, "m") || !foregroundOnly(rest[i+2:len(rest)-1]) {
-			return line
-		}
-		line = rest[:i]
-	}
-}
-
-// foregroundOnly reports whether the SGR parameters set at most a foreground colour
-// (or reset), so a space in their style looks like no character at all. It reads the
-// parameters in place: it runs for every padding space of every line rendered.
-func foregroundOnly(params string) bool {
-	next := func() string {
-		p, rest, _ := strings.Cut(params, ";")
-		params = rest
-		return p
-	}
-	for params != "" {
-		switch p := next(); {
-		case p == "38":
-			n := 0 // the colour's own parameters: 5;N or 2;R;G;B
-			switch next() {
-			case "5":
-				n = 1
-			case "2":
-				n = 3
-			default:
-				return false
-			}
-			for range n {
-				if next() == "" {
-					return false
-				}
-			}
-		case p == "0", p == "39", len(p) == 2 && (p[0] == '3' || p[0] == '9') && p[1] >= '0' && p[1] <= '7':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// margin is the markdown's left margin, in cells.
+const margin = 2
