@@ -120,8 +120,8 @@ func EndPrimed(key string) {
 	}
 }
 
-// PrimedReady reports whether the series key has a primed spare that is ready for its
-// next start, waiting at most wait for it to become so (for tests and diagnostics).
+// PrimedReady reports whether the series key has primed spares and all of them are
+// ready for its next starts, waiting at most wait for that (for tests and diagnostics).
 func PrimedReady(key string, wait time.Duration) bool {
 	return onStarter(startReq{key: key, ready: max(wait, time.Millisecond)}).ready
 }

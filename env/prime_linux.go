@@ -93,42 +93,64 @@ func preludeOf(environ []string) []string {
 	return out
 }
 
-// primedSpares holds each series' primed spare (ExecRequest.PrimeKey), at most
-// maxPrimed of them: a service runs many legs at once, each a series. Touched only on
-// the starter thread.
+// primedSpares holds each series' primed spares (ExecRequest.PrimeKey), oldest first:
+// primedDepth of them, so that a spare has the time of two commands to get ready when
+// a turn runs several one after another. At most maxPrimed series have spares (a
+// service runs many legs at once, each a series); the one whose spares were made
+// longest ago gives way. Touched only on the starter thread.
 var (
-	primedSpares = map[string]*spare{}
-	primedOrder  []string // the series in the order their spares were made, oldest first
+	primedSpares = map[string][]*spare{}
+	primedOrder  []string // the series, the one primed longest ago first
 )
 
-const maxPrimed = 8
+const (
+	primedDepth = 2
+	maxPrimed   = 8
+)
 
-// primeFor starts a spare in shape and primes it for the series key with prelude,
-// ending the oldest series' spare when there are maxPrimed.
+// primeFor tops the series key's spares up to primedDepth, each started in shape and
+// primed with prelude.
 func primeFor(key string, shape warmShape, attr *syscall.SysProcAttr, prelude []string) {
-	primedOrder = slices.DeleteFunc(primedOrder, func(k string) bool { return primedSpares[k] == nil || k == key })
+	primedOrder = slices.DeleteFunc(primedOrder, func(k string) bool { return len(primedSpares[k]) == 0 || k == key })
 	for len(primedOrder) >= maxPrimed {
 		endPrimedOnThread(primedOrder[0])
 	}
-	s, err := newSpare(attr)
-	if err != nil {
-		return
-	}
-	if s.prime(prelude) != nil {
-		s.end()
-		return
-	}
-	s.shape = shape
-	primedSpares[key] = s
 	primedOrder = append(primedOrder, key)
+	for len(primedSpares[key]) < primedDepth {
+		s, err := newSpare(attr)
+		if err != nil {
+			return
+		}
+		if s.prime(prelude) != nil {
+			s.end()
+			return
+		}
+		s.shape = shape
+		primedSpares[key] = append(primedSpares[key], s)
+	}
 }
 
-// endPrimedOnThread ends the series' primed spare, on the starter thread.
-func endPrimedOnThread(key string) {
-	if s := primedSpares[key]; s != nil {
-		s.end()
-		delete(primedSpares, key)
+// takePrimed takes the series' oldest primed spare, or nil.
+func takePrimed(key string) *spare {
+	q := primedSpares[key]
+	if len(q) == 0 {
+		return nil
 	}
+	s := q[0]
+	if len(q) == 1 {
+		delete(primedSpares, key)
+	} else {
+		primedSpares[key] = q[1:]
+	}
+	return s
+}
+
+// endPrimedOnThread ends the series' primed spares, on the starter thread.
+func endPrimedOnThread(key string) {
+	for _, s := range primedSpares[key] {
+		s.end()
+	}
+	delete(primedSpares, key)
 	primedOrder = slices.DeleteFunc(primedOrder, func(k string) bool { return k == key })
 }
 
@@ -330,19 +352,23 @@ func PrimeFailed() {
 // diagnostics, and for tests that a series' starts are readied ahead.
 func PrimedStarts() int64 { return primedUsed.Load() }
 
-// primedReadyOnThread reports whether the series' primed spare has said it is ready,
-// waiting at most wait; the message is left for the start that takes the spare.
+// primedReadyOnThread reports whether the series has primed spares and each has said
+// it is ready, waiting at most wait in all; the messages are left for the starts that
+// take them.
 func primedReadyOnThread(key string, wait time.Duration) bool {
-	s := primedSpares[key]
-	if s == nil {
-		return false
+	q := primedSpares[key]
+	deadline := time.Now().Add(wait)
+	for _, s := range q {
+		if !pollIn(int(s.sock.Fd()), time.Until(deadline)) {
+			return false
+		}
+		msg := make([]byte, 1)
+		n, _, err := unix.Recvfrom(int(s.sock.Fd()), msg, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		if err != nil || n != 1 || msg[0] != readyMsg {
+			return false
+		}
 	}
-	if !pollIn(int(s.sock.Fd()), wait) {
-		return false
-	}
-	msg := make([]byte, 1)
-	n, _, err := unix.Recvfrom(int(s.sock.Fd()), msg, unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	return err == nil && n == 1 && msg[0] == readyMsg
+	return len(q) > 0
 }
 
 // pollIn waits at most wait for fd to be readable (or closed); a signal that interrupts
@@ -351,7 +377,7 @@ func pollIn(fd int, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
-		ms := int(time.Until(deadline)/time.Millisecond) + 1
+		ms := max(int(time.Until(deadline)/time.Millisecond)+1, 0) // never -1: forever
 		n, err := unix.Poll(pfd, ms)
 		switch {
 		case errors.Is(err, unix.EINTR) && time.Now().Before(deadline):

