@@ -51,16 +51,19 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	cmd = run
 	w.started()
 	p.pid = cmd.Process.Pid
+	var reported []byte
 	if report != nil {
 		// The program is the reaper's child, in a group of its own: that group is the
-		// one signalled and guarded.
-		pid, err := reapedPID(report, path)
+		// one signalled and guarded. The reaper reports its end on the same pipe.
+		pid, rest, err := reapedPID(report, path)
 		w.report = nil
 		if err != nil {
+			report.Close()
 			cmd.Wait()
 			return nil, w.fail(err)
 		}
 		p.pid = pid
+		w.exitReport, reported = report, rest
 	}
 	guardAdd(p.pid)
 	p.wg.Add(len(p.copies))
@@ -73,7 +76,7 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		p.stdin = w.stdin
 		go feed(w.stdin, req.Stdin)
 	}
-	go p.await(cmd, w.exitReport)
+	go p.await(cmd, w.exitReport, reported)
 	return p, nil
 }
 
@@ -197,9 +200,9 @@ func (w *wiring) fail(err error) error {
 
 // await waits for the program — for its exit report first, when it gives one — and
 // records how it ended.
-func (p *hostProcess) await(cmd *exec.Cmd, exitReport *os.File) {
+func (p *hostProcess) await(cmd *exec.Cmd, exitReport *os.File, reported []byte) {
 	if exitReport != nil {
-		if st, ok := readExitReport(exitReport); ok {
+		if st, ok := readExitReport(exitReport, reported); ok {
 			// Everything of the program's is gone but the program itself, which is
 			// tearing its namespaces down: the group is not signalled again, and it
 			// leaves the guardian's list once it is reaped.
@@ -228,16 +231,23 @@ func (p *hostProcess) await(cmd *exec.Cmd, exitReport *os.File) {
 	close(p.exited)
 }
 
-// readExitReport reads a program's report of how it ended (ExecRequest.ReportsExit),
-// and false when the program exited without one.
-func readExitReport(r *os.File) (ExitStatus, bool) {
+// readExitReport reads a program's report of how it ended (ExecRequest.ReportsExit, or
+// the reaper's), and false when the program exited without one. reported is what of it
+// was read already.
+func readExitReport(r *os.File, reported []byte) (ExitStatus, bool) {
 	defer r.Close()
-	// One read: the report is one write of a few bytes, which a pipe delivers whole
-	// (PIPE_BUF); reading to the end of file would wait for the program's exit.
-	buf := make([]byte, 16)
-	got, err := r.Read(buf)
-	b := buf[:got]
-	if err != nil || len(b) < 2 {
+	b := reported
+	if len(b) == 0 {
+		// One read: the report is one write of a few bytes, which a pipe delivers whole
+		// (PIPE_BUF); reading to the end of file would wait for the program's exit.
+		buf := make([]byte, 16)
+		got, err := r.Read(buf)
+		if err != nil {
+			return ExitStatus{}, false
+		}
+		b = buf[:got]
+	}
+	if len(b) < 2 {
 		return ExitStatus{}, false
 	}
 	n, err := strconv.Atoi(string(b[1:]))

@@ -68,7 +68,9 @@ func StartCmdReaped(cmd *exec.Cmd) (pgid int, reaped bool, err error) {
 	if report == nil {
 		return cmd.Process.Pid, false, nil
 	}
-	pid, err := reapedPID(report, path)
+	pid, _, err := reapedPID(report, path)
+	// The end is waited for with cmd.Wait, not read from the report.
+	report.Close()
 	if err != nil {
 		cmd.Wait()
 		return 0, false, err

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -110,27 +109,32 @@ func viaReaper(cmd *exec.Cmd) (report, child *os.File, err error) {
 }
 
 // reapedPID reads what the reaper reports once it has started the program: the
-// program's pid, or the errno of a start that failed (then the reaper exits, and the
-// caller reaps it).
-func reapedPID(report *os.File, path string) (int, error) {
-	b, err := io.ReadAll(io.LimitReader(report, 64))
-	report.Close()
-	if err != nil {
-		return 0, err
+// program's pid on a line, or the errno of a start that failed (then the reaper exits,
+// and the caller reaps it). The report stays open: the reaper reports the program's end
+// on it too, once nothing is left below it; rest is what of that was read already.
+func reapedPID(report *os.File, path string) (pid int, rest []byte, err error) {
+	buf := make([]byte, 64)
+	var got []byte
+	for !bytes.Contains(got, []byte("\n")) && len(got) < len(buf) {
+		n, err := report.Read(buf[len(got):])
+		got = buf[:len(got)+n]
+		if err != nil {
+			break
+		}
 	}
-	s := string(b)
-	if e, ok := bytes.CutPrefix(b, []byte("!")); ok {
+	if e, ok := bytes.CutPrefix(got, []byte("!")); ok {
 		n, err := strconv.Atoi(string(e))
 		if err != nil {
-			return 0, fmt.Errorf("env: the process reaper failed to start %s: %q", path, s)
+			return 0, nil, fmt.Errorf("env: the process reaper failed to start %s: %q", path, got)
 		}
-		return 0, &fs.PathError{Op: "fork/exec", Path: path, Err: syscall.Errno(n)}
+		return 0, nil, &fs.PathError{Op: "fork/exec", Path: path, Err: syscall.Errno(n)}
 	}
-	pid, err := strconv.Atoi(s)
-	if err != nil || pid <= 0 {
-		return 0, fmt.Errorf("env: the process reaper ended before it started %s", path)
+	line, rest, ok := bytes.Cut(got, []byte("\n"))
+	pid, err = strconv.Atoi(string(line))
+	if !ok || err != nil || pid <= 0 {
+		return 0, nil, fmt.Errorf("env: the process reaper ended before it started %s", path)
 	}
-	return pid, nil
+	return pid, rest, nil
 }
 
 // runReaper is the reaper's whole life: it starts path with argv, reports its pid on
@@ -172,8 +176,8 @@ func runReaper(fd int, path string, argv []string) {
 	if err != nil {
 		fail(err)
 	}
-	unix.Write(fd, strconv.AppendInt(nil, int64(pid), 10))
-	unix.Close(fd)
+	// The pid on a line; the descriptor stays open for the report of the end.
+	unix.Write(fd, append(strconv.AppendInt(nil, int64(pid), 10), '\n'))
 
 	self := os.Getpid()
 	go func() {
@@ -194,10 +198,27 @@ func runReaper(fd int, path string, argv []string) {
 		}
 		if got == pid && (ws.Exited() || ws.Signaled()) {
 			status = ws
+			// Most programs leave nothing: then there is nothing to sweep, and the end
+			// is reported at once.
+			if _, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); errors.Is(err, unix.ECHILD) {
+				break
+			}
 			go sweep(self, reaperGrace)
 		}
 	}
+	// Everything below is gone: the host may return the program's end now, without
+	// waiting for this process's own exit (see ExecRequest.ReportsExit).
+	unix.Write(fd, reportOf(status))
 	exitAs(status)
+}
+
+// reportOf is the report of the reaper's own exit as exitAs will end it: "e" and the
+// exit code, or "s" and the signal (ExitReportEnv's form).
+func reportOf(ws unix.WaitStatus) []byte {
+	if ws.Signaled() {
+		return strconv.AppendInt([]byte("s"), int64(ws.Signal()), 10)
+	}
+	return strconv.AppendInt([]byte("e"), int64(ws.ExitStatus()), 10)
 }
 
 // sweep ends every process below the reaper self: SIGTERM and SIGCONT, then up to grace

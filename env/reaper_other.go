@@ -13,4 +13,6 @@ import (
 func viaReaper(*exec.Cmd) (report, child *os.File, err error) { return nil, nil, nil }
 
 // reapedPID is never called without a reaper.
-func reapedPID(*os.File, string) (int, error) { return 0, errors.New("env: no process reaper") }
+func reapedPID(*os.File, string) (int, []byte, error) {
+	return 0, nil, errors.New("env: no process reaper")
+}
