@@ -360,7 +360,9 @@ func (a *Agent) open(ctx context.Context, setup SessionSetup, servers []MCPServe
 	setup.MCPServers = mounted
 	s := &acpSession{id: setup.ID, a: a, tools: map[string]*toolState{}, allowed: map[string]bool{}, rejected: map[string]bool{}, queued: map[string]bool{}}
 	setup.Approver = s
-	setup.Buffers = sessionBuffers(a.ClientCapabilities(), a.conn, setup.ID)
+	if b := sessionBuffers(a.ClientCapabilities(), a.conn, setup.ID); b != nil {
+		s.bufs, setup.Buffers = b, b
+	}
 	opened, err := a.opts.Open(ctx, setup)
 	if err != nil {
 		return nil, openError(err, setup.ID)

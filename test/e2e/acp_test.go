@@ -565,6 +565,16 @@ func TestACPEditsGoThroughTheEditorsBuffers(t *testing.T) {
 	if !saw {
 		t.Errorf("no completed call shows the buffer's text: %v", c.updatesOf("tool_call_update"))
 	}
+	// The edit's diff is of the editor's text, not the disk's.
+	var diff map[string]any
+	for _, u := range c.updatesOf("tool_call_update") {
+		if content, _ := u["content"].([]any); u["status"] == "completed" && len(content) == 1 && content[0].(map[string]any)["type"] == "diff" {
+			diff = content[0].(map[string]any)
+		}
+	}
+	if diff == nil || diff["oldText"] != "hello, typed but not saved\n" || diff["newText"] != "goodbye, typed but not saved\n" {
+		t.Errorf("the edit's diff is %v, want the buffer's text before and after", diff)
+	}
 	c.in.Close()
 	if err := c.cmd.Wait(); err != nil {
 		t.Fatalf("sema acp: %v\n%s", err, c.stderr)

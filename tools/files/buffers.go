@@ -26,7 +26,8 @@ const (
 // source and a sink of text: every path reaches it after the fence, the deny rules and
 // the file checks have admitted it, and every decision of the write lane (read-before-
 // edit, permission, hooks, file history) is made as without it. Images, notebooks and
-// binary files are read from and written to the disk as without it.
+// binary files are read from and written to the disk as without it, and Grep, Glob and
+// LS walk the disk: a search over the workspace is not a read of the files in view.
 type Buffers interface {
 	// ReadText returns the text the editor shows for the absolute path (its unsaved
 	// buffer when it has one, else the file).
