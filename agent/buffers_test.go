@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -80,5 +81,42 @@ func TestDepsBuffersEditTheEditorsTextAndRewind(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); string(b) != "package main // helo\n" {
 		t.Fatalf("after the rewind the file holds %q, want the disk's text before the run", b)
+	}
+}
+
+// askedEditor fails the test when the file tools ask it anything.
+type askedEditor struct{ t *testing.T }
+
+func (e askedEditor) ReadText(_ context.Context, path string) (string, error) {
+	e.t.Errorf("the editor was asked for %s", path)
+	return "", errors.New("asked")
+}
+
+func (e askedEditor) WriteText(_ context.Context, path, _ string) error {
+	e.t.Errorf("the editor was asked to write %s", path)
+	return errors.New("asked")
+}
+
+// A path a deny rule keeps from the model never reaches the editor, for a read or a
+// write.
+func TestDepsBuffersNeverSeeADeniedPath(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "secrets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "secrets", "key.txt"), []byte("s3cret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := runSeats(t, agent.Deps{Buffers: askedEditor{t}},
+		agent.TaskSpec{Prompt: "peek", Root: root, PermissionMode: "bypassPermissions",
+			DisallowedTools: []string{"Read(./secrets/**)", "Edit(./secrets/**)"}},
+		scripted.Turn{ToolCalls: []scripted.ToolCall{
+			{ID: "r", Name: "Read", Input: json.RawMessage(`{"file_path":"secrets/key.txt"}`)},
+			{ID: "w", Name: "Write", Input: json.RawMessage(`{"file_path":"secrets/new.txt","content":"x"}`)},
+		}},
+		scripted.Turn{Text: "done"})
+	if len(got.results) != 2 || !got.results[0].IsError || !got.results[1].IsError {
+		t.Fatalf("results %+v, want both calls refused", got.results)
 	}
 }
