@@ -15,6 +15,7 @@ import (
 	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/tools/files"
 )
 
 // Backend runs a session's prompts: each prompt is one leg continuing the session
@@ -52,6 +53,9 @@ type SessionSetup struct {
 	Load bool
 	// Approver answers the session's permission questions through the client.
 	Approver permission.Approver
+	// Buffers are the session's file reads and writes through the client, when it
+	// offered both fs.readTextFile and fs.writeTextFile; nil otherwise (agent.Deps.Buffers).
+	Buffers files.Buffers
 }
 
 // Session is an opened session, as the command line prepared it.
@@ -268,8 +272,12 @@ func (a *Agent) initialize(params json.RawMessage) (any, error) {
 		who = p.ClientInfo.Name + " " + p.ClientInfo.Version
 	}
 	c := p.ClientCapabilities
-	// The client's own file system and terminals are recorded, not used: reads, writes
-	// and commands go to the disk and sema's shell (docs/acp.md).
+	// A client that serves both fs/read_text_file and fs/write_text_file gets the text
+	// files the model reads and edits through it (sessionBuffers), so unsaved buffers
+	// are what the model sees; the fence, the permission fold and file history decide
+	// as without it. Its terminals are not used: a command run there would run outside
+	// sema's sandbox, file history and permission fold, so commands stay in sema's
+	// shell and their output goes to the client as tool_call_update content.
 	fmt.Fprintf(a.opts.Log, "sema acp: %s connected (protocol %d; it offers fs.readTextFile %t, fs.writeTextFile %t, terminal %t)\n",
 		who, *p.ProtocolVersion, c.FS.ReadTextFile, c.FS.WriteTextFile, c.Terminal)
 	return InitializeResponse{
@@ -352,6 +360,9 @@ func (a *Agent) open(ctx context.Context, setup SessionSetup, servers []MCPServe
 	setup.MCPServers = mounted
 	s := &acpSession{id: setup.ID, a: a, tools: map[string]*toolState{}, allowed: map[string]bool{}, rejected: map[string]bool{}, queued: map[string]bool{}}
 	setup.Approver = s
+	if b := sessionBuffers(a.ClientCapabilities(), a.conn, setup.ID); b != nil {
+		s.bufs, setup.Buffers = b, b
+	}
 	opened, err := a.opts.Open(ctx, setup)
 	if err != nil {
 		return nil, openError(err, setup.ID)

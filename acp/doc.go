@@ -7,7 +7,8 @@
 // notifications, every malformed line answered with a JSON-RPC error and the
 // connection kept), and the agent side (Agent, Serve): initialize, session/new,
 // session/load, session/prompt, session/set_mode, session/cancel, and the
-// session/request_permission questions it puts to the client.
+// session/request_permission questions it puts to the client, and the fs/read_text_file
+// and fs/write_text_file requests the file tools make through it when it serves them.
 //
 // It is a client of the runner like the terminal session: a session's prompts run
 // through a Backend (the command line gives it tui.Local, one leg per prompt, each

@@ -110,6 +110,9 @@ func (s *acpSession) toolCall(id, name string, input json.RawMessage) {
 	}
 	if st.edit && st.path != "" {
 		st.before = readText(st.path)
+		if s.bufs != nil {
+			s.bufs.forget(st.path)
+		}
 	}
 	s.mu.Lock()
 	s.tools[id] = st
@@ -155,6 +158,14 @@ func (s *acpSession) toolResult(id string, isError bool, text string) {
 		u.Status = StatusFailed
 	}
 	if st != nil && st.edit && st.path != "" && !isError {
+		if s.bufs != nil {
+			// Written through the editor: the diff is of the editor's text.
+			if e, ok := s.bufs.edited(st.path); ok {
+				u.Content = []ToolCallContent{{Type: "diff", Path: st.path, OldText: e.before, NewText: &e.after}}
+				s.update(u)
+				return
+			}
+		}
 		if after := readText(st.path); after != nil {
 			u.Content = []ToolCallContent{{Type: "diff", Path: st.path, OldText: st.before, NewText: after}}
 			s.update(u)

@@ -23,6 +23,9 @@ type acpSession struct {
 	id     string
 	a      *Agent
 	opened *Session
+	// bufs are the session's reads and writes through the client; nil when it
+	// serves no files.
+	bufs *buffers
 
 	mu      sync.Mutex
 	running context.CancelFunc // the running prompt's; nil between prompts

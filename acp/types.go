@@ -27,6 +27,12 @@ const (
 	MethodRequestPermission = "session/request_permission"
 	// MethodCancelRequest: (a notification) cancels one request by its id.
 	MethodCancelRequest = "$/cancel_request"
+	// MethodReadTextFile: (a request to the client) the text of a file as the editor
+	// holds it; only when the client offers fs.readTextFile.
+	MethodReadTextFile = "fs/read_text_file"
+	// MethodWriteTextFile: (a request to the client) writes a file through the editor;
+	// only when the client offers fs.writeTextFile.
+	MethodWriteTextFile = "fs/write_text_file"
 )
 
 // The JSON-RPC 2.0 error codes the connection answers with.
@@ -81,6 +87,35 @@ type FileSystemCapabilities struct {
 	ReadTextFile bool `json:"readTextFile"`
 	// WriteTextFile: the client serves fs/write_text_file.
 	WriteTextFile bool `json:"writeTextFile"`
+}
+
+// ReadTextFileRequest asks the client for the text of a file (fs/read_text_file).
+type ReadTextFileRequest struct {
+	// SessionID is the session the read is for.
+	SessionID string `json:"sessionId"`
+	// Path is the file's absolute path.
+	Path string `json:"path"`
+	// Line is the 1-based line to start at; nil for the first.
+	Line *int `json:"line,omitempty"`
+	// Limit is how many lines to read; nil for all.
+	Limit *int `json:"limit,omitempty"`
+}
+
+// ReadTextFileResponse is the client's answer to fs/read_text_file.
+type ReadTextFileResponse struct {
+	// Content is the text.
+	Content *string `json:"content"`
+}
+
+// WriteTextFileRequest asks the client to write a file (fs/write_text_file); the
+// answer is null.
+type WriteTextFileRequest struct {
+	// SessionID is the session the write is for.
+	SessionID string `json:"sessionId"`
+	// Path is the file's absolute path.
+	Path string `json:"path"`
+	// Content is the file's whole new text.
+	Content string `json:"content"`
 }
 
 // InitializeResponse is the agent's answer to initialize.

@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/internal/rewindpoint"
 	"github.com/sema-agent/sema/internal/transcript"
 	"github.com/sema-agent/sema/session"
+	"github.com/sema-agent/sema/tools/files"
 )
 
 // RewindSpec asks to return a session to the start of one of its turns.
@@ -281,26 +282,44 @@ type writeEnv struct {
 // WriteFile records what the write is about to leave, writes through to the env, then
 // records what the write left.
 func (w *writeEnv) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
-	rec, tracked := w.l.afters.take(path)
+	return w.l.recordWrite(ctx, path, data, func() error { return w.ExecutionEnv.WriteFile(ctx, path, data, perm) })
+}
+
+// writeBuffers is writeEnv for the writes the lane hands the editor (files.Buffers): the
+// same records around the editor's write, which saves the bytes to the file.
+type writeBuffers struct {
+	files.Buffers
+	l *leg
+}
+
+// WriteText records what the write is about to leave, hands the text to the editor,
+// then records what the write left.
+func (w *writeBuffers) WriteText(ctx context.Context, path, text string) error {
+	return w.l.recordWrite(ctx, path, []byte(text), func() error { return w.Buffers.WriteText(ctx, path, text) })
+}
+
+// recordWrite runs write, the write of data to path, between the two history records.
+func (l *leg) recordWrite(ctx context.Context, path string, data []byte, write func() error) error {
+	rec, tracked := l.afters.take(path)
 	intended := false
 	if tracked {
-		if err := w.l.files.Intend(context.WithoutCancel(ctx), rec, data); err != nil {
-			w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write is about to leave in " + path + " could not be recorded; a rewind will treat the file as changed outside the agent: " + err.Error(),
+		if err := l.files.Intend(context.WithoutCancel(ctx), rec, data); err != nil {
+			l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write is about to leave in " + path + " could not be recorded; a rewind will treat the file as changed outside the agent: " + err.Error(),
 				Detail: map[string]any{"path": path}})
 		} else {
 			intended = true
 		}
 	}
-	if err := w.ExecutionEnv.WriteFile(ctx, path, data, perm); err != nil {
+	if err := write(); err != nil {
 		return err
 	}
 	if !tracked {
 		return nil
 	}
-	if err := w.l.files.Wrote(context.WithoutCancel(ctx), rec, data); err != nil && intended {
+	if err := l.files.Wrote(context.WithoutCancel(ctx), rec, data); err != nil && intended {
 		// The intended bytes stay recorded (Record.Pending): a rewind still knows them as
 		// the agent's. An Intend that failed has said so already.
-		w.l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write left in " + path + " could not be confirmed; a rewind restores the file while it holds exactly these bytes, and treats anything else there as changed outside the agent: " + err.Error(),
+		l.notice(sema.Notice{Code: CodeAfterFailed, Message: "what a write left in " + path + " could not be confirmed; a rewind restores the file while it holds exactly these bytes, and treats anything else there as changed outside the agent: " + err.Error(),
 			Detail: map[string]any{"path": path}})
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 // buildRoster mounts the leg's tools.
 func (l *leg) buildRoster() tools.Roster {
 	l.seedReadState()
-	cfg := files.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState, ImageDownsampler: l.deps.ImageDownsampler}
+	cfg := files.Config{Env: l.deps.Env, Fence: l.fence, ReadState: l.readState, ImageDownsampler: l.deps.ImageDownsampler, Buffers: l.deps.Buffers}
 	if l.gate != nil {
 		// The walks of Glob, Grep and LS ask the gate's own matcher about every entry, so
 		// a Read deny rule hides a path from a listing as it refuses a call naming it.
@@ -23,6 +23,9 @@ func (l *leg) buildRoster() tools.Roster {
 		laneCfg := cfg
 		if l.files != nil {
 			laneCfg.Env = &writeEnv{ExecutionEnv: cfg.Env, l: l}
+			if cfg.Buffers != nil {
+				laneCfg.Buffers = &writeBuffers{Buffers: cfg.Buffers, l: l}
+			}
 		}
 		lane := files.WriteTools(laneCfg, files.LaneConfig{MemoryDirs: admittedDirs(l.fence, fence.AdvertiserMemory), Hooks: files.Hooks{
 			Permission:    l.permitWrite,

@@ -332,6 +332,13 @@ type Deps struct {
 	// is then refused with fs.image_too_large, never sent as it is. Nil (the default):
 	// the built-in imagefit.Downsample.
 	ImageDownsampler imagefit.Downsampler
+	// Buffers is the editor the run works in, when it serves the files it holds (an ACP
+	// client's fs/read_text_file and fs/write_text_file): Read shows a text file as the
+	// editor holds it, unsaved changes included, and Write, Edit and MultiEdit edit that
+	// text and hand the result to the editor, which saves it. Paths, permissions, hooks
+	// and file history are decided as without it, and rewind restores the files on the
+	// disk. Nil (the default): every byte goes through Env. See files.Buffers.
+	Buffers files.Buffers
 	// OnNotice receives non-fatal announcements as they happen. Nil (the default): none
 	// is delivered as it happens; they are all listed in the TaskResult either way.
 	OnNotice func(sema.Notice)

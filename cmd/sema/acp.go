@@ -175,6 +175,12 @@ func (s *acpServer) open(ctx context.Context, setup acp.SessionSetup) (*acp.Sess
 		return fail(err)
 	}
 	deps = deps.WithStateDir(s.state)
+	if !demo {
+		// Text files are read and written through the editor when it serves them, so
+		// the model sees its unsaved buffers. The demo's workspace is sema's own
+		// scratch directory, not the editor's project: it stays on the disk.
+		deps.Buffers = setup.Buffers
+	}
 	root, err := canonicalRoot(ctx, run.root)
 	if err != nil {
 		return fail(err)

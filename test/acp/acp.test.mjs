@@ -1,7 +1,8 @@
 // Drives `sema acp` through the official Agent Client Protocol library for
 // TypeScript (@agentclientprotocol/sdk, its client app), as an editor would:
 // initialize, session/new, prompts whose tool calls ask for permission, a mode
-// change, a cancelled command, and session/load in a new process.
+// change, a cancelled command, session/load in a new process, and an editor that
+// serves its unsaved buffers through fs/read_text_file and fs/write_text_file.
 //
 //   SEMA_ACP_EXE      the built sema binary
 //   SEMA_ACP_SDK_DIR  the installed @agentclientprotocol/sdk package directory
@@ -63,8 +64,10 @@ const SCRIPT = {
 
 // startAgent launches `sema acp` and connects the client app to it. The client
 // answers each permission request with answer(request) and collects every
-// session/update in updates.
-function startAgent(dirs, answer) {
+// session/update in updates. With editor, the client also serves fs/read_text_file
+// (editor.unsaved's text for a path it holds, else the disk) and fs/write_text_file
+// (saved to the disk), recording each request in editor.reads and editor.writes.
+function startAgent(dirs, answer, editor) {
 	const child = spawn(EXE, ['acp', '--model', 'scripted/' + dirs.script, '--home', dirs.state, '--sandbox', 'off'], {
 		cwd: dirs.ws,
 		env: { ...process.env, HOME: dirs.home, SEMA_HOME: dirs.state, ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '' },
@@ -84,10 +87,23 @@ function startAgent(dirs, answer) {
 			counts.updates++;
 			updates.push(params);
 		});
+	if (editor) {
+		app.onRequest(methods.client.fs.readTextFile, async ({ params }) => {
+			editor.reads.push(params);
+			const content = editor.unsaved.has(params.path) ? editor.unsaved.get(params.path) : fs.readFileSync(params.path, 'utf8');
+			return { content };
+		});
+		app.onRequest(methods.client.fs.writeTextFile, async ({ params }) => {
+			editor.writes.push(params);
+			editor.unsaved.delete(params.path);
+			fs.writeFileSync(params.path, params.content);
+			return {};
+		});
+	}
 	// The lines as they came, counted before the library reads them: every update and
 	// question sema sent must reach the handlers, none dropped by the library's schema
 	// checks.
-	const raw = { updates: 0, permissions: 0 };
+	const raw = { updates: 0, permissions: 0, terminal: 0 };
 	let partial = '';
 	child.stdout.on('data', (d) => {
 		const lines = (partial + d).split('\n');
@@ -96,6 +112,7 @@ function startAgent(dirs, answer) {
 			const m = JSON.parse(l);
 			if (m.method === methods.client.session.update) raw.updates++;
 			if (m.method === methods.client.session.requestPermission) raw.permissions++;
+			if (typeof m.method === 'string' && m.method.startsWith('terminal/')) raw.terminal++;
 		}
 	});
 	const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
@@ -104,7 +121,7 @@ function startAgent(dirs, answer) {
 		assert.equal(counts.updates, raw.updates, 'a session/update sema sent did not pass the library');
 		assert.equal(permissions.length, raw.permissions, 'a permission request sema sent did not pass the library');
 	};
-	return { child, app, stream, updates, permissions, exited, checkAll, stderr: () => stderr };
+	return { child, app, stream, updates, permissions, raw, exited, checkAll, stderr: () => stderr };
 }
 
 function kinds(updates) {
@@ -248,4 +265,44 @@ test('an editor drives sema acp through the official client library', { timeout:
 	b.child.stdin.end();
 	assert.equal((await b.exited).code, 0, b.stderr());
 	b.checkAll();
+});
+
+test('an editor that serves its files gets the model\'s reads and edits of them', { timeout: 60_000 }, async (t) => {
+	const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sema-acp-fs-'));
+	t.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+	const dirs = { home: path.join(tmp, 'home'), state: path.join(tmp, 'state'), ws: path.join(tmp, 'ws'), script: path.join(tmp, 'script.json') };
+	for (const d of [dirs.home, dirs.state, dirs.ws]) fs.mkdirSync(d, { recursive: true });
+	fs.writeFileSync(dirs.script, JSON.stringify({ turns: SCRIPT.turns.slice(0, 3) }));
+	fs.writeFileSync(path.join(dirs.ws, 'a.txt'), 'hello\n');
+	const ws = fs.realpathSync(dirs.ws);
+	const file = path.join(ws, 'a.txt');
+	const editor = { unsaved: new Map([[file, 'hello, typed but not saved\n']]), reads: [], writes: [] };
+	const a = startAgent(dirs, () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } }), editor);
+	t.after(() => a.child.kill('SIGKILL'));
+	await a.app.connectWith(a.stream, async (cx) => {
+		await cx.request(methods.agent.initialize, {
+			protocolVersion: PROTOCOL_VERSION,
+			clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+		});
+		const { sessionId } = await cx.request(methods.agent.session.new, { cwd: ws, mcpServers: [] });
+		const r = await cx.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'change hello to goodbye' }] });
+		assert.equal(r.stopReason, 'end_turn');
+		assert.ok(editor.reads.length > 0, 'the editor was never asked for the file');
+		for (const q of editor.reads) assert.deepEqual([q.sessionId, q.path], [sessionId, file]);
+		assert.equal(a.permissions.length, 1, 'the edit was not asked about');
+		assert.equal(a.permissions[0].toolCall.kind, 'edit');
+		assert.deepEqual(editor.writes, [{ sessionId, path: file, content: 'goodbye, typed but not saved\n' }]);
+		const read = a.updates.find((u) => u.update.sessionUpdate === 'tool_call_update' && u.update.status === 'completed' &&
+			JSON.stringify(u.update.content ?? []).includes('typed but not saved'));
+		assert.ok(read, `the model was not shown the unsaved buffer: ${kinds(a.updates)}`);
+		// The diff shown is of the editor's text, not the disk's.
+		const done = a.updates.find((u) => u.update.sessionUpdate === 'tool_call_update' && u.update.status === 'completed' &&
+			Array.isArray(u.update.content) && u.update.content.some((c) => c.type === 'diff'));
+		assert.deepEqual(done.update.content, [{ type: 'diff', path: file, oldText: 'hello, typed but not saved\n', newText: 'goodbye, typed but not saved\n' }]);
+	});
+	a.child.stdin.end();
+	assert.equal((await a.exited).code, 0, a.stderr());
+	a.checkAll();
+	// The editor's terminal was offered and not used: commands stay in sema's shell.
+	assert.equal(a.raw.terminal, 0, 'sema sent a terminal/* request');
 });

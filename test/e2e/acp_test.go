@@ -26,6 +26,41 @@ type acpClient struct {
 	answers func(req map[string]any) string // the option chosen for a permission request
 	updates []map[string]any                // every session/update's update, in order
 	asked   []map[string]any                // every permission request's params
+	// unsaved are the editor's buffers with unsaved changes, by absolute path: what
+	// fs/read_text_file answers for them instead of the disk.
+	unsaved map[string]string
+	fsReads []map[string]any // every fs/read_text_file's params
+	// fsWrites are every fs/write_text_file's params; each write is saved to the disk
+	// and replaces the path's buffer, as an editor does.
+	fsWrites []map[string]any
+}
+
+// serveFS answers a file request of the agent as an editor with unsaved buffers does.
+func (c *acpClient) serveFS(m map[string]any) {
+	params := m["params"].(map[string]any)
+	path, _ := params["path"].(string)
+	if m["method"] == "fs/read_text_file" {
+		c.fsReads = append(c.fsReads, params)
+		text, ok := c.unsaved[path]
+		if !ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				c.write(map[string]any{"id": m["id"], "error": map[string]any{"code": -32002, "message": err.Error()}})
+				return
+			}
+			text = string(b)
+		}
+		c.write(map[string]any{"id": m["id"], "result": map[string]any{"content": text}})
+		return
+	}
+	c.fsWrites = append(c.fsWrites, params)
+	content, _ := params["content"].(string)
+	delete(c.unsaved, path)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		c.write(map[string]any{"id": m["id"], "error": map[string]any{"code": -32603, "message": err.Error()}})
+		return
+	}
+	c.write(map[string]any{"id": m["id"], "result": nil})
 }
 
 func startACP(t *testing.T, dir, state, script string, answers func(map[string]any) string, flags ...string) *acpClient {
@@ -41,7 +76,7 @@ func startACP(t *testing.T, dir, state, script string, answers func(map[string]a
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &acpClient{t: t, cmd: cmd, in: in, lines: make(chan map[string]any, 1024), stderr: &strings.Builder{}, answers: answers}
+	c := &acpClient{t: t, cmd: cmd, in: in, lines: make(chan map[string]any, 1024), stderr: &strings.Builder{}, answers: answers, unsaved: map[string]string{}}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -102,6 +137,8 @@ func (c *acpClient) wait(id float64) map[string]any {
 				params := m["params"].(map[string]any)
 				c.asked = append(c.asked, params)
 				c.write(map[string]any{"id": m["id"], "result": map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": c.answers(params)}}})
+			case "fs/read_text_file", "fs/write_text_file":
+				c.serveFS(m)
 			case nil:
 				if m["id"] == id {
 					return m
@@ -480,5 +517,82 @@ func TestACPEditorGoneMidQuestionParksIt(t *testing.T) {
 	a := sema(t, ws, nil, "", "approve", sid, "--checkpoint", m[1], "--allow", "--home", state, "--model", "scripted/"+script, "--sandbox", "off")
 	if _, err := os.Stat(filepath.Join(ws, "deferred.txt")); a.code != 0 || err != nil {
 		t.Fatalf("sema approve: exit %d, deferred.txt: %v\n%s\n%s", a.code, err, a.stdout, a.stderr)
+	}
+}
+
+// A client that serves fs/read_text_file and fs/write_text_file gets the model's reads
+// and edits of text files: the model reads the unsaved buffer, the edit of that text
+// is handed to the editor after the usual question, and a client that offers nothing
+// gets no file request.
+func TestACPEditsGoThroughTheEditorsBuffers(t *testing.T) {
+	ws := writeTree(t, map[string]string{"a.txt": "hello\n"})
+	ws, _ = filepath.EvalSymlinks(ws)
+	path := filepath.Join(ws, "a.txt")
+	state := t.TempDir()
+	script := writeScript(t, `{"turns":[
+		{"tool_calls":[{"name":"Read","input":{"file_path":"a.txt"}}]},
+		{"tool_calls":[{"name":"Edit","input":{"file_path":"a.txt","old_string":"hello","new_string":"goodbye"}}]},
+		{"text":"Edited."}]}`)
+	c := startACP(t, ws, state, script, func(map[string]any) string { return "allow_once" })
+	c.unsaved[path] = "hello, typed but not saved\n"
+	c.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": true, "writeTextFile": true}}})
+	sid := c.call("session/new", map[string]any{"cwd": ws, "mcpServers": []any{}})["sessionId"].(string)
+	r := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "say goodbye"}}})
+	if r["stopReason"] != "end_turn" {
+		t.Fatalf("stop reason %v; stderr:\n%s", r, c.stderr)
+	}
+	if len(c.fsReads) == 0 {
+		t.Fatal("the editor was never asked for the file")
+	}
+	for _, p := range c.fsReads {
+		if p["sessionId"] != sid || p["path"] != path {
+			t.Errorf("fs/read_text_file %v, want session %s and the absolute path", p, sid)
+		}
+	}
+	if len(c.asked) != 1 || c.asked[0]["toolCall"].(map[string]any)["kind"] != "edit" {
+		t.Fatalf("questions %v, want the edit's", c.asked)
+	}
+	if len(c.fsWrites) != 1 || c.fsWrites[0]["sessionId"] != sid || c.fsWrites[0]["path"] != path || c.fsWrites[0]["content"] != "goodbye, typed but not saved\n" {
+		t.Fatalf("fs/write_text_file %v, want one write of the edited buffer", c.fsWrites)
+	}
+	// The model saw the buffer: the Read's result, as the client was shown it.
+	saw := false
+	for _, u := range c.updatesOf("tool_call_update") {
+		if strings.Contains(fmt.Sprint(u["content"]), "typed but not saved") && u["status"] == "completed" {
+			saw = true
+		}
+	}
+	if !saw {
+		t.Errorf("no completed call shows the buffer's text: %v", c.updatesOf("tool_call_update"))
+	}
+	// The edit's diff is of the editor's text, not the disk's.
+	var diff map[string]any
+	for _, u := range c.updatesOf("tool_call_update") {
+		if content, _ := u["content"].([]any); u["status"] == "completed" && len(content) == 1 && content[0].(map[string]any)["type"] == "diff" {
+			diff = content[0].(map[string]any)
+		}
+	}
+	if diff == nil || diff["oldText"] != "hello, typed but not saved\n" || diff["newText"] != "goodbye, typed but not saved\n" {
+		t.Errorf("the edit's diff is %v, want the buffer's text before and after", diff)
+	}
+	c.in.Close()
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("sema acp: %v\n%s", err, c.stderr)
+	}
+
+	// Without the capabilities, the same prompt reads the disk and asks the editor nothing.
+	if err := os.WriteFile(path, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startACP(t, ws, t.TempDir(), script, func(map[string]any) string { return "allow_once" })
+	n.unsaved[path] = "never shown\n"
+	n.call("initialize", map[string]any{"protocolVersion": 1})
+	sid = n.call("session/new", map[string]any{"cwd": ws, "mcpServers": []any{}})["sessionId"].(string)
+	n.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "say goodbye"}}})
+	if len(n.fsReads)+len(n.fsWrites) != 0 {
+		t.Fatalf("a client that offered no fs capability was sent file requests: %v %v", n.fsReads, n.fsWrites)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "goodbye\n" {
+		t.Fatalf("a.txt is %q, want the disk's text edited", b)
 	}
 }

@@ -37,6 +37,11 @@ type Config struct {
 	// imagefit.NoDownsample turns downsampling off, and such an image is then refused.
 	// Nil: imagefit.Downsample, the built-in one.
 	ImageDownsampler imagefit.Downsampler
+	// Buffers is the editor the session runs in, when it serves the files it holds (an
+	// ACP client's fs capabilities): Read takes a text file's content from it, and
+	// Write, Edit and MultiEdit read and write text files through it, after every
+	// check made as without it. Nil: every byte goes through Env.
+	Buffers Buffers
 }
 
 // DenyFunc reports whether a rule keeps the absolute path p from the named tool.

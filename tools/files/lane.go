@@ -1,7 +1,6 @@
 package files
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -52,7 +51,9 @@ const (
 //  2. containment — Fence.Resolve with the write face (fs.* codes);
 //  3. read-before-edit — an existing file may be changed only if this session read it
 //     (fs.not_read) and its size and content hash still match that read
-//     (fs.changed_since_read); a new file needs no read;
+//     (fs.changed_since_read); a new file needs no read. With Config.Buffers, the
+//     content of a text file is the editor's (an unsaved buffer the model read is what
+//     is checked and edited);
 //  4. the permission hook, with the final content and a diff;
 //  5. BeforeWrite — the deployment's hook, then the engine's memory write-scan; an
 //     error, a panic or a hook still running when ctx ends fails closed;
@@ -61,7 +62,9 @@ const (
 //     error, a panic or a hang history.track_failed;
 //  7. the env write: the file is re-checked against what station 3 saw, missing parent
 //     directories are created one by one (each re-resolved through the fence), and
-//     env.WriteFile replaces the file atomically;
+//     env.WriteFile replaces the file atomically — or, for text whose content station 3
+//     took from Config.Buffers (and a new file), Buffers.WriteText hands it to the
+//     editor, which saves it (fs.editor_write_failed when it does not confirm);
 //  8. on a failed write, the Annul station 6 returned is called: ProofProven when the
 //     errno guarantees nothing was written (EACCES, EPERM, EROFS, ENOENT, EEXIST,
 //     EISDIR, ELOOP) or the write was never attempted, ProofVerify otherwise; the
@@ -109,6 +112,9 @@ type current struct {
 	exists bool
 	text   string
 	info   env.FileInfo
+	// buffered says the text is the editor's (Config.Buffers), and the write goes
+	// back through it.
+	buffered bool
 }
 
 // change is what a mutation wants written.
@@ -211,7 +217,8 @@ func (l *lane) readBeforeEdit(ctx context.Context, m mutation, key string) (curr
 	e := l.cfg.Env
 	fi, err := e.Lstat(ctx, key)
 	if errors.Is(err, iofs.ErrNotExist) {
-		return current{}, nil
+		// A new file is created through the editor too, which then holds it.
+		return current{buffered: l.viaEditor(m)}, nil
 	}
 	if err != nil {
 		return current{}, l.unreadable(ctx, m, err)
@@ -241,17 +248,22 @@ func (l *lane) readBeforeEdit(ctx context.Context, m mutation, key string) (curr
 		r := tools.Fail(CodeChangedSinceRead, "%s has changed since it was last read (by the user, a command or another session). Read it again, then retry the edit.", m.spelled)
 		return current{}, &r
 	}
-	if rec.Size != fi.Size {
+	if l.cfg.Buffers == nil && rec.Size != fi.Size {
+		// Without an editor the size on the disk settles a change before any read.
 		return changed()
 	}
-	data, err := readSized(ctx, l.cfg, m.spelled, key, fi.Size)
+	data, buffered, err := l.laneContent(ctx, m, key, fi.Size)
 	if err != nil {
 		return current{}, l.unreadable(ctx, m, err)
 	}
-	if contentHash(data) != rec.Hash {
+	if buffered && int64(len(data)) > l.lc.maxFileBytes() {
+		r := tools.Fail(CodeFileTooLarge, "%s is %d bytes in the editor, more than the write tools change (%d); edit it with a command instead.", m.spelled, len(data), l.lc.maxFileBytes())
+		return current{}, &r
+	}
+	if int64(len(data)) != rec.Size || contentHash(data) != rec.Hash {
 		return changed()
 	}
-	return current{exists: true, text: string(data), info: fi}, nil
+	return current{exists: true, text: string(data), info: fi, buffered: buffered}, nil
 }
 
 func (l *lane) unreadable(ctx context.Context, m mutation, err error) *tools.Result {
@@ -260,31 +272,12 @@ func (l *lane) unreadable(ctx context.Context, m mutation, err error) *tools.Res
 		return &r
 	}
 	var se *sema.Error
-	if errors.As(err, &se) && se.Code == CodeHardLink {
-		r := tools.Fail(CodeHardLink, "%s; nothing was written.", se.Message)
+	if errors.As(err, &se) && (se.Code == CodeHardLink || se.Code == CodeEditorReadFailed) {
+		r := tools.Fail(se.Code, "%s; nothing was written.", se.Message)
 		return &r
 	}
 	r := tools.Fail(CodeReadFailed, "%s could not be checked before writing (%s); nothing was written.", m.spelled, describeErr(err))
 	return &r
-}
-
-// readSized reads the file at key whole, sizing the buffer from the size station 3 saw
-// so a large file is read in one allocation instead of a chain of doublings. It reads
-// through openContent: Open keeps ReadFile's rule (a symlink in the final component is
-// not followed), and a hard-linked file is refused, since the diff the lane answers with
-// would show its content.
-func readSized(ctx context.Context, c Config, spelled, key string, size int64) ([]byte, error) {
-	rc, err := c.openContent(ctx, spelled, key)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	var b bytes.Buffer
-	b.Grow(int(size) + bytes.MinRead)
-	if _, err := b.ReadFrom(rc); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }
 
 // contentHash is the hex sha256 ReadRecord.Hash holds.

@@ -73,6 +73,9 @@ func (l *lane) write(ctx context.Context, key string, now current, data []byte) 
 		}
 	}()
 	touched = true
+	if now.buffered {
+		return touched, l.writeBuffer(ctx, key, data)
+	}
 	return touched, e.WriteFile(ctx, key, data, newFilePerm)
 }
 

@@ -154,11 +154,20 @@ func (t *readTool) Run(ctx context.Context, input json.RawMessage) tools.Result 
 	if kind, ok := binaryKind(head); ok {
 		return tools.Fail(CodeBinaryFile, "%s is a binary file (%s) and cannot be read as text", in.FilePath, kind)
 	}
-	return t.readText(ctx, in, p.Canonical, fi, br)
+	if t.cfg.Buffers != nil {
+		// Every check has passed on the disk's file; the text shown is the editor's.
+		text, err := t.cfg.readBuffer(ctx, in.FilePath, p.Canonical)
+		if err != nil {
+			return readFailure(ctx, in.FilePath, err)
+		}
+		return t.readText(ctx, in, p.Canonical, fi, int64(len(text)), strings.NewReader(text))
+	}
+	return t.readText(ctx, in, p.Canonical, fi, fi.Size, br)
 }
 
-// readText answers with the numbered lines the input asks for and records the read.
-func (t *readTool) readText(ctx context.Context, in readInput, canonical string, fi env.FileInfo, r io.Reader) tools.Result {
+// readText answers with the numbered lines the input asks for of r (size bytes) and
+// records the read.
+func (t *readTool) readText(ctx context.Context, in readInput, canonical string, fi env.FileInfo, size int64, r io.Reader) tools.Result {
 	start, limit := in.Offset, in.Limit
 	if start == 0 {
 		start = 1
@@ -166,14 +175,14 @@ func (t *readTool) readText(ctx context.Context, in readInput, canonical string,
 	if limit == 0 {
 		limit = ReadDefaultLimit
 	}
-	w, err := scanLines(ctx, r, int(min(fi.Size, ReadMaxBytes)), start, limit, fi.Size > ReadMaxBytes)
+	w, err := scanLines(ctx, r, int(min(size, ReadMaxBytes)), start, limit, size > ReadMaxBytes)
 	if err != nil {
 		return readFailure(ctx, in.FilePath, err)
 	}
 	if w.tooLarge {
 		if in.Offset == 0 && in.Limit == 0 {
 			return tools.Fail(CodeFileTooLarge, "%s is %d bytes, more than Read returns at once (%d KB); give offset and limit to read a part of it, or use Grep to find what you need in it",
-				in.FilePath, fi.Size, ReadMaxBytes>>10)
+				in.FilePath, size, ReadMaxBytes>>10)
 		}
 		return tools.Fail(CodeFileTooLarge, "lines %d-%d of %s are more than Read returns at once (%d KB); ask for fewer lines with limit",
 			start, start+limit-1, in.FilePath, ReadMaxBytes>>10)

@@ -89,7 +89,7 @@ func (t *readTool) readNotebook(ctx context.Context, in readInput, canonical str
 		if kind, ok := binaryKind(data[:min(len(data), readSniffBytes)]); ok {
 			return tools.Fail(CodeBinaryFile, "%s is a binary file (%s) and cannot be read as text", in.FilePath, kind)
 		}
-		return t.readText(ctx, in, canonical, fi, bufio.NewReader(bytes.NewReader(data)))
+		return t.readText(ctx, in, canonical, fi, int64(len(data)), bufio.NewReader(bytes.NewReader(data)))
 	}
 	blocks := renderNotebook(&nb, func(raw []byte, mt string) (imagefit.Fitted, error) {
 		return imagefit.FitAs(ctx, t.cfg.ImageDownsampler, raw, mt)
