@@ -44,7 +44,7 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 	if err := w.connect(cmd, req); err != nil {
 		return nil, w.fail(err)
 	}
-	run, err := startWarm(cmd, req.PrimeKey)
+	run, ended, err := startWarm(cmd, req.PrimeKey)
 	if err != nil {
 		return nil, w.fail(err)
 	}
@@ -76,7 +76,7 @@ func (*Host) Start(ctx context.Context, req ExecRequest) (Process, error) {
 		p.stdin = w.stdin
 		go feed(w.stdin, req.Stdin)
 	}
-	go p.await(cmd, w.exitReport, reported)
+	go p.await(cmd, w.exitReport, reported, ended)
 	return p, nil
 }
 
@@ -200,7 +200,22 @@ func (w *wiring) fail(err error) error {
 
 // await waits for the program — for its exit report first, when it gives one — and
 // records how it ended.
-func (p *hostProcess) await(cmd *exec.Cmd, exitReport *os.File, reported []byte) {
+func (p *hostProcess) await(cmd *exec.Cmd, exitReport *os.File, reported []byte, ended func(bool) ExitStatus) {
+	if ended != nil {
+		// A spare that stays for its series' next job runs the program: its report is
+		// the program's end, and the spare's own process is the series', not this one's.
+		st, ok := readExitReport(exitReport, reported)
+		if !ok {
+			st = ended(false) // the spare died with the program: its own end
+		} else {
+			ended(true)
+		}
+		p.status = st
+		p.gone.Store(true)
+		close(p.exited)
+		p.unguard()
+		return
+	}
 	if exitReport != nil {
 		if st, ok := readExitReport(exitReport, reported); ok {
 			// Everything of the program's is gone but the program itself, which is

@@ -93,6 +93,7 @@ type startReq struct {
 
 type startResult struct {
 	run   *exec.Cmd
+	ended func(reported bool) ExitStatus
 	err   error
 	ready bool
 }
@@ -111,7 +112,16 @@ func startCmd(cmd *exec.Cmd) error {
 // startWarm starts cmd on the starter thread, through a spare when one fits
 // (warm_linux.go, prime_linux.go). It returns the command that runs: the spare's, when
 // one took the job, and cmd otherwise. key is the start's ExecRequest.PrimeKey.
-func startWarm(cmd *exec.Cmd, key string) (*exec.Cmd, error) { return start(cmd, true, key) }
+//
+// ended is nil, or, when the command was handed to a spare that stays for its series'
+// next job (a sandbox helper, as the init of a PID namespace), what the caller calls once
+// the command has ended: with true when its end was reported (the spare is ready for
+// another job, and its process must not be waited for), false when it was not (the
+// spare is gone: it is waited for, and its end returned).
+func startWarm(cmd *exec.Cmd, key string) (run *exec.Cmd, ended func(reported bool) ExitStatus, err error) {
+	r := onStarter(startReq{cmd: cmd, warm: true, key: key})
+	return r.run, r.ended, r.err
+}
 
 // EndPrimed ends the spare primed for the series key (ExecRequest.PrimeKey), if one
 // waits: its owner is done with it, and with what the spare prepared from (a policy's
@@ -154,7 +164,7 @@ func startLoop(reqs <-chan startReq) {
 			continue
 		}
 		if r.cmd == nil {
-			endPrimedOnThread(r.key)
+			endPrimedOnThread(r.key, true)
 			r.done <- startResult{}
 			continue
 		}
@@ -162,8 +172,8 @@ func startLoop(reqs <-chan startReq) {
 			r.done <- startResult{run: r.cmd, err: r.cmd.Start()}
 			continue
 		}
-		run, refill, err := startWarmOnThread(r.cmd, r.key)
-		r.done <- startResult{run: run, err: err}
+		run, ended, refill, err := startWarmOnThread(r.cmd, r.key)
+		r.done <- startResult{run: run, ended: ended, err: err}
 		if refill != nil {
 			refill()
 		}

@@ -20,7 +20,9 @@ func StartCmd(cmd *exec.Cmd) error { return startCmd(cmd) }
 func startCmd(cmd *exec.Cmd) error { return cmd.Start() }
 
 // startWarm starts cmd: there are no spares elsewhere than on Linux.
-func startWarm(cmd *exec.Cmd, _ string) (*exec.Cmd, error) { return cmd, cmd.Start() }
+func startWarm(cmd *exec.Cmd, _ string) (*exec.Cmd, func(bool) ExitStatus, error) {
+	return cmd, nil, cmd.Start()
+}
 
 // EndPrimed does nothing: there are no spares elsewhere than on Linux.
 func EndPrimed(key string) {}

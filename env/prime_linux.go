@@ -23,12 +23,15 @@ import (
 // thinks, and only starts the command once the job arrives.
 //
 // A start that names a series (ExecRequest.PrimeKey: a leg's shell commands, which
-// share one policy) leaves behind a spare primed with its prelude, for the series' next
-// start; that start takes it when its prelude is exactly the same, and otherwise ends
-// it and starts as before (the spare of its shape, or cold). The spare says when it is
+// share one policy) leaves behind spares primed with its prelude, for the series' next
+// starts; a start takes one when its prelude is exactly the same, and otherwise ends
+// them and starts as before (the spare of its shape, or cold). A spare says when it is
 // ready (AwaitPrimedJob) or that its preparation failed (PrimeFailed); a start waits for
 // one still preparing (at most primeWait), since starting cold would do the same work
-// and more.
+// and more. A spare may say it comes back (readyAgainMsg): the helper, as the init of
+// the command's PID namespace, ends what the command left, reports its end and waits
+// for the series' next job in the same confinement. It is then busy while a job runs
+// (startWarm's ended marks it free again), and the checks below are made before each.
 //
 // What was prepared can go stale without the prelude changing, and is then not used:
 //   - a path the spare prepared from is replaced on the machine (renamed away and made
@@ -39,7 +42,7 @@ import (
 //   - a path a mount was made at is removed on the machine: the kernel detaches the
 //     mount in the spare's namespace. The spare hands the host its mountinfo, opened
 //     once it had made its mounts, and any change since (POLLPRI) ends it.
-// Both checks are made when the job is handed over; a change after that reaches the
+// Both checks are made when a job is handed over; a change after that reaches the
 // command exactly as it reaches one whose view was made at its start.
 
 var (
@@ -59,6 +62,9 @@ const primeWait = 2 * time.Second
 const (
 	readyMsg  = 'r'
 	failedMsg = 'f'
+	// readyAgainMsg is readyMsg from a spare that comes back for another job once its
+	// job has ended (and says so again, ready, each time).
+	readyAgainMsg = 'R'
 )
 
 // PrimeOn registers the environment variables a program that takes over in its init
@@ -105,18 +111,32 @@ var (
 
 const (
 	primedDepth = 2
-	maxPrimed   = 8
+	// maxPerSeries bounds a series' spares, busy ones included (background tasks keep
+	// theirs busy for as long as they run).
+	maxPerSeries = 4
+	maxPrimed    = 8
 )
 
-// primeFor tops the series key's spares up to primedDepth, each started in shape and
-// primed with prelude.
+// primeFor tops the series key's free spares up to primedDepth, each started in shape
+// and primed with prelude; spares busy with a job of the series (a helper that stays)
+// count toward maxPerSeries only.
 func primeFor(key string, shape warmShape, attr *syscall.SysProcAttr, prelude []string) {
 	primedOrder = slices.DeleteFunc(primedOrder, func(k string) bool { return len(primedSpares[k]) == 0 || k == key })
 	for len(primedOrder) >= maxPrimed {
-		endPrimedOnThread(primedOrder[0])
+		endPrimedOnThread(primedOrder[0], false)
 	}
 	primedOrder = append(primedOrder, key)
-	for len(primedSpares[key]) < primedDepth {
+	for {
+		q := primedSpares[key]
+		free := 0
+		for _, s := range q {
+			if !s.busy.Load() {
+				free++
+			}
+		}
+		if free >= primedDepth || len(q) >= maxPerSeries {
+			return
+		}
 		s, err := newSpare(attr)
 		if err != nil {
 			return
@@ -126,28 +146,47 @@ func primeFor(key string, shape warmShape, attr *syscall.SysProcAttr, prelude []
 			return
 		}
 		s.shape = shape
-		primedSpares[key] = append(primedSpares[key], s)
+		primedSpares[key] = append(q, s)
 	}
 }
 
-// takePrimed takes the series' oldest primed spare, or nil.
+// takePrimed takes a primed spare of the series that is not busy with a job, or nil: one
+// that ran a job before first (it is known to come back, and its confinement is used
+// again), else the oldest.
 func takePrimed(key string) *spare {
 	q := primedSpares[key]
-	if len(q) == 0 {
-		return nil
+	pick := -1
+	for i, s := range q {
+		if !s.busy.Load() && (pick < 0 || s.again && !q[pick].again) {
+			pick = i
+		}
 	}
-	s := q[0]
-	if len(q) == 1 {
-		delete(primedSpares, key)
-	} else {
-		primedSpares[key] = q[1:]
+	for i, s := range q {
+		if i != pick {
+			continue
+		}
+		q = slices.Delete(q, i, i+1)
+		if len(q) == 0 {
+			delete(primedSpares, key)
+		} else {
+			primedSpares[key] = q
+		}
+		return s
 	}
-	return s
+	return nil
 }
 
-// endPrimedOnThread ends the series' primed spares, on the starter thread.
-func endPrimedOnThread(key string) {
+// endPrimedOnThread ends the series' primed spares, on the starter thread. A spare busy
+// with a job is ended too when all is (its owner ended its jobs first), or else given up:
+// it ends once its job has (jobEnded).
+func endPrimedOnThread(key string, all bool) {
 	for _, s := range primedSpares[key] {
+		if s.busy.Load() && !all {
+			s.evicted.Store(true)
+			if s.busy.Load() {
+				continue
+			}
+		}
 		s.end()
 	}
 	delete(primedSpares, key)
@@ -201,9 +240,10 @@ func (s *spare) fits(prelude []string) bool {
 	if watch >= 0 {
 		defer unix.Close(watch)
 	}
-	if err != nil || n != 1 || msg[0] != readyMsg {
+	if err != nil || n != 1 || (msg[0] != readyMsg && msg[0] != readyAgainMsg) {
 		return false
 	}
+	s.again = msg[0] == readyAgainMsg
 	var size [4]byte
 	if readFull(fd, size[:]) != nil {
 		return false
@@ -301,19 +341,33 @@ func Primed() bool { return primedSock >= 0 }
 
 // AwaitPrimedJob is a primed spare's side once it has prepared: it tells the host it
 // is ready — passing watch (-1: none), a descriptor the host polls for POLLPRI before it
-// hands over a job, and relied (RelyOn), which the host checks still holds — then waits
-// for the job and takes it as its own: descriptors,
+// hands over a job, and relied (RelyOn), which the host checks still holds; again says
+// the spare comes back for another job after this one, and calls AwaitPrimedJob again
+// (watch stays open) — then waits for the job and takes it as its own: descriptors,
 // arguments and environment. It returns the job's directory, which the caller enters
 // itself (it may have changed its root since). A spare the host ends without a job
 // exits here. The process stays not dumpable.
-func AwaitPrimedJob(watch int, relied []Relied) string {
+func AwaitPrimedJob(watch int, relied []Relied, again bool) string {
+	if again && primedSock < 100 {
+		// Out of the way of the descriptors jobs bring (their targets are below 8).
+		high, err := unix.FcntlInt(uintptr(primedSock), unix.F_DUPFD_CLOEXEC, 100)
+		if err != nil {
+			exit(0)
+		}
+		unix.Close(primedSock)
+		primedSock = high
+	}
 	sock := primedSock
 	var rights []byte
 	if watch >= 0 {
 		rights = unix.UnixRights(watch)
 	}
 	body := encodeRelied(relied)
-	if err := unix.Sendmsg(sock, []byte{readyMsg}, rights, nil, 0); err != nil {
+	kind := byte(readyMsg)
+	if again {
+		kind = readyAgainMsg
+	}
+	if err := unix.Sendmsg(sock, []byte{kind}, rights, nil, 0); err != nil {
 		exit(0)
 	}
 	for out := append(binary.LittleEndian.AppendUint32(nil, uint32(len(body))), body...); len(out) > 0; {
@@ -326,15 +380,19 @@ func AwaitPrimedJob(watch int, relied []Relied) string {
 		}
 		out = out[n:]
 	}
-	if watch >= 0 {
+	if watch >= 0 && !again {
 		unix.Close(watch)
 	}
-	kind, job, fds, err := readWarmJob(sock)
-	if err != nil || kind != jobMsg {
+	msg, job, fds, err := readWarmJob(sock)
+	if err != nil || msg != jobMsg {
 		exit(0)
 	}
-	takeJob(job, fds, sock)
-	primedSock = -1
+	if again {
+		takeJob(job, fds, -1)
+	} else {
+		takeJob(job, fds, sock)
+		primedSock = -1
+	}
 	return job.Dir
 }
 
@@ -356,19 +414,23 @@ func PrimedStarts() int64 { return primedUsed.Load() }
 // it is ready, waiting at most wait in all; the messages are left for the starts that
 // take them.
 func primedReadyOnThread(key string, wait time.Duration) bool {
-	q := primedSpares[key]
 	deadline := time.Now().Add(wait)
-	for _, s := range q {
+	free := 0
+	for _, s := range primedSpares[key] {
+		if s.busy.Load() {
+			continue
+		}
+		free++
 		if !pollIn(int(s.sock.Fd()), time.Until(deadline)) {
 			return false
 		}
 		msg := make([]byte, 1)
 		n, _, err := unix.Recvfrom(int(s.sock.Fd()), msg, unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		if err != nil || n != 1 || msg[0] != readyMsg {
+		if err != nil || n != 1 || (msg[0] != readyMsg && msg[0] != readyAgainMsg) {
 			return false
 		}
 	}
-	return len(q) > 0
+	return free > 0
 }
 
 // pollIn waits at most wait for fd to be readable (or closed); a signal that interrupts

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -155,6 +156,15 @@ type spare struct {
 	// shape it was started in; nil: none, it takes any job of its shape.
 	primed []string
 	shape  warmShape
+	// again is set once a primed spare said it comes back after each job (readyAgainMsg);
+	// busy while it runs one; evicted when its series gave it up while it was busy, and
+	// it is to end once its job has.
+	again   bool
+	busy    atomic.Bool
+	evicted atomic.Bool
+	// waited reaps the spare's process once, whoever gets there first.
+	waited sync.Once
+	status ExitStatus
 }
 
 // spares holds at most one spare per shape. It is touched only on the starter thread.
@@ -184,10 +194,10 @@ func shapeOf(cmd *exec.Cmd) (warmShape, bool) {
 // that now runs (the spare's, when one was used), and refill starts what the next start
 // will want, once the caller has its answer: a spare of the shape in place of one used,
 // and the series' spare primed with this start's prelude.
-func startWarmOnThread(cmd *exec.Cmd, key string) (run *exec.Cmd, refill func(), err error) {
+func startWarmOnThread(cmd *exec.Cmd, key string) (run *exec.Cmd, ended func(bool) ExitStatus, refill func(), err error) {
 	shape, ok := shapeOf(cmd)
 	if !ok {
-		return cmd, nil, cmd.Start()
+		return cmd, nil, nil, cmd.Start()
 	}
 	attr := *cmd.SysProcAttr
 	prelude := preludeOf(cmd.Env)
@@ -209,14 +219,20 @@ func startWarmOnThread(cmd *exec.Cmd, key string) (run *exec.Cmd, refill func(),
 	// next start.
 	if len(primedSpares[key]) > 0 || spares[shape] != nil {
 		if err := enterable(cmd.Dir); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	for s := takePrimed(key); s != nil; s = takePrimed(key) {
 		if s.shape == shape && s.fresh() && s.fits(prelude) && s.handOver(cmd) == nil {
 			warmUsed.Add(1)
 			primedUsed.Add(1)
-			return s.cmd, refill, nil
+			if s.again {
+				// It comes back once the job has ended: kept in the series, busy.
+				s.busy.Store(true)
+				primedSpares[key] = append(primedSpares[key], s)
+				return s.cmd, s.jobEnded, refill, nil
+			}
+			return s.cmd, nil, refill, nil
 		}
 		s.end()
 	}
@@ -225,12 +241,12 @@ func startWarmOnThread(cmd *exec.Cmd, key string) (run *exec.Cmd, refill func(),
 		if s.fresh() && s.handOver(cmd) == nil {
 			warmUsed.Add(1)
 			usedPlain = true
-			return s.cmd, refill, nil
+			return s.cmd, nil, refill, nil
 		}
 		s.end()
 	}
 	usedPlain = true
-	return cmd, refill, cmd.Start()
+	return cmd, nil, refill, cmd.Start()
 }
 
 // newSpare starts a spare with attr's namespaces and parent-death signal.
@@ -285,7 +301,39 @@ func (s *spare) end() {
 	s.sock.Close() // a waiting spare exits at end of file
 	unix.Close(s.mounts)
 	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	s.wait()
+}
+
+// wait reaps the spare's process, once, and returns how it ended.
+func (s *spare) wait() ExitStatus {
+	s.waited.Do(func() {
+		s.cmd.Wait()
+		s.status = ExitStatus{Code: -1}
+		if ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+			if ws.Signaled() {
+				s.status.Signal = ws.Signal()
+			} else {
+				s.status.Code = ws.ExitStatus()
+			}
+		}
+	})
+	return s.status
+}
+
+// jobEnded is the end of a job a spare that stays ran (startWarm's ended): reported,
+// the spare is free for the next (or ends, given up while busy); not reported, it died
+// with the job, and its own end is the job's.
+func (s *spare) jobEnded(reported bool) ExitStatus {
+	if !reported {
+		s.evicted.Store(true)
+		s.busy.Store(false)
+		return s.wait()
+	}
+	if s.evicted.Load() {
+		s.end()
+	}
+	s.busy.Store(false)
+	return ExitStatus{}
 }
 
 // handOver gives the spare cmd's job. It does not wait for the spare: the directory was
@@ -293,8 +341,10 @@ func (s *spare) end() {
 // that cannot change to it after all (it went in between) says so on the program's
 // standard error and exits 127, as a program that could not be found.
 func (s *spare) handOver(cmd *exec.Cmd) error {
-	defer unix.Close(s.mounts)
-	defer s.sock.Close()
+	if !s.again {
+		defer unix.Close(s.mounts)
+		defer s.sock.Close()
+	}
 	job := warmJob{Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir}
 	if job.Env == nil {
 		job.Env = os.Environ()
@@ -394,7 +444,8 @@ func awaitWarmJob() {
 }
 
 // takeJob makes the job's descriptors, arguments and environment this process's own;
-// sock, the socket it came on, is closed (or replaced by a descriptor of the job).
+// sock, the socket it came on, is closed (or replaced by a descriptor of the job), unless
+// it is -1 (kept).
 func takeJob(job warmJob, fds []int, sock int) {
 	high := make([]int, len(fds))
 	var err error
@@ -404,7 +455,9 @@ func takeJob(job warmJob, fds []int, sock int) {
 		}
 		unix.Close(fd)
 	}
-	unix.Close(sock)
+	if sock >= 0 {
+		unix.Close(sock)
+	}
 	for i, fd := range high {
 		if err := unix.Dup3(fd, job.Fds[i], 0); err != nil {
 			exit(127)

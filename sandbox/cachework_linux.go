@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,18 +60,18 @@ func handCacheLocksOn() {
 	}
 }
 
-// SweepCacheWorkAfter waits for the process pid — a confined command's helper, which
-// holds its work directories' locks until it exits, after it reported the command's
-// end — to exit (at most two seconds), then sweeps the layer (SweepCacheWork).
-func SweepCacheWorkAfter(layer string, pid int) error {
-	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			if _, err := unix.Poll(pfd, 2000); !errors.Is(err, unix.EINTR) {
-				break
-			}
+// SweepCacheWorkWhenFree sweeps the layer (SweepCacheWork) once no process holds a
+// work directory's lock any more, waiting at most max for the helpers that hold them to
+// exit (a helper reports its command's end before it exits); what is still held then
+// stays. For the end of a leg, once its helpers were ended.
+func SweepCacheWorkWhenFree(layer string, max time.Duration) error {
+	deadline := time.Now().Add(max)
+	for {
+		err := SweepCacheWork(layer)
+		left, _ := filepath.Glob(filepath.Join(layer, "*", "work-*"+workLockSuffix))
+		if len(left) == 0 || time.Now().After(deadline) {
+			return err
 		}
-		unix.Close(fd)
+		time.Sleep(5 * time.Millisecond)
 	}
-	return SweepCacheWork(layer)
 }

@@ -34,7 +34,6 @@ func TestConcurrentCommandsShareACacheLayer(t *testing.T) {
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	pids := make([]int, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -49,7 +48,6 @@ func TestConcurrentCommandsShareACacheLayer(t *testing.T) {
 			if err == nil {
 				var pr env.Process
 				if pr, err = env.NewHost().Start(context.Background(), req); err == nil {
-					pids[i] = pr.PID()
 					var st env.ExitStatus
 					st, err = pr.Wait()
 					pr.Close()
@@ -79,10 +77,8 @@ func TestConcurrentCommandsShareACacheLayer(t *testing.T) {
 	if works, _ := filepath.Glob(filepath.Join(layer, "*", "work-*.lock")); len(works) != n {
 		t.Errorf("%d work directories' locks for %d commands: %v", len(works), n, works)
 	}
-	for _, pid := range pids {
-		if err := SweepCacheWorkAfter(layer, pid); err != nil {
-			t.Errorf("SweepCacheWorkAfter: %v", err)
-		}
+	if err := SweepCacheWorkWhenFree(layer, 5*time.Second); err != nil {
+		t.Errorf("SweepCacheWorkWhenFree: %v", err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(layer, "*", "work*")); len(left) != 0 {
 		t.Errorf("work directories left: %v", left)
@@ -135,10 +131,17 @@ func TestSweepLeavesARunningCommandsWork(t *testing.T) {
 		}
 		locks, _ = filepath.Glob(filepath.Join(layer, "*", "work-*.lock"))
 	}
-	if err := SweepCacheWorkAfter(layer, ended.PID()); err != nil {
-		t.Fatalf("SweepCacheWorkAfter: %v", err)
+	// The ended command's helper exits just after it reported: its work goes once it has.
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if err := SweepCacheWork(layer); err != nil {
+			t.Fatalf("SweepCacheWork: %v", err)
+		}
+		if left, _ = filepath.Glob(filepath.Join(layer, "*", "work-*.lock")); len(left) <= 1 || time.Now().After(deadline) {
+			break
+		}
 	}
-	left, _ := filepath.Glob(filepath.Join(layer, "*", "work-*.lock"))
+	left, _ = filepath.Glob(filepath.Join(layer, "*", "work-*.lock"))
 	if len(left) != 1 {
 		t.Fatalf("after the sweep %d locks are left, want the running command's alone: %v", len(left), left)
 	}
@@ -152,7 +155,7 @@ func TestSweepLeavesARunningCommandsWork(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(layer, filepath.Base(filepath.Dir(left[0])), "upper", "late")); err != nil || string(b) != "late\n" {
 		t.Fatalf("the running command's write after the sweep: %q %v", b, err)
 	}
-	SweepCacheWorkAfter(layer, running.PID())
+	SweepCacheWorkWhenFree(layer, 5*time.Second)
 	if left, _ := filepath.Glob(filepath.Join(layer, "*", "work*")); len(left) != 0 {
 		t.Errorf("work directories left once both ended: %v", left)
 	}

@@ -2,6 +2,8 @@
 
 package sandbox
 
-// SweepCacheWorkAfter sweeps the layer (SweepCacheWork): there are no cache layers
+import "time"
+
+// SweepCacheWorkWhenFree sweeps the layer (SweepCacheWork): there are no cache layers
 // elsewhere than on Linux.
-func SweepCacheWorkAfter(layer string, pid int) error { return SweepCacheWork(layer) }
+func SweepCacheWorkWhenFree(layer string, max time.Duration) error { return SweepCacheWork(layer) }

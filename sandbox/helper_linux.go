@@ -26,9 +26,11 @@ import (
 // its mount namespace (view_linux.go: a new root holding only what the policy grants,
 // hidden and read-only places inside it, a private /dev, /proc and /tmp) and pivot into
 // it, find the program there, bring loopback up in a fresh network namespace, drop the
-// capabilities a user namespace lent, restrict the thread with Landlock, then exec the
+// capabilities a user namespace lent, restrict the thread with Landlock, then start the
 // command from the same thread. A failure at any step ends the helper with exit status
-// HelperFailed and a line on stderr: the command never runs unconfined.
+// HelperFailed and a line on stderr: the command never runs unconfined. A helper
+// started ahead for a leg (confinePrimed) does all of that before its command is known,
+// and, as the init of a PID namespace, runs the leg's commands one after another.
 
 const (
 	// helperEnv carries the policy (JSON) into the helper; it is removed before exec.
@@ -80,18 +82,79 @@ func helperFailed(err error) {
 // prelude while no command waits, then the job comes (its program, arguments,
 // environment, directory and streams) and the command starts at once. A spare whose
 // preparation fails says so and exits: the host then starts that command cold, which
-// meets the failure with the command's streams to report it on. It never returns.
+// meets the failure with the command's streams to report it on.
+//
+// As the init of a PID namespace the helper then stays: once the command has ended,
+// with everything it started (endNamespace), and its end is reported, it gives back the
+// command's streams and waits for the next job of its leg, in the same confinement — the
+// view, the namespaces and the ruleset are built once per helper, not once per command.
+// Without a PID namespace it becomes the command. It never returns.
 func confinePrimed(spec, ns, machine string) {
 	c, err := confine(spec, ns, machine, true)
 	if err != nil {
 		env.PrimeFailed()
 	}
-	dir := env.AwaitPrimedJob(c.watch, c.relied)
-	unsetHelperEnv() // the job's environment carries the prelude again
-	if err := unix.Chdir(dir); err != nil {
-		helperFailed(fmt.Errorf("the working directory %s is not in the sandbox's view of the filesystem: %w", dir, err))
+	again := os.Getpid() == 1
+	if again {
+		if c.null, err = unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0); err != nil {
+			env.PrimeFailed()
+		}
 	}
-	helperFailed(c.exec(os.Args[1:]))
+	for {
+		dir := env.AwaitPrimedJob(c.watch, c.relied, again)
+		unsetHelperEnv() // the job's environment carries the prelude again
+		if !again {
+			if err := unix.Chdir(dir); err != nil {
+				helperFailed(fmt.Errorf("the working directory %s is not in the sandbox's view of the filesystem: %w", dir, err))
+			}
+			helperFailed(c.exec(os.Args[1:]))
+		}
+		c.serve(dir, os.Args[1:])
+	}
+}
+
+// serve runs one job of a helper that stays: the command in dir, reported on the job's
+// report descriptor, whose end it returns after. A command that cannot be started is
+// reported as a helper that could not confine it ends: a line on its stderr, HelperFailed.
+func (c *confined) serve(dir string, argv []string) {
+	forgetPending()
+	report := exitReportFD()
+	release := func() {
+		for fd := range 3 {
+			unix.Dup3(c.null, fd, 0)
+		}
+	}
+	fail := func(err error) {
+		fmt.Fprintf(os.Stderr, "sema sandbox: the command was not run: %v\n", err)
+		release()
+		if report >= 0 {
+			unix.Write(report, []byte("e"+strconv.Itoa(HelperFailed)))
+			unix.Close(report)
+		}
+	}
+	if report < 0 {
+		fail(errors.New("no descriptor to report the end on"))
+		os.Exit(HelperFailed)
+	}
+	if err := unix.Chdir(dir); err != nil {
+		fail(fmt.Errorf("the working directory %s is not in the sandbox's view of the filesystem: %w", dir, err))
+		return
+	}
+	if len(argv) == 0 {
+		fail(errors.New("no command"))
+		return
+	}
+	prog, err := exec.LookPath(argv[0])
+	if err != nil {
+		fail(err)
+		return
+	}
+	if _, err := initRun(prog, argv, os.Environ(), report, c.sigs, release); err != nil {
+		fail(err)
+		return
+	}
+	unix.Close(report)
+	unix.Chdir("/")
 }
 
 // confined is a helper whose thread is confined, ready to start a command.
@@ -105,6 +168,9 @@ type confined struct {
 	// them (asked with watch): a path renamed on the machine takes its mount along, so
 	// the host checks each path still holds what the view holds.
 	relied []env.Relied
+	// null is /dev/null, opened before the ruleset: what a helper that stays puts in
+	// place of a command's standard streams once it has ended.
+	null int
 }
 
 // confine applies the policy spec to this thread: the view (in the mount namespace),

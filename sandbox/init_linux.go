@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,9 +20,11 @@ import (
 //
 // Without a PID namespace the helper simply becomes the command (exec). In one — the
 // helper is then its init, process 1 — the helper stays: it forks the command and waits.
-// When the command ends, the helper ends with the same status, and the kernel kills every
-// process still in the namespace: whatever the command left behind (a setsid, a double
-// fork, nohup, disown, a daemon) dies with it, and nothing it started can outlive it.
+// When the command ends, the helper kills every process still in the namespace and
+// reaps it (endNamespace): whatever the command left behind (a setsid, a double fork,
+// nohup, disown, a daemon) dies with it, and nothing it started can outlive it. Then it
+// ends with the same status — or, started ahead for a leg, waits for the leg's next
+// command (confinePrimed).
 //
 // The command is forked from this same locked thread, so it inherits exactly what was
 // put on the thread: the Landlock domain, the syscall filter, no_new_privs and the
@@ -37,27 +40,50 @@ func runAsInit(prog string, argv, envv []string, report int, notified <-chan (<-
 		handCacheLocksOn()
 		return unix.Exec(prog, argv, envv)
 	}
+	ws, err := initRun(prog, argv, envv, report, notified, nil)
+	if err != nil {
+		return err
+	}
+	exitAs(ws)
+	return nil
+}
+
+// initRun is the init's part of one command: it forks the command, waits for it, and
+// once it has ended ends what it left (when it reports: report >= 0), lets released
+// run (it gives back the command's streams), reports the end, and returns it.
+func initRun(prog string, argv, envv []string, report int, notified <-chan (<-chan os.Signal), released func()) (unix.WaitStatus, error) {
 	// Only this thread was confined; the runtime's other threads keep what the helper
 	// had (as root: every capability) and no Landlock domain. A command in this thread's
 	// domain could reach them through the helper's memory (/proc/1/mem, ptrace), which
 	// Landlock allows within one domain; a process that is not dumpable can be reached so
 	// only with CAP_SYS_PTRACE, which the command does not have.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
+		return 0, fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 	}
 	// The runtime has the forwarded signals by now (asked while the view was built):
 	// from here none is lost, and one that comes before the command exists is handed to
 	// it once it does.
-	sigs := <-notified
+	relaying.once.Do(func() {
+		sigs := <-notified
+		go relay(sigs)
+	})
+	relaying.mu.Lock()
 	pid, err := syscall.ForkExec(prog, argv, &syscall.ProcAttr{
 		Env:   envv,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		relaying.pid = pid
+		for _, sig := range relaying.pending {
+			unix.Kill(pid, sig)
+		}
+		relaying.pending = nil
 	}
-	go relay(sigs, pid)
+	relaying.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
@@ -66,14 +92,20 @@ func runAsInit(prog string, argv, envv []string, report int, notified <-chan (<-
 		}
 		if err != nil {
 			// The command is gone without being reaped here: nothing is left to wait for.
-			return fmt.Errorf("waiting for the command: %w", err)
+			return 0, fmt.Errorf("waiting for the command: %w", err)
 		}
 		if got == pid && (ws.Exited() || ws.Signaled()) {
+			relaying.mu.Lock()
+			relaying.pid = 0
+			relaying.mu.Unlock()
 			if report >= 0 {
 				endNamespace()
+				if released != nil {
+					released()
+				}
 				unix.Write(report, []byte(reportOf(ws)))
 			}
-			exitAs(ws)
+			return ws, nil
 		}
 	}
 }
@@ -136,25 +168,34 @@ func startSignals() <-chan (<-chan os.Signal) {
 	return done
 }
 
+// relaying is what relay hands signals to: the command now running (0: none), and
+// what came for one before it existed.
+var relaying struct {
+	once    sync.Once
+	mu      sync.Mutex
+	pid     int
+	pending []syscall.Signal
+}
+
 // relay hands a signal on to the command when the command left the helper's process
 // group. Whoever ends a command signals its group (Process.Signal, the guardian, the
 // stale-group killers), which reaches the command itself as long as it stays in it; once
-// it moved (an `exec setsid …`), only the helper hears, and passes it on.
-func relay(sigs <-chan os.Signal, pid int) {
+// it moved (an `exec setsid …`), only the helper hears, and passes it on. A signal that
+// comes while no command runs was meant for the one being started, and is handed to it
+// once it exists — or, in a helper that runs its leg's commands one after another, for
+// the one that just ended, and goes with it: the next job starts with none pending.
+func relay(sigs <-chan os.Signal) {
 	self := unix.Getpgrp()
-	// What came before the command existed reached the helper alone, meant for the
-	// command: it is handed on whatever the command's group.
-	for pending := true; pending; {
-		select {
-		case s := <-sigs:
-			unix.Kill(pid, s.(syscall.Signal))
-		default:
-			pending = false
-		}
-	}
 	for s := range sigs {
-		if g, err := unix.Getpgid(pid); err == nil && g != self {
-			unix.Kill(pid, s.(syscall.Signal))
+		sig := s.(syscall.Signal)
+		relaying.mu.Lock()
+		pid := relaying.pid
+		if pid == 0 {
+			relaying.pending = append(relaying.pending, sig)
+		}
+		relaying.mu.Unlock()
+		if g, err := unix.Getpgid(pid); pid != 0 && err == nil && g != self {
+			unix.Kill(pid, sig)
 		}
 	}
 }
@@ -178,4 +219,12 @@ func exitAs(ws unix.WaitStatus) {
 		}
 	}
 	os.Exit(128 + int(sig))
+}
+
+// forgetPending drops the signals that came while no command ran: a helper that runs a
+// leg's commands one after another calls it as a job arrives.
+func forgetPending() {
+	relaying.mu.Lock()
+	relaying.pending = nil
+	relaying.mu.Unlock()
 }

@@ -50,10 +50,10 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 		Stdout:      out,
 		Stderr:      out,
 	}
-	done := func(int) {}
+	cleanup := func() {}
 	if s.confine != nil {
 		var err error
-		if req, done, err = s.confine.wrap(ctx, s, req, cwdFile); err != nil {
+		if req, cleanup, err = s.confine.wrap(ctx, s, req, cwdFile); err != nil {
 			return nil, err
 		}
 		// The set's commands share one policy: the host readies the next one's
@@ -62,12 +62,10 @@ func (s *Set) spawn(ctx context.Context, dir, script string, extraEnv []string, 
 	}
 	p, err := s.exec.Start(ctx, req)
 	if err != nil {
-		done(0)
+		cleanup()
 		return nil, err
 	}
-	pid := p.PID()
-	cleanup := func() { done(pid) }
-	pr := &proc{p: p, exited: make(chan struct{}), marker: s.groupFile(pid), cleanup: s.tidyLater(cleanup)}
+	pr := &proc{p: p, exited: make(chan struct{}), marker: s.groupFile(p.PID()), cleanup: s.tidyLater(cleanup)}
 	// Best effort: without the file, only the env's guardian stops the group should this
 	// process die.
 	os.WriteFile(pr.marker, nil, 0o600)

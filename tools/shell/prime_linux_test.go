@@ -5,6 +5,7 @@ package shell
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,5 +124,36 @@ func TestACwdReportReplacedByALinkIsNotFollowed(t *testing.T) {
 	// The next command still starts where the last known directory was.
 	if out := f.bash("pwd"); strings.TrimSpace(out) != f.root {
 		t.Fatalf("after the refused report the shell is in %q", out)
+	}
+}
+
+// A helper runs a leg's commands one after another in the same namespaces (the second
+// command's pid follows the first's in the namespace). What a command leaves running
+// is ended with it all the same: a process that left its group, its session and its
+// parent (setsid, in a subshell that exits) does not live on into the next command.
+//
+// Calibration: under plain bash the same line leaves a process that writes later.
+func TestAHelperThatStaysEndsWhatEachCommandLeft(t *testing.T) {
+	leave := `(setsid sh -c 'sleep 0.4; echo leaked > leak' &); echo $$`
+	free := tempDir(t)
+	cal := exec.Command("bash", "-c", leave)
+	cal.Dir = free
+	if out, err := cal.CombinedOutput(); err != nil {
+		t.Fatalf("calibration: %v %s", err, out)
+	}
+	waitFile(t, filepath.Join(free, "leak"))
+	f := newFix(t, sandboxed(t))
+	f.bash("true")
+	if !env.PrimedReady(f.set.scratch, 10*time.Second) {
+		t.Fatal("no primed spare became ready")
+	}
+	first := strings.TrimSpace(f.bash(leave))
+	second := strings.TrimSpace(f.bash(`sleep 0.7; echo $$; ls leak 2>&1 || true`))
+	lines := strings.Split(second, "\n")
+	if len(lines) < 2 || first == "" || lines[0] == first {
+		t.Fatalf("the second command did not run in the first's helper: pids %q then %q", first, second)
+	}
+	if _, err := os.Stat(f.path("leak")); err == nil || !strings.Contains(second, "No such file") {
+		t.Fatalf("a process the first command left wrote after it ended: %q", second)
 	}
 }

@@ -98,19 +98,19 @@ func (c *confinement) prepare(ctx context.Context, s *Set) error {
 // so that it can be granted.
 //
 // The returned func removes, once the command has ended, the overlay work directories
-// its cache layers used (each command has its own: commands of a leg may run at once);
-// it is given the pid of the command's helper.
-func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, writeFile string) (env.ExecRequest, func(pid int), error) {
+// its cache layers used (each command has its own: commands of a leg may run at once).
+func (c *confinement) wrap(ctx context.Context, s *Set, req env.ExecRequest, writeFile string) (env.ExecRequest, func(), error) {
 	if err := c.prepare(ctx, s); err != nil {
 		return req, nil, err
 	}
 	p := c.base.WithProtected(s.cfg.Fence, sandbox.Approved(ctx))
-	done := func(int) {}
+	done := func() {}
 	if p.CacheLayer != "" && len(p.Caches) > 0 {
-		// The command's helper made its own work directories in the layer; once it has
-		// exited they are free, and go with any others left free.
+		// The command's helper made its own work directories in the layer; those no
+		// helper holds any more go (a helper that stays for the leg's next command keeps
+		// its own until Shutdown).
 		layer := p.CacheLayer
-		done = func(pid int) { sandbox.SweepCacheWorkAfter(layer, pid) }
+		done = func() { sandbox.SweepCacheWork(layer) }
 	}
 	p = s.withWalked(ctx, p) // protected entries at every depth, multi-link files (protect.go)
 	if _, err := os.Lstat(s.StageDir()); err == nil {

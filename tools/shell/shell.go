@@ -381,7 +381,7 @@ func (s *Set) Shutdown(ctx context.Context) error {
 		// and its cache layers' work directories): it goes first.
 		env.EndPrimed(s.scratch)
 		if s.confine != nil {
-			sandbox.SweepCacheWork(s.confine.layer)
+			sandbox.SweepCacheWorkWhenFree(s.confine.layer, 2*time.Second)
 		}
 		if err := os.RemoveAll(s.scratch); err != nil {
 			return fmt.Errorf("shell: removing the scratch directory: %w", err)
