@@ -276,7 +276,7 @@ func TestCommandsLeaveNoCacheWorkBehind(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	env.EndPrimed(f.set.scratch)
-	sandbox.SweepCacheWork(layer)
+	sandbox.SweepCacheWorkWhenFree(layer, 5*time.Second) // as Shutdown does
 	if left, _ := filepath.Glob(filepath.Join(layer, "*", "work*")); len(left) != 0 {
 		t.Fatalf("work directories left once the readied spare ended: %v", left)
 	}
