@@ -202,17 +202,24 @@ func (w *wiring) fail(err error) error {
 // records how it ended.
 func (p *hostProcess) await(cmd *exec.Cmd, exitReport *os.File, reported []byte, ended func(bool) ExitStatus) {
 	if ended != nil {
-		// A spare that stays for its series' next job runs the program: its report is
-		// the program's end, and the spare's own process is the series', not this one's.
-		st, ok := readExitReport(exitReport, reported)
+		// A spare runs the program: its report is the program's end, and what becomes
+		// of the spare's own process (it comes back for another job, or exits) is the
+		// spare's, seen to after the program's end is given.
+		st, ok := ExitStatus{}, false
+		if exitReport != nil {
+			st, ok = readExitReport(exitReport, reported)
+		}
 		if !ok {
-			st = ended(false) // the spare died with the program: its own end
-		} else {
-			ended(true)
+			// The spare became the program, or died with it: its own end is the
+			// program's, and its group may hold what it left (signalled as usual).
+			p.status = ended(false)
+			close(p.exited)
+			return
 		}
 		p.status = st
 		p.gone.Store(true)
 		close(p.exited)
+		ended(true)
 		p.unguard()
 		return
 	}

@@ -88,7 +88,9 @@ type startReq struct {
 	// spare is to end (EndPrimed), or, with ready set, to be waited for (PrimedReady).
 	key   string
 	ready time.Duration
-	done  chan startResult
+	// back is a spare that ran a job and came back for another (comeBack).
+	back *spare
+	done chan startResult
 }
 
 type startResult struct {
@@ -159,6 +161,11 @@ func onStarter(r startReq) startResult {
 func startLoop(reqs <-chan startReq) {
 	runtime.LockOSThread()
 	for r := range reqs {
+		if r.back != nil {
+			comeBack(r.back)
+			r.done <- startResult{}
+			continue
+		}
 		if r.cmd == nil && r.ready > 0 {
 			r.done <- startResult{ready: primedReadyOnThread(r.key, r.ready)}
 			continue

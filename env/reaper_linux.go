@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sema-agent/sema/internal/proctraits"
 )
 
 // A process group is not a handle on everything a program starts: `setsid`, a daemon's
@@ -138,13 +140,65 @@ func reapedPID(report *os.File, path string) (pid int, rest []byte, err error) {
 }
 
 // runReaper is the reaper's whole life: it starts path with argv, reports its pid on
-// descriptor fd, and sweeps and exits as described above. It never returns.
+// descriptor fd, and sweeps and exits as described above. A reaper that came from a
+// spare (reaperSock) does not exit: once the program's end is reported it says so on
+// the spare's socket and runs the next program the host hands it, as a subreaper with
+// nothing below it again. It never returns.
 func runReaper(fd int, path string, argv []string) {
 	runtime.LockOSThread()
+	// Inside a user namespace the reaper holds the capabilities the host lent for the
+	// namespaces; the program must not reach them through its memory.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	subreaper := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
+	// Should this process have died before the signal was caught, its default action
+	// ended the reaper before it started anything; from here on it is caught, and the
+	// sweep runs even when it arrives before the program is started.
+	self := os.Getpid()
+	go func() {
+		// This process's parent died, or someone asked the reaper to stop: everything
+		// below it goes at once.
+		for range sigs {
+			sweep(self, 0)
+		}
+	}()
+	null, _ := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	// What a program could change of this process from outside (its limits, nice
+	// value and affinity), the next would inherit: a reaper that finds them changed
+	// does not stay.
+	traits := proctraits.Now()
+	for {
+		status, started := reapOne(fd, path, argv, subreaper, self)
+		if reaperSock >= 0 && !traits.Same() {
+			reaperSock = -1
+		}
+		if reaperSock < 0 {
+			if !started {
+				exit(127)
+			}
+			exitAs(status)
+		}
+		// The program's streams and environment go back, as a spare holds none of a
+		// program's while it waits; the spare is ready for the next.
+		for std := range 3 {
+			unix.Dup3(null, std, 0)
+		}
+		os.Clearenv()
+		os.Args = os.Args[:1]
+		fd, path, argv = nextReaperJob()
+	}
+}
+
+// reapOne starts one program below the reaper, reports its pid on fd, waits for it and
+// sweeps what it left, then reports its end on fd and closes fd. It returns the
+// program's end, and false when it could not be started (its errno was reported).
+func reapOne(fd int, path string, argv []string, subreaper error, self int) (unix.WaitStatus, bool) {
 	// The descriptor itself, not an *os.File: a pipe made an *os.File starts the
 	// runtime's poller, a tenth of a millisecond the program's start would wait for.
 	syscall.CloseOnExec(fd)
-	fail := func(err error) {
+	defer unix.Close(fd)
+	fail := func(err error) (unix.WaitStatus, bool) {
 		errno := syscall.EINVAL
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -152,19 +206,11 @@ func runReaper(fd int, path string, argv []string) {
 		}
 		errors.As(err, &errno)
 		unix.Write(fd, fmt.Appendf(nil, "!%d", int(errno)))
-		exit(127)
+		return 0, false
 	}
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		fail(err)
+	if subreaper != nil {
+		return fail(subreaper)
 	}
-	// Inside a user namespace the reaper holds the capabilities the host lent for the
-	// namespaces; the program must not reach them through its memory.
-	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
-	// Should this process have died before the signal was caught, its default action
-	// ended the reaper before it started anything; from here on it is caught, and the
-	// sweep below runs even when it arrives before the program is started.
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   os.Environ(),
 		Files: []uintptr{0, 1, 2},
@@ -174,19 +220,12 @@ func runReaper(fd int, path string, argv []string) {
 		Sys: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
-		fail(err)
+		return fail(err)
 	}
 	// The pid on a line; the descriptor stays open for the report of the end.
 	unix.Write(fd, append(strconv.AppendInt(nil, int64(pid), 10), '\n'))
-
-	self := os.Getpid()
-	go func() {
-		// This process's parent died, or someone asked the reaper to stop: everything
-		// below it goes at once.
-		<-sigs
-		sweep(self, 0)
-	}()
 	var status unix.WaitStatus
+	var swept chan struct{}
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
@@ -203,13 +242,58 @@ func runReaper(fd int, path string, argv []string) {
 			if _, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); errors.Is(err, unix.ECHILD) {
 				break
 			}
-			go sweep(self, reaperGrace)
+			swept = make(chan struct{})
+			go func() {
+				defer close(swept)
+				sweep(self, reaperGrace)
+			}()
 		}
+	}
+	if swept != nil {
+		// Done before the end is reported: a sweep still looking when the next program
+		// starts would take it for one this program left.
+		<-swept
 	}
 	// Everything below is gone: the host may return the program's end now, without
 	// waiting for this process's own exit (see ExecRequest.ReportsExit).
 	unix.Write(fd, reportOf(status))
-	exitAs(status)
+	return status, true
+}
+
+// reaperSock is, in a reaper that came from a spare, the spare's socket, on which it
+// says it is free again (againMsg) and takes the next program (-1: none, the reaper
+// exits as its program did).
+var reaperSock = -1
+
+// nextReaperJob says on the spare's socket that the reaper is free again, waits for the
+// next job and takes it as the spare took its first: it returns the report descriptor,
+// the program's path and argv. A job that cannot be entered (its directory went) is
+// reported as a program that could not be started, and the reaper waits again. It exits
+// when the host ends the spare.
+func nextReaperJob() (int, string, []string) {
+	for {
+		if _, err := unix.Write(reaperSock, []byte{againMsg}); err != nil {
+			exit(0)
+		}
+		msg, job, fds, err := readWarmJob(reaperSock)
+		if err != nil || msg != jobMsg {
+			exit(0) // the host ended the spare, or is gone
+		}
+		takeJob(job, fds, -1)
+		v, _ := os.LookupEnv(reaperEnv)
+		os.Unsetenv(reaperEnv)
+		fd, err := strconv.Atoi(v)
+		if err != nil || fd < 3 || len(os.Args) < 3 {
+			exit(127) // not a reaper's job: nothing this process can run
+		}
+		if err := unix.Chdir(job.Dir); err != nil {
+			unix.Write(2, fmt.Appendf(nil, "sema: cannot start in %s: %v\n", job.Dir, err))
+			unix.Write(fd, fmt.Appendf(nil, "!%d", int(err.(syscall.Errno))))
+			unix.Close(fd)
+			continue
+		}
+		return fd, os.Args[1], os.Args[2:]
+	}
 }
 
 // reportOf is the report of the reaper's own exit as exitAs will end it: "e" and the

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -107,6 +108,9 @@ type warmJob struct {
 const (
 	jobMsg   = 'j'
 	primeMsg = 'p'
+	// againMsg is what a spare that ran a job (a reaper) writes once it is free for
+	// the next.
+	againMsg = 'a'
 )
 
 // encode lays the job out as the socket carries it.
@@ -162,13 +166,19 @@ type spare struct {
 	again   bool
 	busy    atomic.Bool
 	evicted atomic.Bool
-	// waited reaps the spare's process once, whoever gets there first.
+	// waited reaps the spare's process once, whoever gets there first; closed lets go
+	// of the socket and the mount table once.
 	waited sync.Once
 	status ExitStatus
+	closed sync.Once
 }
 
-// spares holds at most one spare per shape. It is touched only on the starter thread.
-var spares = map[warmShape]*spare{}
+// spares holds the spares of each shape that take any job: one started ahead, and one
+// that ran a job and came back for another (a reaper), at most maxPlain. It is touched
+// only on the starter thread.
+var spares = map[warmShape][]*spare{}
+
+const maxPlain = 2
 
 // shapeOf reports the shape a spare needs to serve cmd, and false when no spare can:
 // cmd does not start this executable, or sets what a spare does not copy.
@@ -206,9 +216,10 @@ func startWarmOnThread(cmd *exec.Cmd, key string) (run *exec.Cmd, ended func(boo
 	}
 	usedPlain := false
 	refill = func() {
-		if spares[shape] == nil && (usedPlain || key == "") {
+		if len(spares[shape]) == 0 && (usedPlain || key == "") {
 			if s, err := newSpare(&attr); err == nil {
-				spares[shape] = s
+				s.shape = shape
+				spares[shape] = append(spares[shape], s)
 			}
 		}
 		if key != "" {
@@ -217,7 +228,7 @@ func startWarmOnThread(cmd *exec.Cmd, key string) (run *exec.Cmd, ended func(boo
 	}
 	// The one refusal a spare could answer is checked first, the spares kept for the
 	// next start.
-	if len(primedSpares[key]) > 0 || spares[shape] != nil {
+	if len(primedSpares[key]) > 0 || len(spares[shape]) > 0 {
 		if err := enterable(cmd.Dir); err != nil {
 			return nil, nil, nil, err
 		}
@@ -232,16 +243,15 @@ func startWarmOnThread(cmd *exec.Cmd, key string) (run *exec.Cmd, ended func(boo
 				primedSpares[key] = append(primedSpares[key], s)
 				return s.cmd, s.jobEnded, refill, nil
 			}
-			return s.cmd, nil, refill, nil
+			return s.cmd, s.plainEnded, refill, nil
 		}
 		s.end()
 	}
-	if s := spares[shape]; s != nil {
-		delete(spares, shape)
+	for s := takePlain(shape); s != nil; s = takePlain(shape) {
 		if s.fresh() && s.handOver(cmd) == nil {
 			warmUsed.Add(1)
 			usedPlain = true
-			return s.cmd, nil, refill, nil
+			return s.cmd, s.plainEnded, refill, nil
 		}
 		s.end()
 	}
@@ -298,8 +308,7 @@ func (s *spare) fresh() bool {
 
 // end stops a spare that will not be used and reaps it.
 func (s *spare) end() {
-	s.sock.Close() // a waiting spare exits at end of file
-	unix.Close(s.mounts)
+	s.close() // a waiting spare exits at end of file
 	s.cmd.Process.Kill()
 	s.wait()
 }
@@ -318,6 +327,66 @@ func (s *spare) wait() ExitStatus {
 		}
 	})
 	return s.status
+}
+
+// takePlain takes a spare of the shape that takes any job: one that ran a job before
+// first (its start is long paid), else the one started ahead; nil when there is none.
+func takePlain(shape warmShape) *spare {
+	q := spares[shape]
+	if len(q) == 0 {
+		return nil
+	}
+	pick := 0
+	for i, s := range q {
+		if s.again {
+			pick = i
+			break
+		}
+	}
+	s := q[pick]
+	spares[shape] = slices.Delete(q, pick, pick+1)
+	return s
+}
+
+// plainEnded is the end of a job a spare that takes any job ran (startWarm's ended).
+// Not reported, the spare is gone with its program: its end is the job's. Reported, the
+// spare either comes back (a reaper, which says so at once: againMsg) and joins the
+// shape's spares, or exits (a sandbox helper, whose end follows its report), and is
+// reaped.
+func (s *spare) plainEnded(reported bool) ExitStatus {
+	if !reported {
+		s.close()
+		return s.wait()
+	}
+	msg := make([]byte, 1)
+	fd := int(s.sock.Fd())
+	if pollIn(fd, time.Second) {
+		if n, _ := unix.Read(fd, msg); n == 1 && msg[0] == againMsg {
+			s.again = true
+			onStarter(startReq{back: s})
+			return ExitStatus{}
+		}
+	}
+	s.end()
+	return ExitStatus{}
+}
+
+// comeBack takes a spare that ran a job back into its shape's spares, or ends it when
+// there are enough; on the starter thread.
+func comeBack(s *spare) {
+	if len(spares[s.shape]) >= maxPlain || warmOff.Load() {
+		s.end()
+		return
+	}
+	spares[s.shape] = append(spares[s.shape], s)
+}
+
+// close lets go of this side of the spare: its socket and mount table.
+func (s *spare) close() {
+	s.closed.Do(func() {
+		s.sock.Close()
+		unix.Close(s.mounts)
+	})
 }
 
 // jobEnded is the end of a job a spare that stays ran (startWarm's ended): reported,
@@ -341,10 +410,6 @@ func (s *spare) jobEnded(reported bool) ExitStatus {
 // that cannot change to it after all (it went in between) says so on the program's
 // standard error and exits 127, as a program that could not be found.
 func (s *spare) handOver(cmd *exec.Cmd) error {
-	if !s.again {
-		defer unix.Close(s.mounts)
-		defer s.sock.Close()
-	}
 	job := warmJob{Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir}
 	if job.Env == nil {
 		job.Env = os.Environ()
@@ -438,6 +503,17 @@ func awaitWarmJob() {
 			}
 		}
 		exit(127)
+	}
+	if slices.ContainsFunc(job.Env, func(kv string) bool { return strings.HasPrefix(kv, reaperEnv+"=") }) {
+		// A reaper stays for the next program once this one has ended (runReaper):
+		// the socket is kept, out of the way of the job's descriptors.
+		high, err := unix.FcntlInt(3, unix.F_DUPFD_CLOEXEC, 100)
+		if err == nil {
+			unix.Close(3)
+			reaperSock = high
+			takeJob(job, fds, -1)
+			return
+		}
 	}
 	takeJob(job, fds, 3)
 	unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sema-agent/sema/env"
+	"github.com/sema-agent/sema/internal/proctraits"
 )
 
 // The helper is this same program, started again with the policy in its environment. It
@@ -100,6 +101,10 @@ func confinePrimed(spec, ns, machine string) {
 			env.PrimeFailed()
 		}
 	}
+	// What a command could change of this process from outside (its limits, nice value
+	// and affinity, as any process of the same user may), the next would inherit: a
+	// helper that finds them changed after a command does not stay.
+	traits := proctraits.Now()
 	for {
 		dir := env.AwaitPrimedJob(c.watch, c.relied, again)
 		unsetHelperEnv() // the job's environment carries the prelude again
@@ -110,6 +115,11 @@ func confinePrimed(spec, ns, machine string) {
 			helperFailed(c.exec(os.Args[1:]))
 		}
 		c.serve(dir, os.Args[1:])
+		if !traits.Same() {
+			os.Exit(0)
+		}
+		// A spare holds nothing of a command's while it waits: not its environment.
+		os.Clearenv()
 	}
 }
 

@@ -157,3 +157,68 @@ func TestAHelperThatStaysEndsWhatEachCommandLeft(t *testing.T) {
 		t.Fatalf("a process the first command left wrote after it ended: %q", second)
 	}
 }
+
+// Unconfined, a command runs below a reaper that ends what it leaves; the reaper stays
+// for the next command (the second command's parent is the first's). What the first
+// command left — out of its group and session, its parent gone — does not live on into
+// the second.
+//
+// Calibration: under plain bash the same line leaves a process that writes later.
+func TestAReaperThatStaysEndsWhatEachCommandLeft(t *testing.T) {
+	leave := `(setsid sh -c 'sleep 0.4; echo leaked > leak' &); echo $PPID`
+	free := tempDir(t)
+	cal := exec.Command("bash", "-c", leave)
+	cal.Dir = free
+	if out, err := cal.CombinedOutput(); err != nil {
+		t.Fatalf("calibration: %v %s", err, out)
+	}
+	waitFile(t, filepath.Join(free, "leak"))
+	f := newFix(t)
+	f.bash("true") // the reaper of the first command comes back
+	first := strings.TrimSpace(f.bash(leave))
+	second := strings.TrimSpace(f.bash(`sleep 0.7; echo $PPID; ls leak 2>&1 || true`))
+	lines := strings.Split(second, "\n")
+	if len(lines) < 2 || first == "" || lines[0] != first {
+		t.Fatalf("the second command did not run below the first's reaper: parents %q then %q", first, second)
+	}
+	if _, err := os.Stat(f.path("leak")); err == nil || !strings.Contains(second, "No such file") {
+		t.Fatalf("a process the first command left wrote after it ended: %q", second)
+	}
+}
+
+// A command can change, from outside, what its reaper or helper hands to the next
+// command it starts (its nice value, its limits: any process of the same user may), and
+// reaches that process as its parent or as process 1 of its namespace. A reaper or helper
+// that finds itself changed does not stay: the next command starts as a fresh one would.
+//
+// Calibration: renice of another process of the same user takes effect.
+func TestACommandCannotChangeWhatTheNextInherits(t *testing.T) {
+	if _, err := exec.LookPath("renice"); err != nil {
+		t.Skip("renice is not installed")
+	}
+	cal := exec.Command("sh", "-c", `sleep 5 & p=$!; renice -n 7 -p $p >/dev/null && ps -o ni= -p $p; kill $p`)
+	if out, err := cal.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "7" {
+		t.Fatalf("calibration: renice of a process of the same user: %v %q", err, out)
+	}
+	cases := []struct {
+		name   string
+		config []func(*Config)
+		target string
+	}{
+		{"reaper", nil, "$PPID"},
+		{"helper", []func(*Config){sandboxed(t)}, "1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFix(t, c.config...)
+			f.bash("true")
+			f.bash("true")
+			f.bash(`renice -n 9 -p ` + c.target + ` >/dev/null 2>&1; true`)
+			for i := range 3 {
+				if got := strings.TrimSpace(f.bash("nice")); got != "0" {
+					t.Fatalf("command %d after the renice runs at nice %q", i+1, got)
+				}
+			}
+		})
+	}
+}
