@@ -30,9 +30,12 @@ import (
 // its own through a reaper: this same executable, started again (the reaperEnv variable
 // makes this package's init take over before main), a subreaper that starts the program
 // and, once the program has exited, ends every process still below it — SIGTERM (and
-// SIGCONT), reaperGrace, then SIGKILL until none is left — and only then exits, as the
-// program did. Wait therefore returns when the program and everything it started are
-// gone.
+// SIGCONT), reaperGrace, then SIGKILL until none is left — and only then reports the
+// program's end (Wait returns on the report) and exits, as the program did. Wait
+// therefore returns when the program and everything it started are gone. A reaper that
+// came from a spare does not exit: it stays, with nothing below it, for the next program
+// the host hands it (nextReaperJob), unless the program changed what the next would
+// inherit from it (package proctraits).
 //
 // The reaper sits outside the program's process group (the program gets a session and a
 // group of its own, whose id the host signals and the guardian lists), so a signal meant for the
