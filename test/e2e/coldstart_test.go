@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -50,4 +51,83 @@ func coldStart(b *testing.B, sandboxMode string) {
 		cmd.Wait()
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms-to-first-request")
+}
+
+// minimalClient is the floor a process's first request is compared with: a Go program
+// that only posts to the server named by its one argument and exits.
+const minimalClient = `package main
+
+import (
+	"net/http"
+	"os"
+	"strings"
+)
+
+func main() {
+	resp, err := http.Post(os.Args[1], "application/json", strings.NewReader("{}"))
+	if err == nil {
+		resp.Body.Close()
+	}
+}
+`
+
+// BenchmarkFirstRequestPaired measures, in one run and alternately, the time from
+// starting a process to its first request reaching the model server for sema (sandbox
+// auto, a fresh state directory each time, as a first run in a repository has) and for
+// a minimal Go HTTP client built from the same toolchain: the machine's floor for
+// "start a Go program and reach a local server". It reports both and their ratio.
+func BenchmarkFirstRequestPaired(b *testing.B) {
+	dir := b.TempDir()
+	src := filepath.Join(dir, "client")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(src, "main.go"), []byte(minimalClient), 0o644)
+	os.WriteFile(filepath.Join(src, "go.mod"), []byte("module client\n\ngo 1.22\n"), 0o644)
+	client := filepath.Join(dir, "minimal-client")
+	build := exec.Command("go", "build", "-o", client, ".")
+	build.Dir = src
+	build.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the minimal client: %v\n%s", err, out)
+	}
+	arrived := make(chan time.Time, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- time.Now():
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`))
+	}))
+	defer srv.Close()
+	firstRequest := func(cmd *exec.Cmd) time.Duration {
+		b.Helper()
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer cmd.Wait()
+		select {
+		case at := <-arrived:
+			return at.Sub(start)
+		case <-time.After(10 * time.Second):
+			b.Fatal("no request arrived")
+			return 0
+		}
+	}
+	var semaTotal, minimalTotal time.Duration
+	for b.Loop() {
+		home := b.TempDir() // a fresh state directory
+		cmd := exec.Command(semaBin, "run", "--sandbox", "auto", "--model", "anthropic/claude-sonnet-4-5", "hello")
+		cmd.Dir = home
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + srv.URL}
+		semaTotal += firstRequest(cmd)
+		minimalTotal += firstRequest(exec.Command(client, srv.URL+"/v1/messages"))
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(semaTotal.Microseconds())/n/1000, "sema-ms")
+	b.ReportMetric(float64(minimalTotal.Microseconds())/n/1000, "minimal-ms")
+	b.ReportMetric(float64(semaTotal)/float64(minimalTotal), "ratio")
 }
