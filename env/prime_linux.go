@@ -181,8 +181,8 @@ func takePrimed(key string) *spare {
 // it ends once its job has (jobEnded).
 func endPrimedOnThread(key string, all bool) {
 	for _, s := range primedSpares[key] {
-		if s.busy.Load() && !all {
-			s.evicted.Store(true)
+		if !all {
+			s.evicted.Store(true) // before busy is looked at: see jobEnded
 			if s.busy.Load() {
 				continue
 			}

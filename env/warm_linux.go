@@ -398,10 +398,13 @@ func (s *spare) jobEnded(reported bool) ExitStatus {
 		s.busy.Store(false)
 		return s.wait()
 	}
+	// Free first, then look: a series that gives the spare up at the same moment sets
+	// evicted first, then looks at busy, so one of the two sees the other and ends it
+	// (ending twice is harmless).
+	s.busy.Store(false)
 	if s.evicted.Load() {
 		s.end()
 	}
-	s.busy.Store(false)
 	return ExitStatus{}
 }
 
