@@ -19,8 +19,9 @@ import (
 // A crash at any point leaves either no file at abs or a complete one, so a file of zero
 // bytes at abs is never one sema is still creating: CheckFile can refuse it as damage.
 // Another process creating the same file at the same moment wins or loses the link
-// whole, and the loser opens the winner's file.
-func create(abs string) error {
+// whole, and the loser opens the winner's file. won reports that the file placed is
+// this call's.
+func create(abs string) (won bool, err error) {
 	var suffix [6]byte
 	rand.Read(suffix[:])
 	tmp := fmt.Sprintf("%s%s%d-%s", abs, creating, os.Getpid(), hex.EncodeToString(suffix[:]))
@@ -31,7 +32,7 @@ func create(abs string) error {
 	defer os.Remove(tmp + "-shm")
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return false, err
 	}
 	f.Close()
 	// Setting user_version writes the header page, which is what makes an empty file a
@@ -41,35 +42,35 @@ func create(abs string) error {
 	// connection checkpoints the -wal into the file and removes both -wal and -shm.
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: tmp}).EscapedPath()+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = db.Exec(`PRAGMA user_version = 0`)
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("create database %s: %w", abs, err)
+		return false, fmt.Errorf("create database %s: %w", abs, err)
 	}
 	if err := syncFile(tmp); err != nil {
-		return err
+		return false, err
 	}
 	// A link, not a rename: a rename would replace a file another process placed (and
 	// may have written sessions to) in the meantime.
 	if err := os.Link(tmp, abs); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil
+			return false, nil
 		}
 		// A file system without hard links: a rename, when nothing has been placed in
 		// the meantime, is still whole; only the moment between the look and the
 		// rename is open to a race.
 		if _, serr := os.Lstat(abs); !errors.Is(serr, fs.ErrNotExist) {
-			return nil
+			return false, nil
 		}
 		if err := os.Rename(tmp, abs); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return syncFile(filepath.Dir(abs))
+	return true, syncFile(filepath.Dir(abs))
 }
 
 func syncFile(path string) error {

@@ -86,8 +86,9 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	}
 	// A creation killed half-way left its temporary files, never a file at abs.
 	removeStale(abs)
+	created := false
 	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
-		if err := create(abs); err != nil {
+		if created, err = create(abs); err != nil {
 			return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("create database: %w", err))
 		}
 	}
@@ -124,7 +125,7 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	}
 	h := handleFor(db)
 	handles.Lock()
-	h.path, h.busy = abs, opts.busyTimeout()
+	h.path, h.busy, h.created = abs, opts.busyTimeout(), created
 	handles.Unlock()
 	return db, nil
 }
@@ -149,13 +150,27 @@ type Schema struct {
 // with CodeCorrupt), and prepares s.Queries. A store built on a database someone else opened (and will close)
 // calls it. db should come from Open, whose pragmas the stores' transactions rely on.
 func Attach(ctx context.Context, db *sql.DB, s Schema) error {
-	if err := Migrate(ctx, db, s.Component, s.Steps); err != nil {
+	h := handleFor(db)
+	handles.Lock()
+	created := h.created
+	handles.Unlock()
+	if !created {
+		// The shape its steps give is worked out while the file is migrated (it replays
+		// them in an in-memory database: most of the check's cost).
+		go wantShape(context.WithoutCancel(ctx), s)
+	}
+	fromZero, err := migrate(ctx, db, s.Component, s.Steps)
+	if err != nil {
 		return err
 	}
-	if err := checkShape(ctx, db, s); err != nil {
-		return err
+	// A file this process made empty and whose tables of s its own steps just made, in
+	// one transaction, has the shape they give: there is nothing the check could find.
+	if !(created && fromZero) {
+		if err := checkShape(ctx, db, s); err != nil {
+			return err
+		}
 	}
-	return schemaFault(handleFor(db), s.Component, Prepare(ctx, db, s.Queries...))
+	return schemaFault(h, s.Component, Prepare(ctx, db, s.Queries...))
 }
 
 // OpenAttached opens the database at path with opts (see Open) and attaches s to it. The
@@ -200,6 +215,9 @@ type handle struct {
 	stmts sync.Map // query → *sql.Stmt
 	path  string
 	busy  time.Duration
+	// created: Open made the file, empty, and placed it (create won): every table in
+	// it was made by a migration of this process or of another that opened it since.
+	created bool
 }
 
 var handles = struct {
@@ -437,16 +455,23 @@ func IsConstraint(err error) bool {
 // and is refused with CodeSchemaTooNew. Steps must never be edited once released: a new
 // change is a new step at the end.
 func Migrate(ctx context.Context, db *sql.DB, component string, steps []string) error {
+	_, err := migrate(ctx, db, component, steps)
+	return err
+}
+
+// migrate is Migrate; fromZero reports that this call made every step of component, from
+// none, in one transaction.
+func migrate(ctx context.Context, db *sql.DB, component string, steps []string) (fromZero bool, err error) {
 	// The common case, an up-to-date file, needs no write lock.
 	var v int
-	err := db.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE component = ?`, component).Scan(&v)
+	err = db.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE component = ?`, component).Scan(&v)
 	if err == nil && v == len(steps) {
-		return nil
+		return false, nil
 	}
 	if err == nil && v > len(steps) {
-		return tooNew(component, v, len(steps))
+		return false, tooNew(component, v, len(steps))
 	}
-	return Tx(ctx, db, func(tq Querier) error {
+	err = Tx(ctx, db, func(tq Querier) error {
 		// Schema statements run unprepared: they change what a prepared one would see.
 		q := tq.(txq).tx
 		if _, err := q.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
@@ -463,6 +488,7 @@ func Migrate(ctx context.Context, db *sql.DB, component string, steps []string) 
 		if v > len(steps) {
 			return tooNew(component, v, len(steps))
 		}
+		fromZero = v == 0 && len(steps) > 0
 		for i := v; i < len(steps); i++ {
 			if _, err := q.ExecContext(ctx, steps[i]); err != nil {
 				return fmt.Errorf("migrate %s to version %d: %w", component, i+1, err)
@@ -473,6 +499,7 @@ func Migrate(ctx context.Context, db *sql.DB, component string, steps []string) 
 			component, len(steps), time.Now().UnixNano())
 		return err
 	})
+	return fromZero && err == nil, err
 }
 
 func tooNew(component string, have, know int) error {
