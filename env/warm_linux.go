@@ -36,8 +36,11 @@ import (
 // standard streams (passed as descriptors); the spare takes them as its own and lets the
 // init continue exactly as a process just started with them would: the reaper's init or
 // the helper's takes over from there. The start returns as soon as the job is sent
-// (the directory checked first, as a start's own refusal); a replacement is started on the starter thread once the
-// caller has its answer, so it is ready for the next command. A start that finds no spare
+// (the directory checked first, as a start's own refusal); a replacement is started on
+// the starter thread once the caller has its answer, so it is ready for the next
+// command. A reaper does not exit once its program has ended: it says so on the socket
+// and joins its shape's spares again (at most maxPlain of them), and a start prefers
+// one that came back. A start that finds no spare
 // (the first of its shape, or several at once) starts cold, as before.
 //
 // What a spare could get wrong, and why it does not:
