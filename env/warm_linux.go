@@ -51,9 +51,14 @@ import (
 //     older than a change is ended and the start is cold.
 //   - Its environment. A spare starts with an environment holding only its marker, so
 //     nothing of this process's environment sits in it while it waits; it takes the
-//     program's whole environment with the job. It is not dumpable while it waits (it
-//     may hold the capabilities of a user namespace), and dumpable again, as a fresh
-//     process is, once it has its job.
+//     program's whole environment with the job (and one that comes back lets go of it
+//     once the program has ended). It is not dumpable while it waits (it may hold the
+//     capabilities of a user namespace), and dumpable again, as a fresh process is,
+//     once it has its job.
+//   - What a program changed of a spare that comes back. A program may change its
+//     reaper's limits, nice value and affinity from outside (any process of the same
+//     user may), and the next program would inherit them: a reaper or helper that finds
+//     them changed after a program exits instead (package internal/proctraits).
 //   - What a fresh start would inherit at the time of the start rather than of the
 //     spare's: the umask, the resource limits and the scheduling priority are this
 //     process's when the spare was started. The host does not change them; an embedding
