@@ -130,29 +130,33 @@ func credentialName(name string) bool {
 // a key with a provider's published prefix (long enough that a word or a path does not
 // match), a private key block, a webhook URL (the URL is the secret), an Authorization
 // header, a connection string's password.
-var valuePattern = regexp.MustCompile(
-	`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@?#]*:[^/\s@?#]+@` +
-		`|(?:^|[^A-Za-z0-9])(?:` +
-		`sk-ant-[A-Za-z0-9_-]{8,}` +
-		`|sk-[A-Za-z0-9_-]{32,}` +
-		`|gh[pousr]_[A-Za-z0-9]{20,}` +
-		`|github_pat_[A-Za-z0-9_]{20,}` +
-		`|glpat-[A-Za-z0-9_-]{20,}` +
-		`|xox[abposr]-[A-Za-z0-9-]{10,}` +
-		`|xapp-[A-Za-z0-9-]{10,}` +
-		`|(?:AKIA|ASIA)[A-Z0-9]{16}` +
-		`|hf_[A-Za-z0-9]{30,}` +
-		`|npm_[A-Za-z0-9]{36}` +
-		`|pypi-[A-Za-z0-9_-]{50,}` +
-		`|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}` +
-		`|AIza[0-9A-Za-z_-]{35}` +
-		`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.` +
-		`)` +
-		`|-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----` +
-		`|hooks\.slack\.com/services/` +
-		`|discord(?:app)?\.com/api/webhooks/` +
-		`|(?i:authorization:\s*\S)` +
-		`|(?i:(?:^|;)\s*(?:password|pwd|accountkey|sharedaccesskey)\s*=\s*[^;\s])`)
+// It is compiled on first use: every process sema starts again (a spare) would pay for
+// it in its init otherwise.
+var valuePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(
+		`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@?#]*:[^/\s@?#]+@` +
+			`|(?:^|[^A-Za-z0-9])(?:` +
+			`sk-ant-[A-Za-z0-9_-]{8,}` +
+			`|sk-[A-Za-z0-9_-]{32,}` +
+			`|gh[pousr]_[A-Za-z0-9]{20,}` +
+			`|github_pat_[A-Za-z0-9_]{20,}` +
+			`|glpat-[A-Za-z0-9_-]{20,}` +
+			`|xox[abposr]-[A-Za-z0-9-]{10,}` +
+			`|xapp-[A-Za-z0-9-]{10,}` +
+			`|(?:AKIA|ASIA)[A-Z0-9]{16}` +
+			`|hf_[A-Za-z0-9]{30,}` +
+			`|npm_[A-Za-z0-9]{36}` +
+			`|pypi-[A-Za-z0-9_-]{50,}` +
+			`|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}` +
+			`|AIza[0-9A-Za-z_-]{35}` +
+			`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.` +
+			`)` +
+			`|-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----` +
+			`|hooks\.slack\.com/services/` +
+			`|discord(?:app)?\.com/api/webhooks/` +
+			`|(?i:authorization:\s*\S)` +
+			`|(?i:(?:^|;)\s*(?:password|pwd|accountkey|sharedaccesskey)\s*=\s*[^;\s])`)
+})
 
 // valueHints are cheap tests that let most values skip the pattern: a value none of them
 // is in cannot match it.
@@ -166,7 +170,7 @@ func credentialValue(v string) bool {
 	}
 	for _, h := range valueHints {
 		if strings.Contains(v, h) {
-			return valuePattern.MatchString(v)
+			return valuePattern().MatchString(v)
 		}
 	}
 	return false

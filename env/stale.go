@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -22,7 +23,9 @@ const MaxStaleTempWalk = 200_000
 // time in nanoseconds (base 36) + "-" + a sequence number (base 36), then, when the
 // writer is named, "-" + its pid, start time and pid namespace (base 36, joined by
 // dots), then ".tmp".
-var tempNameRE = regexp.MustCompile(`^\..+\.sema-([0-9a-z]+)-[0-9a-z]+(?:-([0-9a-z]+)\.([0-9a-z]+)\.([0-9a-z]+))?\.tmp$`)
+var tempNameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\..+\.sema-([0-9a-z]+)-[0-9a-z]+(?:-([0-9a-z]+)\.([0-9a-z]+)\.([0-9a-z]+))?\.tmp$`)
+})
 
 // CleanStaleTemps removes, under root, the temporary files that atomic writes of a
 // process that died mid-write left behind (WriteFile writes
@@ -53,7 +56,7 @@ func CleanStaleTemps(ctx context.Context, root string) []string {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		m := tempNameRE.FindStringSubmatch(d.Name())
+		m := tempNameRE().FindStringSubmatch(d.Name())
 		if m == nil {
 			return nil
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The placeholders a normalised text carries where the run's moment showed through.
@@ -22,16 +23,24 @@ const (
 var (
 	// An RFC 3339 or ISO 8601 time, with or without fractions and zone, "T" or a space
 	// between date and time: what date(1), git log --date=iso and most logs print.
-	isoTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z| ?[+-]\d{2}:?\d{2}\b)?`)
+	isoTime = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z| ?[+-]\d{2}:?\d{2}\b)?`)
+	})
 	// ls -l's modification time ("Dec  6 06:06") and date(1)'s default clock
 	// ("06:06:29" after a weekday and month).
-	lsTime = regexp.MustCompile(`\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} +(?:\d{2}:\d{2}(?::\d{2})?|\d{4})\b`)
+	lsTime = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} +(?:\d{2}:\d{2}(?::\d{2})?|\d{4})\b`)
+	})
 	// A bare clock: 06:06:29, 06:06:29.123.
-	clock = regexp.MustCompile(`\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b`)
+	clock = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b`) })
 	// A Go or test-runner duration: 12ms, 1.5s, 2m3.4s, 850µs, "(0.01s)".
-	duration = regexp.MustCompile(`\b(?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?(?:ns|µs|us|ms|s)\b`)
+	duration = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?(?:ns|µs|us|ms|s)\b`)
+	})
 	// A UUID: session ids, request ids, temporary names.
-	uuid = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	uuid = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	})
 )
 
 // Normaliser rewrites a tool result's text so that two runs of the same call compare
@@ -113,11 +122,11 @@ func (n *Normaliser) paths(s string) string {
 // Text returns s normalised.
 func (n *Normaliser) Text(s string) string {
 	s = n.paths(s)
-	s = isoTime.ReplaceAllString(s, PlaceholderTime)
-	s = lsTime.ReplaceAllString(s, PlaceholderTime)
-	s = clock.ReplaceAllString(s, PlaceholderTime)
-	s = duration.ReplaceAllString(s, PlaceholderDuration)
-	s = uuid.ReplaceAllString(s, PlaceholderID)
+	s = isoTime().ReplaceAllString(s, PlaceholderTime)
+	s = lsTime().ReplaceAllString(s, PlaceholderTime)
+	s = clock().ReplaceAllString(s, PlaceholderTime)
+	s = duration().ReplaceAllString(s, PlaceholderDuration)
+	s = uuid().ReplaceAllString(s, PlaceholderID)
 	for _, t := range n.temps {
 		s = n.tempPaths(s, t)
 	}

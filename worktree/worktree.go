@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sema-agent/sema"
 )
@@ -82,13 +83,13 @@ type Info struct {
 	Changed []string `json:"changed"`
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // CheckName refuses a name that cannot be a worktree's: a plain word of letters,
 // digits, '.', '-' and '_', starting with a letter or digit, at most 64 characters,
 // and a valid branch name after sema/.
 func CheckName(name string) error {
-	if !validName.MatchString(name) || strings.Contains(name, "..") || strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".") {
+	if !validName().MatchString(name) || strings.Contains(name, "..") || strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".") {
 		return sema.Errorf(CodeNameInvalid, "worktree name %q must be a word of letters, digits, '.', '-' and '_' (at most 64, starting with a letter or digit, no '..', not ending in '.' or '.lock')", name).With("name", name)
 	}
 	return nil

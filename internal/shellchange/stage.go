@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"sync"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
@@ -50,14 +51,14 @@ type stageMeta struct {
 
 // safeScope is how a scope names its directory: itself when it is a plain word (the
 // minted session ids are), else a hash of it.
-var plainScope = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var plainScope = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
 
 func scopeDir(stateDir, scope string) string {
 	return filepath.Join(stateDir, stageRoot, scopeDirName(scope))
 }
 
 func scopeDirName(scope string) string {
-	if plainScope.MatchString(scope) {
+	if plainScope().MatchString(scope) {
 		return scope
 	}
 	s := sha256.Sum256([]byte(scope))
@@ -74,7 +75,7 @@ func (c *Recorder) durableStage() string {
 		return ""
 	}
 	leg := l.LegID()
-	if leg == "" || !plainScope.MatchString(leg) {
+	if leg == "" || !plainScope().MatchString(leg) {
 		leg = randomName()
 	}
 	return filepath.Join(scopeDir(c.cfg.StateDir, l.Scope()), leg)
