@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ import (
 // peer is the client's end of a pipe pair whose other end an Agent serves.
 type peer struct {
 	t    testing.TB
-	w    *io.PipeWriter
+	w    *os.File
 	r    *bufio.Reader
 	done chan error
 }
@@ -37,8 +38,17 @@ type answer struct {
 
 func startAgent(t testing.TB, opts Options) *peer {
 	t.Helper()
-	ar, cw := io.Pipe()
-	cr, aw := io.Pipe()
+	// Pipes of the system, with its buffer, as an editor's stdio is: with io.Pipe every
+	// write waits for its read, and a notification the agent writes while the test
+	// waits for it to read a reply would hold both.
+	ar, cw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, aw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if opts.NewID == nil {
 		n := 0
 		opts.NewID = func() string { n++; return "s" + string(rune('0'+n)) }
