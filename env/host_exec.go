@@ -216,10 +216,12 @@ func (p *hostProcess) await(cmd *exec.Cmd, exitReport *os.File, reported []byte,
 			close(p.exited)
 			return
 		}
+		// The spare is free again before the program's end is given: the next start,
+		// which may come at once, finds it.
+		ended(true)
 		p.status = st
 		p.gone.Store(true)
 		close(p.exited)
-		ended(true)
 		p.unguard()
 		return
 	}

@@ -366,16 +366,19 @@ func (s *spare) plainEnded(reported bool) ExitStatus {
 		s.close()
 		return s.wait()
 	}
-	msg := make([]byte, 1)
-	fd := int(s.sock.Fd())
-	if pollIn(fd, time.Second) {
-		if n, _ := unix.Read(fd, msg); n == 1 && msg[0] == againMsg {
-			s.again = true
-			onStarter(startReq{back: s})
-			return ExitStatus{}
+	// Off the program's end: a helper that exits after its report takes a moment.
+	go func() {
+		msg := make([]byte, 1)
+		fd := int(s.sock.Fd())
+		if pollIn(fd, time.Second) {
+			if n, _ := unix.Read(fd, msg); n == 1 && msg[0] == againMsg {
+				s.again = true
+				onStarter(startReq{back: s})
+				return
+			}
 		}
-	}
-	s.end()
+		s.end()
+	}()
 	return ExitStatus{}
 }
 
