@@ -24,13 +24,7 @@ func TestConcurrentCommandsShareACacheLayer(t *testing.T) {
 	if !k.Available() || !k.MountNamespace || !k.Overlay {
 		t.Skipf("no overlay mounts in the sandbox here: %s", k.Reason)
 	}
-	dir := t.TempDir()
-	cache, layer, root := filepath.Join(dir, "cache"), filepath.Join(dir, "layer"), filepath.Join(dir, "root")
-	for _, d := range []string{cache, layer, root} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cache, layer, root := cacheDirs(t)
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -93,13 +87,7 @@ func TestSweepLeavesARunningCommandsWork(t *testing.T) {
 	if !k.Available() || !k.MountNamespace || !k.Overlay {
 		t.Skipf("no overlay mounts in the sandbox here: %s", k.Reason)
 	}
-	dir := t.TempDir()
-	cache, layer, root := filepath.Join(dir, "cache"), filepath.Join(dir, "layer"), filepath.Join(dir, "root")
-	for _, d := range []string{cache, layer, root} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cache, layer, root := cacheDirs(t)
 	p := Policy{Read: existing(resolved(systemReadable)), Write: []string{root}, Caches: []string{cache}, CacheLayer: layer}
 	run := func(script string) env.Process {
 		t.Helper()
@@ -164,3 +152,15 @@ func TestSweepLeavesARunningCommandsWork(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// cacheDirs makes a cache, a layer directory for it and a root, in a temporary directory.
+func cacheDirs(t *testing.T) (cache, layer, root string) {
+	dir := t.TempDir()
+	cache, layer, root = filepath.Join(dir, "cache"), filepath.Join(dir, "layer"), filepath.Join(dir, "root")
+	for _, d := range []string{cache, layer, root} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cache, layer, root
+}

@@ -21,16 +21,7 @@ func BenchmarkColdStartToFirstRequest(b *testing.B) {
 }
 
 func coldStart(b *testing.B, sandboxMode string) {
-	arrived := make(chan time.Time, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case arrived <- time.Now():
-		default:
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		w.Write([]byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`))
-	}))
+	srv, arrived := firstRequestServer()
 	defer srv.Close()
 	dir := b.TempDir()
 	var total time.Duration
@@ -91,16 +82,7 @@ func BenchmarkFirstRequestPaired(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("building the minimal client: %v\n%s", err, out)
 	}
-	arrived := make(chan time.Time, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case arrived <- time.Now():
-		default:
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		w.Write([]byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`))
-	}))
+	srv, arrived := firstRequestServer()
 	defer srv.Close()
 	firstRequest := func(cmd *exec.Cmd) time.Duration {
 		b.Helper()
@@ -130,4 +112,20 @@ func BenchmarkFirstRequestPaired(b *testing.B) {
 	b.ReportMetric(float64(semaTotal.Microseconds())/n/1000, "sema-ms")
 	b.ReportMetric(float64(minimalTotal.Microseconds())/n/1000, "minimal-ms")
 	b.ReportMetric(float64(semaTotal)/float64(minimalTotal), "ratio")
+}
+
+// firstRequestServer is a model server that notes when each first request arrives (on
+// arrived, one at a time) and answers 401, so the process exits at once.
+func firstRequestServer() (*httptest.Server, <-chan time.Time) {
+	arrived := make(chan time.Time, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- time.Now():
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`))
+	}))
+	return srv, arrived
 }
