@@ -2,6 +2,7 @@ package statedir
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"io/fs"
 	"os"
@@ -14,6 +15,14 @@ import (
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/session/sqlitedb"
 )
+
+// freshImage is the state database as the session and history stores' migration steps
+// make it, from none: a new state directory's database is placed from it rather than
+// made by parsing every step (sqlitedb.Options.Image). TestFreshImageIsCurrent checks
+// it against a database the steps make, and rewrites it with -update.
+//
+//go:embed fresh.db
+var freshImage []byte
 
 // DatabaseName is the name of the SQLite file, inside the state directory, that holds
 // the session store and the file-history store.
@@ -89,6 +98,9 @@ func OpenWith(ctx context.Context, dir string, opts sqlitedb.Options) (*Dir, err
 			return nil, sema.Errorf(CodeReadOnly, "cannot create the state directory %s: %w; make its parent writable, or open another state directory", abs, err).With("path", abs)
 		}
 		return nil, sema.Errorf(CodeDirInvalid, "cannot create the state directory %s: %w", abs, err).With("path", abs)
+	}
+	if opts.Image == nil {
+		opts.Image = freshImage
 	}
 	ss, err := session.OpenSQLiteWith(filepath.Join(abs, DatabaseName), opts)
 	if err != nil {

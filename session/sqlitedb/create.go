@@ -14,14 +14,15 @@ import (
 	"strings"
 )
 
-// create makes the database file abs, absent until now, whole: an empty SQLite database
-// (one page) is written under a temporary name beside it, synced, and linked into place.
+// create makes the database file abs, absent until now, whole: image, or else an empty
+// SQLite database (one page), is written under a temporary name beside it, synced, and
+// linked into place.
 // A crash at any point leaves either no file at abs or a complete one, so a file of zero
 // bytes at abs is never one sema is still creating: CheckFile can refuse it as damage.
 // Another process creating the same file at the same moment wins or loses the link
 // whole, and the loser opens the winner's file. won reports that the file placed is
 // this call's.
-func create(abs string) (won bool, err error) {
+func create(abs string, image []byte) (won bool, err error) {
 	var suffix [6]byte
 	rand.Read(suffix[:])
 	tmp := fmt.Sprintf("%s%s%d-%s", abs, creating, os.Getpid(), hex.EncodeToString(suffix[:]))
@@ -33,6 +34,19 @@ func create(abs string) (won bool, err error) {
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return false, err
+	}
+	if len(image) > 0 {
+		_, err := f.Write(image)
+		if serr := f.Sync(); err == nil {
+			err = serr
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return false, fmt.Errorf("create database %s: %w", abs, err)
+		}
+		return place(tmp, abs)
 	}
 	f.Close()
 	// Setting user_version writes the header page, which is what makes an empty file a
@@ -54,6 +68,11 @@ func create(abs string) (won bool, err error) {
 	if err := syncFile(tmp); err != nil {
 		return false, err
 	}
+	return place(tmp, abs)
+}
+
+// place links the complete, synced file tmp in at abs, unless a file is there already.
+func place(tmp, abs string) (won bool, err error) {
 	// A link, not a rename: a rename would replace a file another process placed (and
 	// may have written sessions to) in the meantime.
 	if err := os.Link(tmp, abs); err != nil {

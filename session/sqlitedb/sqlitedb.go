@@ -57,6 +57,13 @@ type Options struct {
 	// across a crash of the process at any instant and never corrupts the file; only a
 	// power loss or an operating system crash may drop the newest commits.
 	Durable bool
+	// Image, when not nil, is what a missing file is created as instead of an empty
+	// database: a database file whose tables are exactly those the migration steps of
+	// the schemas that attach to it make, at the versions it records (a store's test
+	// checks its image against a file made by the steps). Attaching a schema the image
+	// holds at its current version then runs neither a migration nor the shape check:
+	// SQLite parsing every step's statements was most of a first run's store cost.
+	Image []byte
 }
 
 func (o Options) busyTimeout() time.Duration {
@@ -88,7 +95,7 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	removeStale(abs)
 	created := false
 	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
-		if created, err = create(abs); err != nil {
+		if created, err = create(abs, opts.Image); err != nil {
 			return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("create database: %w", err))
 		}
 	}
@@ -125,7 +132,7 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	}
 	h := handleFor(db)
 	handles.Lock()
-	h.path, h.busy, h.created = abs, opts.busyTimeout(), created
+	h.path, h.busy, h.created, h.fromImage = abs, opts.busyTimeout(), created, created && len(opts.Image) > 0
 	handles.Unlock()
 	return db, nil
 }
@@ -152,20 +159,22 @@ type Schema struct {
 func Attach(ctx context.Context, db *sql.DB, s Schema) error {
 	h := handleFor(db)
 	handles.Lock()
-	created := h.created
+	created, fromImage := h.created, h.fromImage
 	handles.Unlock()
 	if !created {
 		// The shape its steps give is worked out while the file is migrated (it replays
 		// them in an in-memory database: most of the check's cost).
 		go wantShape(context.WithoutCancel(ctx), s)
 	}
-	fromZero, err := migrate(ctx, db, s.Component, s.Steps)
+	fromZero, current, err := migrate(ctx, db, s.Component, s.Steps)
 	if err != nil {
 		return err
 	}
 	// A file this process made empty and whose tables of s its own steps just made, in
 	// one transaction, has the shape they give: there is nothing the check could find.
-	if !(created && fromZero) {
+	// Nor in one it placed from an image that holds s at its current version: the
+	// image's tables are the steps' (Options.Image).
+	if !(created && fromZero) && !(fromImage && current) {
 		if err := checkShape(ctx, db, s); err != nil {
 			return err
 		}
@@ -218,6 +227,8 @@ type handle struct {
 	// created: Open made the file, empty, and placed it (create won): every table in
 	// it was made by a migration of this process or of another that opened it since.
 	created bool
+	// fromImage: what Open placed was Options.Image, not an empty database.
+	fromImage bool
 }
 
 var handles = struct {
@@ -455,21 +466,21 @@ func IsConstraint(err error) bool {
 // and is refused with CodeSchemaTooNew. Steps must never be edited once released: a new
 // change is a new step at the end.
 func Migrate(ctx context.Context, db *sql.DB, component string, steps []string) error {
-	_, err := migrate(ctx, db, component, steps)
+	_, _, err := migrate(ctx, db, component, steps)
 	return err
 }
 
 // migrate is Migrate; fromZero reports that this call made every step of component, from
-// none, in one transaction.
-func migrate(ctx context.Context, db *sql.DB, component string, steps []string) (fromZero bool, err error) {
+// none, in one transaction, and current that the file already held every step.
+func migrate(ctx context.Context, db *sql.DB, component string, steps []string) (fromZero, current bool, err error) {
 	// The common case, an up-to-date file, needs no write lock.
 	var v int
 	err = db.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE component = ?`, component).Scan(&v)
 	if err == nil && v == len(steps) {
-		return false, nil
+		return false, true, nil
 	}
 	if err == nil && v > len(steps) {
-		return false, tooNew(component, v, len(steps))
+		return false, false, tooNew(component, v, len(steps))
 	}
 	err = Tx(ctx, db, func(tq Querier) error {
 		// Schema statements run unprepared: they change what a prepared one would see.
@@ -499,7 +510,7 @@ func migrate(ctx context.Context, db *sql.DB, component string, steps []string) 
 			component, len(steps), time.Now().UnixNano())
 		return err
 	})
-	return fromZero && err == nil, err
+	return fromZero && err == nil, false, err
 }
 
 func tooNew(component string, have, know int) error {
