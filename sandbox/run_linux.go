@@ -41,9 +41,11 @@ var (
 )
 
 // Probe finds what the kernel offers: the Landlock ABI, and whether a program can be
-// started in namespaces of its own (about a millisecond, once per process).
+// started in namespaces of its own. It asks once per process, and a full answer is kept
+// for the user's next processes on this boot (see probecache_linux.go), so most
+// processes do not start the helper to ask.
 func Probe() Kernel {
-	probeOnce.Do(func() { probed = probe() })
+	probeOnce.Do(func() { probed = probeKept(probeCacheDir(), probe) })
 	return probed
 }
 
