@@ -112,7 +112,7 @@ var hotQueries = []string{qNewest, hq.Lookup, hq.PutBlob, qPutRecord, hq.Records
 
 // sqliteSchema is the history store's share of a database file, beside the session
 // store's.
-var sqliteSchema = sqlitedb.Schema{Component: "history", Steps: schema, Queries: hotQueries}
+var sqliteSchema = sqlitedb.Schema{Component: "history", Steps: schema, Queries: hotQueries, Shape: sqliteShape}
 
 func fsMode(m uint32) fs.FileMode { return fs.FileMode(m) & ModeBits }
 

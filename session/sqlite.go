@@ -104,7 +104,7 @@ const (
 var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, sq.Chain, qClaim}
 
 // sqliteSchema is the session store's share of a database file.
-var sqliteSchema = sqlitedb.Schema{Component: "session", Steps: schema, Queries: hotQueries}
+var sqliteSchema = sqlitedb.Schema{Component: "session", Steps: schema, Queries: hotQueries, Shape: sqliteShape}
 
 // sq is the statements this store shares with pgstore's (see package sqlstore).
 var sq = sqlstore.SQLite.Session()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/statedir"
@@ -117,5 +118,41 @@ func TestFreshImageIsCurrent(t *testing.T) {
 	// Placed, opened and closed, nothing was written to it: no step ran.
 	if !bytes.Equal(placedBytes, image) {
 		t.Fatalf("the new state database (%d bytes) is not the image (%d bytes): it was made or changed by the steps", len(placedBytes), len(image))
+	}
+}
+
+// TestOpenRefusesADamagedStoreSchema: a byte of a store's CREATE statement flipped in an
+// existing state database (a record integrity_check reads as well formed) is refused
+// with CodeCorrupt, for each store, by the shape known ahead; the file is left as it was.
+func TestOpenRefusesADamagedStoreSchema(t *testing.T) {
+	for _, column := range []string{"lease_expires INTEGER", "existed    INTEGER"} {
+		t.Run(column, func(t *testing.T) {
+			dir := t.TempDir()
+			d, err := statedir.Open(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
+			path := filepath.Join(dir, statedir.DatabaseName)
+			b, _ := os.ReadFile(path)
+			// Every copy: the live record, and any a migration's rewrite left in a free page.
+			if bytes.Count(b, []byte(column)) == 0 {
+				t.Fatalf("%q is not in the file", column)
+			}
+			for i := bytes.Index(b, []byte(column)); i >= 0; i = bytes.Index(b, []byte(column)) {
+				b[i+1] = 'z' // another column's name
+			}
+			os.WriteFile(path, b, 0o600)
+			_, err = statedir.Open(context.Background(), dir)
+			if sema.CodeOf(err) != statedir.CodeCorrupt {
+				t.Fatalf("Open of a state database whose %q was damaged = %v, want %s", column, err, statedir.CodeCorrupt)
+			}
+			if !strings.Contains(fmt.Sprint(err), "has (") {
+				t.Fatalf("the refusal does not come from the shape check (it names the table and its columns): %v", err)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
+				t.Fatal("the refused file changed")
+			}
+		})
 	}
 }

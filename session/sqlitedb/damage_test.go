@@ -180,14 +180,20 @@ func TestAttachRefusesADamagedSchema(t *testing.T) {
 		t.Fatalf("CheckFile = %v; integrity_check was expected to pass this damage", err)
 	}
 	before := sum(t, path)
-	_, err := sqlitedb.OpenAttached(t.Context(), path, sqlitedb.Options{}, sqlitedb.Schema{Component: "c", Steps: []string{
-		`CREATE TABLE items (id TEXT PRIMARY KEY, body TEXT NOT NULL)`,
-	}})
-	var se *sema.Error
-	if !sema.IsCode(err, sqlitedb.CodeCorrupt) || !asError(err, &se) || !strings.Contains(fmt.Sprint(se.Detail["damage"]), "table items has (id TEXT 0 - 1, bodz TEXT 1 - 0") {
-		t.Fatalf("OpenAttached = %v, want %s naming the table", err, sqlitedb.CodeCorrupt)
+	steps := []string{`CREATE TABLE items (id TEXT PRIMARY KEY, body TEXT NOT NULL)`}
+	known, err := sqlitedb.WantShape(t.Context(), sqlitedb.Schema{Component: "c", Steps: steps})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if sum(t, path) != before {
-		t.Fatal("the file changed")
+	// Replayed from the steps, and known ahead (Schema.Shape): the same refusal.
+	for _, shape := range []map[string]string{nil, known} {
+		_, err := sqlitedb.OpenAttached(t.Context(), path, sqlitedb.Options{}, sqlitedb.Schema{Component: "c", Steps: steps, Shape: shape})
+		var se *sema.Error
+		if !sema.IsCode(err, sqlitedb.CodeCorrupt) || !asError(err, &se) || !strings.Contains(fmt.Sprint(se.Detail["damage"]), "table items has (id TEXT 0 - 1, bodz TEXT 1 - 0") {
+			t.Fatalf("OpenAttached (shape known ahead: %v) = %v, want %s naming the table", shape != nil, err, sqlitedb.CodeCorrupt)
+		}
+		if sum(t, path) != before {
+			t.Fatal("the file changed")
+		}
 	}
 }

@@ -24,8 +24,21 @@ type shapeResult struct {
 	err    error
 }
 
-// wantShape is the shape of s's tables on a fresh database.
+// WantShape is the shape s's steps give a fresh database: per table, its columns and
+// indexes, as the check at attach compares them. It replays the steps in an in-memory
+// database (once per process and schema). A store whose schema carries Shape checks it
+// against WantShape in its tests.
+func WantShape(ctx context.Context, s Schema) (map[string]string, error) {
+	s.Shape = nil
+	return wantShape(ctx, s)
+}
+
+// wantShape is the shape of s's tables on a fresh database: s.Shape when the store knows
+// it ahead, else the steps replayed.
 func wantShape(ctx context.Context, s Schema) (map[string]string, error) {
+	if s.Shape != nil {
+		return s.Shape, nil
+	}
 	key := s.Component + "\x00" + strings.Join(s.Steps, "\x00")
 	if r, ok := shapes.Load(key); ok {
 		return r.(shapeResult).tables, r.(shapeResult).err
@@ -52,33 +65,50 @@ func wantShape(ctx context.Context, s Schema) (map[string]string, error) {
 
 // shapeOf describes the tables of db (only those named in want, when want is not nil):
 // per table, its columns (name, type, not null, default, key) and its indexes with
-// their columns, one line each.
+// their columns, one line each. Two statements read every table's: the columns, then
+// the indexes.
 func shapeOf(ctx context.Context, db *sql.DB, want map[string]string) (map[string]string, error) {
-	names, err := strings1(ctx, db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	const tables = `FROM sqlite_master m, %s(m.name) p WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%%' ESCAPE '\'`
+	cols, err := pairs(ctx, db, `SELECT m.name, p.name || ' ' || p.type || ' ' || p."notnull" || ' ' || COALESCE(p.dflt_value, '-') || ' ' || p.pk `+
+		fmt.Sprintf(tables, "pragma_table_info")+` ORDER BY m.name, p.cid`, want)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := pairs(ctx, db, `SELECT m.name, p.name || ' ' || p."unique" || ' (' ||
+			(SELECT group_concat(COALESCE(ii.name, '?'), ',') FROM pragma_index_info(p.name) ii) || ')' `+
+		fmt.Sprintf(tables, "pragma_index_list")+` ORDER BY m.name, p.name`, want)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, name := range names {
+	for name, c := range cols {
+		out[name] = strings.Join(c, ", ") + "; indexes: " + strings.Join(idx[name], ", ")
+	}
+	return out, nil
+}
+
+// pairs runs a query of (table, line) rows and groups the lines by table, in the rows'
+// order; tables not in want (when want is not nil) are left out.
+func pairs(ctx context.Context, db *sql.DB, query string, want map[string]string) (map[string][]string, error) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var table, line string
+		if err := rows.Scan(&table, &line); err != nil {
+			return nil, err
+		}
 		if want != nil {
-			if _, ok := want[name]; !ok {
+			if _, ok := want[table]; !ok {
 				continue
 			}
 		}
-		cols, err := strings1(ctx, db, `SELECT name || ' ' || type || ' ' || "notnull" || ' ' || COALESCE(dflt_value, '-') || ' ' || pk
-			FROM pragma_table_info(?) ORDER BY cid`, name)
-		if err != nil {
-			return nil, err
-		}
-		idx, err := strings1(ctx, db, `SELECT il.name || ' ' || il."unique" || ' (' ||
-			(SELECT group_concat(COALESCE(ii.name, '?'), ',') FROM pragma_index_info(il.name) ii) || ')'
-			FROM pragma_index_list(?) il ORDER BY il.name`, name)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = strings.Join(cols, ", ") + "; indexes: " + strings.Join(idx, ", ")
+		out[table] = append(out[table], line)
 	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // checkShape compares the tables of s in db with those its steps give a fresh database.
