@@ -84,3 +84,25 @@ func BenchmarkResolveMemEnv(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkResolveWithCredentials is BenchmarkResolve with a home directory configured,
+// as every leg has: each resolved path is also judged against every credential store
+// (about a hundred places, each spelled and, behind a link, resolved).
+func BenchmarkResolveWithCredentials(b *testing.B) {
+	root := realTempDir(b)
+	tree(b, root, deepRel)
+	f, err := New(context.Background(), Config{Env: env.NewHost(), Root: root, Home: realTempDir(b), StateDir: filepath.Join(root, ".sema-state")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(f.CredentialPlaces()) < 50 {
+		b.Fatalf("%d credential places: the benchmark judges too few", len(f.CredentialPlaces()))
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Resolve(ctx, deepRel, Write); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -105,6 +105,9 @@ func absClean(p string) string {
 // reaches it through its link or through its target.
 type credentialSet struct {
 	places []string
+	// shaped are the places of canonical shape, the only ones a path can lie in
+	// (Contains): judged without checking each place's shape again on every call.
+	shaped []string
 	fold   bool
 }
 
@@ -137,22 +140,35 @@ func buildCredentials(ctx context.Context, cfg *Config, fold bool) credentialSet
 			cs.places = appendNew(cs.places, c)
 		}
 	}
+	for _, p := range cs.places {
+		if isCanonicalShape(p) {
+			cs.shaped = append(cs.shaped, p)
+		}
+	}
 	return cs
 }
 
 // holds reports whether the canonical path c, or the absolute spelling it was resolved
 // from (lexically cleaned; "" for none), lies in a credential store; it returns the store.
 func (cs *credentialSet) holds(c, spelled string) string {
-	for _, s := range cs.places {
-		if containsFold(s, c, cs.fold) {
-			return s
-		}
+	if s := cs.holding(c); s != "" {
+		return s
 	}
 	if spelled != "" && spelled != c {
-		for _, s := range cs.places {
-			if containsFold(s, spelled, cs.fold) {
-				return s
-			}
+		return cs.holding(spelled)
+	}
+	return ""
+}
+
+// holding returns the store p lies in, or "" (containsFold for each place, with p's
+// shape checked once: this runs for every path a file tool resolves).
+func (cs *credentialSet) holding(p string) string {
+	if !isCanonicalShape(p) {
+		return ""
+	}
+	for _, s := range cs.shaped {
+		if cs.fold && withinFold(s, p) || !cs.fold && within(s, p) {
+			return s
 		}
 	}
 	return ""

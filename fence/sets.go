@@ -138,6 +138,12 @@ func containsFold(root, p string, fold bool) bool {
 	if !isCanonicalShape(root) || !isCanonicalShape(p) {
 		return false
 	}
+	return withinFold(root, p)
+}
+
+// withinFold is containsFold with case folded, for paths already known to be of
+// canonical shape.
+func withinFold(root, p string) bool {
 	r, q := root, p
 	for {
 		var rn, qn string
