@@ -385,6 +385,17 @@ const qAppend = `WITH cur AS (
 // AppendBatch commits the entries in order in one statement and returns their ids (see
 // session.BatchAppender).
 func (s *Sessions) AppendBatch(ctx context.Context, es []session.Entry) ([]string, error) {
+	return s.AppendBatchWith(ctx, es, nil)
+}
+
+// AppendBatchWith is AppendBatch whose transaction also runs with: the caller's own
+// writes (rows of its tables in this database) commit with the entries or not at all,
+// for one commit — one WAL flush — instead of two. with runs after the entries are
+// inserted, and only when they are; its error rolls everything back and is returned. A
+// write the database aborts for a race (a serialization failure, a deadlock) is tried
+// again whole, so with may run more than once and must write the same rows each time.
+// A nil with is AppendBatch: one statement, no transaction around it.
+func (s *Sessions) AppendBatchWith(ctx context.Context, es []session.Entry, with func(ctx context.Context, tx pgx.Tx) error) ([]string, error) {
 	checked, err := session.CheckBatch(es)
 	if err != nil || len(es) == 0 {
 		return nil, err
@@ -403,7 +414,7 @@ func (s *Sessions) AppendBatch(ctx context.Context, es []session.Entry) ([]strin
 	}
 	sid := es[0].SessionID
 	claimSession, claimHolder := claimArgs(es[0].Claim)
-	err = s.db.run(ctx, func(q querier) error {
+	appendIn := func(q querier) error {
 		for range attempts {
 			tag, err := q.Exec(ctx, qAppend, sid, ids[n-1], n, legs, parents, ids, follows, kinds, payloads, claimSession, claimHolder)
 			if err != nil {
@@ -419,7 +430,17 @@ func (s *Sessions) AppendBatch(ctx context.Context, es []session.Entry) ([]strin
 			// statement's snapshot and this look. Append again.
 		}
 		return fmt.Errorf("pgstore: the append to session %q did not commit; retry it", sid)
-	})
+	}
+	if with == nil {
+		err = s.db.run(ctx, appendIn)
+	} else {
+		err = s.db.tx(ctx, func(tx pgx.Tx) error {
+			if err := appendIn(tx); err != nil {
+				return err
+			}
+			return with(ctx, tx)
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
