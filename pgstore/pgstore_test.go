@@ -460,8 +460,8 @@ func TestTimesAcrossStores(t *testing.T) {
 }
 
 // TestAppendBatchWith: the caller's writes in AppendBatchWith's transaction commit with
-// the entries or not at all — its failure leaves no entry, a refused append runs none of
-// its writes — and with nil it is AppendBatch.
+// the entries or not at all — their failure leaves no entry, a refused append keeps none
+// of them and says why — and with nil it is AppendBatch.
 func TestAppendBatchWith(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
@@ -483,11 +483,10 @@ func TestAppendBatchWith(t *testing.T) {
 		}
 		return es
 	}
-	side := func(n int) func(context.Context, pgx.Tx) error {
-		return func(ctx context.Context, tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `INSERT INTO side (n) VALUES ($1)`, n)
-			return err
-		}
+	side := func(n int) *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO side (n) VALUES ($1)`, n)
+		return b
 	}
 	count := func(q string, args ...any) int {
 		t.Helper()
@@ -514,14 +513,22 @@ func TestAppendBatchWith(t *testing.T) {
 	if e, n := state(); e != 2 || n != 1 {
 		t.Fatalf("after a failed side write: %d entries, %d side rows; want 2 and 1 (nothing of the batch)", e, n)
 	}
-	// The append is refused (a lease it does not hold): the caller's writes do not run.
+	// The append is refused (a lease it does not hold): the caller's writes are not kept,
+	// and the refusal says why, as AppendBatch's does.
 	refused := entries("tool_results")
 	refused[0].Claim = &session.Claim{SessionID: sess.ID, Holder: "someone"}
-	ran := false
-	_, err = s.AppendBatchWith(ctx, refused, func(ctx context.Context, tx pgx.Tx) error { ran = true; return side(2)(ctx, tx) })
+	_, err = s.AppendBatchWith(ctx, refused, side(2))
 	wantCode(t, err, session.CodeLeaseLost)
-	if e, n := state(); ran || e != 2 || n != 1 {
-		t.Fatalf("after a refused append: side write ran %v, %d entries, %d side rows; want false, 2 and 1", ran, e, n)
+	if e, n := state(); e != 2 || n != 1 {
+		t.Fatalf("after a refused append: %d entries, %d side rows; want 2 and 1", e, n)
+	}
+	// An entry whose parent is not in the session: refused by name, nothing kept.
+	orphan := entries("tool_results")
+	orphan[0].ParentID = "no-such-entry"
+	_, err = s.AppendBatchWith(ctx, orphan, side(3))
+	wantCode(t, err, session.CodeEntryNotFound)
+	if e, n := state(); e != 2 || n != 1 {
+		t.Fatalf("after an append with a missing parent: %d entries, %d side rows; want 2 and 1", e, n)
 	}
 	ids, err := s.AppendBatchWith(ctx, entries("tool_results"), nil)
 	if err != nil || len(ids) != 1 {

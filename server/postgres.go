@@ -117,18 +117,15 @@ func (b *pgBackend) notifyIn(ctx context.Context, c conn, ids []string) error {
 	return err
 }
 
-// appendTurn commits a transcript batch and a leg's held writes in one transaction:
-// the entries' statement, then the held writes and the other processes' wake-up sent
-// together (one round trip), then one commit.
+// appendTurn commits a transcript batch and a leg's held writes in one transaction,
+// with the other processes' wake-up: sent at once, one round trip and one commit.
 func (b *pgBackend) appendTurn(ctx context.Context, es []session.Entry, h *heldWrites) ([]string, error) {
-	return b.store.Sessions().AppendBatchWith(ctx, es, func(ctx context.Context, tx pgx.Tx) error {
-		batch := &pgx.Batch{}
-		for _, st := range h.statements() {
-			batch.Queue(numbered(st.q), st.args...)
-		}
-		batch.Queue(numbered(qNotify), notifyChannel, []string{h.task})
-		return tx.SendBatch(ctx, batch).Close()
-	})
+	batch := &pgx.Batch{}
+	for _, st := range h.statements() {
+		batch.Queue(numbered(st.q), st.args...)
+	}
+	batch.Queue(numbered(qNotify), notifyChannel, []string{h.task})
+	return b.store.Sessions().AppendBatchWith(ctx, es, batch)
 }
 
 func (b *pgBackend) startQueue(ctx context.Context, w *river.Workers, q queueConfig) error {
