@@ -12,27 +12,39 @@ import (
 // A leg's writes to the service's tables ride with its transcript. The events a leg
 // emits and the tokens its responses spend are held in memory, numbered, and committed
 // with the leg's next transcript write — the entries a call's intent, a turn's tool
-// results or the leg's end commit — in that write's own transaction on Postgres, where
-// the sessions and the service's tables share one database, and in serve.db just before
-// it on SQLite, where they are two files. A turn so costs the store its transcript's
-// commits and no more, where each event and each response's spend was a commit of its
-// own.
+// results, a parked question or the leg's end commit — in that write's own transaction
+// on Postgres (sent with it, one round trip), where the sessions and the service's
+// tables share one database, and in serve.db just before it on SQLite, where they are
+// two files. A tool turn so costs two commits on Postgres (its transcript's, which were
+// six with each event and each response's spend committed on its own), and on SQLite
+// its transcript's two and one in serve.db before each.
+//
+// Which writes ride, and which do not:
+//   - Ride: every event the runner emits that the stream stores (init, assistant,
+//     tool_use, tool_result, the permission events and the runner's notices), and each
+//     response's spend when the tenant has no daily budget.
+//   - Committed at once, with whatever is held before them: a notice of the leg's wait
+//     for its model (modelwait.go) and of a mode change (taskmode.go), which announce a
+//     wait or a change a watcher must see while it lasts; and each response's spend when
+//     the tenant has a daily budget, since the other legs' sums must see it.
+//   - Never stored: the model's text as it streams (livetext.go). It goes out from
+//     memory at once, and first kicks what is held before it into the store, so that its
+//     place in the stream is there to be read.
+//   - The leg's result event is written with its last held writes and the task's status,
+//     in the task's finishing transaction.
 //
 // What the rule keeps:
 //   - A leg goes on only once what it said is kept: the next thing a leg does that the
-//     world sees — a tool's run, a question parked, its end — follows a transcript commit,
-//     which carries every event emitted before it. On Postgres a turn's entries and its
-//     events are stored together or not at all.
+//     world sees — a tool's run, a question parked, its end — follows a transcript
+//     commit, which carries every event emitted before it. On Postgres a turn's entries
+//     and its events are stored together or not at all; on SQLite the events are stored
+//     first, so an entry is never stored without the events before it.
 //   - A stream reads only the store, in order: held writes are committed by one writer
 //     at a time per leg (legStream.commitMu), so a task's events are stored in the order
 //     they were numbered, whichever commit carries them.
-//   - Nothing waits long: what no transcript commit took within heldFor is committed on
-//     its own (a slow PreToolUse hook, say), a notice of the leg's wait for the model
-//     (legStream.append) is committed at once with what is held before it, and the
-//     model's text, which streams from memory (livetext.go), first has the events held
-//     before it committed so its place in the stream is stored.
-//   - The leg's result event is written with the last held writes and the task's status,
-//     in the task's finishing transaction.
+//   - Nothing waits long: what no transcript commit took within heldFor (a slow
+//     PreToolUse hook, say) is committed on its own, and a leg that hands its job back
+//     commits what it holds before another attempt can number events after it.
 
 // heldFor bounds how long a held write waits for a transcript commit to carry it before
 // it is committed on its own: long enough for a turn's commits to take it (they follow
