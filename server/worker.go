@@ -239,7 +239,8 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 		}
 		s.observeApprovalWait(ctx, answer.CheckpointID)
 	}
-	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
+	beganNow, err := s.place(ctx, t, &spec, answer != nil)
+	if err != nil {
 		return nil, err
 	}
 	spend, err := s.applyPolicy(ctx, t, &spec)
@@ -250,8 +251,7 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
 	spend.legs = legs
-	if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status IN (?, ?)`,
-		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning); err != nil {
+	if err := s.markRunning(ctx, t, beganNow); err != nil {
 		return nil, err
 	}
 	if legs.seq, err = s.lastSeq(ctx, t.id); err != nil {
@@ -386,23 +386,35 @@ func (s *Server) prepare(t *taskRow, legs *legStream, tenantFiles []settings.Fil
 	return spec, agent.New(deps), nil
 }
 
+// markRunning marks the task running as its leg starts; beganNow also records where
+// in the session its first leg began (t.headAtStart), in the same statement.
+func (s *Server) markRunning(ctx context.Context, t *taskRow, beganNow bool) error {
+	if beganNow {
+		_, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ?, began = 1, head_at_start = ? WHERE id = ? AND status IN (?, ?)`,
+			client.StatusRunning, nowMS(), t.headAtStart, t.id, client.StatusQueued, client.StatusRunning)
+		return err
+	}
+	_, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status IN (?, ?)`,
+		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning)
+	return err
+}
+
 // place says where in its session the task's leg starts: a new session, a resume with
 // the prompt, a fork, the resume of a decision, or — when an earlier attempt already
-// recorded the prompt — a continuation without it.
-func (s *Server) place(ctx context.Context, t *taskRow, spec *agent.TaskSpec, answering bool) error {
+// recorded the prompt — a continuation without it. It reports whether this is the
+// task's first leg (beganNow): its start (the session's head now) is then recorded as
+// the task is marked running, before the leg writes anything.
+func (s *Server) place(ctx context.Context, t *taskRow, spec *agent.TaskSpec, answering bool) (beganNow bool, err error) {
 	if t.kind == kindFork && t.sessionID == "" {
 		spec.Resume = &agent.Resume{SessionID: t.spec.Resume, Fork: true, At: t.spec.ForkAt}
-		return nil
+		return false, nil
 	}
 	exists, head, err := s.sessionHead(ctx, t.sessionID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !t.began {
-		if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET began = 1, head_at_start = ? WHERE id = ?`, head, t.id); err != nil {
-			return err
-		}
-		t.began, t.headAtStart = true, head
+		t.began, t.headAtStart, beganNow = true, head, true
 	}
 	switch {
 	case answering:
@@ -420,7 +432,7 @@ func (s *Server) place(ctx context.Context, t *taskRow, spec *agent.TaskSpec, an
 		spec.Resume.Wait = false
 		// A resumed session keeps the mode its last leg recorded unless the task names one.
 	}
-	return nil
+	return beganNow, nil
 }
 
 func (s *Server) sessionHead(ctx context.Context, id string) (bool, string, error) {
