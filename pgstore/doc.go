@@ -4,6 +4,9 @@
 // migrates; [DB.Sessions] is a session.AdminStore and session.BatchAppender, [DB.History] a
 // history.Store, both held to the same conformance suites (storetest, historytest) as the
 // SQLite and memory stores, with the same error codes and sentences.
+// [Sessions.AppendBatchWith] commits a caller's own statements (rows of its tables in the
+// same database) with a batch of transcript entries: one implicit transaction, sent in one
+// round trip, so the caller's rows and the entries are kept together or not at all.
 //
 // Invariants:
 //   - Every table, index and the version table is named sema_…, so the database can be

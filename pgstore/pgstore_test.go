@@ -458,3 +458,91 @@ func TestTimesAcrossStores(t *testing.T) {
 		t.Fatalf("Prune(then+1ns) = %v %v, want the session", ids, err)
 	}
 }
+
+// TestAppendBatchWith: the caller's writes in AppendBatchWith's transaction commit with
+// the entries or not at all — their failure leaves no entry, a refused append keeps none
+// of them and says why — and with nil it is AppendBatch.
+func TestAppendBatchWith(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	db := newDB(t, schema)
+	pool := newPool(t, schema)
+	ctx := t.Context()
+	if _, err := pool.Exec(ctx, `CREATE TABLE side (n INT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	s := db.Sessions()
+	sess, err := s.Create(ctx, session.Session{Root: "/r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := func(kinds ...string) []session.Entry {
+		var es []session.Entry
+		for _, k := range kinds {
+			es = append(es, session.Entry{SessionID: sess.ID, Kind: k, Payload: json.RawMessage(`{}`)})
+		}
+		return es
+	}
+	side := func(n int) *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO side (n) VALUES ($1)`, n)
+		return b
+	}
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	state := func() (entries, sides int) {
+		return count(`SELECT count(*) FROM sema_entries WHERE session_id = $1`, sess.ID), count(`SELECT count(*) FROM side`)
+	}
+
+	if _, err := s.AppendBatchWith(ctx, entries("assistant", "call_started"), side(1)); err != nil {
+		t.Fatal(err)
+	}
+	if e, n := state(); e != 2 || n != 1 {
+		t.Fatalf("after a committed batch: %d entries, %d side rows; want 2 and 1", e, n)
+	}
+	// The caller's write fails (its row is taken): the entries are not stored either.
+	if _, err := s.AppendBatchWith(ctx, entries("tool_results"), side(1)); err == nil {
+		t.Fatal("a batch whose side write failed committed")
+	}
+	if e, n := state(); e != 2 || n != 1 {
+		t.Fatalf("after a failed side write: %d entries, %d side rows; want 2 and 1 (nothing of the batch)", e, n)
+	}
+	// The append is refused (a lease it does not hold): the caller's writes are not kept,
+	// and the refusal says why, as AppendBatch's does.
+	refused := entries("tool_results")
+	refused[0].Claim = &session.Claim{SessionID: sess.ID, Holder: "someone"}
+	_, err = s.AppendBatchWith(ctx, refused, side(2))
+	wantCode(t, err, session.CodeLeaseLost)
+	if e, n := state(); e != 2 || n != 1 {
+		t.Fatalf("after a refused append: %d entries, %d side rows; want 2 and 1", e, n)
+	}
+	// An entry whose parent is not in the session: refused by name, nothing kept.
+	orphan := entries("tool_results")
+	orphan[0].ParentID = "no-such-entry"
+	_, err = s.AppendBatchWith(ctx, orphan, side(3))
+	wantCode(t, err, session.CodeEntryNotFound)
+	if e, n := state(); e != 2 || n != 1 {
+		t.Fatalf("after an append with a missing parent: %d entries, %d side rows; want 2 and 1", e, n)
+	}
+	ids, err := s.AppendBatchWith(ctx, entries("tool_results"), nil)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("with nil: %v, %v", ids, err)
+	}
+	tr, err := s.Transcript(ctx, sess.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range tr {
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, ","); got != "assistant,call_started,tool_results" {
+		t.Fatalf("transcript %s; want assistant,call_started,tool_results", got)
+	}
+}

@@ -385,6 +385,19 @@ const qAppend = `WITH cur AS (
 // AppendBatch commits the entries in order in one statement and returns their ids (see
 // session.BatchAppender).
 func (s *Sessions) AppendBatch(ctx context.Context, es []session.Entry) ([]string, error) {
+	return s.AppendBatchWith(ctx, es, nil)
+}
+
+// AppendBatchWith is AppendBatch that also runs the caller's statements (also: writes
+// to its own tables in this database) in the entries' transaction: they commit with the
+// entries or not at all, for one commit — one WAL flush — instead of two. They run after
+// the entries are inserted, and only when they are; their failure rolls the entries
+// back and is returned. Everything is sent at once, in one implicit transaction: the
+// entries' statement, a guard that fails unless it inserted the batch, and also's
+// statements — one round trip. When the guard fails (the append was refused, or raced a
+// commit it must see), the batch is tried in an explicit transaction that says why, or
+// appends once the race is over. A nil or empty also is AppendBatch.
+func (s *Sessions) AppendBatchWith(ctx context.Context, es []session.Entry, also *pgx.Batch) ([]string, error) {
 	checked, err := session.CheckBatch(es)
 	if err != nil || len(es) == 0 {
 		return nil, err
@@ -403,9 +416,10 @@ func (s *Sessions) AppendBatch(ctx context.Context, es []session.Entry) ([]strin
 	}
 	sid := es[0].SessionID
 	claimSession, claimHolder := claimArgs(es[0].Claim)
-	err = s.db.run(ctx, func(q querier) error {
+	args := []any{sid, ids[n-1], n, legs, parents, ids, follows, kinds, payloads, claimSession, claimHolder}
+	appendIn := func(q querier) error {
 		for range attempts {
-			tag, err := q.Exec(ctx, qAppend, sid, ids[n-1], n, legs, parents, ids, follows, kinds, payloads, claimSession, claimHolder)
+			tag, err := q.Exec(ctx, qAppend, args...)
 			if err != nil {
 				return err
 			}
@@ -419,11 +433,73 @@ func (s *Sessions) AppendBatch(ctx context.Context, es []session.Entry) ([]strin
 			// statement's snapshot and this look. Append again.
 		}
 		return fmt.Errorf("pgstore: the append to session %q did not commit; retry it", sid)
-	})
+	}
+	if also == nil || also.Len() == 0 {
+		err = s.db.run(ctx, appendIn)
+	} else {
+		err = s.db.run(ctx, func(q querier) error { return appendAtOnce(ctx, q, args, sid, ids[n-1], also) })
+		if guardFailed(err) {
+			err = s.db.tx(ctx, func(tx pgx.Tx) error {
+				if err := appendIn(tx); err != nil {
+					return err
+				}
+				return tx.SendBatch(ctx, copyBatch(nil, also)).Close()
+			})
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// qAppended fails (division by zero) unless the entry $2, a batch's last, is in session
+// $1: after qAppend in one transaction, it stops the statements after it when the append
+// inserted nothing. The count is read at run time, so the division is never folded
+// into an error at planning.
+const qAppended = `SELECT 1 / count(*)::int FROM sema_entries WHERE session_id = $1 AND id = $2`
+
+// appendAtOnce sends qAppend (args), its guard and also's statements in one batch: one
+// implicit transaction, committed at its end unless a statement fails.
+func appendAtOnce(ctx context.Context, q querier, args []any, sid, last string, also *pgx.Batch) error {
+	b := &pgx.Batch{}
+	b.Queue(qAppend, args...)
+	b.Queue(qAppended, sid, last)
+	copyBatch(b, also)
+	br := q.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return err
+	}
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return errAppendGuard{err}
+	}
+	return br.Close()
+}
+
+// errAppendGuard is qAppended's failure: the batch's append inserted nothing.
+type errAppendGuard struct{ err error }
+
+func (e errAppendGuard) Error() string {
+	return "pgstore: the append inserted nothing: " + e.err.Error()
+}
+
+func guardFailed(err error) bool {
+	var g errAppendGuard
+	return errors.As(err, &g)
+}
+
+// copyBatch queues from's statements on to (a new batch when to is nil): a batch is
+// sent only once.
+func copyBatch(to, from *pgx.Batch) *pgx.Batch {
+	if to == nil {
+		to = &pgx.Batch{}
+	}
+	for _, qq := range from.QueuedQueries {
+		to.Queue(qq.SQL, qq.Arguments...)
+	}
+	return to
 }
 
 // appendRefusal says why qAppend inserted nothing, checking as the SQLite store does: the

@@ -7,12 +7,13 @@ import (
 	"sync"
 )
 
-// eventLog writes the legs' events to the store with group commit: a leg's append waits
-// until its event is committed (a stream reads only the store, and a leg goes on only
-// once what it said is kept), but the appends of all the legs that wait at the same
-// moment share one transaction. Alone, a leg pays one commit per event, as before; under
-// load, a commit — SQLite's single writer, Postgres's WAL flush and its NOTIFY — is paid
-// once for many events instead of once for each.
+// eventLog writes the legs' held writes (heldwrites.go) that no transcript commit
+// carries — on SQLite all of them, on Postgres those a leg commits on its own — with
+// group commit: a leg's commit waits until its writes are committed (a stream reads
+// only the store, and a leg goes on only once what it said is kept), but the commits of
+// all the legs that wait at the same moment share one transaction. Alone, a leg pays one
+// commit per call, as before; under load, a commit — SQLite's single writer, Postgres's
+// WAL flush and its NOTIFY — is paid once for many legs' writes instead of once for each.
 type eventLog struct {
 	s    *Server
 	in   chan *eventWrite
@@ -21,12 +22,10 @@ type eventLog struct {
 	once sync.Once
 }
 
-// eventWrite is one event waiting for its commit.
+// eventWrite is one leg's writes waiting for their commit.
 type eventWrite struct {
-	task string
-	seq  int64
-	data string
-	err  chan error
+	h   *heldWrites
+	err chan error
 }
 
 // maxEventBatch bounds one transaction: a bigger batch makes its first writer wait for
@@ -43,7 +42,12 @@ func newEventLog(s *Server) *eventLog {
 
 // append stores one event and returns once it is committed.
 func (l *eventLog) append(task string, seq int64, data []byte) error {
-	w := &eventWrite{task: task, seq: seq, data: string(data), err: make(chan error, 1)}
+	return l.commit(&heldWrites{task: task, events: []storedEvent{{seq: seq, data: string(data)}}})
+}
+
+// commit stores a leg's held writes and returns once they are committed.
+func (l *eventLog) commit(h *heldWrites) error {
+	w := &eventWrite{h: h, err: make(chan error, 1)}
 	select {
 	case l.in <- w:
 	case <-l.quit:
@@ -81,18 +85,27 @@ func (l *eventLog) run() {
 	}
 }
 
-// write commits a batch in one transaction. When that fails, each event is written on
-// its own, so one event's failure (a task's duplicate sequence number, say) is its own
-// leg's error and no other's.
+// write commits a batch in one transaction, with the other processes' wake-up when the
+// backend sends one. When that fails, each leg's writes are committed on their own, so
+// one's failure (a task's duplicate sequence number, say) is its own leg's error and no
+// other's.
 func (l *eventLog) write(batch []*eventWrite) {
 	ctx := context.Background()
+	tasks := make([]string, 0, len(batch))
+	events := 0
+	for _, w := range batch {
+		tasks = append(tasks, w.h.task)
+		events += len(w.h.events)
+	}
+	slices.Sort(tasks)
+	tasks = slices.Compact(tasks)
 	err := l.s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
 		for _, w := range batch {
-			if err := insertEvent(ctx, c, w.task, w.seq, w.data); err != nil {
+			if err := w.h.write(ctx, c); err != nil {
 				return err
 			}
 		}
-		return nil
+		return l.s.notifyIn(ctx, c, tasks)
 	})
 	if err != nil && len(batch) > 1 {
 		for _, w := range batch {
@@ -101,20 +114,19 @@ func (l *eventLog) write(batch []*eventWrite) {
 		return
 	}
 	if err == nil {
-		l.s.metrics.events.Add(float64(len(batch)))
-		tasks := make([]string, 0, len(batch))
-		for _, w := range batch {
-			tasks = append(tasks, w.task)
+		l.s.metrics.events.Add(float64(events))
+		for _, id := range tasks {
+			l.s.wake.notify(id)
 		}
-		slices.Sort(tasks)
-		l.s.appended(ctx, slices.Compact(tasks)...)
 	}
 	for _, w := range batch {
 		w.err <- err
 	}
 }
 
+const qInsertEvent = `INSERT INTO sema_serve_events (task_id, seq, data) VALUES (?, ?, ?)`
+
 func insertEvent(ctx context.Context, c conn, task string, seq int64, data string) error {
-	_, err := c.exec(ctx, `INSERT INTO sema_serve_events (task_id, seq, data) VALUES (?, ?, ?)`, task, seq, data)
+	_, err := c.exec(ctx, qInsertEvent, task, seq, data)
 	return err
 }

@@ -77,15 +77,14 @@ func TestEventLogFailureIsTheWritersOwn(t *testing.T) {
 	if err := s.events.append("a", 1, []byte(`"first"`)); err != nil {
 		t.Fatal(err)
 	}
-	batch := []*eventWrite{
-		{task: "b", seq: 1, data: `"b1"`, err: make(chan error, 1)},
-		{task: "a", seq: 1, data: `"again"`, err: make(chan error, 1)},
-		{task: "c", seq: 1, data: `"c1"`, err: make(chan error, 1)},
+	one := func(task, data string) *eventWrite {
+		return &eventWrite{h: &heldWrites{task: task, events: []storedEvent{{seq: 1, data: data}}}, err: make(chan error, 1)}
 	}
+	batch := []*eventWrite{one("b", `"b1"`), one("a", `"again"`), one("c", `"c1"`)}
 	s.events.write(batch)
 	for i, want := range []bool{true, false, true} {
 		if err := <-batch[i].err; (err == nil) != want {
-			t.Errorf("write %d (%s/%d): err %v", i, batch[i].task, batch[i].seq, err)
+			t.Errorf("write %d (%s/1): err %v", i, batch[i].h.task, err)
 		}
 	}
 	if got := storedEvents(t, s, "a"); len(got) != 1 || got[0] != `1:"first"` {

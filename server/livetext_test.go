@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,8 @@ type pieceByPiece struct {
 	// call, when set, is a tool call the first response makes before the text.
 	call  *model.Block
 	calls int
+	// hold, when set, keeps the response open after its text until it is closed.
+	hold chan struct{}
 }
 
 func (p *pieceByPiece) Name() string { return "pieces" }
@@ -40,6 +43,13 @@ func (p *pieceByPiece) Stream(ctx context.Context, _ *model.Request, onDelta fun
 	for _, s := range p.pieces {
 		if onDelta != nil {
 			onDelta(model.Delta{Kind: model.DeltaText, Text: s})
+		}
+	}
+	if p.hold != nil {
+		select {
+		case <-p.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 	return &model.Response{Model: "pieces", Content: []model.Block{model.TextBlock(strings.Join(p.pieces, ""))},
@@ -187,4 +197,52 @@ func TestStreamedTextFollowsTheToolCallBeforeIt(t *testing.T) {
 			t.Fatalf("the stream's order %v: the text must follow the tool's result", order)
 		}
 	}
+}
+
+// TestTextArrivesBeforeTheTurnEnds: a watcher gets the model's text while the response
+// is still arriving — the turn's events are committed with its transcript at the turn's
+// end, but the text does not wait for that end (the response here ends only once the
+// watcher has every piece) — and after the events of the turn before it.
+func TestTextArrivesBeforeTheTurnEnds(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		p := &pieceByPiece{pieces: []string{"Found ", "nothing."}, release: make(chan struct{}), hold: make(chan struct{}),
+			call: &model.Block{Kind: model.KindToolUse, ID: "call_1", Name: "Glob", Input: []byte(`{"pattern":"*.go"}`)}}
+		f := newFixtureWith(t, st, noTurns, func(c *server.Config) {
+			c.OpenProvider = func(string) (model.Provider, string, error) { return p, "pieces", nil }
+		})
+		c := f.client(t, "acme", f.base)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "look"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var order []string
+		var text string
+		for ev, err := range c.Events(ctx, task.TaskID, 0, client.WithText()) {
+			if err != nil {
+				t.Fatalf("the stream after %v: %v (a piece held back until the response ended would leave it waiting)", order, err)
+			}
+			if len(order) == 0 {
+				close(p.release)
+			}
+			order = append(order, ev.Type)
+			if tx, ok := ev.Text(); ok {
+				if text += tx.Text; text == "Found nothing." {
+					close(p.hold) // every piece is here: the response may end
+				}
+			}
+		}
+		want := []string{client.EventToolUse, client.EventToolResult, client.EventText, client.EventText, client.EventAssistant}
+		var got []string
+		for _, typ := range order {
+			if slices.Contains(want, typ) {
+				got = append(got, typ)
+			}
+		}
+		// The first response's assistant event comes before its tool_use.
+		if len(got) < len(want) || !slices.Equal(got[len(got)-len(want):], want) {
+			t.Fatalf("the stream's order %v; want it to end with %v", order, want)
+		}
+	})
 }

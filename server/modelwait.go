@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/sema-agent/sema"
@@ -129,29 +128,6 @@ func (p *patientProvider) gaveUp(err error, waited time.Duration, tries int) err
 		}
 	}
 	return out
-}
-
-// legStream numbers and writes the events of one leg: the runner's, and the waiting
-// notices its model calls write meanwhile (possibly from a child leg's goroutine).
-type legStream struct {
-	s      *Server
-	taskID string
-	mu     sync.Mutex
-	seq    int64
-}
-
-// last is the id of the last event the stream stored.
-func (l *legStream) last() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.seq
-}
-
-func (l *legStream) append(data []byte) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.seq++
-	return l.s.events.append(l.taskID, l.seq, data)
 }
 
 // patient wraps a task's provider so that its calls wait out an outage, writing their

@@ -108,10 +108,24 @@ func (b *pgBackend) tx(ctx context.Context, fn func(c conn, enqueue enqueueFunc)
 	return tx.Commit(ctx)
 }
 
-// notify tells the other processes that the streams of tasks ids grew: one statement
-// (one transaction) for them all.
-func (b *pgBackend) notify(ctx context.Context, ids ...string) {
-	b.pool.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, notifyChannel, ids)
+const qNotify = `SELECT pg_notify(?, id) FROM unnest(?::text[]) AS id`
+
+// notifyIn tells the other processes that the streams of tasks ids grew, in the
+// transaction c: Postgres sends the word as c commits, for no statement of its own.
+func (b *pgBackend) notifyIn(ctx context.Context, c conn, ids []string) error {
+	_, err := c.exec(ctx, qNotify, notifyChannel, ids)
+	return err
+}
+
+// appendTurn commits a transcript batch and a leg's held writes in one transaction,
+// with the other processes' wake-up: sent at once, one round trip and one commit.
+func (b *pgBackend) appendTurn(ctx context.Context, es []session.Entry, h *heldWrites) ([]string, error) {
+	batch := &pgx.Batch{}
+	for _, st := range h.statements() {
+		batch.Queue(numbered(st.q), st.args...)
+	}
+	batch.Queue(numbered(qNotify), notifyChannel, []string{h.task})
+	return b.store.Sessions().AppendBatchWith(ctx, es, batch)
 }
 
 func (b *pgBackend) startQueue(ctx context.Context, w *river.Workers, q queueConfig) error {

@@ -257,20 +257,20 @@ func openBackend(ctx context.Context, cfg Config) (backend, error) {
 	return b, nil
 }
 
-// notifier is a backend that tells other processes about appended events.
-type notifier interface {
-	notify(ctx context.Context, taskIDs ...string)
+// txNotifier is a backend that tells other processes about appended events from inside
+// the transaction that appends them: the word goes out as it commits, for no statement
+// of its own.
+type txNotifier interface {
+	notifyIn(ctx context.Context, c conn, taskIDs []string) error
 }
 
-// appended wakes the streams of the tasks ids: this process's at once, and other
-// processes' through the backend when it can reach them.
-func (s *Server) appended(ctx context.Context, ids ...string) {
-	for _, id := range ids {
-		s.wake.notify(id)
+// notifyIn tells other processes, in the transaction c, that the streams of tasks ids
+// grew, when the backend can reach them.
+func (s *Server) notifyIn(ctx context.Context, c conn, ids []string) error {
+	if n, ok := s.b.(txNotifier); ok && len(ids) > 0 {
+		return n.notifyIn(ctx, c, ids)
 	}
-	if n, ok := s.b.(notifier); ok {
-		n.notify(ctx, ids...)
-	}
+	return nil
 }
 
 // Start starts the workers (unless Config.NoWorker): River's client fetches this

@@ -32,10 +32,12 @@ func recordSpend(ctx context.Context, c conn, tenant string, tokens, now int64) 
 	if tokens <= 0 {
 		return nil
 	}
-	_, err := c.exec(ctx, `INSERT INTO sema_serve_spend (tenant, hour_ms, tokens) VALUES (?, ?, ?)
-		ON CONFLICT (tenant, hour_ms) DO UPDATE SET tokens = sema_serve_spend.tokens + excluded.tokens`, tenant, hourOf(now), tokens)
+	_, err := c.exec(ctx, qRecordSpend, tenant, hourOf(now), tokens)
 	return err
 }
+
+const qRecordSpend = `INSERT INTO sema_serve_spend (tenant, hour_ms, tokens) VALUES (?, ?, ?)
+		ON CONFLICT (tenant, hour_ms) DO UPDATE SET tokens = sema_serve_spend.tokens + excluded.tokens`
 
 // tokensToday is what tenant name's tasks spent in the last 24 hours before now,
 // counted by the hour: this hour and the 23 before it.
@@ -61,23 +63,29 @@ func usageTokens(u model.Usage) int64 {
 // leg inside its tenant's daily token budget (perDay; 0: none) whatever the tenant's
 // other legs spend meanwhile, on this node or another: after each response the
 // tenant's day is summed, and once it reaches the budget the leg stops. A leg
-// overshoots by at most the response that crossed it.
+// overshoots by at most the response that crossed it. Without a budget, a response's
+// tokens are held with the leg's events and committed with its next transcript write —
+// the call intent or the leg's end after it (heldwrites.go) — so the spend and the
+// turn that spent it are kept together, for no commit of their own. With one, they are
+// committed at once, before the day is summed: the other legs' sums must see them.
 type legSpend struct {
 	s      *Server
 	task   *taskRow // its recorded counts what the leg's responses added
 	perDay int64
+	legs   *legStream
 }
 
 // add records a response's tokens and reports whether the tenant's day is spent.
 func (m *legSpend) add(ctx context.Context, u model.Usage) (bool, error) {
 	now := nowMS()
 	n := usageTokens(u)
-	if err := recordSpend(ctx, m.s.b.db(), m.task.tenant, n, now); err != nil {
-		return false, err
-	}
+	m.legs.holdSpend(n, now)
 	m.task.recorded += n
 	if m.perDay <= 0 {
 		return false, nil
+	}
+	if err := m.legs.flush(ctx); err != nil {
+		return false, err // held still: the next commit, or the leg's end, records it
 	}
 	used, err := tokensToday(ctx, m.s.b.db(), m.task.tenant, now)
 	return used >= m.perDay, err

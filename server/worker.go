@@ -124,11 +124,12 @@ func (s *Server) work(ctx context.Context, id string) error {
 	if t.cancelRequested {
 		return s.finish(ctx, t, cancelledResult(t.sessionID), nil)
 	}
-	legs := &legStream{s: s, taskID: t.id}
+	legs := newLegStream(s, t)
 	p, err := s.planLeg(ctx, t, legs)
 	if p == nil {
 		return err
 	}
+	defer s.settleLeg(legs)
 	spec, runner, answer, spend, announced := p.spec, p.runner, p.answer, p.spend, p.announced
 	legCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -152,7 +153,7 @@ func (s *Server) work(ctx context.Context, id string) error {
 	for ev, err := range events {
 		if err != nil {
 			traceErr = err
-			return s.legFailed(ctx, legCtx, t, answer, err)
+			return s.legFailed(ctx, legCtx, t, answer, err, legs)
 		}
 		if ev.Type == agent.EventInit && ev.ParentToolUseID == "" && ev.Manifest != nil {
 			s.legStarted(legCtx, t, ev.Manifest.Mode.Effective)
@@ -164,6 +165,9 @@ func (s *Server) work(ctx context.Context, id string) error {
 		}
 		lt.event(ev)
 		if ev.Type == agent.EventText {
+			// The text follows the last event numbered; one still held is committed now,
+			// so the text is not held back behind the turn's next commit.
+			legs.kick()
 			s.live.publish(t.id, legs.last(), ev)
 			continue
 		}
@@ -196,11 +200,9 @@ func (s *Server) work(ctx context.Context, id string) error {
 		if err != nil {
 			continue
 		}
-		if err := legs.append(data); err != nil {
-			return err
-		}
+		legs.hold(data) // committed with the leg's next transcript write (heldwrites.go)
 	}
-	return s.legEnded(ctx, legCtx, t, res, spend)
+	return s.legEnded(ctx, legCtx, t, res, spend, legs)
 }
 
 // legPlan is what a leg runs with: its spec and runner, the answer it resumes with (if
@@ -237,7 +239,8 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 		}
 		s.observeApprovalWait(ctx, answer.CheckpointID)
 	}
-	if err := s.place(ctx, t, &spec, answer != nil); err != nil {
+	beganNow, err := s.place(ctx, t, &spec, answer != nil)
+	if err != nil {
 		return nil, err
 	}
 	spend, err := s.applyPolicy(ctx, t, &spec)
@@ -247,8 +250,8 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 		}
 		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
-	if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status IN (?, ?)`,
-		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning); err != nil {
+	spend.legs = legs
+	if err := s.markRunning(ctx, t, beganNow); err != nil {
 		return nil, err
 	}
 	if legs.seq, err = s.lastSeq(ctx, t.id); err != nil {
@@ -266,34 +269,36 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 // legFailed answers a leg whose run stopped with err before its result: a busy session
 // or a stopping leg is tried again later, a decision an earlier attempt claimed goes on
 // from the transcript, a refused edit reopens the question; anything else ends the task.
-func (s *Server) legFailed(ctx, legCtx context.Context, t *taskRow, answer *agent.Answer, err error) error {
+func (s *Server) legFailed(ctx, legCtx context.Context, t *taskRow, answer *agent.Answer, err error, legs *legStream) error {
 	switch {
 	case sema.IsCode(err, session.CodeBusy):
 		// Another leg runs in the session (a task still finishing, or a worker
 		// whose job River rescued too early): try again when it may be done.
-		return river.JobSnooze(max(5*s.cfg.Poll, s.cfg.RescueAfter/4))
+		return handBack(ctx, legs, func() error { return river.JobSnooze(max(5*s.cfg.Poll, s.cfg.RescueAfter/4)) })
 	case answer != nil && sema.IsCode(err, session.CodeAlreadyClaimed):
 		// The decision was claimed by an earlier attempt that then stopped (or by
 		// `sema approve`): the transcript holds what it did; go on from there.
-		if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET decision = '' WHERE id = ?`, t.id); err != nil {
-			return err
-		}
-		return river.JobSnooze(0)
+		return handBack(ctx, legs, func() error {
+			if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET decision = '' WHERE id = ?`, t.id); err != nil {
+				return err
+			}
+			return river.JobSnooze(0)
+		})
 	case answer != nil && refusedAnswer(err):
 		// The decision's edit was refused before anything was claimed: the question
 		// is open again, and the decision's request answers with the refusal.
-		return s.reopen(ctx, t.id, answer.CheckpointID, err)
+		return handBack(ctx, legs, func() error { return s.reopen(ctx, t.id, answer.CheckpointID, err) })
 	case legCtx.Err() != nil:
-		return river.JobSnooze(0)
+		return handBack(ctx, legs, func() error { return river.JobSnooze(0) })
 	}
-	return s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	return s.finishLeg(ctx, t, errorResult(t.sessionID, err), nil, legs)
 }
 
 // legEnded records how a leg that reached its result ended: the task finished, stopped
 // by the tenant's day, or queued again when the process is stopping.
-func (s *Server) legEnded(ctx, legCtx context.Context, t *taskRow, res *agent.TaskResult, spend *legSpend) error {
+func (s *Server) legEnded(ctx, legCtx context.Context, t *taskRow, res *agent.TaskResult, spend *legSpend, legs *legStream) error {
 	if res == nil {
-		return river.JobSnooze(0)
+		return handBack(ctx, legs, func() error { return river.JobSnooze(0) })
 	}
 	if res.Status == sema.StatusCancelled && context.Cause(legCtx) == errDayExhausted {
 		// As a leg that reached its own token budget ends, with what it did and spent,
@@ -301,18 +306,39 @@ func (s *Server) legEnded(ctx, legCtx context.Context, t *taskRow, res *agent.Ta
 		obj := streamjson.Result(res)
 		obj["status"] = sema.StatusBudgetExceeded
 		obj["error"] = errObject(sema.Errorf(CodeTokenLimit, "the leg stopped: the tenant's %d tokens for the last 24 hours are spent; try again later", spend.perDay))
-		return s.finish(ctx, t, obj, res)
+		return s.finishLeg(ctx, t, obj, res, legs)
 	}
 	if res.Status == sema.StatusCancelled && context.Cause(legCtx) != errCancelRequested {
 		// The process is stopping (or its worker was cancelled): the leg's finished turns
 		// are in the transcript; another attempt continues from them.
-		if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status = ?`,
-			client.StatusQueued, nowMS(), t.id, client.StatusRunning); err != nil {
-			return err
-		}
-		return river.JobSnooze(0)
+		return handBack(ctx, legs, func() error {
+			if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status = ?`,
+				client.StatusQueued, nowMS(), t.id, client.StatusRunning); err != nil {
+				return err
+			}
+			return river.JobSnooze(0)
+		})
 	}
-	return s.finish(ctx, t, streamjson.Result(res), res)
+	return s.finishLeg(ctx, t, streamjson.Result(res), res, legs)
+}
+
+// handBack commits what legs holds, then does next: a leg that ends without its result
+// (its job snoozed for another attempt, its question reopened) stores its events before
+// another attempt can start and number events after them.
+func handBack(ctx context.Context, legs *legStream, next func() error) error {
+	if err := legs.flush(ctx); err != nil {
+		return err
+	}
+	return next()
+}
+
+// settleLeg commits what a leg still holds as work returns — nothing, unless it
+// returned early on a store's error — and stops its timer.
+func (s *Server) settleLeg(legs *legStream) {
+	if err := legs.flush(context.Background()); err != nil {
+		s.log.Warn("a leg's last events not written", "task_id", legs.taskID, "error", err.Error())
+	}
+	legs.stop()
 }
 
 // prepare turns a stored task into the runner's spec and a runner for its model, whose
@@ -345,8 +371,12 @@ func (s *Server) prepare(t *taskRow, legs *legStream, tenantFiles []settings.Fil
 		OnAsk:                     onAsk,
 		Worktree:                  worktreeRef(t.spec.TaskSpec),
 	}
+	store, err := s.newTurnStore(legs)
+	if err != nil {
+		return agent.TaskSpec{}, nil, err
+	}
 	deps := agent.Deps{
-		Provider: s.patient(provider, legs), Prices: s.cfg.Prices, Store: s.b.sessions(), History: s.b.history(),
+		Provider: s.patient(provider, legs), Prices: s.cfg.Prices, Store: store, History: s.b.history(),
 		SessionLease: s.cfg.SessionLease,
 		Settings:     &agent.SettingsOptions{Managed: s.cfg.ManagedSettings, Tenant: tenantFiles},
 	}
@@ -356,23 +386,35 @@ func (s *Server) prepare(t *taskRow, legs *legStream, tenantFiles []settings.Fil
 	return spec, agent.New(deps), nil
 }
 
+// markRunning marks the task running as its leg starts; beganNow also records where
+// in the session its first leg began (t.headAtStart), in the same statement.
+func (s *Server) markRunning(ctx context.Context, t *taskRow, beganNow bool) error {
+	if beganNow {
+		_, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ?, began = 1, head_at_start = ? WHERE id = ? AND status IN (?, ?)`,
+			client.StatusRunning, nowMS(), t.headAtStart, t.id, client.StatusQueued, client.StatusRunning)
+		return err
+	}
+	_, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET status = ?, updated_ms = ? WHERE id = ? AND status IN (?, ?)`,
+		client.StatusRunning, nowMS(), t.id, client.StatusQueued, client.StatusRunning)
+	return err
+}
+
 // place says where in its session the task's leg starts: a new session, a resume with
 // the prompt, a fork, the resume of a decision, or — when an earlier attempt already
-// recorded the prompt — a continuation without it.
-func (s *Server) place(ctx context.Context, t *taskRow, spec *agent.TaskSpec, answering bool) error {
+// recorded the prompt — a continuation without it. It reports whether this is the
+// task's first leg (beganNow): its start (the session's head now) is then recorded as
+// the task is marked running, before the leg writes anything.
+func (s *Server) place(ctx context.Context, t *taskRow, spec *agent.TaskSpec, answering bool) (beganNow bool, err error) {
 	if t.kind == kindFork && t.sessionID == "" {
 		spec.Resume = &agent.Resume{SessionID: t.spec.Resume, Fork: true, At: t.spec.ForkAt}
-		return nil
+		return false, nil
 	}
 	exists, head, err := s.sessionHead(ctx, t.sessionID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !t.began {
-		if _, err := s.b.db().exec(ctx, `UPDATE sema_serve_tasks SET began = 1, head_at_start = ? WHERE id = ?`, head, t.id); err != nil {
-			return err
-		}
-		t.began, t.headAtStart = true, head
+		t.began, t.headAtStart, beganNow = true, head, true
 	}
 	switch {
 	case answering:
@@ -390,7 +432,7 @@ func (s *Server) place(ctx context.Context, t *taskRow, spec *agent.TaskSpec, an
 		spec.Resume.Wait = false
 		// A resumed session keeps the mode its last leg recorded unless the task names one.
 	}
-	return nil
+	return beganNow, nil
 }
 
 func (s *Server) sessionHead(ctx context.Context, id string) (bool, string, error) {
@@ -437,6 +479,12 @@ func (s *Server) lastSeq(ctx context.Context, id string) (int64, error) {
 // the leg's stream, and for a parked leg the checkpoint a decision names — in one
 // transaction, so a reader that sees the result event sees the status too.
 func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res *agent.TaskResult) error {
+	return s.finishLeg(ctx, t, obj, res, nil)
+}
+
+// finishLeg is finish for a leg that ran: what legs holds is written in the same
+// transaction, before the result event.
+func (s *Server) finishLeg(ctx context.Context, t *taskRow, obj map[string]any, res *agent.TaskResult, legs *legStream) error {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return err
@@ -453,40 +501,36 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 			checkpoint = cp.ID
 		}
 	}
-	seq, err := s.lastSeq(ctx, t.id)
-	if err != nil {
-		return err
-	}
 	deliveries := 0
-	err = s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
-		if _, err := c.exec(ctx, `UPDATE sema_serve_tasks SET status = ?, result = ?, checkpoint_id = ?, decision = '', tokens = tokens + ?, updated_ms = ? WHERE id = ?`,
-			string(status), string(data), checkpoint, tokens, nowMS(), t.id); err != nil {
+	if legs == nil {
+		seq, err := s.lastSeq(ctx, t.id)
+		if err != nil {
 			return err
 		}
-		// The leg's model calls that sent no response event (compaction's, fetches'),
-		// and the responses whose record failed.
-		if err := recordSpend(ctx, c, t.tenant, tokens-t.recorded, nowMS()); err != nil {
+		err = s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
+			var err error
+			deliveries, err = s.writeEnd(ctx, c, t, status, data, checkpoint, tokens, res, obj, seq+1)
 			return err
-		}
-		if checkpoint != "" {
-			if _, err := c.exec(ctx, `INSERT INTO sema_serve_checkpoints (id, tenant, task_id, session_id, created_ms) VALUES (?, ?, ?, ?, ?)`,
-				checkpoint, t.tenant, t.id, res.SessionID, nowMS()); err != nil {
+		})
+	} else {
+		err = legs.commit(func(h *heldWrites) error {
+			return s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
+				if err := h.write(ctx, c); err != nil {
+					return err
+				}
+				var err error
+				deliveries, err = s.writeEnd(ctx, c, t, status, data, checkpoint, tokens, res, obj, legs.next())
 				return err
-			}
-		}
-		// The webhooks' calls are as durable as the status they announce.
-		if deliveries, err = s.queueDeliveries(ctx, c, t, status, res, obj); err != nil {
-			return err
-		}
-		return insertEvent(ctx, c, t.id, seq+1, string(data))
-	})
+			})
+		})
+	}
 	if err != nil {
 		return err
 	}
 	if deliveries > 0 && s.hooks != nil {
 		s.hooks.poke()
 	}
-	s.appended(ctx, t.id)
+	s.wake.notify(t.id)
 	s.metrics.finished.WithLabelValues(string(status)).Inc()
 	attrs := []any{"task_id", t.id, "tenant", t.tenant, "session_id", t.sessionID, "status", string(status), "checkpoint_id", checkpoint}
 	if e, ok := obj["error"].(*sema.Error); ok && e != nil {
@@ -497,6 +541,36 @@ func (s *Server) finish(ctx context.Context, t *taskRow, obj map[string]any, res
 	}
 	s.log.Info("task leg ended", attrs...)
 	return nil
+}
+
+// writeEnd writes a leg's end in c (see finish) and returns how many webhook deliveries
+// it queued; seq is the result event's.
+func (s *Server) writeEnd(ctx context.Context, c conn, t *taskRow, status sema.Status, data []byte, checkpoint string, tokens int64,
+	res *agent.TaskResult, obj map[string]any, seq int64) (int, error) {
+	if _, err := c.exec(ctx, `UPDATE sema_serve_tasks SET status = ?, result = ?, checkpoint_id = ?, decision = '', tokens = tokens + ?, updated_ms = ? WHERE id = ?`,
+		string(status), string(data), checkpoint, tokens, nowMS(), t.id); err != nil {
+		return 0, err
+	}
+	// The leg's model calls that sent no response event (compaction's, fetches'),
+	// and the responses whose record failed.
+	if err := recordSpend(ctx, c, t.tenant, tokens-t.recorded, nowMS()); err != nil {
+		return 0, err
+	}
+	if checkpoint != "" {
+		if _, err := c.exec(ctx, `INSERT INTO sema_serve_checkpoints (id, tenant, task_id, session_id, created_ms) VALUES (?, ?, ?, ?, ?)`,
+			checkpoint, t.tenant, t.id, res.SessionID, nowMS()); err != nil {
+			return 0, err
+		}
+	}
+	// The webhooks' calls are as durable as the status they announce.
+	deliveries, err := s.queueDeliveries(ctx, c, t, status, res, obj)
+	if err != nil {
+		return 0, err
+	}
+	if err := insertEvent(ctx, c, t.id, seq, string(data)); err != nil {
+		return 0, err
+	}
+	return deliveries, s.notifyIn(ctx, c, []string{t.id})
 }
 
 func errorResult(sessionID string, err error) map[string]any {
