@@ -1,17 +1,14 @@
 package history
 
 import (
-	"flag"
 	"testing"
 
 	"github.com/sema-agent/sema/session/sqlitedb/shapetest"
 )
 
-var updateShape = flag.Bool("update", false, "rewrite sqlite_shape.go from the migration steps")
-
 // TestShapeIsCurrent: the shape the store checks an existing file against
 // (sqliteSchema.Shape) is the one its migration steps give; a new step makes it fail
 // until sqlite_shape.go is written again with -update.
 func TestShapeIsCurrent(t *testing.T) {
-	shapetest.Check(t, sqliteSchema, "history", "sqliteShape", "sqlite_shape.go", *updateShape)
+	shapetest.Check(t, sqliteSchema, "history", "sqliteShape", "sqlite_shape.go")
 }

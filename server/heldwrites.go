@@ -79,14 +79,6 @@ func (h *heldWrites) addSpend(tokens, now int64) {
 	h.spend = append(h.spend, hourSpend{hour: hour, tokens: tokens})
 }
 
-func (h *heldWrites) tokens() int64 {
-	var n int64
-	for _, s := range h.spend {
-		n += s.tokens
-	}
-	return n
-}
-
 // statement is one write in the service's SQL (? placeholders).
 type statement struct {
 	q    string
@@ -168,13 +160,6 @@ func (l *legStream) holdSpend(tokens, now int64) {
 	defer l.mu.Unlock()
 	l.held.addSpend(tokens, now)
 	l.armLocked()
-}
-
-// heldTokens is the spend held and not yet committed.
-func (l *legStream) heldTokens() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.held.tokens()
 }
 
 // append stores an event now, with everything held before it, and returns once it is

@@ -503,9 +503,9 @@ func (s *Server) finishLeg(ctx context.Context, t *taskRow, obj map[string]any, 
 	}
 	deliveries := 0
 	if legs == nil {
-		seq, err := s.lastSeq(ctx, t.id)
-		if err != nil {
-			return err
+		seq, serr := s.lastSeq(ctx, t.id)
+		if serr != nil {
+			return serr
 		}
 		err = s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
 			var err error

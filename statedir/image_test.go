@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -34,17 +35,10 @@ func stepsMade(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := errors2(hs.Close(), ss.Close()); err != nil {
+	if err := errors.Join(hs.Close(), ss.Close()); err != nil {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func errors2(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // schemaOf describes a database file: every object's CREATE statement and every

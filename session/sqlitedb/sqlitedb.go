@@ -57,7 +57,7 @@ type Options struct {
 	// across a crash of the process at any instant and never corrupts the file; only a
 	// power loss or an operating system crash may drop the newest commits.
 	Durable bool
-	// Image, when not nil, is what a missing file is created as instead of an empty
+	// Image, when not empty, is what a missing file is created as instead of an empty
 	// database: a database file whose tables are exactly those the migration steps of
 	// the schemas that attach to it make, at the versions it records (a store's test
 	// checks its image against a file made by the steps). Attaching a schema the image
@@ -229,8 +229,9 @@ type handle struct {
 	stmts sync.Map // query → *sql.Stmt
 	path  string
 	busy  time.Duration
-	// created: Open made the file, empty, and placed it (create won): every table in
-	// it was made by a migration of this process or of another that opened it since.
+	// created: Open made the file and placed it (create won), empty or from
+	// Options.Image: every table in it was made by the image, a migration of this
+	// process, or one of another process that opened it since.
 	created bool
 	// fromImage: what Open placed was Options.Image, not an empty database.
 	fromImage bool
