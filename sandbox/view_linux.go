@@ -446,8 +446,10 @@ func (v *view) place(pl placement, pidOne, writeOpen bool) error {
 	case viewCache:
 		tree, err = v.cacheOverlay(pl.src)
 	default:
-		// Most places are directories: one system call tells.
-		src, err := unix.Open(pl.src, unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		// Most places are directories: one system call tells. (err is place's own: what
+		// the clone below fails with must reach the check after the switch.)
+		var src int
+		src, err = unix.Open(pl.src, unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
 		mode := uint32(unix.S_IFDIR)
 		if errors.Is(err, unix.ENOTDIR) {
 			src, err = openFollow(pl.src)
