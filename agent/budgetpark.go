@@ -88,6 +88,11 @@ func (l *leg) parkBudget(ctx context.Context, s *turnLoop, detail map[string]any
 		s.res.Status, s.res.Error = sema.StatusError, sema.Errorf(CodeParkFailed, "the budget question could not be parked: %v", err)
 		return
 	}
+	if !l.flushRecords(ctx) {
+		// A new session that could not be stored (openBeside) parks nothing.
+		l.stopped(s.res)
+		return
+	}
 	park := session.Checkpoint{SessionID: l.sessionID, LegID: l.legID, Tool: budgetTool, Args: args, Gate: session.GateBudget,
 		Mode: string(l.modes.Declared()), PrePlanMode: string(l.modes.PrePlanMode()), Claim: l.writeClaim()}
 	cp, err := l.store.Park(context.WithoutCancel(ctx), park)

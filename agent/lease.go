@@ -62,7 +62,11 @@ func (l *leg) rootLeg() *leg {
 // writeClaim is what every write of l to the session store is conditional on: its root
 // leg's lease, live (see session.Claim). Nil when the leg holds none (no store).
 func (l *leg) writeClaim() *session.Claim {
-	s := l.rootLeg().lease
+	root := l.rootLeg()
+	if root.opened() != nil {
+		return nil
+	}
+	s := root.lease
 	if s == nil {
 		return nil
 	}
@@ -76,6 +80,9 @@ func (l *leg) writeClaim() *session.Claim {
 // cause) and reclaim returns the renewal's refusal.
 func (l *leg) reclaim(ctx context.Context) error {
 	root := l.rootLeg()
+	if err := root.opened(); err != nil {
+		return err
+	}
 	s := root.lease
 	if s == nil {
 		return session.LeaseLost("", "")
@@ -90,6 +97,7 @@ func (l *leg) reclaim(ctx context.Context) error {
 // dropLease releases the leg's lease, if it holds one. A release that fails leaves the
 // session busy until the lease expires; the leg says so in a notice.
 func (l *leg) dropLease(ctx context.Context) {
+	l.opened() // a new session whose leg could not be stored may hold its lease
 	if l.lease == nil {
 		return
 	}

@@ -43,6 +43,9 @@ type leg struct {
 	// context with a cause, which is how a lost lease stops the leg.
 	lease *lease.Held
 	stop  context.CancelCauseFunc
+	// opening is set while a new session is stored beside the leg's first request:
+	// legID and lease are read only after opened.
+	opening *opening
 
 	// rec writes the leg's transcript (opened once the leg's session is); it fails
 	// closed, so the stored chain stays a prefix that the next leg can complete.

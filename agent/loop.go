@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/sema-agent/sema/hooks"
 	"time"
 
 	"github.com/sema-agent/sema"
@@ -78,6 +79,14 @@ func (l *leg) mendConversation(ctx context.Context, s *turnLoop) bool {
 // when a hook blocked the prompt, a write failed, or a continued session has nothing
 // to answer.
 func (l *leg) openPrompt(ctx context.Context, s *turnLoop) bool {
+	if l.hasHooks(hooks.SessionStart) || l.hasHooks(hooks.UserPromptSubmit) {
+		// A hook is told the session's id and may look it up: a new session stored
+		// beside the first request (openBeside) is stored before one runs.
+		if !l.flushRecords(ctx) {
+			l.stopped(s.res)
+			return false
+		}
+	}
 	var extra []string
 	if l.link == nil {
 		source := "startup"
@@ -269,6 +278,9 @@ func (l *leg) finish(ctx context.Context, res *TaskResult, msgs []model.Message,
 	l.closeSession(ctx, res.Status)
 	l.removeHookTemp() // after SessionEnd's hooks, the last that run
 	l.dropLease(ctx)
+	if l.opened() != nil {
+		res.SessionID = "" // a new session that could not be stored (openBeside) is none to continue
+	}
 	l.flush(turns)
 	l.mu.Lock()
 	res.Notices = append([]sema.Notice{}, l.notices...)

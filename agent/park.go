@@ -145,6 +145,7 @@ func (l *leg) parked(ctx context.Context, res *TaskResult, turn int, calls, resu
 		if len(tp.own.req.Input) > 0 {
 			input = tp.own.req.Input
 		}
+		l.opened() // the leg's id, stored by now: the call's intent was committed
 		park := session.Checkpoint{
 			SessionID: l.sessionID,
 			LegID:     l.legID,

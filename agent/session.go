@@ -418,6 +418,17 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	switch {
 	case loaded == nil && l.link != nil:
 		s, err = l.childSession(ctx)
+	case loaded == nil && l.spec.SessionID == "":
+		st, err := replayChain(nil)
+		if err != nil {
+			return err
+		}
+		l.resume, l.todoList = st, st.todos
+		l.openBeside(ctx, session.Session{
+			ID: newSessionID(), Root: root, FSID: history.FilesystemIdentity(l.deps.Env), Model: l.spec.Model,
+			Mode: string(l.modes.Requested()), Title: title(l.spec.titleText()),
+		})
+		return nil
 	case loaded == nil:
 		s, err = l.store.Create(ctx, session.Session{
 			ID: l.spec.SessionID, Root: root, FSID: history.FilesystemIdentity(l.deps.Env), Model: l.spec.Model,
@@ -463,9 +474,68 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	return nil
 }
 
+// openBeside starts storing a new session that sema named — the session, its lease and
+// its leg — beside the rest of the leg's preparation and its first request, which need
+// none of them: the id is minted here, and nothing reads the session before the leg's
+// first transcript commit, which waits for it (recorder.Leg.Opened), as does everything
+// else that uses the leg or its lease (opened). A session that could not be stored stops
+// the leg at that commit, before any tool runs; the first response is dropped like that
+// of a prompt that could not be stored. A session the caller named (TaskSpec.SessionID)
+// is stored first: it may already exist, and the refusal comes before any request.
+func (l *leg) openBeside(ctx context.Context, s session.Session) {
+	l.sessionID, l.historyScope = s.ID, s.HistoryScope()
+	o := &opening{done: make(chan struct{})}
+	l.opening = o
+	ctx = context.WithoutCancel(ctx) // a cancelled leg still ends its stored leg
+	go func() {
+		defer close(o.done)
+		o.err = l.storeNew(ctx, s)
+	}()
+	l.rec.Open(recorder.Leg{Store: l.store, SessionID: s.ID, Claim: l.writeClaim, Reclaim: l.reclaim,
+		Opened: func() (string, error) { return l.legID, l.opened() }})
+}
+
+// storeNew stores the new session s, takes its lease and starts its leg. It runs on its
+// own goroutine (openBeside); the leg's fields it sets are read only after opened.
+func (l *leg) storeNew(ctx context.Context, s session.Session) error {
+	created, err := l.store.Create(ctx, s)
+	if err != nil {
+		return err
+	}
+	if created.ID != s.ID || created.HistoryScope() != s.HistoryScope() {
+		return sema.Errorf(CodeSessionRecordFailed, "the session store created session %s (scope %s) when asked for %s", created.ID, created.HistoryScope(), s.ID)
+	}
+	if err := l.takeLease(ctx, s.ID); err != nil {
+		return err
+	}
+	leg, err := l.store.StartLeg(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	l.legID = leg.ID
+	return nil
+}
+
+// opening is a new session being stored beside the leg's first request (openBeside).
+type opening struct {
+	done chan struct{}
+	err  error
+}
+
+// opened waits until the leg's session, lease and leg are stored, when a new session is
+// being stored beside the first request, and returns why they could not be. Everything
+// that reads the leg's id or its lease calls it first.
+func (l *leg) opened() error {
+	if l.opening == nil {
+		return nil
+	}
+	<-l.opening.done
+	return l.opening.err
+}
+
 // closeSession ends the leg and records the mode word the session continues with.
 func (l *leg) closeSession(ctx context.Context, status sema.Status) {
-	if l.store == nil || l.legID == "" {
+	if l.store == nil || l.opened() != nil || l.legID == "" {
 		return
 	}
 	cause := context.Cause(ctx)

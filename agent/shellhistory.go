@@ -68,7 +68,7 @@ type recordedLeg struct{ l *leg }
 func (r recordedLeg) Shell() *shell.Set    { return r.l.shell }
 func (r recordedLeg) Notice(n sema.Notice) { r.l.notice(n) }
 func (r recordedLeg) SessionID() string    { return r.l.sessionID }
-func (r recordedLeg) LegID() string        { return r.l.legID }
+func (r recordedLeg) LegID() string        { r.l.opened(); return r.l.legID }
 func (r recordedLeg) Scope() string        { return r.l.historyScope }
 func (r recordedLeg) CallID(ctx context.Context) string {
 	ref, _ := ctx.Value(callRefKey{}).(callRef)

@@ -126,7 +126,7 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 	if o.resume != "" || o.continueLast {
 		// A session named on the command line is found before the screen opens: a
 		// missing one is refused with no screen drawn.
-		st, err := o.sessionSeats(ctx, run.home, &deps, &spec)
+		st, err := o.sessionSeats(ctx, homeOf(ctx, run), &deps, &spec)
 		if err != nil {
 			return err
 		}
@@ -143,6 +143,11 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 	return runWithStateLate(ctx, o, opts, deps, spec, run, perms, stdin, stdout)
 }
 
+// homeOf opens run's state directory when called.
+func homeOf(ctx context.Context, run *preparedRun) func() (*statedir.Dir, error) {
+	return func() (*statedir.Dir, error) { return openState(ctx, run.home) }
+}
+
 // runWithStateLate runs the session while its state directory opens beside the first
 // frame (opening it was most of the time to the first frame once the process had
 // started). The screen's calls wait for it (lateBackend); a directory that cannot be
@@ -156,7 +161,7 @@ func runWithStateLate(parent context.Context, o *runOptions, opts tui.Options, d
 	go func() {
 		defer close(opened)
 		var err error
-		if st, err = o.sessionSeats(ctx, run.home, &deps, &spec); err != nil {
+		if st, err = o.sessionSeats(ctx, homeOf(ctx, run), &deps, &spec); err != nil {
 			late.set(nil, err)
 			cancel() // the screen closes and the error is said after it
 			return

@@ -170,6 +170,8 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if err != nil {
 		return err
 	}
+	opening := openStateBeside(ctx, run.home)
+	defer opening.discard()
 	if err := extraDirsExist(run.root, o); err != nil {
 		return err
 	}
@@ -193,7 +195,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	}
 	spec.Prompt = prompt
 	root := run.root
-	st, err := o.sessionSeats(ctx, run.home, &deps, &spec)
+	st, err := o.sessionSeats(ctx, opening.take, &deps, &spec)
 	if err != nil {
 		return err
 	}
@@ -338,7 +340,7 @@ func exitFor(res *agent.TaskResult) error {
 	default:
 		var err error = sema.Errorf("run.failed", "the run ended with status %s", res.Status)
 		if res.Error != nil {
-			err = res.Error
+			err = wayOut(res.Error, "") // a store's refusal names its way out, as at start
 		}
 		return &exitErr{code: exitError, err: err}
 	}

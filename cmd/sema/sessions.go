@@ -50,6 +50,45 @@ func openState(ctx context.Context, home string) (*statedir.Dir, error) {
 	return st, nil
 }
 
+// stateOpening is a state directory being opened on its own goroutine, beside the rest
+// of a run's preparation (settings, the provider, the task), which does not need it.
+// Its refusal is reported where the directory is taken, in the order the run checks
+// things, so a run refused earlier reports that refusal.
+type stateOpening struct {
+	done  chan struct{}
+	st    *statedir.Dir
+	err   error
+	taken bool
+}
+
+// openStateBeside starts opening home (openState).
+func openStateBeside(ctx context.Context, home string) *stateOpening {
+	o := &stateOpening{done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		o.st, o.err = openState(ctx, home)
+	}()
+	return o
+}
+
+// take waits for the directory and hands it over: the caller closes it.
+func (o *stateOpening) take() (*statedir.Dir, error) {
+	<-o.done
+	o.taken = true
+	return o.st, o.err
+}
+
+// discard closes the directory when nobody took it (the run was refused before).
+func (o *stateOpening) discard() {
+	if o.taken {
+		return
+	}
+	<-o.done
+	if o.st != nil {
+		o.st.Close()
+	}
+}
+
 // openHome opens the state directory named by --home (or its defaults).
 func openHome(ctx context.Context, homeFlag string) (*statedir.Dir, error) {
 	dir, err := stateDir(homeFlag)
@@ -857,12 +896,12 @@ func printLedgerJSON(w io.Writer, out *agent.RewindResult, dry bool, err error) 
 	enc.Encode(doc)
 }
 
-// sessionSeats opens the state directory for a run, fills the deployment's three
+// sessionSeats opens the state directory for a run (open), fills the deployment's three
 // state-directory seats from it (Store, History, StateDir) and then the session fields:
 // every run records a session; --resume / --continue / --fork-session continue one;
 // `sema approve` answers one.
-func (o *runOptions) sessionSeats(ctx context.Context, home string, deps *agent.Deps, spec *agent.TaskSpec) (*statedir.Dir, error) {
-	st, err := openState(ctx, home)
+func (o *runOptions) sessionSeats(ctx context.Context, open func() (*statedir.Dir, error), deps *agent.Deps, spec *agent.TaskSpec) (*statedir.Dir, error) {
+	st, err := open()
 	if err != nil {
 		return nil, failed(err)
 	}

@@ -8,6 +8,7 @@ package recorder
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 
 	"github.com/sema-agent/sema"
@@ -32,6 +33,11 @@ type Leg struct {
 	// lease only expired and was renewed (the entries are tried once more), else the
 	// refusal, and the leg stops.
 	Reclaim func(ctx context.Context) error
+	// Opened, when set, waits for the session and its leg that are still being stored
+	// (a new session's first writes run beside the leg's first request) and returns the
+	// leg's id, or why they could not be stored. The first commit calls it once, before
+	// any entry is written; LegID is then unset.
+	Opened func() (string, error)
 }
 
 // Recorder writes one leg's transcript. Its zero value records nothing and reports every
@@ -157,18 +163,49 @@ func (r *Recorder) queueLocked(kind string, payload any) bool {
 		r.queued = nil
 		return false
 	}
+	// The leg and the claim are stamped when the entries are committed: a new session's
+	// leg may not be stored yet, nor its lease taken.
+	r.queued = append(r.queued, session.Entry{SessionID: r.leg.SessionID, Kind: kind, Payload: data})
+	return true
+}
+
+// opened waits for a leg whose session is still being stored (Leg.Opened), once. When it
+// could not be, nothing of the leg is ever written.
+func (r *Recorder) opened() bool {
+	if r.leg.Opened == nil {
+		return true
+	}
+	legID, err := r.leg.Opened()
+	r.leg.Opened = nil
+	var se *sema.Error
+	switch {
+	case errors.As(err, &se):
+		r.err = se // the store's own refusal (store.locked, io.disk_full, …) says what to do
+		return false
+	case err != nil:
+		r.err = (&sema.Error{Code: CodeRecordFailed, Message: "the run stopped: its new session could not be stored: " + err.Error(), Err: err}).
+			With("kind", "session")
+		return false
+	}
+	r.leg.LegID = legID
+	return true
+}
+
+// stamp sets the leg and the current claim on entries about to be committed.
+func (r *Recorder) stamp(es []session.Entry) {
 	var claim *session.Claim
 	if r.leg.Claim != nil {
 		claim = r.leg.Claim()
 	}
-	r.queued = append(r.queued, session.Entry{SessionID: r.leg.SessionID, LegID: r.leg.LegID, Kind: kind, Payload: data, Claim: claim})
-	return true
+	for i := range es {
+		es[i].LegID, es[i].Claim = r.leg.LegID, claim
+	}
 }
 
 // flushLocked commits the queued entries, in one transaction when the store can batch
 // them (session.BatchAppender), else one Append each in order.
 func (r *Recorder) flushLocked(ctx context.Context) ([]string, bool) {
-	if r.err != nil {
+	if r.err != nil || !r.opened() {
 		r.queued = nil
 		return nil, false
 	}
@@ -184,6 +221,7 @@ func (r *Recorder) flushLocked(ctx context.Context) ([]string, bool) {
 		return nil, false
 	}
 	es[0].ParentID = r.branchFrom // only the first entry of a branch names its parent
+	r.stamp(es)
 	ctx = context.WithoutCancel(ctx)
 	ids, err := r.appendEntries(ctx, es)
 	if sema.IsCode(err, session.CodeLeaseLost) {
@@ -192,6 +230,7 @@ func (r *Recorder) flushLocked(ctx context.Context) ([]string, bool) {
 		// another run took stops the leg, which then writes and runs nothing more.
 		if err = r.reclaim(ctx); err == nil {
 			var more []string
+			r.stamp(es[len(ids):]) // the renewed claim
 			more, err = r.appendEntries(ctx, es[len(ids):])
 			ids = append(ids, more...)
 		}
