@@ -148,7 +148,10 @@ type Schema struct {
 	// Steps are the store's migrations, as Migrate takes them.
 	Steps []string
 	// Queries are the statements prepared when the store attaches (see Prepare). Nil:
-	// none; every statement is then parsed when it runs.
+	// none; every statement is then parsed when it runs. Without a Shape, one that does
+	// not compile refuses the attach; with one, they are compiled beside the rest of the
+	// opening (the store's tests run each against that shape), and one that does not
+	// compile fails where it runs.
 	Queries []string
 	// Shape, when not nil, is the shape Steps give a fresh database (WantShape), known
 	// ahead: the check at attach compares the file's tables with it instead of replaying
@@ -184,7 +187,19 @@ func Attach(ctx context.Context, db *sql.DB, s Schema) error {
 			return err
 		}
 	}
-	return schemaFault(h, s.Component, Prepare(ctx, db, s.Queries...))
+	if s.Shape != nil {
+		// The file has the shape the store's statements are written for (checked above,
+		// or made by the image or the steps), and the store's tests run every one of them
+		// against that shape: they are compiled beside the rest of the opening. One run
+		// before it is compiled is compiled then (stmt), or parsed in a transaction.
+		h.preparing.Add(1)
+		go func() {
+			defer h.preparing.Done()
+			h.prepare(context.WithoutCancel(ctx), db, s.Queries)
+		}()
+		return nil
+	}
+	return schemaFault(h, s.Component, h.prepare(ctx, db, s.Queries))
 }
 
 // OpenAttached opens the database at path with opts (see Open) and attaches s to it. The
@@ -235,6 +250,9 @@ type handle struct {
 	created bool
 	// fromImage: what Open placed was Options.Image, not an empty database.
 	fromImage bool
+	// preparing counts the statements being compiled beside an opening (Attach); Close
+	// waits for them.
+	preparing sync.WaitGroup
 }
 
 var handles = struct {
@@ -275,6 +293,7 @@ func Close(db *sql.DB) error {
 	delete(handles.m, db)
 	handles.Unlock()
 	if h != nil {
+		h.preparing.Wait()
 		h.stmts.Range(func(_, s any) bool {
 			s.(*sql.Stmt).Close()
 			return true
@@ -303,7 +322,10 @@ func (h *handle) stmt(ctx context.Context, db *sql.DB, query string) (*sql.Stmt,
 // statement that was not prepared still runs, parsed on the spot: preparing it there
 // would need a second connection while the transaction holds one.
 func Prepare(ctx context.Context, db *sql.DB, queries ...string) error {
-	h := handleFor(db)
+	return handleFor(db).prepare(ctx, db, queries)
+}
+
+func (h *handle) prepare(ctx context.Context, db *sql.DB, queries []string) error {
 	for _, q := range queries {
 		if _, err := h.stmt(ctx, db, q); err != nil {
 			return fmt.Errorf("prepare %q: %w", q, err)

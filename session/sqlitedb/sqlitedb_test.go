@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -345,5 +346,38 @@ func TestInTx(t *testing.T) {
 	}
 	if len(keys) != 2 || keys[0] != "kept-parsed" || keys[1] != "kept-prepared" {
 		t.Fatalf("rows after a rollback and a commit: %v", keys)
+	}
+}
+
+// TestAttachWithShapePreparesBeside: a schema with a known shape is compiled beside the
+// opening, so Attach returns before its statements are; Close waits for them (the race
+// detector watches), and a statement that does not compile fails where it runs.
+func TestAttachWithShapePreparesBeside(t *testing.T) {
+	ctx := t.Context()
+	steps := []string{`CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)`}
+	shape, err := sqlitedb.WantShape(ctx, sqlitedb.Schema{Component: "kv", Steps: steps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		s := sqlitedb.Schema{Component: "kv", Steps: steps, Shape: shape,
+			Queries: []string{`SELECT v FROM kv WHERE k = ?`, `INSERT INTO kv (k, v) VALUES (?, ?)`, `SELECT nothing FROM nowhere`}}
+		db, err := sqlitedb.OpenAttached(ctx, filepath.Join(t.TempDir(), fmt.Sprint(i, ".db")), sqlitedb.Options{}, s)
+		if err != nil {
+			t.Fatalf("attach %d: %v", i, err)
+		}
+		r := sqlitedb.Reader(db)
+		if _, err := r.ExecContext(ctx, `INSERT INTO kv (k, v) VALUES (?, ?)`, "a", "1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.QueryContext(ctx, `SELECT nothing FROM nowhere`); err == nil {
+			t.Fatal("a statement over a missing table ran")
+		}
+		if i%2 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if err := sqlitedb.Close(db); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
