@@ -50,6 +50,35 @@ func (l *leg) takeLease(ctx context.Context, sessionID string) error {
 	return nil
 }
 
+// createLeased stores the new session s with this leg's lease on it and the session's
+// first leg: in one transaction when the store can (session.Opener), else as Create,
+// takeLease and StartLeg, in that order.
+func (l *leg) createLeased(ctx context.Context, s session.Session) (session.Session, session.Leg, error) {
+	o, ok := l.store.(session.Opener)
+	if !ok || l.link != nil {
+		created, err := l.store.Create(ctx, s)
+		if err != nil {
+			return created, session.Leg{}, err
+		}
+		if err := l.takeLease(ctx, created.ID); err != nil {
+			return created, session.Leg{}, err
+		}
+		leg, err := l.store.StartLeg(ctx, created.ID)
+		return created, leg, err
+	}
+	holder, ttl, stop := lease.Holder(), leaseTTL(l.deps), l.stop
+	created, leg, err := o.CreateLeased(ctx, s, holder, ttl)
+	if err != nil {
+		return created, leg, err
+	}
+	l.lease = lease.Adopt(ctx, l.store, created.ID, holder, ttl, func(err error) {
+		if stop != nil {
+			stop(err)
+		}
+	})
+	return created, leg, nil
+}
+
 // rootLeg is the leg whose lease l's writes depend on: l itself, or the root leg of
 // the chain that delegated it (a child takes no lease of its own, see takeLease).
 func (l *leg) rootLeg() *leg {

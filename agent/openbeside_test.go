@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,6 +70,13 @@ func (s *openingStore) StartLeg(ctx context.Context, id string) (session.Leg, er
 		return session.Leg{}, s.failure()
 	}
 	return s.Store.StartLeg(ctx, id)
+}
+
+// failingOpener is an openingStore that opens a session in one call, and fails it.
+type failingOpener struct{ *openingStore }
+
+func (f failingOpener) CreateLeased(context.Context, session.Session, string, time.Duration) (session.Session, session.Leg, error) {
+	return session.Session{}, session.Leg{}, f.failure()
 }
 
 // announcing is a provider that closes first when the leg's first request goes out.
@@ -159,7 +168,7 @@ func TestNewSessionStoredBesideTheFirstRequest(t *testing.T) {
 func TestNewSessionThatCannotBeStoredRunsNothing(t *testing.T) {
 	t.Parallel()
 	locked := sema.Errorf("store.locked", "the state database is locked by another process; try again when it is done")
-	for _, step := range []string{"create", "lease", "leg", "create-coded", "leg-coded"} {
+	for _, step := range []string{"create", "lease", "leg", "create-coded", "leg-coded", "opener", "opener-coded"} {
 		t.Run(step, func(t *testing.T) {
 			t.Parallel()
 			mem := session.NewMemory()
@@ -174,7 +183,11 @@ func TestNewSessionThatCannotBeStoredRunsNothing(t *testing.T) {
 				return tools.Text("touched")
 			}}
 			p := announce(scripted.Turn{ToolCalls: []scripted.ToolCall{call("Touch", `{}`)}}, scripted.Turn{Text: "done"})
-			r := agent.New(agent.Deps{Provider: p, Store: store, Tools: []tools.Tool{tool}})
+			var deps session.Store = store
+			if store.fail == "opener" {
+				deps = failingOpener{store}
+			}
+			r := agent.New(agent.Deps{Provider: p, Store: deps, Tools: []tools.Tool{tool}})
 			res, err := r.Run(context.Background(), spec(t))
 			if err != nil {
 				t.Fatal(err)
@@ -267,5 +280,95 @@ func TestCancelWhileTheNewSessionIsStored(t *testing.T) {
 	}
 	if _, err := mem.AcquireLease(bg, res.SessionID, "another run", time.Minute); err != nil {
 		t.Fatalf("the session's lease was not released: %v", err)
+	}
+}
+
+// callCounter counts a session store's calls that open a session.
+type callCounter struct {
+	session.Store
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *callCounter) count(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[name]++
+}
+
+func (c *callCounter) calls() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
+}
+
+func (c *callCounter) Create(ctx context.Context, s session.Session) (session.Session, error) {
+	c.count("Create")
+	return c.Store.Create(ctx, s)
+}
+
+func (c *callCounter) AcquireLease(ctx context.Context, id, holder string, ttl time.Duration) (session.Lease, error) {
+	c.count("AcquireLease")
+	return c.Store.AcquireLease(ctx, id, holder, ttl)
+}
+
+func (c *callCounter) StartLeg(ctx context.Context, id string) (session.Leg, error) {
+	c.count("StartLeg")
+	return c.Store.StartLeg(ctx, id)
+}
+
+// openerCounter is a callCounter whose store opens a session in one call.
+type openerCounter struct{ *callCounter }
+
+func (o openerCounter) CreateLeased(ctx context.Context, s session.Session, holder string, ttl time.Duration) (session.Session, session.Leg, error) {
+	o.count("CreateLeased")
+	return o.Store.(session.Opener).CreateLeased(ctx, s, holder, ttl)
+}
+
+// A new session is stored with its lease and first leg in one call when the store can
+// (session.Opener), and as Create, AcquireLease and StartLeg when it cannot — for a
+// session sema names and for one the caller names alike; either way the leg ends
+// recorded and the session free.
+func TestNewSessionOpenedInOneCall(t *testing.T) {
+	t.Parallel()
+	for _, opener := range []bool{true, false} {
+		for _, named := range []bool{true, false} {
+			t.Run(fmt.Sprintf("opener=%v,named=%v", opener, named), func(t *testing.T) {
+				t.Parallel()
+				mem := session.NewMemory()
+				c := &callCounter{Store: mem, n: map[string]int{}}
+				var store session.Store = c
+				if opener {
+					store = openerCounter{c}
+				}
+				r := agent.New(agent.Deps{Provider: announce(scripted.Turn{Text: "done"}), Store: store})
+				sp := spec(t)
+				if named {
+					sp.SessionID = session.NewID()
+				}
+				res, err := r.Run(context.Background(), sp)
+				if err != nil || res.Status != sema.StatusCompleted {
+					t.Fatalf("%v, %+v", err, res)
+				}
+				want := map[string]int{"Create": 1, "AcquireLease": 1, "StartLeg": 1}
+				if opener {
+					want = map[string]int{"CreateLeased": 1}
+				}
+				if got := c.calls(); !maps.Equal(got, want) {
+					t.Fatalf("calls %v, want %v", got, want)
+				}
+				if named && res.SessionID != sp.SessionID {
+					t.Fatalf("session %s, want the named %s", res.SessionID, sp.SessionID)
+				}
+				ctx := context.Background()
+				legs, err := mem.Legs(ctx, res.SessionID)
+				if err != nil || len(legs) != 1 || legs[0].Status != sema.StatusCompleted {
+					t.Fatalf("legs %+v, %v", legs, err)
+				}
+				if _, err := mem.AcquireLease(ctx, res.SessionID, "another run", time.Minute); err != nil {
+					t.Fatalf("the session's lease was not released: %v", err)
+				}
+			})
+		}
 	}
 }

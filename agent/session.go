@@ -414,7 +414,8 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	root := l.fence.Root()
 	var s session.Session
 	var err error
-	branchFrom := "" // the entry the leg's first entry follows (Resume.At)
+	branchFrom := ""         // the entry the leg's first entry follows (Resume.At)
+	var started *session.Leg // the leg createLeased started with the session
 	switch {
 	case loaded == nil && l.link != nil:
 		s, err = l.childSession(ctx)
@@ -430,10 +431,12 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 		})
 		return nil
 	case loaded == nil:
-		s, err = l.store.Create(ctx, session.Session{
+		var leg session.Leg
+		s, leg, err = l.createLeased(ctx, session.Session{
 			ID: l.spec.SessionID, Root: root, FSID: history.FilesystemIdentity(l.deps.Env), Model: l.spec.Model,
 			Mode: string(l.modes.Requested()), Title: title(l.spec.titleText()),
 		})
+		started = &leg
 	case loaded.Root != root:
 		return sema.Errorf(CodeRootMismatch, "session %s works in %s, not in %s; resume it from its own root", loaded.ID, loaded.Root, root)
 	case l.spec.resume().Fork:
@@ -450,9 +453,9 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	if err != nil {
 		return err
 	}
-	if l.lease == nil {
-		// A new session or a fork: nobody else knows it yet, but a --continue elsewhere
-		// may find it, so it is claimed like any other.
+	if l.lease == nil && started == nil {
+		// A fork: nobody else knows it yet, but a --continue elsewhere may find it, so it
+		// is claimed like any other.
 		if err := l.takeLease(ctx, s.ID); err != nil {
 			return err
 		}
@@ -465,12 +468,15 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	}
 	l.resume = st
 	l.todoList = st.todos
-	leg, err := l.store.StartLeg(ctx, s.ID)
-	if err != nil {
-		return err
+	if started == nil {
+		leg, err := l.store.StartLeg(ctx, s.ID)
+		if err != nil {
+			return err
+		}
+		started = &leg
 	}
-	l.legID = leg.ID
-	l.rec.Open(recorder.Leg{Store: l.store, SessionID: s.ID, LegID: leg.ID, BranchFrom: branchFrom, Claim: l.writeClaim, Reclaim: l.reclaim})
+	l.legID = started.ID
+	l.rec.Open(recorder.Leg{Store: l.store, SessionID: s.ID, LegID: started.ID, BranchFrom: branchFrom, Claim: l.writeClaim, Reclaim: l.reclaim})
 	return nil
 }
 
@@ -498,19 +504,12 @@ func (l *leg) openBeside(ctx context.Context, s session.Session) {
 // storeNew stores the new session s, takes its lease and starts its leg. It runs on its
 // own goroutine (openBeside); the leg's fields it sets are read only after opened.
 func (l *leg) storeNew(ctx context.Context, s session.Session) error {
-	created, err := l.store.Create(ctx, s)
+	created, leg, err := l.createLeased(ctx, s)
 	if err != nil {
 		return err
 	}
 	if created.ID != s.ID || created.HistoryScope() != s.HistoryScope() {
 		return sema.Errorf(CodeSessionRecordFailed, "the session store created session %s (scope %s) when asked for %s", created.ID, created.HistoryScope(), s.ID)
-	}
-	if err := l.takeLease(ctx, s.ID); err != nil {
-		return err
-	}
-	leg, err := l.store.StartLeg(ctx, s.ID)
-	if err != nil {
-		return err
 	}
 	l.legID = leg.ID
 	return nil

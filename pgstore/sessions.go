@@ -89,6 +89,56 @@ func (s *Sessions) Create(ctx context.Context, in session.Session) (session.Sess
 	return out, nil
 }
 
+// CreateLeased stores a new session held by holder, with its first leg running (see
+// session.Opener): two statements sent at once, which run as one implicit transaction —
+// one round trip where Create, AcquireLease and StartLeg take three.
+func (s *Sessions) CreateLeased(ctx context.Context, in session.Session, holder string, ttl time.Duration) (session.Session, session.Leg, error) {
+	in, err := session.CheckCreate(in, time.Time{})
+	if err != nil {
+		return session.Session{}, session.Leg{}, err
+	}
+	if err := session.CheckLease(in.ID, holder, ttl, true); err != nil {
+		return session.Session{}, session.Leg{}, err
+	}
+	var created any // NULL: the database's clock
+	var ns int16
+	if !in.CreatedAt.IsZero() {
+		created, ns = splitTime(in.CreatedAt)
+	}
+	legID := session.NewID()
+	var out session.Session
+	var leg session.Leg
+	err = s.db.run(ctx, func(q querier) error {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO sema_sessions (id, root, fs_id, scope, created_at, created_ns, updated_at, updated_ns,
+				parent_id, fork_of, fork_at, model, mode, effective_mode, pre_plan_mode, title, last_leg, lease_holder, lease_expires)
+			SELECT $1, $2, $3, $4, t.at, $6, t.at, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15,
+				clock_timestamp() + $16::bigint * interval '1 microsecond'
+			FROM (SELECT COALESCE($5::timestamptz, clock_timestamp()) AS at) t
+			RETURNING `+sessionCols,
+			in.ID, in.Root, in.FSID, in.Scope, created, ns, in.ParentID, in.ForkOf, in.ForkAt,
+			in.Model, in.Mode, in.EffectiveMode, in.PrePlanMode, in.Title, holder, ttl.Microseconds())
+		b.Queue(`INSERT INTO sema_legs (`+sqlstore.LegCols+`) VALUES ($1, $2, 1, clock_timestamp(), NULL, $3) RETURNING `+sqlstore.LegCols,
+			legID, in.ID, string(sema.StatusRunning))
+		br := q.SendBatch(ctx, b)
+		var err error
+		if out, err = sqlstore.One(br.QueryRow(), scanSession); err == nil {
+			leg, err = sqlstore.One(br.QueryRow(), scanLeg)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if isUnique(err) {
+			return session.Exists(in.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return session.Session{}, session.Leg{}, err
+	}
+	return out, leg, nil
+}
+
 // Get returns the session with the given id (see session.Store.Get).
 func (s *Sessions) Get(ctx context.Context, id string) (session.Session, error) {
 	var out session.Session

@@ -261,10 +261,12 @@ type turnStore struct {
 var _ batchStore = (*turnStore)(nil)
 
 // batchStore is the session store of both backends: an AdminStore that commits a batch
-// of entries in one transaction.
+// of entries in one transaction, and opens a new session with its lease and first leg
+// in one.
 type batchStore interface {
 	session.AdminStore
 	session.BatchAppender
+	session.Opener
 }
 
 // newTurnStore wraps the backend's session store for legs.

@@ -95,6 +95,36 @@ func (m *Memory) Create(ctx context.Context, s Session) (Session, error) {
 	})
 }
 
+// CreateLeased stores a new session held by holder, with its first leg running (see
+// [Opener]).
+func (m *Memory) CreateLeased(ctx context.Context, s Session, holder string, ttl time.Duration) (Session, Leg, error) {
+	type opened struct {
+		s Session
+		l Leg
+	}
+	o, err := locked(ctx, m, func() (opened, error) {
+		s, err := CheckCreate(s, now())
+		if err != nil {
+			return opened{}, err
+		}
+		if err := CheckLease(s.ID, holder, ttl, true); err != nil {
+			return opened{}, err
+		}
+		if _, ok := m.sessions[s.ID]; ok {
+			return opened{}, Exists(s.ID)
+		}
+		m.order++
+		ms := &memSession{s: s, order: m.order, byID: map[string]int{}, leaseHolder: holder, leaseExpires: now().Add(ttl)}
+		m.sessions[s.ID] = ms
+		l := &Leg{ID: NewID(), SessionID: s.ID, Number: 1, StartedAt: now(), Status: sema.StatusRunning}
+		m.legs[l.ID] = l
+		ms.legs = append(ms.legs, l.ID)
+		touch(ms)
+		return opened{ms.s, *l}, nil
+	})
+	return o.s, o.l, err
+}
+
 // Get returns the session with the given id (see [Store.Get]).
 func (m *Memory) Get(ctx context.Context, id string) (Session, error) {
 	return inSession(ctx, m, id, func(ms *memSession) (Session, error) {

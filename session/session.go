@@ -126,6 +126,18 @@ func AsAdmin(s Store) (AdminStore, error) {
 		With("store", fmt.Sprintf("%T", s))
 }
 
+// Opener is a Store that stores a new session, its holder's lease and its first leg in
+// one transaction: what a runner's new leg does first (Create, AcquireLease and StartLeg,
+// a commit each otherwise). A runner that finds it on its store uses it; a store (or a
+// wrapper around one) without it gets the three calls, in that order.
+type Opener interface {
+	// CreateLeased stores s as Create does, held by holder for ttl as AcquireLease holds
+	// it, with its first leg running as StartLeg starts it: all or none. An ID a session
+	// already has fails with CodeExists and changes nothing; invalid arguments are refused
+	// as Create and AcquireLease refuse them.
+	CreateLeased(ctx context.Context, s Session, holder string, ttl time.Duration) (Session, Leg, error)
+}
+
 // BatchAppender is a Store that can commit several transcript entries at once. A runner
 // that finds it on its store groups the entries of a turn into one write; a store (or a
 // wrapper around one) without it gets them one Append at a time, in the same order.

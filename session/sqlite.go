@@ -152,6 +152,44 @@ func (s *SQLiteStore) Create(ctx context.Context, in Session) (Session, error) {
 	return s.Get(ctx, in.ID)
 }
 
+// CreateLeased stores a new session held by holder, with its first leg running, in one
+// transaction (see [Opener]).
+func (s *SQLiteStore) CreateLeased(ctx context.Context, in Session, holder string, ttl time.Duration) (Session, Leg, error) {
+	in, err := CheckCreate(in, time.Now().UTC())
+	if err != nil {
+		return Session{}, Leg{}, err
+	}
+	if err := CheckLease(in.ID, holder, ttl, true); err != nil {
+		return Session{}, Leg{}, err
+	}
+	var out Session
+	var leg Leg
+	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+		_, err := q.ExecContext(ctx, insertSession,
+			in.ID, in.Root, in.FSID, in.Scope, nanos(in.CreatedAt), nanos(in.UpdatedAt), in.ParentID, in.ForkOf, in.ForkAt,
+			in.Model, in.Mode, in.PrePlanMode, in.Title)
+		if sqlitedb.IsConstraint(err) {
+			return Exists(in.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE sessions SET lease_holder = ?, lease_expires = ? WHERE id = ?`,
+			holder, time.Now().Add(ttl).UnixNano(), in.ID); err != nil {
+			return err
+		}
+		if leg, err = startLeg(ctx, q, in.ID); err != nil {
+			return err
+		}
+		out, err = getSession(ctx, q, in.ID)
+		return err
+	})
+	if err != nil {
+		return Session{}, Leg{}, err
+	}
+	return out, leg, nil
+}
+
 // Get returns the session with the given id (see [Store.Get]).
 func (s *SQLiteStore) Get(ctx context.Context, id string) (Session, error) {
 	return getSession(ctx, s.r, id)
@@ -293,23 +331,32 @@ func scanLeg(r sqlstore.Scanner, l *Leg) error {
 func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, error) {
 	var out Leg
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
-		r, err := q.ExecContext(ctx, touchSQL, time.Now().UnixNano(), sessionID)
-		if err != nil {
-			return err
-		}
-		if n, err := r.RowsAffected(); err != nil || n == 0 {
-			return cmpErr(err, NotFound(sessionID))
-		}
-		var n int
-		if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM legs WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
-			return err
-		}
-		out = Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: time.Now().UTC(), Status: sema.StatusRunning}
-		_, err = q.ExecContext(ctx, `INSERT INTO legs (`+sqlstore.LegCols+`) VALUES (?, ?, ?, ?, 0, ?)`,
-			out.ID, sessionID, n, nanos(out.StartedAt), out.Status)
+		var err error
+		out, err = startLeg(ctx, q, sessionID)
 		return err
 	})
 	if err != nil {
+		return Leg{}, err
+	}
+	return out, nil
+}
+
+// startLeg opens the session's next leg inside a transaction.
+func startLeg(ctx context.Context, q sqlitedb.Querier, sessionID string) (Leg, error) {
+	r, err := q.ExecContext(ctx, touchSQL, time.Now().UnixNano(), sessionID)
+	if err != nil {
+		return Leg{}, err
+	}
+	if n, err := r.RowsAffected(); err != nil || n == 0 {
+		return Leg{}, cmpErr(err, NotFound(sessionID))
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM legs WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
+		return Leg{}, err
+	}
+	out := Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: time.Now().UTC(), Status: sema.StatusRunning}
+	if _, err := q.ExecContext(ctx, `INSERT INTO legs (`+sqlstore.LegCols+`) VALUES (?, ?, ?, ?, 0, ?)`,
+		out.ID, sessionID, n, nanos(out.StartedAt), out.Status); err != nil {
 		return Leg{}, err
 	}
 	out.StartedAt = fromNanos(nanos(out.StartedAt))

@@ -138,9 +138,15 @@ func Hold(ctx context.Context, store session.Store, sessionID string, ttl time.D
 	if err := Acquire(ctx, store, sessionID, holder, ttl, wait); err != nil {
 		return nil, err
 	}
+	return Adopt(ctx, store, sessionID, holder, ttl, lost), nil
+}
+
+// Adopt renews, as Hold does, a lease holder was granted another way: with the session a
+// store created for it (session.Opener). holder comes from Holder.
+func Adopt(ctx context.Context, store session.Store, sessionID, holder string, ttl time.Duration, lost func(error)) *Held {
 	s := &Held{store: store, sessionID: sessionID, holder: holder, ttl: ttl, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.renew(ctx, ttl, lost)
-	return s, nil
+	return s
 }
 
 // Held is a held claim on a session and the goroutine that renews it.

@@ -36,6 +36,7 @@ func Run[S session.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{"CreateGet", testCreateGet},
 		{"Update", testUpdate},
 		{"Legs", testLegs},
+		{"CreateLeased", testCreateLeased},
 		{"AppendTranscript", testAppendTranscript},
 		{"AppendRefusals", testAppendRefusals},
 		{"Branch", testBranch},
