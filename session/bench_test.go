@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/session"
 )
 
@@ -75,6 +77,35 @@ func BenchmarkTranscript(b *testing.B) {
 		es, err := s.Transcript(ctx, a.ID, "")
 		if err != nil || len(es) != 300 {
 			b.Fatalf("Transcript = %d entries, %v; want 300", len(es), err)
+		}
+	}
+}
+
+// BenchmarkLegLifecycle measures what a runner's leg costs the SQLite store outside its
+// turns, per op: a new session with its lease and first leg (CreateLeased), the leg's
+// end, the session's mode, and the lease's release — four transactions, as every leg of
+// a service's task makes them.
+func BenchmarkLegLifecycle(b *testing.B) {
+	s, err := session.OpenSQLite(filepath.Join(b.TempDir(), "sema.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	ctx := b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		created, leg, err := s.CreateLeased(ctx, session.Session{Root: "/w", Model: "m", Title: "fix the build"}, "holder", time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.EndLeg(ctx, leg.ID, sema.StatusCompleted); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Update(ctx, created.ID, func(s *session.Session) error { s.Mode = "default"; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.ReleaseLease(ctx, created.ID, "holder"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -101,7 +101,26 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
-var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, sq.Chain, qClaim}
+// The statements every leg runs once or twice: its session's opening, lease, end and mode.
+const (
+	qSetLease = `UPDATE sessions SET lease_holder = ?, lease_expires = ? WHERE id = ?`
+	qNextLeg  = `SELECT COALESCE(MAX(number), 0) + 1 FROM legs WHERE session_id = ?`
+	qStartLeg = `INSERT INTO legs (` + sqlstore.LegCols + `) VALUES (?, ?, ?, ?, 0, ?)`
+	qEndLeg   = `UPDATE legs SET ended_at = ?, status = ? WHERE id = ?`
+	qSetMode  = `UPDATE sessions SET model = ?, mode = ?, effective_mode = ?, pre_plan_mode = ?, title = ? WHERE id = ?`
+	// The claim is one conditional UPDATE, as a checkpoint's is: of two transactions that
+	// find the session free, the second sees the first one's holder and matches nothing.
+	// A renewal matches only its own holder, expired or not.
+	qAcquire = `UPDATE sessions SET lease_holder = ?3, lease_expires = ?2 WHERE id = ?1 AND (lease_holder = ?3 OR lease_holder = '' OR lease_expires <= ?4)`
+	qRenew   = `UPDATE sessions SET lease_holder = ?3, lease_expires = ?2 WHERE id = ?1 AND lease_holder = ?3`
+	qLeaseOf = `SELECT lease_holder, lease_expires FROM sessions WHERE id = ?`
+	qRelease = `UPDATE sessions SET lease_holder = '', lease_expires = 0 WHERE id = ? AND lease_holder = ?`
+)
+
+// hotQueries are prepared once when the store opens: a service runs them for every
+// turn or leg, and a statement not prepared is parsed again in every transaction.
+var hotQueries = []string{qGetSession, qAppendCheck, qLegOf, qInsert, sq.Chain, qClaim,
+	insertSession, touchSQL, qSetLease, qNextLeg, qStartLeg, sq.LegByID, qEndLeg, qSetMode, qAcquire, qRenew, qLeaseOf, qRelease}
 
 // sqliteSchema is the session store's share of a database file.
 var sqliteSchema = sqlitedb.Schema{Component: "session", Steps: schema, Queries: hotQueries, Shape: sqliteShape}
@@ -174,7 +193,7 @@ func (s *SQLiteStore) CreateLeased(ctx context.Context, in Session, holder strin
 		if err != nil {
 			return err
 		}
-		if _, err := q.ExecContext(ctx, `UPDATE sessions SET lease_holder = ?, lease_expires = ? WHERE id = ?`,
+		if _, err := q.ExecContext(ctx, qSetLease,
 			holder, time.Now().Add(ttl).UnixNano(), in.ID); err != nil {
 			return err
 		}
@@ -208,7 +227,7 @@ func (s *SQLiteStore) Update(ctx context.Context, id string, fn func(*Session) e
 		if err != nil {
 			return err
 		}
-		if _, err := q.ExecContext(ctx, `UPDATE sessions SET model = ?, mode = ?, effective_mode = ?, pre_plan_mode = ?, title = ? WHERE id = ?`,
+		if _, err := q.ExecContext(ctx, qSetMode,
 			next.Model, next.Mode, next.EffectiveMode, next.PrePlanMode, next.Title, id); err != nil {
 			return err
 		}
@@ -351,11 +370,11 @@ func startLeg(ctx context.Context, q sqlitedb.Querier, sessionID string) (Leg, e
 		return Leg{}, cmpErr(err, NotFound(sessionID))
 	}
 	var n int
-	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM legs WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, qNextLeg, sessionID).Scan(&n); err != nil {
 		return Leg{}, err
 	}
 	out := Leg{ID: NewID(), SessionID: sessionID, Number: n, StartedAt: time.Now().UTC(), Status: sema.StatusRunning}
-	if _, err := q.ExecContext(ctx, `INSERT INTO legs (`+sqlstore.LegCols+`) VALUES (?, ?, ?, ?, 0, ?)`,
+	if _, err := q.ExecContext(ctx, qStartLeg,
 		out.ID, sessionID, n, nanos(out.StartedAt), out.Status); err != nil {
 		return Leg{}, err
 	}
@@ -378,7 +397,7 @@ func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status sema.Stat
 			return err
 		}
 		now := time.Now().UnixNano()
-		if _, err := q.ExecContext(ctx, `UPDATE legs SET ended_at = ?, status = ? WHERE id = ?`, now, status, legID); err != nil {
+		if _, err := q.ExecContext(ctx, qEndLeg, now, status, legID); err != nil {
 			return err
 		}
 		if _, err := q.ExecContext(ctx, touchSQL, now, l.SessionID); err != nil {
@@ -688,15 +707,11 @@ func (s *SQLiteStore) lease(ctx context.Context, sessionID, holder string, ttl t
 	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
 		t := time.Now()
 		expires := t.Add(ttl)
-		// The claim is one conditional UPDATE, as a checkpoint's is: of two transactions
-		// that find the session free, the second sees the first one's holder and matches
-		// nothing. A renewal matches only its own holder, expired or not.
-		cond := `lease_holder = ?3 OR lease_holder = '' OR lease_expires <= ?4`
+		claim := qAcquire
 		if renew {
-			cond = `lease_holder = ?3`
+			claim = qRenew
 		}
-		r, err := q.ExecContext(ctx, `UPDATE sessions SET lease_holder = ?3, lease_expires = ?2 WHERE id = ?1 AND (`+cond+`)`,
-			sessionID, expires.UnixNano(), holder, t.UnixNano())
+		r, err := q.ExecContext(ctx, claim, sessionID, expires.UnixNano(), holder, t.UnixNano())
 		if err != nil {
 			return err
 		}
@@ -710,7 +725,7 @@ func (s *SQLiteStore) lease(ctx context.Context, sessionID, holder string, ttl t
 		}
 		var cur string
 		var until int64
-		err = q.QueryRowContext(ctx, `SELECT lease_holder, lease_expires FROM sessions WHERE id = ?`, sessionID).Scan(&cur, &until)
+		err = q.QueryRowContext(ctx, qLeaseOf, sessionID).Scan(&cur, &until)
 		switch {
 		case err != nil:
 			return cmpErr(err, NotFound(sessionID))
@@ -732,7 +747,7 @@ func (s *SQLiteStore) ReleaseLease(ctx context.Context, sessionID, holder string
 		if _, err := getSession(ctx, q, sessionID); err != nil {
 			return err
 		}
-		_, err := q.ExecContext(ctx, `UPDATE sessions SET lease_holder = '', lease_expires = 0 WHERE id = ? AND lease_holder = ?`, sessionID, holder)
+		_, err := q.ExecContext(ctx, qRelease, sessionID, holder)
 		return err
 	})
 }
