@@ -34,8 +34,11 @@ func Holder() string {
 	return h
 }
 
-// holderRE reads a holder Holder wrote with the process's identity.
-var holderRE = regexp.MustCompile(`^pid ([0-9]+) on (.+), leg [0-9a-f]+ \(start ([0-9]+), pidns ([0-9]+), boot ([0-9a-f]+)\)$`)
+// holderRE reads a holder Holder wrote with the process's identity. It is compiled when
+// first needed (a busy session): not at every process's start.
+var holderRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^pid ([0-9]+) on (.+), leg [0-9a-f]+ \(start ([0-9]+), pidns ([0-9]+), boot ([0-9a-f]+)\)$`)
+})
 
 // process identifies a process on a machine: its pid means that process only in its
 // pid namespace and boot of the machine (two machines may share a host name, and the
@@ -68,7 +71,7 @@ const (
 // written without the identity, or one whose process cannot be looked at, is never
 // judged dead: its lease runs out as before. probe looks at a pid (probeProcess).
 func holderGone(holder string, self process, probe func(pid int) (procState, uint64)) bool {
-	m := holderRE.FindStringSubmatch(holder)
+	m := holderRE().FindStringSubmatch(holder)
 	if m == nil || self.host == "" || m[2] != self.host || m[4] != self.pidns || m[5] != self.boot {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // A service that runs legs on several machines rescues the legs of a process that died
@@ -14,7 +15,9 @@ import (
 
 // holderLegRE splits a holder Holder wrote into the process before and after its
 // leg's random part.
-var holderLegRE = regexp.MustCompile(`^(pid [0-9]+ on .+), leg [0-9a-f]+((?: \(start [0-9]+, pidns [0-9]+, boot [0-9a-f]+\))?)$`)
+var holderLegRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(pid [0-9]+ on .+), leg [0-9a-f]+((?: \(start [0-9]+, pidns [0-9]+, boot [0-9a-f]+\))?)$`)
+})
 
 // Process names this process as the holders of its legs' session leases do, without
 // the leg: "pid P on HOST", followed where it can be read by the process's start, pid
@@ -31,7 +34,7 @@ func Process() string {
 // HolderProcess is the process (as Process names it) that holds a lease with this
 // holder; "" for a holder no leg wrote.
 func HolderProcess(holder string) string {
-	m := holderLegRE.FindStringSubmatch(holder)
+	m := holderLegRE().FindStringSubmatch(holder)
 	if m == nil {
 		return ""
 	}
