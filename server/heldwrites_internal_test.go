@@ -270,3 +270,37 @@ func TestKickCommitsWhatIsHeld(t *testing.T) {
 		}
 	})
 }
+
+// TestLegEndFailureIsReported: a leg's end written without a leg stream (finish) whose
+// transaction fails — the store refuses its result event — reports the failure and
+// stores none of it (the task's row is not touched either), on both stores.
+func TestLegEndFailureIsReported(t *testing.T) {
+	eachStoreInternal(t, func(t *testing.T, cfg Config) {
+		ctx := context.Background()
+		s, err := New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		refuse := []string{`CREATE TRIGGER refuse_result BEFORE INSERT ON sema_serve_events
+			WHEN NEW.task_id = 'task-1' BEGIN SELECT RAISE(ABORT, 'injected'); END`}
+		if cfg.Postgres != "" {
+			refuse = []string{`CREATE FUNCTION refuse_result() RETURNS trigger AS $f$
+				BEGIN IF NEW.task_id = 'task-1' THEN RAISE EXCEPTION 'injected'; END IF; RETURN NEW; END $f$ LANGUAGE plpgsql`,
+				`CREATE TRIGGER refuse_result BEFORE INSERT ON sema_serve_events FOR EACH ROW EXECUTE FUNCTION refuse_result()`}
+		}
+		for _, ddl := range refuse {
+			if _, err := s.b.db().exec(ctx, ddl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		task := &taskRow{id: "task-1", tenant: "acme"}
+		err = s.finish(ctx, task, errorResult("", sema.Errorf("model.failed", "the model failed")), nil)
+		if err == nil || !strings.Contains(err.Error(), "injected") {
+			t.Fatalf("a leg's end whose transaction failed was reported as %v", err)
+		}
+		if got := storedEvents(t, s, "task-1"); len(got) != 0 {
+			t.Fatalf("events %q: the failed end stored part of itself", got)
+		}
+	})
+}
