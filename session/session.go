@@ -168,6 +168,7 @@ const (
 	CodeLeaseLost          = "session.lease_lost"          // RenewLease by a holder whose lease is gone, or a write whose Claim is not live
 	CodeLeaseInvalid       = "session.lease_invalid"       // a lease call without a holder or with a ttl ≤ 0
 	CodeAdminUnsupported   = "session.admin_unsupported"   // AsAdmin of a store without the Admin methods
+	CodeDeferUnsupported   = "session.defer_unsupported"   // Deferred opened a store without AppendBatch or CreateLeased
 )
 
 // Lease is a session's claim by its one writer: the leg continuing it. It expires, so

@@ -86,18 +86,9 @@ func Open(ctx context.Context, dir string) (*Dir, error) {
 // that cannot be written fails with CodeReadOnly, one locked by another process past
 // the busy timeout with CodeLocked.
 func OpenWith(ctx context.Context, dir string, opts sqlitedb.Options) (*Dir, error) {
-	if dir == "" {
-		return nil, sema.Errorf(CodeDirInvalid, "no state directory given; name the directory that keeps sessions and file history")
-	}
-	abs, err := filepath.Abs(dir)
+	abs, err := Make(dir)
 	if err != nil {
-		return nil, sema.Errorf(CodeDirInvalid, "cannot resolve the state directory %q: %w", dir, err).With("path", dir)
-	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-			return nil, sema.Errorf(CodeReadOnly, "cannot create the state directory %s: %w; make its parent writable, or open another state directory", abs, err).With("path", abs)
-		}
-		return nil, sema.Errorf(CodeDirInvalid, "cannot create the state directory %s: %w", abs, err).With("path", abs)
+		return nil, err
 	}
 	if opts.Image == nil {
 		opts.Image = freshImage
@@ -112,6 +103,28 @@ func OpenWith(ctx context.Context, dir string, opts sqlitedb.Options) (*Dir, err
 		return nil, openFailed(abs, err)
 	}
 	return &Dir{path: abs, sessions: ss, history: hs}, nil
+}
+
+// Make resolves the state directory dir to the absolute path Open uses and creates it
+// (and its parents) when missing: the first of Open's steps, and the only ones a bad
+// --home fails (CodeDirInvalid; CodeReadOnly when permissions forbid creating it). A
+// host that opens the directory beside other work (session.Deferred) makes it first, so
+// such a directory is refused before anything else is done.
+func Make(dir string) (string, error) {
+	if dir == "" {
+		return "", sema.Errorf(CodeDirInvalid, "no state directory given; name the directory that keeps sessions and file history")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", sema.Errorf(CodeDirInvalid, "cannot resolve the state directory %q: %w", dir, err).With("path", dir)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			return "", sema.Errorf(CodeReadOnly, "cannot create the state directory %s: %w; make its parent writable, or open another state directory", abs, err).With("path", abs)
+		}
+		return "", sema.Errorf(CodeDirInvalid, "cannot create the state directory %s: %w", abs, err).With("path", abs)
+	}
+	return abs, nil
 }
 
 // openFailed gives an uncoded failure to open the database its code; a coded one (a

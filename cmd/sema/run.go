@@ -171,7 +171,7 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 		return err
 	}
 	opening := openStateBeside(ctx, run.home)
-	defer opening.discard()
+	defer opening.close()
 	if err := extraDirsExist(run.root, o); err != nil {
 		return err
 	}
@@ -195,11 +195,15 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	}
 	spec.Prompt = prompt
 	root := run.root
-	st, err := o.sessionSeats(ctx, opening.take, &deps, &spec)
-	if err != nil {
+	if o.resume == "" && !o.continueLast {
+		// A new session: its stores are needed only beside the leg's first request, so
+		// the directory opens beside everything the leg prepares before that.
+		if deps, err = opening.deferredSeats(deps); err != nil {
+			return failed(err)
+		}
+	} else if _, err := o.sessionSeats(ctx, opening.wait, &deps, &spec); err != nil {
 		return err
 	}
-	defer st.Close()
 	if spec.Resume != nil {
 		spec.Resume.Wait = o.wait
 		if o.permissionMode == "" {

@@ -55,15 +55,15 @@ func openState(ctx context.Context, home string) (*statedir.Dir, error) {
 // Its refusal is reported where the directory is taken, in the order the run checks
 // things, so a run refused earlier reports that refusal.
 type stateOpening struct {
-	done  chan struct{}
-	st    *statedir.Dir
-	err   error
-	taken bool
+	home string
+	done chan struct{}
+	st   *statedir.Dir
+	err  error
 }
 
 // openStateBeside starts opening home (openState).
 func openStateBeside(ctx context.Context, home string) *stateOpening {
-	o := &stateOpening{done: make(chan struct{})}
+	o := &stateOpening{home: home, done: make(chan struct{})}
 	go func() {
 		defer close(o.done)
 		o.st, o.err = openState(ctx, home)
@@ -71,22 +71,50 @@ func openStateBeside(ctx context.Context, home string) *stateOpening {
 	return o
 }
 
-// take waits for the directory and hands it over: the caller closes it.
-func (o *stateOpening) take() (*statedir.Dir, error) {
+// wait waits for the directory. The run that started the opening closes it (close).
+func (o *stateOpening) wait() (*statedir.Dir, error) {
 	<-o.done
-	o.taken = true
 	return o.st, o.err
 }
 
-// discard closes the directory when nobody took it (the run was refused before).
-func (o *stateOpening) discard() {
-	if o.taken {
-		return
-	}
+// close waits for the opening and closes the directory it opened.
+func (o *stateOpening) close() {
 	<-o.done
 	if o.st != nil {
 		o.st.Close()
 	}
+}
+
+// deferredSeats fills the deployment's three state-directory seats for a run that starts
+// a new session without waiting for the directory: its stores wait for the opening on
+// their first call (session.Deferred, history.Deferred), which a new session makes only
+// beside the leg's first request. A --home that names no usable directory is refused
+// here, before the run does anything; a database that cannot be opened fails the leg
+// with its code (store.locked, store.corrupt, …) where the leg first stores its session.
+func (o *stateOpening) deferredSeats(deps agent.Deps) (agent.Deps, error) {
+	if o.home == "" {
+		return deps, sema.Errorf(statedir.CodeDirInvalid, "no state directory: pass --home DIR or set SEMA_HOME")
+	}
+	abs, err := statedir.Make(o.home)
+	if err != nil {
+		return deps, wayOut(err, "")
+	}
+	deps.Store = session.Deferred(func() (session.Store, error) {
+		st, err := o.wait()
+		if err != nil {
+			return nil, err
+		}
+		return st.Sessions(), nil
+	})
+	deps.History = history.Deferred(func() (history.Store, error) {
+		st, err := o.wait()
+		if err != nil {
+			return nil, err
+		}
+		return st.History(), nil
+	})
+	deps.StateDir = abs
+	return deps, nil
 }
 
 // openHome opens the state directory named by --home (or its defaults).

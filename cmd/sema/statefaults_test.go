@@ -283,3 +283,47 @@ func TestExitCodeTable(t *testing.T) {
 		t.Errorf("a wrapped store.locked exits %d, want 1", got)
 	}
 }
+
+// TestNewSessionOnAnUnusableStateRunsNoTool: a new session's state directory opens beside
+// the leg's preparation and first request. A --home that names no directory is still
+// refused first (exit 2, a config.* code); a database that cannot be used fails the
+// leg with its own code and its way out (exit 1) before any tool runs, and is left as
+// it was.
+func TestNewSessionOnAnUnusableStateRunsNoTool(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	script := filepath.Join(t.TempDir(), "s.json")
+	os.WriteFile(script, []byte(`{"turns":[
+		{"tool_calls":[{"name":"Write","input":{"file_path":"a.txt","content":"x"}}]},
+		{"text":"done"}]}`), 0o644)
+	runIn := func(home string) (string, int, string, string) {
+		root := t.TempDir()
+		code, out, errw := cli(t, "", "run", "--home", home, "--cwd", root, "--sandbox", "off", "--model", "scripted/"+script,
+			"--permission-mode", "acceptEdits", "--output-format", "json", "write a.txt")
+		return root, code, out, errw
+	}
+
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	os.WriteFile(file, []byte("x"), 0o600)
+	root, code, out, errw := runIn(file)
+	if code != exitUsage || !strings.HasPrefix(jsonError(t, out), "config.") {
+		t.Fatalf("a file as --home: exit %d\nstdout: %s\nstderr: %s", code, out, errw)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("the Write ran although the state directory was refused")
+	}
+
+	home := t.TempDir()
+	db := filepath.Join(home, statedir.DatabaseName)
+	os.WriteFile(db, []byte("these are somebody's notes, not a database\n"), 0o600)
+	before := fileSum(t, db)
+	root, code, out, errw = runIn(home)
+	if code != exitError || jsonError(t, out) != sqlitedb.CodeCorrupt || !strings.Contains(errw, "Move it aside") {
+		t.Fatalf("a database that is not one: exit %d\nstdout: %s\nstderr: %s", code, out, errw)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("the Write ran although the session could not be stored")
+	}
+	if fileSum(t, db) != before {
+		t.Fatal("the database that is not one was changed")
+	}
+}
