@@ -14,6 +14,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/model/scripted"
@@ -104,14 +105,19 @@ func announce(turns ...scripted.Turn) *announcing {
 }
 
 // A new session that sema names is stored beside the leg's first request: the request
-// goes out while the session's Create is still held, and the session, its leg and its
-// transcript are whole afterwards.
+// goes out while the session's Create is still held and its file-history store is still
+// opening (history.Deferred: a new scope holds no boundaries, so none is asked for), and
+// the session, its leg and its transcript are whole afterwards.
 func TestNewSessionStoredBesideTheFirstRequest(t *testing.T) {
 	t.Parallel()
 	mem := session.NewMemory()
 	store := &openingStore{Store: mem, release: make(chan struct{})}
+	hist := history.Deferred(func() (history.Store, error) {
+		<-store.release
+		return history.NewMemory(), nil
+	})
 	p := announce(scripted.Turn{Text: "done"})
-	r := agent.New(agent.Deps{Provider: p, Store: store})
+	r := agent.New(agent.Deps{Provider: p, Store: store, History: hist})
 	type outcome struct {
 		res *agent.TaskResult
 		err error

@@ -490,6 +490,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 // is stored first: it may already exist, and the refusal comes before any request.
 func (l *leg) openBeside(ctx context.Context, s session.Session) {
 	l.sessionID, l.historyScope = s.ID, s.HistoryScope()
+	l.bound.Fresh() // a scope named now holds no boundaries
 	o := &opening{done: make(chan struct{})}
 	l.opening = o
 	ctx = context.WithoutCancel(ctx) // a cancelled leg still ends its stored leg

@@ -42,6 +42,15 @@ type Minter struct {
 	known bool
 }
 
+// Fresh tells the minter its scope is new — the scope of a session the leg has just
+// named — so it holds no boundaries, and Begin need not ask the store (which may still
+// be opening: session.Deferred).
+func (m *Minter) Fresh() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.count, m.known = 0, true
+}
+
 // Begin starts turn and returns how many boundaries the scope holds (nil when that could
 // not be read: a rewind then finds the turn's boundary by its number). The boundary
 // itself waits for the turn's first change of a file, unless s.Unsynced.
