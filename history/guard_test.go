@@ -160,7 +160,7 @@ func TestRewindUnconfirmedWrite(t *testing.T) {
 		// A later write that succeeded makes the file the agent's again.
 		must(s.MintBoundary(ctx, "S", 2))(t)
 		agentWrite(t, f, e, "S", a, "a2\n", 0o644)
-		led, err = f.Rewind(ctx, "S", 1, history.RewindOptions{})
+		_, err = f.Rewind(ctx, "S", 1, history.RewindOptions{})
 		check(t, err)
 		if got := string(must(e.ReadFile(ctx, a))(t)); got != "a0\n" {
 			t.Fatalf("a.txt after the rewind = %q", got)

@@ -35,11 +35,10 @@ func TestStreamedEqualsWhole(t *testing.T) {
 	text := "Intro paragraph.\n\n```go\nfunc f() {\n\n\treturn\n}\n```\n\n- one\n- two\n\nThe end."
 	md := markdownFor("notty")
 	var streamed paragraphs
-	var got string
 	for i := 1; i <= len(text); i += 7 {
-		got = streamed.render(md, text[:i], 60)
+		streamed.render(md, text[:i], 60) // the pieces as they stream; the last render counts
 	}
-	got = streamed.render(md, text, 60)
+	got := streamed.render(md, text, 60)
 	want := md.render(text, 60) // the whole document at once, no paragraphs
 	if plain(got) != plain(want) {
 		t.Errorf("streamed:\n%s\nwhole:\n%s", got, want)

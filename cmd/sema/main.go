@@ -36,7 +36,6 @@ const (
 	exitBusy      = 5 // session.busy: another run holds the session's lease
 	exitBudget    = 6 // budget_exceeded: the run stopped before passing its budget
 	codeUsage     = "cli.usage"
-	codeNotYet    = "config.not_supported"
 	versionString = "0.1.0-dev"
 )
 

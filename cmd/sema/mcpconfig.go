@@ -1,20 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"strings"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/mcp"
 )
-
-// mcpDocument wraps a settings file's mcpServers member into the document
-// mcp.ParseConfig reads.
-func mcpDocument(members json.RawMessage) []byte {
-	doc, _ := json.Marshal(map[string]json.RawMessage{"mcpServers": members})
-	return doc
-}
 
 // mcpConfigs reads the --mcp-config values, in order: each is inline JSON (it starts
 // with "{") or the path of a file, in Claude Code's {"mcpServers": {...}} format. A later

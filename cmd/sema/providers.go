@@ -5,12 +5,6 @@ import (
 	"github.com/sema-agent/sema/model/modelref"
 )
 
-// Default model names when --model names only a provider.
-const (
-	defaultAnthropicModel = modelref.DefaultAnthropic
-	defaultOpenAIModel    = modelref.DefaultOpenAI
-)
-
 // openProvider builds the provider a PROVIDER/MODEL reference names (modelref.Open).
 func openProvider(ref, baseURL string) (model.Provider, string, error) {
 	return modelref.Open(ref, baseURL)

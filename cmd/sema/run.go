@@ -17,7 +17,6 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/model"
-	"github.com/sema-agent/sema/model/modelref"
 	"github.com/sema-agent/sema/pricing"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/session"
@@ -121,11 +120,6 @@ func addRunFlags(cmd *cobra.Command, o *runOptions) {
 }
 
 var outputFormats = []string{"text", "json", "stream-json"}
-
-// notYet refuses a flag whose feature is not built yet, by name.
-func notYet(flag string) error {
-	return &exitErr{code: exitUsage, err: sema.Errorf(codeNotYet, "%s is not supported yet; run without it", flag)}
-}
 
 func usageErr(err error) error { return &exitErr{code: exitUsage, err: err} }
 
@@ -365,17 +359,11 @@ func sessionLease() (time.Duration, error) {
 	return d, nil
 }
 
-// pricesFile is the price table sema reads from its state directory.
-const pricesFile = pricing.FileName
-
 // loadPrices reads home's prices.json when it exists; nil without one.
 func loadPrices(home string) (map[string]pricing.Price, error) { return pricing.LoadDir(home) }
 
 // stateDir resolves --home, $SEMA_HOME, then ~/.sema (statedir.Resolve).
 func stateDir(flag string) (string, error) { return statedir.Resolve(flag) }
-
-// splitRef splits PROVIDER/MODEL at the first slash.
-func splitRef(ref string) (provider, name string) { return modelref.Split(ref) }
 
 // codeAddDirInvalid refuses an --add-dir or --add-read-dir that is not an existing
 // directory.
