@@ -3,10 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/sema-agent/sema/hooks"
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/hooks"
 	"github.com/sema-agent/sema/internal/runend"
 	"github.com/sema-agent/sema/internal/toolcall"
 	"github.com/sema-agent/sema/internal/transcript"

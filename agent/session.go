@@ -499,7 +499,10 @@ func (l *leg) openBeside(ctx context.Context, s session.Session) {
 		o.err = l.storeNew(ctx, s)
 	}()
 	l.rec.Open(recorder.Leg{Store: l.store, SessionID: s.ID, Claim: l.writeClaim, Reclaim: l.reclaim,
-		Opened: func() (string, error) { return l.legID, l.opened() }})
+		Opened: func() (string, error) {
+			err := l.opened() // before legID is read: storeNew sets it
+			return l.legID, err
+		}})
 }
 
 // storeNew stores the new session s, takes its lease and starts its leg. It runs on its
