@@ -11,9 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"sync"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
@@ -49,16 +47,33 @@ type stageMeta struct {
 	Turn      int    `json:"turn"`
 }
 
-// safeScope is how a scope names its directory: itself when it is a plain word (the
-// minted session ids are), else a hash of it.
-var plainScope = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
+// plainWord reports whether s can name a directory as it is (the minted session and leg
+// ids can): 1 to 128 letters, digits, '.', '_' and '-', the first a letter or a digit.
+// Checked by hand: the regular expression that says the same expands its bounded repeat
+// into 128 states, and compiling it was most of a new leg's first look at its stage.
+func plainWord(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func scopeDir(stateDir, scope string) string {
 	return filepath.Join(stateDir, stageRoot, scopeDirName(scope))
 }
 
+// scopeDirName is how a scope names its directory: itself when it is a plain word, else
+// a hash of it.
 func scopeDirName(scope string) string {
-	if plainScope().MatchString(scope) {
+	if plainWord(scope) {
 		return scope
 	}
 	s := sha256.Sum256([]byte(scope))
@@ -75,7 +90,7 @@ func (c *Recorder) durableStage() string {
 		return ""
 	}
 	leg := l.LegID()
-	if leg == "" || !plainScope().MatchString(leg) {
+	if !plainWord(leg) {
 		leg = randomName()
 	}
 	return filepath.Join(scopeDir(c.cfg.StateDir, l.Scope()), leg)
