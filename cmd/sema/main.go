@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stdout, "sema version %s\n", versionString)
 		return exitOK
 	}
-	root := newRootCmd(stdin, stdout, stderr)
+	root := commandTree(stdin, stdout, stderr, args)
 	root.SetArgs(bareResume(root, worktreeName(args)))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -178,7 +178,24 @@ func printErr(w io.Writer, err error) {
 	fmt.Fprintf(w, "sema: %s\n", terminalText(err.Error()))
 }
 
+// commandTree is the tree run executes args with: the whole of it, or for `sema run …` —
+// the headless path scripts and CI take at every step — the root with run alone. Building
+// the other commands and their flags was half a millisecond of every such start, and
+// nothing of them is seen on that path: run's help, flags and refusals are the same.
+func commandTree(stdin io.Reader, stdout, stderr io.Writer, args []string) *cobra.Command {
+	if len(args) > 0 && args[0] == "run" {
+		return newRootWith(stdin, stdout, stderr, false)
+	}
+	return newRootCmd(stdin, stdout, stderr)
+}
+
+// newRootCmd is the whole command tree.
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	return newRootWith(stdin, stdout, stderr, true)
+}
+
+// newRootWith builds the root command with run, and with every other command when all.
+func newRootWith(stdin io.Reader, stdout, stderr io.Writer, all bool) *cobra.Command {
 	var opts runOptions
 	var print, interactive bool
 	root := &cobra.Command{
@@ -236,18 +253,22 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 	addRunFlags(root, &opts)
 	root.Flags().BoolVarP(&interactive, "interactive", "i", false, "open the interactive session (what a bare sema does at a terminal), with PROMPT as its first prompt when given")
 	root.Flags().BoolVarP(&print, "print", "p", false, "run the prompt non-interactively and print the answer (same as sema run): sema -p PROMPT, or piped: git diff | sema -p")
-	approve := newApproveCmd(stdin, stdout, stderr)
-	mcp, commands := newMCPCmd(stdout), newCommandsCmd(stdout, stderr)
 	run := newRunCmd(stdin, stdout, stderr)
-	root.AddCommand(run, newDemoCmd(stdout, stderr), approve,
-		newSessionsCmd(stdout), newRewindCmd(stdout), mcp, newTrustCmd(stdout), commands, newServeCmd(stdout, stderr), newACPCmd(stdin, stdout, stderr),
-		newPermissionsCmd(stdout), newAttachCmd(stdin, stdout), newWorktreeCmd(stdout), newReplayCmd(stdout, stderr))
-
+	root.AddCommand(run)
 	// The command line's refusals, the same for every command: coded, and saying what to
 	// write instead.
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentPreRunE = checkTaskRoot
-	markTaskRoot(root, run, approve)
+	markTaskRoot(root, run)
+	if !all {
+		return root
+	}
+	approve := newApproveCmd(stdin, stdout, stderr)
+	mcp, commands := newMCPCmd(stdout), newCommandsCmd(stdout, stderr)
+	root.AddCommand(newDemoCmd(stdout, stderr), approve,
+		newSessionsCmd(stdout), newRewindCmd(stdout), mcp, newTrustCmd(stdout), commands, newServeCmd(stdout, stderr), newACPCmd(stdin, stdout, stderr),
+		newPermissionsCmd(stdout), newAttachCmd(stdin, stdout), newWorktreeCmd(stdout), newReplayCmd(stdout, stderr))
+	markTaskRoot(approve)
 	markTaskRoot(mcp.Commands()...)
 	markTaskRoot(commands.Commands()...)
 	strictGroups(root)

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sema-agent/sema"
 )
@@ -142,6 +145,38 @@ func TestRootArgsAtATerminal(t *testing.T) {
 			t.Errorf("%q (terminal %v): refused: %v", tc.args, tc.terminal, err)
 		case tc.refusal != "" && (err == nil || !sema.IsCode(err, codeUsage) || !strings.Contains(err.Error(), tc.refusal)):
 			t.Errorf("%q (terminal %v): %v; want %s refusal saying %q", tc.args, tc.terminal, err, codeUsage, tc.refusal)
+		}
+	}
+}
+
+// TestRunTreeIsTheWholeTreesRun: `sema run …` is executed by a tree holding run alone
+// (commandTree); run's help, its flag refusals and its argument refusals read exactly as
+// they do in the whole tree.
+func TestRunTreeIsTheWholeTreesRun(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--help"},
+		{"run", "--no-such-flag", "x"},
+		{"run", "--permission-mode", "sideways", "x"},
+		{"run", "--max-turns", "many", "x"},
+		{"run", "a", "b"},
+		{"run", "--cwd", "/no/such/dir/anywhere", "x"},
+	} {
+		outcome := func(root *cobra.Command) string {
+			var out, errw bytes.Buffer
+			root.SetArgs(args)
+			root.SetIn(strings.NewReader(""))
+			root.SetOut(&out)
+			root.SetErr(&errw)
+			err := root.ExecuteContext(t.Context())
+			return fmt.Sprintf("err=%v\nstdout=%s\nstderr=%s", err, out.String(), errw.String())
+		}
+		whole := outcome(newRootCmd(strings.NewReader(""), io.Discard, io.Discard))
+		alone := outcome(commandTree(strings.NewReader(""), io.Discard, io.Discard, args))
+		if whole != alone {
+			t.Errorf("%v:\nthe whole tree: %s\nrun alone: %s", args, whole, alone)
+		}
+		if len(commandTree(strings.NewReader(""), io.Discard, io.Discard, args).Commands()) != 1 {
+			t.Fatalf("%v: the tree holds more than run", args)
 		}
 	}
 }
