@@ -164,8 +164,6 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	if err != nil {
 		return err
 	}
-	opening := openStateBeside(ctx, run.home)
-	defer opening.close()
 	if err := extraDirsExist(run.root, o); err != nil {
 		return err
 	}
@@ -189,6 +187,10 @@ func runTask(ctx context.Context, o *runOptions, prompt string, stdin io.Reader,
 	}
 	spec.Prompt = prompt
 	root := run.root
+	// Opened once the command line's own checks passed: a run they refuse (a model that
+	// cannot be opened, a settings file in error) makes no state directory.
+	opening := openStateBeside(ctx, run.home)
+	defer opening.close()
 	if o.resume == "" && !o.continueLast {
 		// A new session: its stores are needed only beside the leg's first request, so
 		// the directory opens beside everything the leg prepares before that.

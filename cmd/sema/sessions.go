@@ -50,10 +50,8 @@ func openState(ctx context.Context, home string) (*statedir.Dir, error) {
 	return st, nil
 }
 
-// stateOpening is a state directory being opened on its own goroutine, beside the rest
-// of a run's preparation (settings, the provider, the task), which does not need it.
-// Its refusal is reported where the directory is taken, in the order the run checks
-// things, so a run refused earlier reports that refusal.
+// stateOpening is a state directory being opened on its own goroutine, beside the leg's
+// preparation, which does not need it (see deferredSeats).
 type stateOpening struct {
 	home string
 	done chan struct{}

@@ -327,3 +327,24 @@ func TestNewSessionOnAnUnusableStateRunsNoTool(t *testing.T) {
 		t.Fatal("the database that is not one was changed")
 	}
 }
+
+// TestRefusedRunMakesNoStateDirectory: a run the command line refuses — a model script
+// that does not exist, a --permission-mode no one knows — creates neither the state
+// directory nor its database, though the directory is otherwise opened beside the run's
+// preparation.
+func TestRefusedRunMakesNoStateDirectory(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	for _, args := range [][]string{
+		{"--model", "scripted/" + filepath.Join(t.TempDir(), "missing.json")},
+		{"--model", "scripted/x.json", "--permission-mode", "sideways"},
+	} {
+		home := filepath.Join(t.TempDir(), "state")
+		code, out, errw := cli(t, "", append(append([]string{"run", "--home", home, "--cwd", t.TempDir(), "--sandbox", "off"}, args...), "hello")...)
+		if code == exitOK {
+			t.Fatalf("%v: the run was not refused\n%s%s", args, out, errw)
+		}
+		if _, err := os.Stat(home); !os.IsNotExist(err) {
+			t.Fatalf("%v: a refused run made its state directory (%v)\nstderr: %s", args, err, errw)
+		}
+	}
+}
