@@ -80,18 +80,28 @@ type Server struct {
 // time.Duration.
 const maxTimeout = 24 * time.Hour
 
-// serverNameRE is the rule for a server's name: the rule Claude Code's `claude mcp add`
-// enforces ("Names can only contain letters, numbers, hyphens, and underscores"), with a
-// length cap. Claude Code loads other names from a hand-written .mcp.json and rewrites
-// every other character to '_' when it builds tool names; we refuse them instead,
-// because the name is spelled verbatim in permission rules (mcp__NAME) and a rewritten
-// name would make "a.b" and "a_b" the same server to a rule. 64 is the providers'
-// limit on a whole tool name, so no longer server name can ever be spelled in one.
-var serverNameRE = sync.OnceValue(func() *regexp.Regexp {
-	// Compiled on first use: the bounded repeat makes it costly to compile at every
-	// start of the process.
-	return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-})
+// validServerName is the rule for a server's name: the rule Claude Code's `claude mcp
+// add` enforces ("Names can only contain letters, numbers, hyphens, and underscores"),
+// with a length cap: 1 to 64 of them. Claude Code loads other names from a hand-written
+// .mcp.json and rewrites every other character to '_' when it builds tool names; we refuse
+// them instead, because the name is spelled verbatim in permission rules (mcp__NAME) and
+// a rewritten name would make "a.b" and "a_b" the same server to a rule. 64 is the
+// providers' limit on a whole tool name, so no longer server name can ever be spelled in
+// one. Checked by hand: the regular expression that says the same compiles its bounded
+// repeat into 64 states, a cost every leg with a server paid.
+func validServerName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // headerNameRE is an HTTP header field name (RFC 9110's token), which net/http would
 // otherwise refuse only when the first request is sent.
@@ -162,7 +172,7 @@ func ParseConfig(data []byte, source string) ([]Server, error) {
 // parseServer reads one server entry.
 func parseServer(name string, raw json.RawMessage, source string) (Server, error) {
 	s := Server{Name: name, Source: source}
-	if !serverNameRE().MatchString(name) {
+	if !validServerName(name) {
 		return Server{}, configError(source, name, "has a name other than letters, digits, '-' and '_' (at most 64); rename it, since the name is spelled in tool names and permission rules as written")
 	}
 	members, err := objectMembers(raw)
@@ -322,7 +332,7 @@ func checkURL(raw string) error {
 // only expanded values can meet (a URL, header values without line breaks).
 func (s Server) validate() error {
 	name := s.Name
-	if !serverNameRE().MatchString(name) {
+	if !validServerName(name) {
 		return configError(s.Source, name, "has a name other than letters, digits, '-' and '_' (at most 64); rename it")
 	}
 	has := map[string]bool{
