@@ -13,6 +13,7 @@ import (
 	"github.com/sema-agent/sema/internal/budget"
 	"github.com/sema-agent/sema/internal/gate"
 	"github.com/sema-agent/sema/internal/instrfiles"
+	"github.com/sema-agent/sema/internal/later"
 	"github.com/sema-agent/sema/internal/lease"
 	"github.com/sema-agent/sema/internal/recorder"
 	"github.com/sema-agent/sema/internal/roster"
@@ -43,9 +44,9 @@ type leg struct {
 	// context with a cause, which is how a lost lease stops the leg.
 	lease *lease.Held
 	stop  context.CancelCauseFunc
-	// opening is set while a new session is stored beside the leg's first request:
-	// legID and lease are read only after opened.
-	opening *opening
+	// opening is set when a new session is stored beside the leg's first request
+	// (openBeside): legID and lease are read only after opened.
+	opening *later.Value[struct{}]
 
 	// rec writes the leg's transcript (opened once the leg's session is); it fails
 	// closed, so the stored chain stays a prefix that the next leg can complete.

@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/internal/boundary"
+	"github.com/sema-agent/sema/internal/later"
 	"github.com/sema-agent/sema/internal/recorder"
 	"github.com/sema-agent/sema/internal/resumestate"
 	"github.com/sema-agent/sema/internal/rewindpoint"
@@ -490,14 +491,9 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 // is stored first: it may already exist, and the refusal comes before any request.
 func (l *leg) openBeside(ctx context.Context, s session.Session) {
 	l.sessionID, l.historyScope = s.ID, s.HistoryScope()
-	l.bound.Fresh() // a scope named now holds no boundaries
-	o := &opening{done: make(chan struct{})}
-	l.opening = o
+	l.bound.Fresh()                  // a scope named now holds no boundaries
 	ctx = context.WithoutCancel(ctx) // a cancelled leg still ends its stored leg
-	go func() {
-		defer close(o.done)
-		o.err = l.storeNew(ctx, s)
-	}()
+	l.opening = later.Start(func() (struct{}, error) { return struct{}{}, l.storeNew(ctx, s) })
 	l.rec.Open(recorder.Leg{Store: l.store, SessionID: s.ID, Claim: l.writeClaim, Reclaim: l.reclaim,
 		Opened: func() (string, error) {
 			err := l.opened() // before legID is read: storeNew sets it
@@ -519,12 +515,6 @@ func (l *leg) storeNew(ctx context.Context, s session.Session) error {
 	return nil
 }
 
-// opening is a new session being stored beside the leg's first request (openBeside).
-type opening struct {
-	done chan struct{}
-	err  error
-}
-
 // opened waits until the leg's session, lease and leg are stored, when a new session is
 // being stored beside the first request, and returns why they could not be. Everything
 // that reads the leg's id or its lease calls it first.
@@ -532,8 +522,8 @@ func (l *leg) opened() error {
 	if l.opening == nil {
 		return nil
 	}
-	<-l.opening.done
-	return l.opening.err
+	_, err := l.opening.Wait()
+	return err
 }
 
 // closeSession ends the leg and records the mode word the session continues with.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/later"
 )
 
 // Deferred is a Store that is still being opened: open runs once, on its own goroutine,
@@ -11,25 +12,15 @@ import (
 // opened — or fails with open's error (see session.Deferred, its twin). Close waits for
 // the opening and closes nothing: the store belongs to whoever open gave it to.
 func Deferred(open func() (Store, error)) Store {
-	d := &deferred{done: make(chan struct{})}
-	go func() {
-		defer close(d.done)
-		d.s, d.err = open()
-	}()
-	return d
+	return &deferred{later.Start(open)}
 }
 
 // deferred is the Store Deferred returns.
 type deferred struct {
-	done chan struct{}
-	s    Store
-	err  error
+	opening *later.Value[Store]
 }
 
-func (d *deferred) store() (Store, error) {
-	<-d.done
-	return d.s, d.err
-}
+func (d *deferred) store() (Store, error) { return d.opening.Wait() }
 
 func (d *deferred) MintBoundary(ctx context.Context, scope string, turn int) (Boundary, error) {
 	s, err := d.store()
@@ -153,7 +144,7 @@ func (d *deferred) Forget(ctx context.Context, scope string) error {
 
 // Close waits for the opening; the opened store is its owner's to close.
 func (d *deferred) Close() error {
-	<-d.done
+	d.opening.Wait()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/later"
 )
 
 // Deferred is a Store that is still being opened: open runs once, on its own goroutine,
@@ -16,22 +17,18 @@ import (
 // SQLite, memory and PostgreSQL stores are); Deferred is both. Close waits for the
 // opening and closes nothing: the store belongs to whoever open gave it to.
 func Deferred(open func() (Store, error)) Store {
-	d := &deferred{done: make(chan struct{})}
-	go func() {
-		defer close(d.done)
-		d.s, d.err = open()
-		if d.err == nil {
-			d.err = full(d.s)
+	return &deferred{later.Start(func() (Store, error) {
+		s, err := open()
+		if err == nil {
+			err = full(s)
 		}
-	}()
-	return d
+		return s, err
+	})}
 }
 
 // deferred is the Store Deferred returns.
 type deferred struct {
-	done chan struct{}
-	s    Store
-	err  error
+	opening *later.Value[Store]
 }
 
 // full refuses a store without the batch and the opening a deferred store offers.
@@ -44,10 +41,7 @@ func full(s Store) error {
 	return nil
 }
 
-func (d *deferred) store() (Store, error) {
-	<-d.done
-	return d.s, d.err
-}
+func (d *deferred) store() (Store, error) { return d.opening.Wait() }
 
 func (d *deferred) Create(ctx context.Context, s Session) (Session, error) {
 	st, err := d.store()
@@ -187,7 +181,7 @@ func (d *deferred) ReleaseLease(ctx context.Context, sessionID, holder string) e
 
 // Close waits for the opening; the opened store is its owner's to close.
 func (d *deferred) Close() error {
-	<-d.done
+	d.opening.Wait()
 	return nil
 }
 

@@ -156,19 +156,23 @@ func (s *SQLiteStore) Create(ctx context.Context, in Session) (Session, error) {
 	if err != nil {
 		return Session{}, err
 	}
-	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
-		_, err := q.ExecContext(ctx, insertSession,
-			in.ID, in.Root, in.FSID, in.Scope, nanos(in.CreatedAt), nanos(in.UpdatedAt), in.ParentID, in.ForkOf, in.ForkAt,
-			in.Model, in.Mode, in.PrePlanMode, in.Title)
-		if sqlitedb.IsConstraint(err) {
-			return Exists(in.ID)
-		}
-		return err
-	})
+	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error { return insertNew(ctx, q, in) })
 	if err != nil {
 		return Session{}, err
 	}
 	return s.Get(ctx, in.ID)
+}
+
+// insertNew inserts the checked new session in, inside a transaction; an id taken is
+// CodeExists.
+func insertNew(ctx context.Context, q sqlitedb.Querier, in Session) error {
+	_, err := q.ExecContext(ctx, insertSession,
+		in.ID, in.Root, in.FSID, in.Scope, nanos(in.CreatedAt), nanos(in.UpdatedAt), in.ParentID, in.ForkOf, in.ForkAt,
+		in.Model, in.Mode, in.PrePlanMode, in.Title)
+	if sqlitedb.IsConstraint(err) {
+		return Exists(in.ID)
+	}
+	return err
 }
 
 // CreateLeased stores a new session held by holder, with its first leg running, in one
@@ -184,13 +188,7 @@ func (s *SQLiteStore) CreateLeased(ctx context.Context, in Session, holder strin
 	var out Session
 	var leg Leg
 	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
-		_, err := q.ExecContext(ctx, insertSession,
-			in.ID, in.Root, in.FSID, in.Scope, nanos(in.CreatedAt), nanos(in.UpdatedAt), in.ParentID, in.ForkOf, in.ForkAt,
-			in.Model, in.Mode, in.PrePlanMode, in.Title)
-		if sqlitedb.IsConstraint(err) {
-			return Exists(in.ID)
-		}
-		if err != nil {
+		if err := insertNew(ctx, q, in); err != nil {
 			return err
 		}
 		if _, err := q.ExecContext(ctx, qSetLease,

@@ -23,6 +23,7 @@ import (
 	"github.com/sema-agent/sema/env"
 	"github.com/sema-agent/sema/fence"
 	"github.com/sema-agent/sema/history"
+	"github.com/sema-agent/sema/internal/later"
 	"github.com/sema-agent/sema/internal/shellchange"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/session"
@@ -53,33 +54,22 @@ func openState(ctx context.Context, home string) (*statedir.Dir, error) {
 // stateOpening is a state directory being opened on its own goroutine, beside the leg's
 // preparation, which does not need it (see deferredSeats).
 type stateOpening struct {
-	home string
-	done chan struct{}
-	st   *statedir.Dir
-	err  error
+	home    string
+	opening *later.Value[*statedir.Dir]
 }
 
 // openStateBeside starts opening home (openState).
 func openStateBeside(ctx context.Context, home string) *stateOpening {
-	o := &stateOpening{home: home, done: make(chan struct{})}
-	go func() {
-		defer close(o.done)
-		o.st, o.err = openState(ctx, home)
-	}()
-	return o
+	return &stateOpening{home: home, opening: later.Start(func() (*statedir.Dir, error) { return openState(ctx, home) })}
 }
 
 // wait waits for the directory. The run that started the opening closes it (close).
-func (o *stateOpening) wait() (*statedir.Dir, error) {
-	<-o.done
-	return o.st, o.err
-}
+func (o *stateOpening) wait() (*statedir.Dir, error) { return o.opening.Wait() }
 
 // close waits for the opening and closes the directory it opened.
 func (o *stateOpening) close() {
-	<-o.done
-	if o.st != nil {
-		o.st.Close()
+	if st, _ := o.wait(); st != nil {
+		st.Close()
 	}
 }
 
