@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/pricing"
+	"github.com/sema-agent/sema/statedir"
 )
 
 // preparedRun is what a run takes from its command line before its first turn: where
@@ -39,6 +40,10 @@ func prepareRun(o *runOptions, perms *permissionSetup, lease time.Duration) (*pr
 	home, err := stateDir(o.home)
 	if err != nil {
 		return nil, usageErr(err)
+	}
+	if fi, err := os.Stat(home); err == nil && !fi.IsDir() {
+		// Said before anything is read from it (the trust record is the first).
+		return nil, usageErr(sema.Errorf(statedir.CodeDirInvalid, "the state directory %s is a file, not a directory; pass --home DIR (or set SEMA_HOME) naming a directory sema may create", home).With("path", home))
 	}
 	trusted, err := workspaceTrusted(o, home, root)
 	if err != nil {

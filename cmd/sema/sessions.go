@@ -42,13 +42,18 @@ var storeOptions sqlitedb.Options
 // names the way out (see wayOut).
 func openState(ctx context.Context, home string) (*statedir.Dir, error) {
 	if home == "" {
-		return nil, sema.Errorf(statedir.CodeDirInvalid, "no state directory: pass --home DIR or set SEMA_HOME")
+		return nil, noHome()
 	}
 	st, err := statedir.OpenWith(ctx, home, storeOptions)
 	if err != nil {
 		return nil, wayOut(err, filepath.Join(home, statedir.DatabaseName))
 	}
 	return st, nil
+}
+
+// noHome refuses a run with no state directory (no --home, no $SEMA_HOME, no user home).
+func noHome() error {
+	return sema.Errorf(statedir.CodeDirInvalid, "no state directory: pass --home DIR or set SEMA_HOME")
 }
 
 // stateOpening is a state directory being opened on its own goroutine, beside the leg's
@@ -81,7 +86,7 @@ func (o *stateOpening) close() {
 // with its code (store.locked, store.corrupt, …) where the leg first stores its session.
 func (o *stateOpening) deferredSeats(deps agent.Deps) (agent.Deps, error) {
 	if o.home == "" {
-		return deps, sema.Errorf(statedir.CodeDirInvalid, "no state directory: pass --home DIR or set SEMA_HOME")
+		return deps, noHome()
 	}
 	abs, err := statedir.Make(o.home)
 	if err != nil {

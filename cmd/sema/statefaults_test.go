@@ -285,10 +285,10 @@ func TestExitCodeTable(t *testing.T) {
 }
 
 // TestNewSessionOnAnUnusableStateRunsNoTool: a new session's state directory opens beside
-// the leg's preparation and first request. A --home that names no directory is still
-// refused first (exit 2, a config.* code); a database that cannot be used fails the
-// leg with its own code and its way out (exit 1) before any tool runs, and is left as
-// it was.
+// the leg's preparation and first request. A --home that names a file is still refused
+// first (exit 2, config.home_invalid, saying what to pass); a database that cannot be
+// used fails the leg with its own code and its way out (exit 1) before any tool runs,
+// and is left as it was.
 func TestNewSessionOnAnUnusableStateRunsNoTool(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	script := filepath.Join(t.TempDir(), "s.json")
@@ -305,7 +305,7 @@ func TestNewSessionOnAnUnusableStateRunsNoTool(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "not-a-dir")
 	os.WriteFile(file, []byte("x"), 0o600)
 	root, code, out, errw := runIn(file)
-	if code != exitUsage || !strings.HasPrefix(jsonError(t, out), "config.") {
+	if code != exitUsage || jsonError(t, out) != statedir.CodeDirInvalid || !strings.Contains(errw, "is a file, not a directory; pass --home DIR") {
 		t.Fatalf("a file as --home: exit %d\nstdout: %s\nstderr: %s", code, out, errw)
 	}
 	if _, err := os.Stat(filepath.Join(root, "a.txt")); !os.IsNotExist(err) {
