@@ -273,6 +273,7 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 	if malformed != nil {
 		return *malformed
 	}
+	defer l.interruptAfter(call.ID)
 	defer func() {
 		if p := recover(); p != nil {
 			res = tools.Fail(tools.CodePanic, "%s failed with an internal error: %v.", call.Name, p)

@@ -159,6 +159,10 @@ type leg struct {
 	pending []Event
 	edited  []string
 	denials []PermissionDenial
+	// interrupting holds the calls whose refusal asked to stop the task
+	// (ApprovalDecision.Interrupt), by tool_use id: the task stops once the call has
+	// its result.
+	interrupting map[string]bool
 	// ctx is what the leg knows of its conversation's size; compactions are the
 	// compactions it made; sideUsage is the usage of requests that were not turns (the
 	// summaries); specTokens estimates the tool specs' share of every request.

@@ -123,8 +123,39 @@ func (l *leg) approverSeat() (permission.Approver, AnsweredBy, *bool) {
 		if errors.Is(err, permission.ErrDefer) {
 			return l.deferred(ctx, req)
 		}
+		if err == nil && d.Interrupt && d.Behavior != permission.Allow && req.ToolUseID != "" {
+			l.mu.Lock()
+			if l.interrupting == nil {
+				l.interrupting = map[string]bool{}
+			}
+			l.interrupting[req.ToolUseID] = true
+			l.mu.Unlock()
+		}
 		return d, err
 	}), seat, asked
+}
+
+// errInterruptedByApprover is the cause of a task stopped by a refusal that asked to
+// stop it (ApprovalDecision.Interrupt).
+var errInterruptedByApprover = errors.New("the approver refused a call and stopped the task")
+
+// interruptAfter stops the whole task — from the task's own leg down, so a child's
+// refusal stops its parent too — when the call id's refusal asked to. It runs once the
+// call has its result, so that the refusal is what the call answers, not the
+// cancellation.
+func (l *leg) interruptAfter(id string) {
+	l.mu.Lock()
+	stop := l.interrupting[id]
+	delete(l.interrupting, id)
+	l.mu.Unlock()
+	if !stop {
+		return
+	}
+	root := l
+	for root.link != nil {
+		root = root.link.parent
+	}
+	root.stop(errInterruptedByApprover)
 }
 
 // deferred parks a question the approver deferred (its person went away), as a parking

@@ -39,6 +39,11 @@ type ApprovalDecision struct {
 	// UpdatedInput, with an allow, is the approver's edit of the input: the call runs
 	// with it after the deny rules judged it again.
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	// Interrupt, with a deny, stops the whole task as well: the refusal is recorded
+	// first (its permission event and the call's result, which the model would read),
+	// then the task ends cancelled, and no call that had not started runs. With an
+	// allow it means nothing.
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // Approver answers the questions the gate puts to a person while the call waits: an

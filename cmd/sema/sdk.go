@@ -749,14 +749,10 @@ func (a sdkApprover) Approve(ctx context.Context, req permission.ApprovalRequest
 		}
 		return d, nil
 	default:
-		if ans.Interrupt {
-			a.s.mu.Lock()
-			if t := a.s.turn; t != nil {
-				defer t.cancel(errInterrupted)
-			}
-			a.s.mu.Unlock()
-		}
-		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: cmp.Or(ans.Message, "The SDK's canUseTool denied the call.")}, nil
+		// An interrupt is the engine's to apply: it records the refusal, then stops
+		// the turn. Cancelling the turn here would race the refusal's own record.
+		return permission.ApprovalDecision{Behavior: permission.Deny, Reason: cmp.Or(ans.Message, "The SDK's canUseTool denied the call."),
+			Interrupt: ans.Interrupt}, nil
 	}
 }
 
