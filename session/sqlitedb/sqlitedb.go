@@ -118,10 +118,11 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	// A file: URI with an escaped path keeps a '?' or '#' in a directory name from being
 	// read as the start of the parameters.
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
-	db, err := sql.Open("sqlite", dsn)
+	connector, err := keepingConnectorFor(dsn)
 	if err != nil {
 		return nil, err
 	}
+	db := sql.OpenDB(connector)
 	// WAL lets readers run beside the one writer; a handful of connections is enough,
 	// and keeping them idle spares re-running the pragmas on every call.
 	db.SetMaxOpenConns(8)
