@@ -10,6 +10,7 @@ import (
 	"github.com/sema-agent/sema/internal/callplan"
 	"github.com/sema-agent/sema/internal/toolcall"
 	"github.com/sema-agent/sema/internal/transcript"
+	"github.com/sema-agent/sema/mcp"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/sandbox"
 	"github.com/sema-agent/sema/tools"
@@ -290,13 +291,28 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 		ctx = sandbox.WithApproval(ctx)
 	}
 	// The intent is stored before the tool runs: a leg resuming after a crash then knows
-	// this call may have run. Without it the call does not run at all.
-	if _, ok := l.record(ctx, transcript.KindCallStarted, transcript.CallStarted{ID: call.ID, Tool: call.Name}); !ok {
-		return tools.Fail(CodeSessionRecordFailed, "The call was not run: the session could not record that it was starting.")
+	// this call may have run. Without it the call does not run at all. A call that only
+	// reads needs none (a commit less per turn): whether it ran or not, it changed
+	// nothing, and a resumed model is told to run it again (abandonedInterrupted).
+	if !l.readsOnly(t) {
+		if _, ok := l.record(ctx, transcript.KindCallStarted, transcript.CallStarted{ID: call.ID, Tool: call.Name}); !ok {
+			return tools.Fail(CodeSessionRecordFailed, "The call was not run: the session could not record that it was starting.")
+		}
 	}
 	ctx = context.WithValue(ctx, callKey{}, runningCall{name: call.Name, input: input})
 	res = l.runObserved(ctx, t, call.Name, input)
 	return l.postToolUse(ctx, call.Name, call.ID, input, res)
+}
+
+// readsOnly reports whether t is one of the engine's own tools that only read (Read,
+// Glob, Grep, LS, WebFetch): a tool of the embedder's or an MCP server's is taken at its
+// word for permissions, never for what a crash may have left half done.
+func (l *leg) readsOnly(t tools.Tool) bool {
+	if _, isMCP := mcp.ServerOf(t); isMCP {
+		return false
+	}
+	spec := t.Spec()
+	return spec.Effect == tools.EffectRead && l.isEngineTool(spec.Name)
 }
 
 func (l *leg) noteEdited(path string) {

@@ -238,3 +238,64 @@ func TestRecordFailureReleasesTheLease(t *testing.T) {
 		}
 	}
 }
+
+// A call to one of the engine's tools that only read stores no intent (a commit less
+// per turn); a write still does. A run that dies before a read's result is stored
+// tells the resumed model the read has no result and changed nothing — not that it
+// never started, nor that its outcome is unknown.
+func TestReadCallsStoreNoIntent(t *testing.T) {
+	t.Parallel()
+	t.Run("entries", func(t *testing.T) {
+		t.Parallel()
+		st := newStores(t)
+		root := t.TempDir()
+		os.WriteFile(filepath.Join(root, "a.txt"), []byte("A\n"), 0o644)
+		read := scripted.ToolCall{ID: "call_r", Name: "Read", Input: []byte(`{"file_path":"a.txt"}`)}
+		p := scripted.New(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{read, writeCall("call_w", "b.txt", "B")}},
+			{Text: "done"},
+		}})
+		res, err := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history}).Run(t.Context(),
+			agent.TaskSpec{Prompt: "read and write", Root: root, PermissionMode: "acceptEdits"})
+		if err != nil || res.Status != sema.StatusCompleted {
+			t.Fatalf("%v %+v", err, res)
+		}
+		chain, err := st.sessions.(*session.Memory).Transcript(t.Context(), res.SessionID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var started []string
+		for _, e := range chain {
+			if e.Kind == "call_started" {
+				started = append(started, string(e.Payload))
+			}
+		}
+		if len(started) != 1 || !strings.Contains(started[0], "call_w") {
+			t.Fatalf("intents stored: %v; want the Write's alone", started)
+		}
+	})
+	t.Run("a crash during the read", func(t *testing.T) {
+		t.Parallel()
+		st := newStores(t)
+		root := t.TempDir()
+		os.WriteFile(filepath.Join(root, "a.txt"), []byte("A\n"), 0o644)
+		read := scripted.ToolCall{ID: "call_r", Name: "Read", Input: []byte(`{"file_path":"a.txt"}`)}
+		p := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{read}}, {Text: "resumed"}}})
+		// 1 the prompt, 2 the response, 3 the read's result: the store dies there.
+		dying := &dyingStore{Store: st.sessions, failAt: 3}
+		res, err := agent.New(agent.Deps{Provider: p, Store: dying, History: st.history}).Run(t.Context(),
+			agent.TaskSpec{Prompt: "read", Root: root})
+		if err != nil || res.Status != sema.StatusError || res.Error == nil || res.Error.Code != agent.CodeSessionRecordFailed {
+			t.Fatalf("%v %+v", err, res)
+		}
+		res2, err := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history}).Run(t.Context(),
+			agent.TaskSpec{Prompt: "go on", Root: root, Resume: &agent.Resume{SessionID: res.SessionID}})
+		if err != nil || res2.Status != sema.StatusCompleted {
+			t.Fatalf("resume: %v %+v", err, res2)
+		}
+		text := resultTexts(p)["call_r"]
+		if !strings.Contains(text, "only reads, so it changed nothing") || strings.Contains(text, "not run") || strings.Contains(text, "unknown") {
+			t.Fatalf("the model was told %q", text)
+		}
+	})
+}

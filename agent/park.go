@@ -452,8 +452,12 @@ func (l *leg) abandonedInterrupted(ctx context.Context, calls []model.Block) []m
 	var out []model.Block
 	for _, c := range calls {
 		text := "This call was not run: the run stopped before it started. Nothing it would have done happened; run it again if it is still needed."
-		if !l.resume.intents || l.resume.started[c.ID] {
+		switch t := l.tools().Lookup(c.Name); {
+		case !l.resume.intents || l.resume.started[c.ID]:
 			text = l.unknownOutcome(ctx)
+		case t != nil && l.readsOnly(t):
+			// No intent is stored for a call that only reads: it may have run.
+			text = "This call has no result: the run stopped before it was recorded. It only reads, so it changed nothing; run it again if it is still needed."
 		}
 		out = append(out, model.Block{Kind: model.KindToolResult, ID: c.ID, IsError: true, Content: []model.Block{model.TextBlock(text)}})
 	}

@@ -24,7 +24,8 @@ const (
 	KindRewind      = "rewind"       // payload: Rewind; moves the head back
 	// KindCallStarted is written right before a tool runs, after its permission was
 	// settled, so that a leg resuming after a crash can tell a call that may have run
-	// from one that never started. payload: CallStarted.
+	// from one that never started. A call to one of the engine's tools that only read
+	// has none: it changes nothing, whether it ran or not. payload: CallStarted.
 	KindCallStarted = "call_started"
 	KindReadState   = "read_state" // payload: ReadState; what the model has read
 	// KindDelegation opens a delegated child's transcript. payload: the runner's
