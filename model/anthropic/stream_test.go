@@ -363,3 +363,47 @@ func BenchmarkAssemble(b *testing.B) {
 		}
 	}
 }
+
+// Readers go back to a pool between streams: what one stream left unread — an event
+// cut off mid-line, a line longer than the buffer, bytes after message_stop — never
+// reaches the next, and the
+// responses assembled before stay as they were.
+func TestPooledReaderKeepsNothingBetweenStreams(t *testing.T) {
+	assembleRaw := func(raw string) (*model.Response, error) {
+		res := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(raw))}
+		acc := newAccumulator(nil)
+		if err := assemble(res, acc); err != nil {
+			return nil, err
+		}
+		if !acc.stopped {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return acc.response()
+	}
+	good := benchStream()
+	want, err := assembleRaw(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantText := want.Content[0].Text
+	long := strings.Repeat("x", 100<<10)
+	leftovers := []string{
+		good[:len(good)/2] + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"LEFT`,
+		ev("message_start", msgStart) + ev("content_block_start", textStart(0)) + ev("content_block_delta", textDelta(0, long)),
+		// Complete, with bytes after message_stop that assemble leaves unread.
+		good + ev("content_block_delta", textDelta(0, "LEFT")),
+	}
+	for i := range 20 {
+		assembleRaw(leftovers[i%len(leftovers)]) // incomplete: its error does not matter
+		got, err := assembleRaw(good)
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if got.Content[0].Text != wantText || string(got.Content[1].Input) != string(want.Content[1].Input) {
+			t.Fatalf("round %d: a stream read after an unfinished one assembled differently", i)
+		}
+	}
+	if want.Content[0].Text != wantText || strings.Contains(wantText, "LEFT") || strings.Contains(wantText, "xxx") {
+		t.Fatal("an assembled response changed after its reader went back to the pool")
+	}
+}

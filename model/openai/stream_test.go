@@ -389,3 +389,28 @@ func BenchmarkAssemble(b *testing.B) {
 		}
 	}
 }
+
+// The scanners' buffers go back to a pool between streams: a response assembled from
+// one stays as it was while later streams reuse the buffer, and bytes a stream left
+// after [DONE] never reach the next.
+func TestPooledScanBufferKeepsNothingBetweenStreams(t *testing.T) {
+	read := func(body string) *model.Response {
+		t.Helper()
+		a := newAssembler("m", nil)
+		if err := a.read(strings.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+		return a.response()
+	}
+	first := read(sse(delta(`{"content":"first answer"}`), finish("stop")) + "data: [DONE]\n\n")
+	for i := range 20 {
+		tail := fmt.Sprintf("data: %s\n\n", delta(`{"content":"LEFT"}`))
+		got := read(sse(delta(fmt.Sprintf(`{"content":"answer %d %s"}`, i, strings.Repeat("y", i*1000))), finish("stop")) + "data: [DONE]\n\n" + tail)
+		if len(got.Content) != 1 || !strings.HasPrefix(got.Content[0].Text, fmt.Sprintf("answer %d ", i)) || strings.Contains(got.Content[0].Text, "LEFT") {
+			t.Fatalf("round %d assembled %+v", i, got.Content)
+		}
+	}
+	if len(first.Content) != 1 || first.Content[0].Text != "first answer" {
+		t.Fatalf("the first response changed after its buffer was reused: %+v", first.Content)
+	}
+}
