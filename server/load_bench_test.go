@@ -84,8 +84,8 @@ func serveLoad(b *testing.B, st store, n int) {
 	}
 	ms := httptest.NewServer(fake)
 	defer ms.Close()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n + 16, MaxConnsPerHost: 0}}
-	p, err := anthropic.New(anthropic.Config{APIKey: "load", BaseURL: ms.URL, HTTPClient: hc})
+	// The provider's own client, as sema serve runs it.
+	p, err := anthropic.New(anthropic.Config{APIKey: "load", BaseURL: ms.URL})
 	if err != nil {
 		b.Fatal(err)
 	}

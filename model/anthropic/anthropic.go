@@ -39,6 +39,7 @@ package anthropic
 import (
 	"cmp"
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -51,6 +52,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/model/internal/httpclient"
 	"github.com/sema-agent/sema/model/internal/retry"
 )
 
@@ -81,8 +83,10 @@ type Config struct {
 	// a proxy or a test server. Empty means the public endpoint.
 	BaseURL string
 	// HTTPClient sends the requests. Nil means a client of its own over a clone of
-	// http.DefaultTransport that waits at most 10 minutes for response headers; it has
-	// no overall timeout, since a stream may legitimately last long.
+	// http.DefaultTransport that waits at most 10 minutes for response headers and keeps
+	// up to 1,024 idle connections to the API's host (the default keeps two, which a
+	// service's many sessions outrun); it has no overall timeout, since a stream may
+	// legitimately last long.
 	HTTPClient *http.Client
 	// MaxRetries is how many times a transient failure (429, 5xx, 529, a failed
 	// connection, a stream that broke before its first delta) is retried, in all, per
@@ -254,7 +258,12 @@ func (c *call) delta(d model.Delta) {
 // assembles the stream.
 func (c *call) attempt(body []byte) (*model.Response, error) {
 	actx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
+	draining := false // a complete stream's body is finished in the background
+	defer func() {
+		if !draining {
+			cancel()
+		}
+	}()
 	w := newWatch(c.p.idleTimeout, cancel)
 	defer w.stop()
 	c.streamed, c.retryable = false, false
@@ -296,7 +305,11 @@ func (c *call) attempt(body []byte) (*model.Response, error) {
 			return res, nil
 		}))
 	if res != nil && res.Body != nil {
-		defer res.Body.Close()
+		defer func() {
+			if !draining {
+				res.Body.Close()
+			}
+		}()
 	}
 
 	var emit func(model.Delta)
@@ -328,7 +341,32 @@ func (c *call) attempt(body []byte) (*model.Response, error) {
 	if err != nil {
 		return nil, c.fail(malformed(err.Error()), w)
 	}
+	if wb, ok := res.Body.(*watchedBody); ok {
+		draining = true
+		go drain(wb, cancel)
+	}
 	return resp, nil
+}
+
+// drainWait and drainMax bound what drain reads of a complete stream's body.
+const (
+	drainWait = time.Second
+	drainMax  = 64 << 10
+)
+
+// drain reads what is left of a complete stream's body — the end of its chunked
+// framing, usually already received — and closes it, then ends the attempt's context.
+// Reading stopped at message_stop, and an HTTP/1.1 connection whose body is closed
+// before its end is not used again: every request dialled anew (and, over TLS,
+// shook hands anew). A server that keeps the body open past drainWait, or sends more
+// than drainMax after message_stop, loses the connection instead.
+func drain(b *watchedBody, cancel context.CancelFunc) {
+	b.w.stop()
+	t := time.AfterFunc(drainWait, cancel)
+	io.CopyN(io.Discard, b.rc, drainMax)
+	t.Stop()
+	b.rc.Close()
+	cancel()
 }
 
 // fail gives cancellation by the caller and the idle watchdog precedence over whatever
@@ -406,12 +444,9 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 }
 
 func defaultHTTPClient() *http.Client {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = t.Clone()
-		t.ResponseHeaderTimeout = defaultHeaderTimeout
-		return &http.Client{Transport: t}
-	}
-	return &http.Client{Transport: http.DefaultTransport}
+	t := httpclient.Transport()
+	t.ResponseHeaderTimeout = defaultHeaderTimeout
+	return &http.Client{Transport: t}
 }
 
 func cancelled(err error) error {

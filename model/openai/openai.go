@@ -13,6 +13,7 @@ import (
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/model"
+	"github.com/sema-agent/sema/model/internal/httpclient"
 	"github.com/sema-agent/sema/model/internal/retry"
 )
 
@@ -62,7 +63,9 @@ type Config struct {
 	// requests go to BaseURL + "/chat/completions". Empty means DefaultBaseURL. It must
 	// be an absolute http or https URL.
 	BaseURL string
-	// HTTPClient sends the requests; nil means http.DefaultClient. Its redirect policy
+	// HTTPClient sends the requests; nil means a client of its own over a clone of
+	// http.DefaultTransport that keeps up to 1,024 idle connections to the server (the
+	// default keeps two, which a service's many sessions outrun). Its redirect policy
 	// applies to redirects within the base URL's origin; one to another origin is
 	// refused whatever the policy.
 	HTTPClient *http.Client
@@ -156,7 +159,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = &http.Client{Transport: httpclient.Transport()}
 	}
 	idle := cfg.StreamIdleTimeout
 	switch {
@@ -267,7 +270,12 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, onDelta func(
 // meet: a stream cut or silent mid-response, a server that sent no first byte.
 func (p *Provider) attempt(ctx context.Context, body []byte, modelName string, c *capture, out *deltas) (resp *model.Response, again bool, err error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	draining := false // a complete stream's body is finished in the background
+	defer func() {
+		if !draining {
+			cancel(nil)
+		}
+	}()
 	wd := newWatchdog(p.idle, p.firstByte, cancel)
 	defer wd.stop()
 
@@ -275,7 +283,11 @@ func (p *Provider) attempt(ctx context.Context, body []byte, modelName string, c
 	if err != nil {
 		return nil, ctx.Err() == nil && stalled(callCtx), p.requestError(ctx, callCtx, err, c, modelName)
 	}
-	defer raw.Body.Close()
+	defer func() {
+		if !draining {
+			raw.Body.Close()
+		}
+	}()
 
 	if ct := raw.Header.Get("Content-Type"); strings.HasPrefix(strings.ToLower(ct), "application/json") {
 		return nil, false, sema.Errorf(model.CodeMalformedStream,
@@ -286,7 +298,32 @@ func (p *Provider) attempt(ctx context.Context, body []byte, modelName string, c
 	if err := a.read(raw.Body); err != nil {
 		return nil, ctx.Err() == nil && p.cutShort(err, a), p.streamError(ctx, callCtx, err)
 	}
+	if tr, ok := raw.Body.(*touchReader); ok {
+		draining = true
+		wd.stop()
+		go drain(tr.ReadCloser, func() { cancel(nil) })
+	}
 	return a.response(), false, nil
+}
+
+// drainWait and drainMax bound what drain reads of a complete stream's body.
+const (
+	drainWait = time.Second
+	drainMax  = 64 << 10
+)
+
+// drain reads what is left of a complete stream's body — the end of its chunked
+// framing, usually already received — and closes it, then ends the attempt's context.
+// Reading stopped at data: [DONE], and an HTTP/1.1 connection whose body is closed
+// before its end is not used again: every request to a local server (Ollama, vLLM)
+// dialled anew. A server that keeps the body open past drainWait, or sends more than
+// drainMax after [DONE], loses the connection instead.
+func drain(body io.ReadCloser, cancel func()) {
+	t := time.AfterFunc(drainWait, cancel)
+	io.CopyN(io.Discard, body, drainMax)
+	t.Stop()
+	body.Close()
+	cancel()
 }
 
 // send posts body until a response starts (a status below 400), and returns it with
