@@ -23,6 +23,9 @@
 //     read-only file system, SQLITE_READONLY) and "store.locked" (another process held
 //     the lock past the busy timeout); so do the host's: "io.disk_full", "io.no_memory",
 //     "io.fd_exhausted" (see sema.HostFault).
+//   - A connection of a database from [Open] keeps the compiled statement of each text
+//     run through it unprepared (up to 128, see keptstmt.go): River's driver runs all its
+//     statements so, and SQLite then parsed every one at every call.
 //   - A store declares its share of a file as a [Schema] and reaches the file only through
 //     [OpenAttached] (a file it owns) or [Attach] (a file it shares), so every store of a
 //     file runs with the same pragmas, versioning and prepared statements.
