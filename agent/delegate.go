@@ -141,9 +141,18 @@ func (l *leg) prepareAgents(ctx context.Context) {
 
 // taskTool is the Task tool: it runs a child leg to completion and answers with the
 // child's final text.
-type taskTool struct{ l *leg }
+// taskTool is the Task tool; its spec, whose description lists the leg's agent types, is
+// built once: it is read at every request and every call, and the catalog never changes.
+type taskTool struct {
+	l    *leg
+	spec tools.Spec
+}
 
-func (t *taskTool) Spec() tools.Spec { return childleg.Spec(t.l.agents.Describe()) }
+func newTaskTool(l *leg) *taskTool {
+	return &taskTool{l: l, spec: childleg.Spec(l.agents.Describe())}
+}
+
+func (t *taskTool) Spec() tools.Spec { return t.spec }
 
 func (t *taskTool) Run(ctx context.Context, input json.RawMessage) tools.Result {
 	in, refused := childleg.Parse(input)

@@ -46,7 +46,7 @@ func (l *leg) buildRoster() tools.Roster {
 	}
 	r = append(r, gate.NewEnterPlanMode(l.modes), gate.NewExitPlanMode(l.modes), &todoTool{l: l})
 	if l.mayDelegate() && l.agents != nil {
-		r = append(r, &taskTool{l: l})
+		r = append(r, newTaskTool(l))
 	}
 	r = append(r, l.deps.Tools...)
 	if l.link != nil {
