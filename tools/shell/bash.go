@@ -11,7 +11,12 @@ import (
 	"github.com/sema-agent/sema/tools"
 )
 
-type bashTool struct{ s *Set }
+// bashTool is Bash; desc, which says how many background tasks the set allows, is
+// built once (a roster look-up reads every spec it passes).
+type bashTool struct {
+	s    *Set
+	desc string
+}
 
 type bashInput struct {
 	Command         string   `json:"command"`
@@ -43,7 +48,7 @@ var bashSchema = json.RawMessage(`{
 }`)
 
 func (t *bashTool) Spec() tools.Spec {
-	return tools.Spec{Name: NameBash, Description: fmt.Sprintf(bashDescription, t.s.maxBG), InputSchema: bashSchema, Effect: tools.EffectExec}
+	return tools.Spec{Name: NameBash, Description: t.desc, InputSchema: bashSchema, Effect: tools.EffectExec}
 }
 
 func (t *bashTool) Run(ctx context.Context, input json.RawMessage) tools.Result {

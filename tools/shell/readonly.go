@@ -15,7 +15,11 @@ import (
 	"github.com/sema-agent/sema/tools"
 )
 
-type readonlyTool struct{ s *Set }
+// readonlyTool is bash_readonly; desc, which lists the allowlist, is built once.
+type readonlyTool struct {
+	s    *Set
+	desc string
+}
 
 type readonlyInput struct {
 	Command     string   `json:"command"`
@@ -44,7 +48,13 @@ var readonlySchema = json.RawMessage(`{
 }`)
 
 func (t *readonlyTool) Spec() tools.Spec {
-	return tools.Spec{Name: NameBashReadonly, Description: fmt.Sprintf(readonlyDescription, strings.Join(t.allowed(), ", ")), InputSchema: readonlySchema, Effect: tools.EffectRead}
+	return tools.Spec{Name: NameBashReadonly, Description: t.desc, InputSchema: readonlySchema, Effect: tools.EffectRead}
+}
+
+func newReadonlyTool(s *Set) *readonlyTool {
+	t := &readonlyTool{s: s}
+	t.desc = fmt.Sprintf(readonlyDescription, strings.Join(t.allowed(), ", "))
+	return t
 }
 
 // allowed is the allowlist in force.

@@ -300,9 +300,9 @@ func New(cfg Config) (*Set, error) {
 // reads. BashOutput has EffectRead and KillShell EffectExec (it ends processes).
 func (s *Set) Tools() []tools.Tool {
 	if s.cfg.ReadOnly {
-		return []tools.Tool{&readonlyTool{s}}
+		return []tools.Tool{newReadonlyTool(s)}
 	}
-	return []tools.Tool{&bashTool{s}, &outputTool{s}, &killTool{s}}
+	return []tools.Tool{&bashTool{s: s, desc: fmt.Sprintf(bashDescription, s.maxBG)}, &outputTool{s}, &killTool{s}}
 }
 
 // ScratchDir is the set's own scratch directory. It is made before the set's first
