@@ -39,7 +39,6 @@ package anthropic
 import (
 	"cmp"
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -342,31 +341,13 @@ func (c *call) attempt(body []byte) (*model.Response, error) {
 		return nil, c.fail(malformed(err.Error()), w)
 	}
 	if wb, ok := res.Body.(*watchedBody); ok {
+		// Reading stopped at message_stop: the rest of the body is read in the
+		// background, so that the connection can carry the next request.
 		draining = true
-		go drain(wb, cancel)
+		wb.w.stop()
+		go httpclient.Drain(wb.rc, cancel)
 	}
 	return resp, nil
-}
-
-// drainWait and drainMax bound what drain reads of a complete stream's body.
-const (
-	drainWait = time.Second
-	drainMax  = 64 << 10
-)
-
-// drain reads what is left of a complete stream's body — the end of its chunked
-// framing, usually already received — and closes it, then ends the attempt's context.
-// Reading stopped at message_stop, and an HTTP/1.1 connection whose body is closed
-// before its end is not used again: every request dialled anew (and, over TLS,
-// shook hands anew). A server that keeps the body open past drainWait, or sends more
-// than drainMax after message_stop, loses the connection instead.
-func drain(b *watchedBody, cancel context.CancelFunc) {
-	b.w.stop()
-	t := time.AfterFunc(drainWait, cancel)
-	io.CopyN(io.Discard, b.rc, drainMax)
-	t.Stop()
-	b.rc.Close()
-	cancel()
 }
 
 // fail gives cancellation by the caller and the idle watchdog precedence over whatever

@@ -299,31 +299,13 @@ func (p *Provider) attempt(ctx context.Context, body []byte, modelName string, c
 		return nil, ctx.Err() == nil && p.cutShort(err, a), p.streamError(ctx, callCtx, err)
 	}
 	if tr, ok := raw.Body.(*touchReader); ok {
+		// Reading stopped at [DONE]: the rest of the body is read in the background,
+		// so that the connection can carry the next request.
 		draining = true
 		wd.stop()
-		go drain(tr.ReadCloser, func() { cancel(nil) })
+		go httpclient.Drain(tr.ReadCloser, func() { cancel(nil) })
 	}
 	return a.response(), false, nil
-}
-
-// drainWait and drainMax bound what drain reads of a complete stream's body.
-const (
-	drainWait = time.Second
-	drainMax  = 64 << 10
-)
-
-// drain reads what is left of a complete stream's body — the end of its chunked
-// framing, usually already received — and closes it, then ends the attempt's context.
-// Reading stopped at data: [DONE], and an HTTP/1.1 connection whose body is closed
-// before its end is not used again: every request to a local server (Ollama, vLLM)
-// dialled anew. A server that keeps the body open past drainWait, or sends more than
-// drainMax after [DONE], loses the connection instead.
-func drain(body io.ReadCloser, cancel func()) {
-	t := time.AfterFunc(drainWait, cancel)
-	io.CopyN(io.Discard, body, drainMax)
-	t.Stop()
-	body.Close()
-	cancel()
 }
 
 // send posts body until a response starts (a status below 400), and returns it with

@@ -1,8 +1,13 @@
 // Package httpclient is the HTTP transport a provider sends its requests over when its
-// caller gives it no client of its own.
+// caller gives it no client of its own, and how a provider finishes a stream's body so
+// that its connection carries the next request.
 package httpclient
 
-import "net/http"
+import (
+	"io"
+	"net/http"
+	"time"
+)
 
 // IdlePerHost is how many idle connections a provider keeps open to its API's host.
 // http.DefaultTransport keeps two: a service whose thousand sessions share one provider
@@ -21,4 +26,25 @@ func Transport() *http.Transport {
 	t = t.Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = IdlePerHost, IdlePerHost
 	return t
+}
+
+// drainWait and drainMax bound what Drain reads of a complete stream's body.
+const (
+	drainWait = time.Second
+	drainMax  = 64 << 10
+)
+
+// Drain reads what is left of a complete stream's body — the end of its chunked
+// framing, usually already received — closes it, and then calls cancel (the request's
+// context's). A provider stops reading at the stream's last event, and an HTTP/1.1
+// connection whose body is closed before its end is not used again: every request to
+// a local server or a gateway dialled anew (and, over TLS, shook hands anew). A server
+// that keeps the body open past drainWait, or sends more than drainMax after the last
+// event, loses the connection instead. It blocks: run it on a goroutine of its own.
+func Drain(body io.ReadCloser, cancel func()) {
+	t := time.AfterFunc(drainWait, cancel)
+	io.CopyN(io.Discard, body, drainMax)
+	t.Stop()
+	body.Close()
+	cancel()
 }
