@@ -305,8 +305,9 @@ func (l *leg) runTool(ctx context.Context, call model.Block) (res tools.Result) 
 }
 
 // readsOnly reports whether t is one of the engine's own tools that only read (Read,
-// Glob, Grep, LS, WebFetch): a tool of the embedder's or an MCP server's is taken at its
-// word for permissions, never for what a crash may have left half done.
+// Glob, Grep, LS, WebFetch, BashOutput, bash_readonly): a tool of the embedder's or an
+// MCP server's is taken at its word for permissions, never for what a crash may have
+// left half done.
 func (l *leg) readsOnly(t tools.Tool) bool {
 	if _, isMCP := mcp.ServerOf(t); isMCP {
 		return false
