@@ -80,6 +80,10 @@ func (q queueConfig) river(w *river.Workers) *river.Config {
 type sqliteBackend struct {
 	dir   *statedir.Dir
 	serve *sql.DB
+	// read is a pool of its own over serve.db for the service's queries outside a
+	// transaction: WAL lets them read beside the one writer, where on serve's single
+	// connection they queued behind River's and the event log's writes.
+	read *sql.DB
 	// seen are the queries met inside a transaction, prepared after it (inside it the
 	// transaction holds serve.db's one connection, which preparing would need).
 	seen  sync.Map
@@ -108,6 +112,10 @@ func openSQLite(ctx context.Context, home string) (*sqliteBackend, error) {
 		b.close()
 		return nil, err
 	}
+	if b.read, err = sqlitedb.Open(path, sqlitedb.Options{}); err != nil {
+		b.close()
+		return nil, sema.Errorf(CodeStoreFailed, "cannot open the service database %s: %w", path, err)
+	}
 	return b, nil
 }
 
@@ -129,7 +137,9 @@ func (b *sqliteBackend) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (b *sqliteBackend) db() conn                { return sqlConn{q: sqlitedb.Reader(b.serve)} }
+func (b *sqliteBackend) db() conn {
+	return sqlConn{q: splitQuerier{read: sqlitedb.Reader(b.read), write: sqlitedb.Reader(b.serve)}}
+}
 func (b *sqliteBackend) sessions() session.Store { return b.dir.Sessions() }
 func (b *sqliteBackend) history() history.Store  { return b.dir.History() }
 
@@ -205,6 +215,9 @@ func stopRiver(ctx context.Context, stop, stopAndCancel func(context.Context) er
 }
 
 func (b *sqliteBackend) close() error {
+	if b.read != nil {
+		sqlitedb.Close(b.read)
+	}
 	err := sqlitedb.Close(b.serve)
 	if cerr := b.dir.Close(); err == nil {
 		err = cerr
@@ -213,3 +226,19 @@ func (b *sqliteBackend) close() error {
 }
 
 func (b *sqliteBackend) stateDir() string { return b.dir.Path() }
+
+// splitQuerier sends statements that write to serve.db's one writing connection and
+// queries to the pool beside it. A query sees every write committed before it began.
+type splitQuerier struct{ read, write sqlitedb.Querier }
+
+func (q splitQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return q.write.ExecContext(ctx, query, args...)
+}
+
+func (q splitQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return q.read.QueryContext(ctx, query, args...)
+}
+
+func (q splitQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return q.read.QueryRowContext(ctx, query, args...)
+}
