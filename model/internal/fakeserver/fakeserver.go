@@ -1,9 +1,9 @@
 // Package fakeserver holds the scaffolding the fake model APIs in anthropictest and
 // openaitest share: a script of turns consumed in order, a recorder of the requests
-// received, a testing.TB that collects the complaints a server makes, and the
-// server-sent events framing both APIs stream in ([SSE]). The wire formats (paths,
-// validation, error bodies, the events' contents, faults) stay in those packages;
-// nothing here knows about one.
+// received, a testing.TB that collects the complaints a server makes, the server-sent
+// events framing both APIs stream in ([SSE]), and a watch on a server's connections
+// ([Conns]). The wire formats (paths, validation, error bodies, the events' contents,
+// faults) stay in those packages; nothing here knows about one.
 //
 // Invariants:
 //   - A [Script] hands out each turn exactly once, in the order it was enqueued; when
