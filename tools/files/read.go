@@ -199,6 +199,11 @@ func (t *readTool) readText(ctx context.Context, in readInput, canonical string,
 		return tools.Text(fmt.Sprintf("The file %s has %d lines, fewer than offset %d; nothing to show. Read it again with a smaller offset.", in.FilePath, w.total, start))
 	}
 	text := w.out.String()
+	if w.out.Cap()-len(text) > len(text)/8+512 {
+		// The builder was sized for the whole file and the window is a part of it: the
+		// result lives as long as the conversation, so it keeps only its own bytes.
+		text = strings.Clone(text)
+	}
 	if last := start + w.shown - 1; last < w.total {
 		text += fmt.Sprintf("\n\n(Lines %d-%d of %d are shown. Read again with offset %d to see more.)", start, last, w.total, last+1)
 	}
@@ -240,7 +245,10 @@ type lineWindow struct {
 // window's content passes ReadMaxBytes.
 func scanLines(ctx context.Context, r io.Reader, size int, start, limit int, bounded bool) (*lineWindow, error) {
 	w := &lineWindow{}
-	w.out.Grow(min(size, ReadMaxBytes) + min(limit, ReadDefaultLimit)*8)
+	// Room for the window as it will most likely be: the bytes (at most ReadMaxBytes)
+	// and eight more per line for its number, of which a file of size bytes has at most
+	// size+1. A larger guess would be kept by the result's text (see readText).
+	w.out.Grow(min(size, ReadMaxBytes) + min(limit, ReadDefaultLimit, size+1)*8)
 	h := sha256.New()
 	br, ok := r.(*bufio.Reader)
 	if !ok {

@@ -16,6 +16,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -454,5 +455,54 @@ func TestReadCancelled(t *testing.T) {
 		if !r.IsError || r.Code != tools.CodeCancelled {
 			t.Errorf("%s under a cancelled context: %v %s", name, r.IsError, r.Code)
 		}
+	}
+}
+
+// TestReadResultKeepsOnlyItsText holds many Read results, as a conversation does, and
+// checks the heap they keep is about their text: a result built in a buffer sized for the
+// whole file (a window of a large file) or for the default 2,000 lines (a small file)
+// kept that buffer for as long as the conversation lived. Not parallel: it reads the heap.
+func TestReadResultKeepsOnlyItsText(t *testing.T) {
+	f := newReadFix(t)
+	f.put(map[string]string{
+		"small.txt": "hello\n",
+		"large.txt": strings.Repeat(strings.Repeat("l", 99)+"\n", 10_000), // 1 MB: over ReadMaxBytes
+	})
+	cases := []struct {
+		name  string
+		input map[string]any
+		n     int
+	}{
+		{"a small file whole", map[string]any{"file_path": "small.txt"}, 400},
+		// The last lines: a window that ends before the file's end gets a note appended,
+		// which makes a new string anyway.
+		{"the last five lines of a large file", map[string]any{"file_path": "large.txt", "offset": 9996, "limit": 5}, 40},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			held := make([]tools.Result, 0, c.n)
+			text := 0
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range c.n {
+				r := f.run("Read", c.input)
+				if r.IsError {
+					t.Fatalf("Read(%v): %s", c.input, r.TextOf())
+				}
+				text += len(r.TextOf())
+				held = append(held, r)
+			}
+			runtime.GC()
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			kept := int(after.HeapAlloc) - int(before.HeapAlloc)
+			// Each result keeps its text and a few small values; a buffer sized for the
+			// file or the default window would be 16 KB (small) or 272 KB (large) each.
+			if limit := 4*text + c.n*1024 + 256<<10; kept > limit {
+				t.Errorf("%d results of %d bytes of text in all keep %d bytes of heap (at most %d expected)", c.n, text, kept, limit)
+			}
+			runtime.KeepAlive(held)
+		})
 	}
 }
