@@ -2,6 +2,7 @@ package fence
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,6 +103,34 @@ func BenchmarkResolveWithCredentials(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := f.Resolve(ctx, deepRel, Write); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNewWithHome builds a fence with a home directory that holds a few of the
+// credential stores — a developer's: .ssh, .config with two logins beneath it, .aws behind
+// a link, and unrelated files — as every leg does once.
+func BenchmarkNewWithHome(b *testing.B) {
+	root, home, dots := realTempDir(b), realTempDir(b), realTempDir(b)
+	for _, d := range []string{".ssh", ".config/gh", ".config/gcloud", ".config/nvim", ".local/share", ".cache", "src", "go"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, f := range []string{".bashrc", ".profile", ".gitconfig", ".npmrc", ".bash_history"} {
+		if err := os.WriteFile(filepath.Join(home, f), []byte("x"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.Symlink(dots, filepath.Join(home, ".aws")); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	cfg := Config{Env: env.NewHost(), Root: root, Home: home, StateDir: filepath.Join(root, ".sema-state")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New(ctx, cfg); err != nil {
 			b.Fatal(err)
 		}
 	}

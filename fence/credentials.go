@@ -2,10 +2,13 @@ package fence
 
 import (
 	"context"
+	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/env"
 )
 
 // CredentialStores are the places, relative to the home directory, where people keep
@@ -124,12 +127,26 @@ func buildCredentials(ctx context.Context, cfg *Config, fold bool) credentialSet
 			canonHome = c
 		}
 	}
+	// Beneath the canonical home, one listing per directory tells which stores exist and
+	// which are spelled where they are, instead of an Lstat of each store (about a
+	// hundred, most of them absent) and a walk of each one present. A store the listings
+	// cannot answer for is asked of the file system as before.
+	var probe *dirProbe
+	if canonHome != "" && !fold && !cfg.Env.CaseInsensitive() {
+		probe = &dirProbe{ctx: ctx, env: cfg.Env, lists: map[string][]env.DirEntry{}}
+	}
 	for _, p := range list {
 		cs.places = appendNew(cs.places, p)
 		q := p
 		if canonHome != "" && canonHome != home && within(home, p) {
 			q = canonHome + p[len(home):]
 			cs.places = appendNew(cs.places, q)
+		}
+		if probe != nil && q != canonHome && within(canonHome, q) {
+			switch probe.look(canonHome, q) {
+			case probeAbsent, probeCanonical:
+				continue // nothing to add: judged by its spelling, which is where it is
+			}
 		}
 		if _, err := cfg.Env.Lstat(ctx, q); err != nil {
 			// Not there (yet): judged by its spelling. A store made later behind a new
@@ -146,6 +163,82 @@ func buildCredentials(ctx context.Context, cfg *Config, fold bool) credentialSet
 		}
 	}
 	return cs
+}
+
+// dirProbe answers from directory listings what Lstat and Canonicalize of a credential
+// store would: whether it exists, and whether its spelling is where it is. It serves one
+// fence's construction and keeps nothing past it, so it sees the file system as the
+// per-store calls did, at the moment the fence is built.
+type dirProbe struct {
+	ctx   context.Context
+	env   env.ExecutionEnv
+	lists map[string][]env.DirEntry // by directory; nil for one that could not be listed
+}
+
+// probeAnswer is what a dirProbe knows of a path.
+type probeAnswer int
+
+const (
+	probeAsk       probeAnswer = iota // the listings cannot tell: ask the file system
+	probeAbsent                       // it does not exist
+	probeCanonical                    // it exists, with no link on the way to it
+)
+
+// look answers for p, which lies beneath base, a canonical directory. It walks p's
+// components through base's listings: a name that is not listed is absent (so is
+// anything beneath a listed file that is not a directory); a link on the way, a name
+// listed only in another case (a directory that folds case), or a directory that cannot
+// be listed leaves the answer to the file system.
+func (d *dirProbe) look(base, p string) probeAnswer {
+	dir, rest := base, strings.TrimPrefix(p[len(base):], "/")
+	for {
+		name, more, deeper := strings.Cut(rest, "/")
+		ents, ok := d.list(dir)
+		if !ok {
+			return probeAsk
+		}
+		i, found := slices.BinarySearchFunc(ents, name, func(e env.DirEntry, n string) int { return strings.Compare(e.Name, n) })
+		if !found {
+			for _, e := range ents {
+				if strings.EqualFold(e.Name, name) {
+					return probeAsk
+				}
+			}
+			return probeAbsent
+		}
+		switch t := ents[i].Type; {
+		case t&fs.ModeSymlink != 0:
+			return probeAsk
+		case !deeper:
+			return probeCanonical
+		case !t.IsDir():
+			return probeAbsent
+		}
+		dir, rest = strings.TrimSuffix(dir, "/")+"/"+name, more
+	}
+}
+
+// list is dir's entries sorted by name, listed once.
+func (d *dirProbe) list(dir string) ([]env.DirEntry, bool) {
+	if ents, ok := d.lists[dir]; ok {
+		return ents, ents != nil
+	}
+	ents, err := d.env.ReadDir(d.ctx, dir)
+	if err != nil {
+		d.lists[dir] = nil
+		return nil, false
+	}
+	if ents == nil {
+		ents = []env.DirEntry{}
+	}
+	// ReadDir promises names in order; a listing out of order is put in order rather
+	// than trusted, since a name missed here is a store not followed through its link.
+	if !slices.IsSortedFunc(ents, func(a, b env.DirEntry) int { return strings.Compare(a.Name, b.Name) }) {
+		ents = slices.Clone(ents)
+		slices.SortFunc(ents, func(a, b env.DirEntry) int { return strings.Compare(a.Name, b.Name) })
+	}
+	d.lists[dir] = ents
+	return ents, true
 }
 
 // holds reports whether the canonical path c, or the absolute spelling it was resolved
