@@ -187,7 +187,7 @@ func (s *SQLiteStore) CreateLeased(ctx context.Context, in Session, holder strin
 	}
 	var out Session
 	var leg Leg
-	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	err = sqlitedb.Grouped(ctx, s.db, func(q sqlitedb.Querier) error {
 		if err := insertNew(ctx, q, in); err != nil {
 			return err
 		}
@@ -347,7 +347,7 @@ func scanLeg(r sqlstore.Scanner, l *Leg) error {
 // StartLeg opens the session's next leg, running (see [Store.StartLeg]).
 func (s *SQLiteStore) StartLeg(ctx context.Context, sessionID string) (Leg, error) {
 	var out Leg
-	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	err := sqlitedb.Grouped(ctx, s.db, func(q sqlitedb.Querier) error {
 		var err error
 		out, err = startLeg(ctx, q, sessionID)
 		return err
@@ -383,7 +383,7 @@ func startLeg(ctx context.Context, q sqlitedb.Querier, sessionID string) (Leg, e
 // EndLeg closes a running leg with its final status (see [Store.EndLeg]).
 func (s *SQLiteStore) EndLeg(ctx context.Context, legID string, status sema.Status) (Leg, error) {
 	var out Leg
-	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	err := sqlitedb.Grouped(ctx, s.db, func(q sqlitedb.Querier) error {
 		l, err := sqlstore.One(q.QueryRowContext(ctx, sq.LegByID, legID), scanLeg)
 		if errors.Is(err, sql.ErrNoRows) {
 			return LegNotFound("", legID)
@@ -433,7 +433,9 @@ func (s *SQLiteStore) Append(ctx context.Context, e Entry) (string, error) {
 var _ BatchAppender = (*SQLiteStore)(nil)
 
 // AppendBatch commits the entries in order in one transaction and returns their ids (see
-// [BatchAppender]): a turn's entries cost one commit, not one each.
+// [BatchAppender]): a turn's entries cost one commit, not one each. Batches appended at
+// the same moment (many sessions of one service) share a commit, each in a savepoint of
+// its own (sqlitedb.Grouped): one batch's refusal is its own.
 func (s *SQLiteStore) AppendBatch(ctx context.Context, es []Entry) ([]string, error) {
 	payloads, err := CheckBatch(es)
 	if err != nil || len(es) == 0 {
@@ -443,7 +445,7 @@ func (s *SQLiteStore) AppendBatch(ctx context.Context, es []Entry) ([]string, er
 	for i := range ids {
 		ids[i] = NewID()
 	}
-	err = sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	err = sqlitedb.Grouped(ctx, s.db, func(q sqlitedb.Querier) error {
 		if err := checkClaim(ctx, q, es[0].SessionID, es[0].Claim); err != nil {
 			return err
 		}
@@ -702,7 +704,7 @@ func (s *SQLiteStore) lease(ctx context.Context, sessionID, holder string, ttl t
 		return Lease{}, err
 	}
 	var out Lease
-	err := sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	err := sqlitedb.Grouped(ctx, s.db, func(q sqlitedb.Querier) error {
 		t := time.Now()
 		expires := t.Add(ttl)
 		claim := qAcquire
@@ -741,7 +743,7 @@ func (s *SQLiteStore) ReleaseLease(ctx context.Context, sessionID, holder string
 	if err := CheckLease(sessionID, holder, 0, false); err != nil {
 		return err
 	}
-	return sqlitedb.Tx(ctx, s.db, func(q sqlitedb.Querier) error {
+	return sqlitedb.Grouped(ctx, s.db, func(q sqlitedb.Querier) error {
 		if _, err := getSession(ctx, q, sessionID); err != nil {
 			return err
 		}

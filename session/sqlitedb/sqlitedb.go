@@ -257,6 +257,11 @@ type handle struct {
 	// preparing counts the statements being compiled beside an opening (Attach); Close
 	// waits for them.
 	preparing sync.WaitGroup
+
+	// The writes waiting for a group (Grouped), and the one whose caller leads the next.
+	gmu    sync.Mutex
+	queue  []*groupWrite
+	leader *groupWrite
 }
 
 var handles = struct {
@@ -432,22 +437,25 @@ func Tx(ctx context.Context, db *sql.DB, fn func(q Querier) error) error {
 		return ctx.Err()
 	}
 	defer func() { <-h.gate }()
+	return h.retrying(ctx, db, fn)
+}
 
-	var err error
+// retryBusy runs run until it does not fail with SQLite's BUSY. SQLite answers BUSY
+// without waiting in a few cases (a snapshot that moved under a deferred transaction, WAL
+// recovery by another process); a short pause and a fresh transaction cure them. A BUSY
+// that comes after the busy timeout's full wait is the answer: another writer holds the
+// lock for too long.
+func retryBusy(ctx context.Context, run func() error) error {
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		err = tx(ctx, db, h, fn)
-		// SQLite answers BUSY without waiting in a few cases (a snapshot that moved under a
-		// deferred transaction, WAL recovery by another process); a short pause and a fresh
-		// transaction cure them. A BUSY that comes after the busy timeout's full wait is
-		// the answer: another writer holds the lock for too long.
+		err := run()
 		if !IsBusy(err) || time.Since(start) > time.Second || attempt == 4 || ctx.Err() != nil {
-			return h.fault(err)
+			return err
 		}
 		select {
 		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
 		case <-ctx.Done():
-			return h.fault(err)
+			return err
 		}
 	}
 }
