@@ -327,13 +327,15 @@ func lockTenant(ctx context.Context, c conn, name string) error {
 // are at its limit: a new task, or a decided one going back to the queue (a parked task
 // holds no slot, so without this a tenant could park many and approve them together).
 // It takes the tenant's row first (lockTenant), so two nodes never both admit the last
-// slot.
+// slot. A tenant without a limit takes no lock: there is nothing to count, and on
+// Postgres the row lock made every submission of the tenant wait for the one before it
+// to commit.
 func admitRun(ctx context.Context, c conn, t *tenant) error {
-	if err := lockTenant(ctx, c, t.name); err != nil {
-		return err
-	}
 	if t.maxConcurrent <= 0 {
 		return nil
+	}
+	if err := lockTenant(ctx, c, t.name); err != nil {
+		return err
 	}
 	var n int
 	if err := queryRow(ctx, c, `SELECT COUNT(*) FROM sema_serve_tasks WHERE tenant = ? AND status IN (?, ?)`,
