@@ -60,9 +60,7 @@ func Grouped(ctx context.Context, db *sql.DB, fn func(q Querier) error) error {
 		if !out.lead {
 			return out.result()
 		}
-		if err, ok := h.lead(db, r); ok {
-			return err
-		}
+		return h.lead(db, r)
 	}
 }
 
@@ -113,15 +111,15 @@ func (h *handle) passLeadLocked() {
 	}
 }
 
-// lead runs, as r's caller, the group that begins with r (the first in the queue
-// whenever it leads) once the writer is free. ok is false when r's context ended before
-// the writer was free: r was withdrawn and err means nothing.
-func (h *handle) lead(db *sql.DB, r *groupWrite) (err error, ok bool) {
+// lead runs, as r's caller, the group that begins with r once the writer is free, and
+// returns r's outcome. r is first in the queue whenever it leads: the lead goes to the
+// first waiting write, and only the leader takes writes from the front.
+func (h *handle) lead(db *sql.DB, r *groupWrite) error {
 	select {
 	case h.gate <- struct{}{}:
 	case <-r.ctx.Done():
 		if h.withdraw(r) {
-			return r.ctx.Err(), true
+			return r.ctx.Err()
 		}
 		// Not possible: only the leader takes writes from the queue.
 		panic("sqlitedb: a leading write left the queue while waiting for the writer")
@@ -138,10 +136,10 @@ func (h *handle) lead(db *sql.DB, r *groupWrite) (err error, ok bool) {
 	}()
 	if len(batch) == 1 {
 		// Alone: exactly Tx, on the caller's own context and goroutine.
-		return h.retrying(r.ctx, db, r.fn), true
+		return h.retrying(r.ctx, db, r.fn)
 	}
 	h.runGroup(db, batch)
-	return (<-r.done).result(), true
+	return (<-r.done).result()
 }
 
 // retrying is Tx's body once the writer is held: fn in a transaction, run again while
