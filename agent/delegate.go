@@ -140,9 +140,8 @@ func (l *leg) prepareAgents(ctx context.Context) {
 }
 
 // taskTool is the Task tool: it runs a child leg to completion and answers with the
-// child's final text.
-// taskTool is the Task tool; its spec, whose description lists the leg's agent types, is
-// built once: it is read at every request and every call, and the catalog never changes.
+// child's final text. Its spec, whose description lists the leg's agent types, is built
+// once: it is read at every request and every call, and the catalog never changes.
 type taskTool struct {
 	l    *leg
 	spec tools.Spec

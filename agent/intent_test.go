@@ -244,13 +244,18 @@ func TestRecordFailureReleasesTheLease(t *testing.T) {
 // tells the resumed model the read has no result and changed nothing — not that it
 // never started, nor that its outcome is unknown.
 func TestReadCallsStoreNoIntent(t *testing.T) {
+	// readFixture is a pair of stores, a root holding a.txt and a Read of it.
+	readFixture := func(t *testing.T) (stores, string, scripted.ToolCall) {
+		root := t.TempDir()
+		if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("A\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return newStores(t), root, scripted.ToolCall{ID: "call_r", Name: "Read", Input: []byte(`{"file_path":"a.txt"}`)}
+	}
 	t.Parallel()
 	t.Run("entries", func(t *testing.T) {
 		t.Parallel()
-		st := newStores(t)
-		root := t.TempDir()
-		os.WriteFile(filepath.Join(root, "a.txt"), []byte("A\n"), 0o644)
-		read := scripted.ToolCall{ID: "call_r", Name: "Read", Input: []byte(`{"file_path":"a.txt"}`)}
+		st, root, read := readFixture(t)
 		p := scripted.New(scripted.Script{Turns: []scripted.Turn{
 			{ToolCalls: []scripted.ToolCall{read, writeCall("call_w", "b.txt", "B")}},
 			{Text: "done"},
@@ -276,10 +281,7 @@ func TestReadCallsStoreNoIntent(t *testing.T) {
 	})
 	t.Run("a crash during the read", func(t *testing.T) {
 		t.Parallel()
-		st := newStores(t)
-		root := t.TempDir()
-		os.WriteFile(filepath.Join(root, "a.txt"), []byte("A\n"), 0o644)
-		read := scripted.ToolCall{ID: "call_r", Name: "Read", Input: []byte(`{"file_path":"a.txt"}`)}
+		st, root, read := readFixture(t)
 		p := scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{read}}, {Text: "resumed"}}})
 		// 1 the prompt, 2 the response, 3 the read's result: the store dies there.
 		dying := &dyingStore{Store: st.sessions, failAt: 3}
