@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"runtime"
@@ -80,6 +81,33 @@ func (*Host) ReadDir(ctx context.Context, path string) ([]DirEntry, error) {
 	}
 	slices.SortFunc(out, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// ReadDirUpTo is ReadDir of a directory of at most n entries. Of a larger one it reads
+// no more than n+1 entries and reports more, with none: a caller that lists a directory
+// only to spare itself other calls stops paying once listing costs more than they would.
+func (*Host) ReadDirUpTo(ctx context.Context, path string, n int) (_ []DirEntry, more bool, _ error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(n + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, false, err
+	}
+	if len(ents) > n {
+		return nil, true, nil
+	}
+	out := make([]DirEntry, len(ents))
+	for i, e := range ents {
+		out[i] = DirEntry{Name: e.Name(), Type: e.Type()}
+	}
+	slices.SortFunc(out, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out, false, nil
 }
 
 // ReadFile reads the whole file. On Linux it refuses a symlink in any component of

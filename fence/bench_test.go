@@ -2,6 +2,7 @@ package fence
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,7 +113,20 @@ func BenchmarkResolveWithCredentials(b *testing.B) {
 // credential stores — a developer's: .ssh, .config with two logins beneath it, .aws behind
 // a link, and unrelated files — as every leg does once.
 func BenchmarkNewWithHome(b *testing.B) {
+	for _, extra := range []int{0, 300} {
+		b.Run(fmt.Sprintf("entries=+%d", extra), func(b *testing.B) { benchNewWithHome(b, extra) })
+	}
+}
+
+// benchNewWithHome is BenchmarkNewWithHome with extra more files in the home directory
+// (a crowded one: every absent store is looked for in its listing).
+func benchNewWithHome(b *testing.B, extra int) {
 	root, home, dots := realTempDir(b), realTempDir(b), realTempDir(b)
+	for i := range extra {
+		if err := os.WriteFile(filepath.Join(home, fmt.Sprintf(".Tool%03d", i)), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, d := range []string{".ssh", ".config/gh", ".config/gcloud", ".config/nvim", ".local/share", ".cache", "src", "go"} {
 		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
 			b.Fatal(err)

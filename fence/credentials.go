@@ -133,7 +133,7 @@ func buildCredentials(ctx context.Context, cfg *Config, fold bool) credentialSet
 	// cannot answer for is asked of the file system as before.
 	var probe *dirProbe
 	if canonHome != "" && !fold && !cfg.Env.CaseInsensitive() {
-		probe = &dirProbe{ctx: ctx, env: cfg.Env, lists: map[string][]env.DirEntry{}}
+		probe = &dirProbe{ctx: ctx, env: cfg.Env, lists: map[string][]env.DirEntry{}, stores: list, home: home, canonHome: canonHome}
 	}
 	for _, p := range list {
 		cs.places = appendNew(cs.places, p)
@@ -173,6 +173,20 @@ type dirProbe struct {
 	ctx   context.Context
 	env   env.ExecutionEnv
 	lists map[string][]env.DirEntry // by directory; nil for one that could not be listed
+	// folded is each listed directory's names in lower case, made at its first miss: a
+	// name absent as spelled may be listed in another case.
+	folded map[string]map[string]bool
+	// stores are the places looked for, spelled under home (canonHome is where it
+	// is): a directory is listed only while it holds no more entries than there are
+	// stores beneath it (see list).
+	stores          []string
+	home, canonHome string
+}
+
+// boundedLister is an env that can stop listing a directory past a number of entries
+// (env.Host).
+type boundedLister interface {
+	ReadDirUpTo(ctx context.Context, path string, n int) ([]env.DirEntry, bool, error)
 }
 
 // probeAnswer is what a dirProbe knows of a path.
@@ -199,10 +213,8 @@ func (d *dirProbe) look(base, p string) probeAnswer {
 		}
 		i, found := slices.BinarySearchFunc(ents, name, func(e env.DirEntry, n string) int { return strings.Compare(e.Name, n) })
 		if !found {
-			for _, e := range ents {
-				if strings.EqualFold(e.Name, name) {
-					return probeAsk
-				}
+			if d.listedInAnotherCase(dir, ents, name) {
+				return probeAsk
 			}
 			return probeAbsent
 		}
@@ -218,12 +230,56 @@ func (d *dirProbe) look(base, p string) probeAnswer {
 	}
 }
 
+// listedInAnotherCase reports whether dir's listing ents holds name in another case.
+func (d *dirProbe) listedInAnotherCase(dir string, ents []env.DirEntry, name string) bool {
+	lower, ok := d.folded[dir]
+	if !ok {
+		lower = make(map[string]bool, len(ents))
+		for _, e := range ents {
+			lower[strings.ToLower(e.Name)] = true
+		}
+		if d.folded == nil {
+			d.folded = map[string]map[string]bool{}
+		}
+		d.folded[dir] = lower
+	}
+	return lower[strings.ToLower(name)]
+}
+
+// beneath counts the stores looked for beneath dir.
+func (d *dirProbe) beneath(dir string) int {
+	n := 0
+	for _, p := range d.stores {
+		if d.canonHome != d.home && within(d.home, p) {
+			p = d.canonHome + p[len(d.home):]
+		}
+		if p != dir && within(dir, p) {
+			n++
+		}
+	}
+	return n
+}
+
 // list is dir's entries sorted by name, listed once.
 func (d *dirProbe) list(dir string) ([]env.DirEntry, bool) {
 	if ents, ok := d.lists[dir]; ok {
 		return ents, ents != nil
 	}
-	ents, err := d.env.ReadDir(d.ctx, dir)
+	var ents []env.DirEntry
+	var err error
+	if bl, ok := d.env.(boundedLister); ok {
+		// Listing costs about a third of an Lstat per entry: a directory with more
+		// entries than stores beneath it (a crowded home) is cheaper asked store by
+		// store, and a listing stops there.
+		var more bool
+		ents, more, err = bl.ReadDirUpTo(d.ctx, dir, max(8, d.beneath(dir)))
+		if more {
+			d.lists[dir] = nil
+			return nil, false
+		}
+	} else {
+		ents, err = d.env.ReadDir(d.ctx, dir)
+	}
 	if err != nil {
 		d.lists[dir] = nil
 		return nil, false

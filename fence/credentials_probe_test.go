@@ -2,6 +2,7 @@ package fence
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,47 +182,33 @@ func FuzzCredentialListings(f *testing.F) {
 	})
 }
 
-// foldingEnv is a directory that folds case on a file system that does not (Linux's
-// casefold attribute): names are found in any case, and listed in another.
-type foldingEnv struct{ *envtest.Mem }
+// casefoldEnv is foldEnv as Linux's casefold attribute makes a directory: names found in
+// any case on a file system that says it does not fold case.
+type casefoldEnv struct{ foldEnv }
 
-func (e foldingEnv) Lstat(ctx context.Context, p string) (env.FileInfo, error) {
-	return e.Mem.Lstat(ctx, strings.ToLower(p))
-}
-
-func (e foldingEnv) Stat(ctx context.Context, p string) (env.FileInfo, error) {
-	return e.Mem.Stat(ctx, strings.ToLower(p))
-}
-
-func (e foldingEnv) Readlink(ctx context.Context, p string) (string, error) {
-	return e.Mem.Readlink(ctx, strings.ToLower(p))
-}
-
-func (e foldingEnv) ReadDir(ctx context.Context, p string) ([]env.DirEntry, error) {
-	ents, err := e.Mem.ReadDir(ctx, strings.ToLower(p))
-	for i := range ents {
-		ents[i].Name = strings.ToUpper(ents[i].Name)
-	}
-	slices.SortFunc(ents, func(a, b env.DirEntry) int { return strings.Compare(a.Name, b.Name) })
-	return ents, err
-}
+func (casefoldEnv) CaseInsensitive() bool { return false }
 
 // TestCredentialListingsInAFoldingDirectory: a store listed in another case than its
-// spelling is asked of the file system, which finds it — and follows its link.
+// spelling (.SSH for .ssh) is asked of the file system, which finds it — and follows
+// its link.
 func TestCredentialListingsInAFoldingDirectory(t *testing.T) {
-	m := envtest.NewMem()
-	for _, d := range []string{"/home/u", "/data/keys"} {
-		if err := m.MkdirAll(d, 0o755); err != nil {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, keys := filepath.Join(base, "home"), filepath.Join(base, "keys")
+	for _, d := range []string{home, keys} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := m.Symlink("/data/keys", "/home/u/.ssh"); err != nil {
+	if err := os.Symlink(keys, filepath.Join(home, ".SSH")); err != nil {
 		t.Fatal(err)
 	}
-	e := foldingEnv{m}
-	checkSamePlaces(t, e, "/home/u", nil)
-	cfg := Config{Env: e, Home: "/home/u"}
-	if places := buildCredentials(context.Background(), &cfg, false).places; !slices.Contains(places, "/data/keys") {
+	e := casefoldEnv{foldEnv{env.NewHost()}}
+	checkSamePlaces(t, e, home, nil)
+	cfg := Config{Env: e, Home: home}
+	if places := buildCredentials(context.Background(), &cfg, false).places; !slices.Contains(places, keys) {
 		t.Errorf("the target of .ssh, listed as .SSH, is not among the places: %v", places)
 	}
 }
@@ -257,5 +244,46 @@ func TestCredentialListingsSpareTheLstats(t *testing.T) {
 	// Canonicalizing the home directory is an Lstat per component of its path.
 	if limit := strings.Count(home, "/") + 2; e.lstats > limit {
 		t.Errorf("%d Lstat calls for %d stores (at most %d expected)", e.lstats, len(CredentialPaths(home, "", nil)), limit)
+	}
+}
+
+// boundedCountingEnv is countingEnv over the host, keeping its bounded listing.
+type boundedCountingEnv struct{ *countingEnv }
+
+func (e boundedCountingEnv) ReadDirUpTo(ctx context.Context, p string, n int) ([]env.DirEntry, bool, error) {
+	return e.ExecutionEnv.(*env.Host).ReadDirUpTo(ctx, p, n)
+}
+
+// TestCredentialListingsOfACrowdedHome: a home directory with more entries than there
+// are stores is not listed (listing it would cost more than asking store by store), and
+// its stores are found as before — a linked one followed to where it is.
+func TestCredentialListingsOfACrowdedHome(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, keys := filepath.Join(base, "home"), filepath.Join(base, "keys")
+	for _, d := range []string{filepath.Join(home, ".config", "gh"), keys} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 300 {
+		if err := os.WriteFile(filepath.Join(home, fmt.Sprintf("download-%03d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(keys, filepath.Join(home, ".ssh")); err != nil {
+		t.Fatal(err)
+	}
+	checkSamePlaces(t, env.NewHost(), home, nil)
+	e := boundedCountingEnv{&countingEnv{ExecutionEnv: env.NewHost()}}
+	cfg := Config{Env: e, Home: home}
+	places := buildCredentials(context.Background(), &cfg, false).places
+	if !slices.Contains(places, keys) {
+		t.Errorf("the target of the linked .ssh is not among the places: %v", places)
+	}
+	if stores := len(CredentialPaths(home, "", nil)); e.lstats < stores {
+		t.Errorf("%d Lstat calls for %d stores: the crowded home was listed whole", e.lstats, stores)
 	}
 }
