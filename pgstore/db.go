@@ -44,6 +44,25 @@ type DB struct {
 // its pool: Close closes it. Failures are *sema.Error values with CodeOpenFailed or
 // CodeSchemaTooNew; no message contains the password of dsn.
 func Open(ctx context.Context, dsn string) (*DB, error) {
+	return OpenWith(ctx, dsn, Options{})
+}
+
+// Options are how OpenWith builds its pool where the connection string is silent.
+type Options struct {
+	// MaxConns is the pool's size when the connection string names no pool_max_conns;
+	// zero keeps pgxpool's default, the larger of 4 and the number of CPUs. A service
+	// needs more than a single run: connections held by LISTEN are out of the pool for
+	// good, and each statement holds its connection while the process that sent it waits
+	// to be scheduled again.
+	MaxConns int32
+}
+
+// OpenWith is Open with o applied: the connection string's pool_max_conns, when it
+// names one, is the operator's and wins over o.MaxConns.
+func OpenWith(ctx context.Context, dsn string, o Options) (*DB, error) {
+	if o.MaxConns < 0 {
+		return nil, sema.Errorf(CodeOpenFailed, "pgstore.Options.MaxConns is %d; give a positive pool size, or zero for pgxpool's default", o.MaxConns)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse error keeps the whole connection string (and so the password) in a
@@ -52,6 +71,9 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 			"the PostgreSQL connection string does not parse; write it as postgres://USER@HOST:PORT/DATABASE?sslmode=… or as key=value pairs")
 	}
 	where := describe(cfg.ConnConfig.Config)
+	if o.MaxConns > 0 && !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = o.MaxConns
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, openFailed(where, cfg.ConnConfig.Password, err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -164,6 +165,42 @@ func TestOpen(t *testing.T) {
 	if err := own.Ping(ctx); err != nil {
 		t.Fatalf("Close closed the caller's pool: %v", err)
 	}
+}
+
+// TestOpenWithPoolSize: OpenWith sizes the pool where the connection string is silent,
+// the string's own pool_max_conns wins, and a negative size is refused by name.
+func TestOpenWithPoolSize(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	ctx := t.Context()
+	sep := "?"
+	if strings.Contains(dsn(t), "?") {
+		sep = "&"
+	}
+	base := dsn(t) + sep + "search_path=" + schema
+	for _, tc := range []struct {
+		name string
+		dsn  string
+		o    pgstore.Options
+		want int32
+	}{
+		{"silent string", base, pgstore.Options{MaxConns: 13}, 13},
+		{"the string's size wins", base + "&pool_max_conns=3", pgstore.Options{MaxConns: 13}, 3},
+		{"zero keeps pgxpool's default", base, pgstore.Options{}, int32(max(4, runtime.NumCPU()))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := pgstore.OpenWith(ctx, tc.dsn, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if got := db.Pool().Config().MaxConns; got != tc.want {
+				t.Fatalf("pool of %d connections, want %d", got, tc.want)
+			}
+		})
+	}
+	_, err := pgstore.OpenWith(ctx, base, pgstore.Options{MaxConns: -1})
+	wantCode(t, err, pgstore.CodeOpenFailed)
 }
 
 // TestOpenRefusals: an address that does not parse or does not answer is refused with

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"time"
 
@@ -38,8 +39,17 @@ const notifyChannel = "sema_serve_events"
 // River's tables, so that processes starting together do not race.
 const migrationLock = 0x73656d615f737276 // "sema_srv"
 
+// poolSize is the service's Postgres pool where the operator's connection string names
+// no pool_max_conns. pgxpool's default (the larger of 4 and the CPUs) is sized for one
+// client; the service holds two of its connections for good (River's LISTEN and the
+// event streams'), and its legs' statements each hold one while the process that sent
+// them waits to be scheduled. Saturated, 1,000 sessions on 2 CPUs (BENCHMARKS.md): 4
+// connections 155–166 tasks/s, 8 175–181, 12 179–185, 16 and 24 no better. Capped so
+// that a few nodes on large machines stay within Postgres's default of 100 connections.
+func poolSize() int32 { return int32(min(32, 4+4*runtime.NumCPU())) }
+
 func openPostgres(ctx context.Context, url string) (*pgBackend, error) {
-	store, err := pgstore.Open(ctx, url)
+	store, err := pgstore.OpenWith(ctx, url, pgstore.Options{MaxConns: poolSize()})
 	if err != nil {
 		return nil, err
 	}
