@@ -100,10 +100,12 @@ func (l *eventLog) write(batch []*eventWrite) {
 	slices.Sort(tasks)
 	tasks = slices.Compact(tasks)
 	err := l.s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
-		for _, w := range batch {
-			if err := w.h.write(ctx, c); err != nil {
-				return err
-			}
+		hs := make([]*heldWrites, len(batch))
+		for i, w := range batch {
+			hs[i] = w.h
+		}
+		if err := writeHeld(ctx, c, hs...); err != nil {
+			return err
 		}
 		return l.s.notifyIn(ctx, c, tasks)
 	})

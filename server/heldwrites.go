@@ -85,22 +85,58 @@ type statement struct {
 	args []any
 }
 
-// statements are the held writes as the service's SQL, in order: the events, then the
-// spend.
-func (h *heldWrites) statements() []statement {
-	out := make([]statement, 0, len(h.events)+len(h.spend))
-	for _, ev := range h.events {
-		out = append(out, statement{qInsertEvent, []any{h.task, ev.seq, ev.data}})
+// statements are the held writes of hs as the service's SQL, in order: the events, then
+// the spend. On Postgres (pg) the events are one statement however many they are — each
+// row is otherwise a statement of its own for the server to parse, plan and answer;
+// SQLite runs in the process, where a statement per row costs no round trip and keeps
+// one prepared form.
+func statements(pg bool, hs ...*heldWrites) []statement {
+	var out []statement
+	if pg {
+		if st, ok := insertEvents(hs); ok {
+			out = append(out, st)
+		}
+	} else {
+		for _, h := range hs {
+			for _, ev := range h.events {
+				out = append(out, statement{qInsertEvent, []any{h.task, ev.seq, ev.data}})
+			}
+		}
 	}
-	for _, s := range h.spend {
-		out = append(out, statement{qRecordSpend, []any{h.tenant, s.hour, s.tokens}})
+	for _, h := range hs {
+		for _, s := range h.spend {
+			out = append(out, statement{qRecordSpend, []any{h.tenant, s.hour, s.tokens}})
+		}
 	}
 	return out
 }
 
-// write runs the held writes on c, a transaction's connection.
-func (h *heldWrites) write(ctx context.Context, c conn) error {
-	for _, st := range h.statements() {
+// qInsertEvents is qInsertEvent for many rows, on Postgres: the rows' columns as arrays.
+const qInsertEvents = `INSERT INTO sema_serve_events (task_id, seq, data) SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[])`
+
+// insertEvents is one statement that stores the events of every hs; false when they
+// hold none.
+func insertEvents(hs []*heldWrites) (statement, bool) {
+	n := 0
+	for _, h := range hs {
+		n += len(h.events)
+	}
+	if n == 0 {
+		return statement{}, false
+	}
+	tasks, seqs, data := make([]string, 0, n), make([]int64, 0, n), make([]string, 0, n)
+	for _, h := range hs {
+		for _, ev := range h.events {
+			tasks, seqs, data = append(tasks, h.task), append(seqs, ev.seq), append(data, ev.data)
+		}
+	}
+	return statement{qInsertEvents, []any{tasks, seqs, data}}, true
+}
+
+// writeHeld runs the held writes of hs on c, a transaction's connection.
+func writeHeld(ctx context.Context, c conn, hs ...*heldWrites) error {
+	_, pg := c.(pgConn)
+	for _, st := range statements(pg, hs...) {
 		if _, err := c.exec(ctx, st.q, st.args...); err != nil {
 			return err
 		}

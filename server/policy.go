@@ -192,6 +192,14 @@ func (s *Server) policy(ctx context.Context, c conn, name string) (Policy, error
 	if err != nil {
 		return Policy{}, err
 	}
+	return storedPolicy(name, data)
+}
+
+// storedPolicy reads the policy stored for tenant name ("" when none was set).
+func storedPolicy(name, data string) (Policy, error) {
+	if data == "" {
+		return Policy{}, nil
+	}
 	var p Policy
 	if err := json.Unmarshal([]byte(data), &p); err != nil {
 		return Policy{}, sema.Errorf(CodePolicyInvalid, "the stored policy of tenant %s does not read: %v; set it again", name, err)
@@ -256,8 +264,8 @@ func allowedModes(p Policy) []string {
 // (budget_exceeded) when the day's budget runs out rather than after it; the returned
 // legSpend records the leg's spend and holds the budget as it runs. A leg whose stored
 // spec the policy no longer allows (it changed since the task was queued) is refused.
-func (s *Server) applyPolicy(ctx context.Context, t *taskRow, spec *agent.TaskSpec) (*legSpend, error) {
-	p, err := s.policy(ctx, s.b.db(), t.tenant)
+func (s *Server) applyPolicy(ctx context.Context, t *taskRow, ten *legTenant, spec *agent.TaskSpec) (*legSpend, error) {
+	p, err := storedPolicy(t.tenant, ten.policy)
 	if err != nil {
 		return nil, err
 	}
@@ -283,10 +291,7 @@ func (s *Server) applyPolicy(ctx context.Context, t *taskRow, spec *agent.TaskSp
 		spec.MaxBudgetUSD, spec.FirmBudgetUSD = p.MaxUSDPerTask, true
 	}
 	tokens := p.MaxTokensPerTask
-	var perDay int64
-	if err := queryRow(ctx, s.b.db(), `SELECT tokens_per_day FROM sema_serve_tenants WHERE name = ?`, []any{t.tenant}, &perDay); err != nil && !errors.Is(err, errNoRow) {
-		return nil, err
-	}
+	perDay := ten.perDay
 	if perDay > 0 {
 		used, err := tokensToday(ctx, s.b.db(), t.tenant, nowMS())
 		if err != nil {

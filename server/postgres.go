@@ -40,13 +40,13 @@ const notifyChannel = "sema_serve_events"
 const migrationLock = 0x73656d615f737276 // "sema_srv"
 
 // poolSize is the service's Postgres pool where the operator's connection string names
-// no pool_max_conns. pgxpool's default (the larger of 4 and the CPUs) is sized for one
-// client; the service holds two of its connections for good (River's LISTEN and the
-// event streams'), and its legs' statements each hold one while the process that sent
-// them waits to be scheduled. Saturated, 1,000 sessions on 2 CPUs (BENCHMARKS.md): 4
-// connections 155–166 tasks/s, 8 175–181, 12 179–185, 16 and 24 no better. Capped so
-// that a few nodes on large machines stay within Postgres's default of 100 connections.
-func poolSize() int32 { return int32(min(32, 4+4*runtime.NumCPU())) }
+// no pool_max_conns: pgxpool's own default (the larger of 4 and the CPUs) for the legs
+// and the API, and two more for the connections LISTEN holds for good (River's queue
+// and the event streams'), which pgxpool's default left the legs without. Saturated,
+// 1,000 sessions on 2 CPUs (BENCHMARKS.md): 4 connections 155–166 tasks/s, 6 171–175,
+// 12 179–184. More is the operator's to give (pool_max_conns): every connection is a
+// Postgres backend, and several nodes share the database's max_connections.
+func poolSize() int32 { return int32(max(4, runtime.NumCPU()) + 2) }
 
 func openPostgres(ctx context.Context, url string) (*pgBackend, error) {
 	store, err := pgstore.OpenWith(ctx, url, pgstore.Options{MaxConns: poolSize()})
@@ -131,7 +131,7 @@ func (b *pgBackend) notifyIn(ctx context.Context, c conn, ids []string) error {
 // with the other processes' wake-up: sent at once, one round trip and one commit.
 func (b *pgBackend) appendTurn(ctx context.Context, es []session.Entry, h *heldWrites) ([]string, error) {
 	batch := &pgx.Batch{}
-	for _, st := range h.statements() {
+	for _, st := range statements(true, h) {
 		batch.Queue(numbered(st.q), st.args...)
 	}
 	batch.Queue(numbered(qNotify), notifyChannel, []string{h.task})

@@ -220,14 +220,14 @@ type legPlan struct {
 // not run: the error is then the job's answer — nil or finish's when the task ended
 // here (a refused spec, policy or decision), the store's when River should try again.
 func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*legPlan, error) {
-	tenantFiles, err := s.tenantSettings(ctx, t.tenant)
+	ten, err := s.readLegTenant(ctx, t.tenant)
 	if err != nil && sema.CodeOf(err) == "" {
 		return nil, err // the store is down for now; River tries again
 	}
 	if err != nil {
 		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
-	spec, runner, err := s.prepare(t, legs, tenantFiles)
+	spec, runner, err := s.prepare(t, legs, ten.settings)
 	if err != nil {
 		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
@@ -243,7 +243,7 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 	if err != nil {
 		return nil, err
 	}
-	spend, err := s.applyPolicy(ctx, t, &spec)
+	spend, err := s.applyPolicy(ctx, t, ten, &spec)
 	if err != nil {
 		if sema.CodeOf(err) == "" {
 			return nil, err // the store is down for now; River tries again
@@ -515,7 +515,7 @@ func (s *Server) finishLeg(ctx context.Context, t *taskRow, obj map[string]any, 
 	} else {
 		err = legs.commit(func(h *heldWrites) error {
 			return s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
-				if err := h.write(ctx, c); err != nil {
+				if err := writeHeld(ctx, c, h); err != nil {
 					return err
 				}
 				var err error
