@@ -85,30 +85,33 @@ func (l *eventLog) run() {
 	}
 }
 
-// write commits a batch in one transaction, with the other processes' wake-up when the
-// backend sends one. When that fails, each leg's writes are committed on their own, so
+// write commits a batch in one transaction (on Postgres one batch of statements, see
+// pgBackend.commitHeld), with the other processes' wake-up when the backend sends one. When that fails, each leg's writes are committed on their own, so
 // one's failure (a task's duplicate sequence number, say) is its own leg's error and no
 // other's.
 func (l *eventLog) write(batch []*eventWrite) {
 	ctx := context.Background()
 	tasks := make([]string, 0, len(batch))
+	hs := make([]*heldWrites, len(batch))
 	events := 0
-	for _, w := range batch {
+	for i, w := range batch {
 		tasks = append(tasks, w.h.task)
+		hs[i] = w.h
 		events += len(w.h.events)
 	}
 	slices.Sort(tasks)
 	tasks = slices.Compact(tasks)
-	err := l.s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
-		hs := make([]*heldWrites, len(batch))
-		for i, w := range batch {
-			hs[i] = w.h
-		}
-		if err := writeHeld(ctx, c, hs...); err != nil {
-			return err
-		}
-		return l.s.notifyIn(ctx, c, tasks)
-	})
+	var err error
+	if hc, ok := l.s.b.(heldCommitter); ok {
+		err = hc.commitHeld(ctx, tasks, hs)
+	} else {
+		err = l.s.b.tx(ctx, func(c conn, _ enqueueFunc) error {
+			if err := writeHeld(ctx, c, hs...); err != nil {
+				return err
+			}
+			return l.s.notifyIn(ctx, c, tasks)
+		})
+	}
 	if err != nil && len(batch) > 1 {
 		for _, w := range batch {
 			l.write([]*eventWrite{w})

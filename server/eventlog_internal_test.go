@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 )
@@ -121,6 +122,45 @@ func TestEventLogFailureIsTheWritersOwn(t *testing.T) {
 		for tenant, want := range map[string]int64{"t-a": 0, "t-b": 7, "t-c": 7, "t-d": 7} {
 			if got, err := tokensToday(ctx, s.b.db(), tenant, nowMS()); err != nil || got != want {
 				t.Errorf("tenant %s spent %d (%v), want %d", tenant, got, err, want)
+			}
+		}
+	})
+}
+
+// TestEventLogBatchCommitsWhole: on Postgres a batch is sent as one implicit transaction;
+// when a statement after the events fails (here one leg's spend, whose hour's sum would
+// pass the column's range), none of the batch is kept, and each leg's writes are tried
+// alone: the others' events are stored once, the failing leg's not at all. (SQLite turns
+// such a sum into a real number instead of failing, so the case is Postgres's.)
+func TestEventLogBatchCommitsWhole(t *testing.T) {
+	eachStoreInternal(t, func(t *testing.T, cfg Config) {
+		if cfg.Postgres == "" {
+			t.Skip("a sum past the integer range does not fail on SQLite")
+		}
+		s := newEventTestServer(t, cfg)
+		ctx := context.Background()
+		now := nowMS()
+		if err := recordSpend(ctx, s.b.db(), "t-x", math.MaxInt64-3, now); err != nil {
+			t.Fatal(err)
+		}
+		write := func(task string, seqs ...int64) *eventWrite {
+			h := &heldWrites{task: task, tenant: "t-" + task}
+			for _, seq := range seqs {
+				h.events = append(h.events, storedEvent{seq: seq, data: fmt.Sprintf(`"%s%d"`, task, seq)})
+			}
+			h.addSpend(7, now)
+			return &eventWrite{h: h, err: make(chan error, 1)}
+		}
+		batch := []*eventWrite{write("b", 1, 2), write("x", 1), write("c", 1)}
+		s.events.write(batch)
+		for i, want := range []bool{true, false, true} {
+			if err := <-batch[i].err; (err == nil) != want {
+				t.Errorf("write %d (%s): err %v", i, batch[i].h.task, err)
+			}
+		}
+		for task, n := range map[string]int{"b": 2, "x": 0, "c": 1} {
+			if got := storedEvents(t, s, task); len(got) != n {
+				t.Errorf("task %s: %v, want %d events", task, got, n)
 			}
 		}
 	})

@@ -127,6 +127,19 @@ func (b *pgBackend) notifyIn(ctx context.Context, c conn, ids []string) error {
 	return err
 }
 
+// commitHeld commits the held writes of hs and the other processes' wake-up in one
+// batch: one implicit transaction (pgx sends a batch with one Sync), so they commit
+// together or not at all, for one round trip where BEGIN, the events, the spend, the
+// notify and COMMIT took one each.
+func (b *pgBackend) commitHeld(ctx context.Context, ids []string, hs []*heldWrites) error {
+	batch := &pgx.Batch{}
+	for _, st := range statements(true, hs...) {
+		batch.Queue(numbered(st.q), st.args...)
+	}
+	batch.Queue(numbered(qNotify), notifyChannel, ids)
+	return b.pool.SendBatch(ctx, batch).Close()
+}
+
 // appendTurn commits a transcript batch and a leg's held writes in one transaction,
 // with the other processes' wake-up: sent at once, one round trip and one commit.
 func (b *pgBackend) appendTurn(ctx context.Context, es []session.Entry, h *heldWrites) ([]string, error) {

@@ -264,6 +264,13 @@ type txNotifier interface {
 	notifyIn(ctx context.Context, c conn, taskIDs []string) error
 }
 
+// heldCommitter is a backend that commits held writes, and the word to other processes,
+// as one batch: statements known before any is sent need no transaction opened and
+// closed around them, one round trip each.
+type heldCommitter interface {
+	commitHeld(ctx context.Context, taskIDs []string, hs []*heldWrites) error
+}
+
 // notifyIn tells other processes, in the transaction c, that the streams of tasks ids
 // grew, when the backend can reach them.
 func (s *Server) notifyIn(ctx context.Context, c conn, ids []string) error {
