@@ -357,8 +357,8 @@ func (l *leg) childSession(ctx context.Context) (session.Session, error) {
 	root, fsID := l.fence.Root(), history.FilesystemIdentity(l.deps.Env)
 	lineage := &history.Lineage{Scope: p.historyScope, Root: p.fence.Root(), FS: history.FilesystemIdentity(p.deps.Env)}
 	scope := history.ResolveScope(lineage, root, fsID, "")
-	s, err := l.store.Create(ctx, session.Session{Root: root, FSID: fsID, Model: l.spec.Model, Mode: string(l.modes.Requested()),
-		Title: title(l.link.description), ParentID: p.sessionID, Scope: scope})
+	s, err := l.store.Create(ctx, l.newSession(session.Session{Root: root, FSID: fsID, Model: l.spec.Model,
+		Title: title(l.link.description), ParentID: p.sessionID, Scope: scope}))
 	if err != nil {
 		return s, err
 	}

@@ -47,6 +47,9 @@ type leg struct {
 	// opening is set when a new session is stored beside the leg's first request
 	// (openBeside): legID and lease are read only after opened.
 	opening *later.Value[struct{}]
+	// storedModes are the mode words the session's row held when the leg opened it (set
+	// with legID): a leg that ends in them has nothing to store at its close.
+	storedModes sessionModes
 
 	// rec writes the leg's transcript (opened once the leg's session is); it fails
 	// closed, so the stored chain stays a prefix that the next leg can complete.

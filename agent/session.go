@@ -426,17 +426,17 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 			return err
 		}
 		l.resume, l.todoList = st, st.todos
-		l.openBeside(ctx, session.Session{
+		l.openBeside(ctx, l.newSession(session.Session{
 			ID: newSessionID(), Root: root, FSID: history.FilesystemIdentity(l.deps.Env), Model: l.spec.Model,
-			Mode: string(l.modes.Requested()), Title: title(l.spec.titleText()),
-		})
+			Title: title(l.spec.titleText()),
+		}))
 		return nil
 	case loaded == nil:
 		var leg session.Leg
-		s, leg, err = l.createLeased(ctx, session.Session{
+		s, leg, err = l.createLeased(ctx, l.newSession(session.Session{
 			ID: l.spec.SessionID, Root: root, FSID: history.FilesystemIdentity(l.deps.Env), Model: l.spec.Model,
-			Mode: string(l.modes.Requested()), Title: title(l.spec.titleText()),
-		})
+			Title: title(l.spec.titleText()),
+		}))
 		started = &leg
 	case loaded.Root != root:
 		return sema.Errorf(CodeRootMismatch, "session %s works in %s, not in %s; resume it from its own root", loaded.ID, loaded.Root, root)
@@ -454,6 +454,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	if err != nil {
 		return err
 	}
+	l.storedModes = modesOf(s)
 	if l.lease == nil && started == nil {
 		// A fork: nobody else knows it yet, but a --continue elsewhere may find it, so it
 		// is claimed like any other.
@@ -511,7 +512,7 @@ func (l *leg) storeNew(ctx context.Context, s session.Session) error {
 	if created.ID != s.ID || created.HistoryScope() != s.HistoryScope() {
 		return sema.Errorf(CodeSessionRecordFailed, "the session store created session %s (scope %s) when asked for %s", created.ID, created.HistoryScope(), s.ID)
 	}
-	l.legID = leg.ID
+	l.legID, l.storedModes = leg.ID, modesOf(created)
 	return nil
 }
 
@@ -543,15 +544,36 @@ func (l *leg) closeSession(ctx context.Context, status sema.Status) {
 	if l.leaseGone(cause) {
 		return // the session is another run's now; this leg's mode must not overwrite it
 	}
+	now := sessionModes{mode: string(l.modes.Requested()), effective: string(l.modes.Current()), prePlan: string(l.modes.PrePlanMode())}
+	if now == l.storedModes {
+		// The row holds them already: a session's modes are written only as it is
+		// created or forked and as a leg ends, and the lease kept other legs out since
+		// this one read them. Skipped, the close is one transaction fewer (four
+		// statements on Postgres).
+		return
+	}
 	_, err := l.store.Update(ctx, l.sessionID, func(s *session.Session) error {
-		s.Mode = string(l.modes.Requested())
-		s.EffectiveMode = string(l.modes.Current())
-		s.PrePlanMode = string(l.modes.PrePlanMode())
+		s.Mode, s.EffectiveMode, s.PrePlanMode = now.mode, now.effective, now.prePlan
 		return nil
 	})
 	if err != nil {
 		l.notice(sema.Notice{Code: CodeSessionRecordFailed, Message: "the session's mode could not be stored: " + err.Error()})
 	}
+}
+
+// newSession is s, a session this leg creates, with the modes the leg starts in: the
+// row says from its creation what the leg runs in, and a leg that ends in them stores
+// nothing more at its close.
+func (l *leg) newSession(s session.Session) session.Session {
+	s.Mode, s.EffectiveMode, s.PrePlanMode = string(l.modes.Requested()), string(l.modes.Current()), string(l.modes.PrePlanMode())
+	return s
+}
+
+// sessionModes are the mode words a session's row keeps for the leg after it.
+type sessionModes struct{ mode, effective, prePlan string }
+
+func modesOf(s session.Session) sessionModes {
+	return sessionModes{mode: s.Mode, effective: s.EffectiveMode, prePlan: s.PrePlanMode}
 }
 
 // title is the first line of the prompt, shortened, for session listings.
