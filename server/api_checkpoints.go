@@ -227,7 +227,7 @@ func (s *Server) checkBudgetAnswer(ctx context.Context, t *tenant, a agent.Answe
 	if raise == nil {
 		return 0, nil
 	}
-	p, err := s.policy(ctx, s.b.db(), t.name)
+	p, err := s.tenantPolicy(ctx, t)
 	if err != nil {
 		return http.StatusInternalServerError, err
 	}

@@ -147,7 +147,7 @@ func (s *Server) check(ctx context.Context, t *tenant, spec *client.TaskSpec) (i
 	if spec.ForkSession && spec.Resume == "" {
 		return bad(sema.Errorf(agent.CodeResumeInvalid, "fork_session needs resume: the session to fork"))
 	}
-	p, err := s.policy(ctx, s.b.db(), t.name)
+	p, err := s.tenantPolicy(ctx, t)
 	if err != nil {
 		return http.StatusInternalServerError, err
 	}

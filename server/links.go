@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -305,11 +306,14 @@ func (s *Server) refuseLink(w http.ResponseWriter, r *http.Request, state string
 // tenantNamed is the tenant a link acts for; the token id in the logs names the link.
 func (s *Server) tenantNamed(ctx context.Context, name string) (*tenant, error) {
 	var t tenant
-	err := queryRow(ctx, s.b.db(), `SELECT name, base, max_concurrent, tokens_per_day, queue FROM sema_serve_tenants WHERE name = ? AND deleted_ms IS NULL`,
-		[]any{name}, &t.name, &t.base, &t.maxConcurrent, &t.tokensPerDay, &t.queue)
+	var policy sql.NullString
+	err := queryRow(ctx, s.b.db(), `SELECT t.name, t.base, t.max_concurrent, t.tokens_per_day, t.queue, `+qTenantPolicy+`
+		FROM sema_serve_tenants t WHERE t.name = ? AND t.deleted_ms IS NULL`,
+		[]any{name}, &t.name, &t.base, &t.maxConcurrent, &t.tokensPerDay, &t.queue, &policy)
 	if err != nil {
 		return nil, err
 	}
+	t.policy, t.policyRead = policy.String, true
 	return &t, nil
 }
 

@@ -207,6 +207,15 @@ func storedPolicy(name, data string) (Policy, error) {
 	return p, nil
 }
 
+// tenantPolicy is t's policy: as read with t, or from the store when t was built
+// without it.
+func (s *Server) tenantPolicy(ctx context.Context, t *tenant) (Policy, error) {
+	if t.policyRead {
+		return storedPolicy(t.name, t.policy)
+	}
+	return s.policy(ctx, s.b.db(), t.name)
+}
+
 // operatorModel reports whether model is a model word the operator lets tasks name.
 func (s *Server) operatorModel(model string) bool {
 	return model == "" || slices.Contains(s.cfg.Models, model)
@@ -264,8 +273,8 @@ func allowedModes(p Policy) []string {
 // (budget_exceeded) when the day's budget runs out rather than after it; the returned
 // legSpend records the leg's spend and holds the budget as it runs. A leg whose stored
 // spec the policy no longer allows (it changed since the task was queued) is refused.
-func (s *Server) applyPolicy(ctx context.Context, t *taskRow, ten *legTenant, spec *agent.TaskSpec) (*legSpend, error) {
-	p, err := storedPolicy(t.tenant, ten.policy)
+func (s *Server) applyPolicy(ctx context.Context, t *taskRow, start *legStart, spec *agent.TaskSpec) (*legSpend, error) {
+	p, err := storedPolicy(t.tenant, start.policy)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +300,7 @@ func (s *Server) applyPolicy(ctx context.Context, t *taskRow, ten *legTenant, sp
 		spec.MaxBudgetUSD, spec.FirmBudgetUSD = p.MaxUSDPerTask, true
 	}
 	tokens := p.MaxTokensPerTask
-	perDay := ten.perDay
+	perDay := start.perDay
 	if perDay > 0 {
 		used, err := tokensToday(ctx, s.b.db(), t.tenant, nowMS())
 		if err != nil {

@@ -143,7 +143,7 @@ func (s *Server) setTaskMode(w http.ResponseWriter, r *http.Request, t *tenant) 
 		writeErr(w, r, http.StatusBadRequest, err)
 		return
 	}
-	p, err := s.policy(ctx, s.b.db(), t.name)
+	p, err := s.tenantPolicy(ctx, t)
 	if err != nil {
 		s.internal(w, r, err)
 		return

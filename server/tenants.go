@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -27,7 +28,15 @@ type tenant struct {
 	tokensPerDay  int64
 	// queue is the River queue of its tasks: the workers that declare it run them.
 	queue string
+	// policy is the tenant's stored policy ("" when none), read with the tenant when
+	// policyRead, so that a request that checks it needs no round trip of its own (see
+	// Server.tenantPolicy); a tenant built without it reads it from the store.
+	policy     string
+	policyRead bool
 }
+
+// qTenantPolicy is the column a tenant's query adds to read its policy with it.
+const qTenantPolicy = `(SELECT policy FROM sema_serve_policies WHERE tenant = t.name)`
 
 // TenantConfig is a tenant's limits (zero: none) and where its tasks run.
 type TenantConfig struct {
@@ -148,10 +157,11 @@ func (s *Server) authenticate(ctx context.Context, header string) (*tenant, erro
 		return nil, errUnauthorized
 	}
 	var t tenant
+	var policy sql.NullString
 	hash := tokenHash(token)
-	err := queryRow(ctx, s.b.db(), `SELECT t.name, t.base, t.max_concurrent, t.tokens_per_day, t.queue
+	err := queryRow(ctx, s.b.db(), `SELECT t.name, t.base, t.max_concurrent, t.tokens_per_day, t.queue, `+qTenantPolicy+`
 		FROM sema_serve_tokens k JOIN sema_serve_tenants t ON t.name = k.tenant
-		WHERE k.hash = ? AND t.deleted_ms IS NULL`, []any{hash}, &t.name, &t.base, &t.maxConcurrent, &t.tokensPerDay, &t.queue)
+		WHERE k.hash = ? AND t.deleted_ms IS NULL`, []any{hash}, &t.name, &t.base, &t.maxConcurrent, &t.tokensPerDay, &t.queue, &policy)
 	if errors.Is(err, errNoRow) {
 		return nil, errUnauthorized
 	}
@@ -159,6 +169,7 @@ func (s *Server) authenticate(ctx context.Context, header string) (*tenant, erro
 		return nil, err
 	}
 	t.tokenID = tokenID(hash)
+	t.policy, t.policyRead = policy.String, true
 	return &t, nil
 }
 

@@ -220,14 +220,14 @@ type legPlan struct {
 // not run: the error is then the job's answer — nil or finish's when the task ended
 // here (a refused spec, policy or decision), the store's when River should try again.
 func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*legPlan, error) {
-	ten, err := s.readLegTenant(ctx, t.tenant)
+	start, err := s.readLegStart(ctx, t)
 	if err != nil && sema.CodeOf(err) == "" {
 		return nil, err // the store is down for now; River tries again
 	}
 	if err != nil {
 		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
-	spec, runner, err := s.prepare(t, legs, ten.settings)
+	spec, runner, err := s.prepare(t, legs, start.settings)
 	if err != nil {
 		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
@@ -243,7 +243,7 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 	if err != nil {
 		return nil, err
 	}
-	spend, err := s.applyPolicy(ctx, t, ten, &spec)
+	spend, err := s.applyPolicy(ctx, t, start, &spec)
 	if err != nil {
 		if sema.CodeOf(err) == "" {
 			return nil, err // the store is down for now; River tries again
@@ -254,9 +254,7 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 	if err := s.markRunning(ctx, t, beganNow); err != nil {
 		return nil, err
 	}
-	if legs.seq, err = s.lastSeq(ctx, t.id); err != nil {
-		return nil, err
-	}
+	legs.seq = start.lastSeq
 	p := &legPlan{spec: spec, runner: runner, answer: answer, spend: spend, announced: map[string]bool{}}
 	if legs.seq > 0 {
 		if p.announced, err = s.announcedCalls(ctx, t.id); err != nil {
