@@ -86,9 +86,9 @@ func (l *eventLog) run() {
 }
 
 // write commits a batch in one transaction (on Postgres one batch of statements, see
-// pgBackend.commitHeld), with the other processes' wake-up when the backend sends one. When that fails, each leg's writes are committed on their own, so
-// one's failure (a task's duplicate sequence number, say) is its own leg's error and no
-// other's.
+// pgBackend.commitHeld), with the other processes' wake-up when the backend sends one.
+// When that fails, each leg's writes are committed on their own, so one's failure (a
+// task's duplicate sequence number, say) is its own leg's error and no other's.
 func (l *eventLog) write(batch []*eventWrite) {
 	ctx := context.Background()
 	tasks := make([]string, 0, len(batch))
