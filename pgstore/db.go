@@ -67,6 +67,10 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*DB, error) {
 	if err != nil {
 		// pgx's parse error keeps the whole connection string (and so the password) in a
 		// field and its cause; neither is passed on.
+		if strings.Contains(dsn, "pool_") {
+			return nil, sema.Errorf(CodeOpenFailed,
+				"the PostgreSQL connection string does not parse; check its pool_ settings (pool_max_conns is a whole number, at least 1) and the rest: postgres://USER@HOST:PORT/DATABASE?sslmode=… or key=value pairs")
+		}
 		return nil, sema.Errorf(CodeOpenFailed,
 			"the PostgreSQL connection string does not parse; write it as postgres://USER@HOST:PORT/DATABASE?sslmode=… or as key=value pairs")
 	}

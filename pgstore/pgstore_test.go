@@ -122,17 +122,22 @@ func wantCode(t *testing.T, err error, code string) {
 	}
 }
 
+// schemaDSN is the test database's address with schema as its search_path.
+func schemaDSN(t testing.TB, schema string) string {
+	sep := "?"
+	if strings.Contains(dsn(t), "?") {
+		sep = "&"
+	}
+	return dsn(t) + sep + "search_path=" + schema
+}
+
 // TestOpen: Open reaches the schema a search_path in the address names, migrates it, and
 // Close closes the pool it made; New leaves the caller's pool open.
 func TestOpen(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
 	ctx := t.Context()
-	sep := "?"
-	if strings.Contains(dsn(t), "?") {
-		sep = "&"
-	}
-	db, err := pgstore.Open(ctx, dsn(t)+sep+"search_path="+schema)
+	db, err := pgstore.Open(ctx, schemaDSN(t, schema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +178,7 @@ func TestOpenWithPoolSize(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
 	ctx := t.Context()
-	sep := "?"
-	if strings.Contains(dsn(t), "?") {
-		sep = "&"
-	}
-	base := dsn(t) + sep + "search_path=" + schema
+	base := schemaDSN(t, schema)
 	for _, tc := range []struct {
 		name string
 		dsn  string
@@ -212,12 +213,17 @@ func TestOpenRefusals(t *testing.T) {
 		{"does not parse", "postgres://sema:" + secret + "@[::1/db"},
 		{"bad key=value", "host=127.0.0.1 password=" + secret + " port=notanumber"},
 		{"nobody listens", "postgres://sema:" + secret + "@127.0.0.1:1/db?connect_timeout=2"},
+		{"a pool size that is no number", "postgres://sema:" + secret + "@127.0.0.1:1/db?pool_max_conns=many"},
+		{"a pool of none", "host=127.0.0.1 password=" + secret + " pool_max_conns=0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := pgstore.Open(t.Context(), tc.dsn)
 			wantCode(t, err, pgstore.CodeOpenFailed)
 			if strings.Contains(err.Error(), secret) || strings.Contains(sema.MessageOf(err), secret) {
 				t.Fatalf("the error shows the password: %v", err)
+			}
+			if strings.Contains(tc.dsn, "pool_max_conns") && !strings.Contains(sema.MessageOf(err), "pool_max_conns") {
+				t.Fatalf("a bad pool size is refused without naming it: %v", err)
 			}
 			t.Log(err)
 		})

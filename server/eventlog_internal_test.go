@@ -46,6 +46,17 @@ func storedEvents(t *testing.T, s *Server, task string) []string {
 	return out
 }
 
+// heldEventWrite is a leg's write for the event log: task's events numbered seqs, and 7
+// tokens spent at now by tenant "t-"+task.
+func heldEventWrite(task string, now int64, seqs ...int64) *eventWrite {
+	h := &heldWrites{task: task, tenant: "t-" + task}
+	for _, seq := range seqs {
+		h.events = append(h.events, storedEvent{seq: seq, data: fmt.Sprintf(`"%s%d"`, task, seq)})
+	}
+	h.addSpend(7, now)
+	return &eventWrite{h: h, err: make(chan error, 1)}
+}
+
 // TestEventLogConcurrentAppends: many legs appending at once each find every one of
 // their events stored, in order, once — on both stores (on Postgres a batch's events
 // are one statement).
@@ -96,14 +107,7 @@ func TestEventLogFailureIsTheWritersOwn(t *testing.T) {
 		if err := s.events.append("a", 2, []byte(`"first"`)); err != nil {
 			t.Fatal(err)
 		}
-		write := func(task string, seqs ...int64) *eventWrite {
-			h := &heldWrites{task: task, tenant: "t-" + task}
-			for _, seq := range seqs {
-				h.events = append(h.events, storedEvent{seq: seq, data: fmt.Sprintf(`"%s%d"`, task, seq)})
-			}
-			h.addSpend(7, nowMS())
-			return &eventWrite{h: h, err: make(chan error, 1)}
-		}
+		write := func(task string, seqs ...int64) *eventWrite { return heldEventWrite(task, nowMS(), seqs...) }
 		batch := []*eventWrite{write("b", 1, 2, 3), write("a", 1, 2, 3), write("c", 1), write("d", 1, 2)}
 		s.events.write(batch)
 		for i, want := range []bool{true, false, true, true} {
@@ -143,14 +147,7 @@ func TestEventLogBatchCommitsWhole(t *testing.T) {
 		if err := recordSpend(ctx, s.b.db(), "t-x", math.MaxInt64-3, now); err != nil {
 			t.Fatal(err)
 		}
-		write := func(task string, seqs ...int64) *eventWrite {
-			h := &heldWrites{task: task, tenant: "t-" + task}
-			for _, seq := range seqs {
-				h.events = append(h.events, storedEvent{seq: seq, data: fmt.Sprintf(`"%s%d"`, task, seq)})
-			}
-			h.addSpend(7, now)
-			return &eventWrite{h: h, err: make(chan error, 1)}
-		}
+		write := func(task string, seqs ...int64) *eventWrite { return heldEventWrite(task, now, seqs...) }
 		batch := []*eventWrite{write("b", 1, 2), write("x", 1), write("c", 1)}
 		s.events.write(batch)
 		for i, want := range []bool{true, false, true} {
