@@ -166,6 +166,9 @@ func (b *sqliteBackend) tx(ctx context.Context, fn func(c conn, enqueue enqueueF
 	if err == nil {
 		err = tx.Commit() // and so gives the connection back, for the preparing below
 	}
+	if err == nil {
+		sqlitedb.Committed(b.serve) // for the checkpoints beside the writers
+	}
 	for _, q := range fresh {
 		if err != nil || sqlitedb.Prepare(ctx, b.serve, q) != nil {
 			b.seen.Delete(q) // the next transaction that runs it tries again

@@ -216,6 +216,7 @@ func (h *handle) runGroup(db *sql.DB, batch []*groupWrite) {
 	for _, r := range ran {
 		r.done <- groupOutcome{}
 	}
+	h.committed(db)
 }
 
 // runAlone runs each write in a transaction of its own, as Tx would have, for writes a

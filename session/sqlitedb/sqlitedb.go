@@ -117,6 +117,7 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+syncMode+")")
+	q.Add("_pragma", walPragma()) // checkpoints beside the writers: see checkpoint.go
 	q.Set("_txlock", "immediate")
 	// A file: URI with an escaped path keeps a '?' or '#' in a directory name from being
 	// read as the start of the parameters.
@@ -137,6 +138,7 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	h := handleFor(db)
 	handles.Lock()
 	h.path, h.busy, h.created, h.fromImage = abs, opts.busyTimeout(), created, created && len(opts.Image) > 0
+	h.ckpt.on, h.ckpt.dsn = true, dsn
 	handles.Unlock()
 	return db, nil
 }
@@ -257,6 +259,8 @@ type handle struct {
 	// preparing counts the statements being compiled beside an opening (Attach); Close
 	// waits for them.
 	preparing sync.WaitGroup
+	// ckpt checkpoints the write-ahead log beside the writers (a database from Open).
+	ckpt checkpointer
 
 	// The writes waiting for a group (Grouped), and the one whose caller leads the next.
 	gmu    sync.Mutex
@@ -303,6 +307,7 @@ func Close(db *sql.DB) error {
 	handles.Unlock()
 	if h != nil {
 		h.preparing.Wait()
+		h.ckpt.close()
 		h.stmts.Range(func(_, s any) bool {
 			s.(*sql.Stmt).Close()
 			return true
@@ -478,6 +483,7 @@ func tx(ctx context.Context, db *sql.DB, h *handle, fn func(q Querier) error) (e
 		return err
 	}
 	committed = true
+	h.committed(db)
 	return nil
 }
 
