@@ -1,0 +1,429 @@
+package sqlitedb
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// checkpointSettings sets the checkpoints beside the writers to start every `every`
+// commits, with SQLite's own checkpoint out of reach (so only they can keep the log
+// short), for one test.
+func checkpointSettings(t *testing.T, every int64) {
+	t.Helper()
+	oldEvery, oldBackstop := checkpointCommits, walBackstopPages
+	checkpointCommits, walBackstopPages = every, 1<<30
+	t.Cleanup(func() { checkpointCommits, walBackstopPages = oldEvery, oldBackstop })
+}
+
+// countCheckpoints counts the checkpoints started beside the writers during one test.
+func countCheckpoints(t *testing.T) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	onCheckpoint = func() { n.Add(1) }
+	t.Cleanup(func() { onCheckpoint = nil })
+	return &n
+}
+
+// walStarts is the log's checkpoint sequence number (its header's bytes 12–15, see
+// SQLite's file format): it counts the times the log started over.
+func walStarts(t *testing.T, path string) uint32 {
+	t.Helper()
+	f, err := os.Open(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hdr [16]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	return binary.BigEndian.Uint32(hdr[12:16])
+}
+
+const payloadBytes = 4096
+
+// writeSteadily runs writers goroutines that each commit perWriter rows of
+// payloadBytes through write, all at once, so that commits keep arriving while every
+// checkpoint runs. It returns the largest log seen after a commit.
+func writeSteadily(t *testing.T, path string, writers, perWriter int, write func(id string, payload []byte) error) int64 {
+	t.Helper()
+	var maxWAL atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			payload := make([]byte, payloadBytes)
+			for i := range perWriter {
+				if err := write(fmt.Sprintf("w%d-%d", w, i), payload); err != nil {
+					errs <- err
+					return
+				}
+				if fi, err := os.Stat(path + "-wal"); err == nil {
+					for {
+						m := maxWAL.Load()
+						if fi.Size() <= m || maxWAL.CompareAndSwap(m, fi.Size()) {
+							break
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return maxWAL.Load()
+}
+
+// expectShortLog checks that the log started over (at least four times) since it was
+// at starts, and so never held the whole stream: the writers' 8 MiB of rows are over
+// 30 MiB of the log's frames (each commit's table and index pages), all of it in the
+// log when it never starts over. Here every checkpoint but the last is followed by a
+// start, about 16–32 in all, and the log peaked at 3–6 MiB.
+func expectShortLog(t *testing.T, path string, starts uint32, maxWAL, checkpoints int64) {
+	t.Helper()
+	over := walStarts(t, path) - starts
+	if checkpoints == 0 || over < 4 || maxWAL >= 16<<20 {
+		t.Errorf("%d checkpoints beside the writers; the log started over %d times and grew to %d bytes; want it to start over at least 4 times and stay under 16 MiB", checkpoints, over, maxWAL)
+	}
+}
+
+// checkRows checks that db holds every row writeSteadily wrote, and that the file is
+// sound.
+func checkRows(t *testing.T, db *sql.DB, want int) {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM w`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Fatalf("the database holds %d rows, want %d", n, want)
+	}
+	var ok string
+	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity_check: %q, %v", ok, err)
+	}
+}
+
+// TestCheckpointsKeepTheLogShortUnderSteadyCommits: with SQLite's own checkpoint out of
+// reach, a steady stream of commits from several writers writes 8 MiB, and the log
+// starts over again and again, so it never holds the whole stream. A checkpoint whose
+// one pass ran beside the writers ended behind the newest frame every time: the log
+// never started over and held all 8 MiB; so it did with no checkpoints beside the
+// writers at all.
+func TestCheckpointsKeepTheLogShortUnderSteadyCommits(t *testing.T) {
+	checkpointSettings(t, 16)
+	started := countCheckpoints(t)
+	path := filepath.Join(t.TempDir(), "c.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(db)
+	if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	starts := walStarts(t, path)
+	const writers, perWriter = 8, 256 // 2,048 rows of 4 KiB: 8 MiB
+	maxWAL := writeSteadily(t, path, writers, perWriter, func(id string, payload []byte) error {
+		return Tx(context.Background(), db, func(q Querier) error {
+			_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
+			return err
+		})
+	})
+	expectShortLog(t, path, starts, maxWAL, started.Load())
+	checkRows(t, db, writers*perWriter)
+	var backstop int
+	if err := db.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&backstop); err != nil || backstop != walBackstopPages {
+		t.Errorf("wal_autocheckpoint = %d (%v), want the backstop %d", backstop, err, walBackstopPages)
+	}
+}
+
+// TestCheckpointsCountGroupedCommits: writes that share a group's transaction count as
+// one commit, and keep the log short the same way.
+func TestCheckpointsCountGroupedCommits(t *testing.T) {
+	checkpointSettings(t, 8)
+	started := countCheckpoints(t)
+	path := filepath.Join(t.TempDir(), "c.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(db)
+	if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	starts := walStarts(t, path)
+	const writers, perWriter = 8, 256
+	maxWAL := writeSteadily(t, path, writers, perWriter, func(id string, payload []byte) error {
+		return Grouped(context.Background(), db, func(q Querier) error {
+			_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
+			return err
+		})
+	})
+	expectShortLog(t, path, starts, maxWAL, started.Load())
+	checkRows(t, db, writers*perWriter)
+}
+
+// TestCheckpointsOfASingleConnectionPool: a database whose pool has one connection (the
+// service's serve.db, shared with its queue) and whose writers begin their own
+// transactions and report them with Committed. The first pass runs on a connection of
+// its own, so it does not wait for the pool's; the second takes the pool's one
+// connection, and so runs with no other writer of this process. Without Committed the
+// log grows with what is written.
+func TestCheckpointsOfASingleConnectionPool(t *testing.T) {
+	for _, report := range []bool{true, false} {
+		t.Run(fmt.Sprintf("committed=%v", report), func(t *testing.T) {
+			checkpointSettings(t, 16)
+			started := countCheckpoints(t)
+			path := filepath.Join(t.TempDir(), "c.db")
+			db, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer Close(db)
+			db.SetMaxOpenConns(1)
+			if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			starts := walStarts(t, path)
+			const writers, perWriter = 4, 512
+			maxWAL := writeSteadily(t, path, writers, perWriter, func(id string, payload []byte) error {
+				tx, err := db.BeginTx(context.Background(), nil)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Exec(`INSERT INTO w (id, p) VALUES (?, ?)`, id, payload); err != nil {
+					tx.Rollback()
+					return err
+				}
+				if err := tx.Commit(); err != nil {
+					return err
+				}
+				if report {
+					Committed(db)
+				}
+				return nil
+			})
+			if report {
+				expectShortLog(t, path, starts, maxWAL, started.Load())
+			} else if started.Load() != 0 || walStarts(t, path) != starts || maxWAL < 16<<20 {
+				// The calibration: unreported commits are left to SQLite's own checkpoint.
+				t.Errorf("unreported commits: %d checkpoints, the log started over %d times and grew to %d bytes; want none, none and the whole stream", started.Load(), walStarts(t, path)-starts, maxWAL)
+			}
+			checkRows(t, db, writers*perWriter)
+		})
+	}
+}
+
+// TestCloseWaitsForACheckpoint: a database closed while its checkpoint runs (or is
+// about to) closes cleanly, and the file opened again holds every committed row.
+// Repeated, so that Close lands in each pass.
+func TestCloseWaitsForACheckpoint(t *testing.T) {
+	checkpointSettings(t, 4)
+	started := countCheckpoints(t)
+	dir := t.TempDir()
+	for round := range 20 {
+		path := filepath.Join(dir, fmt.Sprintf("c%d.db", round))
+		db, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		writeSteadily(t, path, 2, 8+round, func(id string, payload []byte) error {
+			return Tx(context.Background(), db, func(q Querier) error {
+				_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
+				return err
+			})
+		})
+		if err := Close(db); err != nil {
+			t.Fatalf("round %d: close: %v", round, err)
+		}
+		if Committed(db); len(handlesOf(db)) != 0 {
+			t.Fatalf("round %d: a commit reported after Close made the database a handle again", round)
+		}
+		again, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRows(t, again, 2*(8+round))
+		Close(again)
+	}
+	if started.Load() == 0 {
+		t.Fatal("no checkpoint started beside the writers")
+	}
+}
+
+// handlesOf returns db's handle, if this package keeps one.
+func handlesOf(db *sql.DB) []*handle {
+	handles.Lock()
+	defer handles.Unlock()
+	if h, ok := handles.m[db]; ok {
+		return []*handle{h}
+	}
+	return nil
+}
+
+// TestCheckpointsBesideALongReader: a reader that keeps its snapshot open holds the
+// log's pages it needs; the checkpoints copy what they can, start again only as the
+// log grows (not after every commit), and once the reader is gone the log starts over.
+func TestCheckpointsBesideALongReader(t *testing.T) {
+	checkpointSettings(t, 16)
+	started := countCheckpoints(t)
+	path := filepath.Join(t.TempDir(), "c.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(db)
+	if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	put := func(id string, payload []byte) error {
+		return Tx(context.Background(), db, func(q Querier) error {
+			_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
+			return err
+		})
+	}
+	writeSteadily(t, path, 1, 8, put) // a first row or few, for the reader's snapshot
+	reader, err := db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before int
+	if err := reader.QueryRow(`SELECT count(*) FROM w`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	pinnedAt := walStarts(t, path)
+	writeSteadily(t, path, 4, 128, func(id string, p []byte) error { return put("r"+id, p) })
+	// The log cannot start over while the reader needs its first frames.
+	if got := walStarts(t, path); got != pinnedAt {
+		t.Errorf("the log started over %d times under a reader that needed it", got-pinnedAt)
+	}
+	// The reader's snapshot is still whole.
+	var still int
+	if err := reader.QueryRow(`SELECT count(*) FROM w`).Scan(&still); err != nil || still != before {
+		t.Fatalf("the long reader sees %d rows (%v), want its snapshot's %d", still, err, before)
+	}
+	reader.Rollback()
+	n := started.Load()
+	if n == 0 || n > 512/16 {
+		t.Errorf("%d checkpoints for 512 commits every 16; want some, at most one per 16", n)
+	}
+	writeSteadily(t, path, 4, 64, func(id string, p []byte) error { return put("after"+id, p) })
+	if walStarts(t, path) == pinnedAt {
+		t.Errorf("the log did not start over once the reader had left (%d checkpoints in all)", started.Load())
+	}
+	checkRowsAtLeast(t, db, 8+512+256)
+}
+
+func checkRowsAtLeast(t *testing.T, db *sql.DB, want int) {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM w`).Scan(&n); err != nil || n < want {
+		t.Fatalf("the database holds %d rows (%v), want at least %d", n, err, want)
+	}
+}
+
+// checkpointLoop, in a child process (SQLITEDB_CHECKPOINT_LOOP names a database),
+// commits rows with a checkpoint beside the writers every two commits, printing each
+// row's number once its commit has returned, until it is killed.
+func init() {
+	path := os.Getenv("SQLITEDB_CHECKPOINT_LOOP")
+	if path == "" {
+		return
+	}
+	checkpointCommits, walBackstopPages = 2, 1<<30
+	db, err := Open(path, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	payload := make([]byte, payloadBytes)
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("%d-%d", os.Getpid(), i)
+		err := Tx(context.Background(), db, func(q Querier) error {
+			_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
+			return err
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		fmt.Println(id)
+	}
+}
+
+// kill -9 at random moments of a writer whose checkpoints run beside it (one every two
+// commits, so nearly always one under way): every commit it reported is in the file
+// opened again, and the file is sound.
+func TestCheckpointKilledLosesNoCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes for a few seconds")
+	}
+	path := filepath.Join(t.TempDir(), "k.db")
+	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), 2))
+	var reported []string
+	for range 12 {
+		cmd := exec.Command(os.Args[0], "-test.run", "^$")
+		cmd.Env = append(os.Environ(), "SQLITEDB_CHECKPOINT_LOOP="+path)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		// Kill after a random number of reported commits (between 20 and 200).
+		for n := 20 + rng.IntN(180); n > 0 && lines.Scan(); n-- {
+			reported = append(reported, lines.Text())
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		for lines.Scan() { // what it reported before the kill landed
+			reported = append(reported, lines.Text())
+		}
+		if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+			t.Fatalf("the writing process ended on its own: %v", err)
+		}
+	}
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(db)
+	var ok string
+	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity_check after the kills: %q, %v", ok, err)
+	}
+	for _, id := range reported {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM w WHERE id = ?`, id).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("commit %s was reported and is not in the file after the kills (%d, %v)", id, n, err)
+		}
+	}
+	t.Logf("%d reported commits across 12 kills, all present", len(reported))
+}
