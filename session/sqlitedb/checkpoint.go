@@ -15,9 +15,9 @@ import (
 // (the gate): in a service of a thousand sessions about one turn in twenty waited for a
 // checkpoint, and those waits were the slowest one percent of every turn.
 //
-// A database from Open checkpoints beside its writers instead. Every
-// checkpointCommits-th commit starts a checkpoint on a goroutine of its own, in two
-// passes:
+// A database from Open checkpoints beside its writers instead. A commit that finds
+// about walCheckpointPages pages in the log (see commitsPerCheckpoint) starts a
+// checkpoint on a goroutine of its own, in two passes:
 //   - the first copies the log while the writers go on, on a connection of its own
 //     (outside the database's pool, which may have a single connection, as the service's
 //     does): a passive checkpoint neither waits for nor blocks readers and writers, and
@@ -31,14 +31,29 @@ import (
 //
 // SQLite's own checkpoint stays behind it, at walBackstopPages (four times its default):
 // for a transaction larger than a whole pass, and for a log another process's writers
-// keep from starting over. A commit counts its own transaction, not its size, which is
-// what the backstop is for.
+// keep from starting over.
+//
+// SQLite tells a commit nothing of the log's size (its WAL hook is not reachable through
+// database/sql), so commits are counted, and each checkpoint's first pass, which reports
+// the frames the log holds, says how many commits made them: the next checkpoint starts
+// after as many commits as make walCheckpointPages at that rate. The first starts after
+// checkpointCommits. A service's grouped commits of many turns carry tens of pages
+// each, a single turn's a few: a fixed count checkpointed the first far too often.
 
-// checkpointCommits is how many commits of a database start a checkpoint beside its
-// writers. Sema's transactions append a few pages each (a turn's transcript entries,
-// events, a task's row), so this is about SQLite's own 1,000 pages. A variable for the
-// tests.
+// walCheckpointPages is the log's size, in pages, at which a checkpoint starts beside
+// the writers: SQLite's own threshold. A variable for the tests.
+var walCheckpointPages int64 = 1000
+
+// checkpointCommits is how many commits start the first checkpoint: about a thousand
+// pages of sema's transactions (a turn's transcript entries, events, a task's row). A
+// variable for the tests.
 var checkpointCommits int64 = 128
+
+// The bounds of the commits between checkpoints, whatever the rate measured.
+const (
+	minCheckpointCommits = 4
+	maxCheckpointCommits = 1 << 16
+)
 
 // walBackstopPages is where SQLite's own checkpoint still runs inside a commit. A
 // variable for the tests, which set it out of reach to see the checkpoints beside the
@@ -60,7 +75,9 @@ type checkpointer struct {
 	on      bool   // a database from Open
 	dsn     string // how Open opened it, for the first pass's connection
 	commits atomic.Int64
-	side    *sql.DB // the first pass's connection, opened by the first checkpoint
+	// every is the commits that start the next checkpoint (0: checkpointCommits).
+	every atomic.Int64
+	side  *sql.DB // the first pass's connection, opened by the first checkpoint
 
 	mu      sync.Mutex
 	running bool
@@ -69,12 +86,20 @@ type checkpointer struct {
 }
 
 // committed is called after each commit of a write transaction on db (a group's counts
-// once), still at the writer gate: every checkpointCommits-th starts a checkpoint. It
-// never waits: the checkpoint runs on a goroutine of its own, whose second pass takes
+// once), still at the writer gate, and starts a checkpoint when enough have been made.
+// It never waits: the checkpoint runs on a goroutine of its own, whose second pass takes
 // the gate once the caller has let it go.
 func (h *handle) committed(db *sql.DB) {
 	c := &h.ckpt
-	if !c.on || c.commits.Add(1) < checkpointCommits {
+	if !c.on {
+		return
+	}
+	every := c.every.Load()
+	if every == 0 {
+		every = checkpointCommits
+	}
+	n := c.commits.Add(1)
+	if n < every {
 		return
 	}
 	c.mu.Lock()
@@ -83,19 +108,27 @@ func (h *handle) committed(db *sql.DB) {
 		return
 	}
 	c.running = true
-	c.commits.Store(0)
 	c.wg.Add(1)
 	c.mu.Unlock()
 	if onCheckpoint != nil {
 		onCheckpoint()
 	}
-	go h.checkpoint(db)
+	go h.checkpoint(db, n)
 }
 
-// checkpoint runs the two passes. An error in either leaves the pages in the log, where
+// commitsPerCheckpoint is how many commits make walCheckpointPages when commits made a
+// log of frames pages.
+func commitsPerCheckpoint(commits, frames int64) int64 {
+	if frames <= 0 {
+		return maxCheckpointCommits
+	}
+	return min(max(walCheckpointPages*commits/frames, minCheckpointCommits), maxCheckpointCommits)
+}
+
+// checkpoint runs the two passes; commits made the log it starts on. An error in either leaves the pages in the log, where
 // every reader still finds them: the next checkpoint tries again, and SQLite's own is
 // behind it.
-func (h *handle) checkpoint(db *sql.DB) {
+func (h *handle) checkpoint(db *sql.DB, commits int64) {
 	c := &h.ckpt
 	defer c.wg.Done()
 	ctx := context.Background()
@@ -106,7 +139,12 @@ func (h *handle) checkpoint(db *sql.DB) {
 		}
 	}
 	if c.side != nil {
-		c.side.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		// The log's frames were appended since it last started over, at the first commit
+		// after the last checkpoint's second pass: by the commits counted since then.
+		var busy, frames, copied int64
+		if c.side.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied) == nil {
+			c.every.Store(commitsPerCheckpoint(commits, frames))
+		}
 	}
 	// A pass that ends behind the newest frame does not sync the database file; the
 	// second would, at the gate, with all of the first's pages still to write. They
@@ -119,6 +157,7 @@ func (h *handle) checkpoint(db *sql.DB) {
 	syncFile(path + "-wal")
 	h.gate <- struct{}{}
 	db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+	c.commits.Store(0) // the next commit starts the log over
 	<-h.gate
 	c.mu.Lock()
 	c.running = false

@@ -18,13 +18,13 @@ import (
 )
 
 // checkpointSettings sets the checkpoints beside the writers to start every `every`
-// commits, with SQLite's own checkpoint out of reach (so only they can keep the log
-// short), for one test.
+// commits (the tests' commits append four or five frames each), with SQLite's own
+// checkpoint out of reach (so only they can keep the log short), for one test.
 func checkpointSettings(t *testing.T, every int64) {
 	t.Helper()
-	oldEvery, oldBackstop := checkpointCommits, walBackstopPages
-	checkpointCommits, walBackstopPages = every, 1<<30
-	t.Cleanup(func() { checkpointCommits, walBackstopPages = oldEvery, oldBackstop })
+	oldEvery, oldPages, oldBackstop := checkpointCommits, walCheckpointPages, walBackstopPages
+	checkpointCommits, walCheckpointPages, walBackstopPages = every, 4*every, 1<<30
+	t.Cleanup(func() { checkpointCommits, walCheckpointPages, walBackstopPages = oldEvery, oldPages, oldBackstop })
 }
 
 // countCheckpoints counts the checkpoints started beside the writers during one test.
@@ -325,8 +325,8 @@ func TestCheckpointsBesideALongReader(t *testing.T) {
 	}
 	reader.Rollback()
 	n := started.Load()
-	if n == 0 || n > 512/16 {
-		t.Errorf("%d checkpoints for 512 commits every 16; want some, at most one per 16", n)
+	if n == 0 || n > 512/minCheckpointCommits {
+		t.Errorf("%d checkpoints for 512 commits; want some, at most one per %d", n, minCheckpointCommits)
 	}
 	writeSteadily(t, path, 4, 64, func(id string, p []byte) error { return put("after"+id, p) })
 	if walStarts(t, path) == pinnedAt {
@@ -351,7 +351,7 @@ func init() {
 	if path == "" {
 		return
 	}
-	checkpointCommits, walBackstopPages = 2, 1<<30
+	checkpointCommits, walCheckpointPages, walBackstopPages = 2, 8, 1<<30
 	db, err := Open(path, Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -426,4 +426,19 @@ func TestCheckpointKilledLosesNoCommit(t *testing.T) {
 		}
 	}
 	t.Logf("%d reported commits across 12 kills, all present", len(reported))
+}
+
+func TestCommitsPerCheckpoint(t *testing.T) {
+	for _, c := range []struct{ commits, frames, want int64 }{
+		{128, 1000, 128},               // as guessed
+		{128, 4000, 32},                // grouped commits of many pages: sooner
+		{128, 250, 512},                // commits of two pages: later
+		{128, 0, maxCheckpointCommits}, // nothing in the log (another checkpoint copied it): as late as allowed
+		{1, 1 << 20, minCheckpointCommits},
+		{1 << 20, 1, maxCheckpointCommits},
+	} {
+		if got := commitsPerCheckpoint(c.commits, c.frames); got != c.want {
+			t.Errorf("commitsPerCheckpoint(%d commits, %d frames) = %d, want %d", c.commits, c.frames, got, c.want)
+		}
+	}
 }
