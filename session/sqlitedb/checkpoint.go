@@ -83,7 +83,19 @@ type checkpointer struct {
 	running bool
 	closed  bool
 	wg      sync.WaitGroup
+	// stop is closed by close: a checkpoint waiting at the gate for its second pass gives
+	// it up, so Close never waits for a writer.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
+
+func (c *checkpointer) stopped() chan struct{} {
+	c.stopOnce.Do(func() { c.stop = make(chan struct{}) })
+	return c.stop
+}
+
+// beforeSecondPass, when set (by a test), is called as a checkpoint goes to the gate.
+var beforeSecondPass func()
 
 // committed is called after each commit of a write transaction on db (a group's counts
 // once), still at the writer gate, and starts a checkpoint when enough have been made.
@@ -155,10 +167,18 @@ func (h *handle) checkpoint(db *sql.DB, commits int64) {
 	handles.Unlock()
 	syncFile(path) // an error is left to SQLite's own sync, at the gate
 	syncFile(path + "-wal")
-	h.gate <- struct{}{}
-	db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
-	c.commits.Store(0) // the next commit starts the log over
-	<-h.gate
+	if beforeSecondPass != nil {
+		beforeSecondPass()
+	}
+	select {
+	case h.gate <- struct{}{}:
+		db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		c.commits.Store(0) // the next commit starts the log over
+		<-h.gate
+	case <-c.stopped():
+		// Closing: the pages copied so far stay copied, the rest stay in the log, and
+		// SQLite folds the log into the file when the last connection closes.
+	}
 	c.mu.Lock()
 	c.running = false
 	c.mu.Unlock()
@@ -181,6 +201,7 @@ func (c *checkpointer) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	close(c.stopped())
 	c.wg.Wait()
 	if c.side != nil {
 		c.side.Close()

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // checkpointSettings sets the checkpoints beside the writers to start every `every`
@@ -440,5 +441,73 @@ func TestCommitsPerCheckpoint(t *testing.T) {
 		if got := commitsPerCheckpoint(c.commits, c.frames); got != c.want {
 			t.Errorf("commitsPerCheckpoint(%d commits, %d frames) = %d, want %d", c.commits, c.frames, got, c.want)
 		}
+	}
+}
+
+// TestCloseDoesNotWaitForAWriter: a checkpoint waiting at the gate for its second pass,
+// behind a writer that does not finish, gives the pass up when the database is closed,
+// so Close returns. The writer then ends as it would have (database/sql lets a
+// transaction under way finish), and the file holds its row exactly when it committed.
+func TestCloseDoesNotWaitForAWriter(t *testing.T) {
+	checkpointSettings(t, 1)
+	atGate := make(chan struct{}, 1)
+	beforeSecondPass = func() {
+		select {
+		case atGate <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { beforeSecondPass = nil })
+	path := filepath.Join(t.TempDir(), "c.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	writerDone := make(chan error, 1)
+	go func() {
+		// The writer takes the gate before the checkpoint it starts reaches it.
+		writerDone <- Tx(context.Background(), db, func(q Querier) error {
+			if _, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES ('stuck', x'00')`); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	// A commit elsewhere (not through the gate) starts a checkpoint, which then waits at
+	// the gate the stuck writer holds.
+	Committed(db)
+	select {
+	case <-atGate:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no checkpoint went to the gate")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- Close(db) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the writer at the gate")
+	}
+	close(release)
+	werr := <-writerDone
+	again, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(again)
+	var ok string
+	if err := again.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity_check: %q, %v", ok, err)
+	}
+	var n int
+	if err := again.QueryRow(`SELECT count(*) FROM w WHERE id = 'stuck'`).Scan(&n); err != nil || (werr == nil) != (n == 1) {
+		t.Fatalf("the writer's transaction ended with %v and the file holds %d of its rows (%v)", werr, n, err)
 	}
 }
