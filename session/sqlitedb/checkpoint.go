@@ -12,8 +12,8 @@ import (
 // database file, syncs both, and lets the next commit start the log over. SQLite's own
 // checkpoint runs inside the commit that takes the log past 1,000 pages, while that
 // commit still holds the write lock, and this process's other writers wait behind it
-// (the gate): in a service of a thousand sessions about one turn in twenty waited for a
-// checkpoint, and those waits were the slowest one percent of every turn.
+// (the gate): in a service of a thousand sessions, a turn that waited for a checkpoint
+// was among the slowest one percent, and there were more of them than that.
 //
 // A database from Open checkpoints beside its writers instead. A commit that finds
 // about walCheckpointPages pages in the log (see commitsPerCheckpoint) starts a
@@ -137,9 +137,9 @@ func commitsPerCheckpoint(commits, frames int64) int64 {
 	return min(max(walCheckpointPages*commits/frames, minCheckpointCommits), maxCheckpointCommits)
 }
 
-// checkpoint runs the two passes; commits made the log it starts on. An error in either leaves the pages in the log, where
-// every reader still finds them: the next checkpoint tries again, and SQLite's own is
-// behind it.
+// checkpoint runs the two passes; commits made the log it starts on. An error in either
+// leaves the pages in the log, where every reader still finds them: the next checkpoint
+// tries again, and SQLite's own is behind it.
 func (h *handle) checkpoint(db *sql.DB, commits int64) {
 	c := &h.ckpt
 	defer c.wg.Done()
