@@ -53,6 +53,9 @@ func budgetParked() []PendingQuestion {
 func TestQuestionsBudgetTakesANewLimit(t *testing.T) {
 	b := &budgetBackend{parkedBackend: &parkedBackend{fakeBackend: &fakeBackend{}, pending: budgetParked(), steps: []step{text("went on"), result(0)}}}
 	h := newHarness(t, Options{Backend: b}, 80, 24)
+	// The announcement comes from a look the model starts with; waited for, it is in
+	// every frame below, not in some runs' frames and not in others'.
+	h.until("the waiting question announced", framed(h, "1 question waits from another run — /questions"))
 	h.typeText("/questions", true)
 	h.until("the picker", framed(h, "spent 100000 of 100001 tokens"))
 	h.key(tea.KeyEnter, 0)
