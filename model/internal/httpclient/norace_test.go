@@ -1,0 +1,5 @@
+//go:build !race
+
+package httpclient
+
+const raceEnabled = false
