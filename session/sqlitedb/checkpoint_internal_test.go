@@ -128,8 +128,8 @@ func checkRows(t *testing.T, db *sql.DB, want int) {
 // reach, a steady stream of commits from several writers writes 8 MiB, and the log
 // starts over again and again, so it never holds the whole stream. A checkpoint whose
 // one pass ran beside the writers ended behind the newest frame every time: the log
-// never started over and held all 8 MiB; so it did with no checkpoints beside the
-// writers at all.
+// never started over and held the whole stream; so it did with no checkpoints beside
+// the writers at all.
 func TestCheckpointsKeepTheLogShortUnderSteadyCommits(t *testing.T) {
 	checkpointSettings(t, 16)
 	started := countCheckpoints(t)
