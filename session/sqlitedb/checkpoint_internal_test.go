@@ -107,6 +107,47 @@ func expectShortLog(t *testing.T, path string, starts uint32, maxWAL, checkpoint
 	}
 }
 
+// rowsTable and insertRow are the tests' table and their one write to it.
+const (
+	rowsTable = `CREATE TABLE IF NOT EXISTS w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`
+	insertRow = `INSERT INTO w (id, p) VALUES (?, ?)`
+)
+
+// openRows opens the database at path (Open, so with its checkpoints) with the tests'
+// table. The caller closes it.
+func openRows(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(rowsTable); err != nil {
+		Close(db)
+		t.Fatal(err)
+	}
+	return db
+}
+
+// txWriter writes a row in a transaction of its own (Tx); groupedWriter, in a group's
+// (Grouped).
+func txWriter(db *sql.DB) func(id string, payload []byte) error {
+	return func(id string, payload []byte) error {
+		return Tx(context.Background(), db, func(q Querier) error {
+			_, err := q.ExecContext(context.Background(), insertRow, id, payload)
+			return err
+		})
+	}
+}
+
+func groupedWriter(db *sql.DB) func(id string, payload []byte) error {
+	return func(id string, payload []byte) error {
+		return Grouped(context.Background(), db, func(q Querier) error {
+			_, err := q.ExecContext(context.Background(), insertRow, id, payload)
+			return err
+		})
+	}
+}
+
 // checkRows checks that db holds every row writeSteadily wrote, and that the file is
 // sound.
 func checkRows(t *testing.T, db *sql.DB, want int) {
@@ -134,22 +175,11 @@ func TestCheckpointsKeepTheLogShortUnderSteadyCommits(t *testing.T) {
 	checkpointSettings(t, 16)
 	started := countCheckpoints(t)
 	path := filepath.Join(t.TempDir(), "c.db")
-	db, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openRows(t, path)
 	defer Close(db)
-	if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
 	starts := walStarts(t, path)
 	const writers, perWriter = 8, 256 // 2,048 rows of 4 KiB: 8 MiB
-	maxWAL := writeSteadily(t, path, writers, perWriter, func(id string, payload []byte) error {
-		return Tx(context.Background(), db, func(q Querier) error {
-			_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
-			return err
-		})
-	})
+	maxWAL := writeSteadily(t, path, writers, perWriter, txWriter(db))
 	expectShortLog(t, path, starts, maxWAL, started.Load())
 	checkRows(t, db, writers*perWriter)
 	var backstop int
@@ -164,22 +194,11 @@ func TestCheckpointsCountGroupedCommits(t *testing.T) {
 	checkpointSettings(t, 8)
 	started := countCheckpoints(t)
 	path := filepath.Join(t.TempDir(), "c.db")
-	db, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openRows(t, path)
 	defer Close(db)
-	if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
 	starts := walStarts(t, path)
 	const writers, perWriter = 8, 256
-	maxWAL := writeSteadily(t, path, writers, perWriter, func(id string, payload []byte) error {
-		return Grouped(context.Background(), db, func(q Querier) error {
-			_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
-			return err
-		})
-	})
+	maxWAL := writeSteadily(t, path, writers, perWriter, groupedWriter(db))
 	expectShortLog(t, path, starts, maxWAL, started.Load())
 	checkRows(t, db, writers*perWriter)
 }
@@ -196,15 +215,9 @@ func TestCheckpointsOfASingleConnectionPool(t *testing.T) {
 			checkpointSettings(t, 16)
 			started := countCheckpoints(t)
 			path := filepath.Join(t.TempDir(), "c.db")
-			db, err := Open(path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			db := openRows(t, path)
 			defer Close(db)
 			db.SetMaxOpenConns(1)
-			if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
-				t.Fatal(err)
-			}
 			starts := walStarts(t, path)
 			const writers, perWriter = 4, 512
 			maxWAL := writeSteadily(t, path, writers, perWriter, func(id string, payload []byte) error {
@@ -212,7 +225,7 @@ func TestCheckpointsOfASingleConnectionPool(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if _, err := tx.Exec(`INSERT INTO w (id, p) VALUES (?, ?)`, id, payload); err != nil {
+				if _, err := tx.Exec(insertRow, id, payload); err != nil {
 					tx.Rollback()
 					return err
 				}
@@ -244,19 +257,8 @@ func TestCloseWaitsForACheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	for round := range 20 {
 		path := filepath.Join(dir, fmt.Sprintf("c%d.db", round))
-		db, err := Open(path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
-			t.Fatal(err)
-		}
-		writeSteadily(t, path, 2, 8+round, func(id string, payload []byte) error {
-			return Tx(context.Background(), db, func(q Querier) error {
-				_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
-				return err
-			})
-		})
+		db := openRows(t, path)
+		writeSteadily(t, path, 2, 8+round, txWriter(db))
 		if err := Close(db); err != nil {
 			t.Fatalf("round %d: close: %v", round, err)
 		}
@@ -292,20 +294,9 @@ func TestCheckpointsBesideALongReader(t *testing.T) {
 	checkpointSettings(t, 16)
 	started := countCheckpoints(t)
 	path := filepath.Join(t.TempDir(), "c.db")
-	db, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openRows(t, path)
 	defer Close(db)
-	if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	put := func(id string, payload []byte) error {
-		return Tx(context.Background(), db, func(q Querier) error {
-			_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
-			return err
-		})
-	}
+	put := txWriter(db)
 	writeSteadily(t, path, 1, 8, put) // a first row or few, for the reader's snapshot
 	reader, err := db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -384,18 +375,14 @@ func init() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
+	if _, err := db.Exec(rowsTable); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	payload := make([]byte, payloadBytes)
+	payload, put := make([]byte, payloadBytes), txWriter(db)
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("%d-%d", os.Getpid(), i)
-		err := Tx(context.Background(), db, func(q Querier) error {
-			_, err := q.ExecContext(context.Background(), `INSERT INTO w (id, p) VALUES (?, ?)`, id, payload)
-			return err
-		})
-		if err != nil {
+		if err := put(id, payload); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
@@ -485,13 +472,7 @@ func TestCloseDoesNotWaitForAWriter(t *testing.T) {
 	}
 	t.Cleanup(func() { beforeSecondPass = nil })
 	path := filepath.Join(t.TempDir(), "c.db")
-	db, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE w (id TEXT PRIMARY KEY, p BLOB NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
+	db := openRows(t, path)
 	held, release := make(chan struct{}), make(chan struct{})
 	writerDone := make(chan error, 1)
 	go func() {
