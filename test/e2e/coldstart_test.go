@@ -66,7 +66,10 @@ func main() {
 // starting a process to its first request reaching the model server for sema (sandbox
 // auto, a fresh state directory each time, as a first run in a repository has) and for
 // a minimal Go HTTP client built from the same toolchain: the machine's floor for
-// "start a Go program and reach a local server". It reports both and their ratio.
+// "start a Go program and reach a local server". It reports both and their ratio, and
+// the same for testdata/floorclient (floor-ms, floor-ratio): a program that links only
+// the Anthropic SDK and SQLite and does only what a first request needs with them — how
+// much of sema's time the work itself asks for, and how much the rest of the binary.
 func BenchmarkFirstRequestPaired(b *testing.B) {
 	dir := b.TempDir()
 	src := filepath.Join(dir, "client")
@@ -81,6 +84,11 @@ func BenchmarkFirstRequestPaired(b *testing.B) {
 	build.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("building the minimal client: %v\n%s", err, out)
+	}
+	floor := filepath.Join(dir, "floor-client")
+	build = exec.Command("go", "build", "-o", floor, "./testdata/floorclient")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the floor client: %v\n%s", err, out)
 	}
 	srv, arrived := firstRequestServer()
 	defer srv.Close()
@@ -99,7 +107,7 @@ func BenchmarkFirstRequestPaired(b *testing.B) {
 			return 0
 		}
 	}
-	var semaTotal, minimalTotal time.Duration
+	var semaTotal, minimalTotal, floorTotal time.Duration
 	for b.Loop() {
 		home := b.TempDir() // a fresh state directory
 		cmd := exec.Command(semaBin, "run", "--sandbox", "auto", "--model", "anthropic/claude-sonnet-4-5", "hello")
@@ -107,11 +115,16 @@ func BenchmarkFirstRequestPaired(b *testing.B) {
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + srv.URL}
 		semaTotal += firstRequest(cmd)
 		minimalTotal += firstRequest(exec.Command(client, srv.URL+"/v1/messages"))
+		fc := exec.Command(floor)
+		fc.Env = []string{"HOME=" + b.TempDir(), "ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + srv.URL}
+		floorTotal += firstRequest(fc)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(semaTotal.Microseconds())/n/1000, "sema-ms")
 	b.ReportMetric(float64(minimalTotal.Microseconds())/n/1000, "minimal-ms")
 	b.ReportMetric(float64(semaTotal)/float64(minimalTotal), "ratio")
+	b.ReportMetric(float64(floorTotal.Microseconds())/n/1000, "floor-ms")
+	b.ReportMetric(float64(floorTotal)/float64(minimalTotal), "floor-ratio")
 }
 
 // firstRequestServer is a model server that notes when each first request arrives (on
