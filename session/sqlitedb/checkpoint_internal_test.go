@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -159,10 +157,7 @@ func checkRows(t *testing.T, db *sql.DB, want int) {
 	if n != want {
 		t.Fatalf("the database holds %d rows, want %d", n, want)
 	}
-	var ok string
-	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
-		t.Fatalf("integrity_check: %q, %v", ok, err)
-	}
+	checkSound(t, db, "after the writes")
 }
 
 // TestCheckpointsKeepTheLogShortUnderSteadyCommits: with SQLite's own checkpoint out of
@@ -401,16 +396,7 @@ func TestCheckpointKilledLosesNoCommit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), 2))
 	var reported []string
 	for range 12 {
-		cmd := exec.Command(os.Args[0], "-test.run", "^$")
-		cmd.Env = append(os.Environ(), "SQLITEDB_CHECKPOINT_LOOP="+path)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, out := StartChild(t, "SQLITEDB_CHECKPOINT_LOOP="+path)
 		lines := bufio.NewScanner(out)
 		// Kill after a random number of reported commits (between 20 and 200).
 		for n := 20 + rng.IntN(180); n > 0 && lines.Scan(); n-- {
@@ -420,19 +406,14 @@ func TestCheckpointKilledLosesNoCommit(t *testing.T) {
 		for lines.Scan() { // what it reported before the kill landed
 			reported = append(reported, lines.Text())
 		}
-		if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-			t.Fatalf("the writing process ended on its own: %v", err)
-		}
+		WaitKilled(t, cmd, "the writing process")
 	}
 	db, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer Close(db)
-	var ok string
-	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
-		t.Fatalf("integrity_check after the kills: %q, %v", ok, err)
-	}
+	checkSound(t, db, "after the kills")
 	for _, id := range reported {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM w WHERE id = ?`, id).Scan(&n); err != nil || n != 1 {
@@ -509,10 +490,7 @@ func TestCloseDoesNotWaitForAWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer Close(again)
-	var ok string
-	if err := again.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
-		t.Fatalf("integrity_check: %q, %v", ok, err)
-	}
+	checkSound(t, again, "after Close gave up its checkpoint")
 	var n int
 	if err := again.QueryRow(`SELECT count(*) FROM w WHERE id = 'stuck'`).Scan(&n); err != nil || (werr == nil) != (n == 1) {
 		t.Fatalf("the writer's transaction ended with %v and the file holds %d of its rows (%v)", werr, n, err)

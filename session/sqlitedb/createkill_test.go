@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -51,16 +49,7 @@ func TestCreateKilledLeavesNoEmptyFile(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), 1))
 	for range 20 {
-		cmd := exec.Command(os.Args[0], "-test.run", "^$")
-		cmd.Env = append(os.Environ(), "SQLITEDB_CREATE_LOOP="+dir)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, out := sqlitedb.StartChild(t, "SQLITEDB_CREATE_LOOP="+dir)
 		// Wait for the first store, then kill at a random moment in the creations after it.
 		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "created\n" {
 			cmd.Process.Kill()
@@ -69,9 +58,7 @@ func TestCreateKilledLeavesNoEmptyFile(t *testing.T) {
 		}
 		time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
-		if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-			t.Fatalf("the creating process ended on its own: %v", err)
-		}
+		sqlitedb.WaitKilled(t, cmd, "the creating process")
 	}
 	paths, _ := filepath.Glob(filepath.Join(dir, "*", "s.db"))
 	if len(paths) < 20 {
