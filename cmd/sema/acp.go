@@ -42,7 +42,7 @@ apply to every session; the editor gives each session's directory. Everything th
 not the protocol goes to stderr. See docs/acp.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, name := range []string{"resume", "continue", "fork-session", "output-format", "input-format", "cwd"} {
+			for _, name := range acpRefused {
 				if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
 					return usageErr(sema.Errorf(codeUsage, "sema acp takes no --%s: the editor opens and loads its sessions itself, in its own directory, and reads the protocol on stdout", name))
 				}
@@ -54,8 +54,15 @@ not the protocol goes to stderr. See docs/acp.md.`,
 		},
 	}
 	addRunFlags(cmd, &o)
+	for _, name := range acpRefused {
+		cmd.Flags().MarkHidden(name) // refused when given, so not offered in the help
+	}
 	return cmd
 }
+
+// acpRefused are the run flags sema acp refuses: the editor names the sessions and their
+// directories, and stdin and stdout carry the protocol.
+var acpRefused = []string{"resume", "continue", "fork-session", "output-format", "input-format", "cwd"}
 
 // runACP checks the command line once, opens the state directory, and serves the
 // protocol until the editor closes stdin.

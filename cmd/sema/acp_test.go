@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,24 @@ func TestACPRefusesFlagsTheEditorDecides(t *testing.T) {
 		code := run(context.Background(), c.args, strings.NewReader(""), &out, &errb)
 		if code != exitUsage || !strings.Contains(errb.String(), c.want) || out.Len() != 0 {
 			t.Errorf("sema %v: exit %d, stdout %q, stderr %q", c.args, code, out.String(), errb.String())
+		}
+	}
+	// What it refuses, its help does not offer; what it takes, it does.
+	var help, errb bytes.Buffer
+	if code := run(context.Background(), []string{"acp", "--help"}, strings.NewReader(""), &help, &errb); code != exitOK {
+		t.Fatalf("sema acp --help: exit %d, stderr %q", code, errb.String())
+	}
+	offered := func(flag string) bool {
+		return regexp.MustCompile(`(?m)^\s+(-\w, )?` + flag + ` `).MatchString(help.String())
+	}
+	for _, name := range acpRefused {
+		if offered("--" + name) {
+			t.Errorf("sema acp --help offers --%s, which it refuses:\n%s", name, help.String())
+		}
+	}
+	for _, name := range []string{"--model", "--permission-mode", "--settings", "--home"} {
+		if !offered(name) {
+			t.Errorf("sema acp --help does not offer %s:\n%s", name, help.String())
 		}
 	}
 }

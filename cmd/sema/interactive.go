@@ -75,10 +75,13 @@ func runInteractive(ctx context.Context, o *runOptions, prompt string, stdin io.
 	if err != nil {
 		return err
 	}
-	demo := run.modelRef("") == "" && os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("OPENAI_API_KEY") == ""
+	// No model is named anywhere and no key is set: nothing real could answer. The
+	// scripted demo runs in a workspace of its own, which its script edits — unless a
+	// session of this directory was asked for: that is refused below with what to set
+	// (config.model_missing), rather than looked for in the demo's workspace.
+	named := o.resume != "" || o.continueLast || pick
+	demo := !named && run.modelRef("") == "" && os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("OPENAI_API_KEY") == ""
 	if demo {
-		// No model is named anywhere and no key is set: nothing real could answer. The
-		// scripted demo runs in a workspace of its own, which its script edits.
 		dir, err := demoWorkspace()
 		if err != nil {
 			return &exitErr{code: exitError, err: err}

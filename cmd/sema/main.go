@@ -231,12 +231,17 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 			if !print {
 				// `echo "fix it" | sema` means what `sema -p` means: the piped text is the
 				// prompt. Nothing to read at a terminal opens the interactive session (stdout
-				// a terminal too); a stdin already at its end, or output to a file or pipe,
-				// shows the help.
+				// a terminal too); a pipe or file that gave nothing is refused, as `sema -p`
+				// refuses it (`producer | sema` whose producer printed nothing must not pass
+				// in a script); any other stdin with nothing in it (`</dev/null`), or output to
+				// a file or pipe, shows the help.
 				piped, ok := pipedPrompt(stdin)
 				if !ok && interactiveTerminal(stdin, stdout) {
 					// rootArgs let at most one argument through here: the first prompt.
 					return runInteractive(cmd.Context(), &opts, strings.Join(args, " "), stdin, stdout, stderr)
+				}
+				if !ok && len(args) == 0 && stdinPiped(stdin) {
+					return usageErr(sema.Errorf(codeUsage, "no prompt: stdin was empty; pipe the prompt in (echo \"fix the build\" | sema) or give it as an argument (sema -p \"…\")"))
 				}
 				if !ok {
 					if err := refuseResumePick(&opts); err != nil {
@@ -258,7 +263,7 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 	// The command line's refusals, the same for every command: coded, and saying what to
 	// write instead.
 	root.SetFlagErrorFunc(flagError)
-	root.PersistentPreRunE = checkTaskRoot
+	root.PersistentPreRunE = checkFlags
 	markTaskRoot(root, run)
 	if !all {
 		return root
@@ -271,6 +276,11 @@ family); API keys from ANTHROPIC_API_KEY / OPENAI_API_KEY.`,
 	markTaskRoot(approve)
 	markTaskRoot(mcp.Commands()...)
 	markTaskRoot(commands.Commands()...)
+	// cobra adds these two as the command line runs; added now, they are refused like
+	// every other command when given a word they do not know.
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	strictHelp(root)
 	strictGroups(root)
 	hideFlags(approve, "it continues the session it names", "resume", "continue")
 	return root

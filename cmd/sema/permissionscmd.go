@@ -59,7 +59,7 @@ reasons. It runs nothing: no hook, no command, no MCP server, no model.`,
 		Long: `CALL is written as a rule names it: 'Bash(git push origin main)', 'Edit(src/a.go)',
 'Read(~/.ssh/id_rsa)', 'WebFetch(https://example.com/)', 'mcp__github__create_issue'.
 --input gives the call's JSON input instead, for a tool whose input a rule cannot spell.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactlyOne("call", "sema permissions check 'Bash(git push origin main)'"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			call, err := parseCheckedCall(args[0], checkInput)
 			if err != nil {
@@ -93,6 +93,7 @@ reasons. It runs nothing: no hook, no command, no MCP server, no model.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	addClaudeFilesFlags(f, &o)
 	cmd.AddCommand(check)
+	markTaskRoot(cmd, check) // the rules judged are a run's in this directory: it must exist
 	return cmd
 }
 

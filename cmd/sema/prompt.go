@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -200,10 +201,26 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
+// stdinPiped reports whether stdin is a pipe, a socket or a regular file (what a shell's
+// `|` and `<` give), not a device such as /dev/null or a terminal. Only a file can say
+// what it is: any other reader gives false, as a device does.
+func stdinPiped(stdin io.Reader) bool {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	return fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0 || fi.Mode().IsRegular()
+}
+
 // pipedPrompt is what `sema` with no -p and no argument reads: a stdin that is not a
 // terminal and holds text. It waits for stdin's first read (data or its end) and returns
 // a reader of everything stdin has, that read included; false when stdin is a terminal
-// or ends at once (</dev/null, a closed pipe), which shows the help as before.
+// or ends at once (</dev/null, or a pipe or file with nothing in it: stdinPiped tells
+// them apart).
 func pipedPrompt(stdin io.Reader) (io.Reader, bool) {
 	if stdin == nil || stdinTerminal(stdin) {
 		return nil, false

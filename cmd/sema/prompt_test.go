@@ -245,7 +245,8 @@ func TestReadStdinTextReportsTheFirstBadByte(t *testing.T) {
 }
 
 // `echo "fix it" | sema` runs the piped text as the prompt, as `sema -p` does; with
-// nothing piped (a terminal, or stdin at its end) `sema` shows its help and exits 0.
+// nothing piped (a terminal, or a device at its end: </dev/null) `sema` shows its help and
+// exits 0; a pipe or a file that gave nothing is refused as `sema -p` refuses it.
 func TestPipedPromptWithoutPrint(t *testing.T) {
 	w := newPromptWorld(t)
 	flags := []string{"--cwd", w.root, "--home", w.state, "--sandbox", "off", "--model", w.model}
@@ -261,11 +262,35 @@ func TestPipedPromptWithoutPrint(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Type != "result" || res.Result != "done" {
 		t.Fatalf("echo 'fix it' | sema printed %q (%v), want the run's result", out.String(), err)
 	}
-	for name, stdin := range map[string]io.Reader{"a terminal": &fakeTTY{Reader: strings.NewReader("typed ahead")}, "an empty pipe": strings.NewReader("")} {
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	for name, stdin := range map[string]io.Reader{"a terminal": &fakeTTY{Reader: strings.NewReader("typed ahead")}, "/dev/null": devNull} {
 		out.Reset()
 		errw.Reset()
 		if code := run(context.Background(), flags, stdin, &out, &errw); code != exitOK || !strings.Contains(out.String(), "Usage:") {
 			t.Errorf("sema with %s: exit %d, want the help\nstdout %s\nstderr %s", name, code, out.String(), errw.String())
+		}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw.Close() // the producer printed nothing
+	defer pr.Close()
+	empty, err := os.Open(writeFile(t, filepath.Join(t.TempDir(), "prompt.txt"), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	for name, stdin := range map[string]*os.File{"an empty pipe": pr, "an empty file": empty} {
+		out.Reset()
+		errw.Reset()
+		if code := run(context.Background(), flags, stdin, &out, &errw); code != exitUsage || out.Len() != 0 ||
+			!strings.Contains(errw.String(), "no prompt: stdin was empty") || !strings.Contains(errw.String(), "("+codeUsage+")") {
+			t.Errorf("sema with %s: exit %d, want %d and the empty stdin refused\nstdout %s\nstderr %s", name, code, exitUsage, out.String(), errw.String())
 		}
 	}
 }

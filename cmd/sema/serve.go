@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/sema-agent/sema"
@@ -28,10 +29,15 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 
 sema serve runs the sema-serve binary that sits next to sema (else the one on PATH) with
 the same arguments: go build -o sema-serve ./cmd/sema-serve, or go install ./cmd/...
-sema serve --help lists its flags.`,
+Once it is built, sema serve --help lists its flags.`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := findServe()
+			if err != nil && slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" }) {
+				// Asked what sema serve is: say it, with how to build the binary that
+				// lists its flags, rather than only refusing.
+				return cmd.Help()
+			}
 			if err != nil {
 				return &exitErr{code: exitUsage, err: err}
 			}

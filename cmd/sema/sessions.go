@@ -199,7 +199,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 // textOrJSON refuses an --output-format other than text and json.
 func textOrJSON(format string) error {
 	if format != "text" && format != "json" {
-		return usageErr(sema.Errorf(codeUsage, "--output-format is text or json, not %q", format))
+		return usageErr(sema.Errorf("config.output_format_invalid", "unknown output format %q; use text or json", format))
 	}
 	return nil
 }
@@ -967,6 +967,9 @@ A budget question (a run under --on-ask park that would pass --max-tokens-total 
 ends it as budget_exceeded.`,
 		Args: exactlyOne("session id", "sema approve SESSION --checkpoint ID --allow (the parked run printed both)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if allow && deny {
+				return usageErr(sema.Errorf(codeUsage, "--allow and --deny both answer the question; give one"))
+			}
 			if allow == deny {
 				return usageErr(sema.Errorf(codeUsage, "say --allow or --deny"))
 			}
@@ -1000,6 +1003,9 @@ ends it as budget_exceeded.`,
 		},
 	}
 	addRunFlags(cmd, &opts)
+	// Two run flags mean something of their own here, where the session is the one named.
+	cmd.Flags().Lookup("fork-session").Usage = "continue in a new session forked from this one; the question is answered once, in the fork"
+	cmd.Flags().Lookup("wait").Usage = "if another run is continuing the session, wait for it to end instead of exiting 5 (session.busy)"
 	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "the parked question's checkpoint id")
 	cmd.Flags().BoolVar(&allow, "allow", false, "run the parked call")
 	cmd.Flags().BoolVar(&deny, "deny", false, "refuse the parked call")

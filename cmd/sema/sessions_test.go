@@ -137,7 +137,8 @@ func TestSessionsJSON(t *testing.T) {
 		{"sessions", "list", "--output-format", "stream-json"},
 		{"sessions", "show", id, "--output-format", "yaml"},
 	} {
-		if code, _, errw := cli(t, "", append(args, "--home", home)...); code != exitUsage || !strings.Contains(errw, "text or json") {
+		// The same code as sema run's refusal of a format.
+		if code, _, errw := cli(t, "", append(args, "--home", home)...); code != exitUsage || !strings.Contains(errw, "use text or json (config.output_format_invalid)") {
 			t.Fatalf("%v: exit %d %s", args, code, errw)
 		}
 	}

@@ -6,11 +6,16 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/agent"
+	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/sandbox"
 )
 
 // codeRootInvalid refuses a --cwd that is not a directory.
@@ -115,6 +120,29 @@ func strictGroups(c *cobra.Command) {
 	}
 }
 
+// strictHelp makes `sema help TOPIC` refuse a topic that is no command, as a command
+// group refuses an unknown subcommand, instead of printing the help and exiting 0.
+func strictHelp(root *cobra.Command) {
+	for _, h := range root.Commands() {
+		if h.Name() != "help" || h.Run == nil {
+			continue
+		}
+		show := h.Run
+		h.Run = nil
+		h.RunE = func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil {
+				cmd, rest = c.Root(), args
+			}
+			if len(rest) > 0 {
+				return usageErr(unknownSubcommand(cmd, rest[0]))
+			}
+			show(c, args)
+			return nil
+		}
+	}
+}
+
 func strictGroup(g *cobra.Command) {
 	orig := g.Args
 	runnable := g.Runnable()
@@ -166,7 +194,25 @@ func flagError(cmd *cobra.Command, err error) error {
 			return usageErr(sema.Errorf(codeUsage, "--%s is a Claude Code flag sema does not have; %s", name, instead).With("flag", "--"+name))
 		}
 	}
+	if m := invalidFlagValue.FindStringSubmatch(err.Error()); m != nil {
+		if f := cmd.Flags().Lookup(m[2]); f != nil {
+			if kind, ok := valueKinds[f.Value.Type()]; ok {
+				// The parser's own words (strconv.ParseInt: parsing "abc": invalid
+				// syntax) say what failed, not what to write.
+				return usageErr(sema.Errorf(codeUsage, "--%s takes %s, not %q; see `%s --help`", m[2], kind, m[1], cmd.CommandPath()).With("flag", "--"+m[2]))
+			}
+		}
+	}
 	return usageErr(sema.Errorf(codeUsage, "%v; see `%s --help`", err, cmd.CommandPath()))
+}
+
+// invalidFlagValue is pflag's refusal of a value its flag's type cannot read.
+var invalidFlagValue = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?--([\w-]+)" flag: `)
+
+// valueKinds says, for a flag type pflag reads, what a value of it is written as.
+var valueKinds = map[string]string{
+	"int": "a whole number", "int64": "a whole number", "uint": "a whole number 0 or more",
+	"float64": "a number", "bool": "true or false", "duration": "a duration such as 30s or 5m",
 }
 
 // claudeOnlyFlags are Claude Code's flags that sema has no flag for, with what to do
@@ -196,6 +242,47 @@ func markTaskRoot(cmds ...*cobra.Command) {
 		}
 		c.Annotations[taskRootAnnotation] = "cwd"
 	}
+}
+
+// checkFlags is every command's first check, before anything is read: no word flag given
+// empty, and a task root that exists.
+func checkFlags(cmd *cobra.Command, args []string) error {
+	if err := refuseEmptyWords(cmd); err != nil {
+		return err
+	}
+	return checkTaskRoot(cmd, args)
+}
+
+// wordFlags are the flags whose value is a word of a fixed set or a name, with the code
+// of their refusal and what to give instead. Their unset value is empty, so an empty
+// value given on purpose would read as the flag left out: `--sandbox "$MODE"` with MODE
+// unset would run with the settings' sandbox, `--resume "$ID"` with ID unset would start
+// a new session. Given empty, they are refused.
+var wordFlags = map[string]struct{ code, give string }{
+	"permission-mode": {permission.CodeModeInvalid, "a mode: default, acceptEdits, plan, auto, dontAsk or bypassPermissions"},
+	"sandbox":         {sandbox.CodeModeInvalid, "auto, on or off"},
+	"sandbox-network": {sandbox.CodeNetworkInvalid, "on or off"},
+	"file-history":    {agent.CodeFileHistoryInvalid, "on or off"},
+	"on-ask":          {agent.CodeOnAskInvalid, "deny, park or prompt"},
+	"input-format":    {codeInputFormatInvalid, "text or stream-json"},
+	"model":           {codeModelInvalid, "an alias (sonnet, opus, haiku), a model id or PROVIDER/MODEL"},
+	"resume":          {agent.CodeResumeInvalid, "the session's id (sema sessions list shows them)"},
+}
+
+// codeModelInvalid refuses a --model that names no model.
+const codeModelInvalid = "config.model_invalid"
+
+// refuseEmptyWords refuses a word flag (wordFlags) given with an empty value.
+func refuseEmptyWords(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		w, ok := wordFlags[f.Name]
+		if !ok || err != nil || f.Value.String() != "" {
+			return
+		}
+		err = usageErr(sema.Errorf(w.code, "--%s was given an empty value; give %s, or leave the flag out for its default", f.Name, w.give).With("flag", "--"+f.Name))
+	})
+	return err
 }
 
 // checkTaskRoot refuses, before anything else is read, a --cwd that is not an existing

@@ -47,7 +47,15 @@ func TestUsageErrorsAreCodedAndSayWhatToDo(t *testing.T) {
 		{args: []string{"mcp", "list", "--cwd", missing}, code: codeRootInvalid, advice: "no such directory"},
 		{args: []string{"commands", "list", "--cwd", file}, code: codeRootInvalid, advice: "is a file"},
 		{args: []string{"approve", "s1", "--checkpoint", "c", "--allow", "--resume", "s2"}, code: codeUsage, advice: "sema approve does not take --resume: it continues the session it names"},
+		{args: []string{"approve", "s1", "--checkpoint", "c", "--allow", "--deny"}, code: codeUsage, advice: "--allow and --deny both answer the question; give one"},
+		{args: []string{"help", "bogus"}, code: codeUsage, advice: `sema has no subcommand "bogus"; use one of: acp, approve`},
+		{args: []string{"completion", "bogus"}, code: codeUsage, advice: "use one of: bash, fish, powershell, zsh"},
+		{args: []string{"permissions", "--cwd", missing}, code: codeRootInvalid, advice: "no such directory; give the directory the task works in"},
+		{args: []string{"permissions", "check"}, code: codeUsage, advice: "write it as: sema permissions check 'Bash(git push origin main)'"},
 		{args: []string{"run"}, stdin: &fakeTTY{}, code: codeUsage, advice: `or pipe it in: git diff | sema run "review this"`},
+		{args: []string{"run", "--max-turns", "abc", "x"}, code: codeUsage, advice: `--max-turns takes a whole number, not "abc"; see ` + "`sema run --help`"},
+		{args: []string{"-p", "--max-budget-usd", "lots", "x"}, code: codeUsage, advice: `--max-budget-usd takes a number, not "lots"`},
+		{args: []string{"run", "--read-only=maybe", "x"}, code: codeUsage, advice: `--read-only takes true or false, not "maybe"`},
 	}
 	for _, c := range cases {
 		stdin := c.stdin
@@ -61,6 +69,9 @@ func TestUsageErrorsAreCodedAndSayWhatToDo(t *testing.T) {
 		}
 		if out.Len() != 0 {
 			t.Errorf("sema %q: stdout %q", c.args, out.String())
+		}
+		if strings.Contains(errw.String(), "strconv.") {
+			t.Errorf("sema %q: the refusal speaks the parser's words: %q", c.args, errw.String())
 		}
 	}
 }
@@ -111,6 +122,9 @@ func TestHelpShowsOnlyFlagsThatApply(t *testing.T) {
 		if !strings.Contains(approve, f) {
 			t.Errorf("sema approve --help does not list %s", f)
 		}
+	}
+	if strings.Contains(approve, "with --resume/--continue") {
+		t.Errorf("sema approve --help describes a flag by --resume or --continue, which it refuses:\n%s", approve)
 	}
 	if root := help(); !strings.Contains(root, "-p, --print") || !strings.Contains(root, "--verbose") {
 		t.Errorf("sema --help: %s", root)
@@ -177,6 +191,41 @@ func TestRunTreeIsTheWholeTreesRun(t *testing.T) {
 		}
 		if len(commandTree(strings.NewReader(""), io.Discard, io.Discard, args).Commands()) != 1 {
 			t.Fatalf("%v: the tree holds more than run", args)
+		}
+	}
+}
+
+// A word flag given empty — `--sandbox "$MODE"` with MODE unset — is refused with the
+// flag's own code instead of running as if it had been left out. Calibrated: each flag
+// with a word it takes runs, so the refusal is the empty value's, not the flag's.
+func TestEmptyWordFlagsAreRefused(t *testing.T) {
+	w := newPromptWorld(t)
+	valid := map[string]string{
+		"permission-mode": "default", "sandbox": "off", "sandbox-network": "off", "file-history": "on",
+		"on-ask": "deny", "input-format": "text", "model": w.model,
+	}
+	for name, flag := range wordFlags {
+		for _, form := range [][]string{{"--" + name + "="}, {"--" + name, ""}} {
+			code, _, stderr := w.run(t, strings.NewReader(""), append(append([]string{"run"}, form...), "say hi")...)
+			if code != exitUsage || !strings.Contains(stderr, "("+flag.code+")") || !strings.Contains(stderr, "--"+name+" was given an empty value") {
+				t.Errorf("sema run %q: exit %d, stderr %q; want exit %d and %s", form, code, stderr, exitUsage, flag.code)
+			}
+		}
+		if name == "resume" {
+			continue // a resumed session must exist; the calibration below is for the others
+		}
+		if code, _, stderr := w.run(t, strings.NewReader(""), "run", "--"+name, valid[name], "say hi"); code != exitOK {
+			t.Errorf("sema run --%s %s: exit %d, stderr %q; the calibration needs it to run", name, valid[name], code, stderr)
+		}
+	}
+	// The other commands that share a word flag refuse it the same way.
+	for _, args := range [][]string{
+		{"permissions", "--cwd", w.root, "--permission-mode=", "check", "Read(x)"},
+		{"replay", "--sandbox=", "00000000-0000-4000-8000-000000000000"},
+	} {
+		var out, errw bytes.Buffer
+		if code := run(context.Background(), args, strings.NewReader(""), &out, &errw); code != exitUsage || !strings.Contains(errw.String(), "was given an empty value") {
+			t.Errorf("sema %q: exit %d, stderr %q; want the empty value refused", args, code, errw.String())
 		}
 	}
 }

@@ -6,7 +6,6 @@
 package modelref
 
 import (
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -144,12 +143,14 @@ func unknownModel(name, provider string) error {
 			known = append(known, k.ID)
 		}
 	}
-	what := fmt.Sprintf("unknown model %q", name)
 	if provider != "" {
-		what = fmt.Sprintf("%s has no model %q", provider, name)
+		// An alias given to a provider without that family (Resolve's only such case):
+		// offering the aliases again would offer what was just refused.
+		return sema.Errorf(CodeModelUnknown, "%s has no model %q: %s are families of Anthropic's models; use anthropic/%s (or %s alone), or a model of %s (%s)",
+			provider, name, strings.Join(model.Aliases, ", "), name, name, provider, strings.Join(known, ", ")).With("model", name).With("known", known)
 	}
-	return sema.Errorf(CodeModelUnknown, "%s; name an alias (%s), a model sema knows (%s), or PROVIDER/MODEL (anthropic/…, openai/…, openai-compatible/MODEL with --base-url)",
-		what, strings.Join(model.Aliases, ", "), strings.Join(known, ", ")).With("model", name).With("known", known)
+	return sema.Errorf(CodeModelUnknown, "unknown model %q; name an alias (%s), a model sema knows (%s), or PROVIDER/MODEL (anthropic/…, openai/…, openai-compatible/MODEL with --base-url)",
+		name, strings.Join(model.Aliases, ", "), strings.Join(known, ", ")).With("model", name).With("known", known)
 }
 
 // Split splits PROVIDER/MODEL at the first slash.

@@ -48,8 +48,9 @@ func TestResolveUnknown(t *testing.T) {
 			t.Errorf("Resolve(%q) says %q; want the aliases and the known models", in, msg)
 		}
 	}
-	if _, err := Resolve("openai/opus"); !strings.Contains(sema.MessageOf(err), "openai has no model \"opus\"") || strings.Contains(sema.MessageOf(err), "claude-") {
-		t.Errorf("openai/opus: %v; want openai's models only", err)
+	if _, err := Resolve("openai/opus"); !strings.Contains(sema.MessageOf(err), "openai has no model \"opus\"") || strings.Contains(sema.MessageOf(err), "claude-") ||
+		!strings.Contains(sema.MessageOf(err), "use anthropic/opus") || strings.Contains(sema.MessageOf(err), "name an alias") {
+		t.Errorf("openai/opus: %v; want openai's models only, and the alias sent to Anthropic instead", err)
 	}
 }
 

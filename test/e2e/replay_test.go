@@ -227,7 +227,7 @@ func TestReplayRefusals(t *testing.T) {
 		{"at past the end", []string{"replay", id, "--at", "6"}, "replay.at_invalid"},
 		{"at zero", []string{"replay", id, "--at", "0"}, "replay.at_invalid"},
 		{"scratch not empty", []string{"replay", id, "--in", full}, "replay.scratch_invalid"},
-		{"bad output format", []string{"replay", id, "--output-format", "yaml"}, "cli.usage"},
+		{"bad output format", []string{"replay", id, "--output-format", "yaml"}, "config.output_format_invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := sema(t, dir, env, "", append(tc.args, "--output-format", "json")...)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTerminalResumeAndRewind drives `sema --resume` with no id in a terminal: the
@@ -83,5 +84,44 @@ func TestTerminalResumeAndRewind(t *testing.T) {
 	r := sema(t, dir, []string{"SEMA_HOME=" + state}, "", "sessions", "show", first)
 	if r.code != 0 || !strings.Contains(r.stdout, "and then?") {
 		t.Errorf("the picked session does not hold the prompt typed after the pick: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestTerminalResumeNeedsAModel: at a terminal with no model named and no API key, a bare
+// `sema` opens the demo in a workspace of its own, but `sema --continue`, `--resume ID`
+// and a bare `--resume` ask for a session of this directory, which the demo's workspace
+// does not have: each is refused before a screen opens, with what to set
+// (config.model_missing), instead of looking in the demo's workspace or ignoring the id.
+func TestTerminalResumeNeedsAModel(t *testing.T) {
+	needTmux(t)
+	dir := writeTree(t, map[string]string{"main.go": "package main\n"})
+	tmp := t.TempDir()
+	state := filepath.Join(tmp, "state")
+	r := sema(t, dir, []string{"SEMA_HOME=" + state}, "", "-p", "--model", "scripted/"+writeScript(t, `{"turns":[{"text":"done"}]}`),
+		"--sandbox", "off", "--output-format", "json", "first task")
+	if r.code != 0 {
+		t.Fatalf("sema -p: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	id := jsonResult(t, r.stdout)["session_id"].(string)
+	for i, flags := range []string{"--continue", "--resume " + id, "--resume"} {
+		exitFile, errFile := filepath.Join(tmp, fmt.Sprintf("exit%d", i)), filepath.Join(tmp, fmt.Sprintf("stderr%d", i))
+		launch := fmt.Sprintf("cd %q && env -i PATH=%q HOME=%q SEMA_HOME=%q TERM=xterm-256color %q %s --sandbox off 2>%q; echo $? > %q; sleep 60",
+			dir, os.Getenv("PATH"), tmp, state, semaBin, flags, errFile, exitFile)
+		s := &tmuxSession{t: t, sock: filepath.Join(tmp, fmt.Sprintf("tmux%d.sock", i))}
+		s.tmux("new-session", "-d", "-s", "sema", "-x", "100", "-y", "40", launch)
+		t.Cleanup(func() { exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
+		deadline := time.Now().Add(20 * time.Second)
+		var code []byte
+		for len(strings.TrimSpace(string(code))) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("sema %s did not exit:\n%s", flags, s.screen())
+			}
+			time.Sleep(50 * time.Millisecond)
+			code, _ = os.ReadFile(exitFile)
+		}
+		stderr, _ := os.ReadFile(errFile)
+		if got := strings.TrimSpace(string(code)); got != "2" || !strings.Contains(string(stderr), "(config.model_missing)") || strings.Contains(string(stderr), "sema-demo") {
+			t.Errorf("sema %s with no model: exit %s, stderr %q; want exit 2 and config.model_missing", flags, got, stderr)
+		}
 	}
 }
