@@ -16,7 +16,7 @@ import (
 // was among the slowest one percent, and there were more of them than that.
 //
 // A database from Open checkpoints beside its writers instead. A commit that finds
-// about walCheckpointPages pages in the log (see commitsPerCheckpoint) starts a
+// about walCheckpointPages pages in the log (see nextEvery) starts a
 // checkpoint on a goroutine of its own, in two passes:
 //   - the first copies the log while the writers go on, on a connection of its own
 //     (outside the database's pool, which may have a single connection, as the service's
@@ -98,9 +98,11 @@ func (c *checkpointer) stopped() chan struct{} {
 var beforeSecondPass func()
 
 // committed is called after each commit of a write transaction on db (a group's counts
-// once), still at the writer gate, and starts a checkpoint when enough have been made.
-// It never waits: the checkpoint runs on a goroutine of its own, whose second pass takes
-// the gate once the caller has let it go.
+// once) — still at the writer gate from Tx and Grouped, wherever its caller is from
+// Committed — and starts a checkpoint when enough have been made. It never waits: the
+// checkpoint runs on a goroutine of its own, whose second pass takes the gate once the
+// caller has let it go. (A count made outside the gate while a second pass resets it
+// may be lost: the next checkpoint starts one commit later.)
 func (h *handle) committed(db *sql.DB) {
 	c := &h.ckpt
 	if !c.on {
@@ -128,11 +130,15 @@ func (h *handle) committed(db *sql.DB) {
 	go h.checkpoint(db, n)
 }
 
-// commitsPerCheckpoint is how many commits make walCheckpointPages when commits made a
-// log of frames pages.
-func commitsPerCheckpoint(commits, frames int64) int64 {
-	if frames <= 0 {
-		return maxCheckpointCommits
+// nextEvery is how many commits start the next checkpoint after a first pass that
+// answered busy and frames over a log commits made: as many as make walCheckpointPages
+// at that rate when the pass read the log (busy 0, frames above 0), else prev, unchanged.
+// A busy answer (another connection's checkpoint was under way) and an empty log measure
+// nothing, and must not put the next checkpoint off: taken as a rate, either set the
+// most commits allowed, and the log grew to SQLite's own checkpoint, inside a commit.
+func nextEvery(prev, commits, busy, frames int64) int64 {
+	if busy != 0 || frames <= 0 {
+		return prev
 	}
 	return min(max(walCheckpointPages*commits/frames, minCheckpointCommits), maxCheckpointCommits)
 }
@@ -155,7 +161,7 @@ func (h *handle) checkpoint(db *sql.DB, commits int64) {
 		// after the last checkpoint's second pass: by the commits counted since then.
 		var busy, frames, copied int64
 		if c.side.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied) == nil {
-			c.every.Store(commitsPerCheckpoint(commits, frames))
+			c.every.Store(nextEvery(c.every.Load(), commits, busy, frames))
 		}
 	}
 	// A pass that ends behind the newest frame does not sync the database file; the
@@ -165,7 +171,9 @@ func (h *handle) checkpoint(db *sql.DB, commits int64) {
 	handles.Lock()
 	path := h.path
 	handles.Unlock()
-	syncFile(path) // an error is left to SQLite's own sync, at the gate
+	// The database file through the descriptor held for it: closing one of its own would
+	// drop this process's locks on it (heldfile.go). The log carries no lock.
+	h.file.f.Sync() // an error is left to SQLite's own sync, at the gate
 	syncFile(path + "-wal")
 	if beforeSecondPass != nil {
 		beforeSecondPass()

@@ -424,16 +424,22 @@ func TestCheckpointKilledLosesNoCommit(t *testing.T) {
 }
 
 func TestCommitsPerCheckpoint(t *testing.T) {
-	for _, c := range []struct{ commits, frames, want int64 }{
-		{128, 1000, 128},               // as guessed
-		{128, 4000, 32},                // grouped commits of many pages: sooner
-		{128, 250, 512},                // commits of two pages: later
-		{128, 0, maxCheckpointCommits}, // nothing in the log (another checkpoint copied it): as late as allowed
-		{1, 1 << 20, minCheckpointCommits},
-		{1 << 20, 1, maxCheckpointCommits},
+	for _, c := range []struct{ prev, commits, busy, frames, want int64 }{
+		{0, 128, 0, 1000, 128}, // as guessed
+		{0, 128, 0, 4000, 32},  // grouped commits of many pages: sooner
+		{0, 128, 0, 250, 512},  // commits of two pages: later
+		{64, 1, 0, 1 << 20, minCheckpointCommits},
+		{64, 1 << 20, 0, 1, maxCheckpointCommits},
+		// Answers that measure nothing leave the rate as it was: another connection's
+		// checkpoint under way (busy, no frames read), a log another one copied and
+		// started over (no frames). Taken as a rate, they put checkpoints off for 65,536
+		// commits, and the log grew to SQLite's own checkpoint.
+		{64, 128, 1, -1, 64},
+		{64, 128, 0, 0, 64},
+		{0, 128, 1, -1, 0}, // still the first count
 	} {
-		if got := commitsPerCheckpoint(c.commits, c.frames); got != c.want {
-			t.Errorf("commitsPerCheckpoint(%d commits, %d frames) = %d, want %d", c.commits, c.frames, got, c.want)
+		if got := nextEvery(c.prev, c.commits, c.busy, c.frames); got != c.want {
+			t.Errorf("nextEvery(%d before, %d commits, busy %d, %d frames) = %d, want %d", c.prev, c.commits, c.busy, c.frames, got, c.want)
 		}
 	}
 }

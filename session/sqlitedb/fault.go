@@ -88,14 +88,16 @@ func CheckFile(path string, busy time.Duration) error {
 	if fi.Size() == 0 {
 		return corrupt(abs, ReasonEmpty, "it is empty (0 bytes), and sema creates its database whole, so this one lost what it held")
 	}
-	f, err := os.Open(abs)
+	// Held, not opened and closed: this process may have connections on the file, whose
+	// locks a close would drop (heldfile.go); so may the check's own below.
+	file, _, err := hold(abs)
 	if err != nil {
 		return fault(abs, busy, err)
 	}
+	defer file.release()
 	var head [100]byte
-	n, err := io.ReadFull(f, head[:])
-	f.Close()
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	n, err := file.f.ReadAt(head[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return fault(abs, busy, err)
 	}
 	if n < len(head) || !bytes.HasPrefix(head[:], []byte(sqliteHeader)) {

@@ -102,11 +102,15 @@ func Open(path string, opts Options) (*sql.DB, error) {
 			return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("create database: %w", err))
 		}
 	}
-	f, err := os.OpenFile(abs, os.O_RDWR, 0)
+	// Held open from before the first connection to after the last (heldfile.go).
+	file, writeErr, err := hold(abs)
+	if err == nil && writeErr != nil {
+		file.release()
+		err = writeErr
+	}
 	if err != nil {
 		return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("open database: %w", err))
 	}
-	f.Close()
 
 	syncMode := "NORMAL"
 	if opts.Durable {
@@ -124,9 +128,14 @@ func Open(path string, opts Options) (*sql.DB, error) {
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
 	connector, err := keepingConnectorFor(dsn)
 	if err != nil {
+		file.release()
 		return nil, err
 	}
 	db := sql.OpenDB(connector)
+	h := handleFor(db)
+	handles.Lock()
+	h.file = file // Close releases it
+	handles.Unlock()
 	// WAL lets readers run beside the one writer; a handful of connections is enough,
 	// and keeping them idle spares re-running the pragmas on every call.
 	db.SetMaxOpenConns(8)
@@ -135,7 +144,6 @@ func Open(path string, opts Options) (*sql.DB, error) {
 		Close(db)
 		return nil, fault(abs, opts.busyTimeout(), fmt.Errorf("open database %s: %w", abs, err))
 	}
-	h := handleFor(db)
 	handles.Lock()
 	h.path, h.busy, h.created, h.fromImage = abs, opts.busyTimeout(), created, created && len(opts.Image) > 0
 	h.ckpt.on, h.ckpt.dsn = true, dsn
@@ -261,6 +269,8 @@ type handle struct {
 	preparing sync.WaitGroup
 	// ckpt checkpoints the write-ahead log beside the writers (a database from Open).
 	ckpt checkpointer
+	// file is the database file held open for the connections (a database from Open).
+	file *heldFile
 
 	// The writes waiting for a group (Grouped), and the one whose caller leads the next.
 	gmu    sync.Mutex
@@ -313,7 +323,11 @@ func Close(db *sql.DB) error {
 			return true
 		})
 	}
-	return db.Close()
+	err := db.Close()
+	if h != nil {
+		h.file.release() // after the connections: see heldfile.go
+	}
+	return err
 }
 
 func (h *handle) stmt(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
