@@ -148,7 +148,7 @@ func getSession(ctx context.Context, q sqlitedb.Querier, id string) (Session, er
 const touchSQL = `UPDATE sessions SET updated_at = MAX(updated_at + 1, ?) WHERE id = ?`
 
 const insertSession = `INSERT INTO sessions (id, root, fs_id, scope, created_at, updated_at, parent_id, fork_of, fork_at,
-	model, mode, pre_plan_mode, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	model, mode, effective_mode, pre_plan_mode, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Create stores a new session, minting its id when none is given (see [Store.Create]).
 func (s *SQLiteStore) Create(ctx context.Context, in Session) (Session, error) {
@@ -168,7 +168,7 @@ func (s *SQLiteStore) Create(ctx context.Context, in Session) (Session, error) {
 func insertNew(ctx context.Context, q sqlitedb.Querier, in Session) error {
 	_, err := q.ExecContext(ctx, insertSession,
 		in.ID, in.Root, in.FSID, in.Scope, nanos(in.CreatedAt), nanos(in.UpdatedAt), in.ParentID, in.ForkOf, in.ForkAt,
-		in.Model, in.Mode, in.PrePlanMode, in.Title)
+		in.Model, in.Mode, in.EffectiveMode, in.PrePlanMode, in.Title)
 	if sqlitedb.IsConstraint(err) {
 		return Exists(in.ID)
 	}
@@ -282,7 +282,7 @@ func (s *SQLiteStore) Fork(ctx context.Context, id, atEntry string) (Session, er
 		}
 		if _, err := q.ExecContext(ctx, insertSession,
 			f.ID, f.Root, f.FSID, f.Scope, now, now, f.ParentID, f.ForkOf, f.ForkAt,
-			f.Model, f.Mode, f.PrePlanMode, f.Title); err != nil {
+			f.Model, f.Mode, f.EffectiveMode, f.PrePlanMode, f.Title); err != nil {
 			return err
 		}
 		legMap := map[string]string{}

@@ -18,7 +18,7 @@ func testCreateLeased(t *testing.T, s session.Store) {
 		t.Skip("the store has no CreateLeased")
 	}
 	ctx := t.Context()
-	in := session.Session{Root: "/w", FSID: "host", Model: "m", Mode: "default", Title: "fix the build"}
+	in := session.Session{Root: "/w", FSID: "host", Model: "m", Mode: "default", EffectiveMode: "acceptEdits", Title: "fix the build"}
 	got, leg, err := o.CreateLeased(ctx, in, "holder a", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,8 @@ func testCreateLeased(t *testing.T, s session.Store) {
 		t.Fatalf("leg %+v", leg)
 	}
 	stored := must(s.Get(ctx, got.ID))(t)
-	if stored.ID != got.ID || stored.Root != got.Root || stored.Title != got.Title || !stored.CreatedAt.Equal(got.CreatedAt) {
+	if stored.ID != got.ID || stored.Root != got.Root || stored.Title != got.Title || !stored.CreatedAt.Equal(got.CreatedAt) ||
+		stored.Mode != "default" || stored.EffectiveMode != "acceptEdits" {
 		t.Fatalf("Get %+v, CreateLeased returned %+v", stored, got)
 	}
 	if legs := must(s.Legs(ctx, got.ID))(t); len(legs) != 1 || legs[0].ID != leg.ID || legs[0].Status != sema.StatusRunning {

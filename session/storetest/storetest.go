@@ -123,7 +123,7 @@ func ids(es []session.Entry) []string {
 func testCreateGet(t *testing.T, s session.Store) {
 	ctx := t.Context()
 	in := session.Session{Root: "/w", FSID: "host", Scope: "scope-1", ParentID: "p", Model: "anthropic/x",
-		Mode: "plan", PrePlanMode: "acceptEdits", Title: "fix the test"}
+		Mode: "plan", EffectiveMode: "plan", PrePlanMode: "acceptEdits", Title: "fix the test"}
 	got := must(s.Create(ctx, in))(t)
 	if !uuidRE.MatchString(got.ID) {
 		t.Fatalf("minted id %q is not a v4 UUID", got.ID)
