@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/env"
@@ -230,20 +231,34 @@ func (d *dirProbe) look(base, p string) probeAnswer {
 	}
 }
 
-// listedInAnotherCase reports whether dir's listing ents holds name in another case.
+// listedInAnotherCase reports whether dir's listing ents holds name in another case: one
+// strings.EqualFold matches, as a case-folding file system may (ſ and K are s and k).
 func (d *dirProbe) listedInAnotherCase(dir string, ents []env.DirEntry, name string) bool {
-	lower, ok := d.folded[dir]
+	folded, ok := d.folded[dir]
 	if !ok {
-		lower = make(map[string]bool, len(ents))
+		folded = make(map[string]bool, len(ents))
 		for _, e := range ents {
-			lower[strings.ToLower(e.Name)] = true
+			folded[foldKey(e.Name)] = true
 		}
 		if d.folded == nil {
 			d.folded = map[string]map[string]bool{}
 		}
-		d.folded[dir] = lower
+		d.folded[dir] = folded
 	}
-	return lower[strings.ToLower(name)]
+	return folded[foldKey(name)]
+}
+
+// foldKey spells s with each letter as the least rune of its case-folding orbit, so two
+// names have the same key exactly when strings.EqualFold matches them. (strings.ToLower
+// is not that: it leaves ſ, which folds with s, as it is.)
+func foldKey(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
 }
 
 // beneath counts the stores looked for beneath dir.

@@ -189,27 +189,44 @@ type casefoldEnv struct{ foldEnv }
 func (casefoldEnv) CaseInsensitive() bool { return false }
 
 // TestCredentialListingsInAFoldingDirectory: a store listed in another case than its
-// spelling (.SSH for .ssh) is asked of the file system, which finds it — and follows
-// its link.
+// spelling is asked of the file system, which finds it — and follows its link. Another
+// case is any spelling strings.EqualFold matches, as a folding file system's: .SSH, and
+// .ſsh, whose long s folds with s (calibrated: compared in lower case, .ſsh was taken
+// for a name that is not .ssh, and the store went unprotected).
 func TestCredentialListingsInAFoldingDirectory(t *testing.T) {
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	for _, spelled := range []string{".SSH", ".\u017fsh", ".\u017fSh"} {
+		t.Run(spelled, func(t *testing.T) {
+			base, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			home, keys := filepath.Join(base, "home"), filepath.Join(base, "keys")
+			for _, d := range []string{home, keys} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(keys, filepath.Join(home, spelled)); err != nil {
+				t.Fatal(err)
+			}
+			e := casefoldEnv{foldEnv{env.NewHost()}}
+			checkSamePlaces(t, e, home, nil)
+			cfg := Config{Env: e, Home: home}
+			if places := buildCredentials(context.Background(), &cfg, false).places; !slices.Contains(places, keys) {
+				t.Errorf("the target of .ssh, listed as %s, is not among the places: %v", spelled, places)
+			}
+		})
 	}
-	home, keys := filepath.Join(base, "home"), filepath.Join(base, "keys")
-	for _, d := range []string{home, keys} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
+}
+
+func TestFoldKeyIsEqualFold(t *testing.T) {
+	names := []string{".ssh", ".SSH", ".\u017fsh", "\u212a", "k", "K", "\u00df", "SS", "\u03c3", "\u03c2", "\u03a3", ".aws", ".AWS", "x"}
+	for _, a := range names {
+		for _, b := range names {
+			if got, want := foldKey(a) == foldKey(b), strings.EqualFold(a, b); got != want {
+				t.Errorf("foldKey(%q) == foldKey(%q) is %v; strings.EqualFold says %v", a, b, got, want)
+			}
 		}
-	}
-	if err := os.Symlink(keys, filepath.Join(home, ".SSH")); err != nil {
-		t.Fatal(err)
-	}
-	e := casefoldEnv{foldEnv{env.NewHost()}}
-	checkSamePlaces(t, e, home, nil)
-	cfg := Config{Env: e, Home: home}
-	if places := buildCredentials(context.Background(), &cfg, false).places; !slices.Contains(places, keys) {
-		t.Errorf("the target of .ssh, listed as .SSH, is not among the places: %v", places)
 	}
 }
 
