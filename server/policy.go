@@ -328,8 +328,9 @@ func dayExhausted(used, perDay int64) error {
 var errDayExhausted = errors.New("the tenant's tokens for the day are spent")
 
 // lockTenant takes tenant name's row for the rest of the transaction c, so that the
-// limits checked after it (tasks queued or running, tokens spent) hold against every
-// other submission on any node: on Postgres the update holds the row lock until
+// limit checked after it (the tasks queued or running) holds against every other
+// submission on any node (a daily token budget needs no lock: a submission spends
+// nothing): on Postgres the update holds the row lock until
 // commit, and a concurrent submission waits for it and then counts the committed task;
 // SQLite's one writer serialises them already.
 func lockTenant(ctx context.Context, c conn, name string) error {
