@@ -3,6 +3,8 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -78,6 +80,13 @@ type checkpointer struct {
 	// every is the commits that start the next checkpoint (0: checkpointCommits).
 	every atomic.Int64
 	side  *sql.DB // the first pass's connection, opened by the first checkpoint
+	// reset is the log as the last second pass left it: its sequence number (which
+	// changes when it starts over) and its frames. Only the running checkpoint uses it.
+	reset struct {
+		known  bool
+		seq    uint32
+		frames int64
+	}
 
 	mu      sync.Mutex
 	running bool
@@ -156,21 +165,26 @@ func (h *handle) checkpoint(db *sql.DB, commits int64) {
 			c.side = side
 		}
 	}
+	handles.Lock()
+	path := h.path
+	handles.Unlock()
 	if c.side != nil {
-		// The log's frames were appended since it last started over, at the first commit
-		// after the last checkpoint's second pass: by the commits counted since then.
+		// The commits counted since the last second pass made the frames the log gained
+		// since then: all of it if it started over at the first of them, what it holds
+		// beyond the second pass's frames if a reader kept it from starting over.
 		var busy, frames, copied int64
 		if c.side.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied) == nil {
-			c.every.Store(nextEvery(c.every.Load(), commits, busy, frames))
+			grown := frames
+			if seq, ok := walSequence(path); ok && c.reset.known && seq == c.reset.seq {
+				grown = frames - c.reset.frames
+			}
+			c.every.Store(nextEvery(c.every.Load(), commits, busy, grown))
 		}
 	}
 	// A pass that ends behind the newest frame does not sync the database file; the
 	// second would, at the gate, with all of the first's pages still to write. They
 	// are written out here, beside the writers, and so are the log's frames appended
 	// meanwhile: the second pass's syncs are then of a few pages each.
-	handles.Lock()
-	path := h.path
-	handles.Unlock()
 	// The database file through the descriptor held for it: closing one of its own would
 	// drop this process's locks on it (heldfile.go). The log carries no lock.
 	h.file.f.Sync() // an error is left to SQLite's own sync, at the gate
@@ -180,8 +194,11 @@ func (h *handle) checkpoint(db *sql.DB, commits int64) {
 	}
 	select {
 	case h.gate <- struct{}{}:
-		db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
-		c.commits.Store(0) // the next commit starts the log over
+		var busy, frames, copied int64
+		err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+		c.commits.Store(0) // the next commit starts the log over, unless a reader holds it
+		seq, ok := walSequence(path)
+		c.reset.known, c.reset.seq, c.reset.frames = err == nil && busy == 0 && ok, seq, frames
 		<-h.gate
 	case <-c.stopped():
 		// Closing: the pages copied so far stay copied, the rest stay in the log, and
@@ -190,6 +207,23 @@ func (h *handle) checkpoint(db *sql.DB, commits int64) {
 	c.mu.Lock()
 	c.running = false
 	c.mu.Unlock()
+}
+
+// walSequence is the checkpoint sequence number in the header of the log of the
+// database at path (its bytes 12–15, see SQLite's file format): it changes each time the
+// log starts over. false: the log has no header to read. Opening and closing the log is
+// safe beside the connections (heldfile.go): SQLite takes no lock on it.
+func walSequence(path string) (uint32, bool) {
+	f, err := os.Open(path + "-wal")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	var hdr [16]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(hdr[12:16]), true
 }
 
 // Committed tells db's checkpoints that a write transaction the caller began itself
