@@ -562,3 +562,61 @@ func TestPlainResumeMovesPastAChildsQuestion(t *testing.T) {
 		t.Fatal("the unanswered child's write ran")
 	}
 }
+
+// A person's edit of a child's parked call is a new call, judged again by the whole fold
+// — the PreToolUse hooks included — exactly as an edit of the parent's own parked call
+// is (TestApproversEditIsJudgedByTheWholeFold). Calibrated: when the resumed child took
+// the parent's claim as an unedited approval, only the deny rules saw the edit, and the
+// hook's refused file was written.
+func TestChildsEditedAnswerIsJudgedByTheWholeFold(t *testing.T) {
+	t.Parallel()
+	st := newStores(t)
+	root := t.TempDir()
+	hookSaw := 0
+	var mu sync.Mutex
+	refuseForbidden := func(_ context.Context, c permission.Call) (permission.HookDecision, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(string(c.Input), "forbidden") {
+			hookSaw++
+			return permission.HookDecision{Behavior: permission.Deny, Reason: "no forbidden files"}, nil
+		}
+		return permission.HookDecision{}, nil
+	}
+	p := scripted.New(scripted.Script{
+		Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{taskCall("task_w", "general-purpose", "write notes", "GP-W: write notes.txt")}},
+			{Text: "all done"},
+		},
+		Threads: []scripted.Thread{
+			{Match: "GP-W", Turns: []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{write("notes.txt", "notes\n")}},
+				{Text: "child done"},
+			}},
+		},
+	})
+	r := agent.New(agent.Deps{Provider: p, Store: st.sessions, History: st.history,
+		Hooks: &agent.Hooks{PreToolUse: []permission.Hook{refuseForbidden}}})
+	res, err := r.Run(context.Background(), agent.TaskSpec{Prompt: "go", Root: root, OnAsk: agent.OnAskPark})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, ok := res.Parked()
+	if res.Status != sema.StatusAwaitingApproval || !ok || cp.Subagent == nil || cp.Tool != "Write" {
+		t.Fatalf("status %s, checkpoint %+v: want the child's Write parked", res.Status, cp)
+	}
+	edit := json.RawMessage(`{"file_path":"forbidden.txt","content":"x\n"}`)
+	if _, err := r.Resume(context.Background(), agent.TaskSpec{Root: root, OnAsk: agent.OnAskPark, Resume: &agent.Resume{SessionID: res.SessionID}},
+		agent.Answer{CheckpointID: cp.ID, Allow: true, UpdatedInput: edit}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "forbidden.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the edited write the hook refuses ran in the child: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "notes.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the call as first asked ran instead of the edit: %v", err)
+	}
+	if hookSaw == 0 {
+		t.Fatal("the PreToolUse hook never saw the edited call")
+	}
+}

@@ -243,18 +243,22 @@ func (l *leg) prepareAnswer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// One shape for both ways the answer arrives: an edited input is a new call, which
+	// the whole fold judges again when it runs (permit), whoever claimed the checkpoint.
+	approve := func(claimed session.Checkpoint) {
+		l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: cp.Tool, input: answercheck.Claimed(claimed, input),
+			edited: len(a.UpdatedInput) > 0, allow: a.Allow, reason: a.Reason}
+	}
 	if preclaimed {
 		// The delegating parent claimed it, with the same decision, before resuming us.
-		input = answercheck.Claimed(*l.link.claimed, input)
-		l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: cp.Tool, input: input, allow: a.Allow, reason: a.Reason}
+		approve(*l.link.claimed)
 		return nil
 	}
 	claimed, err := l.claim(ctx, cp, d)
 	if err != nil {
 		return err
 	}
-	input = answercheck.Claimed(claimed, input)
-	l.approval = &approval{checkpoint: cp.ID, index: p.Pending, tool: cp.Tool, input: input, edited: len(a.UpdatedInput) > 0, allow: a.Allow, reason: a.Reason}
+	approve(claimed)
 	return nil
 }
 
