@@ -134,11 +134,7 @@ func imageFile(word, root string) (string, bool) {
 // and send with how to send it; nil when the back-end cannot take images, after the
 // screen said so (the prompt is not sent, and goes back to the input when it is empty).
 func (m *Model) attach(prompt string) (string, func(ctx context.Context, emit func(agent.Event)) error) {
-	root := ""
-	if len(m.opts.Roots) > 0 {
-		root = m.opts.Roots[0]
-	}
-	text, images := attachImages(prompt, root)
+	text, images := attachImages(prompt, m.taskRoot())
 	backend := m.opts.Backend
 	if len(images) == 0 {
 		return prompt, func(ctx context.Context, emit func(agent.Event)) error { return backend.Prompt(ctx, prompt, emit) }

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/sema-agent/sema/permission"
 )
 
 // The dialog's second steps: after 3 a line for the model, after 2 where the rule is
@@ -119,8 +121,23 @@ func (m *Model) closeQuestion(c Choice, note string) {
 	}
 	m.add(&entry{kind: entryNotice, text: words})
 	if c == ChoiceAllowAlways {
-		m.saving = &savePick{rule: Rule(q.Request)}
+		// Kept in a settings file, a rule means what its syntax says: it is offered only
+		// when one can name this call and nothing more (permission.NarrowRule).
+		if rule := permission.NarrowRule(q.Request.Tool, q.Request.Input, m.taskRoot()); rule != "" {
+			m.saving = &savePick{rule: rule}
+		} else {
+			m.add(&entry{kind: entryNotice, text: "kept for this session only: no rule names just this call to keep in a settings file" +
+				" (a command with a pattern, an operator or an expansion; a path with a pattern character)"})
+		}
 	}
+}
+
+// taskRoot is the session's task root ("" when it has none).
+func (m *Model) taskRoot() string {
+	if len(m.opts.Roots) > 0 {
+		return m.opts.Roots[0]
+	}
+	return ""
 }
 
 // saveKey picks where the rule of "allow always" is kept: 1 this session only, 2 this
@@ -143,11 +160,7 @@ func (m *Model) saveKey(k string) tea.Cmd {
 	}
 	m.saving = nil
 	home, _ := os.UserHomeDir()
-	root := ""
-	if len(m.opts.Roots) > 0 {
-		root = m.opts.Roots[0]
-	}
-	path, err := saveRule(scope, root, home, rule)
+	path, err := saveRule(scope, m.taskRoot(), home, rule)
 	if err != nil {
 		m.add(&entry{kind: entryError, text: err.Error()})
 		return nil

@@ -19,11 +19,16 @@ var bashTest = permission.ApprovalRequest{Tool: "Bash", Input: json.RawMessage(`
 
 // openDialog puts bashTest to the screen and returns where its decision arrives.
 func openDialog(t *testing.T, opts Options) (*harness, chan permission.ApprovalDecision) {
+	return openDialogFor(t, opts, bashTest)
+}
+
+// openDialogFor opens the dialog of req.
+func openDialogFor(t *testing.T, opts Options, req permission.ApprovalRequest) (*harness, chan permission.ApprovalDecision) {
 	approver := NewApprover()
 	opts.Backend, opts.Approver = &fakeBackend{}, approver
 	h := newHarness(t, opts, 80, 24)
 	got := make(chan permission.ApprovalDecision, 1)
-	go func() { d, _ := approver.Approve(context.Background(), bashTest); got <- d }()
+	go func() { d, _ := approver.Approve(context.Background(), req); got <- d }()
 	h.until("the dialog", func() bool { return h.m.question != nil })
 	return h, got
 }
@@ -115,6 +120,41 @@ func TestAllowAlwaysSaves(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAllowAlwaysKeepsOnlyANarrowRule: what 2 offers to keep in a settings file is a
+// rule that allows the approved call and as little else as rule syntax can say. A
+// command with a glob has none (Bash(rm *) would allow every rm): it is allowed always
+// in the session and not offered to keep. A file named relative to the task root is
+// kept by its absolute path (Edit(main.go) would be every main.go at any depth).
+// Calibrated: with the question's own text kept as the rule, both were offered.
+func TestAllowAlwaysKeepsOnlyANarrowRule(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("HOME", t.TempDir())
+	glob := permission.ApprovalRequest{Tool: "Bash", Input: json.RawMessage(`{"command":"rm *"}`), Ask: bashTest.Ask}
+	h, got := openDialogFor(t, Options{Roots: []string{root}}, glob)
+	h.typeText("2", false)
+	if d := <-got; d.Behavior != permission.Allow {
+		t.Fatalf("2: %+v", d)
+	}
+	if h.m.saving != nil {
+		t.Fatalf("offered to keep %q, which allows every rm", h.m.saving.rule)
+	}
+	if !strings.Contains(h.frame(), "kept for this session only") {
+		t.Errorf("the frame does not say the rule stays in the session:\n%s", h.frame())
+	}
+
+	edit := permission.ApprovalRequest{Tool: "Edit", Input: json.RawMessage(`{"file_path":"main.go","old_string":"a","new_string":"b"}`), Ask: bashTest.Ask}
+	h, got = openDialogFor(t, Options{Roots: []string{root}}, edit)
+	h.typeText("2", false)
+	<-got
+	want := "Edit(/" + filepath.Join(root, "main.go") + ")"
+	if h.m.saving == nil || h.m.saving.rule != want {
+		t.Fatalf("offered to keep %+v, want %s", h.m.saving, want)
+	}
+	if _, err := permission.ParseRule(want); err != nil {
+		t.Fatalf("the rule offered does not parse: %v", err)
 	}
 }
 

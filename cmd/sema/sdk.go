@@ -701,7 +701,7 @@ func (a sdkApprover) Approve(ctx context.Context, req permission.ApprovalRequest
 		input = json.RawMessage("{}")
 	}
 	request := map[string]any{"subtype": "can_use_tool", "tool_name": req.Tool, "input": input, "tool_use_id": req.ToolUseID,
-		"description": req.Ask.Reason, "decision_reason": req.Ask.Reason, "permission_suggestions": permissionSuggestions(req)}
+		"description": req.Ask.Reason, "decision_reason": req.Ask.Reason, "permission_suggestions": permissionSuggestions(req, a.s.setup.root)}
 	if req.Agent != "" {
 		request["agent_id"] = req.Agent
 	}
@@ -742,6 +742,11 @@ func (a sdkApprover) Approve(ctx context.Context, req permission.ApprovalRequest
 				if r.RuleContent != "" {
 					rule += "(" + r.RuleContent + ")"
 				}
+				if _, err := permission.ParseRule(rule); err != nil {
+					// Kept, it would refuse every later turn (config.rule_invalid).
+					fmt.Fprintf(a.s.stderr, "sema: the SDK's rule %s was not kept for the session: %s\n", rule, sema.MessageOf(err))
+					continue
+				}
 				a.s.mu.Lock()
 				a.s.allowed = append(a.s.allowed, rule)
 				a.s.mu.Unlock()
@@ -756,17 +761,19 @@ func (a sdkApprover) Approve(ctx context.Context, req permission.ApprovalRequest
 	}
 }
 
-// permissionSuggestions are the permission updates the SDK may offer its user: allow this tool
-// (for a shell command: this command) for the session.
-func permissionSuggestions(req permission.ApprovalRequest) []any {
-	rule := map[string]any{"toolName": req.Tool}
-	if req.Tool == "Bash" {
-		var in struct {
-			Command string `json:"command"`
-		}
-		if json.Unmarshal(req.Input, &in) == nil && in.Command != "" {
-			rule["ruleContent"] = in.Command
-		}
+// permissionSuggestions are the permission updates the SDK may offer its user: allow,
+// for the session, this call and as little else as a rule can say
+// (permission.NarrowRule). A call no rule names alone (a command with a glob or an
+// operator, a path with a pattern character) gets no suggestion: the client's answer
+// comes back as rules, which mean what their syntax says, and Bash(rm *) is every rm.
+func permissionSuggestions(req permission.ApprovalRequest, root string) []any {
+	narrow := permission.NarrowRule(req.Tool, req.Input, root)
+	if narrow == "" {
+		return []any{}
+	}
+	rule := map[string]any{"toolName": narrow}
+	if name, content, ok := strings.Cut(narrow, "("); ok {
+		rule = map[string]any{"toolName": name, "ruleContent": strings.TrimSuffix(content, ")")}
 	}
 	return []any{map[string]any{"type": "addRules", "rules": []any{rule}, "behavior": "allow", "destination": "session"}}
 }
@@ -786,6 +793,7 @@ func jsonSame(a, b json.RawMessage) bool {
 type sdkSetup struct {
 	o        *runOptions
 	modelRef string
+	root     string // the task root, which a call's relative path is read against
 	closer   io.Closer
 	base     func(ref string) (agent.Deps, agent.TaskSpec, error)
 	// commands are the custom commands, as initialize and system/init list them.
@@ -851,7 +859,7 @@ func prepareSDK(ctx context.Context, o *runOptions, stderr io.Writer) (*sdkSetup
 	if err := run.load(); err != nil {
 		return nil, err
 	}
-	setup := &sdkSetup{o: o, modelRef: ref}
+	setup := &sdkSetup{o: o, modelRef: ref, root: root}
 	for _, c := range commands.Load(commands.Options{Root: root, Home: perms.home, ClaudeCompat: perms.compat}).Commands() {
 		setup.commands = append(setup.commands, map[string]any{"name": c.Name, "description": c.Description, "argumentHint": c.ArgumentHint})
 	}

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/imagefit"
+	"github.com/sema-agent/sema/permission"
 )
 
 func testSDKSession(out *syncBuffer) *sdkSession {
@@ -149,4 +152,85 @@ func FuzzSDKUserMessageImages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The rules suggested with a can_use_tool request allow the call and as little else as
+// rule syntax can say: the client's answer comes back as rules, which mean what their
+// syntax says. Calibrated: with the raw command as the rule's content, rm * came back as
+// Bash(rm *), every rm, and Edit(main.go), every main.go at any depth.
+func TestPermissionSuggestionsAreNarrow(t *testing.T) {
+	for _, tc := range []struct {
+		tool, input string
+		want        string // the rule the suggestion spells; "" for no suggestion
+	}{
+		{"Bash", `{"command":"go test ./..."}`, "Bash(go test ./...)"},
+		{"Bash", `{"command":"rm *"}`, ""},
+		{"Bash", `{"command":"make && rm -rf build"}`, ""},
+		{"Bash", `{"command":"echo $HOME"}`, ""},
+		{"Edit", `{"file_path":"main.go","old_string":"a","new_string":"b"}`, "Edit(//w/main.go)"},
+		{"Write", `{"file_path":"/w/sub/a.txt","content":"x"}`, "Edit(//w/sub/a.txt)"},
+		{"Read", `{"file_path":"*.go"}`, ""},
+		{"WebFetch", `{"url":"https://example.com"}`, "WebFetch"},
+	} {
+		got := permissionSuggestions(permission.ApprovalRequest{Tool: tc.tool, Input: json.RawMessage(tc.input)}, "/w")
+		var rules []string
+		for _, s := range got {
+			for _, r := range s.(map[string]any)["rules"].([]any) {
+				m := r.(map[string]any)
+				rule := m["toolName"].(string)
+				if c, ok := m["ruleContent"].(string); ok {
+					rule += "(" + c + ")"
+				}
+				rules = append(rules, rule)
+			}
+		}
+		if want := []string{tc.want}; tc.want == "" && len(rules) != 0 || tc.want != "" && !slices.Equal(rules, want) {
+			t.Errorf("%s %s: suggested %q, want %q", tc.tool, tc.input, rules, tc.want)
+			continue
+		}
+		for _, r := range rules {
+			if _, err := permission.ParseRule(r); err != nil {
+				t.Errorf("%s %s: the suggestion %q does not parse: %v", tc.tool, tc.input, r, err)
+			}
+		}
+	}
+}
+
+// A rule the SDK's answer adds for the session is kept only when it parses: kept, an
+// invalid one (a client's own spelling of a compound command) refused every later turn
+// with config.rule_invalid. It is dropped with a line on stderr; the valid ones stay.
+func TestSDKAnswerKeepsOnlyRulesThatParse(t *testing.T) {
+	var out syncBuffer
+	s := testSDKSession(&out)
+	got := make(chan permission.ApprovalDecision, 1)
+	go func() {
+		d, _ := sdkApprover{s}.Approve(context.Background(), permission.ApprovalRequest{Tool: "Bash", Input: json.RawMessage(`{"command":"make && make test"}`)})
+		got <- d
+	}()
+	var id string
+	for id == "" {
+		time.Sleep(time.Millisecond)
+		for _, line := range strings.Split(out.String(), "\n") {
+			var req struct {
+				RequestID string `json:"request_id"`
+			}
+			if json.Unmarshal([]byte(line), &req) == nil && req.RequestID != "" {
+				id = req.RequestID
+			}
+		}
+	}
+	s.handleLine(context.Background(), []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"`+id+`","response":{"behavior":"allow",`+
+		`"updatedPermissions":[{"type":"addRules","behavior":"allow","destination":"session","rules":[{"toolName":"Bash","ruleContent":"make && make test"},{"toolName":"Bash","ruleContent":"make test"}]}]}}}`))
+	if d := <-got; d.Behavior != permission.Allow {
+		t.Fatalf("decision %+v, want the allow", d)
+	}
+	s.mu.Lock()
+	allowed := slices.Clone(s.allowed)
+	s.mu.Unlock()
+	if !slices.Equal(allowed, []string{"Bash(make test)"}) {
+		t.Errorf("rules kept for the session: %q, want only Bash(make test)", allowed)
+	}
+	if !strings.Contains(s.stderr.(*syncBuffer).String(), "Bash(make && make test) was not kept") {
+		t.Errorf("stderr does not say the invalid rule was dropped: %q", s.stderr.(*syncBuffer).String())
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/sema-agent/sema/internal/rulematch"
 	"github.com/sema-agent/sema/model"
 	"github.com/sema-agent/sema/permission"
 )
@@ -107,27 +106,8 @@ func howToAllow(req permission.ApprovalRequest) string {
 // a Bash call of one plain command ("" for any other Bash call: a rule per command is
 // needed), the absolute path for a file tool ("Edit(//abs/path)"), else the tool's name.
 func SuggestRule(tool string, input json.RawMessage) string {
-	switch {
-	case tool == "Bash":
-		cmd, _, err := bashInput(input)
-		cmd = strings.TrimSpace(cmd)
-		if err == nil && cmd != "" {
-			if _, why := rulematch.LiteralCommand(cmd); why == "" && !strings.ContainsAny(cmd, "()\n") {
-				return "Bash(" + cmd + ")"
-			}
-		}
-		return ""
-	case pathFields[tool] != "":
-		var m map[string]any
-		if json.Unmarshal(input, &m) == nil {
-			if p, ok := m[pathFields[tool]].(string); ok && strings.HasPrefix(p, "/") && !strings.ContainsAny(p, "()*?[]{}\\") {
-				family := "Read"
-				if rulematch.IsEditTool(tool) {
-					family = "Edit"
-				}
-				return family + "(/" + p + ")"
-			}
-		}
+	if r := permission.NarrowRule(tool, input, ""); r != "" || tool == "Bash" {
+		return r
 	}
 	return tool
 }
