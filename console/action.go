@@ -18,7 +18,7 @@ type question struct {
 	Description string
 	Path        string
 	Content     string
-	Edits       [][]diffLine
+	Edits       []editShown
 	JSON        string
 	// Budget is the limit a budget question (gate budget) is about — tokens or usd —
 	// and Spent and Limit what the run spent and the limit it would pass: the form then
@@ -27,6 +27,13 @@ type question struct {
 	// CheckpointID, CSRF and Action fill the decision form; Action empty posts to the
 	// page's own address (a link's page).
 	CheckpointID, CSRF, Action string
+}
+
+// editShown is one replacement of an Edit or MultiEdit: its diff, and whether it
+// replaces every occurrence of the old text rather than the one.
+type editShown struct {
+	Lines      []diffLine
+	ReplaceAll bool
 }
 
 // diffLine is a line of an edit's diff: Kind is ctx, del or add.
@@ -43,9 +50,11 @@ func questionOf(tool string, input json.RawMessage, message, gate string) *quest
 		Content     *string `json:"content"`
 		OldString   *string `json:"old_string"`
 		NewString   *string `json:"new_string"`
+		ReplaceAll  bool    `json:"replace_all"`
 		Edits       []struct {
-			OldString string `json:"old_string"`
-			NewString string `json:"new_string"`
+			OldString  string `json:"old_string"`
+			NewString  string `json:"new_string"`
+			ReplaceAll bool   `json:"replace_all"`
 		} `json:"edits"`
 	}
 	json.Unmarshal(input, &in)
@@ -73,10 +82,10 @@ func questionOf(tool string, input json.RawMessage, message, gate string) *quest
 	case (tool == "Edit" || tool == "MultiEdit") && in.FilePath != "" && (in.OldString != nil || len(in.Edits) > 0):
 		q.Kind, q.Path = "edit", in.FilePath
 		if in.OldString != nil && in.NewString != nil {
-			q.Edits = append(q.Edits, diff(*in.OldString, *in.NewString))
+			q.Edits = append(q.Edits, editShown{diff(*in.OldString, *in.NewString), in.ReplaceAll})
 		}
 		for _, e := range in.Edits {
-			q.Edits = append(q.Edits, diff(e.OldString, e.NewString))
+			q.Edits = append(q.Edits, editShown{diff(e.OldString, e.NewString), e.ReplaceAll})
 		}
 	case tool == "Write" && in.FilePath != "" && in.Content != nil:
 		q.Kind, q.Path, q.Content = "write", in.FilePath, *in.Content

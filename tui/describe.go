@@ -14,9 +14,11 @@ import (
 // Bash command is never shortened: a person must see every byte of what they approve.
 const dialogMaxLines = 12
 
-// Rule is what "allow always" adds for a question, in rule syntax: the exact command
-// of a Bash call (Bash(go test ./...)), the path of a file tool's call (Edit(main.go)),
-// the tool itself for anything else.
+// Rule is what "allow always" is called, and remembered by, in this session: the exact
+// command of a Bash call (Bash(go test ./...)), the path of a file tool's call
+// (Edit(main.go)), the tool itself for anything else. A later question is allowed by it
+// only when its Rule is the very same string — it is never read as rule syntax, in which
+// Bash(rm *) would be every rm; what a settings file keeps is permission.NarrowRule.
 func Rule(req permission.ApprovalRequest) string {
 	if req.Tool == "Bash" {
 		if c := field(req.Input, "command"); c != "" {
@@ -66,7 +68,9 @@ func summary(tool string, input json.RawMessage) string {
 }
 
 // actionLines is the exact action of a question: every line of a Bash command; the path
-// of a file tool and, for an edit, the removed and added lines; indented JSON otherwise.
+// of a file tool and, for an edit, the removed and added lines of each of its edits and
+// whether it replaces every occurrence; indented JSON otherwise, so that no field of a
+// call the dialog does not know goes unseen.
 // Each line carries its kind, so the view can colour what is removed and added.
 func actionLines(tool string, input json.RawMessage) []line {
 	var m map[string]any
@@ -101,11 +105,35 @@ func actionLines(tool string, input json.RawMessage) []line {
 		}
 	case "Edit":
 		out := []line{{text: "path: " + sanitize(str("file_path"))}}
+		if all, _ := m["replace_all"].(bool); all {
+			out = append(out, line{text: "replaces every occurrence, not only the first"})
+		}
 		out = append(out, shown(str("old_string"), "- ", lineRemoved)...)
 		return append(out, shown(str("new_string"), "+ ", lineAdded)...)
-	}
-	if f := pathField(tool); f != "" && str(f) != "" {
-		return []line{{text: "path: " + sanitize(str(f))}}
+	case "MultiEdit":
+		edits, _ := m["edits"].([]any)
+		if str("file_path") == "" || len(edits) == 0 {
+			break
+		}
+		out := []line{{text: "path: " + sanitize(str("file_path"))}}
+		for i, e := range edits {
+			em, _ := e.(map[string]any)
+			old, _ := em["old_string"].(string)
+			repl, _ := em["new_string"].(string)
+			head := fmt.Sprintf("edit %d of %d", i+1, len(edits))
+			if all, _ := em["replace_all"].(bool); all {
+				head += ": every occurrence, not only the first"
+			}
+			out = append(out, line{text: head, kind: lineDim})
+			out = append(out, shown(old, "- ", lineRemoved)...)
+			out = append(out, shown(repl, "+ ", lineAdded)...)
+		}
+		return out
+	case "Read", "LS", "NotebookRead":
+		// Reading names all it does by its path (an offset or a limit reads less).
+		if f := pathField(tool); f != "" && str(f) != "" {
+			return []line{{text: "path: " + sanitize(str(f))}}
+		}
 	}
 	pretty, _ := json.MarshalIndent(m, "", "  ")
 	var out []line

@@ -20,6 +20,14 @@ func TestActionLines(t *testing.T) {
 		{"Edit", `{"file_path":"a.go","old_string":"a\nb","new_string":"c"}`, []string{"path: a.go", "- a", "- b", "+ c"}},
 		{"ExitPlanMode", `{"plan":"1. read\n2. fix"}`, []string{"1. read", "2. fix"}},
 		{"Bash", `{"command":"echo \u001b[2Jgone"}`, []string{`$ echo \x1b[2Jgone`}},
+		// What the diff alone would hide is said: every occurrence, and each edit of many.
+		{"Edit", `{"file_path":"a.go","old_string":"a","new_string":"b","replace_all":true}`,
+			[]string{"path: a.go", "replaces every occurrence, not only the first", "- a", "+ b"}},
+		{"MultiEdit", `{"file_path":"a.go","edits":[{"old_string":"a","new_string":"b"},{"old_string":"c","new_string":"d","replace_all":true}]}`,
+			[]string{"path: a.go", "edit 1 of 2", "- a", "+ b", "edit 2 of 2: every occurrence, not only the first", "- c", "+ d"}},
+		// A tool the dialog has no shape for shows its whole input.
+		{"NotebookEdit", `{"notebook_path":"n.ipynb","new_source":"rm()"}`,
+			[]string{"{", `  "new_source": "rm()",`, `  "notebook_path": "n.ipynb"`, "}"}},
 	} {
 		var got []string
 		for _, l := range actionLines(tc.tool, json.RawMessage(tc.input)) {
@@ -31,7 +39,8 @@ func TestActionLines(t *testing.T) {
 	}
 }
 
-// TestRule: what "allow always" covers, in rule syntax.
+// TestRule: the words and the session's key of "allow always" (matched as the exact
+// string, never as rule syntax; what a settings file keeps is permission.NarrowRule).
 func TestRule(t *testing.T) {
 	for input, want := range map[string]string{
 		`{"tool":"Bash","input":{"command":"go test ./..."}}`: "Bash(go test ./...)",
