@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -53,10 +54,12 @@ type termApprover struct {
 	ended bool
 }
 
-// answerLine is one line read from the input, or the error that ended it.
+// answerLine is one line read from the input, or the error that ended it, with when it
+// was read.
 type answerLine struct {
 	text string
 	err  error
+	at   time.Time
 }
 
 // newTermApprover returns an approver reading answers from in and writing questions to
@@ -72,7 +75,7 @@ func (a *termApprover) readLines() {
 	for {
 		s, err := r.ReadString('\n')
 		if s != "" {
-			a.lines <- answerLine{text: s}
+			a.lines <- answerLine{text: s, at: time.Now()}
 		}
 		if err != nil {
 			a.lines <- answerLine{err: err}
@@ -90,18 +93,31 @@ func (a *termApprover) Approve(ctx context.Context, req permission.ApprovalReque
 		fmt.Fprintf(a.out, "sema: %s allowed (you answered \"always\" earlier)\n", describeCall(req))
 		return permission.ApprovalDecision{Behavior: permission.Allow, Reason: "allowed for this session at the terminal prompt"}, nil
 	}
+	if !a.echo {
+		// At a terminal an answer is to a question the person has seen: what was typed
+		// ahead is dropped, here and below, so a second "y" typed while the first call
+		// ran does not answer the next question the moment it is printed.
+		flushInput(a.in)
+	}
 	a.ask(req)
+	shown := time.Now()
 	if a.ended {
 		fmt.Fprintln(a.out, "\nsema: no answer (the input ended); denied")
 		return deny("no answer was given at the terminal prompt (its input ended)"), nil
 	}
 	a.start.Do(func() { go a.readLines() })
 	var line answerLine
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(a.out, "\nsema: no answer: the run was cancelled; denied")
-		return deny("the run was cancelled while the question was open"), nil
-	case line = <-a.lines:
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(a.out, "\nsema: no answer: the run was cancelled; denied")
+			return deny("the run was cancelled while the question was open"), nil
+		case line = <-a.lines:
+		}
+		if a.echo || line.err != nil || !line.at.Before(shown) {
+			break
+		}
+		fmt.Fprintf(a.out, "\nsema: %q was typed before this question was shown, and is not its answer: ", sanitize(strings.TrimSpace(line.text)))
 	}
 	if line.err != nil {
 		a.ended = true
