@@ -164,7 +164,9 @@ func (s *Server) check(ctx context.Context, t *tenant, spec *client.TaskSpec) (i
 	if spec.Worktree != "" {
 		// Made now, as the root is checked now: the task runs in it, and commits in it
 		// write to the repository's .git, a write root (both inside the base).
-		wt, err := worktree.Open(ctx, root, spec.Worktree)
+		// git runs here, as the service and outside any sandbox, in a repository the
+		// tenant controls: none of the programs its configuration names may run.
+		wt, err := worktree.OpenUntrusted(ctx, root, spec.Worktree, t.base)
 		if err != nil {
 			return bad(err)
 		}

@@ -48,6 +48,12 @@ const (
 	CodeDirty = "worktree.dirty"
 	// CodeGitFailed: a git command failed for another reason (its message says which).
 	CodeGitFailed = "worktree.git_failed"
+	// CodeOutside: OpenUntrusted was given a checkout whose repository lies outside the
+	// directory it must stay in.
+	CodeOutside = "worktree.outside"
+	// CodeFiltersRefused: OpenUntrusted was given a repository whose configuration names
+	// checkout filters.
+	CodeFiltersRefused = "worktree.filters_refused"
 )
 
 // Dir is where a repository's worktrees live, relative to its main checkout.
@@ -142,8 +148,29 @@ func findRepo(ctx context.Context, dir string) (repo, error) {
 
 // Open returns the worktree name of the repository that holds dir — made from the
 // current HEAD on a new branch sema/NAME, or the one made before under that name. An
-// empty name is a new generated one.
+// empty name is a new generated one. git runs as the repository's owner would run it,
+// with its hooks and filters: a person's own repository.
 func Open(ctx context.Context, dir, name string) (*Worktree, error) {
+	return open(ctx, dir, name, "")
+}
+
+// OpenUntrusted is Open for a repository whose owner the caller does not trust (a
+// service's tenant): git must run none of the programs the repository's configuration
+// names, since it runs with the caller's privileges, outside any sandbox. Hooks and the
+// file-system monitor are switched off and only the repository's own configuration is
+// read; a repository whose configuration defines checkout filters (filter.*.smudge,
+// .clean, .process: programs git runs on each file) is refused (CodeFiltersRefused); the
+// repository's main checkout and git directory must lie inside within, or it is refused
+// before anything is written (CodeOutside); and the main checkout's info/exclude is left
+// as it is.
+func OpenUntrusted(ctx context.Context, dir, name, within string) (*Worktree, error) {
+	return open(context.WithValue(ctx, untrustedKey{}, true), dir, name, within)
+}
+
+// untrustedKey marks the context of OpenUntrusted's git commands.
+type untrustedKey struct{}
+
+func open(ctx context.Context, dir, name, within string) (*Worktree, error) {
 	if name == "" {
 		name = NewName()
 	}
@@ -153,6 +180,12 @@ func Open(ctx context.Context, dir, name string) (*Worktree, error) {
 	r, err := findRepo(ctx, dir)
 	if err != nil {
 		return nil, err
+	}
+	untrusted := ctx.Value(untrustedKey{}) != nil
+	if untrusted {
+		if err := checkUntrusted(ctx, r, within); err != nil {
+			return nil, err
+		}
 	}
 	wt := &Worktree{Name: name, Path: filepath.Join(r.top, Dir, name), Branch: BranchPrefix + name, Repo: r.top, GitDir: r.gitDir}
 	list, err := listAll(ctx, r)
@@ -175,8 +208,10 @@ func Open(ctx context.Context, dir, name string) (*Worktree, error) {
 	if _, err := git(ctx, r.top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
 		return nil, sema.Errorf(CodeNoCommit, "the repository at %s has no commit yet, so there is nothing to branch a worktree from; commit first", r.top).With("repo", r.top)
 	}
-	if err := exclude(r); err != nil {
-		return nil, err
+	if !untrusted {
+		if err := exclude(r); err != nil {
+			return nil, err
+		}
 	}
 	args := []string{"worktree", "add", "--quiet", "-b", wt.Branch, wt.Path, "HEAD"}
 	if _, err := git(ctx, r.top, "show-ref", "--verify", "--quiet", "refs/heads/"+wt.Branch); err == nil {
@@ -332,11 +367,53 @@ func exclude(r repo) error {
 	return nil
 }
 
+// checkUntrusted refuses, for OpenUntrusted, a repository outside within and one whose
+// configuration defines checkout filters.
+func checkUntrusted(ctx context.Context, r repo, within string) error {
+	if real, err := filepath.EvalSymlinks(within); err == nil {
+		within = real
+	}
+	inside := func(p string) bool {
+		rel, err := filepath.Rel(within, p)
+		return within != "" && err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+	}
+	if !inside(r.top) || !inside(r.gitDir) {
+		return sema.Errorf(CodeOutside, "the repository of this checkout (%s, its git directory %s) is not inside %s; a worktree is made only of a repository inside it", r.top, r.gitDir, within).
+			With("repo", r.top).With("git_dir", r.gitDir)
+	}
+	// git makes the worktree under .sema/worktrees of the main checkout: a link there
+	// would put it (written with the caller's rights) wherever the link points.
+	for _, p := range []string{filepath.Join(r.top, ".sema"), filepath.Join(r.top, Dir)} {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return sema.Errorf(CodeOutside, "%s is a symbolic link; a worktree is made only under a directory of the repository itself", p).With("path", p)
+		}
+	}
+	out, err := git(ctx, r.top, "config", "--name-only", "--get-regexp", `^filter\..*\.(smudge|clean|process)$`)
+	if err == nil && strings.TrimSpace(out) != "" {
+		names := strings.Fields(out)
+		return sema.Errorf(CodeFiltersRefused, "the repository's configuration names checkout filters (%s), programs git would run here outside any sandbox; no worktree is made of it", strings.Join(names, ", ")).
+			With("filters", names)
+	}
+	return nil
+}
+
+// untrustedGit are the settings every git command of OpenUntrusted carries: no hooks,
+// no file-system monitor (both programs the repository's configuration may name), and
+// no system or global configuration (the caller's, which a worktree for someone else
+// should not depend on).
+var untrustedGit = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+
 // git runs git in dir and returns its standard output (its standard error with a
 // failure).
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	pre := []string{"-C", dir}
+	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	if ctx.Value(untrustedKey{}) != nil {
+		pre = append(pre, untrustedGit...)
+		env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	}
+	cmd := exec.CommandContext(ctx, "git", append(pre, args...)...)
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -169,3 +169,105 @@ func FuzzCheckName(f *testing.F) {
 		}
 	})
 }
+
+// A repository whose owner is not trusted makes a worktree with none of the programs its
+// configuration names: a post-checkout hook (in .git/hooks, or where core.hooksPath
+// points) and a file-system monitor do not run, and checkout filters refuse the
+// worktree. Calibrated: the same repositories through Open run the hook, the monitor
+// and the filter (each leaves its mark), as git does for a person's own repository.
+func TestOpenUntrustedRunsNoProgramOfTheRepository(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	hooked := func(t *testing.T) (dir, mark string) {
+		dir = repoWithCommit(t)
+		mark = filepath.Join(t.TempDir(), "ran")
+		hook := "#!/bin/sh\necho $0 >> " + mark + "\n"
+		os.WriteFile(filepath.Join(dir, ".git", "hooks", "post-checkout"), []byte(hook), 0o755)
+		hooks := filepath.Join(dir, "hk")
+		os.MkdirAll(hooks, 0o755)
+		os.WriteFile(filepath.Join(hooks, "post-checkout"), []byte(hook), 0o755)
+		os.WriteFile(filepath.Join(hooks, "monitor"), []byte(hook), 0o755)
+		return dir, mark
+	}
+	for _, tc := range []struct {
+		name   string
+		config [][2]string
+	}{
+		{"a hook in .git/hooks", nil},
+		{"a hook where core.hooksPath points", [][2]string{{"core.hooksPath", "hk"}}},
+		{"a file-system monitor", [][2]string{{"core.fsmonitor", "hk/monitor"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, trusted := range []bool{true, false} {
+				dir, mark := hooked(t)
+				for _, kv := range tc.config {
+					run(t, dir, "git", "config", kv[0], filepath.Join(dir, kv[1]))
+				}
+				var err error
+				if trusted {
+					_, err = worktree.Open(ctx, dir, "w1")
+				} else {
+					_, err = worktree.OpenUntrusted(ctx, dir, "w1", dir)
+				}
+				if err != nil {
+					t.Fatalf("trusted %v: %v", trusted, err)
+				}
+				_, ran := os.Stat(mark)
+				if trusted && ran != nil {
+					t.Fatalf("calibration: Open did not run the repository's program (%v)", ran)
+				}
+				if !trusted && ran == nil {
+					b, _ := os.ReadFile(mark)
+					t.Errorf("OpenUntrusted ran the repository's program: %s", b)
+				}
+			}
+		})
+	}
+
+	t.Run("a checkout filter", func(t *testing.T) {
+		for _, trusted := range []bool{true, false} {
+			dir := repoWithCommit(t)
+			mark := filepath.Join(t.TempDir(), "ran")
+			os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("*.go filter=x\n"), 0o644)
+			run(t, dir, "git", "add", ".gitattributes")
+			run(t, dir, "git", "commit", "-q", "-m", "attrs")
+			run(t, dir, "git", "config", "filter.x.smudge", "sh -c 'echo ran >> "+mark+"; cat'")
+			var err error
+			if trusted {
+				_, err = worktree.Open(ctx, dir, "w1")
+			} else {
+				_, err = worktree.OpenUntrusted(ctx, dir, "w1", dir)
+			}
+			_, ran := os.Stat(mark)
+			switch {
+			case trusted && (err != nil || ran != nil):
+				t.Fatalf("calibration: Open %v, filter ran: %v", err, ran == nil)
+			case !trusted && (sema.CodeOf(err) != worktree.CodeFiltersRefused || ran == nil):
+				t.Errorf("OpenUntrusted: %v, filter ran %v; want %s and nothing run", err, ran == nil, worktree.CodeFiltersRefused)
+			}
+		}
+	})
+
+	t.Run("outside the directory it must stay in", func(t *testing.T) {
+		dir, within := repoWithCommit(t), t.TempDir()
+		_, err := worktree.OpenUntrusted(ctx, dir, "w1", within)
+		if sema.CodeOf(err) != worktree.CodeOutside {
+			t.Errorf("a repository outside: %v, want %s", err, worktree.CodeOutside)
+		}
+		if _, err := os.Stat(filepath.Join(dir, worktree.Dir, "w1")); !os.IsNotExist(err) {
+			t.Errorf("a worktree was made of a repository outside: %v", err)
+		}
+	})
+
+	t.Run("a link where the worktrees go", func(t *testing.T) {
+		dir, elsewhere := repoWithCommit(t), t.TempDir()
+		os.Symlink(elsewhere, filepath.Join(dir, ".sema"))
+		_, err := worktree.OpenUntrusted(ctx, dir, "w1", dir)
+		if sema.CodeOf(err) != worktree.CodeOutside {
+			t.Errorf(".sema a link: %v, want %s", err, worktree.CodeOutside)
+		}
+		if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+			t.Errorf("the worktree was made where the link points: %v", ents)
+		}
+	})
+}
