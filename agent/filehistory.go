@@ -132,9 +132,13 @@ func (l *leg) resolveCapture(loaded *session.Session) error {
 // mints nothing.
 type lazyBoundary struct{ *bashChanges }
 
-// Before mints the turn's boundary, then snapshots the write roots.
+// Before mints the turn's boundary, then snapshots the write roots. A boundary that
+// cannot be minted refuses the command, as a snapshot that cannot be taken does, unless
+// the deployment chose to proceed unprotected.
 func (c lazyBoundary) Before(ctx context.Context, background bool) ([]string, error) {
-	c.l.ensureBoundary(ctx)
+	if err := c.l.ensureBoundary(ctx); err != nil && c.l.deps.policy().FileHistoryPolicy != ProceedUnprotected {
+		return nil, err
+	}
 	c.SetTurn(c.l.boundTurn())
 	return c.bashChanges.Before(ctx, background)
 }

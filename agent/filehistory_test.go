@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/sema-agent/sema/history"
 	"github.com/sema-agent/sema/model/scripted"
 	"github.com/sema-agent/sema/permission"
+	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools/files"
 )
 
@@ -272,4 +275,54 @@ func TestResumeOnAnotherFilesystem(t *testing.T) {
 			t.Fatal("a resume on the session's own tree recorded nothing")
 		}
 	})
+}
+
+// mintFails is a file-history store whose boundaries cannot be stored from turn failFrom
+// on (a locked database, a full disk).
+type mintFails struct {
+	history.Store
+	failFrom int
+}
+
+func (h mintFails) MintBoundary(ctx context.Context, scope string, turn int) (history.Boundary, error) {
+	if turn >= h.failFrom {
+		return history.Boundary{}, errors.New("database is locked")
+	}
+	return h.Store.MintBoundary(ctx, scope, turn)
+}
+
+// A turn whose file-history boundary cannot be stored changes no file: a record made
+// without it would land at the turn before's boundary, and a rewind to this turn would
+// leave its changes in place (and the bytes from before them nowhere). The write tool's
+// edit and the shell command are refused as an edit that cannot be undone is; the turn
+// before's edit stays rewindable. Calibrated: with the failure only noticed, both
+// changes were made.
+func TestATurnWithoutItsBoundaryChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	store := session.NewMemory()
+	hist := mintFails{Store: history.NewMemory(), failFrom: 2}
+	bash := json.RawMessage(`{"command":"echo made > b.txt"}`)
+	deps := agent.Deps{Store: store, History: hist, StateDir: t.TempDir(), Shell: &agent.ShellOptions{Sandbox: "off"},
+		Provider: scripted.New(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{write("a.txt", "Y\n")}},
+			{ToolCalls: []scripted.ToolCall{write("a.txt", "Z\n"), {Name: "Bash", Input: bash}}},
+			{Text: "done"},
+		}})}
+	res, err := agent.New(deps).Run(ctx, agent.TaskSpec{Prompt: "edit", Root: root, PermissionMode: permission.ModeBypassPermissions})
+	must(t, err)
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "Y\n" {
+		t.Errorf("a.txt is %q after a turn without its boundary; want turn 1's Y", b)
+	}
+	if _, err := os.Stat(filepath.Join(root, "b.txt")); !os.IsNotExist(err) {
+		t.Errorf("the command of a turn without its boundary ran: %v", err)
+	}
+	found := false
+	for _, n := range res.Notices {
+		found = found || n.Code == agent.CodeBoundaryFailed
+	}
+	if !found {
+		t.Errorf("no %s notice: %+v", agent.CodeBoundaryFailed, res.Notices)
+	}
 }

@@ -299,13 +299,14 @@ func (l *leg) boundTurn() int {
 
 // ensureBoundary mints the current turn's boundary of l's scope if the turn has none yet.
 // It runs before every first-touch record (a write tool's, a Bash command's, a delegated
-// child's), so the record lands at the turn's boundary.
-func (l *leg) ensureBoundary(ctx context.Context) {
+// child's), so the record lands at the turn's boundary; its error, when the turn still
+// has none, refuses the change the record was for (boundary.Minter.Ensure).
+func (l *leg) ensureBoundary(ctx context.Context) error {
 	o := l.historyOwner()
 	if !o.ownsBoundaries() {
-		return
+		return nil
 	}
-	o.bound.Ensure(ctx, o.boundaryScope())
+	return o.bound.Ensure(ctx, o.boundaryScope())
 }
 
 // unsynced reports whether background Bash tasks may have changed files since the last
@@ -338,8 +339,14 @@ func boundaryFrom(bs []history.Boundary, at, turn int, end bool) (int64, bool) {
 // file after a boundary, its pre-image is recorded. When it cannot be recorded durably
 // the edit is refused, unless the deployment chose to proceed unprotected.
 func (l *leg) trackFileEdit(ctx context.Context, req files.TrackEditRequest) (files.TrackEditResult, error) {
-	l.ensureBoundary(ctx)
-	rec, minted, err := l.files.Track(ctx, l.historyScope, req.Key)
+	var rec history.Record
+	var minted bool
+	// Without the turn's boundary the record would land at an earlier turn's, and a
+	// rewind to this turn would miss the edit: refused as a record that cannot be made.
+	err := l.ensureBoundary(ctx)
+	if err == nil {
+		rec, minted, err = l.files.Track(ctx, l.historyScope, req.Key)
+	}
 	// The write that follows leaves its bytes in this record's After; one with no record
 	// leaves none, so a rewind counts the file as someone else's.
 	l.afters.track(req.Key, rec, err == nil)

@@ -92,14 +92,17 @@ func (m *Minter) Turn() int {
 }
 
 // Ensure mints the current turn's boundary if the turn has none yet. It runs before
-// every first-touch record, so the record lands at the turn's boundary.
-func (m *Minter) Ensure(ctx context.Context, s Scope) {
+// every first-touch record, so the record lands at the turn's boundary, and returns the
+// mint's error when the turn still has none: a record made then would land at an earlier
+// turn's boundary, and a rewind to this turn would not find what the turn changed. A
+// later Ensure of the same turn tries the mint again.
+func (m *Minter) Ensure(ctx context.Context, s Scope) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.turn == 0 || m.minted {
-		return
+		return nil
 	}
-	m.mintLocked(ctx, s)
+	return m.mintLocked(ctx, s)
 }
 
 // countLocked reads, once, how many boundaries the scope holds, and returns them when it
@@ -116,12 +119,13 @@ func (m *Minter) countLocked(ctx context.Context, s Scope) []history.Boundary {
 	return bs
 }
 
-func (m *Minter) mintLocked(ctx context.Context, s Scope) {
-	m.minted = true
+func (m *Minter) mintLocked(ctx context.Context, s Scope) error {
 	s.BeforeMint(ctx)
 	if _, err := s.History.MintBoundary(context.WithoutCancel(ctx), s.Scope, m.turn); err != nil {
 		s.Failed(m.turn, err)
-		return
+		return err
 	}
+	m.minted = true
 	m.count++
+	return nil
 }

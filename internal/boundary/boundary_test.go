@@ -85,19 +85,31 @@ func TestUnsyncedMintsAtOnce(t *testing.T) {
 	}
 }
 
+// A boundary that cannot be stored is the turn's error at each first change, and tried
+// again at the next: a record made without it would land at an earlier turn's boundary.
+// Once one is stored, the turn has it and the next turn counts it.
 func TestMintFailure(t *testing.T) {
 	ctx := context.Background()
 	f := &fixture{st: &store{Memory: history.NewMemory(), refuse: errors.New("down")}}
 	var m Minter
 	m.Begin(ctx, f.scope(), 4)
-	m.Ensure(ctx, f.scope())
-	m.Ensure(ctx, f.scope()) // the turn counts as minted: it is not tried again
-	if len(f.failed) != 1 || f.failed[0] != 4 {
-		t.Errorf("failures %v", f.failed)
+	for i := range 2 {
+		if err := m.Ensure(ctx, f.scope()); err == nil {
+			t.Fatalf("Ensure %d: no error for a boundary that was not stored", i+1)
+		}
+	}
+	if len(f.failed) != 2 || f.failed[0] != 4 || f.failed[1] != 4 {
+		t.Errorf("failures %v, want turn 4 tried at each change", f.failed)
 	}
 	f.st.refuse = nil
-	if at := m.Begin(ctx, f.scope(), 5); at == nil || *at != 0 {
-		t.Errorf("a boundary that failed counts: turn 5 starts at %v", at)
+	if err := m.Ensure(ctx, f.scope()); err != nil {
+		t.Fatalf("Ensure once the store takes it: %v", err)
+	}
+	if err := m.Ensure(ctx, f.scope()); err != nil || len(f.boundaries(t)) != 1 {
+		t.Errorf("the turn minted %d boundaries (%v), want one", len(f.boundaries(t)), err)
+	}
+	if at := m.Begin(ctx, f.scope(), 5); at == nil || *at != 1 {
+		t.Errorf("turn 5 starts at %v, want after turn 4's boundary", at)
 	}
 }
 
