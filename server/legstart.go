@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 
 	"github.com/sema-agent/sema"
@@ -72,6 +73,9 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 	if err != nil {
 		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
 	}
+	if err := rootsUnmoved(t.spec.TaskSpec); err != nil {
+		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
+	}
 	spec, runner, err := s.prepare(t, legs, start.settings)
 	if err != nil {
 		return nil, s.finish(ctx, t, errorResult(t.sessionID, err), nil)
@@ -107,6 +111,35 @@ func (s *Server) planLeg(ctx context.Context, t *taskRow, legs *legStream) (*leg
 		}
 	}
 	return p, nil
+}
+
+// rootsUnmoved refuses a leg whose roots no longer resolve to themselves. The task's
+// cwd and added directories were checked inside the tenant's base when it was submitted,
+// and stored as they resolved then; every later leg — after a decision, a crash, in the
+// queue — resolves them again. Were a part of one replaced by a link since (a command
+// of the task can do that inside its root), the link's target, anywhere, would be the
+// leg's root; a path that still resolves to itself is still where it was checked.
+func rootsUnmoved(spec client.TaskSpec) error {
+	check := func(field, p string) error {
+		if p == "" {
+			return nil
+		}
+		if real, err := filepath.EvalSymlinks(p); err != nil || real != p {
+			return sema.Errorf(CodeRootMoved, "%s no longer resolves to the directory the task was submitted with (a link replaced part of it, or it is gone); the leg does not start", field).With("field", field)
+		}
+		return nil
+	}
+	if err := check("cwd", spec.Cwd); err != nil {
+		return err
+	}
+	for j, dirs := range [][]string{spec.AddDirs, spec.AddReadDirs} {
+		for i, d := range dirs {
+			if err := check(fmt.Sprintf("%s[%d]", []string{"add_dirs", "add_read_dirs"}[j], i), d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // prepare turns a stored task into the runner's spec and a runner for its model, whose

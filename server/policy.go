@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
 	"github.com/sema-agent/sema/client"
 	"github.com/sema-agent/sema/permission"
 	"github.com/sema-agent/sema/sandbox"
+	"github.com/sema-agent/sema/session"
 )
 
 // Refusals of a task by its tenant's policy, before it is queued.
@@ -249,8 +251,39 @@ func (s *Server) checkPolicy(p Policy, spec *client.TaskSpec) error {
 	return nil
 }
 
+// settleMode decides, under a policy that lists the modes a task may run in, the mode of
+// a leg whose task names none. Left empty, the leg would run in a resumed session's
+// recorded mode, or a new session's settings' defaultMode (which the tenant writes), or
+// default — none of them judged by the list. A resumed session's recorded mode is judged
+// (refused when the list no longer holds it: continue it naming a mode; kept, as the
+// runner keeps it, when it does); a new session runs in default when the list holds it,
+// else in the list's first mode.
+func (s *Server) settleMode(ctx context.Context, p Policy, spec *agent.TaskSpec) error {
+	if spec.PermissionMode != "" || len(p.PermissionModes) == 0 {
+		return nil
+	}
+	if spec.Resume != nil {
+		sess, err := s.b.sessions().Get(ctx, spec.Resume.SessionID)
+		if err != nil && !sema.IsCode(err, session.CodeNotFound) {
+			return err
+		}
+		if recorded := sess.Mode; err == nil && recorded != "" {
+			if !slices.Contains(p.PermissionModes, recorded) {
+				return sema.Errorf(CodePolicyMode, "the session's permission mode %s is not one the tenant's policy allows (%s); continue it naming one of them", recorded, strings.Join(p.PermissionModes, ", "))
+			}
+			return nil // kept as the runner keeps it (a plan approved leaves plan)
+		}
+	}
+	mode := "default"
+	if !slices.Contains(p.PermissionModes, mode) {
+		mode = p.PermissionModes[0]
+	}
+	spec.PermissionMode = permission.Mode(mode)
+	return nil
+}
+
 // modeAllowed reports whether p lets a task name mode ("" — the session's or the
-// settings' mode — is checked where the leg starts: see applyPolicy).
+// settings' mode — is settled where the leg starts: see settleMode).
 func modeAllowed(p Policy, mode string) bool {
 	if mode == "" {
 		return true
@@ -280,6 +313,9 @@ func (s *Server) applyPolicy(ctx context.Context, t *taskRow, start *legStart, s
 	}
 	if !modeAllowed(p, string(spec.PermissionMode)) {
 		return nil, sema.Errorf(CodePolicyMode, "the tenant's policy no longer allows permission_mode %s", spec.PermissionMode)
+	}
+	if err := s.settleMode(ctx, p, spec); err != nil {
+		return nil, err
 	}
 	// An empty mode takes no defaultMode from the workspace's settings, which the
 	// tenant writes (an untrusted workspace's is dropped), and a resumed session keeps

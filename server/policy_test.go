@@ -568,3 +568,62 @@ func TestWorkspaceSettingsCannotBypass(t *testing.T) {
 		}
 	})
 }
+
+// A task that names no mode is held to the policy's list of modes as one that names its
+// mode is. A new session under a list without default runs in the list's mode (here plan,
+// where the Write is refused); a session whose recorded mode the list no longer holds is
+// not continued in it. Calibrated: with an empty mode passed through, the first task ran
+// in default and wrote (the Write allowed by its rule), and the message continued in
+// bypassPermissions and wrote.
+func TestEmptyModeIsHeldToThePolicy(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		ctx := context.Background()
+		f := newFixture(t, st, func(base string) []scripted.Turn {
+			return []scripted.Turn{{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "w1.txt"), "x\n")}}, {Text: "done"}}
+		})
+		c := f.client(t, "mallory", f.base)
+		if err := f.srv.SetPolicy(ctx, "mallory", server.Policy{PermissionModes: []string{"plan"}}); err != nil {
+			t.Fatal(err)
+		}
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write", Cwd: f.base, AllowedTools: []string{"Write"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// In plan the Write waits for a person; in default, allowed by the task's rule, it ran.
+		done := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+		if _, err := os.Stat(filepath.Join(f.base, "w1.txt")); !os.IsNotExist(err) {
+			t.Errorf("a task naming no mode under a plan-only policy wrote: %v", err)
+		}
+		if !strings.Contains(string(done.Result), `"effective":"plan"`) {
+			t.Errorf("the leg's mode: %s, want plan", done.Result)
+		}
+
+		g := newFixture(t, st, func(base string) []scripted.Turn {
+			return []scripted.Turn{{Text: "first"}, {ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "w2.txt"), "x\n")}}, {Text: "done"}}
+		})
+		c = g.client(t, "mallory", g.base)
+		if err := g.srv.SetPolicy(ctx, "mallory", server.Policy{PermissionModes: []string{"default", "bypassPermissions"}}); err != nil {
+			t.Fatal(err)
+		}
+		task, err = c.SubmitTask(ctx, client.TaskSpec{Prompt: "start", Cwd: g.base, PermissionMode: "bypassPermissions"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := waitStatus(t, c, task.TaskID, "completed")
+		if err := g.srv.SetPolicy(ctx, "mallory", server.Policy{PermissionModes: []string{"default"}}); err != nil {
+			t.Fatal(err)
+		}
+		next, err := c.Message(ctx, first.SessionID, client.Message{Prompt: "write"})
+		if err == nil {
+			ended := waitStatus(t, c, next.TaskID, "error")
+			if !strings.Contains(string(ended.Result), "tenant.policy_mode") {
+				t.Errorf("the message continued a bypassPermissions session the policy no longer allows: %s", ended.Result)
+			}
+		} else if codeOf(err) != "tenant.policy_mode" {
+			t.Fatalf("the message: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(g.base, "w2.txt")); !os.IsNotExist(err) {
+			t.Errorf("the continued session wrote in a mode the policy no longer allows: %v", err)
+		}
+	})
+}

@@ -45,6 +45,9 @@ const (
 	// CodeRootOutsideBase: a cwd or added directory that does not resolve inside the
 	// tenant's base directory.
 	CodeRootOutsideBase = "tenant.root_outside_base"
+	// CodeRootMoved: a leg's cwd or added directory no longer resolves to the directory
+	// the task was submitted with (a link replaced part of it): the leg does not start.
+	CodeRootMoved = "tenant.root_moved"
 	// CodeConcurrencyLimit: the tenant has as many tasks queued or running as it may.
 	CodeConcurrencyLimit = "tenant.concurrency_limit"
 	// CodeTokenLimit: the tenant has spent its tokens for the day.

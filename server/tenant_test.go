@@ -241,3 +241,54 @@ func TestConfigOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// A root swapped for a link between two legs does not move the next leg. The task's
+// added directory was checked inside the tenant's base at submission; while the task
+// waits at a question, a command of the tenant's (here the test) replaces it with a
+// link to a directory outside the base. The leg the decision starts is refused
+// (tenant.root_moved), and nothing is written where the link points. Calibrated: when
+// the stored roots were used as they resolved at the leg's start, the approved Write
+// landed outside the base.
+func TestRootSwappedForALinkDoesNotMoveTheNextLeg(t *testing.T) { eachStore(t, testRootSwapped) }
+
+func testRootSwapped(t *testing.T, st store) {
+	f := newFixture(t, st, func(base string) []scripted.Turn {
+		return []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "sub", "x.txt"), "placed\n")}},
+			{Text: "done"},
+		}
+	})
+	ctx := context.Background()
+	work, sub := filepath.Join(f.base, "work"), filepath.Join(f.base, "sub")
+	for _, d := range []string{work, sub} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.client(t, "acme", f.base)
+	task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write", Cwd: work, AddDirs: []string{sub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, sub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	done := waitStatus(t, c, task.TaskID, "error")
+	if !strings.Contains(string(done.Result), "tenant.root_moved") {
+		t.Errorf("the leg after the swap: %s, want tenant.root_moved", done.Result)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "x.txt")); !os.IsNotExist(err) {
+		t.Errorf("the leg wrote where the link points, outside the base: %v", err)
+	}
+}
