@@ -256,8 +256,24 @@ func (*Host) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 		// chmod would follow the link; the mode of a link is never what a caller meant.
 		return &fs.PathError{Op: "chmod", Path: path, Err: unix.ELOOP}
 	}
-	if err := unix.Fchmodat(dirfd, base, uint32(mode.Perm()), 0); err != nil {
+	if err := unix.Fchmodat(dirfd, base, unixMode(mode), 0); err != nil {
 		return &fs.PathError{Op: "chmod", Path: path, Err: err}
 	}
 	return nil
+}
+
+// unixMode is mode as chmod takes it: the permission bits and the setuid, setgid and
+// sticky bits, which fs.FileMode keeps apart from them (as os.Chmod converts them).
+func unixMode(mode fs.FileMode) uint32 {
+	m := uint32(mode.Perm())
+	if mode&fs.ModeSetuid != 0 {
+		m |= unix.S_ISUID
+	}
+	if mode&fs.ModeSetgid != 0 {
+		m |= unix.S_ISGID
+	}
+	if mode&fs.ModeSticky != 0 {
+		m |= unix.S_ISVTX
+	}
+	return m
 }

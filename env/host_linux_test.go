@@ -5,6 +5,7 @@ package env
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -88,5 +89,30 @@ func TestHostWriteRemoveRoundTrip(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 0 {
 		t.Fatalf("left behind: %v", entries)
+	}
+}
+
+// Chmod puts back the setuid, setgid and sticky bits a mode carries, as os.Chmod does: a
+// rewind restores a file's recorded mode with it, and fs.FileMode keeps those bits apart
+// from the permission bits. Calibrated: with the permission bits alone, each came back
+// cleared.
+func TestChmodKeepsTheSpecialBits(t *testing.T) {
+	h, ctx := &Host{}, context.Background()
+	p := filepath.Join(t.TempDir(), "tool.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []fs.FileMode{0o755 | fs.ModeSetuid, 0o755 | fs.ModeSetgid, 0o755 | fs.ModeSticky, 0o700} {
+		if err := h.Chmod(ctx, p, mode); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := mode & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		if got := fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky); got != want {
+			t.Errorf("Chmod %v: the file's mode is %v", mode, got)
+		}
 	}
 }

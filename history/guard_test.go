@@ -409,3 +409,55 @@ func sqlOpen(t *testing.T, path string) *sql.DB {
 	t.Cleanup(func() { sqlitedb.Close(db) })
 	return db
 }
+
+// saveMeanwhile is a store whose rewind save, before it stores, lets a person save a
+// file: the moment between a rewind's check and its change, which the save can stretch
+// to seconds behind another process's transaction.
+type saveMeanwhile struct {
+	history.Store
+	meanwhile func()
+}
+
+func (s saveMeanwhile) MintRewind(ctx context.Context, scope string, turn int, saves []history.Saved) (history.Boundary, []history.Record, error) {
+	s.meanwhile()
+	return s.Store.MintRewind(ctx, scope, turn, saves)
+}
+
+// A person's save that lands while a rewind runs, after the rewind checked the file, is
+// not overwritten: the file is left as the person saved it, a conflict, and the rewind's
+// other files are restored. Calibrated: when the rewind wrote what its check decided,
+// the person's bytes were replaced, and an undo could not bring them back (they were
+// never saved).
+func TestRewindLeavesAFileSavedWhileItRan(t *testing.T) {
+	forEachStore(t, func(t *testing.T, _ storeCase, s history.Store) {
+		ctx := t.Context()
+		e, root := workspace(t)
+		a, b := filepath.Join(root, "a.txt"), filepath.Join(root, "b.txt")
+		write(t, e, a, "v1\n", 0o644)
+		write(t, e, b, "v1\n", 0o644)
+		f := history.NewFiles(s, e)
+		must(s.MintBoundary(ctx, "S", 1))(t)
+		agentWrite(t, f, e, "S", a, "agent\n", 0o644)
+		agentWrite(t, f, e, "S", b, "agent\n", 0o644)
+
+		f = history.NewFiles(saveMeanwhile{Store: s, meanwhile: func() { write(t, e, a, "PERSON'S WORK\n", 0o644) }}, e)
+		led, err := f.Rewind(ctx, "S", 1, history.RewindOptions{AcceptPartialRestore: true})
+		check(t, err)
+		if got := read(t, e, a); got != "PERSON'S WORK\n" {
+			t.Errorf("a.txt is %q after the rewind; the person's save was overwritten", got)
+		}
+		if ae := entryOf(t, led, a); ae.Status != history.StatusConflict || !strings.Contains(ae.Reason, "changed while the rewind ran") {
+			t.Errorf("a.txt in the ledger: %+v", ae)
+		}
+		if got := read(t, e, b); got != "v1\n" {
+			t.Errorf("b.txt is %q, want its restore to v1", got)
+		}
+	})
+}
+
+// read is the file's content, "" when it cannot be read.
+func read(t *testing.T, e env.ExecutionEnv, path string) string {
+	t.Helper()
+	data, _ := e.ReadFile(t.Context(), path)
+	return string(data)
+}

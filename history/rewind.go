@@ -577,6 +577,9 @@ func (f *Files) apply(ctx context.Context, s *step) {
 		fail(fmt.Errorf("not restored: %w", err))
 		return
 	}
+	if !f.asChecked(ctx, s) {
+		return
+	}
 	key, mode := s.rec.Key, s.rec.Mode
 	switch s.act {
 	case actRemove:
@@ -597,6 +600,35 @@ func (f *Files) apply(ctx context.Context, s *step) {
 		}
 		f.wrote(ctx, s, err)
 	}
+}
+
+// asChecked reports whether s's file is still as the check found it — there or not, its
+// bytes and mode — just before it is changed. Between the check and the change the
+// rewind saves every file's state, a transaction that can wait seconds behind another
+// process's; a file a person saved meanwhile is not the agent's to overwrite, and its
+// bytes were never saved for an undo. Such a file is left as it is, a conflict.
+func (f *Files) asChecked(ctx context.Context, s *step) bool {
+	mode, sum := absentMode, ""
+	fi, err := f.env.Lstat(ctx, s.rec.Key)
+	switch {
+	case err == nil && fi.IsRegular():
+		data, rerr := f.env.ReadFile(ctx, s.rec.Key)
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		mode, sum = fi.Mode&ModeBits, SumOf(data)
+	case err == nil:
+		mode = fs.ModeIrregular // a directory, a link: not what the check found
+	case errors.Is(err, fs.ErrNotExist) || absent(err):
+		err = nil
+	}
+	if err == nil && mode == s.mode && sum == s.curSum {
+		return true
+	}
+	s.act = actNone
+	s.entry.Status, s.entry.Reason = StatusConflict, "it changed while the rewind ran, after the rewind had checked it; it is left as it is"
+	return false
 }
 
 // applyAll carries out what check decided for every step. When the env can write a
@@ -626,6 +658,10 @@ func (f *Files) applyAll(ctx context.Context, steps []*step) {
 		for _, s := range writes {
 			s.entry.Status, s.entry.Reason = StatusFailed, fmt.Errorf("not restored: %w", err).Error()
 		}
+		return
+	}
+	writes = slices.DeleteFunc(writes, func(s *step) bool { return !f.asChecked(ctx, s) })
+	if len(writes) == 0 {
 		return
 	}
 	errs := writeBatch(ctx, bw, writes)
