@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -324,5 +325,39 @@ func TestATurnWithoutItsBoundaryChangesNothing(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no %s notice: %+v", agent.CodeBoundaryFailed, res.Notices)
+	}
+}
+
+// sed -i on a symbolic link replaces the link with a file. A rewind cannot put the link
+// back (file history keeps no link), so it names the file as one it cannot restore, and
+// leaves it; it must not delete it as a file the turn created. Calibrated: before links
+// were noted in the walk, the rewind deleted config.yml and called the rewind complete.
+func TestRewindOfAFileThatReplacedALinkKeepsIt(t *testing.T) {
+	if _, err := exec.LookPath("sed"); err != nil {
+		t.Skip("sed is not installed")
+	}
+	ctx := context.Background()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Join(root, "configs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "configs", "dev.yml"), []byte("mode: a\n"), 0o644))
+	must(t, os.Symlink("configs/dev.yml", filepath.Join(root, "config.yml")))
+	sed := json.RawMessage(`{"command":"sed -i s/a/b/ config.yml"}`)
+	deps := agent.Deps{Store: session.NewMemory(), History: history.NewMemory(), StateDir: t.TempDir(), Shell: &agent.ShellOptions{Sandbox: "off"},
+		Provider: scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{{Name: "Bash", Input: sed}}}, {Text: "done"}}})}
+	r := agent.New(deps)
+	res, err := r.Run(ctx, agent.TaskSpec{Prompt: "edit", Root: root, PermissionMode: permission.ModeBypassPermissions})
+	must(t, err)
+	if fi, err := os.Lstat(filepath.Join(root, "config.yml")); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("calibration: sed -i did not replace the link with a file (%v)", err)
+	}
+	rw, err := r.Rewind(ctx, agent.RewindSpec{SessionID: res.SessionID, ToTurn: res.FirstTurn, Files: true, AcceptPartialRestore: true})
+	must(t, err)
+	b, err := os.ReadFile(filepath.Join(root, "config.yml"))
+	if err != nil || string(b) != "mode: b\n" {
+		t.Errorf("config.yml after the rewind: %q, %v; want the file left as sed left it", b, err)
+	}
+	if rw.Ledger == nil || rw.Ledger.Complete() {
+		t.Errorf("the rewind called itself complete: %+v", rw.Ledger)
 	}
 }

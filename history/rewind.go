@@ -397,7 +397,7 @@ func (f *Files) check(ctx context.Context, ds *dirs, s *step, kinds map[int64]Bo
 	case rec.Lost:
 		// Nothing here is changed: what the file held at the boundary is not known, and
 		// a rewind that cannot restore a file says so rather than call it restored.
-		e.Status, e.Reason = StatusFailed, fmt.Sprintf("its contents before turn %d were not kept (over the snapshot's size cap, or lost with a command that was killed), so it cannot be restored", rec.Turn)
+		e.Status, e.Reason = StatusFailed, fmt.Sprintf("its contents before turn %d were not kept (over the snapshot's size cap, a symbolic link a command replaced with a file, or lost with a command that was killed), so it cannot be restored", rec.Turn)
 		return
 	case !rec.Existed && !exists:
 		e.Status = StatusUnchanged

@@ -183,6 +183,7 @@ type Tree struct {
 
 	mu     sync.Mutex
 	index  map[string]entry
+	links  map[string]bool // the symbolic links the latest walk met
 	prot   map[string]pent // protected entries but regular files beneath a protected directory
 	primed bool
 	refs   map[string]int    // staged sum → index entries using it
@@ -306,7 +307,7 @@ func (t *Tree) sync(ctx context.Context, record RecordFunc, keep func(string) bo
 
 // walk lists the roots and stats what it listed.
 func (t *Tree) walk(ctx context.Context) (*walker, error) {
-	w := &walker{t: t, ctx: ctx, seen: map[string]entry{}, prot: map[string]pent{}}
+	w := &walker{t: t, ctx: ctx, seen: map[string]entry{}, links: map[string]bool{}, prot: map[string]pent{}}
 	for _, r := range t.roots {
 		prot := t.cfg.Protected != nil && t.cfg.Protected(r)
 		if prot {
@@ -366,6 +367,10 @@ func (t *Tree) compare(ctx context.Context, w *walker, start time.Time, next map
 		cur.racy = cur.mtime >= start.Add(-racyWindow).UnixNano()
 		next[p] = cur
 		switch {
+		case !had && t.links[p]:
+			// A symbolic link stood here at the last walk: what was here is not a file
+			// history can put back, and deleting the file would be no restore of it.
+			d.Changes = append(d.Changes, Change{Path: p, Existed: true, Unrecoverable: true, After: cur.sum})
 		case !had:
 			d.Changes = append(d.Changes, Change{Path: p, After: cur.sum})
 		case old.sum != cur.sum || old.sum == "" && !old.sameStat(cur) || old.mode&modeBits != cur.mode&modeBits:
@@ -449,6 +454,7 @@ func (t *Tree) moveOn(w *walker, next map[string]entry, prot map[string]pent, st
 		t.gen++ // the index on disk is stale: the next Arm writes it
 	}
 	t.index, t.prot, t.refs, t.primed = next, prot, newRefs, true
+	t.links = w.links
 	t.skipped = w.skipped
 }
 
@@ -567,6 +573,7 @@ type walker struct {
 	oversize []string
 	beyond   []string
 	linked   []string
+	links    map[string]bool // the symbolic links met (their paths)
 	prot     map[string]pent // protected entries met, but regular files beneath a protected directory
 	skipped  []string        // what Skip refused
 }
@@ -632,8 +639,14 @@ func (w *walker) dir(d string, ign gitignore.Matcher, inProt bool) error {
 			w.count++
 			w.files = append(w.files, p)
 			w.fprot = append(w.fprot, prot)
+		case e.Type&fs.ModeSymlink != 0:
+			// Not followed, and its target not recorded; but a file that replaces it (sed
+			// -i on a link writes a file in its place) is not a file created from nothing.
+			if prot || !ign.Ignored(p, false) {
+				w.links[p] = true
+			}
 		}
-		// Symbolic links are not followed and, like special files, not recorded.
+		// Special files are not recorded.
 	}
 	for _, s := range subdirs {
 		if w.count >= w.t.cfg.MaxFiles && !s.prot {

@@ -195,3 +195,31 @@ func TestSyncSkipsIgnoredGitDeniedAndLinks(t *testing.T) {
 		t.Fatalf("changes %v, want only .gitignore", got)
 	}
 }
+
+// A file written where a symbolic link stood (sed -i on a link replaces it with a file)
+// is not a file created from nothing: a rewind that deleted it would neither restore the
+// link nor keep the bytes. It is reported as a change whose earlier state cannot be put
+// back (Existed, Unrecoverable), which file history records as lost. A file created where
+// nothing stood is still new. Calibrated: before links were noted, it was reported new,
+// and a rewind deleted it and called that done.
+func TestSyncReportsAFileReplacingALink(t *testing.T) {
+	r := root(t)
+	write(t, r+"/configs/dev.yml", "mode: a\n", 0o644)
+	if err := os.Symlink("configs/dev.yml", r+"/config.yml"); err != nil {
+		t.Fatal(err)
+	}
+	tr := treestate.New(treestate.Config{Env: env.NewHost(), Roots: []string{r}})
+	collect(t, tr)
+	if err := os.Remove(r + "/config.yml"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r+"/config.yml", "mode: b\n", 0o644)
+	write(t, r+"/fresh.txt", "new\n", 0o644)
+	_, got := collect(t, tr)
+	if c, ok := got[r+"/config.yml"]; !ok || !c.c.Existed || !c.c.Unrecoverable {
+		t.Errorf("the file that replaced a link: %+v (reported %v), want Existed and Unrecoverable", c.c, ok)
+	}
+	if c, ok := got[r+"/fresh.txt"]; !ok || c.c.Existed || c.c.Unrecoverable {
+		t.Errorf("a file created where nothing stood: %+v (reported %v), want new", c.c, ok)
+	}
+}

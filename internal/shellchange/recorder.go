@@ -306,7 +306,7 @@ func (c *Recorder) syncLocked(ctx context.Context, record bool, g *guard) ([]str
 			msg += " (" + d.RecordErr.Error() + ")"
 		}
 		l.Notice(sema.Notice{Code: CodeUnrecorded, Message: msg, Detail: map[string]any{"paths": unrecoverable}})
-		notes = append(notes, fmt.Sprintf("%d file(s) this command changed cannot be rewound (over the %d MiB history cap, unreadable, or not recorded): %s.",
+		notes = append(notes, fmt.Sprintf("%d file(s) this command changed cannot be rewound (over the %d MiB history cap, unreadable, a symbolic link it replaced with a file, or not recorded): %s.",
 			len(unrecoverable), treestate.DefaultMaxFileSize>>20, brief(unrecoverable)))
 	}
 	var fresh []string
