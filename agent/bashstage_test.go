@@ -111,3 +111,44 @@ func TestRewindRefusesOverADamagedSnapshot(t *testing.T) {
 		t.Fatalf("the damaged snapshot was removed: %v", err)
 	}
 }
+
+// A fork of a session whose process was killed while a shell command ran records, before
+// it copies the session's file history, what the command changed: a rewind of the fork
+// to that turn restores the file the command removed. Calibrated: when only the fork's
+// own scope was looked in, the fork's history lacked the command's changes, and its
+// rewind left gone.txt missing with no word said.
+func TestForkRecordsWhatTheSourcesKilledCommandChanged(t *testing.T) {
+	ctx := context.Background()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	state := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "gone.txt"), []byte("removed by the command\n"), 0o600))
+	store, hist := session.NewMemory(), history.NewMemory()
+	deps := agent.Deps{Store: store, History: hist, StateDir: state, Shell: &agent.ShellOptions{Sandbox: "off"}}
+	deps.Provider = scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "first"}}})
+	first, err := agent.New(deps).Run(ctx, agent.TaskSpec{Prompt: "start", Root: root})
+	must(t, err)
+	if _, err := hist.MintBoundary(ctx, first.SessionID, first.FirstTurn); err != nil {
+		t.Fatal(err)
+	}
+	stage := filepath.Join(state, "stage", first.SessionID, "killed-leg")
+	tr := treestate.New(treestate.Config{Env: env.NewHost(), Roots: []string{root}, StageDir: stage, Durable: true})
+	if _, err := tr.Sync(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	must(t, tr.Arm([]byte(`{"turn":1}`)))
+	must(t, os.Remove(filepath.Join(root, "gone.txt")))
+
+	deps.Provider = scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "forked"}}})
+	runner := agent.New(deps)
+	fork, err := runner.Run(ctx, agent.TaskSpec{Prompt: "go on", Root: root, Resume: &agent.Resume{SessionID: first.SessionID, Fork: true}})
+	must(t, err)
+	if fork.SessionID == first.SessionID {
+		t.Fatal("the fork is the source session")
+	}
+	rw, err := runner.Rewind(ctx, agent.RewindSpec{SessionID: fork.SessionID, ToTurn: first.FirstTurn, Files: true, Force: true})
+	must(t, err)
+	if b, _ := os.ReadFile(filepath.Join(root, "gone.txt")); string(b) != "removed by the command\n" {
+		t.Errorf("gone.txt after the fork's rewind: %q (%+v)", b, rw.Ledger)
+	}
+}

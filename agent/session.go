@@ -448,6 +448,7 @@ func (l *leg) openSession(ctx context.Context, loaded *session.Session, chain []
 	case loaded.Root != root:
 		return sema.Errorf(CodeRootMismatch, "session %s works in %s, not in %s; resume it from its own root", loaded.ID, loaded.Root, root)
 	case l.spec.resume().Fork:
+		l.recoverForkSource(ctx, loaded)
 		s, err = l.store.Fork(ctx, loaded.ID, l.spec.resume().At)
 		if err == nil && l.deps.History != nil {
 			if _, cerr := l.deps.History.CarryFork(ctx, loaded.HistoryScope(), s.HistoryScope()); cerr != nil {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 
 	"github.com/sema-agent/sema"
+	"github.com/sema-agent/sema/internal/lease"
 	"github.com/sema-agent/sema/internal/shellchange"
+	"github.com/sema-agent/sema/session"
 	"github.com/sema-agent/sema/tools/shell"
 )
 
@@ -105,6 +107,34 @@ func (l *leg) recoverBashStages(ctx context.Context) error {
 		l.notice(n)
 	}
 	return nil
+}
+
+// recoverForkSource records, before a fork copies its source's file history, what a
+// command of the source left in flight when its process was killed: the fork's own
+// recovery looks in the fork's scope, where the source's snapshot is not, and the fork
+// would carry a history without the command's changes. Recovery needs the source's lease
+// (a live leg of it owns its snapshots), held for the moment it takes; when the source
+// is busy, the fork goes on and says what it may miss.
+func (l *leg) recoverForkSource(ctx context.Context, src *session.Session) {
+	scope := src.HistoryScope()
+	if l.deps.History == nil || !shellchange.Staged(l.deps.StateDir, scope) {
+		return
+	}
+	held, err := lease.Hold(ctx, l.store, src.ID, leaseTTL(l.deps), false, func(error) {})
+	if err != nil {
+		l.notice(sema.Notice{Code: CodeBashRecoveryFailed, Message: "what a killed command of session " + src.ID + " changed could not be recorded before the fork copied its file history (" + sema.MessageOf(err) + "); a rewind of the fork may not restore those files",
+			Detail: map[string]any{"scope": scope}})
+		return
+	}
+	defer held.Release(context.WithoutCancel(ctx))
+	rec, err := recoverStages(ctx, l.deps, scope)
+	if err != nil {
+		l.notice(sema.Notice{Code: CodeBashRecoveryFailed, Message: sema.MessageOf(err), Detail: map[string]any{"scope": scope}})
+		return
+	}
+	for _, n := range rec.Notices() {
+		l.notice(n)
+	}
 }
 
 // recoverStages records what the commands that dead processes of scope left in flight

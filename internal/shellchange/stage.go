@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/sema-agent/sema"
@@ -68,6 +69,16 @@ func plainWord(s string) bool {
 
 func scopeDir(stateDir, scope string) string {
 	return filepath.Join(stateDir, stageRoot, scopeDirName(scope))
+}
+
+// Staged reports whether scope has a stage in stateDir: a command's snapshot, of a live
+// leg or of a dead process's (Recover tells them apart, under the session's lease).
+func Staged(stateDir, scope string) bool {
+	if stateDir == "" || scope == "" {
+		return false
+	}
+	ents, err := os.ReadDir(scopeDir(stateDir, scope))
+	return err == nil && slices.ContainsFunc(ents, fs.DirEntry.IsDir)
 }
 
 // scopeDirName is how a scope names its directory: itself when it is a plain word, else
