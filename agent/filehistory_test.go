@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sema-agent/sema"
 	"github.com/sema-agent/sema/agent"
@@ -359,5 +361,59 @@ func TestRewindOfAFileThatReplacedALinkKeepsIt(t *testing.T) {
 	}
 	if rw.Ledger == nil || rw.Ledger.Complete() {
 		t.Errorf("the rewind called itself complete: %+v", rw.Ledger)
+	}
+}
+
+// leaseTaken is a session store on which, once armed, every renewal of a lease finds it
+// taken over by another run.
+type leaseTaken struct {
+	session.Store
+	armed *atomic.Bool
+}
+
+func (s leaseTaken) RenewLease(ctx context.Context, id, holder string, ttl time.Duration) (session.Lease, error) {
+	if s.armed.Load() {
+		return session.Lease{}, session.LeaseLost(id, holder)
+	}
+	return s.Store.RenewLease(ctx, id, holder, ttl)
+}
+
+// slowSave is a file-history store whose rewind save takes a while, as one behind another
+// process's transaction does: long enough for a lease to be lost meanwhile.
+type slowSave struct {
+	history.Store
+	during func()
+}
+
+func (h slowSave) MintRewind(ctx context.Context, scope string, turn int, saves []history.Saved) (history.Boundary, []history.Record, error) {
+	h.during()
+	return h.Store.MintRewind(ctx, scope, turn, saves)
+}
+
+// A rewind whose lease is lost while it runs (stopped past it; another run took the
+// session over) changes no file after that: its checks are stale and the files are the
+// other run's. It answers session.lease_lost. Calibrated: with the loss ignored, it
+// went on and restored the file.
+func TestRewindStopsWhenItsLeaseIsLost(t *testing.T) {
+	ctx := context.Background()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	var armed atomic.Bool
+	store := leaseTaken{Store: session.NewMemory(), armed: &armed}
+	mem := history.NewMemory()
+	deps := agent.Deps{Store: store, History: mem, SessionLease: 60 * time.Millisecond,
+		Provider: scripted.New(scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{write("a.txt", "agent\n")}}, {Text: "done"}}})}
+	res, err := agent.New(deps).Run(ctx, agent.TaskSpec{Prompt: "write", Root: root, PermissionMode: permission.ModeAcceptEdits})
+	must(t, err)
+	deps.History = slowSave{Store: mem, during: func() {
+		armed.Store(true)
+		time.Sleep(200 * time.Millisecond) // several renewals: the loss is seen
+	}}
+	_, err = agent.New(deps).Rewind(ctx, agent.RewindSpec{SessionID: res.SessionID, ToTurn: res.FirstTurn, Files: true})
+	if sema.CodeOf(err) != session.CodeLeaseLost {
+		t.Errorf("the rewind after its lease was lost: %v, want %s", err, session.CodeLeaseLost)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "a.txt")); err != nil || string(b) != "agent\n" {
+		t.Errorf("a.txt after a rewind that lost its lease: %q, %v; want it left to the run that took over", b, err)
 	}
 }

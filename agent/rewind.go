@@ -91,11 +91,26 @@ func (r *Runner) Rewind(ctx context.Context, spec RewindSpec) (*RewindResult, er
 	// A rewind writes the session's files and head: it is the session's one writer while
 	// it runs, like a leg (a running leg makes it session.busy, or is waited for), and
 	// renews its lease as a leg does. Its entries are written under the lease's claim.
-	held, err := lease.Hold(ctx, r.deps.Store, s.ID, leaseTTL(&r.deps), spec.Wait, func(error) {})
+	// A rewind that loses its lease (stopped past it, and another run took the session
+	// over) changes nothing more: its checks are stale, and the files are the other
+	// run's now. Each file's change looks at ctx first.
+	outer := ctx
+	ctx, lose := context.WithCancelCause(ctx)
+	defer lose(nil)
+	held, err := lease.Hold(ctx, r.deps.Store, s.ID, leaseTTL(&r.deps), spec.Wait, func(err error) { lose(err) })
 	if err != nil {
 		return nil, err
 	}
-	defer held.Release(ctx)
+	defer held.Release(context.WithoutCancel(ctx))
+	out, err := r.rewindHeld(ctx, s, spec, held)
+	if cause := context.Cause(ctx); outer.Err() == nil && sema.IsCode(cause, session.CodeLeaseLost) {
+		return out, cause
+	}
+	return out, err
+}
+
+// rewindHeld is Rewind once the session's lease is held.
+func (r *Runner) rewindHeld(ctx context.Context, s session.Session, spec RewindSpec, held *lease.Held) (*RewindResult, error) {
 	recovered, err := r.prepareFileRewind(ctx, s, spec)
 	if err != nil {
 		return nil, err
