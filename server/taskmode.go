@@ -117,7 +117,16 @@ func (s *Server) legStarted(ctx context.Context, t *taskRow, started string) {
 		s.modes.mu.Unlock()
 		return
 	}
-	if _, _, err := s.applyMode(ctx, t.id, t.modeRequested, false); err != nil {
+	// Asked while the leg waited, under the policy of then: judged again by the tenant's
+	// policy of now, which the operator may have tightened meanwhile.
+	p, err := s.policy(ctx, s.b.db(), t.tenant)
+	if err == nil && !modeAllowed(p, t.modeRequested) {
+		err = sema.Errorf(CodePolicyMode, "the tenant's policy no longer allows permission_mode %s", t.modeRequested)
+	}
+	if err == nil {
+		_, _, err = s.applyMode(ctx, t.id, t.modeRequested, false)
+	}
+	if err != nil {
 		s.log.Warn("asked mode not applied", "task_id", t.id, "mode", t.modeRequested, "error", err.Error())
 	}
 }

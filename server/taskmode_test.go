@@ -152,3 +152,42 @@ func TestModeRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A mode asked for while a task waited is judged by the tenant's policy when the next
+// leg starts, not only when it was asked: an operator who took the mode out of the
+// policy meanwhile is obeyed. Calibrated: applied unjudged, acceptEdits let the second
+// Write run without a question.
+func TestModeAskedWhileParkedIsJudgedWhenTheLegStarts(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store) {
+		f := newFixture(t, st, func(base string) []scripted.Turn {
+			return []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "a.txt"), "a\n")}},
+				{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "b.txt"), "b\n")}},
+				{Text: "both written"},
+			}
+		})
+		c := f.client(t, "acme", f.base)
+		ctx := context.Background()
+		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write two", Cwd: f.base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+		if _, err := c.SetMode(ctx, task.TaskID, "acceptEdits"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.srv.SetPolicy(ctx, "acme", server.Policy{PermissionModes: []string{"default"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Decide(ctx, parked.CheckpointID, client.Decision{Decision: "allow"}); err != nil {
+			t.Fatal(err)
+		}
+		again := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+		if again.CheckpointID == parked.CheckpointID {
+			t.Fatal("the task still waits at the answered question")
+		}
+		if _, err := os.Stat(filepath.Join(f.base, "b.txt")); !os.IsNotExist(err) {
+			t.Errorf("the second Write ran in a mode the policy no longer allows: %v", err)
+		}
+	})
+}
