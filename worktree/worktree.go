@@ -188,6 +188,14 @@ func open(ctx context.Context, dir, name, within string) (*Worktree, error) {
 		}
 	}
 	wt := &Worktree{Name: name, Path: filepath.Join(r.top, Dir, name), Branch: BranchPrefix + name, Repo: r.top, GitDir: r.gitDir}
+	// Two processes' `git worktree add` at once in one repository can read each other's
+	// half-written entries (fatal: failed to read .git/worktrees/NAME/commondir): the
+	// look and the making are one process's at a time.
+	unlock, err := lockRepo(r)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	list, err := listAll(ctx, r)
 	if err != nil {
 		return nil, err

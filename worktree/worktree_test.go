@@ -2,11 +2,13 @@ package worktree_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sema-agent/sema"
@@ -270,4 +272,35 @@ func TestOpenUntrustedRunsNoProgramOfTheRepository(t *testing.T) {
 			t.Errorf("the worktree was made where the link points: %v", ents)
 		}
 	})
+}
+
+// Worktrees made at once in one repository, by as many callers, are all made: git's
+// own `worktree add` of two processes at once can read the other's half-written entry
+// and fail, so the making is one caller's at a time (a lock in the git directory).
+func TestWorktreesMadeAtOnce(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	for round := range 5 {
+		dir := repoWithCommit(t)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := worktree.Open(ctx, dir, fmt.Sprintf("w%d", i)); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		list, err := worktree.List(ctx, dir)
+		if err != nil || len(list) != 8 {
+			t.Fatalf("round %d: %d worktrees listed (%v), want 8", round, len(list), err)
+		}
+	}
 }
