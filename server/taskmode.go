@@ -117,17 +117,22 @@ func (s *Server) legStarted(ctx context.Context, t *taskRow, started string) {
 		s.modes.mu.Unlock()
 		return
 	}
-	// Asked while the leg waited, under the policy of then: judged again by the tenant's
-	// policy of now, which the operator may have tightened meanwhile.
-	p, err := s.policy(ctx, s.b.db(), t.tenant)
-	if err == nil && !modeAllowed(p, t.modeRequested) {
-		err = sema.Errorf(CodePolicyMode, "the tenant's policy no longer allows permission_mode %s", t.modeRequested)
+	s.applyAsked(ctx, t.id, t.tenant, t.modeRequested)
+}
+
+// applyAsked applies to task id's running leg the mode asked for while the task waited
+// or ran in another process. It was judged by the tenant's policy when it was asked; it
+// is judged again by the policy of now, which the operator may have tightened meanwhile.
+func (s *Server) applyAsked(ctx context.Context, id, tenant, mode string) {
+	p, err := s.policy(ctx, s.b.db(), tenant)
+	if err == nil && !modeAllowed(p, mode) {
+		err = sema.Errorf(CodePolicyMode, "the tenant's policy no longer allows permission_mode %s", mode)
 	}
 	if err == nil {
-		_, _, err = s.applyMode(ctx, t.id, t.modeRequested, false)
+		_, _, err = s.applyMode(ctx, id, mode, false)
 	}
 	if err != nil {
-		s.log.Warn("asked mode not applied", "task_id", t.id, "mode", t.modeRequested, "error", err.Error())
+		s.log.Warn("asked mode not applied", "task_id", id, "mode", mode, "error", err.Error())
 	}
 }
 
@@ -192,22 +197,20 @@ func (s *Server) applyRequestedModes(ctx context.Context) {
 	if n == 0 {
 		return
 	}
-	rs, err := s.b.db().query(ctx, `SELECT id, mode_requested FROM sema_serve_tasks WHERE mode_requested <> '' AND status = ?`, client.StatusRunning)
+	rs, err := s.b.db().query(ctx, `SELECT id, tenant, mode_requested FROM sema_serve_tasks WHERE mode_requested <> '' AND status = ?`, client.StatusRunning)
 	if err != nil {
 		return
 	}
-	type ask struct{ id, mode string }
+	type ask struct{ id, tenant, mode string }
 	var asks []ask
 	for rs.Next() {
 		var a ask
-		if rs.Scan(&a.id, &a.mode) == nil {
+		if rs.Scan(&a.id, &a.tenant, &a.mode) == nil {
 			asks = append(asks, a)
 		}
 	}
 	rs.Close()
 	for _, a := range asks {
-		if _, _, err := s.applyMode(ctx, a.id, a.mode, false); err != nil {
-			s.log.Warn("asked mode not applied", "task_id", a.id, "mode", a.mode, "error", err.Error())
-		}
+		s.applyAsked(ctx, a.id, a.tenant, a.mode)
 	}
 }
