@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -239,6 +240,16 @@ func checkRunFlags(o *runOptions) (time.Duration, error) {
 	lease, err := sessionLease()
 	if err != nil {
 		return 0, usageErr(err)
+	}
+	// The limits are the library's to judge too; judged here, a bad one is named before
+	// the model is looked for, as every other flag is.
+	switch {
+	case o.maxTurns < 0:
+		return 0, usageErr(sema.Errorf(agent.CodeMaxTurnsInvalid, "--max-turns is %d; give a positive number, or 0 for no limit", o.maxTurns))
+	case o.maxTokensTotal < 0:
+		return 0, usageErr(sema.Errorf(agent.CodeTokensTotalInvalid, "--max-tokens-total is %d; give a positive number, or 0 for no limit", o.maxTokensTotal))
+	case o.maxBudgetUSD < 0 || math.IsNaN(o.maxBudgetUSD) || math.IsInf(o.maxBudgetUSD, 0):
+		return 0, usageErr(sema.Errorf(agent.CodeBudgetInvalid, "--max-budget-usd is %v; give a positive amount of US dollars, or 0 for no budget", o.maxBudgetUSD))
 	}
 	switch o.onAsk {
 	case "", "deny", "prompt", "park":

@@ -56,6 +56,10 @@ func TestUsageErrorsAreCodedAndSayWhatToDo(t *testing.T) {
 		{args: []string{"run", "--max-turns", "abc", "x"}, code: codeUsage, advice: `--max-turns takes a whole number, not "abc"; see ` + "`sema run --help`"},
 		{args: []string{"-p", "--max-budget-usd", "lots", "x"}, code: codeUsage, advice: `--max-budget-usd takes a number, not "lots"`},
 		{args: []string{"run", "--read-only=maybe", "x"}, code: codeUsage, advice: `--read-only takes true or false, not "maybe"`},
+		// A bad limit is named before the model is looked for (this world names none).
+		{args: []string{"run", "--max-turns", "-3", "x"}, code: "config.max_turns_invalid", advice: "--max-turns is -3; give a positive number"},
+		{args: []string{"-p", "--max-tokens-total", "-1", "x"}, code: "config.max_tokens_total_invalid", advice: "--max-tokens-total is -1"},
+		{args: []string{"run", "--max-budget-usd", "-0.5", "x"}, code: "config.max_budget_invalid", advice: "--max-budget-usd is -0.5"},
 	}
 	for _, c := range cases {
 		stdin := c.stdin
