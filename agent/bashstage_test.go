@@ -16,12 +16,13 @@ import (
 	"github.com/sema-agent/sema/session"
 )
 
-// A process killed while a shell command ran leaves the command's durable snapshot
-// armed in the state directory. The next leg of the session records, before its first
-// turn, what the command changed, with the bytes from before it (history.bash_recovered),
-// and removes the snapshot; a rewind then restores the files — the edited one with
-// --force, since what the cut-off command left there is not known to be the agent's.
-func TestNextLegRecordsWhatAKilledCommandChanged(t *testing.T) {
+// killedMidCommand is a session whose process was killed while a shell command ran, as
+// the next process finds it: the command's durable snapshot of the root still armed in
+// the state directory (from before it changed edit.txt and removed gone.txt), and its
+// changes made. It returns the root, the deps that ran the session, the session's first
+// leg, and the snapshot's directory.
+func killedMidCommand(t *testing.T) (string, agent.Deps, *agent.TaskResult, string) {
+	t.Helper()
 	ctx := context.Background()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	must(t, err)
@@ -46,7 +47,17 @@ func TestNextLegRecordsWhatAKilledCommandChanged(t *testing.T) {
 	must(t, tr.Arm([]byte(`{"turn":1}`)))
 	must(t, os.WriteFile(filepath.Join(root, "edit.txt"), []byte("half-done\n"), 0o644))
 	must(t, os.Remove(filepath.Join(root, "gone.txt")))
+	return root, deps, first, stage
+}
 
+// A process killed while a shell command ran leaves the command's durable snapshot
+// armed in the state directory. The next leg of the session records, before its first
+// turn, what the command changed, with the bytes from before it (history.bash_recovered),
+// and removes the snapshot; a rewind then restores the files — the edited one with
+// --force, since what the cut-off command left there is not known to be the agent's.
+func TestNextLegRecordsWhatAKilledCommandChanged(t *testing.T) {
+	ctx := context.Background()
+	root, deps, first, stage := killedMidCommand(t)
 	deps.Provider = scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "resumed"}}})
 	runner := agent.New(deps)
 	res, err := runner.Run(ctx, agent.TaskSpec{Prompt: "go on", Root: root, Resume: &agent.Resume{SessionID: first.SessionID}})
@@ -119,26 +130,7 @@ func TestRewindRefusesOverADamagedSnapshot(t *testing.T) {
 // rewind left gone.txt missing with no word said.
 func TestForkRecordsWhatTheSourcesKilledCommandChanged(t *testing.T) {
 	ctx := context.Background()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	must(t, err)
-	state := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(root, "gone.txt"), []byte("removed by the command\n"), 0o600))
-	store, hist := session.NewMemory(), history.NewMemory()
-	deps := agent.Deps{Store: store, History: hist, StateDir: state, Shell: &agent.ShellOptions{Sandbox: "off"}}
-	deps.Provider = scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "first"}}})
-	first, err := agent.New(deps).Run(ctx, agent.TaskSpec{Prompt: "start", Root: root})
-	must(t, err)
-	if _, err := hist.MintBoundary(ctx, first.SessionID, first.FirstTurn); err != nil {
-		t.Fatal(err)
-	}
-	stage := filepath.Join(state, "stage", first.SessionID, "killed-leg")
-	tr := treestate.New(treestate.Config{Env: env.NewHost(), Roots: []string{root}, StageDir: stage, Durable: true})
-	if _, err := tr.Sync(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	must(t, tr.Arm([]byte(`{"turn":1}`)))
-	must(t, os.Remove(filepath.Join(root, "gone.txt")))
-
+	root, deps, first, _ := killedMidCommand(t)
 	deps.Provider = scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "forked"}}})
 	runner := agent.New(deps)
 	fork, err := runner.Run(ctx, agent.TaskSpec{Prompt: "go on", Root: root, Resume: &agent.Resume{SessionID: first.SessionID, Fork: true}})

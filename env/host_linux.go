@@ -261,19 +261,3 @@ func (*Host) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 	}
 	return nil
 }
-
-// unixMode is mode as chmod takes it: the permission bits and the setuid, setgid and
-// sticky bits, which fs.FileMode keeps apart from them (as os.Chmod converts them).
-func unixMode(mode fs.FileMode) uint32 {
-	m := uint32(mode.Perm())
-	if mode&fs.ModeSetuid != 0 {
-		m |= unix.S_ISUID
-	}
-	if mode&fs.ModeSetgid != 0 {
-		m |= unix.S_ISGID
-	}
-	if mode&fs.ModeSticky != 0 {
-		m |= unix.S_ISVTX
-	}
-	return m
-}

@@ -92,22 +92,29 @@ func TestModeOfARunningTask(t *testing.T) {
 // TestModeOfAParkedTask: changed while the task waits at a question, the word is stored
 // (202) and the leg that resumes after the decision takes it: the next write runs
 // without a second question.
+// parkedAtTheFirstOfTwoWrites is tenant acme's task that writes a.txt, then b.txt, in
+// the default mode, waiting at the question of its first Write.
+func parkedAtTheFirstOfTwoWrites(t *testing.T, st store) (*fixture, *client.Client, *client.Task, *client.Task) {
+	t.Helper()
+	f := newFixture(t, st, func(base string) []scripted.Turn {
+		return []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "a.txt"), "a\n")}},
+			{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "b.txt"), "b\n")}},
+			{Text: "both written"},
+		}
+	})
+	c := f.client(t, "acme", f.base)
+	task, err := c.SubmitTask(context.Background(), client.TaskSpec{Prompt: "write two", Cwd: f.base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, c, task, waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
+}
+
 func TestModeOfAParkedTask(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store) {
-		f := newFixture(t, st, func(base string) []scripted.Turn {
-			return []scripted.Turn{
-				{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "a.txt"), "a\n")}},
-				{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "b.txt"), "b\n")}},
-				{Text: "both written"},
-			}
-		})
-		c := f.client(t, "acme", f.base)
+		f, c, task, parked := parkedAtTheFirstOfTwoWrites(t, st)
 		ctx := context.Background()
-		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write two", Cwd: f.base})
-		if err != nil {
-			t.Fatal(err)
-		}
-		parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
 		got, err := c.SetMode(ctx, task.TaskID, "acceptEdits")
 		if err != nil || got.Applied || got.PermissionMode != "acceptEdits" {
 			t.Fatalf("SetMode on a parked task: %+v, %v; want the word stored, not applied", got, err)
@@ -159,20 +166,8 @@ func TestModeRefusals(t *testing.T) {
 // Write run without a question.
 func TestModeAskedWhileParkedIsJudgedWhenTheLegStarts(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store) {
-		f := newFixture(t, st, func(base string) []scripted.Turn {
-			return []scripted.Turn{
-				{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "a.txt"), "a\n")}},
-				{ToolCalls: []scripted.ToolCall{writeCall(filepath.Join(base, "b.txt"), "b\n")}},
-				{Text: "both written"},
-			}
-		})
-		c := f.client(t, "acme", f.base)
+		f, c, task, parked := parkedAtTheFirstOfTwoWrites(t, st)
 		ctx := context.Background()
-		task, err := c.SubmitTask(ctx, client.TaskSpec{Prompt: "write two", Cwd: f.base})
-		if err != nil {
-			t.Fatal(err)
-		}
-		parked := waitStatus(t, c, task.TaskID, client.StatusAwaitingApproval)
 		if _, err := c.SetMode(ctx, task.TaskID, "acceptEdits"); err != nil {
 			t.Fatal(err)
 		}
